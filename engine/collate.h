@@ -1,0 +1,51 @@
+/* collate.h - builds one batch from records at consecutive stream positions.
+ * Pure: the caller supplies record bytes through a callback (records must be
+ * resident) and the batch memory through an rf_allocator. */
+#ifndef RF_COLLATE_H
+#define RF_COLLATE_H
+
+#include "ringfeed.h"
+#include <stdbool.h>
+
+typedef struct rf_collate_params {
+	uint32_t batch_records;     /* max records per batch (>= 1) */
+	uint64_t batch_bytes;       /* if > 0: max payload bytes per batch; a larger record
+	                               is a batch of its own */
+	uint32_t pad_to;            /* 0 = ragged; else rows of pad_to bytes */
+	bool truncate;              /* padded: cut records longer than pad_to (else error) */
+} rf_collate_params;
+
+/* Returns the record at stream position pos (pointer into a resident decoded
+ * block, and its length). Must not fail for positions the caller made resident. */
+typedef void (*rf_record_fn)(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len);
+
+/* Decides how many records starting at `pos` (at most `available`, the count
+ * of resident records from pos; `epoch_end` the epoch's record count) form
+ * the next batch. Returns the count (>= 1), or 0 when more records must be
+ * resident before the batch is known (available too small). Sets *bytes to
+ * the batch buffer size (payload + offsets + lengths, aligned). Errors
+ * (padded record too long without truncate) are negative, with a message
+ * naming the stream position. */
+long rf_collate_plan(const rf_collate_params *p, rf_record_fn fn, void *ctx, uint64_t pos,
+                     uint64_t available, uint64_t epoch_end, uint64_t *bytes, rf_error *err);
+/* Builds the batch of `count` records at pos into `mem` (of `bytes` from
+ * rf_collate_plan), filling b's pointers into mem. */
+void rf_collate_fill(const rf_collate_params *p, rf_record_fn fn, void *ctx, uint64_t pos,
+                     uint32_t count, void *mem, uint64_t bytes, rf_batch *b);
+
+/* Consumer position, saved by rf_state_save and given back to resume. */
+typedef struct rf_position {
+	uint64_t fingerprint;       /* hash of (shard list sizes, seed, rank, world, shuffle,
+	                               window, batch settings): a state only resumes the
+	                               same configuration */
+	uint64_t epoch;
+	uint64_t record;            /* stream position within the epoch */
+	uint64_t batch;             /* batches consumed within the epoch */
+	uint64_t skipped;           /* records skipped by the skip policy so far */
+} rf_position;
+
+#define RF_STATE_BYTES 56
+int rf_state_encode(const rf_position *p, void *buf, size_t cap);          /* returns bytes */
+int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err);
+
+#endif

@@ -1,0 +1,39 @@
+/* loop.h - the io_uring event loop: one ring, owned by one thread.
+ *
+ * Every request is an "op" in a fixed table of slots (RF_LOOP_OPS_MAX); its id
+ * (returned to the caller, and the SQE's user_data) is (generation << 32 |
+ * slot). Cancelling an op bumps the slot's generation, so a completion that
+ * arrives later is recognised as stale and dropped: callbacks never run for a
+ * cancelled op. Callbacks run on the loop thread, inside rf_loop_run_once.
+ * A full table is an answer (-EAGAIN), never a hidden allocation.
+ * Only rf_loop_wake() may be called from other threads. */
+#ifndef RF_LOOP_H
+#define RF_LOOP_H
+
+#include "ringfeed.h"
+#include <stdint.h>
+
+#define RF_LOOP_OPS_MAX 4096
+
+typedef struct rf_loop rf_loop;
+/* res: bytes for reads, revents for polls, 0 for timers, or -errno. */
+typedef void (*rf_loop_cb)(void *arg, int res);
+
+int rf_loop_new(rf_loop **out, rf_error *err);
+void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
+
+int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
+                     rf_loop_cb cb, void *arg);
+/* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion. */
+int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg);
+int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg);
+/* Cancels a pending op: its callback will not run. Unknown/finished ids are ignored. */
+void rf_loop_cancel(rf_loop *loop, int64_t id);
+/* Submits pending SQEs, waits up to max_wait_ns for at least one completion
+ * or a wake, and dispatches every completion. Returns completions handled or -errno. */
+int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns);
+/* Thread-safe: makes a waiting rf_loop_run_once return (eventfd). */
+void rf_loop_wake(rf_loop *loop);
+unsigned rf_loop_pending(const rf_loop *loop); /* ops in flight */
+
+#endif

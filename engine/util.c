@@ -1,0 +1,91 @@
+/* util.c - error messages, size parsing and time: the few helpers shared by
+ * every layer. */
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+
+int rf_vfail(rf_error *err, int code, const char *fmt, va_list ap)
+{
+	if (err) {
+		err->code = code;
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	}
+	return code;
+}
+
+int rf_fail(rf_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	rf_vfail(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void rf_error_clear(rf_error *err)
+{
+	if (err) {
+		err->code = 0;
+		err->msg[0] = '\0';
+	}
+}
+
+uint64_t rf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *rf_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < RF_ARRAY_LEN(unit)) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, cap, "%.1f %s", v, unit[u]);
+	return buf;
+}
+
+RF_API int rf_parse_bytes(const char *text, uint64_t *out, rf_error *err)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {
+	    {"", 1.0},           {"B", 1.0},           {"K", 1024.0},        {"KiB", 1024.0},
+	    {"KB", 1e3},         {"M", 1048576.0},     {"MiB", 1048576.0},   {"MB", 1e6},
+	    {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},         {"T", 1099511627776.0},
+	    {"TiB", 1099511627776.0}, {"TB", 1e12},
+	};
+	if (!text || !*text)
+		return rf_fail(err, -EINVAL, "empty size (expected e.g. 64MiB)");
+	char *end = NULL;
+	double v = strtod(text, &end);
+	if (end == text || !isfinite(v) || v < 0)
+		return rf_fail(err, -EINVAL, "bad size '%s' (expected e.g. 4096, 64KiB, 1.5GiB)", text);
+	while (*end == ' ')
+		end++;
+	for (size_t i = 0; i < RF_ARRAY_LEN(units); i++) {
+		if (strcasecmp(end, units[i].suffix) != 0)
+			continue;
+		double bytes = v * units[i].mult;
+		if (bytes >= 18446744073709551615.0)
+			return rf_fail(err, -ERANGE, "size '%s' is too large", text);
+		if (bytes != floor(bytes))
+			return rf_fail(err, -EINVAL, "size '%s' is not a whole number of bytes", text);
+		*out = (uint64_t)bytes;
+		return 0;
+	}
+	return rf_fail(err, -EINVAL, "bad size unit in '%s' (use B, KiB, MiB, GiB, KB, MB, GB)", text);
+}

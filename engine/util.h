@@ -1,0 +1,71 @@
+/* util.h - small helpers every layer uses: error messages, little-endian
+ * loads/stores, checked arithmetic, monotonic time. Internal. */
+#ifndef RF_UTIL_H
+#define RF_UTIL_H
+
+#include "ringfeed.h"
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RF_API __attribute__((visibility("default")))
+#define RF_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define RF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define RF_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define RF_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Sets err (if non-NULL) to code + formatted message; returns code so callers
+ * can write `return rf_fail(err, -EINVAL, "...")`. */
+int rf_fail(rf_error *err, int code, const char *fmt, ...) RF_PRINTF(3, 4);
+int rf_vfail(rf_error *err, int code, const char *fmt, va_list ap) RF_PRINTF(3, 0);
+void rf_error_clear(rf_error *err);
+
+/* Propagate a negative result without hiding the check (zstd style). */
+#define RF_TRY(expr)                                                                               \
+	do {                                                                                       \
+		int rf_try_rc_ = (expr);                                                           \
+		if (rf_try_rc_ < 0)                                                                \
+			return rf_try_rc_;                                                         \
+	} while (0)
+
+static inline uint32_t rf_load_le32(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static inline uint64_t rf_load_le64(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint64_t)rf_load_le32(b) | (uint64_t)rf_load_le32(b + 4) << 32;
+}
+static inline void rf_store_le32(void *p, uint32_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+static inline void rf_store_le64(void *p, uint64_t v)
+{
+	rf_store_le32(p, (uint32_t)v);
+	rf_store_le32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
+
+/* a + b into *out; false on overflow. */
+static inline bool rf_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+static inline bool rf_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* Formats bytes as "12.3 MiB" into buf. */
+const char *rf_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# deps.sh - installs what ringfeed needs on Debian 12 (idempotent; as root).
+#   scripts/deps.sh          build + run dependencies
+#   scripts/deps.sh --test   also the test servers and tools (nginx, s3rver, python3-torch...)
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
+      libexpat1-dev libcmocka-dev zstd)
+if [ "${1:-}" = "--test" ]; then
+	pkgs+=(nginx-light curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
+	       python3-torch nodejs npm)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO="sudo"
+	echo "deps: installing ${missing[*]}" >&2
+	$SUDO apt-get update -q >&2
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+if [ "${1:-}" = "--test" ]; then
+	# s3rver (npm) for the S3 tests, installed into a cache folder of ours.
+	top=$(cd "$(dirname "$0")/.." && pwd)
+	if [ ! -x "$top/.cache/npm/node_modules/.bin/s3rver" ]; then
+		mkdir -p "$top/.cache/npm"
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2)
+	fi
+fi

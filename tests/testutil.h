@@ -1,0 +1,25 @@
+/* testutil.h - helpers shared by the cmocka tests: temporary directories,
+ * running the CLI, reading files. */
+#ifndef RF_TESTUTIL_H
+#define RF_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka needs the three includes above first. */
+#include <cmocka.h>
+
+/* A fresh directory under $TMPDIR (removed by rf_test_rmtree). */
+char *rf_test_tmpdir(const char *tag);
+void rf_test_rmtree(const char *path);
+/* Runs a shell command; captures stdout into *out (malloc'd, may be NULL).
+ * Returns the exit status (or -1). */
+int rf_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The CLI under test ($RF_CLI). */
+const char *rf_test_cli(void);
+/* Reads a whole file (malloc'd); returns length or -1. */
+long rf_test_read_file(const char *path, unsigned char **out);
+int rf_test_write_file(const char *path, const void *buf, size_t len);
+
+#endif

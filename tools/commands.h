@@ -1,0 +1,12 @@
+/* commands.h - the ringfeed subcommands. Each lives in its own tools/cmd_*.c
+ * and uses the library only through ringfeed.h. */
+#ifndef RF_COMMANDS_H
+#define RF_COMMANDS_H
+
+typedef int (*rf_command_fn)(int argc, char **argv);
+
+int cmd_pack(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+#endif

@@ -1,0 +1,46 @@
+/* ringfeed.c - the `ringfeed` command: dispatches to one subcommand. */
+#include "commands.h"
+#include "ringfeed.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	rf_command_fn fn;
+	const char *help;
+} commands[] = {
+    {"pack", cmd_pack, "pack records into .rfs shards and a manifest"},
+    {"inspect", cmd_inspect, "print a shard's figures (--json for a program)"},
+    {"verify", cmd_verify, "decode every block and check every rule"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ringfeed COMMAND [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n`ringfeed COMMAND --help` describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ringfeed %s\n", RF_VERSION_STRING);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "ringfeed: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -372,7 +372,7 @@ uint64_t rf_plan_hash(const rf_plan *plan, uint64_t h)
 	const rf_plan_params *p = &plan->p;
 	h = rf_mix64(h ^ p->seed);
 	h = rf_mix64(h ^ ((uint64_t)p->rank << 32 | p->world));
-	h = rf_mix64(h ^ ((uint64_t)p->shuffle << 32 | (p->shuffle ? p->shuffle_window : 0)));
+	h = rf_mix64(h ^ ((uint64_t)p->shuffle << 32 | plan->window));
 	h = rf_mix64(h ^ plan->nshards);
 	for (uint32_t s = 0; s < plan->nshards; s++) {
 		uint64_t first = plan->shard_first[s], end = plan->shard_first[s + 1];

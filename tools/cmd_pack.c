@@ -17,8 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RECORD_MAX (RF_BLOCK_DECODED_MAX - 8u) /* one record alone in a block */
-#define READ_CHUNK (4u << 20)
+#define RECORD_MAX        (RF_BLOCK_DECODED_MAX - 8u) /* one record alone in a block */
+#define READ_CHUNK        (4u << 20)
+#define RF_MIN_LONG(a, b) ((a) < (b) ? (a) : (b))
 
 static const char pack_usage[] =
     "usage: ringfeed pack --from lines FILE  | --from files DIR | --from fixed:N FILE\n"
@@ -392,8 +393,13 @@ int cmd_pack(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (a.demo)
 		return rf_demo_ensure(a.out, a.demo_bytes, a.demo_shards, isatty(2)) < 0 ? 1 : 0;
-	rf_writer_options wo = {
-	    .block_bytes = a.block_bytes, .level = a.level, .metadata = a.metadata, .threads = 1};
+	/* compression threads: one per core (the bytes do not depend on it) */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t threads = cpus < 1 ? 1 : (uint32_t)RF_MIN_LONG(cpus, RF_WRITER_THREADS_MAX);
+	rf_writer_options wo = {.block_bytes = a.block_bytes,
+	                        .level = a.level,
+	                        .metadata = a.metadata,
+	                        .threads = threads};
 	rf_error err = {0};
 	rf_pack p;
 	uint64_t t0 = rf_tool_now_ns();

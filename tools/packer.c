@@ -1,7 +1,7 @@
-/* packer.c - see packer.h. Each shard is written by an rf_writer with one
- * background compression thread (the caller keeps reading input meanwhile);
- * shard boundaries follow rf_writer_bytes, which depends only on the input,
- * so the same input always gives byte-identical shards. */
+/* packer.c - see packer.h. Each shard is written by an rf_writer whose
+ * compression threads work on blocks in parallel while the caller keeps
+ * reading input; shard boundaries follow rf_writer_bytes, which depends only
+ * on the input, so the same input always gives byte-identical shards. */
 #include "packer.h"
 
 #include <errno.h>

@@ -437,6 +437,20 @@ static void test_frames(void **state)
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT,
 	       "frame declares 2000 decoded bytes, index says 1000", "block 0 at byte 0");
 	free(c.b);
+	/* the frame header *and* the index say 1000, but the frame holds 2000:
+	 * zstd stops at the slab's end, nothing is written past it */
+	c = craft(buf, n, 1, 1, 2000, 900);
+	assert_int_equal(c.b[4] & 0x20, 0x20); /* single segment: FCS follows the FHD */
+	assert_int_equal(c.b[4] >> 6, 1);      /* 2-byte FCS, stored as size - 256 */
+	assert_int_equal(rf_load_le32(c.b + 5) & 0xffff, 2000 - 256);
+	c.b[5] = (uint8_t)(1000 - 256);
+	c.b[6] = (uint8_t)((1000 - 256) >> 8);
+	uint64_t z0 = rf_load_le64(c.b + c.n - RF_FOOTER_BYTES + RF_FOOTER_INDEX_OFFSET_AT);
+	rf_store_le32(c.b + z0 + 16, 1000); /* largest decoded */
+	rf_store_le32(c.b + z0 + 40, 1000); /* block 0 decoded */
+	seal(&c, z0, 52);
+	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "zstd decode failed", "block 0 at byte 0");
+	free(c.b);
 	/* no content size in the frame */
 	c = craft(buf, n, 1, 0, 2000, 1992);
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "lacks its content size",

@@ -451,6 +451,19 @@ static void test_frames(void **state)
 	seal(&c, z0, 52);
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "zstd decode failed", "block 0 at byte 0");
 	free(c.b);
+	/* an index declaring more than any frame of that length can decode to */
+	uint8_t tiny[8];
+	uint32_t tiny_end[1] = {0};
+	size_t tn = block_bytes(tiny, 0, tiny_end, 1, 1);
+	c = craft(tiny, tn, 1, 1, 8, 0);
+	z0 = rf_load_le64(c.b + c.n - RF_FOOTER_BYTES + RF_FOOTER_INDEX_OFFSET_AT);
+	uint32_t huge = (uint32_t)z0 * 32768u + 1;
+	rf_store_le32(c.b + z0 + 16, huge);
+	rf_store_le32(c.b + z0 + 40, huge);
+	seal(&c, z0, 52);
+	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "more than a zstd frame of that length",
+	       "block 0 at byte 0");
+	free(c.b);
 	/* no content size in the frame */
 	c = craft(buf, n, 1, 0, 2000, 1992);
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "lacks its content size",

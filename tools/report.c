@@ -283,18 +283,9 @@ static void panel_wait(canvas *c, const trace *t)
 	panel p;
 	panel_init(&p, s, 2, 100);
 	draw_axes(c->f, &p, title, false);
-	svg_style bar = {.fill = "#E45756", .opacity = 0.85};
-	for (size_t i = 1; i < s->n; i++) {
-		double v = s->v[S_WAIT_PCT][i];
-		if (!(v > 0))
-			continue;
-		size_t j = i; /* one bar for a run of equal intervals */
-		while (j + 1 < s->n && s->v[S_WAIT_PCT][j + 1] == v)
-			j++;
-		double x0 = px(&p, s->v[S_T][i - 1]), x1 = px(&p, s->v[S_T][j]);
-		svg_rect(c->f, x0, py(&p, v), fmax(x1 - x0, 1.0), py(&p, 0) - py(&p, v), &bar);
-		i = j;
-	}
+	project(&p, s, S_WAIT_PCT, 1, c->xs, c->ya);
+	svg_steps(c->f, c->xs, c->ya, s->n, py(&p, 0),
+	          &(svg_style){.fill = "#E45756", .opacity = 0.85});
 	legend(c->f, &p, "#E45756", true, NULL, "waiting");
 }
 
@@ -390,10 +381,15 @@ static void header(FILE *f, const trace *t, const series *s, const char *name)
 	snprintf(buf, sizeof(buf), "ringfeed trace report: %s", name);
 	svg_text(f, PLOT_X, 28, "start", 18, "bold", "#111111", buf);
 	double span = t->pt[t->n - 1].t_s - t->pt[0].t_s, wait = total_wait(t);
+	char depth[64];
+	if (dmin == dmax)
+		snprintf(depth, sizeof(depth), "%.4g", dmax);
+	else
+		snprintf(depth, sizeof(depth), "%.4g..%.4g", dmin, dmax);
 	snprintf(buf, sizeof(buf),
-	         "%zu intervals over %.4g s  |  depth %.4g..%.4g batches  |  peak memory %s "
-	         "(budget %s)  |  consumer waited %.4g s (%.1f%%)",
-	         t->n, span, dmin, dmax, peak, bud, wait, span > 0 ? 100.0 * wait / span : 0.0);
+	         "%zu intervals over %.4g s  |  depth %s batches  |  peak memory %s (budget %s)  "
+	         "|  consumer waited %.4g s (%.1f%%)",
+	         t->n, span, depth, peak, bud, wait, span > 0 ? 100.0 * wait / span : 0.0);
 	svg_text(f, PLOT_X, 50, "start", 12, "normal", "#333333", buf);
 	if (s->n < t->n) {
 		snprintf(

@@ -138,3 +138,17 @@ void svg_fmt_tick(double v, double step, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%.*f", decimals, v);
 }
+
+void svg_steps(FILE *f, const double *x, const double *y, size_t n, double base, const svg_style *s)
+{
+	if (n < 2)
+		return;
+	fprintf(f, "<polygon points=\"%.1f,%.1f ", x[0], base);
+	for (size_t i = 1; i < n; i++) {
+		double v = isfinite(y[i]) ? y[i] : base;
+		fprintf(f, "%.1f,%.1f %.1f,%.1f ", x[i - 1], v, x[i], v);
+	}
+	fprintf(f, "%.1f,%.1f\"", x[n - 1], base);
+	style_attrs(f, s);
+	fputs("/>\n", f);
+}

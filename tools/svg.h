@@ -29,6 +29,10 @@ void svg_polyline(FILE *f, const double *x, const double *y, size_t n, const svg
 /* Closed polygon between the curves ytop and ybot over x (area fill). */
 void svg_band(FILE *f, const double *x, const double *ytop, const double *ybot, size_t n,
               const svg_style *s);
+/* Step area over a baseline: interval i (x[i-1]..x[i]) at height y[i]; a
+ * non-finite y[i] sits on the baseline. */
+void svg_steps(FILE *f, const double *x, const double *y, size_t n, double base,
+               const svg_style *s);
 
 /* A tick step of 1, 2 or 5 x 10^k giving about `ticks` ticks over range. */
 double svg_nice_step(double range, int ticks);

@@ -200,22 +200,22 @@ static void print_fluid_text(const sim_opts *o, const sim_result *r)
 	if (isnan(r->empty_at_s))
 		printf("never empties within %g s\n", r->point[r->points - 1].t_s);
 	else
-		printf("first empty at %.9g s\n", r->empty_at_s);
-	printf("D / r = %.9g s (initial inventory / consumer rate)\n", p->initial / p->mu_bps);
+		printf("first empty at %.15g s\n", r->empty_at_s);
+	printf("D / r = %.15g s (initial inventory / consumer rate)\n", p->initial / p->mu_bps);
 }
 
 static void print_params_json(const sim_params *p)
 {
-	printf("\"lambda_bps\":%.9g,\"mu_bps\":%.9g,\"initial\":%.9g,\"capacity\":", p->lambda_bps,
-	       p->mu_bps, p->initial);
+	printf("\"lambda_bps\":%.15g,\"mu_bps\":%.15g,\"initial\":%.15g,\"capacity\":",
+	       p->lambda_bps, p->mu_bps, p->initial);
 	json_number(stdout, p->capacity);
-	printf(",\"step_s\":%.9g,\"until_s\":", p->step_s);
+	printf(",\"step_s\":%.15g,\"until_s\":", p->step_s);
 	json_number(stdout, p->until_s > 0 ? p->until_s : NAN);
 	printf(",\"stalls\":[");
 	for (size_t i = 0; i < p->stalls; i++)
-		printf("%s{\"start_s\":%.9g,\"duration_s\":%.9g}", i ? "," : "",
+		printf("%s{\"start_s\":%.15g,\"duration_s\":%.15g}", i ? "," : "",
 		       p->stall[i].start_s, p->stall[i].dur_s);
-	printf("],\"predicted_s\":%.9g,", p->initial / p->mu_bps);
+	printf("],\"predicted_s\":%.15g,", p->initial / p->mu_bps);
 }
 
 static void print_fluid_json(const sim_opts *o, const sim_result *r)
@@ -224,7 +224,7 @@ static void print_fluid_json(const sim_opts *o, const sim_result *r)
 	print_params_json(&o->p);
 	printf("\"series\":[");
 	for (size_t i = 0; i < r->points; i++)
-		printf("%s{\"t\":%.9g,\"inventory\":%.9g}", i ? "," : "", r->point[i].t_s,
+		printf("%s{\"t\":%.15g,\"inventory\":%.15g}", i ? "," : "", r->point[i].t_s,
 		       r->point[i].inventory);
 	printf("],\"empty_at_s\":");
 	json_number(stdout, r->empty_at_s);
@@ -267,8 +267,8 @@ static void print_discrete_json(const sim_opts *o, const sim_result *fl,
 {
 	printf("{\"model\":\"discrete\",");
 	print_params_json(&o->p);
-	printf("\"trials\":%llu,\"seed\":%llu,\"cost_cv\":%.9g,\"producer_cv\":%.9g,"
-	       "\"horizon_s\":%.9g,\"fluid_empty_at_s\":",
+	printf("\"trials\":%llu,\"seed\":%llu,\"cost_cv\":%.15g,\"producer_cv\":%.15g,"
+	       "\"horizon_s\":%.15g,\"fluid_empty_at_s\":",
 	       (unsigned long long)d->trials, (unsigned long long)o->d.seed, o->d.cost_cv,
 	       o->d.producer_cv, o->d.horizon_s);
 	json_number(stdout, fl->empty_at_s);

@@ -80,7 +80,7 @@ bool flag_bytes(const char *cmd, const char *flag, const char *text, uint64_t mi
 void json_number(FILE *f, double v)
 {
 	if (isfinite(v))
-		fprintf(f, "%.9g", v);
+		fprintf(f, "%.15g", v);
 	else
 		fputs("null", f);
 }

@@ -219,13 +219,14 @@ int sim_write_trace(FILE *f, const sim_params *p, const sim_result *r, uint64_t 
 	for (size_t i = 0; i < r->points; i++) {
 		const sim_point *pt = &r->point[i];
 		fprintf(
-		    f, "{\"t_s\":%.9g,\"depth\":%.9g,\"ready\":%.9g,\"decoded\":0,\"in_flight\":0,",
+		    f,
+		    "{\"t_s\":%.15g,\"depth\":%.15g,\"ready\":%.15g,\"decoded\":0,\"in_flight\":0,",
 		    pt->t_s, depth, pt->inventory);
 		fprintf(f,
 		        "\"mem\":{\"fetch\":0,\"decoded\":0,\"batch\":%.0f,\"scratch\":0,"
 		        "\"metadata\":0},\"budget_bytes\":%.0f,",
 		        floor(pt->inventory * (double)batch_bytes), depth * (double)batch_bytes);
-		fprintf(f, "\"r_bps\":%.9g,\"c_bps\":%.9g,\"wait_s\":%.9g,\"coverage_s\":%.9g",
+		fprintf(f, "\"r_bps\":%.15g,\"c_bps\":%.15g,\"wait_s\":%.15g,\"coverage_s\":%.15g",
 		        p->mu_bps, pt->producer_bps, pt->wait_s, pt->inventory / p->mu_bps);
 		if (pt->event[0]) {
 			fputs(",\"event\":", f);

@@ -255,11 +255,11 @@ static void print_discrete_text(const sim_opts *o, const sim_result *fl,
 			printf("  %s never", quantile_name[i]);
 	}
 	printf("\n");
-	printf("ran dry before D / r in %llu of %llu trials (%.1f%%); mean %.4g s; never emptied "
-	       "within %g s: %llu\n",
+	printf("ran dry before D / r in %llu of %llu trials (%.1f%%); mean %.4g s over those that "
+	       "emptied; never emptied within %g s or %llu events: %llu\n",
 	       (unsigned long long)d->before_predicted, (unsigned long long)d->trials,
 	       100.0 * (double)d->before_predicted / (double)d->trials, d->mean_s, o->d.horizon_s,
-	       (unsigned long long)d->never);
+	       (unsigned long long)d->events_per_trial_max, (unsigned long long)d->never);
 }
 
 static void print_discrete_json(const sim_opts *o, const sim_result *fl,
@@ -279,8 +279,9 @@ static void print_discrete_json(const sim_opts *o, const sim_result *fl,
 	}
 	printf(",\"mean\":");
 	json_number(stdout, d->mean_s);
-	printf("},\"before_predicted\":%llu,\"never\":%llu}\n",
-	       (unsigned long long)d->before_predicted, (unsigned long long)d->never);
+	printf("},\"before_predicted\":%llu,\"never\":%llu,\"events_per_trial_max\":%llu}\n",
+	       (unsigned long long)d->before_predicted, (unsigned long long)d->never,
+	       (unsigned long long)d->events_per_trial_max);
 }
 
 static int sim_trace(const sim_opts *o, const sim_result *r)

@@ -51,6 +51,14 @@ well_formed "$tmp/esc.svg"
 has "$tmp/esc.svg" "open &lt;a&amp;b&gt; &quot;q&quot;"
 has "$tmp/esc.svg" "Memory by category, stacked, vs budget (bytes)"
 
+# Extreme but valid values (one instant, huge magnitudes) stay bounded and finite.
+X='"decoded":0,"in_flight":0,"mem":{"fetch":1e308,"decoded":1e308,"batch":0,"scratch":0,"metadata":0},"budget_bytes":1e308,"r_bps":1e300,"c_bps":0,"wait_s":1e300,"coverage_s":1e-300'
+echo "{\"t_s\":1e300,\"depth\":1e300,\"ready\":5,$X}" > "$tmp/ext.jsonl"
+timeout 20 "$CLI" report "$tmp/ext.jsonl" -o "$tmp/ext.svg" > /dev/null || fail "extreme values"
+well_formed "$tmp/ext.svg"
+! grep -qiE '[0-9],-?(nan|inf)|-?(nan|inf),[-0-9]|="-?(nan|inf)"' "$tmp/ext.svg" \
+	|| fail "non-finite coordinates in the SVG"
+
 # 4. Malformed traces: exit 1, the message names the line, no SVG is left.
 head -n 6 "$SRC/tests/data/sim-trace.jsonl" > "$tmp/good6"
 bad() { # NAME WANT: $tmp/NAME.jsonl must fail with WANT in the message

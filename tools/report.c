@@ -20,6 +20,7 @@
 #define PLOT_H     140.0
 #define PANELS     5
 #define POINTS_MAX 1400 /* two per pixel */
+#define TICKS_MAX  20   /* per axis; nice steps give about 4 to 10 */
 
 enum {
 	S_T,
@@ -102,7 +103,7 @@ static int series_build(const trace *t, series *s)
 	s->tmin = t->pt[0].t_s;
 	s->tmax = t->pt[t->n - 1].t_s;
 	if (!(s->tmax > s->tmin))
-		s->tmax = s->tmin + 1;
+		s->tmax = s->tmin + fmax(1.0, fabs(s->tmin) * 1e-6); /* one instant */
 	return 0;
 }
 
@@ -137,14 +138,16 @@ static void draw_axes(FILE *f, const panel *p, const char *title, bool time_labe
 	static const svg_style frame = {.stroke = "#444444", .width = 1};
 	char buf[64];
 	svg_text(f, p->x0, p->y0 - 12, "start", 14, "bold", "#222222", title);
-	for (double v = 0; v <= p->ymax * (1 + 1e-9); v += p->ystep) {
+	for (int k = 0; k <= TICKS_MAX && k * p->ystep <= p->ymax * (1 + 1e-9); k++) {
+		double v = k * p->ystep;
 		svg_line(f, p->x0, py(p, v), p->x0 + p->w, py(p, v), &grid);
 		svg_fmt_tick(v, p->ystep, buf, sizeof(buf));
 		svg_text(f, p->x0 - 6, py(p, v) + 4, "end", 11, "normal", "#444444", buf);
 	}
 	double step = svg_nice_step(p->tmax - p->tmin, 8);
-	for (double t = ceil(p->tmin / step - 1e-9) * step; t <= p->tmax * (1 + 1e-9) + 1e-12;
-	     t += step) {
+	double first = ceil(p->tmin / step - 1e-9) * step;
+	for (int k = 0; k <= TICKS_MAX && first + k * step <= p->tmax + step * 1e-9; k++) {
+		double t = first + k * step;
 		svg_line(f, px(p, t), p->y0 + p->h, px(p, t), p->y0 + p->h + 4, &frame);
 		svg_fmt_tick(t, step, buf, sizeof(buf));
 		svg_text(f, px(p, t), p->y0 + p->h + 16, "middle", 11, "normal", "#444444", buf);

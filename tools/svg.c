@@ -3,6 +3,13 @@
 
 #include <math.h>
 
+/* Keeps every coordinate finite and within reach of a renderer, whatever the
+ * data (huge values, sums that overflow to infinity). */
+static double cl(double v)
+{
+	return isnan(v) ? 0 : fmin(fmax(v, -1e6), 1e6);
+}
+
 void svg_escape(FILE *f, const char *text)
 {
 	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
@@ -52,7 +59,7 @@ void svg_text(FILE *f, double x, double y, const char *anchor, double size, cons
 	fprintf(f,
 	        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%.1f\" "
 	        "font-weight=\"%s\" fill=\"%s\">",
-	        x, y, anchor, size, weight, fill);
+	        cl(x), cl(y), anchor, size, weight, fill);
 	svg_escape(f, text);
 	fputs("</text>\n", f);
 }
@@ -71,14 +78,16 @@ static void style_attrs(FILE *f, const svg_style *s)
 
 void svg_line(FILE *f, double x1, double y1, double x2, double y2, const svg_style *s)
 {
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", x1, y1, x2, y2);
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"", cl(x1), cl(y1), cl(x2),
+	        cl(y2));
 	style_attrs(f, s);
 	fputs("/>\n", f);
 }
 
 void svg_rect(FILE *f, double x, double y, double w, double h, const svg_style *s)
 {
-	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", x, y, w, h);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", cl(x), cl(y),
+	        fmax(cl(w), 0), fmax(cl(h), 0));
 	style_attrs(f, s);
 	fputs("/>\n", f);
 }
@@ -93,7 +102,7 @@ void svg_polyline(FILE *f, const double *x, const double *y, size_t n, const svg
 			break;
 		fputs("<polyline points=\"", f);
 		for (; i < n && isfinite(y[i]); i++)
-			fprintf(f, "%.1f,%.1f ", x[i], y[i]);
+			fprintf(f, "%.1f,%.1f ", cl(x[i]), cl(y[i]));
 		fputs("\"", f);
 		style_attrs(f, s);
 		fputs(" stroke-linejoin=\"round\"/>\n", f);
@@ -107,9 +116,9 @@ void svg_band(FILE *f, const double *x, const double *ytop, const double *ybot, 
 		return;
 	fputs("<polygon points=\"", f);
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%.1f,%.1f ", x[i], ytop[i]);
+		fprintf(f, "%.1f,%.1f ", cl(x[i]), cl(ytop[i]));
 	for (size_t i = n; i-- > 0;)
-		fprintf(f, "%.1f,%.1f ", x[i], ybot[i]);
+		fprintf(f, "%.1f,%.1f ", cl(x[i]), cl(ybot[i]));
 	fputs("\"", f);
 	style_attrs(f, s);
 	fputs("/>\n", f);
@@ -143,12 +152,12 @@ void svg_steps(FILE *f, const double *x, const double *y, size_t n, double base,
 {
 	if (n < 2)
 		return;
-	fprintf(f, "<polygon points=\"%.1f,%.1f ", x[0], base);
+	fprintf(f, "<polygon points=\"%.1f,%.1f ", cl(x[0]), cl(base));
 	for (size_t i = 1; i < n; i++) {
 		double v = isfinite(y[i]) ? y[i] : base;
-		fprintf(f, "%.1f,%.1f %.1f,%.1f ", x[i - 1], v, x[i], v);
+		fprintf(f, "%.1f,%.1f %.1f,%.1f ", cl(x[i - 1]), cl(v), cl(x[i]), cl(v));
 	}
-	fprintf(f, "%.1f,%.1f\"", x[n - 1], base);
+	fprintf(f, "%.1f,%.1f\"", cl(x[n - 1]), cl(base));
 	style_attrs(f, s);
 	fputs("/>\n", f);
 }

@@ -4,10 +4,10 @@
 #   scripts/deps.sh --test   also the test servers and tools (nginx, s3rver, python3-torch...)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
-      libexpat1-dev libcmocka-dev zstd)
+      libexpat1-dev libjansson-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
 	pkgs+=(nginx-light curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
-	       python3-torch nodejs npm)
+	       python3-torch nodejs npm libxml2-utils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -158,6 +158,10 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
+	uint64_t blocks = 0;
+	for (uint32_t i = 0; i < e->nshards; i++)
+		blocks += e->indexes[i]->blocks;
+	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
 	uint32_t units = RF_MAX(1, rf_plan_units_in_window_max(e->p_sched));
 	uint64_t block = rf_pool_class_bytes(big_c) + rf_pool_class_bytes(big_d);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
@@ -230,6 +234,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
+	e->coll_hint_unit = first;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);

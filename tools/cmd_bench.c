@@ -326,6 +326,21 @@ static int rf_bench_limit(const rf_bench_opts *o, rf_bench_result *r)
 	return rc;
 }
 
+/* rf_demo_ensure reports on stdout; bench's stdout is the report (or
+ * JSON), so its messages go to stderr. */
+static int rf_bench_demo(const rf_bench_opts *o)
+{
+	fflush(stdout);
+	int saved = dup(1);
+	if (saved < 0 || dup2(2, 1) < 0)
+		return -1;
+	int rc = rf_demo_ensure(o->demo_dir, o->demo_bytes, o->demo_shards, isatty(2) && !o->json);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	rf_config *cfg = rf_config_new();
@@ -339,9 +354,7 @@ int cmd_bench(int argc, char **argv)
 	if (o.nurls == 0) {
 		char manifest[4200];
 		rf_error err = {0};
-		if (rf_bench_demo_dir(&o) < 0 ||
-		    rf_demo_ensure(o.demo_dir, o.demo_bytes, o.demo_shards, isatty(2) && !o.json) <
-		        0) {
+		if (rf_bench_demo_dir(&o) < 0 || rf_bench_demo(&o) < 0) {
 			fprintf(stderr, "ringfeed bench: cannot prepare the demo dataset in %s\n",
 			        o.demo_dir);
 			rf_config_free(cfg);

@@ -219,6 +219,12 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	if (pos.record > records)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
+	if (records == 0 && e->epoch_end == UINT64_MAX)
+		return rf_fail(err, -EINVAL,
+		               "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		               "the world size?): endless epochs would never deliver a batch",
+		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		               (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);

@@ -266,7 +266,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
-	e->coll_hint_unit = first;
+	e->coll_hint_unit = SIZE_MAX;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);

@@ -43,11 +43,14 @@ static void rf_engine_stop_threads(rf_engine *e)
 	for (uint32_t i = 0; i < e->workers_started; i++)
 		pthread_join(e->workers[i], NULL);
 	e->workers_started = 0;
+	/* The loop thread tears down only after seeing workers_done under mu, and
+	 * clears e->loop under mu: waking it here cannot touch a freed loop. */
 	pthread_mutex_lock(&e->mu);
 	e->workers_done = true;
+	if (e->loop)
+		rf_loop_wake(e->loop);
 	pthread_mutex_unlock(&e->mu);
 	if (e->loop_started) {
-		rf_engine_wake_loop(e);
 		pthread_join(e->loop_thread, NULL);
 		e->loop_started = false;
 	}

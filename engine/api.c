@@ -379,16 +379,23 @@ static rf_engine *rf_engine_of(rf_loader *l)
 	return e && e->magic == RF_LOADER_MAGIC ? e : NULL;
 }
 
-/* Lets the collator and the scheduler know the consumer moved. mu held. */
-static void rf_consumer_moved(rf_engine *e)
+/* Tells the collator and the scheduler what the consumer did, with some
+ * hysteresis so a consumer taking small batches fast does not cost a thread
+ * wake-up per batch: the collator is kicked when the queue is half empty (or
+ * it waits for memory), the scheduler when the consumer moved half a block
+ * (or it waits for memory). mu held. */
+static void rf_consumer_moved(rf_engine *e, bool released)
 {
-	if (!e->collating) {
+	uint64_t ready = e->ready_tail - e->ready_head;
+	if (ready <= e->depth / 2 || (released && e->coll_wait_budget)) {
 		e->coll_kick = true;
-		pthread_cond_signal(&e->work_cv);
-	} else {
-		e->coll_kick = true;
+		if (!e->collating)
+			pthread_cond_signal(&e->work_cv);
 	}
-	rf_engine_wake_loop(e);
+	if ((released && e->sched_wait_budget) || e->consumer_global >= e->wake_mark) {
+		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
+		rf_engine_wake_loop(e);
+	}
 }
 
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
@@ -436,7 +443,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->pos.record = b->pub.first_record + b->pub.records;
 		e->pos.batch = b->pub.index + 1;
 		e->consumer_global = b->global_end;
-		rf_consumer_moved(e);
+		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {
 		rc = e->coll_final ? e->final_code : -ECANCELED;
@@ -479,7 +486,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
 	b->magic = 0;
-	rf_consumer_moved(e);
+	rf_consumer_moved(e, true);
 	pthread_mutex_unlock(&e->mu);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	free(b);

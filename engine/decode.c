@@ -224,6 +224,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 			rf_engine_finish(e, RF_E_BUDGET, m);
 			return RF_E_BUDGET;
 		}
+		e->coll_wait_budget = true;
 		return 0; /* a release kicks us */
 	}
 	uint64_t pos = e->coll_pos;
@@ -312,10 +313,13 @@ void rf_collate_run(rf_engine *e)
 	e->collating = true;
 	do {
 		e->coll_kick = false;
+		e->coll_wait_budget = false;
 		while (rf_collate_one(e) > 0) {
 		}
 	} while (e->coll_kick && !e->stop && !e->coll_final);
 	e->collating = false;
+	if (e->sched_wait_budget)
+		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
 }
 
 /* -------------------------------------------------------------- decode */

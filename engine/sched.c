@@ -376,6 +376,7 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	return true;
 no_budget:
+	e->sched_wait_budget = true;
 	if (needed && rf_budget_deadlocked(e)) {
 		char need[32], lim[32];
 		char m[RF_ERROR_MSG_BYTES];
@@ -430,6 +431,7 @@ static void rf_run_phase(rf_engine *e)
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
+		e->sched_wait_budget = false;
 		while (!e->stop && rf_sched_one(e)) {
 		}
 		pthread_mutex_unlock(&e->mu);

@@ -7,7 +7,7 @@ pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl
       libexpat1-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
 	pkgs+=(nginx-light curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
-	       python3-torch nodejs npm)
+	       python3-torch python3-zstandard nodejs npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -33,7 +33,9 @@ class _Handle:
     def __init__(self, ptr):
         self.lib = _lib.lib()
         self.ptr = ptr
-        self.lock = threading.Lock()
+        # Re-entrant: a view's __del__ may run (GC) while this thread holds it.
+        self.lock = threading.RLock()
+        self.pid = os.getpid()  # a forked child must not touch the parent's engine
         self.out = weakref.WeakValueDictionary()  # id -> Batch taken, not yet returned
         self.out_count = 0
         self.close_wanted = False
@@ -42,7 +44,7 @@ class _Handle:
         """rf_release for batch, once (under the lock: views may die in any thread)."""
         with self.lock:
             ptr, batch._ptr = batch._ptr, None
-            if ptr is None or self.ptr is None:
+            if ptr is None or self.ptr is None or os.getpid() != self.pid:
                 return
             self.lib.rf_release(self.ptr, ptr)
             self.out_count -= 1
@@ -76,13 +78,13 @@ class _Handle:
                 self._close_locked()
 
     def _close_locked(self):
-        if self.ptr is not None:
+        if self.ptr is not None and os.getpid() == self.pid:
             self.lib.rf_close(self.ptr)
             self.ptr = None
 
     def __del__(self):
         # Every batch holds a reference to its handle: none is out any more.
-        if getattr(self, "ptr", None) is not None and _lib is not None:
+        if getattr(self, "ptr", None) is not None and os.getpid() == self.pid:
             try:
                 self.lib.rf_close(self.ptr)
             except Exception:
@@ -104,12 +106,15 @@ class _View:
             "typestr": typestr,
             "data": (addr, not writable),
         }
-        batch._views += 1
+        with batch._handle.lock:
+            batch._views += 1
 
     def __del__(self):
         b = self._batch
-        b._views -= 1
-        if b._views == 0 and b._released and b._ptr is not None:
+        with b._handle.lock:
+            b._views -= 1
+            last = b._views == 0 and b._released
+        if last:
             b._give_back()
 
 
@@ -153,8 +158,10 @@ class Batch:
     def release(self):
         """Ends access to the batch and returns its memory (now, or when the
         last array taken from it is freed). Idempotent."""
-        self._released = True
-        if self._views == 0 and self._ptr is not None:
+        with self._handle.lock:
+            self._released = True
+            now = self._views == 0
+        if now:
             self._give_back()
 
     def _give_back(self):

@@ -91,7 +91,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._loader = Loader(self.urls, resume=resume, **opts)
         return self._loader
 
-    def _tensors(self, batch):
+    def _item(self, batch):
+        """The batch's tensors; releases the batch, so from here on only the
+        tensors keep its memory out of the budget."""
         if batch.row_bytes:
             rows = torch.from_numpy(batch.payload_array(writable=True))
             rows = rows[: batch.records * batch.row_bytes].view(batch.records, batch.row_bytes)
@@ -103,17 +105,15 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             offsets = torch.from_numpy(batch.offsets_array(writable=True))
             out = (payload, offsets)
             keys = RAGGED_KEYS
+        batch.release()
         return out if self.as_tuple else dict(zip(keys, out))
 
     def __iter__(self):
         loader = self._open()
         for batch in loader:
-            item = self._tensors(batch)
-            # Only the tensors keep the batch alive from here on: its bytes
-            # return to the budget when the consumer drops them.
-            batch.release()
-            del batch
-            yield item
+            # No local keeps the item: while suspended here, the generator
+            # must not hold the consumer's previous batch.
+            yield self._item(batch)
 
     def state_dict(self):
         """{"version", "state"}: the position after the last batch yielded

@@ -416,6 +416,10 @@ static int frame_check(const void *src, size_t src_len, const rf_block_info *bi,
 		return rf_fail(err, RF_E_CORRUPT, "shard %s: %s: not a zstd frame header (%s)",
 		               name, where,
 		               ZSTD_isError(hr) ? ZSTD_getErrorName(hr) : "truncated/skippable");
+	if (((const uint8_t *)src)[4] & 0x10) /* hr == 0 proved 5+ bytes */
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: %s: frame header sets its unused bit (never written)",
+		               name, where);
 	if (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || !fh.checksumFlag)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: %s: frame lacks its %s (the format requires both content "

@@ -1,6 +1,6 @@
 /* ringfeed.c - the `ringfeed` command: dispatches to one subcommand. */
-#include "commands.h"
 #include "ringfeed.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -46,22 +46,21 @@ def make_records(count, seed, max_len=300):
     return out
 
 
-def pack(cli, workdir, records, shards, block_bytes="4KiB"):
-    """Packs records into `shards` shards under workdir with `ringfeed pack`;
-    returns the manifest path. Input: one file per shard of length-prefixed
-    records (see `ringfeed pack --help`)."""
+def pack(cli, workdir, records, shard_bytes="160KiB", block_bytes="4KiB"):
+    """Packs records with `ringfeed pack --from files` (one file per record,
+    in sorted name order) into shards of about shard_bytes under workdir;
+    returns the manifest path."""
     workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    src = workdir / "records.bin"
-    with open(src, "wb") as f:
-        for r in records:
-            f.write(len(r).to_bytes(4, "little") + r)
+    src = workdir / "records"
+    src.mkdir(parents=True, exist_ok=True)
+    for i, r in enumerate(records):
+        (src / f"{i:08d}.rec").write_bytes(r)
     out = workdir / "pack"
-    cmd = [cli, "pack", "--input-format", "u32le", "--shards", str(shards),
-           "--block-bytes", block_bytes, "-o", str(out), str(src)]
+    cmd = [cli, "pack", "--from", "files", str(src), "-o", str(out),
+           "--block-size", block_bytes, "--shard-size", shard_bytes]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
-    manifest = out / "manifest.txt"
+    manifest = out / "manifest.rfm"
     assert manifest.exists(), res.stderr
     return str(manifest)
 
@@ -77,7 +76,7 @@ def pack_lib(workdir, records, shards, block_bytes=4096):
         path = workdir / f"shard-{s:06d}.rfs"
         summary = ringfeed.write_shard(path, records[s * per : (s + 1) * per], block_bytes)
         written.append((str(path), summary))
-    manifest = workdir / "manifest.txt"
+    manifest = workdir / "manifest.rfm"
     ringfeed.write_manifest(manifest, written)
     return str(manifest)
 
@@ -96,10 +95,7 @@ class Dataset:
 def dataset(cli, tmp_path_factory):
     """~3000 records in 3 shards of many small blocks."""
     recs = make_records(3000, seed=11)
-    if os.environ.get("RF_TEST_PACK_WITH_LIB"):  # development against a partial CLI
-        man = pack_lib(tmp_path_factory.mktemp("ds"), recs, shards=3)
-    else:
-        man = pack(cli, tmp_path_factory.mktemp("ds"), recs, shards=3)
+    man = pack(cli, tmp_path_factory.mktemp("ds"), recs)
     return Dataset(man, recs)
 
 

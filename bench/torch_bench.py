@@ -83,7 +83,7 @@ def write_data(args, d):
         with open(tpath, "wb") as f:
             f.write(cctx.compress(buf.getvalue()))
         tars.append(tpath)
-    ringfeed.write_manifest(os.path.join(d, "manifest.txt"), rfs)
+    ringfeed.write_manifest(os.path.join(d, "manifest.rfm"), rfs)
     sizes = {
         "raw_bytes": raw,
         "rfs_bytes": sum(s["file_bytes"] for _, s in rfs),
@@ -150,7 +150,7 @@ def run_one(args):
     if args.run == "ringfeed":
         from ringfeed.torch import RingfeedDataset
 
-        ds = RingfeedDataset(os.path.join(args.dir, "manifest.txt"), batch=args.batch,
+        ds = RingfeedDataset(os.path.join(args.dir, "manifest.rfm"), batch=args.batch,
                              shuffle=False, threads=args.threads, budget=args.budget)
         dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     else:

@@ -130,6 +130,12 @@ for f in "$T"/demo/*.rfs; do cmp "$f" "$T/demo2/$(basename "$f")" || fail "demo 
 tot=$(for f in "$T"/demo/*.rfs; do json "$f" payload_bytes; done | awk '{s+=$1} END {print s}')
 [ "$tot" = $((3 * 1024 * 1024)) ] || fail "demo payload $tot, want 3MiB"
 
+# a smaller repack into the same directory says which old shards remain
+expect_rc 0 "$CLI" pack --from lines "$T/lines.txt" -o "$T/l2" --block-size 16KiB
+expect_out "are left from an earlier pack"
+expect_rc 2 "$CLI" inspect "$T/l/manifest.rfm"
+expect_out "is a manifest"
+
 # --- bad flags: clear message, exit 2
 expect_rc 2 "$CLI" pack --from lines "$T/lines.txt" -o "$T/x" --block-size 12XB
 expect_out "--block-size: bad size unit in '12XB'"

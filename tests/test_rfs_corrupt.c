@@ -437,6 +437,33 @@ static void test_frames(void **state)
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT,
 	       "frame declares 2000 decoded bytes, index says 1000", "block 0 at byte 0");
 	free(c.b);
+	/* the frame header *and* the index say 1000, but the frame holds 2000:
+	 * zstd stops at the slab's end, nothing is written past it */
+	c = craft(buf, n, 1, 1, 2000, 900);
+	assert_int_equal(c.b[4] & 0x20, 0x20); /* single segment: FCS follows the FHD */
+	assert_int_equal(c.b[4] >> 6, 1);      /* 2-byte FCS, stored as size - 256 */
+	assert_int_equal(rf_load_le32(c.b + 5) & 0xffff, 2000 - 256);
+	c.b[5] = (uint8_t)(1000 - 256);
+	c.b[6] = (uint8_t)((1000 - 256) >> 8);
+	uint64_t z0 = rf_load_le64(c.b + c.n - RF_FOOTER_BYTES + RF_FOOTER_INDEX_OFFSET_AT);
+	rf_store_le32(c.b + z0 + 16, 1000); /* largest decoded */
+	rf_store_le32(c.b + z0 + 40, 1000); /* block 0 decoded */
+	seal(&c, z0, 52);
+	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "zstd decode failed", "block 0 at byte 0");
+	free(c.b);
+	/* an index declaring more than any frame of that length can decode to */
+	uint8_t tiny[8];
+	uint32_t tiny_end[1] = {0};
+	size_t tn = block_bytes(tiny, 0, tiny_end, 1, 1);
+	c = craft(tiny, tn, 1, 1, 8, 0);
+	z0 = rf_load_le64(c.b + c.n - RF_FOOTER_BYTES + RF_FOOTER_INDEX_OFFSET_AT);
+	uint32_t huge = (uint32_t)z0 * 32768u + 1;
+	rf_store_le32(c.b + z0 + 16, huge);
+	rf_store_le32(c.b + z0 + 40, huge);
+	seal(&c, z0, 52);
+	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "more than a zstd frame of that length",
+	       "block 0 at byte 0");
+	free(c.b);
 	/* no content size in the frame */
 	c = craft(buf, n, 1, 0, 2000, 1992);
 	expect(check_file(&c, &err), &err, RF_E_CORRUPT, "lacks its content size",
@@ -499,6 +526,67 @@ static void test_verify_reports_all(void **state)
 	rf_index_free(ix);
 }
 
+/* The whole read path on a buffer, as a network reader would use it. */
+static int check_buffer(const bytes *c, rf_error *err)
+{
+	rf_footer ft;
+	rf_shard_index *ix = NULL;
+	int rc = rf_footer_parse(c->b + (c->n >= RF_FOOTER_BYTES ? c->n - RF_FOOTER_BYTES : 0),
+	                         c->n >= RF_FOOTER_BYTES ? RF_FOOTER_BYTES : c->n, c->n, "crafted",
+	                         &ft, err);
+	if (rc == 0)
+		rc = rf_index_parse(c->b + ft.index_offset, ft.index_bytes, &ft, c->n, "crafted",
+		                    &ix, err);
+	if (rc < 0)
+		return rc;
+	rf_decoder *d = rf_decoder_new();
+	uint8_t *dst = malloc(ix->largest_block_decoded_bytes + 1ul);
+	for (uint32_t b = 0; rc == 0 && b < ix->blocks; b++) {
+		const rf_block_info *bi = &ix->block[b];
+		const uint32_t *ends;
+		rc = rf_block_decode(d, ix, b, c->b + bi->offset, bi->compressed_bytes, dst,
+		                     ix->largest_block_decoded_bytes, &ends, "crafted", err);
+	}
+	free(dst);
+	rf_decoder_free(d);
+	rf_index_free(ix);
+	return rc;
+}
+
+/* Random damage (several bytes, with and without resealed CRCs so the
+ * structural checks are reached): never a crash, a sanitizer report or an
+ * error without the shard's name. Some edits are legal (metadata text under a
+ * resealed CRC, bits zstd ignores), so only nearly all must be caught. */
+static void test_random_damage(void **state)
+{
+	(void)state;
+	uint64_t io = good_index_offset();
+	uint32_t x = 2024;
+	int caught = 0;
+	for (int iter = 0; iter < 3000; iter++) {
+		bytes c = copy_good();
+		int edits = 1 + iter % 6;
+		for (int e = 0; e < edits; e++) {
+			x = x * 1664525u + 1013904223u;
+			size_t pos = (x >> 8) % c.n;
+			if (iter % 3 == 0) /* aim at the index and footer */
+				pos = io + (x >> 8) % (c.n - io);
+			c.b[pos] = (uint8_t)(x >> 24);
+		}
+		if (iter % 2)
+			seal_good_index(&c);
+		rf_error err = {0};
+		int rc = check_buffer(&c, &err);
+		if (rc < 0) {
+			assert_true(strlen(err.msg) > 10);
+			assert_non_null(strstr(err.msg, "crafted"));
+			caught++;
+		}
+		free(c.b);
+	}
+	assert_true(caught > 2500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +599,7 @@ int main(void)
 	    cmocka_unit_test(test_record_tables),
 	    cmocka_unit_test(test_frames),
 	    cmocka_unit_test(test_verify_reports_all),
+	    cmocka_unit_test(test_random_damage),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -77,6 +77,19 @@ int cmd_inspect(int argc, char **argv)
 	}
 	rf_shard_index *ix = NULL;
 	rf_error err = {0};
+	char head[64];
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(head, 1, sizeof(head), f) : 0;
+	if (f)
+		fclose(f);
+	if (rf_manifest_is(head, n)) {
+		fprintf(
+		    stderr,
+		    "ringfeed inspect: %s is a manifest; inspect takes one shard (verify accepts "
+		    "manifests)\n",
+		    path);
+		return 2;
+	}
 	if (rf_index_read_file(path, &ix, &err) < 0) {
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);
 		return 1;

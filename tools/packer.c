@@ -3,6 +3,7 @@
  * reading input; shard boundaries follow rf_writer_bytes, which depends only
  * on the input, so the same input always gives byte-identical shards. */
 #include "packer.h"
+#include "demo.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -69,6 +70,9 @@ int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, ui
 	int rc = rf_tool_mkdirs(dir, err);
 	if (rc < 0)
 		return rc;
+	char marker[4096]; /* this directory no longer holds the demo dataset */
+	snprintf(marker, sizeof(marker), "%s/%s", dir, RF_DEMO_MARKER);
+	unlink(marker);
 	p->dir = strdup(dir);
 	if (!p->dir) {
 		return rf_tool_fail(err, -ENOMEM, "no memory");
@@ -164,11 +168,17 @@ int rf_pack_add(rf_pack *p, const void *rec, size_t len, rf_error *err)
 int rf_pack_finish(rf_pack *p, rf_error *err)
 {
 	int rc = p->w ? shard_close(p, err) : 0;
+	char path[4096];
 	if (rc == 0) {
-		char path[4096];
 		snprintf(path, sizeof(path), "%s/%s", p->dir, RF_PACK_MANIFEST);
 		rc = rf_manifest_write(path, &p->m, err);
 	}
+	if (rc == 0 && rf_pack_shard_name(path, sizeof(path), p->dir, p->shard_no) == 0 &&
+	    access(path, F_OK) == 0)
+		fprintf(stderr,
+		        "ringfeed pack: note: %s and later shards are left from an earlier pack; "
+		        "the manifest lists only this pack's %u shards\n",
+		        path, p->shard_no);
 	progress_line(p, 1);
 	if (rc < 0)
 		rf_pack_abort(p);

@@ -87,6 +87,7 @@ class rf_writer_options(ctypes.Structure):
         ("block_bytes", ctypes.c_uint64),
         ("level", ctypes.c_int),
         ("metadata", ctypes.c_char_p),
+        ("threads", ctypes.c_uint32),
     ]
 
 

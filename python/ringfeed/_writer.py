@@ -9,14 +9,16 @@ from . import _lib
 MANIFEST_MAGIC = "# ringfeed manifest v1"
 
 
-def write_shard(path, records, block_bytes=0, level=0, metadata=None):
+def write_shard(path, records, block_bytes=0, level=0, metadata=None, threads=0):
     """Writes the iterable of bytes-like `records` to the shard `path`.
-    block_bytes / level 0 keep the library's defaults. Returns a dict of the
+    block_bytes / level 0 keep the library's defaults; threads > 0 compresses
+    blocks in that many threads (the same bytes either way). Returns a dict of the
     summary (file_bytes, records, blocks, decoded_bytes, payload_bytes).
     On an error the partial file is removed and ringfeed.Error raised."""
     lib = _lib.lib()
     opt = _lib.rf_writer_options(int(block_bytes), int(level),
-                                 metadata.encode() if metadata is not None else None)
+                                 metadata.encode() if metadata is not None else None,
+                                 int(threads))
     err = _lib.rf_error()
     w = lib.rf_writer_open(os.fsencode(path), ctypes.byref(opt), err)
     if not w:

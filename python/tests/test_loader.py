@@ -32,7 +32,8 @@ def test_unshuffled_order_is_the_packed_order(dataset):
 
 def test_same_records_and_order_as_cli_read(dataset, cli, tmp_path):
     """Byte for byte what `ringfeed read --output raw` writes for the same
-    options (records concatenated in stream order)."""
+    options (each record as a u32 little-endian length and its bytes, in
+    stream order)."""
     opts = dict(seed=5, shuffle=True, shuffle_window=256)
     cmd = [cli, "read", "--output", "raw", "--batch", str(BATCH), "--seed", "5",
            "--shuffle", "1", "--shuffle-window", "256", dataset.manifest]
@@ -42,7 +43,7 @@ def test_same_records_and_order_as_cli_read(dataset, cli, tmp_path):
         recs, _ = collect(L)
     assert sorted(recs) == sorted(dataset.records)  # complete, each once
     assert recs != dataset.records  # really shuffled
-    assert b"".join(recs) == res.stdout
+    assert b"".join(len(r).to_bytes(4, "little") + r for r in recs) == res.stdout
 
 
 def test_order_does_not_depend_on_threads_depth_or_budget(dataset):
@@ -123,7 +124,8 @@ def test_corrupt_shard_names_the_shard(dataset, tmp_path):
         data[off] ^= 0x5A
     victim.write_bytes(bytes(data))
     with pytest.raises(ringfeed.Error) as e:
-        with ringfeed.Loader(str(bad / "manifest.txt"), batch=BATCH, shuffle=False) as L:
+        with ringfeed.Loader(str(bad / os.path.basename(dataset.manifest)), batch=BATCH,
+                             shuffle=False) as L:
             collect(L)
     assert victim.name in str(e.value)
 

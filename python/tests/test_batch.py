@@ -94,3 +94,32 @@ def test_padded_rows(dataset):
             rec = dataset.records[i][:64]
             assert rows[i, : lens[i]].tobytes() == rec
             assert not rows[i, lens[i]:].any()
+
+
+def test_release_from_another_thread(dataset):
+    """Arrays dropped in a consumer thread return their batches while the
+    main thread keeps taking new ones."""
+    import queue
+    import threading
+
+    q, seen, errors = queue.Queue(maxsize=4), [], []
+
+    def worker():
+        while (item := q.get()) is not None:
+            p, o = item
+            seen.extend(p[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1))
+            del item, p, o  # the last references: the batch goes back from this thread
+
+    t = threading.Thread(target=worker)
+    t.start()
+    with ringfeed.Loader(dataset.manifest, batch=16, budget="4MiB", shuffle=False) as L:
+        try:
+            for b in L:
+                q.put((b.payload, b.offsets))
+                b.release()
+                del b
+        finally:
+            q.put(None)
+            t.join()
+        assert L.batches_out == 0
+    assert seen == dataset.records and not errors

@@ -28,6 +28,26 @@ def test_unshuffled_order_is_the_packed_order(dataset):
         recs, sizes = collect(L)
     assert recs == dataset.records
     assert all(s == BATCH for s in sizes[:-1]) and 0 < sizes[-1] <= BATCH
+    with ringfeed.Loader(dataset.shards(), batch=BATCH, shuffle=False) as L:  # a list of shards
+        assert list(L.records()) == dataset.records
+
+
+def test_next_with_a_timeout(dataset):
+    """next(timeout_ms) gives batches, None only on a timeout (retried here, so
+    timing never decides), and StopIteration at the end."""
+    got = []
+    with loader(dataset, shuffle=False) as L:
+        while True:
+            try:
+                b = L.next(timeout_ms=50)
+            except StopIteration:
+                break
+            if b is not None:
+                got.extend(b.records_bytes())
+                b.release()
+        with pytest.raises(StopIteration):
+            L.next(timeout_ms=50)
+    assert got == dataset.records
 
 
 def test_same_records_and_order_as_cli_read(dataset, cli, tmp_path):

@@ -106,9 +106,12 @@ def test_release_from_another_thread(dataset):
 
     def worker():
         while (item := q.get()) is not None:
-            p, o = item
-            seen.extend(p[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1))
-            del item, p, o  # the last references: the batch goes back from this thread
+            try:
+                p, o = item
+                seen.extend(p[o[i]:o[i + 1]].tobytes() for i in range(len(o) - 1))
+                del item, p, o  # the last references: the batch goes back from this thread
+            except Exception as e:  # reported by the main thread
+                errors.append(e)
 
     t = threading.Thread(target=worker)
     t.start()

@@ -197,7 +197,7 @@ def test_no_leak_over_many_loader_lifetimes(dataset):
     gc.collect()
     rss1, fds1, thr1 = rss_bytes(), *_fds_threads()
     assert (fds1, thr1) == (fds0, thr0)
-    assert rss1 - rss0 < 16 << 20, f"RSS grew {(rss1 - rss0) >> 10} KiB over 200 loaders"
+    assert rss1 - rss0 < 6 << 20, f"RSS grew {(rss1 - rss0) >> 10} KiB over 200 loaders"
 
 
 @pytest.mark.skipif(ctypes.util.find_library("ringfeed") is not None,

@@ -216,3 +216,27 @@ def test_library_not_found_lists_every_path(tmp_path):
     env["RINGFEED_LIBRARY"] = str(tmp_path / "elsewhere.so")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert "elsewhere.so" in out.stdout and "no such file" in out.stdout
+
+
+def _library_path_in(pythonpath, env_lib=None):
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    env.pop("RINGFEED_LIBRARY", None)
+    if env_lib:
+        env["RINGFEED_LIBRARY"] = env_lib
+    code = "import ringfeed; print(ringfeed.library_path())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_library_found_beside_the_package_first(tmp_path):
+    pkg = tmp_path / "ringfeed"
+    shutil.copytree(os.path.dirname(ringfeed.__file__), pkg,
+                    ignore=shutil.ignore_patterns("*.so*", "__pycache__"))
+    os.symlink(ringfeed.library_path(), pkg / "libringfeed.so")
+    (tmp_path / "build").mkdir()
+    os.symlink(ringfeed.library_path(), tmp_path / "build" / "libringfeed.so")
+    assert _library_path_in(tmp_path) == str(pkg / "libringfeed.so")
+    os.unlink(pkg / "libringfeed.so")  # next: the build tree above the package
+    assert _library_path_in(tmp_path) == str(tmp_path / "build" / "libringfeed.so")
+    assert _library_path_in(tmp_path, env_lib=ringfeed.library_path()) == ringfeed.library_path()

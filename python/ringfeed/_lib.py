@@ -1,0 +1,208 @@
+"""_lib.py - finds libringfeed and declares the C API of include/ringfeed.h
+through ctypes. Internal: the public names live in ringfeed/__init__.py.
+
+Search order (the first that loads wins; every attempt is remembered so a
+failure can list them all):
+  1. $RINGFEED_LIBRARY (a file path; when set, it is the only candidate: an
+     explicit choice must not silently fall back to another build);
+  2. beside the package: ringfeed/libringfeed.so[.0];
+  3. a build tree above the package: <ancestor>/build/libringfeed.so, for use
+     from a source checkout;
+  4. the system's library path (ctypes.util.find_library, then the soname).
+"""
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import pathlib
+
+RF_END = 1
+RF_ERROR_MSG_BYTES = 512
+ENV_VAR = "RINGFEED_LIBRARY"
+
+
+class Error(Exception):
+    """An error reported by the ringfeed engine (or by this binding).
+
+    `code` is the engine's negative errno value (e.g. -errno.EBADMSG for a
+    corrupt shard), `message` its text, which names the shard, block, offset
+    or URL concerned."""
+
+    def __init__(self, code, message):
+        self.code = int(code)
+        self.message = str(message)
+        super().__init__(self.message)
+
+    @property
+    def errno_name(self):
+        return errno.errorcode.get(-self.code, str(self.code))
+
+    def __str__(self):
+        return f"{self.message} [{self.errno_name}]"
+
+
+class LibraryNotFound(Error, OSError):
+    """libringfeed could not be loaded; `tried` lists (path, reason) pairs."""
+
+    def __init__(self, tried):
+        self.tried = list(tried)
+        lines = "\n".join(f"  {p}: {why}" for p, why in self.tried)
+        Error.__init__(
+            self,
+            -errno.ENOENT,
+            "libringfeed not found; tried:\n"
+            + lines
+            + f"\nset {ENV_VAR} to the path of libringfeed.so, or build it "
+            "(cmake -S . -B build && cmake --build build)",
+        )
+
+    def __str__(self):
+        return self.message
+
+
+class rf_error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * RF_ERROR_MSG_BYTES)]
+
+    def text(self):
+        return self.msg.decode("utf-8", "replace")
+
+
+class rf_batch(ctypes.Structure):
+    _fields_ = [
+        ("records", ctypes.c_uint32),
+        ("row_bytes", ctypes.c_uint32),
+        ("payload", ctypes.c_void_p),
+        ("payload_bytes", ctypes.c_uint64),
+        ("offsets", ctypes.c_void_p),
+        ("lengths", ctypes.c_void_p),
+        ("epoch", ctypes.c_uint64),
+        ("index", ctypes.c_uint64),
+        ("first_record", ctypes.c_uint64),
+    ]
+
+
+class rf_writer_options(ctypes.Structure):
+    _fields_ = [
+        ("block_bytes", ctypes.c_uint64),
+        ("level", ctypes.c_int),
+        ("metadata", ctypes.c_char_p),
+        ("threads", ctypes.c_uint32),
+    ]
+
+
+class rf_shard_summary(ctypes.Structure):
+    _fields_ = [
+        ("file_bytes", ctypes.c_uint64),
+        ("records", ctypes.c_uint64),
+        ("blocks", ctypes.c_uint32),
+        ("decoded_bytes", ctypes.c_uint64),
+        ("payload_bytes", ctypes.c_uint64),
+    ]
+
+
+_P = ctypes.c_void_p
+_ERR = ctypes.POINTER(rf_error)
+_SIGNATURES = {
+    # name: (restype, argtypes)
+    "rf_config_new": (_P, []),
+    "rf_config_free": (None, [_P]),
+    "rf_config_set": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, _ERR]),
+    "rf_config_add_url": (ctypes.c_int, [_P, ctypes.c_char_p, _ERR]),
+    "rf_config_set_resume": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, _ERR]),
+    "rf_config_keys": (_P, []),
+    "rf_open": (_P, [_P, _ERR]),
+    "rf_next": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.POINTER(rf_batch)), ctypes.c_int]),
+    "rf_release": (None, [_P, ctypes.POINTER(rf_batch)]),
+    "rf_state_save": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_size_t)]),
+    "rf_last_error": (ctypes.c_char_p, [_P]),
+    "rf_close": (None, [_P]),
+    "rf_stats_json": (ctypes.c_int, [_P, _P, ctypes.c_size_t]),
+    "rf_parse_bytes": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), _ERR]),
+    "rf_writer_open": (_P, [ctypes.c_char_p, ctypes.POINTER(rf_writer_options), _ERR]),
+    "rf_writer_add": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, _ERR]),
+    "rf_writer_close": (ctypes.c_int, [_P, ctypes.POINTER(rf_shard_summary), _ERR]),
+    "rf_writer_abort": (None, [_P]),
+}
+_REQUIRED = ("rf_config_new", "rf_open", "rf_next", "rf_release", "rf_close", "rf_state_save")
+
+
+def _candidates():
+    """Yields (description, path-or-name) in search order."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        yield f"${ENV_VAR}", env
+        return
+    here = pathlib.Path(__file__).resolve().parent
+    for name in ("libringfeed.so", "libringfeed.so.0"):
+        yield "beside the package", str(here / name)
+    for ancestor in here.parents:
+        yield "build tree", str(ancestor / "build" / "libringfeed.so")
+    found = ctypes.util.find_library("ringfeed")
+    if found:
+        yield "system (find_library)", found
+    yield "system (soname)", "libringfeed.so.0"
+
+
+def _bind(lib):
+    missing = [n for n in _REQUIRED if not hasattr(lib, n)]
+    if missing:
+        raise OSError("missing symbols: " + ", ".join(missing))
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name, None)
+        if fn is None:  # optional (e.g. writer in a reader-only build)
+            continue
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def load():
+    """Loads and binds libringfeed; raises LibraryNotFound listing every try."""
+    tried = []
+    for where, path in _candidates():
+        is_file = os.sep in path
+        if is_file and not os.path.exists(path):
+            tried.append((path, f"{where}: no such file"))
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            lib._ringfeed_path = path
+            return _bind(lib)
+        except OSError as e:
+            tried.append((path, f"{where}: {e}"))
+    raise LibraryNotFound(tried)
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library (loaded on first use, so importing never fails)."""
+    global _lib
+    if _lib is None:
+        _lib = load()
+    return _lib
+
+
+def check(rc, err):
+    """Raises Error for a negative rc, with the message in rf_error err."""
+    if rc < 0:
+        msg = err.text() or os.strerror(-rc)
+        raise Error(rc, msg)
+    return rc
+
+
+def config_keys():
+    """{name: help} from rf_config_keys()."""
+    p = lib().rf_config_keys()
+    out = {}
+    while p:
+        name = ctypes.string_at(p)
+        if not name:
+            break
+        p += len(name) + 1
+        text = ctypes.string_at(p)
+        p += len(text) + 1
+        out[name.decode()] = text.decode("utf-8", "replace")
+    return out

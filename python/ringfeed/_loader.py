@@ -1,0 +1,483 @@
+"""_loader.py - Loader and Batch over rf_open / rf_next / rf_release.
+
+Ownership, in one picture:
+
+    numpy array --base--> _View --> Batch --> _Handle (rf_loader *)
+                                                 ^
+    Loader ------------------------------------- +
+
+Arrays keep their Batch alive, batches keep the engine handle alive, so batch
+memory is never freed under a live array and rf_close never runs while a
+batch is out. See Batch for the release contract.
+"""
+
+import ctypes
+import errno
+import json
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._lib import Error
+
+STATE_VERSION = 1
+_NEXT_SLICE_MS = 100  # rf_next waits in slices so Ctrl-C and close() get through
+
+
+class _Handle:
+    """One rf_loader *, closed when asked to and no batch is out any more."""
+
+    def __init__(self, ptr):
+        self.lib = _lib.lib()
+        self.ptr = ptr
+        # Re-entrant: a view's __del__ may run (GC) while this thread holds it.
+        self.lock = threading.RLock()
+        self.pid = os.getpid()  # a forked child must not touch the parent's engine
+        self.out = weakref.WeakValueDictionary()  # id -> Batch taken, not yet returned
+        self.out_count = 0
+        self.close_wanted = False
+
+    def give_back(self, batch):
+        """rf_release for batch, once (under the lock: views may die in any thread)."""
+        with self.lock:
+            ptr, batch._ptr = batch._ptr, None
+            if ptr is None or self.ptr is None or os.getpid() != self.pid:
+                return
+            self.lib.rf_release(self.ptr, ptr)
+            self.out_count -= 1
+            if self.close_wanted and self.out_count == 0:
+                self._close_locked()
+
+    def take(self, timeout_ms):
+        """rf_next: a Batch, None on timeout, RF_END at the end; raises on error."""
+        out = ctypes.POINTER(_lib.rf_batch)()
+        rc = self.lib.rf_next(self.ptr, ctypes.byref(out), timeout_ms)
+        if rc == -errno.ETIMEDOUT:
+            return None
+        if rc == _lib.RF_END:
+            return _lib.RF_END
+        if rc < 0:
+            msg = self.lib.rf_last_error(self.ptr)
+            raise Error(rc, msg.decode("utf-8", "replace") if msg else os.strerror(-rc))
+        batch = Batch(self, out)
+        with self.lock:
+            self.out_count += 1
+            self.out[id(batch)] = batch
+        return batch
+
+    def request_close(self):
+        """Returns every batch nobody can still read; rf_close once none is out."""
+        for b in list(self.out.values()):
+            b.release()
+        with self.lock:
+            self.close_wanted = True
+            if self.out_count == 0:
+                self._close_locked()
+
+    def _close_locked(self):
+        if self.ptr is not None and os.getpid() == self.pid:
+            self.lib.rf_close(self.ptr)
+            self.ptr = None
+
+    def __del__(self):
+        # Every batch holds a reference to its handle: none is out any more.
+        if getattr(self, "ptr", None) is not None and os.getpid() == self.pid:
+            try:
+                self.lib.rf_close(self.ptr)
+            except Exception:
+                pass
+            self.ptr = None
+
+
+class _View:
+    """Exposes one region of a batch through numpy's array interface; holds the
+    Batch so the memory outlives every array made from it."""
+
+    __slots__ = ("__array_interface__", "_batch")
+
+    def __init__(self, batch, addr, shape, typestr, writable):
+        self._batch = batch
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": shape,
+            "typestr": typestr,
+            "data": (addr, not writable),
+        }
+        with batch._handle.lock:
+            batch._views += 1
+
+    def __del__(self):
+        b = self._batch
+        with b._handle.lock:
+            b._views -= 1
+            last = b._views == 0 and b._released
+        if last:
+            b._give_back()
+
+
+class Batch:
+    """One collated batch, viewing engine memory without a copy.
+
+    Ragged batches: record i is payload[offsets[i]:offsets[i+1]].
+    Padded batches (pad_to=N): `rows` is a [records, N] uint8 array, record i
+    is rows[i, :lengths[i]] (zero-filled after it).
+
+    Release contract:
+      * The batch's memory goes back to the loader's byte budget when you call
+        release(), when the `with batch:` block ends, or when the Batch is
+        garbage collected, whichever comes first.
+      * Taking the next batch does NOT release this one: you may hold several
+        (the budget must cover them, or the engine waits for one to come back).
+      * After release(), reading payload / offsets / lengths / rows raises
+        ringfeed.Error.
+      * Arrays (and tensors) already taken from the batch stay valid: each
+        one keeps the memory alive, so release() only hands it back once the
+        last of them is freed. Nothing ever points at returned memory.
+    """
+
+    def __init__(self, handle, ptr):
+        b = ptr.contents
+        self._handle = handle
+        self._ptr = ptr
+        self._views = 0
+        self._released = False
+        self.records = int(b.records)
+        self.row_bytes = int(b.row_bytes)
+        self.payload_bytes = int(b.payload_bytes)
+        self.epoch = int(b.epoch)
+        self.index = int(b.index)
+        self.first_record = int(b.first_record)
+        self._payload = b.payload
+        self._offsets = b.offsets
+        self._lengths = b.lengths
+
+    # -- release -------------------------------------------------------
+    def release(self):
+        """Ends access to the batch and returns its memory (now, or when the
+        last array taken from it is freed). Idempotent."""
+        with self._handle.lock:
+            self._released = True
+            now = self._views == 0
+        if now:
+            self._give_back()
+
+    def _give_back(self):
+        self._handle.give_back(self)
+
+    @property
+    def released(self):
+        return self._released
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        return False
+
+    def __del__(self):
+        if getattr(self, "_ptr", None) is not None:
+            try:
+                self._give_back()
+            except Exception:
+                pass
+
+    # -- views ---------------------------------------------------------
+    def _check(self):
+        if self._released:
+            raise Error(-errno.EINVAL, f"batch {self.epoch}:{self.index} was released")
+
+    def _array(self, addr, count, typestr, writable=False):
+        self._check()
+        if count == 0 or not addr:
+            return np.empty(0, dtype=np.dtype(typestr))
+        return np.asarray(_View(self, addr, (count,), typestr, writable))
+
+    def payload_array(self, writable=False):
+        return self._array(self._payload, self.payload_bytes, "|u1", writable)
+
+    def offsets_array(self, writable=False):
+        if self._offsets:
+            return self._array(self._offsets, self.records + 1, "<i8", writable)
+        self._check()
+        if self.row_bytes:
+            return np.arange(self.records + 1, dtype=np.int64) * self.row_bytes
+        raise Error(-errno.EINVAL, "engine gave a ragged batch without offsets")
+
+    def lengths_array(self, writable=False):
+        if self._lengths:
+            return self._array(self._lengths, self.records, "<u4", writable)
+        return np.diff(self.offsets_array()).astype(np.uint32)  # copy: engine had none
+
+    @property
+    def payload(self):
+        """uint8 array over the batch bytes (read-only view, no copy)."""
+        return self.payload_array()
+
+    @property
+    def offsets(self):
+        """int64 array of records+1 entries (view): record i spans
+        payload[offsets[i]:offsets[i+1]]."""
+        return self.offsets_array()
+
+    @property
+    def lengths(self):
+        """uint32 array of record lengths (view)."""
+        return self.lengths_array()
+
+    @property
+    def rows(self):
+        """Padded batches: uint8 [records, row_bytes] array (view)."""
+        if not self.row_bytes:
+            raise Error(-errno.EINVAL, "rows: the batch is ragged (set pad_to for rows)")
+        return self.payload[: self.records * self.row_bytes].reshape(self.records, self.row_bytes)
+
+    def __len__(self):
+        return self.records
+
+    def record(self, i):
+        """Record i as bytes (a copy)."""
+        if not 0 <= i < self.records:
+            raise IndexError(i)
+        if self.row_bytes:
+            return self.rows[i, : int(self.lengths[i])].tobytes()
+        off = self.offsets
+        return self.payload[off[i] : off[i + 1]].tobytes()
+
+    def records_bytes(self):
+        """Every record as a list of bytes (copies)."""
+        if self.row_bytes:
+            rows, lens = self.rows, self.lengths
+            return [rows[i, : int(lens[i])].tobytes() for i in range(self.records)]
+        data = self.payload.tobytes()
+        off = self.offsets.tolist()
+        return [data[off[i] : off[i + 1]] for i in range(self.records)]
+
+    def __repr__(self):
+        state = "released" if self._released else "held"
+        kind = f"padded {self.row_bytes}" if self.row_bytes else "ragged"
+        return (
+            f"<ringfeed.Batch epoch={self.epoch} index={self.index} records={self.records} "
+            f"{kind} {self.payload_bytes} bytes {state}>"
+        )
+
+
+def _config_value(key, value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"ringfeed option {key}: cannot pass a {type(value).__name__}")
+
+
+def _urls(urls):
+    if isinstance(urls, (str, bytes, os.PathLike)):
+        urls = [urls]
+    out = [os.fsdecode(u) if not isinstance(u, str) else u for u in urls]
+    if not out:
+        raise ValueError("ringfeed.Loader: no shard URL given")
+    return out
+
+
+class Loader:
+    """An iterator of Batch objects read by the ringfeed engine.
+
+    Loader(urls, budget="256MiB", batch=64, seed=1, shuffle=True, ...):
+    urls is one path/URL/manifest (str or PathLike) or a list of them; every
+    keyword becomes an engine option (rf_config_set) with its value as text
+    (booleans as 1/0, None leaves the engine default). The engine checks names
+    and values: a bad one raises ringfeed.Error with its message.
+
+    The loader opens at construction (a missing shard fails here) and is a
+    single stream: iterating after the end yields nothing. See Batch for when
+    batch memory goes back to the budget."""
+
+    def __init__(self, urls, resume=None, **options):
+        self._urls = _urls(urls)
+        self._options = {}
+        for k, v in options.items():
+            if v is not None:
+                self._options[k] = _config_value(k, v)
+        self._handle = None
+        self._ended = False
+        self._closed = False
+        self._last_state = None
+        self._open(self._decode_state(resume) if resume is not None else None)
+
+    # -- lifetime ------------------------------------------------------
+    def _config(self, state):
+        lib = _lib.lib()
+        cfg = lib.rf_config_new()
+        if not cfg:
+            raise MemoryError("rf_config_new")
+        err = _lib.rf_error()
+        try:
+            for k, v in self._options.items():
+                _lib.check(lib.rf_config_set(cfg, k.encode(), v.encode(), err), err)
+            for u in self._urls:
+                _lib.check(lib.rf_config_add_url(cfg, os.fsencode(u), err), err)
+            if state is not None:
+                _lib.check(lib.rf_config_set_resume(cfg, state, len(state), err), err)
+        except BaseException:
+            lib.rf_config_free(cfg)
+            raise
+        return cfg
+
+    def _open(self, state):
+        lib = _lib.lib()
+        cfg = self._config(state)
+        err = _lib.rf_error()
+        try:
+            ptr = lib.rf_open(cfg, err)
+        finally:
+            lib.rf_config_free(cfg)
+        if not ptr:
+            raise Error(err.code or -errno.EIO, err.text() or "rf_open failed")
+        self._handle = _Handle(ptr)
+        self._ended = False
+
+    def close(self):
+        """Stops the engine. Batches nobody reads any more are returned at
+        once; rf_close runs when the last array from the last batch is gone."""
+        if self._handle is not None:
+            try:
+                self._last_state = self._save()
+            except Error:
+                pass
+            h, self._handle = self._handle, None
+            h.request_close()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            if getattr(self, "_handle", None) is not None:
+                self.close()
+        except Exception:
+            pass
+
+    @property
+    def closed(self):
+        return self._closed
+
+    @property
+    def batches_out(self):
+        """Batches taken and not yet returned to the engine."""
+        return self._handle.out_count if self._handle is not None else 0
+
+    # -- iteration -----------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        b = self._take(-1)
+        if b is None:  # cannot happen with an unbounded wait
+            raise Error(-errno.ETIMEDOUT, "rf_next timed out")
+        return b
+
+    def next(self, timeout_ms=-1):
+        """Like next(loader), with a bound: None when no batch came within
+        timeout_ms (-1 waits forever); StopIteration at the end."""
+        return self._take(int(timeout_ms))
+
+    def _take(self, timeout_ms):
+        h = self._handle
+        if h is None or self._ended:
+            raise StopIteration
+        # Wait in slices so Ctrl-C is seen (ctypes drops the GIL inside rf_next).
+        while True:
+            step = _NEXT_SLICE_MS if timeout_ms < 0 else min(timeout_ms, _NEXT_SLICE_MS)
+            got = h.take(step)
+            if got is not None:
+                break
+            if timeout_ms >= 0:
+                timeout_ms -= step
+                if timeout_ms <= 0:
+                    return None
+        if not isinstance(got, Batch):  # RF_END
+            self._ended = True
+            raise StopIteration
+        return got
+
+    def records(self):
+        """Yields every record as bytes (copies), releasing each batch."""
+        for b in self:
+            with b:
+                yield from b.records_bytes()
+            del b
+
+    # -- state and stats -----------------------------------------------
+    def _save(self):
+        h = self._handle
+        n = ctypes.c_size_t(0)
+        rc = h.lib.rf_state_save(h.ptr, None, ctypes.byref(n))
+        if rc < 0:
+            raise Error(rc, (h.lib.rf_last_error(h.ptr) or b"rf_state_save").decode())
+        buf = ctypes.create_string_buffer(max(n.value, 1))
+        rc = h.lib.rf_state_save(h.ptr, buf, ctypes.byref(n))
+        if rc < 0:
+            raise Error(rc, (h.lib.rf_last_error(h.ptr) or b"rf_state_save").decode())
+        return buf.raw[: n.value]
+
+    def state_dict(self):
+        """The consumer's position (after every batch taken so far) as
+        {"version": 1, "state": bytes}; opaque, for load_state_dict or
+        Loader(resume=...)."""
+        if self._handle is not None:
+            state = self._save()
+        elif self._last_state is not None:
+            state = self._last_state
+        else:
+            raise Error(-errno.EINVAL, "state_dict: the loader was never opened")
+        return {"version": STATE_VERSION, "state": bytes(state)}
+
+    @staticmethod
+    def _decode_state(sd):
+        if isinstance(sd, (bytes, bytearray, memoryview)):
+            return bytes(sd)
+        if not isinstance(sd, dict) or "state" not in sd:
+            raise ValueError("ringfeed state: expected the dict state_dict() returned")
+        if sd.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"ringfeed state: version {sd.get('version')!r}, this binding reads "
+                f"{STATE_VERSION}"
+            )
+        return bytes(sd["state"])
+
+    def load_state_dict(self, sd):
+        """Repositions the stream at a saved state: closes the engine (see
+        close()) and reopens it resuming there. The engine refuses a state
+        saved under another dataset or configuration (ringfeed.Error)."""
+        state = self._decode_state(sd)
+        if self._handle is not None:
+            h, self._handle = self._handle, None
+            h.request_close()
+        self._closed = False
+        self._open(state)
+
+    def stats(self):
+        """The engine's figures (rf_stats_json) as a dict."""
+        h = self._handle
+        if h is None:
+            raise Error(-errno.EINVAL, "stats: the loader is closed")
+        cap = 64 << 10
+        while cap <= 16 << 20:
+            buf = ctypes.create_string_buffer(cap)
+            rc = h.lib.rf_stats_json(h.ptr, buf, cap)
+            if rc >= 0:
+                return json.loads(buf.raw[:rc].decode("utf-8"))
+            if rc != -errno.ENOSPC:
+                raise Error(rc, "rf_stats_json failed")
+            cap *= 4
+        raise Error(-errno.ENOSPC, "rf_stats_json: more than 16 MiB")

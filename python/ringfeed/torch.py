@@ -1,0 +1,143 @@
+"""ringfeed.torch - a PyTorch IterableDataset over the ringfeed engine.
+
+    from ringfeed.torch import RingfeedDataset
+    ds = RingfeedDataset("data/manifest.txt", batch=256, budget="1GiB", seed=7)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    for step, b in enumerate(dl):
+        payload, offsets = b["payload"], b["offsets"]   # uint8 [bytes], int64 [n+1]
+        ...
+        if step % 1000 == 0:
+            torch.save({"data": ds.state_dict(), ...}, "ckpt.pt")
+    # later: ds.load_state_dict(ckpt["data"]) before iterating resumes exactly.
+
+The engine reads, decodes and collates in its own threads, so use
+num_workers=0 (worker processes would each read the whole stream; this
+dataset refuses to run inside one) and batch_size=None (batches come
+collated).
+
+Zero copy: the tensors view the engine's batch memory (torch.from_numpy).
+Each tensor holds a reference that keeps its batch alive; the batch's bytes go
+back to the loader's budget when the last tensor (and any view of it) is
+freed. You never need to copy for safety, but while you keep tensors from a
+batch its bytes stay out of the budget: keep a few, not thousands (the engine
+waits for memory otherwise). Copy (`t.clone()`, `.to(device)`) what you want
+to keep longer. Tensors are writable: the engine does not read a batch after
+delivering it.
+"""
+
+import torch
+import torch.utils.data
+
+from ._loader import Loader
+
+RAGGED_KEYS = ("payload", "offsets")
+PADDED_KEYS = ("rows", "lengths")
+
+
+def _dist_rank_world():
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return None, None
+
+
+class RingfeedDataset(torch.utils.data.IterableDataset):
+    """Yields one collated batch per item.
+
+    Ragged (default): {"payload": uint8 tensor, "offsets": int64 tensor of
+    records+1 entries}; record i is payload[offsets[i]:offsets[i+1]].
+    Padded (pad_to=N): {"rows": uint8 tensor [records, N], "lengths": int64
+    tensor [records]}. With as_tuple=True, the same two tensors as a tuple.
+
+    rank / world default to torch.distributed's when it is initialised
+    (explicit arguments win). Other keywords are engine options (see
+    ringfeed.Loader). Each iteration opens a loader for `epoch` (set_epoch()
+    changes it); with epochs=N one iteration spans N epochs.
+
+    state_dict() is the position after the last batch this dataset yielded;
+    load_state_dict() makes the next iteration resume exactly there. With
+    DataLoader(num_workers=0, pin_memory=False) that is the last batch your
+    loop received."""
+
+    def __init__(self, urls, rank=None, world=None, as_tuple=False, **options):
+        super().__init__()
+        drank, dworld = _dist_rank_world()
+        self.rank = rank if rank is not None else drank
+        self.world = world if world is not None else dworld
+        self.urls = urls
+        self.options = dict(options)
+        self.as_tuple = as_tuple
+        self._loader = None
+        self._resume = None
+
+    def set_epoch(self, epoch):
+        self.options["epoch"] = int(epoch)
+
+    def _open(self):
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            raise RuntimeError(
+                "RingfeedDataset runs in the main process: use DataLoader(num_workers=0); "
+                "the engine reads and decodes in its own threads"
+            )
+        if self._loader is not None:
+            self._loader.close()
+        opts = dict(self.options)
+        if self.rank is not None:
+            opts["rank"] = self.rank
+        if self.world is not None:
+            opts["world"] = self.world
+        resume, self._resume = self._resume, None
+        self._loader = Loader(self.urls, resume=resume, **opts)
+        return self._loader
+
+    def _item(self, batch):
+        """The batch's tensors; releases the batch, so from here on only the
+        tensors keep its memory out of the budget."""
+        if batch.row_bytes:
+            rows = torch.from_numpy(batch.payload_array(writable=True))
+            rows = rows[: batch.records * batch.row_bytes].view(batch.records, batch.row_bytes)
+            lengths = torch.from_numpy(batch.lengths_array().astype("int64"))
+            out = (rows, lengths)
+            keys = PADDED_KEYS
+        else:
+            payload = torch.from_numpy(batch.payload_array(writable=True))
+            offsets = torch.from_numpy(batch.offsets_array(writable=True))
+            out = (payload, offsets)
+            keys = RAGGED_KEYS
+        batch.release()
+        return out if self.as_tuple else dict(zip(keys, out))
+
+    def __iter__(self):
+        loader = self._open()
+        for batch in loader:
+            # No local keeps the item: while suspended here, the generator
+            # must not hold the consumer's previous batch.
+            yield self._item(batch)
+
+    def state_dict(self):
+        """{"version", "state"}: the position after the last batch yielded
+        (or the pending resume point when nothing was iterated since)."""
+        if self._resume is not None:
+            return dict(self._resume)
+        if self._loader is None:
+            return None
+        return self._loader.state_dict()
+
+    def load_state_dict(self, sd):
+        """Resume there on the next iteration (None: start afresh)."""
+        if sd is not None:
+            Loader._decode_state(sd)  # check the version now, not at iteration
+            sd = dict(sd)
+        self._resume = sd
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None
+
+    def stats(self):
+        return self._loader.stats() if self._loader is not None else None
+
+    def close(self):
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None

@@ -4,9 +4,11 @@
  * create/remove races never split one name into two budgets. */
 #include "testutil.h"
 
+#include "budget.h"
 #include "hostbudget.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -41,6 +43,18 @@ static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
+}
+
+/* The help text of a config key in rf_config_keys(), or "". */
+static const char *rf_config_keys_find(const char *key)
+{
+	for (const char *p = rf_config_keys(); *p; p += strlen(p) + 1) {
+		const char *help = p + strlen(p) + 1;
+		if (!strcmp(p, key))
+			return help;
+		p = help;
+	}
+	return "";
 }
 
 static void test_names(void **state)
@@ -467,11 +481,150 @@ static void test_create_remove_race(void **state)
 	munmap(holders, 2 * sizeof(atomic_int));
 }
 
+/* Two loaders' budgets on one host budget: a reservation needs room in both;
+ * each holds max(used, floor) of the host; releases give the excess back. */
+static void test_loader_budgets_share_host(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "loaders");
+	rf_error err = {0};
+	rf_hostbudget *h1 = NULL, *h2 = NULL;
+	assert_int_equal(rf_hostbudget_open(name, 1500, &h1, &err), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1500, &h2, &err), 0);
+	rf_budget b1, b2;
+	rf_budget_init(&b1, 1000);
+	rf_budget_init(&b2, 1000);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 100, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 100, &err), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 200);                    /* the two floors */
+	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_FETCH, 50, 0), 0); /* inside the floor */
+	assert_int_equal(rf_hostbudget_used(h1), 200);
+	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_DECODED, 850, 0), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 1000);
+	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_BATCH, 101, 0), -ENOBUFS); /* local limit */
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_BATCH, 700, 0), -ENOBUFS); /* host */
+	assert_int_equal(rf_hostbudget_used(h1), 1000); /* the refusal took nothing */
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_BATCH, 600, 0), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 1500);
+	assert_int_equal(rf_budget_room(&b2), 0); /* no idle memory beyond the host share */
+	assert_int_equal(rf_hostbudget_check(h1, &err), 0);
+	rf_budget_release(&b1, RF_MEM_DECODED, 850);
+	assert_int_equal(rf_hostbudget_used(h1), 100 + 600); /* b1 back to its floor */
+	assert_int_equal(rf_budget_room(&b1), 50);           /* floor 100 - used 50 */
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_BATCH, 400, 0), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 1100);
+	rf_budget_snapshot s;
+	rf_budget_snapshot_get(&b2, &s);
+	assert_int_equal(s.host_held_bytes, 1000);
+	assert_int_equal(s.host_peak_held_bytes, 1000);
+	assert_int_equal(s.host_refusals, 1);
+	rf_budget_release(&b1, RF_MEM_FETCH, 50);
+	rf_budget_release(&b2, RF_MEM_BATCH, 1000);
+	assert_int_equal(rf_hostbudget_used(h1), 200);
+	rf_budget_destroy(&b1); /* detaches: gives the floor back */
+	assert_int_equal(rf_hostbudget_used(h1), 100);
+	rf_budget_detach_host(&b2);
+	assert_int_equal(rf_hostbudget_used(h1), 0);
+	rf_budget_destroy(&b2);
+	rf_hostbudget_close(h1);
+	rf_hostbudget_close(h2);
+	assert_false(shm_exists(name));
+}
+
+/* A floor the host cannot hold is refused at attach, with the figures. */
+static void test_loader_floor_too_big(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "floor");
+	rf_error err = {0};
+	rf_hostbudget *h1 = NULL, *h2 = NULL;
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h2, &err), 0);
+	rf_budget b1, b2;
+	rf_budget_init(&b1, 1000);
+	rf_budget_init(&b2, 1000);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 600, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 600, &err), -ENOBUFS);
+	assert_non_null(strstr(err.msg, "600 bytes"));
+	assert_non_null(strstr(err.msg, "of 1000 bytes"));
+	assert_int_equal(rf_hostbudget_used(h1), 600);
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_FETCH, 1000, 0), 0); /* not attached */
+	rf_budget_release(&b2, RF_MEM_FETCH, 1000);
+	rf_budget_destroy(&b1);
+	rf_budget_destroy(&b2);
+	rf_hostbudget_close(h1);
+	rf_hostbudget_close(h2);
+}
+
+static void *budget_hammer(void *arg)
+{
+	rf_budget *b = arg;
+	for (int i = 0; i < 5000; i++) {
+		enum rf_budget_category c = (enum rf_budget_category)(i % RF_MEM_CATEGORIES);
+		uint64_t n = 1 + (uint64_t)(i * 7919) % 300;
+		if (rf_budget_reserve(b, c, n, 0) == 0)
+			rf_budget_release(b, c, n);
+	}
+	return NULL;
+}
+
+/* Threads of two loaders hammer one host budget: the host never goes over,
+ * and everything comes back. */
+static void test_loader_threads(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "threads");
+	rf_error err = {0};
+	rf_hostbudget *h[2];
+	rf_budget b[2];
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rf_hostbudget_open(name, 700, &h[i], &err), 0);
+		rf_budget_init(&b[i], 500);
+		assert_int_equal(rf_budget_attach_host(&b[i], h[i], 10, &err), 0);
+	}
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, budget_hammer, &b[i % 2]), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	rf_hostbudget_info info;
+	assert_int_equal(rf_hostbudget_info_get(h[0], &info), 0);
+	assert_true(info.peak_used_bytes <= 700);
+	assert_true(info.peak_used_bytes > 300);
+	assert_int_equal(info.used_bytes, 20);
+	assert_int_equal(rf_hostbudget_check(h[0], &err), 0);
+	for (int i = 0; i < 2; i++) {
+		rf_budget_destroy(&b[i]);
+		rf_hostbudget_close(h[i]);
+	}
+	assert_false(shm_exists(name));
+}
+
+/* The config keys: host_budget is a size, host_budget_name is checked. */
+static void test_config_keys(void **state)
+{
+	(void)state;
+	rf_error err = {0};
+	rf_config *cfg = rf_config_new();
+	assert_non_null(cfg);
+	assert_int_equal(rf_config_set(cfg, "host_budget", "64MiB", &err), 0);
+	assert_int_equal(rf_config_set(cfg, "host_budget", "lots", &err), -EINVAL);
+	assert_int_equal(rf_config_set(cfg, "host_budget_name", "job-7.rank_a", &err), 0);
+	assert_int_equal(rf_config_set(cfg, "host_budget_name", "../etc", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "host budget name"));
+	assert_int_equal(rf_config_set(cfg, "host_budget_name", "", &err), -EINVAL);
+	assert_non_null(strstr(rf_config_keys_find("host_budget"), "host"));
+	rf_config_free(cfg);
+}
+
 static int remove_objects(void **state)
 {
 	(void)state;
-	const char *tags[] = {"zero", "single", "join", "fork", "multi",
-	                      "kill", "open",   "lock", "race"};
+	const char *tags[] = {"zero", "single", "join", "fork",    "multi", "kill",
+	                      "open", "lock",   "race", "loaders", "floor", "threads"};
 	for (size_t i = 0; i < RF_ARRAY_LEN(tags); i++) {
 		char name[64];
 		unique_name(name, sizeof(name), tags[i]);
@@ -492,6 +645,10 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_on_open),
 	    cmocka_unit_test(test_killed_while_holding_lock),
 	    cmocka_unit_test(test_create_remove_race),
+	    cmocka_unit_test(test_loader_budgets_share_host),
+	    cmocka_unit_test(test_loader_floor_too_big),
+	    cmocka_unit_test(test_loader_threads),
+	    cmocka_unit_test(test_config_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_objects);
 }

@@ -1,6 +1,6 @@
 /* ringfeed.c - the `ringfeed` command: dispatches to one subcommand. */
-#include "commands.h"
 #include "ringfeed.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +13,8 @@ static const struct {
     {"pack", cmd_pack, "pack records into .rfs shards and a manifest"},
     {"inspect", cmd_inspect, "print a shard's figures (--json for a program)"},
     {"verify", cmd_verify, "decode every block and check every rule"},
+    {"read", cmd_read, "read records through the loader (order, digest, resume)"},
+    {"bench", cmd_bench, "the main job: read the demo dataset (or shards) and report"},
 };
 
 static void usage(FILE *f)

@@ -15,6 +15,9 @@ static const struct {
     {"verify", cmd_verify, "decode every block and check every rule"},
     {"read", cmd_read, "read records through the loader (order, digest, resume)"},
     {"bench", cmd_bench, "the main job: read the demo dataset (or shards) and report"},
+    {"sim", cmd_sim, "queue lab: how long an inventory of ready batches lasts"},
+    {"plan", cmd_plan, "size depth and memory per stage for a rate and a pause"},
+    {"report", cmd_report, "draw a trace (--trace FILE) as an SVG"},
 };
 
 static void usage(FILE *f)

@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <assert.h>
+#include <stdio.h>
 
 void rf_budget_init(rf_budget *b, uint64_t limit_bytes)
 {
@@ -19,10 +20,10 @@ void rf_budget_destroy(rf_budget *b)
 	pthread_mutex_destroy(&b->mu);
 }
 
-/* With b->mu held: makes the host bytes held cover max(used_after, floor). */
-static int host_cover(rf_budget *b, uint64_t used_after)
+/* With b->mu held: makes the host bytes held cover max(target, floor). */
+static int host_cover(rf_budget *b, uint64_t target)
 {
-	uint64_t need = RF_MAX(used_after, b->host_floor_bytes);
+	uint64_t need = RF_MAX(target, b->host_floor_bytes);
 	if (!b->host || need <= b->host_held_bytes)
 		return 0;
 	if (rf_hostbudget_reserve(b->host, need - b->host_held_bytes) < 0) {
@@ -34,10 +35,16 @@ static int host_cover(rf_budget *b, uint64_t used_after)
 	return 0;
 }
 
-/* With b->mu held: gives the host back what max(used, floor) does not need. */
+/* With b->mu held: gives the host back what max(used + slack, floor) does
+ * not need. The slack (the last headroom asked for) stays held so that the
+ * reservation the headroom was kept for (the next batch) never waits for
+ * another loader. */
 static void host_trim(rf_budget *b)
 {
-	uint64_t keep = RF_MAX(b->used_bytes, b->host_floor_bytes);
+	uint64_t keep;
+	if (!rf_add_u64(b->used_bytes, b->host_slack_bytes, &keep))
+		keep = UINT64_MAX;
+	keep = RF_MAX(keep, b->host_floor_bytes);
 	if (!b->host || b->host_held_bytes <= keep)
 		return;
 	if (rf_hostbudget_release(b->host, b->host_held_bytes - keep) == 0)
@@ -45,28 +52,37 @@ static void host_trim(rf_budget *b)
 }
 
 int rf_budget_attach_host(rf_budget *b, struct rf_hostbudget *hb, uint64_t floor_bytes,
-                          rf_error *err)
+                          uint32_t expected_loaders, int timeout_ms, rf_error *err)
 {
+	/* Before any reservation (used is the fixed part at most): no lock is
+	 * held while waiting for other loaders to make room. */
+	uint64_t need = RF_MAX(rf_budget_used(b), floor_bytes);
+	int rc = rf_hostbudget_reserve_floor(hb, need, expected_loaders, timeout_ms);
+	if (rc < 0) {
+		rf_hostbudget_info info = {0};
+		rf_hostbudget_info_get(hb, &info);
+		if (need > info.total_bytes)
+			return rf_fail(
+			    err, RF_E_BUDGET,
+			    "host budget '%s' of %llu bytes is smaller than this loader's "
+			    "minimum of %llu bytes (raise --host-budget)",
+			    rf_hostbudget_name(hb), (unsigned long long)info.total_bytes,
+			    (unsigned long long)need);
+		return rf_fail(err, RF_E_BUDGET,
+		               "host budget '%s' had no room for this loader's minimum of %llu "
+		               "bytes within %d ms: %llu of %llu bytes held by %u loader(s)%s "
+		               "(raise --host-budget or lower the loaders' budgets)",
+		               rf_hostbudget_name(hb), (unsigned long long)need, timeout_ms,
+		               (unsigned long long)info.used_bytes,
+		               (unsigned long long)info.total_bytes, info.members,
+		               rc == -ENOBUFS ? "" : ", or its lock failed");
+	}
 	pthread_mutex_lock(&b->mu);
 	b->host = hb;
 	b->host_floor_bytes = floor_bytes;
-	int rc = host_cover(b, b->used_bytes);
-	if (rc < 0) {
-		b->host = NULL;
-		b->host_floor_bytes = 0;
-	}
+	b->host_held_bytes = need;
+	b->host_peak_held_bytes = RF_MAX(b->host_peak_held_bytes, need);
 	pthread_mutex_unlock(&b->mu);
-	if (rc < 0) {
-		rf_hostbudget_info info;
-		rf_hostbudget_info_get(hb, &info);
-		return rf_fail(err, rc,
-		               "host budget '%s' has no room for this loader's minimum of %llu "
-		               "bytes: %llu of %llu bytes held by %u loaders (raise --host-budget "
-		               "or lower the loaders' budgets)",
-		               rf_hostbudget_name(hb), (unsigned long long)floor_bytes,
-		               (unsigned long long)info.used_bytes,
-		               (unsigned long long)info.total_bytes, info.members);
-	}
 	return 0;
 }
 
@@ -98,7 +114,10 @@ int rf_budget_reserve(rf_budget *b, enum rf_budget_category cat, uint64_t bytes,
 	uint64_t want;
 	bool fits = rf_add_u64(b->used_bytes, bytes, &want) &&
 	            rf_add_u64(want, headroom_bytes, &want) && want <= b->limit_bytes;
-	int rc = fits ? host_cover(b, b->used_bytes + bytes) : RF_E_BUDGET;
+	/* The host must hold the headroom too: another loader could take it. */
+	int rc = fits ? host_cover(b, want) : RF_E_BUDGET;
+	if (headroom_bytes > 0)
+		b->host_slack_bytes = headroom_bytes;
 	if (rc == 0) {
 		b->used_bytes += bytes;
 		b->cur_bytes[cat] += bytes;
@@ -156,4 +175,28 @@ const char *rf_budget_category_name(enum rf_budget_category cat)
 	static const char *const names[RF_MEM_CATEGORIES] = {"fetch", "decoded", "batch", "scratch",
 	                                                     "metadata"};
 	return cat < RF_MEM_CATEGORIES ? names[cat] : "?";
+}
+
+int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
+{
+	rf_budget_snapshot s;
+	rf_budget_snapshot_get(b, &s);
+	rf_hostbudget_info h;
+	int n;
+	if (!b->host || rf_hostbudget_info_get(b->host, &h) < 0)
+		n = snprintf(buf, cap, ",\"host_budget\":null}");
+	else
+		n = snprintf(
+		    buf, cap,
+		    ",\"host_budget\":{\"name\":\"%s\",\"total_bytes\":%llu,"
+		    "\"used_bytes\":%llu,\"peak_used_bytes\":%llu,\"loaders\":%u,"
+		    "\"reclaims\":%u,\"reclaimed_bytes\":%llu,\"held_bytes\":%llu,"
+		    "\"peak_held_bytes\":%llu,\"floor_bytes\":%llu,\"refusals\":%llu}}",
+		    rf_hostbudget_name(b->host), (unsigned long long)h.total_bytes,
+		    (unsigned long long)h.used_bytes, (unsigned long long)h.peak_used_bytes,
+		    h.members, h.reclaims, (unsigned long long)h.reclaimed_bytes,
+		    (unsigned long long)s.host_held_bytes,
+		    (unsigned long long)s.host_peak_held_bytes,
+		    (unsigned long long)s.host_floor_bytes, (unsigned long long)s.host_refusals);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }

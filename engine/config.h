@@ -48,7 +48,10 @@
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \
 	  "host_budget_name (each loader's reservations need room in both budgets)")               \
 	X(host_budget_name, STR, "default", 0, 0,                                                  \
-	  "name of the host budget: 1..64 of A-Z a-z 0-9 . _ - (/dev/shm/ringfeed-hb-NAME)")
+	  "name of the host budget: 1..64 of A-Z a-z 0-9 . _ - (/dev/shm/ringfeed-hb-NAME)")       \
+	X(host_loaders, U32, "0", 0, 256,                                                          \
+	  "loaders that will share the host budget (e.g. the local world size; 0: unknown): "      \
+	  "room for each one's minimum is kept until that many are attached")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,

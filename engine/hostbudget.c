@@ -26,6 +26,7 @@ typedef struct hb_slot {
 	uint32_t pad;
 	uint64_t start_ticks; /* field 22 of /proc/PID/stat, 0 if unknown */
 	uint64_t reserved_bytes;
+	uint64_t want_bytes; /* a floor it waits for: others leave room for it */
 } hb_slot;
 
 typedef struct hb_shared {
@@ -38,6 +39,9 @@ typedef struct hb_shared {
 	pthread_mutex_t mutex; /* process-shared, robust; guards what follows */
 	uint64_t used_bytes, peak_used_bytes, reclaimed_bytes;
 	uint64_t last_scan_ns;
+	uint64_t wanted_bytes;    /* sum of the slots' want_bytes */
+	uint64_t floor_max_bytes; /* largest floor asked for: kept for loaders to come */
+	uint32_t expected_members, pad;
 	hb_slot slot[RF_HOSTBUDGET_SLOTS];
 } hb_shared;
 
@@ -134,6 +138,7 @@ static uint64_t reclaim_dead(hb_shared *sh)
 		uint64_t b = RF_MIN(s->reserved_bytes, sh->used_bytes);
 		sh->used_bytes -= b;
 		got += s->reserved_bytes;
+		sh->wanted_bytes -= RF_MIN(s->want_bytes, sh->wanted_bytes);
 		memset(s, 0, sizeof(*s));
 		sh->reclaims++;
 	}
@@ -144,11 +149,17 @@ static uint64_t reclaim_dead(hb_shared *sh)
 /* A holder died inside a critical section: the slots are the truth. */
 static void repair(hb_shared *sh)
 {
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < RF_HOSTBUDGET_SLOTS; i++)
-		if (sh->slot[i].pid != 0 && !rf_add_u64(sum, sh->slot[i].reserved_bytes, &sum))
+	uint64_t sum = 0, want = 0;
+	for (uint32_t i = 0; i < RF_HOSTBUDGET_SLOTS; i++) {
+		if (sh->slot[i].pid == 0)
+			continue;
+		if (!rf_add_u64(sum, sh->slot[i].reserved_bytes, &sum))
 			sum = UINT64_MAX;
+		if (!rf_add_u64(want, sh->slot[i].want_bytes, &want))
+			want = UINT64_MAX;
+	}
 	sh->used_bytes = sum;
+	sh->wanted_bytes = want;
 	reclaim_dead(sh);
 	sh->last_scan_ns = rf_now_ns();
 }
@@ -251,7 +262,7 @@ static int agree_total(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 	uint32_t live = count_members(sh);
 	if (live > 0)
 		return rf_fail(err, -EINVAL,
-		               "host budget '%s' already has a total of %llu bytes (%u loaders "
+		               "host budget '%s' already has a total of %llu bytes (%u loader(s) "
 		               "attached); this loader asked for %llu bytes: use the same "
 		               "--host-budget on every rank or another name",
 		               hb->name, (unsigned long long)sh->total_bytes, live,
@@ -259,7 +270,8 @@ static int agree_total(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 	/* Nobody alive (and the flock is ours): start afresh with our total. */
 	sh->total_bytes = total_bytes;
 	sh->used_bytes = sh->peak_used_bytes = sh->reclaimed_bytes = 0;
-	sh->reclaims = 0;
+	sh->wanted_bytes = sh->floor_max_bytes = 0;
+	sh->reclaims = sh->expected_members = 0;
 	return 0;
 }
 
@@ -272,6 +284,7 @@ static int take_slot(rf_hostbudget *hb, rf_error *err)
 			continue;
 		s->start_ticks = hb->start_ticks;
 		s->reserved_bytes = 0;
+		s->want_bytes = 0;
 		s->pid = (int32_t)hb->pid;
 		hb->slot = i;
 		return 0;
@@ -408,6 +421,7 @@ void rf_hostbudget_close(rf_hostbudget *hb)
 			hb_slot *s = own_slot(hb);
 			if (s) {
 				hb->sh->used_bytes -= RF_MIN(s->reserved_bytes, hb->sh->used_bytes);
+				hb->sh->wanted_bytes -= RF_MIN(s->want_bytes, hb->sh->wanted_bytes);
 				memset(s, 0, sizeof(*s));
 			}
 			reclaim_dead(hb->sh);
@@ -422,10 +436,18 @@ void rf_hostbudget_close(rf_hostbudget *hb)
 	free(hb);
 }
 
-static bool fits(const hb_shared *sh, uint64_t bytes)
+/* Room for bytes after what is used, the floors other loaders wait for, and
+ * the floors of loaders expected but not attached yet. */
+static bool fits(const hb_shared *sh, const hb_slot *self, uint64_t bytes)
 {
-	uint64_t want;
-	return rf_add_u64(sh->used_bytes, bytes, &want) && want <= sh->total_bytes;
+	uint32_t members = count_members(sh);
+	uint64_t future = 0, want;
+	if (sh->expected_members > members &&
+	    !rf_mul_u64(sh->expected_members - members, sh->floor_max_bytes, &future))
+		return false;
+	uint64_t others = sh->wanted_bytes - RF_MIN(self->want_bytes, sh->wanted_bytes);
+	return rf_add_u64(sh->used_bytes, bytes, &want) && rf_add_u64(want, others, &want) &&
+	       rf_add_u64(want, future, &want) && want <= sh->total_bytes;
 }
 
 int rf_hostbudget_reserve(rf_hostbudget *hb, uint64_t bytes)
@@ -440,13 +462,13 @@ int rf_hostbudget_reserve(rf_hostbudget *hb, uint64_t bytes)
 	hb_slot *s = own_slot(hb);
 	if (!s) {
 		rc = -EIDRM; /* our slot was taken from us: never expected */
-	} else if (!fits(sh, bytes)) {
+	} else if (!fits(sh, s, bytes)) {
 		uint64_t now = rf_now_ns();
 		if (now - sh->last_scan_ns >= RF_HOSTBUDGET_RECLAIM_MS * 1000000ull) {
 			sh->last_scan_ns = now;
 			reclaim_dead(sh);
 		}
-		rc = fits(sh, bytes) ? 0 : -ENOBUFS;
+		rc = fits(sh, s, bytes) ? 0 : -ENOBUFS;
 	}
 	if (rc == 0) {
 		s->reserved_bytes += bytes;
@@ -474,6 +496,48 @@ int rf_hostbudget_release(rf_hostbudget *hb, uint64_t bytes)
 	return s ? 0 : -EIDRM;
 }
 
+/* With the mutex held: this slot now waits for want bytes (0: no more). */
+static void set_want(rf_hostbudget *hb, hb_slot *s, uint64_t want)
+{
+	hb->sh->wanted_bytes -= RF_MIN(s->want_bytes, hb->sh->wanted_bytes);
+	s->want_bytes = want;
+	if (!rf_add_u64(hb->sh->wanted_bytes, want, &hb->sh->wanted_bytes))
+		hb->sh->wanted_bytes = UINT64_MAX;
+}
+
+int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expected_loaders,
+                                int timeout_ms)
+{
+	if (getpid() != hb->pid)
+		return -ECHILD;
+	RF_TRY(hb_lock(hb->sh));
+	hb_slot *s = own_slot(hb);
+	if (s && bytes > hb->sh->total_bytes) {
+		hb_unlock(hb->sh);
+		return -ENOBUFS; /* waiting cannot help */
+	}
+	if (s) {
+		hb->sh->expected_members = RF_MAX(hb->sh->expected_members, expected_loaders);
+		hb->sh->floor_max_bytes = RF_MAX(hb->sh->floor_max_bytes, bytes);
+		set_want(hb, s, bytes);
+	}
+	hb_unlock(hb->sh);
+	if (!s)
+		return -EIDRM;
+	uint64_t deadline = rf_now_ns() + (uint64_t)RF_MAX(timeout_ms, 0) * 1000000ull;
+	int rc;
+	while ((rc = rf_hostbudget_reserve(hb, bytes)) == -ENOBUFS && rf_now_ns() < deadline) {
+		struct timespec ts = {0, 5000000L}; /* others drain as their consumers go */
+		nanosleep(&ts, NULL);
+	}
+	if (hb_lock(hb->sh) == 0) {
+		if ((s = own_slot(hb)) != NULL)
+			set_want(hb, s, 0);
+		hb_unlock(hb->sh);
+	}
+	return rc;
+}
+
 int rf_hostbudget_info_get(rf_hostbudget *hb, rf_hostbudget_info *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -487,6 +551,9 @@ int rf_hostbudget_info_get(rf_hostbudget *hb, rf_hostbudget_info *out)
 	out->reclaimed_bytes = sh->reclaimed_bytes;
 	out->reclaims = sh->reclaims;
 	out->members = count_members(sh);
+	out->wanted_bytes = sh->wanted_bytes;
+	out->floor_max_bytes = sh->floor_max_bytes;
+	out->expected_members = sh->expected_members;
 	hb_unlock(sh);
 	return 0;
 }
@@ -528,20 +595,25 @@ int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err)
 	int rc = hb_lock(sh);
 	if (rc < 0)
 		return rf_fail(err, rc, "host budget '%s': lock: %s", hb->name, strerror(-rc));
-	uint64_t sum = 0;
+	uint64_t sum = 0, want = 0;
 	bool overflow = false;
-	for (uint32_t i = 0; i < RF_HOSTBUDGET_SLOTS; i++)
-		if (sh->slot[i].pid != 0)
-			overflow |= !rf_add_u64(sum, sh->slot[i].reserved_bytes, &sum);
+	for (uint32_t i = 0; i < RF_HOSTBUDGET_SLOTS; i++) {
+		if (sh->slot[i].pid == 0)
+			continue;
+		overflow |= !rf_add_u64(sum, sh->slot[i].reserved_bytes, &sum);
+		overflow |= !rf_add_u64(want, sh->slot[i].want_bytes, &want);
+	}
 	uint64_t used = sh->used_bytes, total = sh->total_bytes, peak = sh->peak_used_bytes;
+	bool want_ok = want == sh->wanted_bytes;
 	hb_unlock(sh);
-	if (overflow || sum != used || used > total || peak > total)
-		return rf_fail(err, -EUCLEAN,
-		               "host budget '%s' inconsistent: slots hold %llu bytes%s, used %llu, "
-		               "peak %llu, total %llu",
-		               hb->name, (unsigned long long)sum, overflow ? " (overflow)" : "",
-		               (unsigned long long)used, (unsigned long long)peak,
-		               (unsigned long long)total);
+	if (overflow || sum != used || used > total || peak > total || !want_ok)
+		return rf_fail(
+		    err, -EUCLEAN,
+		    "host budget '%s' inconsistent: slots hold %llu bytes%s%s, used %llu, "
+		    "peak %llu, total %llu",
+		    hb->name, (unsigned long long)sum, overflow ? " (overflow)" : "",
+		    want_ok ? "" : " (floors waited for disagree)", (unsigned long long)used,
+		    (unsigned long long)peak, (unsigned long long)total);
 	return 0;
 }
 

@@ -30,12 +30,15 @@ typedef struct rf_hostbudget rf_hostbudget;
 
 typedef struct rf_hostbudget_info {
 	uint64_t total_bytes;
-	uint64_t used_bytes;      /* by every loader on the host */
-	uint64_t peak_used_bytes; /* highest used_bytes since the object was created */
-	uint64_t own_bytes;       /* reserved through this handle */
-	uint64_t reclaimed_bytes; /* taken back from dead loaders since creation */
-	uint32_t reclaims;        /* dead loaders reclaimed since creation */
-	uint32_t members;         /* slots in use (attached loaders) */
+	uint64_t used_bytes;       /* by every loader on the host */
+	uint64_t peak_used_bytes;  /* highest used_bytes since the object was created */
+	uint64_t own_bytes;        /* reserved through this handle */
+	uint64_t reclaimed_bytes;  /* taken back from dead loaders since creation */
+	uint32_t reclaims;         /* dead loaders reclaimed since creation */
+	uint32_t members;          /* slots in use (attached loaders) */
+	uint32_t expected_members; /* loaders announced (largest host_loaders given) */
+	uint64_t floor_max_bytes;  /* largest floor asked for */
+	uint64_t wanted_bytes;     /* floors loaders are waiting for */
 } rf_hostbudget_info;
 
 typedef struct rf_hostbudget_member {
@@ -61,6 +64,15 @@ void rf_hostbudget_close(rf_hostbudget *hb);
  * reclaiming dead loaders, at most every RF_HOSTBUDGET_RECLAIM_MS), -ECHILD
  * from a forked child, -ETIMEDOUT / -ENOTRECOVERABLE if the lock fails. */
 int rf_hostbudget_reserve(rf_hostbudget *hb, uint64_t bytes);
+/* Reserves a loader's floor (its minimum working set), waiting up to
+ * timeout_ms for others to drain: while it waits, other loaders' reservations
+ * leave room for it. expected_loaders (0: unknown) announces how many
+ * loaders will share the budget: until that many are attached, room for the
+ * largest floor asked so far is kept for each one still to come, so a late
+ * rank never finds the total taken by the read-ahead of the early ones.
+ * 0, -ENOBUFS after the timeout, or a reserve error. */
+int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expected_loaders,
+                                int timeout_ms);
 /* Returns bytes reserved through this handle (clamped to what it holds). */
 int rf_hostbudget_release(rf_hostbudget *hb, uint64_t bytes);
 uint64_t rf_hostbudget_used(rf_hostbudget *hb);
@@ -73,8 +85,9 @@ int64_t rf_hostbudget_reclaim(rf_hostbudget *hb);
 int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err);
 const char *rf_hostbudget_name(const rf_hostbudget *hb);
 
-#define RF_HOSTBUDGET_RECLAIM_MS 20   /* a failing reserve scans for the dead this often */
-#define RF_HOSTBUDGET_LOCK_MS    5000 /* longest wait for the lock (a stopped holder) */
+#define RF_HOSTBUDGET_RECLAIM_MS 20    /* a failing reserve scans for the dead this often */
+#define RF_HOSTBUDGET_LOCK_MS    5000  /* longest wait for the lock (a stopped holder) */
+#define RF_HOSTBUDGET_FLOOR_MS   10000 /* a loader's open waits this long for its floor */
 
 /* Test hook: takes the lock, adds `bytes` to this handle's slot without
  * updating the header (a half-done update), and kills the process with

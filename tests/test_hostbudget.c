@@ -495,8 +495,8 @@ static void test_loader_budgets_share_host(void **state)
 	rf_budget b1, b2;
 	rf_budget_init(&b1, 1000);
 	rf_budget_init(&b2, 1000);
-	assert_int_equal(rf_budget_attach_host(&b1, h1, 100, &err), 0);
-	assert_int_equal(rf_budget_attach_host(&b2, h2, 100, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 100, 0, 50, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 100, 0, 50, &err), 0);
 	assert_int_equal(rf_hostbudget_used(h1), 200);                    /* the two floors */
 	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_FETCH, 50, 0), 0); /* inside the floor */
 	assert_int_equal(rf_hostbudget_used(h1), 200);
@@ -532,6 +532,50 @@ static void test_loader_budgets_share_host(void **state)
 	assert_false(shm_exists(name));
 }
 
+/* Headroom is held from the host (another loader could take it otherwise)
+ * and stays held as slack after releases, for the reservation it was for. */
+static void test_loader_headroom_is_held(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "headroom");
+	rf_error err = {0};
+	rf_hostbudget *h1 = NULL, *h2 = NULL;
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h2, &err), 0);
+	rf_budget b1, b2;
+	rf_budget_init(&b1, 1000);
+	rf_budget_init(&b2, 1000);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 0, 0, 50, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 0, 0, 50, &err), 0);
+	/* Read-ahead keeping 200 for a batch: the host holds 500 + 200. */
+	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_DECODED, 500, 200), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 700);
+	/* The other loader cannot take the batch's bytes... */
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_FETCH, 301, 0), -ENOBUFS);
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_FETCH, 300, 0), 0);
+	/* ...so the batch needs nothing more from the host. */
+	assert_int_equal(rf_budget_reserve(&b1, RF_MEM_BATCH, 200, 0), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 1000);
+	/* Releasing the batch keeps the slack held. */
+	rf_budget_release(&b1, RF_MEM_BATCH, 200);
+	assert_int_equal(rf_hostbudget_used(h1), 1000);
+	rf_budget_release(&b1, RF_MEM_DECODED, 500);
+	assert_int_equal(rf_hostbudget_used(h1), 200 + 300);
+	/* Headroom the host cannot hold refuses the reservation. */
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_FETCH, 100, 500), -ENOBUFS);
+	assert_int_equal(rf_budget_reserve(&b2, RF_MEM_FETCH, 100, 400), 0);
+	assert_int_equal(rf_hostbudget_used(h1), 200 + 800);
+	assert_int_equal(rf_hostbudget_check(h1, &err), 0);
+	rf_budget_release(&b2, RF_MEM_FETCH, 400);
+	rf_budget_destroy(&b1);
+	rf_budget_destroy(&b2);
+	assert_int_equal(rf_hostbudget_used(h1), 0);
+	rf_hostbudget_close(h1);
+	rf_hostbudget_close(h2);
+	assert_false(shm_exists(name));
+}
+
 /* A floor the host cannot hold is refused at attach, with the figures. */
 static void test_loader_floor_too_big(void **state)
 {
@@ -545,8 +589,8 @@ static void test_loader_floor_too_big(void **state)
 	rf_budget b1, b2;
 	rf_budget_init(&b1, 1000);
 	rf_budget_init(&b2, 1000);
-	assert_int_equal(rf_budget_attach_host(&b1, h1, 600, &err), 0);
-	assert_int_equal(rf_budget_attach_host(&b2, h2, 600, &err), -ENOBUFS);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 600, 0, 50, &err), 0);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 600, 0, 50, &err), -ENOBUFS);
 	assert_non_null(strstr(err.msg, "600 bytes"));
 	assert_non_null(strstr(err.msg, "of 1000 bytes"));
 	assert_int_equal(rf_hostbudget_used(h1), 600);
@@ -583,7 +627,7 @@ static void test_loader_threads(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(rf_hostbudget_open(name, 700, &h[i], &err), 0);
 		rf_budget_init(&b[i], 500);
-		assert_int_equal(rf_budget_attach_host(&b[i], h[i], 10, &err), 0);
+		assert_int_equal(rf_budget_attach_host(&b[i], h[i], 10, 0, 50, &err), 0);
 	}
 	pthread_t t[4];
 	for (int i = 0; i < 4; i++)
@@ -620,11 +664,98 @@ static void test_config_keys(void **state)
 	rf_config_free(cfg);
 }
 
+typedef struct floor_arg {
+	rf_hostbudget *hb;
+	uint64_t bytes;
+	int timeout_ms, rc;
+} floor_arg;
+
+static void *floor_thread(void *arg)
+{
+	floor_arg *a = arg;
+	a->rc = rf_hostbudget_reserve_floor(a->hb, a->bytes, 0, a->timeout_ms);
+	return NULL;
+}
+
+/* A loader waiting for its floor: others' reservations leave room for it,
+ * and it gets the floor once enough is released; or it gives up in time. */
+static void test_floor_wait(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "floorwait");
+	rf_error err = {0};
+	rf_hostbudget *h1 = NULL, *h2 = NULL;
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h2, &err), 0);
+	assert_int_equal(rf_hostbudget_reserve(h1, 900), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h2, 300, 0, 20), -ENOBUFS);     /* gave up */
+	assert_int_equal(rf_hostbudget_reserve_floor(h2, 1001, 0, 10000), -ENOBUFS); /* > total */
+	rf_hostbudget_info info;
+	assert_int_equal(rf_hostbudget_info_get(h1, &info), 0);
+	assert_int_equal(info.wanted_bytes, 0);
+	floor_arg a = {h2, 300, 10000, 1};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, floor_thread, &a), 0);
+	for (int i = 0; i < 2000 && info.wanted_bytes == 0; i++) { /* bounded: 10 s */
+		sleep_ms(5);
+		assert_int_equal(rf_hostbudget_info_get(h1, &info), 0);
+	}
+	assert_int_equal(info.wanted_bytes, 300);
+	assert_int_equal(rf_hostbudget_reserve(h1, 50), -ENOBUFS); /* 50 free, kept for h2 */
+	assert_int_equal(rf_hostbudget_check(h1, &err), 0);
+	assert_int_equal(rf_hostbudget_release(h1, 500), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(rf_hostbudget_info_get(h1, &info), 0);
+	assert_int_equal(info.used_bytes, 400 + 300);
+	assert_int_equal(info.wanted_bytes, 0);
+	assert_int_equal(rf_hostbudget_reserve(h1, 300), 0);
+	assert_int_equal(rf_hostbudget_check(h1, &err), 0);
+	rf_hostbudget_close(h1);
+	rf_hostbudget_close(h2);
+	assert_false(shm_exists(name));
+}
+
+/* With the number of loaders announced, room for the floors of those not
+ * attached yet is kept: the early ones' read-ahead cannot take it. */
+static void test_expected_loaders(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "expected");
+	rf_error err = {0};
+	rf_hostbudget *h[3];
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h[0], &err), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[0], 100, 3, 0), 0);
+	assert_int_equal(rf_hostbudget_reserve(h[0], 701), -ENOBUFS); /* 2 x 100 kept */
+	assert_int_equal(rf_hostbudget_reserve(h[0], 700), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h[1], &err), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[1], 100, 3, 0), 0);
+	assert_int_equal(rf_hostbudget_reserve(h[1], 1), -ENOBUFS); /* 1 x 100 kept */
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h[2], &err), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[2], 100, 3, 0), 0);
+	rf_hostbudget_info info;
+	assert_int_equal(rf_hostbudget_info_get(h[2], &info), 0);
+	assert_int_equal(info.used_bytes, 1000);
+	assert_int_equal(info.expected_members, 3);
+	assert_int_equal(info.floor_max_bytes, 100);
+	assert_int_equal(rf_hostbudget_check(h[2], &err), 0);
+	/* One leaves (it may come back, e.g. restarted): its floor stays kept. */
+	rf_hostbudget_close(h[0]);
+	assert_int_equal(rf_hostbudget_reserve(h[1], 701), -ENOBUFS);
+	assert_int_equal(rf_hostbudget_reserve(h[1], 700), 0);
+	rf_hostbudget_close(h[1]);
+	rf_hostbudget_close(h[2]);
+	assert_false(shm_exists(name));
+}
+
 static int remove_objects(void **state)
 {
 	(void)state;
-	const char *tags[] = {"zero", "single", "join", "fork",    "multi", "kill",
-	                      "open", "lock",   "race", "loaders", "floor", "threads"};
+	const char *tags[] = {"zero",  "single",  "join",     "fork",      "multi",
+	                      "kill",  "open",    "lock",     "race",      "loaders",
+	                      "floor", "threads", "headroom", "floorwait", "expected"};
 	for (size_t i = 0; i < RF_ARRAY_LEN(tags); i++) {
 		char name[64];
 		unique_name(name, sizeof(name), tags[i]);
@@ -646,9 +777,12 @@ int main(void)
 	    cmocka_unit_test(test_killed_while_holding_lock),
 	    cmocka_unit_test(test_create_remove_race),
 	    cmocka_unit_test(test_loader_budgets_share_host),
+	    cmocka_unit_test(test_loader_headroom_is_held),
 	    cmocka_unit_test(test_loader_floor_too_big),
 	    cmocka_unit_test(test_loader_threads),
 	    cmocka_unit_test(test_config_keys),
+	    cmocka_unit_test(test_floor_wait),
+	    cmocka_unit_test(test_expected_loaders),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_objects);
 }

@@ -157,6 +157,31 @@ static int rf_open_host_budget(rf_engine *e, uint64_t floor_bytes, rf_error *err
 	                             RF_HOSTBUDGET_FLOOR_MS, err);
 }
 
+/* Units with records that one shuffle window of the plan's current epoch
+ * touches, at most (windows are ranges of plan positions). Exact for that
+ * epoch; rf_plan_units_in_window_max bounds every epoch but assumes all the
+ * smallest blocks sit side by side, which overstates real datasets (each
+ * shard's short last block) many times. */
+static uint32_t rf_window_units(const rf_plan *plan, uint64_t window)
+{
+	size_t n = rf_plan_unit_count(plan);
+	uint64_t records = rf_plan_epoch_records(plan);
+	uint32_t best = 0;
+	size_t lo = 0; /* first unit with records ending after the window start */
+	for (uint64_t start = 0; start < records; start += window) {
+		uint64_t end = RF_MIN(records, start + window);
+		while (lo < n && rf_plan_unit(plan, lo)->first_plan_record +
+		                         rf_plan_unit(plan, lo)->records <=
+		                     start)
+			lo++;
+		uint32_t count = 0;
+		for (size_t u = lo; u < n && rf_plan_unit(plan, u)->first_plan_record < end; u++)
+			count += rf_plan_unit(plan, u)->records > 0;
+		best = RF_MAX(best, count);
+	}
+	return best;
+}
+
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
 static int rf_open_budget(rf_engine *e, rf_error *err)
@@ -174,22 +199,26 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
-	uint32_t units = RF_MAX(1, rf_plan_units_in_window_max(e->p_sched));
+	uint64_t blocks = 0;
+	for (uint32_t i = 0; i < e->nshards; i++)
+		blocks += e->indexes[i]->blocks;
+	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
+	uint32_t units = RF_MAX(1, rf_window_units(e->p_sched, e->window));
 	uint64_t block = rf_pool_class_bytes(big_c) + rf_pool_class_bytes(big_d);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
 	uint64_t need = units * block + e->batch_worst_bytes + meta + scratch;
 	if (need > e->budget.limit_bytes) {
-		char b[4][32];
+		char b[5][32];
 		return rf_fail(
 		    err, RF_E_BUDGET,
 		    "budget %s is too small: needs at least %llu bytes (%s): %u block(s) "
-		    "of a shuffle window at %s each, one batch of %s, %s of metadata "
-		    "and decoders",
+		    "of a shuffle window at %s each (compressed + decoded), one batch of %s, %s "
+		    "of metadata and decoders",
 		    rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
 		    (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])), units,
 		    rf_fmt_bytes(block, b[2], sizeof(b[2])),
 		    rf_fmt_bytes(e->batch_worst_bytes, b[3], sizeof(b[3])),
-		    rf_fmt_bytes(meta + scratch, b[0], sizeof(b[0])));
+		    rf_fmt_bytes(meta + scratch, b[4], sizeof(b[4])));
 	}
 	RF_TRY(rf_open_host_budget(e, need, err));
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
@@ -232,6 +261,13 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	if (pos.record > records)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
+	if (records == 0 && e->epoch_end == UINT64_MAX)
+		return rf_fail(
+		    err, -EINVAL,
+		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		    "the world size?): endless epochs would never deliver a batch",
+		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
@@ -247,6 +283,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
+	e->coll_hint_unit = SIZE_MAX;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
@@ -422,16 +459,18 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))
-			fprintf(stderr,
-			        "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
-			        "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			        (unsigned long long)e->sched_epoch, e->sched_unit,
-			        (unsigned long long)e->sched_seq, e->sched_done,
-			        (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
-			        (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
-			        (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
-			        e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head), e->held,
-			        e->reads_inflight, (unsigned long long)(e->jobs_tail - e->jobs_head));
+			fprintf(
+			    stderr,
+			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
+			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
+			    (unsigned long long)e->sched_epoch, e->sched_unit,
+			    (unsigned long long)e->sched_seq, e->sched_done,
+			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
+			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
+			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
+			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
+			    e->held, e->reads_inflight,
+			    (unsigned long long)(e->jobs_tail - e->jobs_head));
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;

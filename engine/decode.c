@@ -66,11 +66,27 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
 	return rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
 }
 
+/* The collator's record callback: most consecutive positions fall in the
+ * unit of the previous one (always without a record shuffle), so that unit
+ * is tried before the plan's binary search. The hint is only ever a unit the
+ * collator found resident, and only the collator releases units (moving
+ * tail_seq), so the slot is stable while seq >= tail_seq. */
 static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
 {
 	rf_engine *e = ctx;
+	uint64_t p = rf_plan_stream_to_plan(e->p_coll, pos);
+	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
+	rf_unit_slot *u = rf_slot(e, seq);
 	uint32_t r;
-	rf_unit_slot *u = rf_coll_slot(e, pos, &r);
+	if (e->coll_hint_unit != SIZE_MAX && seq >= e->tail_seq && p >= u->first_plan_record &&
+	    p - u->first_plan_record < u->records) {
+		r = (uint32_t)(p - u->first_plan_record);
+	} else {
+		size_t unit;
+		rf_plan_locate(e->p_coll, pos, &unit, &r);
+		e->coll_hint_unit = unit;
+		u = rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
+	}
 	uint32_t start = rf_record_end(u->ends, (int64_t)r - 1);
 	*data = u->slab + start;
 	*len = rf_record_end(u->ends, r) - start;
@@ -172,6 +188,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 	e->coll_batch = 0;
 	e->coll_base_seq = ep->base_seq;
 	e->coll_first_unit = ep->first_unit;
+	e->coll_hint_unit = SIZE_MAX;
 	e->coll_records = ep->records;
 	e->coll_global_start = ep->global_start;
 	e->coll_global = ep->global_start;

@@ -115,6 +115,7 @@ typedef struct rf_engine {
 	uint32_t depth;
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
+	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
 	uint64_t fixed_bytes; /* metadata + scratch reserved at open */
 	rf_allocator alloc;
 	bool default_alloc;

@@ -315,6 +315,11 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t g = ep->global_start + pu->first_plan_record;
 	bool needed = g < e->need_global;
 	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->need_global);
+	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
+	 * needs parallel work even when a batch is a fraction of a block. */
+	uint64_t extra = 2ull * e->threads * e->block_records_avg;
+	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
+		limit += extra;
 	if (!needed && g >= limit)
 		return false;
 	if (pu->records == 0) {

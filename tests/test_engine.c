@@ -197,6 +197,19 @@ static void test_order_independent_of_depth_threads_budget(void **state)
 	qsort(expect, d.total, sizeof(uint64_t), cmp_u64);
 	assert_memory_equal(sorted, expect, d.total * sizeof(uint64_t));
 	assert_memory_not_equal(ref.ids, d.ids, d.total * sizeof(uint64_t));
+	/* Every depth 1..64 (thread count cycling 1..4, two budgets)... */
+	for (int depth = 1; depth <= 64; depth++) {
+		char dk[16], tk[16];
+		snprintf(dk, sizeof(dk), "depth=%d", depth);
+		snprintf(tk, sizeof(tk), "threads=%d", 1 + depth % 4);
+		const char *kv[] = {"seed=7", "shuffle_window=50", "batch=5", "epochs=2", dk, tk,
+		                    depth % 2 ? "budget=3MiB" : "budget=32MiB", NULL};
+		run r = read_all(&d, kv);
+		assert_int_equal(r.rc, RF_END);
+		assert_same_run(&ref, &r);
+		free(r.ids);
+	}
+	/* ... and the full grid on a few. */
 	const char *depths[] = {"depth=1", "depth=2", "depth=3", "depth=8", "depth=64"};
 	const char *threads[] = {"threads=1", "threads=2", "threads=4"};
 	const char *budgets[] = {"budget=3MiB", "budget=64MiB"};
@@ -375,6 +388,8 @@ static void test_open_errors(void **state)
 	expect_open_error(&d, rank, NULL, -EINVAL, "rank 3");
 	const char *budget[] = {"budget=1MiB", "batch=100000", NULL};
 	expect_open_error(&d, budget, NULL, RF_E_BUDGET, "needs at least");
+	const char *starved[] = {"world=1000", "rank=1", "epochs=0", NULL};
+	expect_open_error(&d, starved, NULL, -EINVAL, "no records");
 	dataset none = {.dir = d.dir, .nshards = 0};
 	expect_open_error(&none, NULL, NULL, -EINVAL, "no shards");
 	char empty_dir[700];

@@ -9,6 +9,7 @@
 #  - a loader killed with SIGKILL while attached: a loader asking for another
 #    total meanwhile is refused naming both totals; the next loader reclaims
 #    the dead one's bytes on open;
+#  - bench takes the flags and reports the host figures (text and --json);
 #  - a host budget below one loader's minimum, and a bad name, are refused.
 set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
@@ -122,6 +123,21 @@ print(f"  reclaimed {h['reclaimed_bytes']} bytes of a killed loader")
 PYEOF
 ok "a loader killed with SIGKILL: its bytes reclaimed by the next loader"
 [ ! -e "/dev/shm/ringfeed-hb-$kname" ] || fail "the host budget object was left behind"
+
+# bench takes the same flags and reports the host figures.
+"$CLI" bench "$T/ds" "${O[@]}" --host-budget 10MiB --host-budget-name "$name" >"$T/out" 2>&1 ||
+	fail "bench: $(cat "$T/out")"
+grep -q "host budget '$name': peak .* of 10.0 MiB on the host" "$T/out" ||
+	fail "bench report lacks the host line: $(cat "$T/out")"
+"$CLI" bench --json "$T/ds" "${O[@]}" --host-budget 10MiB --host-budget-name "$name" |
+	$PY -c "
+import json, sys
+h = json.load(sys.stdin)['loader']['host_budget']
+assert h['total_bytes'] == 10 << 20 and 0 < h['peak_used_bytes'] <= h['total_bytes'], h
+" || fail "bench --json host figures"
+"$CLI" bench "$T/ds" "${O[@]}" >"$T/out" 2>&1 || fail "bench: $(cat "$T/out")"
+! grep -q "host budget" "$T/out" || fail "bench without a host budget reports one"
+ok "bench: host figures in the report and in --json"
 
 # Refusals at open.
 set +e

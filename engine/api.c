@@ -3,6 +3,7 @@
  * consumer's side, and rf_close (also mid-stream). The stats live in
  * stats.c. */
 #include "engine.h"
+#include "hostbudget.h"
 #include "state.h"
 #include "util.h"
 
@@ -85,7 +86,8 @@ static void rf_engine_free(rf_engine *e)
 	free(e->indexes);
 	rf_shards_free(e->shards, e->nshards);
 	rf_pool_free(e->pool);
-	rf_budget_destroy(&e->budget);
+	rf_budget_destroy(&e->budget); /* gives its host bytes back first */
+	rf_hostbudget_close(e->host);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->work_cv);
 	pthread_cond_destroy(&e->ready_cv);
@@ -142,6 +144,20 @@ static uint64_t rf_batch_worst(const rf_engine *e, uint32_t largest_record, uint
 		payload = n * largest_record;
 	uint64_t bytes = rf_collate_bytes((uint32_t)n, payload);
 	return e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
+}
+
+/* Joins the host budget (host_budget > 0), holding this loader's minimum
+ * working set from it for the loader's life (see budget.h). */
+static int rf_open_host_budget(rf_engine *e, uint64_t floor_bytes, rf_error *err)
+{
+	uint64_t total = rf_cfg(e->cfg, RF_CFG_host_budget);
+	if (total == 0)
+		return 0;
+	const char *name = rf_cfg_str(e->cfg, RF_CFG_host_budget_name);
+	RF_TRY(rf_hostbudget_open(name ? name : "default", total, &e->host, err));
+	return rf_budget_attach_host(&e->budget, e->host, floor_bytes,
+	                             (uint32_t)rf_cfg(e->cfg, RF_CFG_host_loaders),
+	                             RF_HOSTBUDGET_FLOOR_MS, err);
 }
 
 /* Units with records that one shuffle window of the plan's current epoch
@@ -207,6 +223,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		    rf_fmt_bytes(e->batch_worst_bytes, b[3], sizeof(b[3])),
 		    rf_fmt_bytes(meta + scratch, b[4], sizeof(b[4])));
 	}
+	RF_TRY(rf_open_host_budget(e, need, err));
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;

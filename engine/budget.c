@@ -1,9 +1,11 @@
 /* budget.c - the byte budget (see budget.h). One mutex: reservations happen
  * per block and per batch, never per record, so contention is negligible. */
 #include "budget.h"
+#include "hostbudget.h"
 #include "util.h"
 
 #include <assert.h>
+#include <stdio.h>
 
 void rf_budget_init(rf_budget *b, uint64_t limit_bytes)
 {
@@ -14,7 +16,94 @@ void rf_budget_init(rf_budget *b, uint64_t limit_bytes)
 
 void rf_budget_destroy(rf_budget *b)
 {
+	rf_budget_detach_host(b);
 	pthread_mutex_destroy(&b->mu);
+}
+
+/* With b->mu held: makes the host bytes held cover max(target, floor). */
+static int host_cover(rf_budget *b, uint64_t target)
+{
+	uint64_t need = RF_MAX(target, b->host_floor_bytes);
+	if (!b->host || need <= b->host_held_bytes)
+		return 0;
+	if (rf_hostbudget_reserve(b->host, need - b->host_held_bytes) < 0) {
+		b->host_refusals++; /* -ENOBUFS, or a lock failure: both wait for a release */
+		return RF_E_BUDGET;
+	}
+	b->host_held_bytes = need;
+	b->host_peak_held_bytes = RF_MAX(b->host_peak_held_bytes, need);
+	return 0;
+}
+
+/* With b->mu held: gives the host back what max(used + slack, floor) does
+ * not need. The slack (the last headroom asked for) stays held so that the
+ * reservation the headroom was kept for (the next batch) never waits for
+ * another loader. */
+static void host_trim(rf_budget *b)
+{
+	uint64_t keep;
+	if (!rf_add_u64(b->used_bytes, b->host_slack_bytes, &keep))
+		keep = UINT64_MAX;
+	keep = RF_MAX(keep, b->host_floor_bytes);
+	if (!b->host || b->host_held_bytes <= keep)
+		return;
+	if (rf_hostbudget_release(b->host, b->host_held_bytes - keep) == 0)
+		b->host_held_bytes = keep;
+}
+
+int rf_budget_attach_host(rf_budget *b, struct rf_hostbudget *hb, uint64_t floor_bytes,
+                          uint32_t expected_loaders, int timeout_ms, rf_error *err)
+{
+	/* Before any reservation (used is the fixed part at most): no lock is
+	 * held while waiting for other loaders to make room. */
+	uint64_t need = RF_MAX(rf_budget_used(b), floor_bytes);
+	int rc = rf_hostbudget_reserve_floor(hb, need, expected_loaders, timeout_ms);
+	if (rc < 0) {
+		rf_hostbudget_info info = {0};
+		rf_hostbudget_info_get(hb, &info);
+		if (need > info.total_bytes)
+			return rf_fail(
+			    err, RF_E_BUDGET,
+			    "host budget '%s' of %llu bytes is smaller than this loader's "
+			    "minimum of %llu bytes (raise --host-budget)",
+			    rf_hostbudget_name(hb), (unsigned long long)info.total_bytes,
+			    (unsigned long long)need);
+		return rf_fail(err, RF_E_BUDGET,
+		               "host budget '%s' had no room for this loader's minimum of %llu "
+		               "bytes within %d ms: %llu of %llu bytes held by %u loader(s)%s "
+		               "(raise --host-budget or lower the loaders' budgets)",
+		               rf_hostbudget_name(hb), (unsigned long long)need, timeout_ms,
+		               (unsigned long long)info.used_bytes,
+		               (unsigned long long)info.total_bytes, info.members,
+		               rc == -ENOBUFS ? "" : ", or its lock failed");
+	}
+	pthread_mutex_lock(&b->mu);
+	b->host = hb;
+	b->host_floor_bytes = floor_bytes;
+	b->host_held_bytes = need;
+	b->host_peak_held_bytes = RF_MAX(b->host_peak_held_bytes, need);
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+void rf_budget_detach_host(rf_budget *b)
+{
+	pthread_mutex_lock(&b->mu);
+	if (b->host && b->host_held_bytes > 0)
+		rf_hostbudget_release(b->host, b->host_held_bytes);
+	b->host = NULL;
+	b->host_held_bytes = 0;
+	b->host_floor_bytes = 0;
+	pthread_mutex_unlock(&b->mu);
+}
+
+uint64_t rf_budget_room(rf_budget *b)
+{
+	pthread_mutex_lock(&b->mu);
+	uint64_t cap = b->host ? RF_MIN(b->limit_bytes, b->host_held_bytes) : b->limit_bytes;
+	uint64_t room = b->used_bytes < cap ? cap - b->used_bytes : 0;
+	pthread_mutex_unlock(&b->mu);
+	return room;
 }
 
 int rf_budget_reserve(rf_budget *b, enum rf_budget_category cat, uint64_t bytes,
@@ -25,14 +114,18 @@ int rf_budget_reserve(rf_budget *b, enum rf_budget_category cat, uint64_t bytes,
 	uint64_t want;
 	bool fits = rf_add_u64(b->used_bytes, bytes, &want) &&
 	            rf_add_u64(want, headroom_bytes, &want) && want <= b->limit_bytes;
-	if (fits) {
+	/* The host must hold the headroom too: another loader could take it. */
+	int rc = fits ? host_cover(b, want) : RF_E_BUDGET;
+	if (headroom_bytes > 0)
+		b->host_slack_bytes = headroom_bytes;
+	if (rc == 0) {
 		b->used_bytes += bytes;
 		b->cur_bytes[cat] += bytes;
 		b->peak_bytes[cat] = RF_MAX(b->peak_bytes[cat], b->cur_bytes[cat]);
 		b->peak_total_bytes = RF_MAX(b->peak_total_bytes, b->used_bytes);
 	}
 	pthread_mutex_unlock(&b->mu);
-	return fits ? 0 : RF_E_BUDGET;
+	return rc;
 }
 
 void rf_budget_release(rf_budget *b, enum rf_budget_category cat, uint64_t bytes)
@@ -42,6 +135,7 @@ void rf_budget_release(rf_budget *b, enum rf_budget_category cat, uint64_t bytes
 	assert(b->cur_bytes[cat] >= bytes && b->used_bytes >= bytes);
 	b->cur_bytes[cat] -= bytes;
 	b->used_bytes -= bytes;
+	host_trim(b);
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -67,6 +161,10 @@ void rf_budget_snapshot_get(rf_budget *b, rf_budget_snapshot *out)
 	out->limit_bytes = b->limit_bytes;
 	out->used_bytes = b->used_bytes;
 	out->peak_total_bytes = b->peak_total_bytes;
+	out->host_held_bytes = b->host_held_bytes;
+	out->host_peak_held_bytes = b->host_peak_held_bytes;
+	out->host_floor_bytes = b->host_floor_bytes;
+	out->host_refusals = b->host_refusals;
 	memcpy(out->cur_bytes, b->cur_bytes, sizeof(out->cur_bytes));
 	memcpy(out->peak_bytes, b->peak_bytes, sizeof(out->peak_bytes));
 	pthread_mutex_unlock(&b->mu);
@@ -77,4 +175,28 @@ const char *rf_budget_category_name(enum rf_budget_category cat)
 	static const char *const names[RF_MEM_CATEGORIES] = {"fetch", "decoded", "batch", "scratch",
 	                                                     "metadata"};
 	return cat < RF_MEM_CATEGORIES ? names[cat] : "?";
+}
+
+int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
+{
+	rf_budget_snapshot s;
+	rf_budget_snapshot_get(b, &s);
+	rf_hostbudget_info h;
+	int n;
+	if (!b->host || rf_hostbudget_info_get(b->host, &h) < 0)
+		n = snprintf(buf, cap, ",\"host_budget\":null}");
+	else
+		n = snprintf(
+		    buf, cap,
+		    ",\"host_budget\":{\"name\":\"%s\",\"total_bytes\":%llu,"
+		    "\"used_bytes\":%llu,\"peak_used_bytes\":%llu,\"loaders\":%u,"
+		    "\"reclaims\":%u,\"reclaimed_bytes\":%llu,\"held_bytes\":%llu,"
+		    "\"peak_held_bytes\":%llu,\"floor_bytes\":%llu,\"refusals\":%llu}}",
+		    rf_hostbudget_name(b->host), (unsigned long long)h.total_bytes,
+		    (unsigned long long)h.used_bytes, (unsigned long long)h.peak_used_bytes,
+		    h.members, h.reclaims, (unsigned long long)h.reclaimed_bytes,
+		    (unsigned long long)s.host_held_bytes,
+		    (unsigned long long)s.host_peak_held_bytes,
+		    (unsigned long long)s.host_floor_bytes, (unsigned long long)s.host_refusals);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }

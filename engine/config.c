@@ -2,6 +2,7 @@
  * against the one table in config.h; shard URLs (with {000..063} brace
  * ranges expanded); the batch allocator; the resume position. */
 #include "config.h"
+#include "hostbudget.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -96,6 +97,8 @@ static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out,
 static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_error *err)
 {
 	const rf_option *o = &rf_options[i];
+	if (i == RF_CFG_host_budget_name)
+		RF_TRY(rf_hostbudget_name_check(value, err));
 	if (o->type == RF_T_STR) {
 		char *copy = strdup(value);
 		if (!copy)

@@ -43,7 +43,15 @@
 	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
 	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (default $AWS_SECRET_ACCESS_KEY)")          \
 	X(s3_session_token, STR, "", 0, 0, "S3 session token")                                     \
-	X(inject, STR, "", 0, 0, "fault injection spec (testing)")
+	X(inject, STR, "", 0, 0, "fault injection spec (testing)")                                 \
+	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
+	  "if > 0: a byte budget shared by every loader on this host with the same "               \
+	  "host_budget_name (each loader's reservations need room in both budgets)")               \
+	X(host_budget_name, STR, "default", 0, 0,                                                  \
+	  "name of the host budget: 1..64 of A-Z a-z 0-9 . _ - (/dev/shm/ringfeed-hb-NAME)")       \
+	X(host_loaders, U32, "0", 0, 256,                                                          \
+	  "loaders that will share the host budget (e.g. the local world size; 0: unknown): "      \
+	  "room for each one's minimum is kept until that many are attached")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,

@@ -127,6 +127,7 @@ typedef struct rf_engine {
 
 	rf_budget budget;
 	rf_pool *pool;
+	struct rf_hostbudget *host; /* host_budget > 0: shared with the host's loaders */
 
 	/* threads */
 	pthread_mutex_t mu;

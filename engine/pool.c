@@ -67,12 +67,10 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 }
 
 /* Idle bytes the budget leaves room for: limit - reserved (everything in use
- * is reserved, so mapped <= limit). */
+ * is reserved, so mapped <= limit), and no more than the host budget covers. */
 static uint64_t rf_pool_idle_allowed(rf_pool *p)
 {
-	uint64_t used = rf_budget_used(p->budget);
-	uint64_t limit = p->budget->limit_bytes;
-	return used < limit ? limit - used : 0;
+	return rf_budget_room(p->budget);
 }
 
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)

@@ -118,5 +118,7 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    (unsigned long long)s.records_skipped, s.threads);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
-	return n;
+	/* The host budget's figures go last, inside the object. */
+	int h = rf_budget_host_json(&((rf_engine *)l)->budget, buf + n - 1, cap - (size_t)n + 1);
+	return h < 0 ? h : n - 1 + h;
 }

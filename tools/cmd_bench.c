@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "decode_limit.h"
 #include "demo.h"
+#include "host_report.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
 
@@ -296,6 +297,7 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
 	       rf_mb(s->mem_peak_total_bytes, a[0], 32), rf_mb(s->budget_bytes, a[1], 32),
 	       100.0 * (double)s->mem_peak_total_bytes / (double)s->budget_bytes,
 	       rf_mb(r->rss_peak, a[2], 32));
+	rf_cli_host_line(stdout, r->stats_json);
 	if (r->has_limit)
 		printf("  decode limit (in memory, %u threads) %.1f MB/s: the loader reached %.2f "
 		       "of it\n",

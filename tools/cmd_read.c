@@ -6,6 +6,7 @@
 #include "loader_opts.h"
 #include "ringfeed.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ typedef struct rf_read_opts {
 	bool digest;
 	uint64_t stop_after;
 	const char *save_state, *resume;
+	const char *stats; /* file for rf_stats_json at the end */
 } rf_read_opts;
 
 static void rf_read_usage(FILE *f)
@@ -33,6 +35,8 @@ static void rf_read_usage(FILE *f)
 	        "  --stop-after N           stop after N batches (with --save-state FILE)\n"
 	        "  --save-state FILE        write the consumer's state when stopping\n"
 	        "  --resume FILE            continue from a saved state\n"
+	        "  --stats FILE             write the loader's stats (one JSON object) to FILE at\n"
+	        "                           the end, or when stopping\n"
 	        "  --help                   this text\n\n");
 	rf_cli_loader_help(f);
 }
@@ -114,6 +118,8 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 			o->save_state = argv[++i];
 		} else if (!strcmp(a, "--resume") && has_val) {
 			o->resume = argv[++i];
+		} else if (!strcmp(a, "--stats") && has_val) {
+			o->stats = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "read");
 			if (used <= 0) {
@@ -185,6 +191,24 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 	return status;
 }
 
+/* Writes rf_stats_json to path. Returns 0 or -1 (printed). */
+static int rf_read_write_stats(rf_loader *l, const char *path)
+{
+	static char json[1 << 16];
+	int n = rf_stats_json(l, json, sizeof(json));
+	FILE *f = n < 0 ? NULL : fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "ringfeed read: %s: cannot write the stats: %s\n", path,
+		        n < 0 ? strerror(-n) : strerror(errno));
+		return -1;
+	}
+	int ok = fprintf(f, "%s\n", json) > 0;
+	ok &= fclose(f) == 0;
+	if (!ok)
+		fprintf(stderr, "ringfeed read: %s: writing the stats failed\n", path);
+	return ok ? 0 : -1;
+}
+
 int cmd_read(int argc, char **argv)
 {
 	rf_config *cfg = rf_config_new();
@@ -207,6 +231,8 @@ int cmd_read(int argc, char **argv)
 		return 1;
 	}
 	int status = rf_read_run(l, &o);
+	if (o.stats && rf_read_write_stats(l, o.stats) < 0)
+		status = 1;
 	rf_close(l);
 	return status;
 }

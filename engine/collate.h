@@ -33,6 +33,13 @@ long rf_collate_plan(const rf_collate_params *p, rf_record_fn fn, void *ctx, uin
 void rf_collate_fill(const rf_collate_params *p, rf_record_fn fn, void *ctx, uint64_t pos,
                      uint32_t count, void *mem, uint64_t bytes, rf_batch *b);
 
+/* Checks the parameters (batch_records >= 1, pad_to within the largest block). */
+int rf_collate_check(const rf_collate_params *p, rf_error *err);
+/* Batch buffer bytes for `records` records of payload_bytes (padded: records *
+ * pad_to): payload, then int64 offsets[records + 1], then u32 lengths[records],
+ * each section 64-byte aligned. For budget checks (largest batch). */
+uint64_t rf_collate_bytes(uint32_t records, uint64_t payload_bytes);
+
 /* Consumer position, saved by rf_state_save and given back to resume. */
 typedef struct rf_position {
 	uint64_t fingerprint;       /* hash of (shard list sizes, seed, rank, world, shuffle,

@@ -30,6 +30,7 @@
 #define SOCKETS_MAX              4096
 #define ERROR_BODY_BYTES         512 /* kept from an error response (S3 <Code>) */
 #define EASY_POOL_PER_CONNECTION 2
+#define HTTP_RECV_BUFFER_BYTES (512 * 1024)
 #define NO_OP                    (-1) /* an op id meaning "none" (rf_loop_cancel ignores it) */
 
 typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
@@ -622,6 +623,8 @@ static void configure_limits(rf_http *h, rf_http_xfer *x)
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	/* 16 KiB by default: one loop round trip per 16 KiB is the bottleneck */
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)HTTP_RECV_BUFFER_BYTES);
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored */
 	if (h->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);

@@ -30,7 +30,7 @@
 #define SOCKETS_MAX              4096
 #define ERROR_BODY_BYTES         512 /* kept from an error response (S3 <Code>) */
 #define EASY_POOL_PER_CONNECTION 2
-#define HTTP_RECV_BUFFER_BYTES (512 * 1024)
+#define HTTP_RECV_BUFFER_BYTES   (512 * 1024)
 #define NO_OP                    (-1) /* an op id meaning "none" (rf_loop_cancel ignores it) */
 
 typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
@@ -523,6 +523,17 @@ static void list_push(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
 	*tail = x;
 }
 
+static void list_push_front(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+{
+	x->prev = NULL;
+	x->next = *head;
+	if (*head)
+		(*head)->prev = x;
+	else
+		*tail = x;
+	*head = x;
+}
+
 static void list_unlink(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
 {
 	if (x->prev)
@@ -888,17 +899,31 @@ static void xfer_step(rf_http_xfer *x, xfer_event ev)
 {
 	static const char *const ev_name[] = {"admit", "finished", "timer", "cancel"};
 	xfer_state from = x->state;
-	if (ev == EV_ADMIT && from == X_QUEUED)
-		step_admit(x);
-	else if (ev == EV_FINISHED && from == X_ACTIVE)
-		step_finished(x);
-	else if (ev == EV_TIMER && from == X_BACKOFF) {
-		x->state = X_QUEUED;
-		list_push(&x->h->queue_head, &x->h->queue_tail, x);
-		x->listed_queue = true;
-	} else if (ev == EV_CANCEL)
+	bool known = true;
+	switch (ev) {
+	case EV_ADMIT:
+		known = from == X_QUEUED;
+		if (known)
+			step_admit(x);
+		break;
+	case EV_FINISHED:
+		known = from == X_ACTIVE;
+		if (known)
+			step_finished(x);
+		break;
+	case EV_TIMER:
+		known = from == X_BACKOFF;
+		if (known) { /* first in line again: it is the oldest request */
+			x->state = X_QUEUED;
+			list_push_front(&x->h->queue_head, &x->h->queue_tail, x);
+			x->listed_queue = true;
+		}
+		break;
+	case EV_CANCEL:
 		step_cancel(x);
-	else
+		break;
+	}
+	if (!known)
 		fprintf(stderr, "ringfeed: http: %s: event %s ignored in state %s\n", x->name,
 		        ev_name[ev], xfer_state_name[from]);
 	if (x->h->trace)
@@ -932,7 +957,11 @@ static bool harvest(rf_http *h)
 
 static bool admit(rf_http *h)
 {
-	bool any = false;
+	bool any = false, room = false;
+	for (uint32_t i = 0; i < h->nhosts && !room; i++)
+		room = h->hosts[i].active < h->opt.connections;
+	if (!room)
+		return false; /* every host is at its limit: no need to walk the queue */
 	rf_http_xfer *next;
 	for (rf_http_xfer *x = h->queue_head; x; x = next) {
 		next = x->next;

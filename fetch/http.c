@@ -297,9 +297,9 @@ static bool header_is(const char *line, size_t n, const char *name, const char *
 /* A new status line starts a new response (after a redirect or 100-continue). */
 static void response_reset(rf_http_xfer *x, const char *line)
 {
-	const char *sp = memchr(line, ' ', 16);
+	const char *sp = strchr(line, ' ');
 	x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-	x->have_content_length = false;
+	x->have_content_length = x->body_checked = false;
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
 }

@@ -1060,8 +1060,6 @@ static void defaults(rf_fetch_options *o)
 		o->request_timeout_ms = 300000;
 	if (o->low_speed_time_s == 0)
 		o->low_speed_time_s = 30;
-	if (o->low_speed_bytes_per_s == 0)
-		o->low_speed_bytes_per_s = 1024;
 }
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)

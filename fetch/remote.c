@@ -330,3 +330,24 @@ void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 	if (rf_fetch_kind_state(f, &rf_source_kind_remote, &state, NULL) == 0)
 		((remote_state *)state)->list_page = max_keys;
 }
+
+int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out,
+                   rf_error *err)
+{
+	rf_loop *loop = NULL;
+	rf_fetch *f = NULL;
+	RF_TRY(rf_loop_new(&loop, err));
+	int rc = rf_fetch_new(loop, opt, &f, err);
+	if (rc == 0) {
+		const char *names[] = {url};
+		rc = rf_url_expand(f, names, 1, out, err);
+	}
+	rf_fetch_free(f);
+	rf_loop_free(loop);
+	return rc;
+}
+
+bool rf_url_is_s3_prefix(const char *url)
+{
+	return is_prefix(url);
+}

@@ -62,7 +62,8 @@ const rf_unit *rf_plan_unit(const rf_plan *plan, size_t i);
  * A position at or past the epoch's end gives *unit = unit count. Caches the
  * window permutation inside the plan: call from one thread at a time. */
 void rf_plan_locate(const rf_plan *plan, uint64_t stream_pos, size_t *unit, uint32_t *record);
-/* Stream position -> plan position (the window permutation alone). */
+/* Stream position -> plan position (the window permutation alone; same
+ * cache, same one-thread rule as rf_plan_locate). */
 uint64_t rf_plan_stream_to_plan(const rf_plan *plan, uint64_t stream_pos);
 /* First unit holding a record at stream position >= pos (units before it are
  * fully emitted once the stream reaches pos); used to resume. It is the first

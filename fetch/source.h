@@ -66,6 +66,8 @@ typedef struct rf_fetch_counters {
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
+/* rf_now_ns() when the fetch layer was created (fault injection stalls count from it). */
+uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
 
 /* ---------------------------------------------------------------------------
  * Adding a source kind (HTTP, S3, ...) or a wrapper (fault injection).

@@ -47,7 +47,7 @@ secs() {
 	t0=$(now)
 	"$@" >/dev/null
 	t1=$(now)
-	echo "$t1 - $t0" | bc -l
+	echo "$t1 - $t0" | bc -l | xargs printf '%.4f\n'
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -56,7 +56,7 @@ curl_all() {
 	for ((i = 0; i < n; i++)); do
 		args+=(-o /dev/null "$RF_NGINX_URL/bench-$$/shard-$(printf '%06d' $i).rfs")
 	done
-	curl -sf --parallel --parallel-max "$CONNECTIONS" "${args[@]}"
+	curl -sf --parallel --parallel-max "$CONNECTIONS" "${args[@]}" 2>/dev/null
 }
 
 la=() ha=() fb=() cb=()

@@ -68,7 +68,9 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
 
 /* The collator's record callback: most consecutive positions fall in the
  * unit of the previous one (always without a record shuffle), so that unit
- * is tried before the plan's binary search. */
+ * is tried before the plan's binary search. The hint is only ever a unit the
+ * collator found resident, and only the collator releases units (moving
+ * tail_seq), so the slot is stable while seq >= tail_seq. */
 static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
 {
 	rf_engine *e = ctx;
@@ -76,7 +78,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
 	rf_unit_slot *u = rf_slot(e, seq);
 	uint32_t r;
-	if (u->seq == seq && u->epoch == e->coll_epoch && p >= u->first_plan_record &&
+	if (e->coll_hint_unit != SIZE_MAX && seq >= e->tail_seq && p >= u->first_plan_record &&
 	    p - u->first_plan_record < u->records) {
 		r = (uint32_t)(p - u->first_plan_record);
 	} else {
@@ -186,7 +188,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 	e->coll_batch = 0;
 	e->coll_base_seq = ep->base_seq;
 	e->coll_first_unit = ep->first_unit;
-	e->coll_hint_unit = ep->first_unit;
+	e->coll_hint_unit = SIZE_MAX;
 	e->coll_records = ep->records;
 	e->coll_global_start = ep->global_start;
 	e->coll_global = ep->global_start;
@@ -222,6 +224,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 			rf_engine_finish(e, RF_E_BUDGET, m);
 			return RF_E_BUDGET;
 		}
+		e->coll_wait_budget = true;
 		return 0; /* a release kicks us */
 	}
 	uint64_t pos = e->coll_pos;
@@ -310,10 +313,13 @@ void rf_collate_run(rf_engine *e)
 	e->collating = true;
 	do {
 		e->coll_kick = false;
+		e->coll_wait_budget = false;
 		while (rf_collate_one(e) > 0) {
 		}
 	} while (e->coll_kick && !e->stop && !e->coll_final);
 	e->collating = false;
+	if (e->sched_wait_budget)
+		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
 }
 
 /* -------------------------------------------------------------- decode */

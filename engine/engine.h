@@ -116,7 +116,7 @@ typedef struct rf_engine {
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
-	uint64_t fixed_bytes; /* metadata + scratch reserved at open */
+	uint64_t fixed_bytes;       /* metadata + scratch reserved at open */
 	rf_allocator alloc;
 	bool default_alloc;
 
@@ -174,6 +174,9 @@ typedef struct rf_engine {
 
 	/* collation (one worker at a time) */
 	bool collating, coll_kick;
+	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
 	size_t coll_first_unit;

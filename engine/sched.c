@@ -13,6 +13,7 @@
 #define RF_COALESCE_UNITS_MAX 64
 #define RF_LOOP_WAIT_NS       100000000ull
 
+/* Called with mu held (e->loop is set and cleared under mu). */
 void rf_engine_wake_loop(rf_engine *e)
 {
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
@@ -378,6 +379,7 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	return true;
 no_budget:
+	e->sched_wait_budget = true;
 	if (needed && rf_budget_deadlocked(e)) {
 		char need[32], lim[32];
 		char m[RF_ERROR_MSG_BYTES];
@@ -432,6 +434,7 @@ static void rf_run_phase(rf_engine *e)
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
+		e->sched_wait_budget = false;
 		while (!e->stop && rf_sched_one(e)) {
 		}
 		pthread_mutex_unlock(&e->mu);
@@ -453,8 +456,10 @@ static void rf_sched_teardown(rf_engine *e)
 	}
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
+	pthread_mutex_lock(&e->mu);
 	rf_loop *loop = e->loop;
-	e->loop = NULL;     /* rf_engine_wake_loop no longer reaches it */
+	e->loop = NULL; /* wakers (all under mu) no longer reach it */
+	pthread_mutex_unlock(&e->mu);
 	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
 }
 
@@ -464,7 +469,11 @@ void *rf_sched_main(void *arg)
 	rf_error err = {0};
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
-	int rc = rf_loop_new(&e->loop, &err);
+	rf_loop *loop = NULL;
+	int rc = rf_loop_new(&loop, &err);
+	pthread_mutex_lock(&e->mu);
+	e->loop = loop; /* published under mu: rf_close may look at it */
+	pthread_mutex_unlock(&e->mu);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
 	if (rc < 0)

@@ -405,6 +405,13 @@ static void test_sigv4(void **state)
 	read_back_listed(&l, N);
 	rf_url_list_free(&l);
 
+	/* a session token is sent as x-amz-security-token and signed with the rest */
+	s3_fetch(ep, need("RF_SIGV4_ACCESS"), need("RF_SIGV4_SECRET"), "session-token-1");
+	snprintf(url, sizeof(url), "s3://%s/%s/data a+b.bin", bucket, E.tag);
+	if (open_src(url, RF_SIZE_UNKNOWN, &s, &d) != 0)
+		fail_msg("with a session token: %s", d.msg);
+	rf_source_close(s);
+
 	/* a wrong secret (and a session token): 403 SignatureDoesNotMatch, no
 	 * retry, and neither secret nor token in any message */
 	const char *secret = "wrong-SECRET-4f9d2c", *token = "TOKEN-77e1a0";

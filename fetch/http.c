@@ -832,6 +832,8 @@ static void step_admit(rf_http_xfer *x)
 	}
 	x->state = X_ACTIVE;
 	x->host->active++;
+	h->counters.host_active_max =
+	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
 	h->counters.requests++;
 	h->counters.retries += x->attempts > 0;
 	x->attempts++;

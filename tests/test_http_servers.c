@@ -235,6 +235,20 @@ static void test_nginx(void **state)
 	assert_true(rf_source_size(s) == DATA_BYTES);
 	check_ranges(s);
 	rf_source_close(s);
+	/* 40 reads at once through 3 connections: never more than 3 in flight */
+	rf_fetch_options o;
+	default_fetch(&o);
+	o.connections = 3;
+	fetch_with(&o);
+	assert_int_equal(open_src(url, DATA_BYTES, &s, &d), 0);
+	check_ranges(s);
+	rf_source_close(s);
+	rf_fetch_counters fc;
+	rf_fetch_counters_get(E.fetch, &fc);
+	assert_int_equal(fc.host_active_max, 3);
+	assert_true(fc.requests == 40 && fc.retries == 0);
+	default_fetch(&o);
+	fetch_with(&o);
 	/* a wrong size hint is caught by the Content-Range total */
 	assert_int_equal(open_src(url, DATA_BYTES + 1, &s, &d), 0);
 	uint8_t buf[10];

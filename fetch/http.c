@@ -954,6 +954,9 @@ static bool harvest(rf_http *h)
 		x->curl_rc = rc;
 		if (x->status == 0)
 			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		long connects = 0;
+		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
 		xfer_step(x, EV_FINISHED);
 		any = true;
 	}

@@ -76,6 +76,7 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->errors += c.errors;
 	out->bytes += c.bytes;
 	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
+	out->connects += c.connects;
 }
 
 /* S3 settings are resolved on first use, so a bad AWS_ENDPOINT_URL only

@@ -246,6 +246,7 @@ static void test_nginx(void **state)
 	rf_fetch_counters fc;
 	rf_fetch_counters_get(E.fetch, &fc);
 	assert_int_equal(fc.host_active_max, 3);
+	assert_int_equal(fc.connects, 3); /* keep-alive: one connection per slot */
 	assert_true(fc.requests == 40 && fc.retries == 0);
 	default_fetch(&o);
 	fetch_with(&o);

@@ -160,19 +160,19 @@ static int rf_open_host_budget(rf_engine *e, uint64_t floor_bytes, rf_error *err
 	                             RF_HOSTBUDGET_FLOOR_MS, err);
 }
 
-/* Units with records that one shuffle window of the plan's current epoch
- * touches, at most (windows are ranges of plan positions). Exact for that
- * epoch; rf_plan_units_in_window_max bounds every epoch but assumes all the
- * smallest blocks sit side by side, which overstates real datasets (each
- * shard's short last block) many times. */
-static uint32_t rf_window_units(const rf_plan *plan, uint64_t window)
+/* The most units with records that a span of `span` plan positions starting
+ * at a multiple of `align` touches in the plan's current epoch (exact for that
+ * epoch). rf_plan_units_in_window_max bounds every epoch but assumes all the
+ * smallest blocks side by side, which overstates real datasets (each shard's
+ * short last block) many times over. */
+static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span)
 {
 	size_t n = rf_plan_unit_count(plan);
 	uint64_t records = rf_plan_epoch_records(plan);
 	uint32_t best = 0;
-	size_t lo = 0; /* first unit with records ending after the window start */
-	for (uint64_t start = 0; start < records; start += window) {
-		uint64_t end = RF_MIN(records, start + window);
+	size_t lo = 0; /* first unit ending after the span's start */
+	for (uint64_t start = 0; start < records; start += align) {
+		uint64_t end = RF_MIN(records, start + span);
 		while (lo < n && rf_plan_unit(plan, lo)->first_plan_record +
 		                         rf_plan_unit(plan, lo)->records <=
 		                     start)
@@ -183,6 +183,21 @@ static uint32_t rf_window_units(const rf_plan *plan, uint64_t window)
 		best = RF_MAX(best, count);
 	}
 	return best;
+}
+
+/* Units that must be resident together for one batch: its shuffle window,
+ * and the next one when a batch can straddle the boundary; without a window,
+ * the blocks one batch covers. */
+static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
+{
+	uint64_t w = e->window, b = e->cp.batch_records;
+	if (e->cp.batch_bytes)
+		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
+	if (w > 1) {
+		bool straddle = e->cp.batch_bytes > 0 || w % b != 0;
+		return rf_span_units(e->p_sched, w, straddle ? 2 * w : w);
+	}
+	return rf_span_units(e->p_sched, b, b);
 }
 
 /* Budget check at open: one window of the largest blocks (compressed +
@@ -202,26 +217,30 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
-	uint64_t blocks = 0;
-	for (uint32_t i = 0; i < e->nshards; i++)
+	uint64_t blocks = 0, decoded = 0;
+	for (uint32_t i = 0; i < e->nshards; i++) {
 		blocks += e->indexes[i]->blocks;
+		decoded += e->indexes[i]->decoded_bytes;
+	}
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
-	uint32_t units = RF_MAX(1, rf_window_units(e->p_sched, e->window));
-	uint64_t block = rf_pool_class_bytes(big_c) + rf_pool_class_bytes(big_d);
+	/* Resident blocks need their decoded slabs; only blocks in flight also
+	 * hold compressed bytes, and one at a time is enough to make progress. */
+	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
+	uint64_t slab = rf_pool_class_bytes(big_d), frame = rf_pool_class_bytes(big_c);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
-	uint64_t need = units * block + e->batch_worst_bytes + meta + scratch;
+	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;
 	if (need > e->budget.limit_bytes) {
-		char b[5][32];
-		return rf_fail(
-		    err, RF_E_BUDGET,
-		    "budget %s is too small: needs at least %llu bytes (%s): %u block(s) "
-		    "of a shuffle window at %s each (compressed + decoded), one batch of %s, %s "
-		    "of metadata and decoders",
-		    rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
-		    (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])), units,
-		    rf_fmt_bytes(block, b[2], sizeof(b[2])),
-		    rf_fmt_bytes(e->batch_worst_bytes, b[3], sizeof(b[3])),
-		    rf_fmt_bytes(meta + scratch, b[4], sizeof(b[4])));
+		char b[6][32];
+		return rf_fail(err, RF_E_BUDGET,
+		               "budget %s is too small: needs at least %llu bytes (%s): %u decoded "
+		               "block(s) of %s for one batch's shuffle window(s), one compressed "
+		               "block of %s, one batch of %s, %s of metadata and decoders",
+		               rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
+		               (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])),
+		               units, rf_fmt_bytes(slab, b[2], sizeof(b[2])),
+		               rf_fmt_bytes(frame, b[3], sizeof(b[3])),
+		               rf_fmt_bytes(e->batch_worst_bytes, b[4], sizeof(b[4])),
+		               rf_fmt_bytes(meta + scratch, b[5], sizeof(b[5])));
 	}
 	RF_TRY(rf_open_host_budget(e, need, err));
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);

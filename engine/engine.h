@@ -206,6 +206,7 @@ typedef struct rf_engine {
 	uint64_t st_wait_ns;
 	uint64_t st_produced;
 	uint64_t st_fetch_errors;
+	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
 	uint64_t q_samples, q_empty, q_full, q_swings;
 	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 	double lat_ms[RF_LATENCY_SAMPLES];

@@ -167,6 +167,9 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	pthread_mutex_lock(&e->mu);
 	e->reads_inflight--;
 	rf_latency_add(e, rf_now_ns() - rd->t_issue_ns);
+	rf_fetch_counters fc; /* loop-thread data, published under the lock */
+	rf_fetch_counters_get(e->fetch, &fc);
+	e->st_fetch_retries = fc.retries;
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {

@@ -10,6 +10,7 @@
 
 #include "loop.h"
 #include "ringfeed.h"
+#include <stdbool.h>
 
 typedef struct rf_fetch rf_fetch;   /* per loader: loop + protocol state + options */
 typedef struct rf_source rf_source; /* one shard object */
@@ -19,15 +20,19 @@ typedef struct rf_source rf_source; /* one shard object */
 typedef void (*rf_fetch_cb)(void *arg, int64_t res, const char *msg);
 
 typedef struct rf_fetch_options {
-	uint32_t connections;       /* per host (default 16) */
-	uint32_t retries;           /* per request (default 5) */
+	uint32_t connections; /* per host (default 16) */
+	uint32_t retries;     /* per request (default 5) */
 	uint32_t connect_timeout_ms;
 	uint32_t request_timeout_ms;
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
 	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	const char *inject;         /* fault injection spec, NULL = none */
+	const char *inject; /* fault injection spec, NULL = none */
 } rf_fetch_options;
+
+/* Defaults: connections 16, retries 5, connect 10 s, request 60 s, low speed
+ * 1 KiB/s for 30 s; strings NULL. */
+void rf_fetch_options_init(rf_fetch_options *opt);
 
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err);
 void rf_fetch_free(rf_fetch *f); /* closes sources, cancels transfers */
@@ -44,6 +49,69 @@ const char *rf_source_name(const rf_source *s); /* never contains credentials */
 /* Reads [offset, offset+len) into buf; cb(arg, len, NULL) or cb(arg, -errno, msg). */
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg);
+/* Closes the source. Reads still in flight are cancelled: their callbacks
+ * never run, but the kernel (or a transfer) may still write into their
+ * buffers until rf_loop_free() / rf_fetch_free() has drained them; keep read
+ * buffers until then. */
 void rf_source_close(rf_source *s);
+
+rf_loop *rf_fetch_loop(const rf_fetch *f);
+const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
+
+/* ---------------------------------------------------------------------------
+ * Adding a source kind (HTTP, S3, ...) or a wrapper (fault injection).
+ *
+ * rf_source_open() picks the first kind in fetch.c's kinds table whose
+ * `claims` accepts the URL (the file kind claims "file://" URLs and plain
+ * paths; a URL with any other "scheme://" that no kind claims is an error
+ * naming the scheme). A kind's per-loader state (e.g. a curl multi handle) is
+ * created by `init` on first use and destroyed by `fini` in rf_fetch_free;
+ * `tick` (optional) runs every loop tick and returns the next wanted wake-up.
+ *
+ * A source object starts with struct rf_source (embed it first); its `ops`
+ * implement reads and close. The kind's `open` must eventually call
+ * rf_source_opened() (from the loop thread, never from inside `open`), after
+ * which rf_source_size() is valid.
+ *
+ * When rf_fetch_options.inject is set, every opened source is wrapped by the
+ * wrapper hook in fetch.c (fault injector) before the caller sees it; the
+ * wrapper embeds its own struct rf_source and forwards to the inner source. */
+typedef struct rf_source_ops {
+	int (*read)(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
+	            void *arg);
+	void (*close)(rf_source *s);
+} rf_source_ops;
+
+struct rf_source {
+	const rf_source_ops *ops;
+	rf_fetch *fetch;
+	char *name;    /* malloc'd; what messages show (no credentials) */
+	uint64_t size; /* UINT64_MAX until known */
+	rf_fetch_cb open_cb;
+	void *open_arg;
+};
+
+typedef struct rf_source_kind {
+	const char *name;
+	bool (*claims)(const char *url);
+	int (*init)(rf_fetch *f, void **state, rf_error *err); /* optional */
+	void (*fini)(void *state);                             /* optional */
+	uint64_t (*tick)(void *state);                         /* optional */
+	int (*open)(rf_fetch *f, void *state, const char *url, uint64_t size_hint, rf_source **out,
+	            rf_error *err);
+} rf_source_kind;
+
+/* Wraps `inner` (taking ownership) into *out; see fetch.c. */
+typedef int (*rf_source_wrap_fn)(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out,
+                                 rf_error *err);
+
+/* Called by a kind when an open finished: res 0 (size set) or -errno + msg.
+ * Runs the caller's open callback. */
+void rf_source_opened(rf_source *s, int64_t res, const char *msg);
+/* Fills the base fields (name copied); returns -ENOMEM on failure. */
+int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, const char *name);
+void rf_source_free_base(rf_source *s);
+
+extern const rf_source_kind rf_source_kind_file;
 
 #endif

@@ -112,12 +112,33 @@ int rf_block_decode(rf_decoder *d, const rf_shard_index *index, uint32_t b, cons
 /* Check a decoded block's record table alone (used by rf_block_decode). */
 int rf_block_table_check(const void *decoded, size_t len, uint32_t records,
                          const uint32_t **ends, const char *name, uint32_t b, rf_error *err);
+/* The table that *ends points to follows the payloads directly, so it may be
+ * unaligned: read entries with rf_record_end (i = -1 gives 0). */
+static inline uint32_t rf_record_end(const uint32_t *ends, int64_t i)
+{
+	if (i < 0)
+		return 0;
+	const uint8_t *p = (const uint8_t *)ends + 4 * (uint64_t)i;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Reads a local shard and checks everything: footer, index, every frame
+ * (zstd checksum, declared sizes), every record table, the dataset figures.
+ * Each problem found goes to report (when non-NULL), at most max_reports of
+ * them (a damaged block does not stop the walk while the index is sound).
+ * Returns 0 when the shard is sound, RF_E_CORRUPT when it is not (err holds
+ * the first problem), or another negative errno for I/O errors. */
+int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e), void *ctx,
+                    uint32_t max_reports, rf_error *err);
 
 /* Shard writer. */
 typedef struct rf_writer_options {
 	uint64_t block_bytes;  /* decoded target per block (default 1 MiB) */
 	int level;             /* zstd level (default 3) */
 	const char *metadata;  /* user metadata string, may be NULL */
+	uint32_t threads;      /* 0: compress in the caller; >= 1: one background thread
+	                          compresses block k while the caller fills block k+1
+	                          (the bytes written are identical either way) */
 } rf_writer_options;
 
 typedef struct rf_shard_summary {
@@ -131,6 +152,11 @@ typedef struct rf_shard_summary {
 typedef struct rf_writer rf_writer;
 rf_writer *rf_writer_open(const char *path, const rf_writer_options *opt, rf_error *err);
 int rf_writer_add(rf_writer *w, const void *record, size_t len, rf_error *err);
+/* Bytes of the shard's blocks that are certainly written: every block but the
+ * most recently completed one. Changes only when a block completes, so it is a
+ * deterministic function of the records added (a pipelined packer can decide
+ * where to start a new shard from it without depending on timing). */
+uint64_t rf_writer_bytes(const rf_writer *w);
 /* Finishes the shard (last block, index, footer, fsync-free close) and frees w. */
 int rf_writer_close(rf_writer *w, rf_shard_summary *out, rf_error *err);
 /* Discards a partly written shard (removes the file) and frees w. */
@@ -141,6 +167,35 @@ void rf_writer_abort(rf_writer *w);
  *   then one line per shard: PATH_OR_URL <TAB> FILE_BYTES <TAB> RECORDS
  * Relative paths are relative to the manifest's directory. */
 #define RF_MANIFEST_MAGIC "# ringfeed manifest v1"
+#define RF_MANIFEST_LINE_MAX 4096       /* bytes per line, newline included */
+#define RF_MANIFEST_ENTRIES_MAX 1000000 /* shards per manifest */
+
+typedef struct rf_manifest_entry {
+	char *url;         /* resolved: base dir (or URL) joined with a relative path */
+	uint64_t bytes;    /* shard file size */
+	uint64_t records;
+} rf_manifest_entry;
+
+typedef struct rf_manifest {
+	size_t count;
+	rf_manifest_entry *entry;
+	uint64_t bytes;    /* sums over entries */
+	uint64_t records;
+} rf_manifest;
+
+/* True when buf starts with the manifest magic line. */
+int rf_manifest_is(const void *buf, size_t len);
+/* Parses a manifest held in buf. Relative paths are joined to base (the
+ * manifest's directory or URL prefix; NULL or "" keeps them as they are);
+ * absolute paths and URLs are kept. `name` is used in error messages, which
+ * give the line number. Allocates *out (rf_manifest_free). */
+int rf_manifest_parse(const char *buf, size_t len, const char *base, const char *name,
+                      rf_manifest **out, rf_error *err);
+/* Reads and parses a local manifest file (base = its directory). */
+int rf_manifest_read_file(const char *path, rf_manifest **out, rf_error *err);
+void rf_manifest_free(rf_manifest *m);
+/* Writes m to path (via a temporary file and rename), urls as given. */
+int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *err);
 
 /* --------------------------------------------------------------- loader */
 

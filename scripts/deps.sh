@@ -6,8 +6,13 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
       libexpat1-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
-	pkgs+=(nginx-light curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
-	       python3-torch nodejs npm)
+	pkgs+=(curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
+	       python3-torch)
+	# By command, not package name: a nodejs from NodeSource ships its own npm
+	# (Debian's npm package would conflict with it), and any nginx build with
+	# the ssl module serves the tests (scripts/servers.sh).
+	command -v nginx >/dev/null || pkgs+=(nginx)
+	command -v npm >/dev/null || pkgs+=(nodejs npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,6 +30,7 @@ if [ "${1:-}" = "--test" ]; then
 	top=$(cd "$(dirname "$0")/.." && pwd)
 	if [ ! -x "$top/.cache/npm/node_modules/.bin/s3rver" ]; then
 		mkdir -p "$top/.cache/npm"
-		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2)
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2) ||
+			{ echo "deps: npm install s3rver@3.7.1 failed (is the npm registry reachable?)" >&2; exit 1; }
 	fi
 fi

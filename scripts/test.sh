@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # test.sh - installs dependencies, builds ringfeed twice (plain, and with
-# AddressSanitizer + UndefinedBehaviorSanitizer), and runs every test in both.
+# AddressSanitizer + UndefinedBehaviorSanitizer), starts the test servers
+# (scripts/servers.sh: nginx, s3rver, SigV4 verifier, misbehaving HTTP) and
+# runs every test in both builds against them. The servers stop on exit,
+# whatever happens; under this script a server test whose variables are
+# missing fails instead of skipping (RF_REQUIRE_SERVERS=1).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh" --test
@@ -8,6 +12,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/build.sh" "$top/build-asan" -DRF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+servers=$(mktemp -d "${TMPDIR:-/tmp}/rf-servers.XXXXXX")
+trap '"$top/scripts/servers.sh" stop "$servers"; rm -rf "$servers"' EXIT
+"$top/scripts/servers.sh" start "$servers"
+# shellcheck source=/dev/null
+. "$servers/env"
+export RF_REQUIRE_SERVERS=1
 status=0
 echo "== tests (plain build)"
 (cd "$top/build" && ctest --output-on-failure -j2) || status=1

@@ -89,3 +89,18 @@ int rf_test_write_file(const char *path, const void *buf, size_t len)
 	size_t w = fwrite(buf, 1, len, f);
 	return (fclose(f) == 0 && w == len) ? 0 : -1;
 }
+
+const char *rf_test_server_env(const char *name)
+{
+	const char *v = getenv(name);
+	if (v && *v)
+		return v;
+	const char *req = getenv("RF_REQUIRE_SERVERS");
+	if (req && !strcmp(req, "1"))
+		fail_msg("test servers required but %s is not set (scripts/servers.sh env)", name);
+	print_message("SKIP: %s not set; run under scripts/test.sh, or: scripts/servers.sh start "
+	              "DIR && . DIR/env\n",
+	              name);
+	skip();
+	return NULL;
+}

@@ -21,5 +21,9 @@ const char *rf_test_cli(void);
 /* Reads a whole file (malloc'd); returns length or -1. */
 long rf_test_read_file(const char *path, unsigned char **out);
 int rf_test_write_file(const char *path, const void *buf, size_t len);
+/* A test-server variable written by scripts/servers.sh (RF_NGINX_URL, ...).
+ * When it is missing: under scripts/test.sh (RF_REQUIRE_SERVERS=1) the test
+ * fails; otherwise it is skipped with a message saying how to start them. */
+const char *rf_test_server_env(const char *name);
 
 #endif

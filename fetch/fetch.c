@@ -1,0 +1,199 @@
+/* fetch.c - the fetch layer's front door: options, the table of source kinds
+ * (chosen by URL scheme) and the optional wrapper (fault injection). Every
+ * call runs on the loop thread. See source.h for how to add a kind. */
+#include "source.h"
+#include "util.h"
+
+#include <stdlib.h>
+
+/* Source kinds, tried in order. HTTP(S) and S3 add their entries here. */
+static const rf_source_kind *const rf_kinds[] = {
+    &rf_source_kind_file,
+};
+#define RF_KINDS_MAX 8
+
+/* Fault injection wrapper (set by the fault injector; NULL: not built in). */
+static const rf_source_wrap_fn rf_inject_wrap = NULL;
+
+struct rf_fetch {
+	rf_loop *loop;
+	rf_fetch_options opt;
+	char *strings[8]; /* owned copies of the option strings */
+	void *state[RF_KINDS_MAX];
+	bool ready[RF_KINDS_MAX];
+};
+
+void rf_fetch_options_init(rf_fetch_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->connections = 16;
+	opt->retries = 5;
+	opt->connect_timeout_ms = 10000;
+	opt->request_timeout_ms = 60000;
+	opt->low_speed_bytes_per_s = 1024;
+	opt->low_speed_time_s = 30;
+}
+
+static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
+{
+	if (!*field)
+		return 0;
+	f->strings[i] = strdup(*field);
+	if (!f->strings[i])
+		return -ENOMEM;
+	*field = f->strings[i];
+	return 0;
+}
+
+int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err)
+{
+	_Static_assert(RF_ARRAY_LEN(rf_kinds) <= RF_KINDS_MAX, "too many source kinds");
+	*out = NULL;
+	rf_fetch *f = calloc(1, sizeof(*f));
+	if (!f)
+		return rf_fail(err, -ENOMEM, "out of memory for the fetch layer");
+	f->loop = loop;
+	if (opt)
+		f->opt = *opt;
+	else
+		rf_fetch_options_init(&f->opt);
+	const char **fields[] = {&f->opt.ca_file,       &f->opt.s3_endpoint,
+	                         &f->opt.s3_region,     &f->opt.s3_access_key,
+	                         &f->opt.s3_secret_key, &f->opt.s3_session_token,
+	                         &f->opt.inject};
+	for (size_t i = 0; i < RF_ARRAY_LEN(fields); i++) {
+		if (rf_fetch_copy(f, fields[i], i) < 0) {
+			rf_fetch_free(f);
+			return rf_fail(err, -ENOMEM, "out of memory for fetch options");
+		}
+	}
+	if (f->opt.inject && *f->opt.inject && !rf_inject_wrap) {
+		rf_fetch_free(f);
+		return rf_fail(err, -ENOTSUP,
+		               "fault injection ('inject') is not built into this library");
+	}
+	*out = f;
+	return 0;
+}
+
+void rf_fetch_free(rf_fetch *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < RF_ARRAY_LEN(rf_kinds); i++)
+		if (f->ready[i] && rf_kinds[i]->fini)
+			rf_kinds[i]->fini(f->state[i]);
+	for (size_t i = 0; i < RF_ARRAY_LEN(f->strings); i++)
+		free(f->strings[i]);
+	free(f);
+}
+
+uint64_t rf_fetch_tick(rf_fetch *f)
+{
+	uint64_t next = UINT64_MAX;
+	for (size_t i = 0; i < RF_ARRAY_LEN(rf_kinds); i++)
+		if (f->ready[i] && rf_kinds[i]->tick)
+			next = RF_MIN(next, rf_kinds[i]->tick(f->state[i]));
+	return next;
+}
+
+rf_loop *rf_fetch_loop(const rf_fetch *f)
+{
+	return f->loop;
+}
+
+const rf_fetch_options *rf_fetch_opts(const rf_fetch *f)
+{
+	return &f->opt;
+}
+
+/* "scheme" of "scheme://..." into buf, or "" when url has none. */
+static const char *rf_url_scheme(const char *url, char *buf, size_t cap)
+{
+	const char *p = strstr(url, "://");
+	size_t n = p ? (size_t)(p - url) : 0;
+	if (n == 0 || n >= cap || strcspn(url, "/") < n)
+		n = 0;
+	memcpy(buf, url, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source **out,
+                   rf_fetch_cb cb, void *arg, rf_error *err)
+{
+	*out = NULL;
+	size_t k = 0;
+	while (k < RF_ARRAY_LEN(rf_kinds) && !rf_kinds[k]->claims(url))
+		k++;
+	if (k == RF_ARRAY_LEN(rf_kinds)) {
+		char scheme[32];
+		return rf_fail(err, -EPROTONOSUPPORT, "%s: unsupported URL scheme '%s'", url,
+		               rf_url_scheme(url, scheme, sizeof(scheme)));
+	}
+	const rf_source_kind *kind = rf_kinds[k];
+	if (!f->ready[k] && kind->init) {
+		RF_TRY(kind->init(f, &f->state[k], err));
+	}
+	f->ready[k] = true;
+	rf_source *s = NULL;
+	RF_TRY(kind->open(f, f->state[k], url, size_hint, &s, err));
+	s->open_cb = cb;
+	s->open_arg = arg;
+	if (f->opt.inject && *f->opt.inject && rf_inject_wrap) {
+		rf_source *w = NULL;
+		int rc = rf_inject_wrap(f, s, f->opt.inject, &w, err);
+		if (rc < 0) {
+			rf_source_close(s);
+			return rc;
+		}
+		s = w;
+	}
+	*out = s;
+	return 0;
+}
+
+void rf_source_opened(rf_source *s, int64_t res, const char *msg)
+{
+	rf_fetch_cb cb = s->open_cb;
+	s->open_cb = NULL;
+	if (cb)
+		cb(s->open_arg, res, msg);
+}
+
+int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, const char *name)
+{
+	s->ops = ops;
+	s->fetch = f;
+	s->size = UINT64_MAX;
+	s->name = strdup(name);
+	return s->name ? 0 : -ENOMEM;
+}
+
+void rf_source_free_base(rf_source *s)
+{
+	free(s->name);
+	s->name = NULL;
+}
+
+uint64_t rf_source_size(const rf_source *s)
+{
+	return s->size;
+}
+
+const char *rf_source_name(const rf_source *s)
+{
+	return s->name;
+}
+
+int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
+                   void *arg)
+{
+	return s->ops->read(s, offset, len, buf, cb, arg);
+}
+
+void rf_source_close(rf_source *s)
+{
+	if (s)
+		s->ops->close(s);
+}

@@ -1,0 +1,202 @@
+/* test_fetch.c - the fetch layer with the local file source: open (size),
+ * ranged reads, short reads continued, errors naming path and range,
+ * unsupported schemes, close with reads in flight. */
+#include "source.h"
+#include "testutil.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct done {
+	int calls;
+	int64_t res;
+	char msg[700];
+} done;
+
+static void on_done(void *arg, int64_t res, const char *msg)
+{
+	done *d = arg;
+	d->calls++;
+	d->res = res;
+	snprintf(d->msg, sizeof(d->msg), "%s", msg ? msg : "");
+}
+
+static void spin(rf_loop *loop, const int *flag)
+{
+	uint64_t deadline = rf_now_ns() + 5000000000ull;
+	while (*flag == 0 && rf_now_ns() < deadline)
+		assert_true(rf_loop_run_once(loop, 50000000ull) >= 0);
+	assert_true(*flag > 0);
+}
+
+typedef struct env {
+	char *dir;
+	char path[600];
+	rf_loop *loop;
+	rf_fetch *fetch;
+	uint8_t data[100000];
+} env;
+
+static int setup(void **state)
+{
+	env *e = calloc(1, sizeof(*e));
+	e->dir = rf_test_tmpdir("fetch");
+	snprintf(e->path, sizeof(e->path), "%s/data.bin", e->dir);
+	for (size_t i = 0; i < sizeof(e->data); i++)
+		e->data[i] = (uint8_t)(i * 131 + (i >> 8));
+	assert_int_equal(rf_test_write_file(e->path, e->data, sizeof(e->data)), 0);
+	assert_int_equal(rf_loop_new(&e->loop, NULL), 0);
+	assert_int_equal(rf_fetch_new(e->loop, NULL, &e->fetch, NULL), 0);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	env *e = *state;
+	rf_fetch_free(e->fetch);
+	rf_loop_free(e->loop);
+	rf_test_rmtree(e->dir);
+	free(e->dir);
+	free(e);
+	return 0;
+}
+
+static rf_source *open_ok(env *e, const char *url)
+{
+	rf_source *s = NULL;
+	done d = {0};
+	rf_error err = {0};
+	assert_int_equal(rf_source_open(e->fetch, url, UINT64_MAX, &s, on_done, &d, &err), 0);
+	spin(e->loop, &d.calls);
+	assert_int_equal(d.res, 0);
+	assert_int_equal(rf_source_size(s), sizeof(e->data));
+	return s;
+}
+
+static void test_read_ranges(void **state)
+{
+	env *e = *state;
+	rf_source *s = open_ok(e, e->path);
+	assert_string_equal(rf_source_name(s), e->path);
+	static uint8_t buf[100000];
+	const uint64_t ranges[][2] = {{0, 100000}, {1, 1}, {99999, 1}, {4096, 65536}, {777, 12345}};
+	for (size_t i = 0; i < RF_ARRAY_LEN(ranges); i++) {
+		done d = {0};
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(rf_source_read(s, ranges[i][0], ranges[i][1], buf, on_done, &d),
+		                 0);
+		spin(e->loop, &d.calls);
+		assert_int_equal(d.res, (int64_t)ranges[i][1]);
+		assert_memory_equal(buf, e->data + ranges[i][0], ranges[i][1]);
+	}
+	/* Out of range and empty reads are refused at once. */
+	done d = {0};
+	assert_int_equal(rf_source_read(s, 99999, 2, buf, on_done, &d), -EINVAL);
+	assert_int_equal(rf_source_read(s, UINT64_MAX, 2, buf, on_done, &d), -EINVAL);
+	assert_int_equal(rf_source_read(s, 0, 0, buf, on_done, &d), -EINVAL);
+	assert_int_equal(d.calls, 0);
+	rf_source_close(s);
+	/* file:// URLs name the same file. */
+	char url[700];
+	snprintf(url, sizeof(url), "file://%s", e->path);
+	rf_source_close(open_ok(e, url));
+}
+
+/* The file shrinks after open: the first read is short (continued), the
+ * continuation hits end of file -> an error naming path and range. */
+static void test_short_read_then_eof(void **state)
+{
+	env *e = *state;
+	rf_source *s = open_ok(e, e->path);
+	assert_int_equal(truncate(e->path, 50000), 0);
+	static uint8_t buf[100000];
+	done d = {0};
+	assert_int_equal(rf_source_read(s, 40000, 20000, buf, on_done, &d), 0);
+	spin(e->loop, &d.calls);
+	assert_int_equal(d.res, -EIO);
+	assert_non_null(strstr(d.msg, e->path));
+	assert_non_null(strstr(d.msg, "[40000, 60000)"));
+	assert_non_null(strstr(d.msg, "50000"));
+	assert_memory_equal(buf, e->data + 40000, 10000);
+	rf_source_close(s);
+}
+
+static void test_open_errors(void **state)
+{
+	env *e = *state;
+	rf_source *s = NULL;
+	done d = {0};
+	rf_error err = {0};
+	char missing[700];
+	snprintf(missing, sizeof(missing), "%s/nope.rfs", e->dir);
+	assert_int_equal(rf_source_open(e->fetch, missing, UINT64_MAX, &s, on_done, &d, &err),
+	                 -ENOENT);
+	assert_non_null(strstr(err.msg, "nope.rfs"));
+	assert_int_equal(rf_source_open(e->fetch, e->dir, UINT64_MAX, &s, on_done, &d, &err),
+	                 -EINVAL);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	assert_int_equal(rf_source_open(e->fetch, e->path, 5, &s, on_done, &d, &err), -EIO);
+	assert_non_null(strstr(err.msg, "manifest says 5"));
+	assert_int_equal(
+	    rf_source_open(e->fetch, "gopher://x/y", UINT64_MAX, &s, on_done, &d, &err),
+	    -EPROTONOSUPPORT);
+	assert_non_null(strstr(err.msg, "'gopher'"));
+	assert_null(s);
+	for (int i = 0; i < 3; i++)
+		assert_true(rf_loop_run_once(e->loop, 1000000ull) >= 0);
+	assert_int_equal(d.calls, 0);
+	assert_int_equal(rf_loop_pending(e->loop), 0);
+}
+
+/* Closing with an open and reads in flight: no callback ever runs. */
+static void test_close_in_flight(void **state)
+{
+	env *e = *state;
+	rf_source *s = NULL;
+	done o = {0}, d = {0};
+	assert_int_equal(rf_source_open(e->fetch, e->path, UINT64_MAX, &s, on_done, &o, NULL), 0);
+	rf_source_close(s);
+	s = open_ok(e, e->path);
+	static uint8_t buf[8][10000];
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(rf_source_read(s, (uint64_t)i * 10000, 10000, buf[i], on_done, &d),
+		                 0);
+	rf_source_close(s);
+	for (int i = 0; i < 20 && rf_loop_pending(e->loop) > 0; i++)
+		assert_true(rf_loop_run_once(e->loop, 10000000ull) >= 0);
+	assert_int_equal(o.calls, 0);
+	assert_int_equal(d.calls, 0);
+}
+
+static void test_inject_unavailable(void **state)
+{
+	env *e = *state;
+	rf_fetch_options opt;
+	rf_fetch_options_init(&opt);
+	assert_int_equal(opt.retries, 5);
+	opt.inject = "latency=10ms";
+	rf_fetch *f = NULL;
+	rf_error err = {0};
+	int rc = rf_fetch_new(e->loop, &opt, &f, &err);
+	if (rc == 0) { /* a fault injector is built in */
+		rf_fetch_free(f);
+		return;
+	}
+	assert_int_equal(rc, -ENOTSUP);
+	assert_non_null(strstr(err.msg, "inject"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_read_ranges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_short_read_then_eof, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_close_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inject_unavailable, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,173 @@
+/* test_manifest.c - manifest parse/write: paths resolved against the base,
+ * URLs kept, comments and CRLF, and every malformed line named by number. */
+#include "manifest.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rf_manifest *parse(const char *text, const char *base, rf_error *err, int *rc)
+{
+	rf_manifest *m = NULL;
+	*rc = rf_manifest_parse(text, strlen(text), base, "m.rfm", &m, err);
+	return m;
+}
+
+static void test_parse_ok(void **state)
+{
+	(void)state;
+	const char *t = RF_MANIFEST_MAGIC "\n"
+	                                  "shard-000000.rfs\t1234\t10\n"
+	                                  "# a comment\n"
+	                                  "\n"
+	                                  "/abs/shard.rfs\t40\t0\r\n"
+	                                  "https://h/x/s.rfs\t99\t4294967295";
+	rf_error err = {0};
+	int rc;
+	rf_manifest *m = parse(t, "/data/set/", &err, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(m->count, 3);
+	assert_string_equal(m->entry[0].url, "/data/set/shard-000000.rfs");
+	assert_int_equal(m->entry[0].bytes, 1234);
+	assert_int_equal(m->entry[0].records, 10);
+	assert_string_equal(m->entry[1].url, "/abs/shard.rfs");
+	assert_string_equal(m->entry[2].url, "https://h/x/s.rfs");
+	assert_int_equal(m->entry[2].records, 4294967295u);
+	assert_int_equal(m->records, 10 + 4294967295ull);
+	assert_int_equal(m->bytes, 1234 + 40 + 99);
+	rf_manifest_free(m);
+	m = parse(RF_MANIFEST_MAGIC "\nsub/a.rfs\t100\t1\n", "http://host/ds", &err, &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(m->entry[0].url, "http://host/ds/sub/a.rfs");
+	rf_manifest_free(m);
+	m = parse(RF_MANIFEST_MAGIC "\n", NULL, &err, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(m->count, 0);
+	rf_manifest_free(m);
+	assert_true(rf_manifest_is(RF_MANIFEST_MAGIC "\nx", strlen(RF_MANIFEST_MAGIC) + 2));
+	assert_false(rf_manifest_is(RF_MANIFEST_MAGIC "2\n", strlen(RF_MANIFEST_MAGIC) + 2));
+	assert_false(rf_manifest_is("RFSHARD1", 8));
+}
+
+static void expect_bad(const char *text, int code, const char *needle)
+{
+	rf_error err = {0};
+	int rc;
+	rf_manifest *m = parse(text, "/d", &err, &rc);
+	assert_null(m);
+	assert_int_equal(rc, code);
+	if (!strstr(err.msg, needle))
+		fail_msg("'%s' lacks '%s'", err.msg, needle);
+	assert_non_null(strstr(err.msg, "m.rfm"));
+}
+
+static void test_parse_bad(void **state)
+{
+	(void)state;
+	const char *M = RF_MANIFEST_MAGIC "\n";
+	char buf[256];
+	expect_bad("# ringfeed manifest v2\n", -EINVAL, "line 1");
+	expect_bad("", -EINVAL, "line 1");
+	snprintf(buf, sizeof(buf), "%sa\t100\t1\nb\t100\n", M);
+	expect_bad(buf, -EINVAL, "line 3: expected PATH");
+	snprintf(buf, sizeof(buf), "%sa\t100\t1\t7\n", M);
+	expect_bad(buf, -EINVAL, "line 2: expected PATH");
+	snprintf(buf, sizeof(buf), "%s\t100\t1\n", M);
+	expect_bad(buf, -EINVAL, "line 2: empty path");
+	snprintf(buf, sizeof(buf), "%sa\t12x\t1\n", M);
+	expect_bad(buf, -EINVAL, "line 2: FILE_BYTES '12x'");
+	snprintf(buf, sizeof(buf), "%sa\t39\t1\n", M);
+	expect_bad(buf, -EINVAL, "FILE_BYTES '39'");
+	snprintf(buf, sizeof(buf), "%sa\t99999999999999999999999\t1\n", M);
+	expect_bad(buf, -EINVAL, "FILE_BYTES");
+	snprintf(buf, sizeof(buf), "%sa\t100\t4294967296\n", M);
+	expect_bad(buf, -EINVAL, "RECORDS '4294967296'");
+	snprintf(buf, sizeof(buf), "%sa\t100\t-1\n", M);
+	expect_bad(buf, -EINVAL, "RECORDS");
+	snprintf(buf, sizeof(buf), "%sa\033b\t100\t1\n", M);
+	expect_bad(buf, -EINVAL, "control character");
+	char nul[64];
+	size_t ml = strlen(M);
+	memcpy(nul, M, ml);
+	memcpy(nul + ml, "a\0b\t100\t1\n", 10);
+	rf_manifest *m = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_manifest_parse(nul, ml + 10, "", "m.rfm", &m, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "NUL"));
+}
+
+static void test_bounds(void **state)
+{
+	(void)state;
+	/* a line longer than the bound */
+	size_t ml = strlen(RF_MANIFEST_MAGIC);
+	size_t n = ml + 1 + RF_MANIFEST_LINE_MAX + 16;
+	char *b = malloc(n + 1);
+	memcpy(b, RF_MANIFEST_MAGIC "\n", ml + 1);
+	memset(b + ml + 1, 'a', n - ml - 1);
+	b[n] = '\0';
+	expect_bad(b, -EINVAL, "line 2 is longer than");
+	free(b);
+	/* one entry more than the bound */
+	const char *line = "s\t40\t1\n";
+	size_t ll = strlen(line), count = RF_MANIFEST_ENTRIES_MAX + 1;
+	b = malloc(ml + 1 + ll * count + 1);
+	memcpy(b, RF_MANIFEST_MAGIC "\n", ml + 1);
+	for (size_t i = 0; i < count; i++)
+		memcpy(b + ml + 1 + i * ll, line, ll);
+	b[ml + 1 + ll * count] = '\0';
+	char want[64];
+	snprintf(want, sizeof(want), "line %d: more than %d shards", RF_MANIFEST_ENTRIES_MAX + 2,
+	         RF_MANIFEST_ENTRIES_MAX);
+	expect_bad(b, -E2BIG, want);
+	/* exactly the bound is fine */
+	rf_error err = {0};
+	rf_manifest *m = NULL;
+	assert_int_equal(rf_manifest_parse(b, ml + 1 + ll * (count - 1), "", "m", &m, &err), 0);
+	assert_int_equal(m->count, RF_MANIFEST_ENTRIES_MAX);
+	rf_manifest_free(m);
+	free(b);
+}
+
+static void test_write_read_file(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("manifest");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/manifest.rfm", dir);
+	rf_manifest_entry e[2] = {{"shard-000000.rfs", 1000, 7}, {"http://x/y.rfs", 2000, 0}};
+	rf_manifest m = {.count = 2, .entry = e};
+	rf_error err = {0};
+	assert_int_equal(rf_manifest_write(path, &m, &err), 0);
+	rf_manifest *r = NULL;
+	assert_int_equal(rf_manifest_read_file(path, &r, &err), 0);
+	assert_int_equal(r->count, 2);
+	char want[600];
+	snprintf(want, sizeof(want), "%s/shard-000000.rfs", dir);
+	assert_string_equal(r->entry[0].url, want);
+	assert_string_equal(r->entry[1].url, "http://x/y.rfs");
+	assert_int_equal(r->entry[1].bytes, 2000);
+	rf_manifest_free(r);
+	rf_manifest_entry bad = {"a\tb", 100, 1};
+	rf_manifest mb = {.count = 1, .entry = &bad};
+	assert_int_equal(rf_manifest_write(path, &mb, &err), -EINVAL);
+	assert_int_equal(rf_manifest_read_file("/nonexistent/m.rfm", &r, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "/nonexistent/m.rfm"));
+	char *joined = rf_manifest_join("/", "a.rfs");
+	assert_string_equal(joined, "/a.rfs");
+	free(joined);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_parse_bad),
+	    cmocka_unit_test(test_bounds),
+	    cmocka_unit_test(test_write_read_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,6 +1,7 @@
 /* fetch.c - the fetch layer's front door: options, the table of source kinds
  * (chosen by URL scheme) and the optional wrapper (fault injection). Every
  * call runs on the loop thread. See source.h for how to add a kind. */
+#include "inject.h"
 #include "source.h"
 #include "util.h"
 
@@ -12,8 +13,8 @@ static const rf_source_kind *const rf_kinds[] = {
 };
 #define RF_KINDS_MAX 8
 
-/* Fault injection wrapper (set by the fault injector; NULL: not built in). */
-static const rf_source_wrap_fn rf_inject_wrap = NULL;
+/* Fault injection wrapper (inject.c; NULL would mean: not built in). */
+static const rf_source_wrap_fn rf_wrap_hook = rf_inject_wrap;
 
 struct rf_fetch {
 	rf_loop *loop;
@@ -21,6 +22,7 @@ struct rf_fetch {
 	char *strings[8]; /* owned copies of the option strings */
 	void *state[RF_KINDS_MAX];
 	bool ready[RF_KINDS_MAX];
+	uint64_t epoch_ns; /* creation time: fault injection stalls count from here */
 };
 
 void rf_fetch_options_init(rf_fetch_options *opt)
@@ -67,11 +69,20 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 			return rf_fail(err, -ENOMEM, "out of memory for fetch options");
 		}
 	}
-	if (f->opt.inject && *f->opt.inject && !rf_inject_wrap) {
+	if (f->opt.inject && *f->opt.inject && !rf_wrap_hook) {
 		rf_fetch_free(f);
 		return rf_fail(err, -ENOTSUP,
 		               "fault injection ('inject') is not built into this library");
 	}
+	rf_inject_spec spec; /* a bad spec fails here, not at the first open */
+	if (f->opt.inject && *f->opt.inject) {
+		int rc = rf_inject_parse(f->opt.inject, &spec, err);
+		if (rc < 0) {
+			rf_fetch_free(f);
+			return rc;
+		}
+	}
+	f->epoch_ns = rf_now_ns();
 	*out = f;
 	return 0;
 }
@@ -107,6 +118,11 @@ const rf_fetch_options *rf_fetch_opts(const rf_fetch *f)
 	return &f->opt;
 }
 
+uint64_t rf_fetch_epoch_ns(const rf_fetch *f)
+{
+	return f->epoch_ns;
+}
+
 /* "scheme" of "scheme://..." into buf, or "" when url has none. */
 static const char *rf_url_scheme(const char *url, char *buf, size_t cap)
 {
@@ -140,9 +156,9 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
 	RF_TRY(kind->open(f, f->state[k], url, size_hint, &s, err));
 	s->open_cb = cb;
 	s->open_arg = arg;
-	if (f->opt.inject && *f->opt.inject && rf_inject_wrap) {
+	if (f->opt.inject && *f->opt.inject && rf_wrap_hook) {
 		rf_source *w = NULL;
-		int rc = rf_inject_wrap(f, s, f->opt.inject, &w, err);
+		int rc = rf_wrap_hook(f, s, f->opt.inject, &w, err);
 		if (rc < 0) {
 			rf_source_close(s);
 			return rc;

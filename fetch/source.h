@@ -57,6 +57,8 @@ void rf_source_close(rf_source *s);
 
 rf_loop *rf_fetch_loop(const rf_fetch *f);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
+/* rf_now_ns() when the fetch layer was created (fault injection stalls count from it). */
+uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
 
 /* ---------------------------------------------------------------------------
  * Adding a source kind (HTTP, S3, ...) or a wrapper (fault injection).

@@ -18,18 +18,20 @@
 #include "util.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-#define HTTP_MAGIC 0x52464854u /* "RFHT" */
-#define SOCKETS_MAX 4096
-#define ERROR_BODY_BYTES 512   /* kept from an error response (S3 <Code>) */
+#define HTTP_MAGIC               0x52464854u /* "RFHT" */
+#define SOCKETS_MAX              4096
+#define ERROR_BODY_BYTES         512 /* kept from an error response (S3 <Code>) */
 #define EASY_POOL_PER_CONNECTION 2
+#define HTTP_RECV_BUFFER_BYTES   (512 * 1024)
+#define NO_OP                    (-1) /* an op id meaning "none" (rf_loop_cancel ignores it) */
 
 typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
 static const char *const xfer_state_name[X_STATES] = {"queued", "active", "backoff", "done"};
@@ -72,7 +74,7 @@ struct rf_http_xfer {
 	char error_body[ERROR_BODY_BYTES + 1];
 	size_t error_body_len;
 	char curl_msg[CURL_ERROR_SIZE];
-	char *all;         /* GET_ALL body */
+	char *all; /* GET_ALL body */
 	/* outcome */
 	int64_t result;
 	char *fail_msg;
@@ -81,10 +83,10 @@ struct rf_http_xfer {
 typedef struct sock {
 	rf_http *h;
 	curl_socket_t fd;
-	int want;      /* CURL_POLL_* curl asked for; 0 = removed */
-	int armed;     /* mask of the poll in flight (0 = none) */
+	int want;  /* CURL_POLL_* curl asked for; 0 = removed */
+	int armed; /* mask of the poll in flight (0 = none) */
 	int64_t poll_id;
-	bool reset;    /* fd was removed and reused: re-arm from scratch */
+	bool reset; /* fd was removed and reused: re-arm from scratch */
 } sock;
 
 struct rf_http {
@@ -133,8 +135,7 @@ static bool parse_u64(const char **p, uint64_t *out)
 	return true;
 }
 
-int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last,
-                                uint64_t *total)
+int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total)
 {
 	while (*v == ' ' || *v == '\t')
 		v++;
@@ -255,6 +256,7 @@ static sock *sock_add(rf_http *h, curl_socket_t fd)
 		return NULL;
 	s->h = h;
 	s->fd = fd;
+	s->poll_id = NO_OP;
 	h->socks[h->nsocks++] = s;
 	return s;
 }
@@ -376,13 +378,18 @@ static bool range_body_ok(rf_http_xfer *x)
 	if (x->status == 206) {
 		if (!x->body_checked && !x->problem[0])
 			set_problem(x, false, "HTTP 206 without a Content-Range");
-		return x->body_checked;
+		if (x->body_checked && x->have_content_length && x->content_length != x->req.len)
+			set_problem(x, false, "Content-Length %llu for a range of %llu bytes",
+			            (unsigned long long)x->content_length,
+			            (unsigned long long)x->req.len);
+		return !x->problem[0];
 	}
 	if (x->status == 200 && x->req.offset == 0 && x->have_content_length &&
 	    x->content_length == x->req.len)
 		return true; /* the whole object is exactly the range asked */
 	if (x->status == 200)
-		set_problem(x, false, "server ignored the Range header (HTTP 200 with the whole object)");
+		set_problem(x, false,
+		            "server ignored the Range header (HTTP 200 with the whole object)");
 	else
 		set_problem(x, false, "unexpected HTTP %ld to a range request", x->status);
 	return false;
@@ -443,9 +450,9 @@ static void apply_sockets(rf_http *h)
 {
 	for (uint32_t i = 0; i < h->nsocks;) {
 		sock *s = h->socks[i];
-		if (s->poll_id && (s->reset || s->armed != s->want)) {
+		if (s->poll_id >= 0 && (s->reset || s->armed != s->want)) {
 			rf_loop_cancel(h->loop, s->poll_id);
-			s->poll_id = 0;
+			s->poll_id = NO_OP;
 		}
 		s->reset = false;
 		if (s->want == 0) {
@@ -453,11 +460,13 @@ static void apply_sockets(rf_http *h)
 			free(s);
 			continue;
 		}
-		if (!s->poll_id) {
-			int64_t id = rf_loop_poll(h->loop, s->fd, to_poll_mask(s->want), on_poll, s);
-			/* A full op table: try again on the next pump (the timer keeps curl alive). */
-			s->poll_id = id > 0 ? id : 0;
-			s->armed = id > 0 ? s->want : 0;
+		if (s->poll_id < 0) {
+			int64_t id =
+			    rf_loop_poll(h->loop, s->fd, to_poll_mask(s->want), on_poll, s);
+			/* A full op table: try again on the next pump (the timer keeps curl alive).
+			 */
+			s->poll_id = id >= 0 ? id : NO_OP;
+			s->armed = id >= 0 ? s->want : 0;
 		}
 		i++;
 	}
@@ -467,13 +476,12 @@ static void apply_timer(rf_http *h)
 {
 	if (h->timer_want == -2)
 		return;
-	if (h->timer_id)
-		rf_loop_cancel(h->loop, h->timer_id);
-	h->timer_id = 0;
+	rf_loop_cancel(h->loop, h->timer_id);
+	h->timer_id = NO_OP;
 	if (h->timer_want >= 0) {
-		int64_t id = rf_loop_timer(h->loop, (uint64_t)h->timer_want * 1000000ull,
-		                           on_curl_timer, h);
-		h->timer_id = id > 0 ? id : 0;
+		int64_t id =
+		    rf_loop_timer(h->loop, (uint64_t)h->timer_want * 1000000ull, on_curl_timer, h);
+		h->timer_id = id >= 0 ? id : NO_OP;
 	}
 	h->timer_want = -2;
 }
@@ -491,7 +499,7 @@ static void on_poll(void *arg, int res)
 {
 	sock *s = arg;
 	rf_http *h = s->h;
-	s->poll_id = 0;
+	s->poll_id = NO_OP;
 	s->armed = 0;
 	int ev = 0;
 	if (res < 0)
@@ -510,7 +518,7 @@ static void on_poll(void *arg, int res)
 static void on_curl_timer(void *arg, int res)
 {
 	rf_http *h = arg;
-	h->timer_id = 0;
+	h->timer_id = NO_OP;
 	socket_action(h, CURL_SOCKET_TIMEOUT, 0);
 }
 
@@ -525,6 +533,17 @@ static void list_push(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
 	else
 		*head = x;
 	*tail = x;
+}
+
+static void list_push_front(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+{
+	x->prev = NULL;
+	x->next = *head;
+	if (*head)
+		(*head)->prev = x;
+	else
+		*tail = x;
+	*head = x;
 }
 
 static void list_unlink(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
@@ -627,12 +646,13 @@ static void configure_limits(rf_http *h, rf_http_xfer *x)
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	/* 16 KiB by default: one loop round trip per 16 KiB is the bottleneck */
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)HTTP_RECV_BUFFER_BYTES);
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored */
 	if (h->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
-	if (x->req.kind == RF_HTTP_RANGE)
-		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->req.len);
-	else if (x->req.kind == RF_HTTP_GET_ALL)
+	/* Range bodies are bounded by on_write (an error body must still be read). */
+	if (x->req.kind == RF_HTTP_GET_ALL)
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->req.max_bytes);
 }
 
@@ -705,6 +725,14 @@ static void s3_error_code(const char *body, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
+{
+	char code[64];
+	s3_error_code(x->error_body, code, sizeof(code));
+	snprintf(why, cap, "HTTP %ld%s%s", x->status, code[0] ? " " : "", code);
+	return rf_http_status_retryable(x->status) ? 0 : -1;
+}
+
 /* Judges a finished attempt: 1 = accepted, 0 = retryable, -1 = failed for good.
  * why receives the reason. */
 static int judge(rf_http_xfer *x, char *why, size_t cap)
@@ -714,21 +742,15 @@ static int judge(rf_http_xfer *x, char *why, size_t cap)
 		snprintf(why, cap, "%.200s", x->problem);
 		return x->problem_retryable ? 0 : -1;
 	}
-	if (x->curl_rc == CURLE_FILESIZE_EXCEEDED && x->status == 200 && r->kind == RF_HTTP_RANGE) {
-		snprintf(why, cap, "server ignored the Range header (HTTP 200 with the whole object)");
-		return -1;
-	}
+	if (x->status >= 400 && x->status <= 599) /* even if the error body was cut */
+		return judge_status(x, why, cap);
 	if (x->curl_rc != CURLE_OK) {
 		snprintf(why, cap, "%.180s (curl %d)",
 		         x->curl_msg[0] ? x->curl_msg : curl_easy_strerror(x->curl_rc), x->curl_rc);
 		return curl_retryable(x->curl_rc) ? 0 : -1;
 	}
-	if (x->status < 200 || x->status > 299) {
-		char code[64];
-		s3_error_code(x->error_body, code, sizeof(code));
-		snprintf(why, cap, "HTTP %ld%s%s", x->status, code[0] ? " " : "", code);
-		return rf_http_status_retryable(x->status) ? 0 : -1;
-	}
+	if (x->status < 200 || x->status > 299)
+		return judge_status(x, why, cap);
 	if (r->kind == RF_HTTP_RANGE && x->got != r->len) {
 		snprintf(why, cap, "short body: %llu of %llu bytes", (unsigned long long)x->got,
 		         (unsigned long long)r->len);
@@ -751,9 +773,10 @@ static void finish(rf_http_xfer *x, int64_t result, const char *why)
 			snprintf(range, sizeof(range), " bytes %llu-%llu",
 			         (unsigned long long)x->req.offset,
 			         (unsigned long long)(x->req.offset + x->req.len - 1));
-		x->fail_msg = dup_printf("%s %s%s: %s; last HTTP status %ld, %u attempt%s",
-		                         x->req.kind == RF_HTTP_HEAD ? "HEAD" : "GET", x->name, range,
-		                         why, x->status, x->attempts, x->attempts == 1 ? "" : "s");
+		x->fail_msg =
+		    dup_printf("%s %s%s: %s; last HTTP status %ld, %u attempt%s",
+		               x->req.kind == RF_HTTP_HEAD ? "HEAD" : "GET", x->name, range, why,
+		               x->status, x->attempts, x->attempts == 1 ? "" : "s");
 		h->counters.errors++;
 	} else if (x->req.kind == RF_HTTP_GET_ALL) {
 		*x->req.body = x->all ? x->all : strdup("");
@@ -784,7 +807,7 @@ static int64_t retry_delay_ms(rf_http_xfer *x)
 static void on_backoff_timer(void *arg, int res)
 {
 	rf_http_xfer *x = arg;
-	x->timer_id = 0;
+	x->timer_id = NO_OP;
 	xfer_step(x, EV_TIMER);
 	pump(x->h);
 }
@@ -811,8 +834,9 @@ static void step_admit(rf_http_xfer *x)
 	if (rc == 0 && curl_multi_add_handle(h->multi, x->easy) != CURLM_OK)
 		rc = -EIO;
 	if (rc < 0) {
-		finish(x, rc, rc == -ENOMEM ? "out of memory setting up the transfer"
-		                            : "curl refused the transfer");
+		finish(x, rc,
+		       rc == -ENOMEM ? "out of memory setting up the transfer"
+		                     : "curl refused the transfer");
 		return;
 	}
 	x->state = X_ACTIVE;
@@ -842,14 +866,15 @@ static void step_finished(rf_http_xfer *x)
 	int verdict = judge(x, why, sizeof(why));
 	if (verdict > 0) {
 		h->counters.bytes += x->got;
-		finish(x, x->req.kind == RF_HTTP_HEAD ? (int64_t)x->content_length : (int64_t)x->got,
+		finish(x,
+		       x->req.kind == RF_HTTP_HEAD ? (int64_t)x->content_length : (int64_t)x->got,
 		       NULL);
 		return;
 	}
 	if (verdict == 0 && x->attempts <= h->opt.retries) {
 		int64_t ms = retry_delay_ms(x);
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
-		if (id > 0) {
+		if (id >= 0) {
 			x->timer_id = id;
 			x->state = X_BACKOFF;
 			if (h->trace)
@@ -871,13 +896,13 @@ static void step_cancel(rf_http_xfer *x)
 		list_unlink(&h->queue_head, &h->queue_tail, x);
 	if (x->state == X_ACTIVE)
 		x->host->active--;
-	if (x->state == X_BACKOFF && x->timer_id)
+	if (x->state == X_BACKOFF)
 		rf_loop_cancel(h->loop, x->timer_id);
 	if (x->state == X_DONE && x->listed_done)
 		list_unlink(&h->done_head, &h->done_tail, x);
 	detach_easy(x);
 	x->listed_queue = x->listed_done = false;
-	x->timer_id = 0;
+	x->timer_id = NO_OP;
 	x->state = X_DONE;
 }
 
@@ -886,17 +911,31 @@ static void xfer_step(rf_http_xfer *x, xfer_event ev)
 {
 	static const char *const ev_name[] = {"admit", "finished", "timer", "cancel"};
 	xfer_state from = x->state;
-	if (ev == EV_ADMIT && from == X_QUEUED)
-		step_admit(x);
-	else if (ev == EV_FINISHED && from == X_ACTIVE)
-		step_finished(x);
-	else if (ev == EV_TIMER && from == X_BACKOFF) {
-		x->state = X_QUEUED;
-		list_push(&x->h->queue_head, &x->h->queue_tail, x);
-		x->listed_queue = true;
-	} else if (ev == EV_CANCEL)
+	bool known = true;
+	switch (ev) {
+	case EV_ADMIT:
+		known = from == X_QUEUED;
+		if (known)
+			step_admit(x);
+		break;
+	case EV_FINISHED:
+		known = from == X_ACTIVE;
+		if (known)
+			step_finished(x);
+		break;
+	case EV_TIMER:
+		known = from == X_BACKOFF;
+		if (known) { /* first in line again: it is the oldest request */
+			x->state = X_QUEUED;
+			list_push_front(&x->h->queue_head, &x->h->queue_tail, x);
+			x->listed_queue = true;
+		}
+		break;
+	case EV_CANCEL:
 		step_cancel(x);
-	else
+		break;
+	}
+	if (!known)
 		fprintf(stderr, "ringfeed: http: %s: event %s ignored in state %s\n", x->name,
 		        ev_name[ev], xfer_state_name[from]);
 	if (x->h->trace)
@@ -930,7 +969,11 @@ static bool harvest(rf_http *h)
 
 static bool admit(rf_http *h)
 {
-	bool any = false;
+	bool any = false, room = false;
+	for (uint32_t i = 0; i < h->nhosts && !room; i++)
+		room = h->hosts[i].active < h->opt.connections;
+	if (!room)
+		return false; /* every host is at its limit: no need to walk the queue */
 	rf_http_xfer *next;
 	for (rf_http_xfer *x = h->queue_head; x; x = next) {
 		next = x->next;
@@ -994,7 +1037,7 @@ static void pump(rf_http *h)
 static void on_kick(void *arg, int res)
 {
 	rf_http *h = arg;
-	h->kick_id = 0;
+	h->kick_id = NO_OP;
 	pump(h);
 }
 
@@ -1005,9 +1048,9 @@ static void kick(rf_http *h)
 		h->pump_again = true;
 		return;
 	}
-	if (!h->kick_id) {
+	if (h->kick_id < 0) {
 		int64_t id = rf_loop_timer(h->loop, 0, on_kick, h);
-		h->kick_id = id > 0 ? id : 0;
+		h->kick_id = id >= 0 ? id : NO_OP;
 	}
 }
 
@@ -1047,12 +1090,14 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	h->opt.s3_access_key = h->opt.s3_secret_key = h->opt.s3_session_token = NULL;
 	h->opt.inject = NULL; /* no borrowed strings kept */
 	h->timer_want = -2;
+	h->timer_id = h->kick_id = NO_OP;
 	h->trace = getenv("RF_HTTP_TRACE") != NULL;
 	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
 	h->pool_max = h->opt.connections * EASY_POOL_PER_CONNECTION;
 	h->pool = calloc(h->pool_max, sizeof(*h->pool));
 	h->multi = curl_multi_init();
-	if ((opt->ca_file && !(h->ca_file = strdup(opt->ca_file))) || !h->pool || !h->multi) {
+	if ((opt->ca_file && *opt->ca_file && !(h->ca_file = strdup(opt->ca_file))) || !h->pool ||
+	    !h->multi) {
 		rf_http_free(h);
 		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
 	}
@@ -1086,15 +1131,12 @@ void rf_http_free(rf_http *h)
 	if (h->multi)
 		curl_multi_cleanup(h->multi); /* may still report sockets: recorded only */
 	for (uint32_t i = 0; i < h->nsocks; i++) {
-		if (h->socks[i]->poll_id)
-			rf_loop_cancel(h->loop, h->socks[i]->poll_id);
+		rf_loop_cancel(h->loop, h->socks[i]->poll_id);
 		free(h->socks[i]);
 	}
 	free(h->socks);
-	if (h->timer_id)
-		rf_loop_cancel(h->loop, h->timer_id);
-	if (h->kick_id)
-		rf_loop_cancel(h->loop, h->kick_id);
+	rf_loop_cancel(h->loop, h->timer_id);
+	rf_loop_cancel(h->loop, h->kick_id);
 	for (uint32_t i = 0; i < h->npool; i++)
 		curl_easy_cleanup(h->pool[i]);
 	free(h->pool);
@@ -1183,6 +1225,7 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 		return rf_fail(err, -ENOMEM, "out of memory starting a transfer of '%s'", shown);
 	}
 	x->h = h;
+	x->timer_id = NO_OP;
 	x->req = *req;
 	x->req.url = x->req.name = NULL; /* owned copies above */
 	x->cb = cb;

@@ -13,10 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RF_HTTP_HOSTS_MAX 64           /* distinct hosts one rf_http talks to */
-#define RF_HTTP_TRANSFERS_MAX 65536    /* transfers queued or in flight */
-#define RF_HTTP_HEADER_BYTES_MAX 65536 /* all response headers of one response */
-#define RF_HTTP_REDIRECTS_MAX 3
+#define RF_HTTP_HOSTS_MAX          64    /* distinct hosts one rf_http talks to */
+#define RF_HTTP_TRANSFERS_MAX      65536 /* transfers queued or in flight */
+#define RF_HTTP_HEADER_BYTES_MAX   65536 /* all response headers of one response */
+#define RF_HTTP_REDIRECTS_MAX      3
 #define RF_HTTP_RETRY_AFTER_MAX_MS 30000
 
 typedef struct rf_http rf_http;
@@ -74,12 +74,10 @@ unsigned rf_http_in_flight(const rf_http *h);
 
 /* Parses a Content-Range value "bytes FIRST-LAST/TOTAL" (TOTAL may be '*' ->
  * UINT64_MAX) or "bytes * /TOTAL" (unsatisfied; first = last = UINT64_MAX). */
-int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last,
-                                uint64_t *total);
+int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total);
 /* Full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)] ms, from a
  * splitmix64 state. */
-uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
-                            uint64_t *rng);
+uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng);
 /* Retry-After as delta seconds; -1 when absent or not a plain number (HTTP
  * dates are handled by the caller). Capped at RF_HTTP_RETRY_AFTER_MAX_MS. */
 int64_t rf_http_retry_after_ms(const char *v);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define XML_DEPTH_MAX 8
-#define XML_TEXT_MAX 2048
+#define XML_TEXT_MAX  2048
 
 static const char *first_set(const char *a, const char *env)
 {
@@ -41,8 +41,8 @@ int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_erro
 	const char *ep = first_set(opt->s3_endpoint, "AWS_ENDPOINT_URL");
 	if (ep) {
 		out->endpoint = dup_or_null(ep, &oom);
-	} else if (out->region && asprintf(&out->endpoint, "https://s3.%s.amazonaws.com",
-	                                   out->region) < 0) {
+	} else if (out->region &&
+	           asprintf(&out->endpoint, "https://s3.%s.amazonaws.com", out->region) < 0) {
 		out->endpoint = NULL;
 		oom = true;
 	}
@@ -110,8 +110,8 @@ int rf_s3_object_url(const rf_s3_config *c, const char *bucket, const char *key,
 	return 0;
 }
 
-int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix,
-                   const char *token, uint32_t max_keys, char **url, rf_error *err)
+int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix, const char *token,
+                   uint32_t max_keys, char **url, rf_error *err)
 {
 	char p[3 * RF_S3_KEY_BYTES_MAX + 1], t[3 * 4096 + 1] = "";
 	if (rf_uri_encode(prefix, false, p, sizeof(p)) < 0 ||
@@ -231,7 +231,8 @@ static void end_contents(list_parse *lp)
 static void end_field(list_parse *lp, const char *t)
 {
 	if (at(lp, "ListBucketResult", "Contents", "Key")) {
-		if (lp->text_len == 0 || lp->text_len > RF_S3_KEY_BYTES_MAX || memchr(t, 0, lp->text_len))
+		if (lp->text_len == 0 || lp->text_len > RF_S3_KEY_BYTES_MAX ||
+		    memchr(t, 0, lp->text_len))
 			return stop(lp, -EPROTO, "an empty, too long or NUL-holding Key");
 		memcpy(lp->key, t, lp->text_len + 1);
 		lp->have_key = true;
@@ -274,10 +275,9 @@ static void XMLCALL on_doctype(void *ud, const XML_Char *name, const XML_Char *s
 	stop(ud, -EPROTO, "a DOCTYPE (refused: no DTDs or entities)");
 }
 
-static void XMLCALL on_entity(void *ud, const XML_Char *name, int is_param,
-                              const XML_Char *value, int value_len, const XML_Char *base,
-                              const XML_Char *sysid, const XML_Char *pubid,
-                              const XML_Char *notation)
+static void XMLCALL on_entity(void *ud, const XML_Char *name, int is_param, const XML_Char *value,
+                              int value_len, const XML_Char *base, const XML_Char *sysid,
+                              const XML_Char *pubid, const XML_Char *notation)
 {
 	stop(ud, -EPROTO, "an entity declaration (refused)");
 }
@@ -285,12 +285,13 @@ static void XMLCALL on_entity(void *ud, const XML_Char *name, int is_param,
 static int finish_parse(list_parse *lp, bool *truncated, char **next_token)
 {
 	if (lp->is_error) {
-		int code = !strcmp(lp->code, "AccessDenied") || !strcmp(lp->code, "SignatureDoesNotMatch")
-		               ? -EACCES
-		           : !strcmp(lp->code, "NoSuchBucket") ? -ENOENT
-		                                               : -EIO;
-		return rf_fail(lp->err, code, "listing bucket %s failed: S3 error %s: %s", lp->bucket,
-		               lp->code[0] ? lp->code : "(no code)", lp->message);
+		int code =
+		    !strcmp(lp->code, "AccessDenied") || !strcmp(lp->code, "SignatureDoesNotMatch")
+		        ? -EACCES
+		    : !strcmp(lp->code, "NoSuchBucket") ? -ENOENT
+		                                        : -EIO;
+		return rf_fail(lp->err, code, "listing bucket %s failed: S3 error %s: %s",
+		               lp->bucket, lp->code[0] ? lp->code : "(no code)", lp->message);
 	}
 	if (lp->truncated && !lp->token)
 		return rf_fail(lp->err, -EPROTO,
@@ -332,11 +333,13 @@ int rf_s3_list_parse(const char *xml, size_t len, const char *bucket, rf_url_lis
 		if (lp->rc)
 			rc = lp->rc;
 		else if (st != XML_STATUS_OK)
-			rc = rf_fail(err, -EPROTO, "bad ListObjectsV2 response for bucket %s: %s at line %lu",
+			rc = rf_fail(err, -EPROTO,
+			             "bad ListObjectsV2 response for bucket %s: %s at line %lu",
 			             bucket, XML_ErrorString(XML_GetErrorCode(lp->p)),
 			             (unsigned long)XML_GetCurrentLineNumber(lp->p));
 		else if (lp->depth != 0 || !lp->path[0][0])
-			rc = rf_fail(err, -EPROTO, "empty ListObjectsV2 response for bucket %s", bucket);
+			rc = rf_fail(err, -EPROTO, "empty ListObjectsV2 response for bucket %s",
+			             bucket);
 		else
 			rc = finish_parse(lp, truncated, next_token);
 		XML_ParserFree(lp->p);
@@ -391,12 +394,14 @@ static bool is_rfs(const char *url)
 static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
 {
 	if (rc >= 0) {
-		qsort(l->all.v, l->all.n, sizeof(*l->all.v), cmp_entry);
+		if (l->all.n > 1)
+			qsort(l->all.v, l->all.n, sizeof(*l->all.v), cmp_entry);
 		rf_error err = {0};
 		size_t before = l->out->n;
 		for (size_t i = 0; i < l->all.n && rc >= 0; i++)
 			if (is_rfs(l->all.v[i].url))
-				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint, &err);
+				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint,
+				                     &err);
 		msg = rc < 0 ? err.msg : NULL;
 		if (rc >= 0)
 			rc = (int64_t)(l->out->n - before);
@@ -417,8 +422,8 @@ static void on_page(void *arg, int64_t res, const char *msg)
 	bool truncated;
 	char *prev = l->token;
 	l->token = NULL;
-	int rc = rf_s3_list_parse(l->body, (size_t)res, l->bucket, &l->all, &truncated, &l->token,
-	                          &err);
+	int rc =
+	    rf_s3_list_parse(l->body, (size_t)res, l->bucket, &l->all, &truncated, &l->token, &err);
 	free(l->body);
 	l->body = NULL;
 	if (rc == 0 && truncated && prev && !strcmp(prev, l->token))

@@ -10,10 +10,10 @@
 #include "http.h"
 #include "url.h"
 
-#define RF_S3_LIST_KEYS_MAX 1000000u /* objects one prefix may list */
+#define RF_S3_LIST_KEYS_MAX  1000000u /* objects one prefix may list */
 #define RF_S3_LIST_PAGES_MAX 100000u
-#define RF_S3_LIST_BODY_MAX (16u << 20) /* one ListObjectsV2 response */
-#define RF_S3_KEY_BYTES_MAX 1024u
+#define RF_S3_LIST_BODY_MAX  (16u << 20) /* one ListObjectsV2 response */
+#define RF_S3_KEY_BYTES_MAX  1024u
 
 typedef struct rf_s3_config {
 	char *endpoint; /* scheme://host[:port], no trailing '/' */
@@ -33,8 +33,8 @@ int rf_s3_object_url(const rf_s3_config *c, const char *bucket, const char *key,
                      rf_error *err);
 /* ListObjectsV2 URL, query sorted and encoded as SigV4 needs (malloc'd).
  * token may be NULL. */
-int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix,
-                   const char *token, uint32_t max_keys, char **url, rf_error *err);
+int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix, const char *token,
+                   uint32_t max_keys, char **url, rf_error *err);
 
 /* Parses one ListObjectsV2 response: appends "s3://bucket/key" with its size
  * to out, sets *truncated and *next_token (malloc'd or NULL). Refuses DTDs,

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define BRACE_GROUPS_MAX 16
-#define BRACE_DIGITS_MAX 18 /* keeps every bound below 10^18 */
+#define BRACE_GROUPS_MAX      16
+#define BRACE_DIGITS_MAX      18 /* keeps every bound below 10^18 */
 #define BRACE_TOTAL_BYTES_MAX (256ull << 20)
 
 static const struct {
@@ -73,17 +73,17 @@ void rf_url_list_free(rf_url_list *l)
 typedef struct brace_group {
 	size_t open, close; /* offsets of '{' and '}' in the pattern */
 	bool range;
-	uint64_t lo, hi;    /* range: first and last value as written */
-	int width;          /* zero padding width, 0 = none */
-	size_t count;       /* names this group yields */
+	uint64_t lo, hi; /* range: first and last value as written */
+	int width;       /* zero padding width, 0 = none */
+	size_t count;    /* names this group yields */
 } brace_group;
 
-static int parse_bound(const char *s, size_t len, uint64_t *v, const char *pattern,
-                       rf_error *err)
+static int parse_bound(const char *s, size_t len, uint64_t *v, const char *pattern, rf_error *err)
 {
 	if (len == 0 || len > BRACE_DIGITS_MAX)
-		return rf_fail(err, -EINVAL, "bad brace range in '%s': bounds must be 1 to %d digits",
-		               pattern, BRACE_DIGITS_MAX);
+		return rf_fail(err, -EINVAL,
+		               "bad brace range in '%s': bounds must be 1 to %d digits", pattern,
+		               BRACE_DIGITS_MAX);
 	uint64_t x = 0;
 	for (size_t i = 0; i < len; i++) {
 		if (!isdigit((unsigned char)s[i]))
@@ -107,7 +107,8 @@ static int parse_group(const char *pattern, brace_group *g, rf_error *err)
 			commas += body[i] == ',';
 		if (commas == 0)
 			return rf_fail(err, -EINVAL,
-			               "bad brace group in '%s': expected {A..B} or {x,y}", pattern);
+			               "bad brace group in '%s': expected {A..B} or {x,y}",
+			               pattern);
 		g->range = false;
 		g->count = commas + 1;
 		return 0;
@@ -132,7 +133,8 @@ static int find_groups(const char *pattern, brace_group *g, size_t *ngroups, rf_
 	size_t n = 0, total = 1;
 	for (size_t i = 0; pattern[i]; i++) {
 		if (pattern[i] == '}')
-			return rf_fail(err, -EINVAL, "unmatched '}' at offset %zu in '%s'", i, pattern);
+			return rf_fail(err, -EINVAL, "unmatched '}' at offset %zu in '%s'", i,
+			               pattern);
 		if (pattern[i] != '{')
 			continue;
 		const char *end = strpbrk(pattern + i + 1, "{}");
@@ -154,14 +156,13 @@ static int find_groups(const char *pattern, brace_group *g, size_t *ngroups, rf_
 	}
 	*ngroups = n;
 	if ((uint64_t)total * (strlen(pattern) + 24) > BRACE_TOTAL_BYTES_MAX)
-		return rf_fail(err, -EINVAL, "'%s' expands to more than %llu bytes of names", pattern,
-		               (unsigned long long)BRACE_TOTAL_BYTES_MAX);
+		return rf_fail(err, -EINVAL, "'%s' expands to more than %llu bytes of names",
+		               pattern, (unsigned long long)BRACE_TOTAL_BYTES_MAX);
 	return 0;
 }
 
 /* Appends alternative number k of group g to buf at *pos. */
-static void put_choice(const char *pattern, const brace_group *g, size_t k, char *buf,
-                       size_t *pos)
+static void put_choice(const char *pattern, const brace_group *g, size_t k, char *buf, size_t *pos)
 {
 	if (g->range) {
 		uint64_t v = g->lo <= g->hi ? g->lo + k : g->lo - k;
@@ -316,8 +317,8 @@ void rf_url_redact(const char *url, char *out, size_t cap)
 	if (at && at + 1 - url > (ptrdiff_t)q)
 		at = NULL; /* an '@' after the query begins is not userinfo */
 	if (at)
-		snprintf(out, cap, "%.*s%.*s%s", (int)(auth - url), url, (int)(q - (size_t)(at + 1 - url)),
-		         at + 1, url[q] ? "?..." : "");
+		snprintf(out, cap, "%.*s%.*s%s", (int)(auth - url), url,
+		         (int)(q - (size_t)(at + 1 - url)), at + 1, url[q] ? "?..." : "");
 	else
 		snprintf(out, cap, "%.*s%s", (int)q, url, url[q] ? "?..." : "");
 }

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #define RF_BRACE_EXPANSION_MAX 1000000u /* names one pattern may expand to */
-#define RF_URL_BYTES_MAX 8192u          /* longest URL or key accepted */
-#define RF_SIZE_UNKNOWN UINT64_MAX
+#define RF_URL_BYTES_MAX       8192u    /* longest URL or key accepted */
+#define RF_SIZE_UNKNOWN        UINT64_MAX
 
 typedef enum rf_url_scheme {
 	RF_URL_PATH = 0, /* plain local path (no scheme) */

@@ -1,7 +1,7 @@
 /* test_http_parse.c - the pure pieces of the HTTP client: Content-Range
  * parsing, full-jitter backoff, Retry-After, which statuses are retried. */
-#include "testutil.h"
 #include "http.h"
+#include "testutil.h"
 #include "util.h"
 
 static void test_content_range(void **state)
@@ -18,13 +18,13 @@ static void test_content_range(void **state)
 	assert_true(a == UINT64_MAX && t == 1000);
 	/* refused */
 	const char *bad[] = {
-	    "bytes 10-5/100",       /* last < first */
-	    "bytes 0-100/100",      /* last beyond total */
-	    "bytes 0-99",           /* no total */
-	    "items 0-99/100",       /* wrong unit */
-	    "bytes -5-9/100",       /* negative */
-	    "bytes 0-99/100 extra", /* trailing junk */
-	    "bytes */*",            /* says nothing */
+	    "bytes 10-5/100",                 /* last < first */
+	    "bytes 0-100/100",                /* last beyond total */
+	    "bytes 0-99",                     /* no total */
+	    "items 0-99/100",                 /* wrong unit */
+	    "bytes -5-9/100",                 /* negative */
+	    "bytes 0-99/100 extra",           /* trailing junk */
+	    "bytes */*",                      /* says nothing */
 	    "bytes 0-99999999999999999999/1", /* overflow */
 	    "bytes a-b/c",
 	    "",
@@ -56,7 +56,8 @@ static void test_backoff(void **state)
 	int differ = 0;
 	rng = 42;
 	for (int k = 0; k < 20; k++)
-		differ += rf_http_backoff_ms(5, 50, 5000, &rng) != rf_http_backoff_ms(5, 50, 5000, &other);
+		differ += rf_http_backoff_ms(5, 50, 5000, &rng) !=
+		          rf_http_backoff_ms(5, 50, 5000, &other);
 	assert_true(differ > 10);
 }
 

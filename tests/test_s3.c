@@ -1,7 +1,7 @@
 /* test_s3.c - S3 settings, path-style and listing URLs, and the
  * ListObjectsV2 parser (well-formed, paginated, error documents, hostile). */
-#include "testutil.h"
 #include "s3.h"
+#include "testutil.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -10,7 +10,8 @@
 
 static void clear_env(void)
 {
-	const char *v[] = {"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+	const char *v[] = {"AWS_ENDPOINT_URL",      "AWS_REGION",
+	                   "AWS_DEFAULT_REGION",    "AWS_ACCESS_KEY_ID",
 	                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		unsetenv(v[i]);
@@ -77,8 +78,8 @@ static void test_urls(void **state)
 	assert_string_equal(url, "http://h:1/bkt?list-type=2&max-keys=5&prefix=d%2Fx");
 	free(url);
 	assert_int_equal(rf_s3_list_url(&c, "bkt", "", "a/b=", 1000, &url, &err), 0);
-	assert_string_equal(url,
-	                    "http://h:1/bkt?continuation-token=a%2Fb%3D&list-type=2&max-keys=1000&prefix=");
+	assert_string_equal(
+	    url, "http://h:1/bkt?continuation-token=a%2Fb%3D&list-type=2&max-keys=1000&prefix=");
 	free(url);
 	char longkey[1100];
 	memset(longkey, 'k', sizeof(longkey) - 1);
@@ -86,8 +87,9 @@ static void test_urls(void **state)
 	assert_int_equal(rf_s3_object_url(&c, "bkt", longkey, &url, &err), -ENAMETOOLONG);
 }
 
-#define HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"                                    \
-             "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+#define HEAD                                                                                       \
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"                                             \
+	"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
 
 static int parse(const char *xml, rf_url_list *l, bool *trunc, char **tok, rf_error *err)
 {
@@ -101,12 +103,13 @@ static void test_parse_ok(void **state)
 	bool trunc;
 	char *tok;
 	rf_error err = {0};
-	const char *page1 = HEAD "<Name>bkt</Name><KeyCount>2</KeyCount><IsTruncated>true</IsTruncated>"
-	                         "<NextContinuationToken>tok/1=</NextContinuationToken>"
-	                         "<Contents><Key>d/a&amp;b.rfs</Key><Size>123</Size>"
-	                         "<ETag>&quot;x&quot;</ETag></Contents>\n"
-	                         "<Contents><Size>0</Size><Key>d/z.txt</Key></Contents>"
-	                         "</ListBucketResult>";
+	const char *page1 =
+	    HEAD "<Name>bkt</Name><KeyCount>2</KeyCount><IsTruncated>true</IsTruncated>"
+	         "<NextContinuationToken>tok/1=</NextContinuationToken>"
+	         "<Contents><Key>d/a&amp;b.rfs</Key><Size>123</Size>"
+	         "<ETag>&quot;x&quot;</ETag></Contents>\n"
+	         "<Contents><Size>0</Size><Key>d/z.txt</Key></Contents>"
+	         "</ListBucketResult>";
 	assert_int_equal(parse(page1, &l, &trunc, &tok, &err), 0);
 	assert_true(trunc);
 	assert_string_equal(tok, "tok/1=");

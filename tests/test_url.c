@@ -37,7 +37,7 @@ static void test_brace_ranges(void **state)
 	expect_expand("shard-{000000..000063}.rfs", 64, "shard-000000.rfs", "shard-000063.rfs");
 	expect_expand("plain.rfs", 1, "plain.rfs", "plain.rfs");
 	expect_expand("s3://b/x-{8..11}", 4, "s3://b/x-8", "s3://b/x-11");
-	expect_expand("a{05..3}", 3, "a05", "a03");     /* descending, padded */
+	expect_expand("a{05..3}", 3, "a05", "a03"); /* descending, padded */
 	expect_expand("a{0..0}", 1, "a0", "a0");
 	expect_expand("{a,b}-{1..2}", 4, "a-1", "b-2"); /* leftmost slowest */
 	expect_expand("x{,y}z", 2, "xz", "xyz");        /* empty alternative */
@@ -152,9 +152,9 @@ static void test_redact(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_schemes),     cmocka_unit_test(test_brace_ranges),
+	    cmocka_unit_test(test_schemes),      cmocka_unit_test(test_brace_ranges),
 	    cmocka_unit_test(test_brace_errors), cmocka_unit_test(test_split_s3),
-	    cmocka_unit_test(test_file_url),    cmocka_unit_test(test_encode),
+	    cmocka_unit_test(test_file_url),     cmocka_unit_test(test_encode),
 	    cmocka_unit_test(test_redact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,8 +25,13 @@ free_port() {
 	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+running() { # PID: alive and not a zombie (a child whose parent is gone may
+	# linger as one until init reaps it)
+	kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != Z ]
+}
+
 alive() { # pidfile
-	[ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+	[ -s "$1" ] && running "$(cat "$1")"
 }
 
 # wait_for NAME PIDFILE LOG CMD...: retries CMD until it succeeds (bounded).
@@ -220,7 +225,7 @@ stop_one() { # PIDFILE
 	pid=$(cat "$f")
 	if kill -TERM "$pid" 2>/dev/null; then
 		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
+			running "$pid" || break
 			sleep 0.1
 		done
 		kill -KILL "$pid" 2>/dev/null || true

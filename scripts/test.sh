@@ -14,6 +14,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 servers=$(mktemp -d "${TMPDIR:-/tmp}/rf-servers.XXXXXX")
 trap '"$top/scripts/servers.sh" stop "$servers"; rm -rf "$servers"' EXIT
+trap 'exit 130' INT TERM # so the EXIT trap runs on Ctrl-C / kill too
 "$top/scripts/servers.sh" start "$servers"
 # shellcheck source=/dev/null
 . "$servers/env"

@@ -21,6 +21,7 @@ rf_run_exit_cmds() {
 rf_at_exit() {
 	RF_EXIT_CMDS+=("$1")
 	trap rf_run_exit_cmds EXIT
+	trap 'exit 130' INT TERM # the EXIT trap then runs (CTest kills on timeout)
 }
 
 rf_need_env() {

@@ -1,8 +1,9 @@
 /* seeds.c - writes the binary seeds of fuzz/corpus/ with the real writer:
- * small sound shards (fuzz/corpus/shard/) and their frames as fuzz_block
- * inputs (fuzz/corpus/block/). Run: fuzz_seeds DIR (built with RF_FUZZ=ON);
- * the files it writes are committed, so this only reruns when the format
- * changes. */
+ * small sound shards (fuzz/corpus/shard/), their frames as fuzz_block
+ * inputs (fuzz/corpus/block/) and saved positions (fuzz/corpus/state/). Run: fuzz_seeds DIR (built
+ * with RF_FUZZ=ON); the files it writes are committed, so this only reruns when the format changes.
+ */
+#include "collate.h"
 #include "rfs.h"
 
 #include <stdio.h>
@@ -94,10 +95,29 @@ static int write_blocks(const char *dir, const shard_kind *k, const char *path)
 	return 0;
 }
 
+/* fuzz_state inputs: saved positions. */
+static int write_states(const char *dir)
+{
+	const rf_position ps[] = {{0, 0, 0, 0, 0},
+	                          {0x0123456789abcdefull, 3, 1000, 31, 2},
+	                          {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX}};
+	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		uint8_t b[RF_STATE_BYTES];
+		char out[4096];
+		snprintf(out, sizeof(out), "%s/state/position-%zu", dir, i);
+		FILE *f = fopen(out, "wb");
+		if (rf_state_encode(&ps[i], b, sizeof(b)) != RF_STATE_BYTES || !f ||
+		    fwrite(b, 1, sizeof(b), f) != sizeof(b) || fclose(f) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
-		fprintf(stderr, "usage: fuzz_seeds CORPUS_DIR (with shard/ and block/ in it)\n");
+		fprintf(stderr,
+		        "usage: fuzz_seeds CORPUS_DIR (with shard/, block/, state/ in it)\n");
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -106,5 +126,5 @@ int main(int argc, char **argv)
 		if (write_shard(path, &kinds[i]) < 0 || write_blocks(argv[1], &kinds[i], path) < 0)
 			return 1;
 	}
-	return 0;
+	return write_states(argv[1]) < 0 ? 1 : 0;
 }

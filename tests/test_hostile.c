@@ -10,6 +10,7 @@
 #include "http.h"
 #include "manifest.h"
 #include "rfs.h"
+#include "s3.h"
 #include "testutil.h"
 #include "url.h"
 
@@ -421,6 +422,29 @@ static void test_regressions(void **state)
 	           "line 5: FILE_BYTES 18446744073709551615 makes the total exceed");
 	assert_null(m);
 	free(p);
+	/* fuzz_s3list: a second, empty NextContinuationToken freed the first
+	 * token and left the pointer behind, freed again at the end (double
+	 * free); fixed in s3.c end_field */
+	const char *s3[] = {"s3list/empty-second-token-double-free",
+	                    "s3list/found-empty-second-token"};
+	for (size_t i = 0; i < 2; i++) {
+		p = regression(s3[i]);
+		unsigned char *xml = NULL;
+		long n = rf_test_read_file(p, &xml);
+		assert_true(n > 0);
+		rf_url_list l = {0};
+		bool truncated = true;
+		char *token = NULL;
+		expect_msg(rf_s3_list_parse((const char *)xml, (size_t)n, "b", &l, &truncated,
+		                            &token, &err),
+		           -EPROTO, &err,
+		           "bad ListObjectsV2 response for bucket b: an empty or oversized "
+		           "NextContinuationToken");
+		assert_int_equal(l.n, 0);
+		assert_null(token);
+		free(xml);
+		free(p);
+	}
 }
 
 int main(void)

@@ -200,9 +200,8 @@ int64_t rf_http_retry_after_ms(const char *v)
 
 long rf_http_status_line(const char *line)
 {
-	/* "HTTP/1.1 206" or "HTTP/2 206": the code follows the first space,
-	 * looked for within the first 16 bytes and never past the NUL */
-	const char *sp = memchr(line, ' ', strnlen(line, 16));
+	/* "HTTP/1.1 206" or "HTTP/2 206": the code follows the first space */
+	const char *sp = strchr(line, ' ');
 	return sp ? strtol(sp + 1, NULL, 10) : 0;
 }
 
@@ -312,7 +311,7 @@ static bool header_is(const char *line, size_t n, const char *name, const char *
 static void response_reset(rf_http_xfer *x, const char *line)
 {
 	x->status = rf_http_status_line(line);
-	x->have_content_length = false;
+	x->have_content_length = x->body_checked = false;
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
 }
@@ -729,7 +728,10 @@ static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 {
 	char code[64];
 	s3_error_code(x->error_body, code, sizeof(code));
-	snprintf(why, cap, "HTTP %ld%s%s", x->status, code[0] ? " " : "", code);
+	const char *hint = "";
+	if (!code[0] && x->req.sign && (x->status == 403 || x->status == 401))
+		hint = " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)";
+	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, hint);
 	return rf_http_status_retryable(x->status) ? 0 : -1;
 }
 
@@ -841,6 +843,8 @@ static void step_admit(rf_http_xfer *x)
 	}
 	x->state = X_ACTIVE;
 	x->host->active++;
+	h->counters.host_active_max =
+	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
 	h->counters.requests++;
 	h->counters.retries += x->attempts > 0;
 	x->attempts++;
@@ -961,6 +965,9 @@ static bool harvest(rf_http *h)
 		x->curl_rc = rc;
 		if (x->status == 0)
 			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		long connects = 0;
+		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
 		xfer_step(x, EV_FINISHED);
 		any = true;
 	}
@@ -1072,8 +1079,6 @@ static void defaults(rf_fetch_options *o)
 		o->request_timeout_ms = 300000;
 	if (o->low_speed_time_s == 0)
 		o->low_speed_time_s = 30;
-	if (o->low_speed_bytes_per_s == 0)
-		o->low_speed_bytes_per_s = 1024;
 }
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)

@@ -75,6 +75,8 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->retries += c.retries;
 	out->errors += c.errors;
 	out->bytes += c.bytes;
+	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
+	out->connects += c.connects;
 }
 
 /* S3 settings are resolved on first use, so a bad AWS_ENDPOINT_URL only
@@ -329,4 +331,24 @@ void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 	void *state = NULL;
 	if (rf_fetch_kind_state(f, &rf_source_kind_remote, &state, NULL) == 0)
 		((remote_state *)state)->list_page = max_keys;
+}
+
+int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err)
+{
+	rf_loop *loop = NULL;
+	rf_fetch *f = NULL;
+	RF_TRY(rf_loop_new(&loop, err));
+	int rc = rf_fetch_new(loop, opt, &f, err);
+	if (rc == 0) {
+		const char *names[] = {url};
+		rc = rf_url_expand(f, names, 1, out, err);
+	}
+	rf_fetch_free(f);
+	rf_loop_free(loop);
+	return rc;
+}
+
+bool rf_url_is_s3_prefix(const char *url)
+{
+	return is_prefix(url);
 }

@@ -136,10 +136,12 @@ typedef struct rf_writer_options {
 	uint64_t block_bytes;  /* decoded target per block (default 1 MiB) */
 	int level;             /* zstd level (default 3) */
 	const char *metadata;  /* user metadata string, may be NULL */
-	uint32_t threads;      /* 0: compress in the caller; >= 1: one background thread
-	                          compresses block k while the caller fills block k+1
-	                          (the bytes written are identical either way) */
+	uint32_t threads;      /* 0: compress in the caller; 1..RF_WRITER_THREADS_MAX:
+	                          that many threads compress blocks in parallel while
+	                          the caller fills the next (same bytes either way) */
 } rf_writer_options;
+#define RF_WRITER_THREADS_MAX 4
+#define RF_WRITER_LAG_BLOCKS 4
 
 typedef struct rf_shard_summary {
 	uint64_t file_bytes;
@@ -152,10 +154,10 @@ typedef struct rf_shard_summary {
 typedef struct rf_writer rf_writer;
 rf_writer *rf_writer_open(const char *path, const rf_writer_options *opt, rf_error *err);
 int rf_writer_add(rf_writer *w, const void *record, size_t len, rf_error *err);
-/* Bytes of the shard's blocks that are certainly written: every block but the
- * most recently completed one. Changes only when a block completes, so it is a
- * deterministic function of the records added (a pipelined packer can decide
- * where to start a new shard from it without depending on timing). */
+/* Bytes of the shard's blocks written so far, counting every completed block
+ * but the last RF_WRITER_LAG_BLOCKS. It changes only when a block completes and
+ * does not depend on threads or timing, so a packer can decide from it where to
+ * start a new shard and still produce the same bytes from the same input. */
 uint64_t rf_writer_bytes(const rf_writer *w);
 /* Finishes the shard (last block, index, footer, fsync-free close) and frees w. */
 int rf_writer_close(rf_writer *w, rf_shard_summary *out, rf_error *err);
@@ -301,6 +303,24 @@ int rf_stats_get(rf_loader *l, rf_stats *out);
 /* The stats (and the controller's diagnosis) as one JSON object; returns
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
+
+/* ------------------------------------------------------- storage alone */
+
+/* What rf_fetch_only measured. */
+typedef struct rf_fetch_result {
+	uint64_t shards;
+	uint64_t bytes;    /* every byte of every shard object */
+	uint64_t reads;    /* ranges of at most request_size */
+	uint64_t requests; /* remote attempts (HTTP/S3), retries included */
+	uint64_t retries;
+	double seconds;    /* from the first open to the last byte */
+} rf_fetch_result;
+
+/* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte
+ * of the configured shards (whole objects, in request_size ranges, at most
+ * `connections` reads in flight) through the same loop and sources as the
+ * loader, without decoding anything. */
+int rf_fetch_only(const rf_config *cfg, rf_fetch_result *out, rf_error *err);
 
 #ifdef __cplusplus
 }

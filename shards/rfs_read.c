@@ -15,6 +15,10 @@
 #include <zstd.h>
 
 #define U64(x) ((unsigned long long)(x))
+/* A zstd block decodes to at most 128 KiB and takes at least 4 bytes (an RLE
+ * block: 3-byte header + 1), so no frame decodes to more than 32768 times its
+ * length. Checking it bounds every slab by the bytes actually present. */
+#define RF_ZSTD_RATIO_MAX 32768u
 
 RF_API int rf_footer_parse(const void *buf, size_t len, uint64_t file_bytes, const char *name,
                            rf_footer *out, rf_error *err)
@@ -135,6 +139,8 @@ static int index_entry(const uint8_t *e, uint64_t at, uint32_t b, const rf_foote
 		why = "block holds no records";
 	else if (bi->decoded_bytes > ix->largest_block_decoded_bytes)
 		why = "decoded size exceeds the index's largest block";
+	else if (bi->decoded_bytes > (uint64_t)bi->compressed_bytes * RF_ZSTD_RATIO_MAX)
+		why = "decoded size is more than a zstd frame of that length can hold";
 	else if (bi->decoded_bytes < RF_BLOCK_TABLE_BYTES(bi->records))
 		why = "decoded size is smaller than its record table";
 	else if (bi->first_record != *next_record)
@@ -416,6 +422,10 @@ static int frame_check(const void *src, size_t src_len, const rf_block_info *bi,
 		return rf_fail(err, RF_E_CORRUPT, "shard %s: %s: not a zstd frame header (%s)",
 		               name, where,
 		               ZSTD_isError(hr) ? ZSTD_getErrorName(hr) : "truncated/skippable");
+	if (((const uint8_t *)src)[4] & 0x10) /* hr == 0 proved 5+ bytes */
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: %s: frame header sets its unused bit (never written)",
+		               name, where);
 	if (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || !fh.checksumFlag)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: %s: frame lacks its %s (the format requires both content "

@@ -2,8 +2,10 @@
  * block_bytes decoded, compresses each block into one zstd frame (content
  * size + checksum), and ends the file with the index and the footer.
  *
- * With threads >= 1, a background thread compresses and writes block k while
- * the caller fills block k+1 (two block slots, handed over under a mutex).
+ * With threads = W >= 1, W workers compress blocks in parallel while the
+ * caller fills the next one; each worker writes its frame when every earlier
+ * block is written, so blocks land in order. Block k uses slot k % SLOTS; the
+ * caller never runs more than RF_WRITER_LAG_BLOCKS blocks ahead of the writes.
  * Every frame is compressed alone with the same parameters, so the file is
  * byte-identical whatever the threading. */
 #include "crc32c.h"
@@ -14,8 +16,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+
+#define RF_WRITER_SLOTS (RF_WRITER_LAG_BLOCKS + 1)
 
 typedef struct rf_wblock {
 	uint8_t *buf; /* payloads, then (at finish) the record table */
@@ -25,34 +30,44 @@ typedef struct rf_wblock {
 	uint32_t largest_record;
 } rf_wblock;
 
+/* One compressor: the caller's when threads == 0, else one per worker. */
+typedef struct rf_wctx {
+	rf_writer *w;
+	ZSTD_CCtx *cctx;
+	uint8_t *zbuf;
+	size_t zcap;
+	pthread_t thread;
+} rf_wctx;
+
 struct rf_writer {
 	int fd;
 	char *path;
 	char *metadata;
 	uint64_t block_target;
-	rf_wblock slot[2];
-	int fill; /* slot the caller fills */
-	/* Owned by whoever compresses (the worker while busy, else the caller). */
-	ZSTD_CCtx *cctx;
-	uint8_t *zbuf;
-	size_t zcap;
+	int level;
+	rf_wblock slot[RF_WRITER_SLOTS];
+	rf_wctx ctx[RF_WRITER_THREADS_MAX];
+	uint32_t workers, started; /* 0 workers: the caller compresses */
+	/* Written by the worker whose turn it is to write (written == its block). */
 	rf_block_info *block;
-	uint32_t blocks, blocks_cap;
+	uint32_t blocks_cap;
 	uint64_t offset; /* end of the last written block */
 	uint32_t largest_compressed, largest_decoded, largest_record;
 	uint64_t decoded_bytes, payload_bytes;
-	int failed; /* sticky error code */
+	/* Under mu when workers > 0. */
+	uint32_t submitted; /* blocks handed over (the caller fills block `submitted`) */
+	uint32_t taken;     /* blocks a worker has started compressing */
+	uint32_t written;   /* blocks written, in order */
+	bool stop, sync_ready;
+	bool regular; /* the path is a regular file: removed on failure */
+	int failed;   /* sticky error code */
 	rf_error werr;
-	/* Caller-side counters. */
-	uint64_t records;
-	uint32_t submitted; /* blocks handed to the compressor */
-	uint64_t known_bytes;
-	/* Worker. */
-	bool threaded, busy, stop;
-	int job; /* slot to compress */
-	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* Caller only. */
+	int dead; /* a submit failed: the writer only reports that now */
+	uint64_t records;
+	uint64_t known_bytes;
 };
 
 static int write_all(rf_writer *w, const void *buf, size_t len, rf_error *err)
@@ -120,113 +135,171 @@ static int block_finish(rf_wblock *b)
 	return 0;
 }
 
-/* Compresses and writes slot b as the next block; empties the slot. */
-static int block_write(rf_writer *w, rf_wblock *b, rf_error *err)
+static void slot_reset(rf_wblock *b)
+{
+	b->len = 0;
+	b->records = 0;
+	b->largest_record = 0;
+}
+
+/* Compresses slot b (block seq) with c; *n = frame length. */
+static int block_compress(rf_writer *w, rf_wctx *c, const rf_wblock *b, uint32_t seq, size_t *n,
+                          rf_error *err)
 {
 	size_t bound = ZSTD_compressBound(b->len);
-	if (bound > w->zcap) {
-		uint8_t *q = realloc(w->zbuf, bound);
+	if (bound > c->zcap) {
+		uint8_t *q = realloc(c->zbuf, bound);
 		if (!q)
-			return rf_fail(err, -ENOMEM, "shard %s: no memory for a %zu-byte frame",
-			               w->path, bound);
-		w->zbuf = q;
-		w->zcap = bound;
+			return rf_fail(err, -ENOMEM,
+			               "shard %s: block %u: no memory for a %zu-byte frame",
+			               w->path, seq, bound);
+		c->zbuf = q;
+		c->zcap = bound;
 	}
-	size_t n = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, b->buf, b->len);
-	if (ZSTD_isError(n) || n > UINT32_MAX)
+	*n = ZSTD_compress2(c->cctx, c->zbuf, c->zcap, b->buf, b->len);
+	if (ZSTD_isError(*n) || *n > UINT32_MAX)
 		return rf_fail(err, -EIO, "shard %s: block %u: zstd compression failed: %s",
-		               w->path, w->blocks,
-		               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "frame too large");
-	if (grow((void **)&w->block, sizeof(*w->block), &w->blocks_cap, (uint64_t)w->blocks + 1,
+		               w->path, seq,
+		               ZSTD_isError(*n) ? ZSTD_getErrorName(*n) : "frame too large");
+	return 0;
+}
+
+/* Records the block just written (caller: the one whose turn it was; under
+ * mu when there are workers, since the caller reads block[]). */
+static int block_record(rf_writer *w, const rf_wblock *b, uint32_t seq, size_t n, rf_error *err)
+{
+	if (grow((void **)&w->block, sizeof(*w->block), &w->blocks_cap, (uint64_t)seq + 1,
 	         RF_INDEX_BLOCKS_MAX) < 0)
-		return rf_fail(err, -ENOMEM, "shard %s: cannot index block %u", w->path, w->blocks);
-	RF_TRY(write_all(w, w->zbuf, n, err));
-	rf_block_info *bi = &w->block[w->blocks];
+		return rf_fail(err, -ENOMEM, "shard %s: cannot index block %u", w->path, seq);
+	rf_block_info *bi = &w->block[seq];
 	bi->offset = w->offset;
 	bi->compressed_bytes = (uint32_t)n;
 	bi->decoded_bytes = (uint32_t)b->len;
 	bi->records = b->records;
-	bi->first_record = w->blocks ? bi[-1].first_record + bi[-1].records : 0;
-	w->blocks++;
+	bi->first_record = seq ? bi[-1].first_record + bi[-1].records : 0;
 	w->offset += n;
 	w->largest_compressed = RF_MAX(w->largest_compressed, (uint32_t)n);
 	w->largest_decoded = RF_MAX(w->largest_decoded, (uint32_t)b->len);
 	w->largest_record = RF_MAX(w->largest_record, b->largest_record);
 	w->decoded_bytes += b->len;
 	w->payload_bytes += b->records ? b->ends[b->records - 1] : 0;
-	b->len = 0;
-	b->records = 0;
-	b->largest_record = 0;
 	return 0;
 }
 
+static void set_failed(rf_writer *w, int rc, const rf_error *e)
+{
+	if (rc < 0 && !w->failed) {
+		w->failed = rc;
+		w->werr = *e;
+	}
+}
+
+/* Worker: take the next block, compress it, wait for its turn, write it. */
 static void *worker_main(void *arg)
 {
-	rf_writer *w = arg;
+	rf_wctx *c = arg;
+	rf_writer *w = c->w;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->busy && !w->stop)
+		while (!w->stop && w->taken == w->submitted)
 			pthread_cond_wait(&w->cv, &w->mu);
-		if (!w->busy)
+		if (w->taken == w->submitted)
 			break;
+		uint32_t seq = w->taken++;
+		rf_wblock *b = &w->slot[seq % RF_WRITER_SLOTS];
+		int skip = w->failed;
 		pthread_mutex_unlock(&w->mu);
 		rf_error e = {0};
-		int rc = w->failed ? 0 : block_write(w, &w->slot[w->job], &e);
+		size_t n = 0;
+		int rc = skip ? 0 : block_compress(w, c, b, seq, &n, &e);
 		pthread_mutex_lock(&w->mu);
-		if (rc < 0 && !w->failed) {
-			w->failed = rc;
-			w->werr = e;
+		while (w->written != seq)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (rc == 0 && !w->failed) {
+			pthread_mutex_unlock(&w->mu); /* our turn: nobody else writes */
+			rc = write_all(w, c->zbuf, n, &e);
+			pthread_mutex_lock(&w->mu);
+			if (rc == 0)
+				rc = block_record(w, b, seq, n, &e);
 		}
-		w->busy = false;
+		set_failed(w, rc, &e);
+		slot_reset(b);
+		w->written++;
 		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
-/* Waits until no block is being compressed; returns the sticky error. */
-static int wait_idle(rf_writer *w, rf_error *err)
+/* Bytes of blocks [0, upto). */
+static uint64_t bytes_before(const rf_writer *w, uint32_t upto)
 {
-	if (w->threaded) {
-		pthread_mutex_lock(&w->mu);
-		while (w->busy)
-			pthread_cond_wait(&w->cv, &w->mu);
-		pthread_mutex_unlock(&w->mu);
-	}
-	if (w->failed) {
-		if (err)
-			*err = w->werr;
-		return w->failed;
-	}
-	return 0;
+	return upto ? w->block[upto - 1].offset + w->block[upto - 1].compressed_bytes : 0;
 }
 
-/* Completes the block being filled and hands it to the compressor. */
+static int fail_copy(rf_writer *w, rf_error *err)
+{
+	if (w->failed && err)
+		*err = w->werr;
+	return w->failed;
+}
+
+static int submit_inline(rf_writer *w, rf_wblock *b, rf_error *err)
+{
+	uint32_t seq = w->submitted++;
+	size_t n = 0;
+	rf_error e = {0};
+	int rc = block_compress(w, &w->ctx[0], b, seq, &n, &e);
+	if (rc == 0)
+		rc = write_all(w, w->ctx[0].zbuf, n, &e);
+	if (rc == 0)
+		rc = block_record(w, b, seq, n, &e);
+	set_failed(w, rc, &e);
+	slot_reset(b);
+	w->written++;
+	if (!w->failed)
+		w->known_bytes =
+		    bytes_before(w, RF_MIN(w->written, w->submitted > RF_WRITER_LAG_BLOCKS
+		                                           ? w->submitted - RF_WRITER_LAG_BLOCKS
+		                                           : 0));
+	return fail_copy(w, err);
+}
+
+/* Completes the block being filled and hands it over. Afterwards every block
+ * but the last RF_WRITER_LAG_BLOCKS is written, so known_bytes is exact. */
 static int block_submit(rf_writer *w, rf_error *err)
 {
-	rf_wblock *b = &w->slot[w->fill];
+	rf_wblock *b = &w->slot[w->submitted % RF_WRITER_SLOTS];
 	if (block_finish(b) < 0)
 		return rf_fail(err, -ENOMEM, "shard %s: no memory for block %u's record table",
 		               w->path, w->submitted);
-	RF_TRY(wait_idle(w, err));
-	w->known_bytes = w->offset;
-	w->submitted++;
-	if (!w->threaded) {
-		int rc = block_write(w, b, &w->werr);
-		if (rc < 0) {
-			w->failed = rc;
-			if (err)
-				*err = w->werr;
-		}
-		return rc;
-	}
+	if (w->workers == 0)
+		return submit_inline(w, b, err);
 	pthread_mutex_lock(&w->mu);
-	w->job = w->fill;
-	w->busy = true;
+	w->submitted++;
 	pthread_cond_broadcast(&w->cv);
+	uint32_t need =
+	    w->submitted > RF_WRITER_LAG_BLOCKS ? w->submitted - RF_WRITER_LAG_BLOCKS : 0;
+	while (w->written < need)
+		pthread_cond_wait(&w->cv, &w->mu);
+	if (!w->failed)
+		w->known_bytes = bytes_before(w, need);
+	int rc = fail_copy(w, err);
 	pthread_mutex_unlock(&w->mu);
-	w->fill ^= 1;
-	return 0;
+	return rc;
+}
+
+/* Waits until every submitted block is written; returns the sticky error. */
+static int wait_idle(rf_writer *w, rf_error *err)
+{
+	if (w->workers == 0)
+		return fail_copy(w, err);
+	pthread_mutex_lock(&w->mu);
+	while (w->written < w->submitted)
+		pthread_cond_wait(&w->cv, &w->mu);
+	int rc = fail_copy(w, err);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
 }
 
 RF_API uint64_t rf_writer_bytes(const rf_writer *w)
@@ -236,8 +309,11 @@ RF_API uint64_t rf_writer_bytes(const rf_writer *w)
 
 RF_API int rf_writer_add(rf_writer *w, const void *record, size_t len, rf_error *err)
 {
-	if (w->failed)
-		return wait_idle(w, err);
+	if (w->dead) {
+		if (err)
+			*err = w->werr;
+		return w->dead;
+	}
 	if (len > RF_BLOCK_DECODED_MAX - RF_BLOCK_TABLE_BYTES(1))
 		return rf_fail(
 		    err, -EFBIG,
@@ -248,11 +324,13 @@ RF_API int rf_writer_add(rf_writer *w, const void *record, size_t len, rf_error 
 	if (w->records >= RF_RECORDS_MAX)
 		return rf_fail(err, -EOVERFLOW, "shard %s: a shard holds at most %u records",
 		               w->path, RF_RECORDS_MAX);
-	rf_wblock *b = &w->slot[w->fill];
+	rf_wblock *b = &w->slot[w->submitted % RF_WRITER_SLOTS];
 	uint64_t need = b->len + len + RF_BLOCK_TABLE_BYTES(b->records + 1);
 	if (b->records && need > w->block_target) {
-		RF_TRY(block_submit(w, err));
-		b = &w->slot[w->fill];
+		int rc = block_submit(w, err);
+		if (rc < 0)
+			return w->dead = rc;
+		b = &w->slot[w->submitted % RF_WRITER_SLOTS];
 	}
 	if (b->records == 0 && w->submitted >= RF_INDEX_BLOCKS_MAX)
 		return rf_fail(err, -EFBIG, "shard %s: a shard holds at most %u blocks", w->path,
@@ -271,56 +349,76 @@ RF_API int rf_writer_add(rf_writer *w, const void *record, size_t len, rf_error 
 	return 0;
 }
 
-static int writer_setup(rf_writer *w, const rf_writer_options *opt, rf_error *err)
+static int ctx_setup(rf_writer *w, rf_wctx *c, rf_error *err)
 {
-	int level = opt->level ? opt->level : 3;
-	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-		return rf_fail(err, -EINVAL, "shard %s: zstd level %d is outside %d..%d", w->path,
-		               level, ZSTD_minCLevel(), ZSTD_maxCLevel());
-	w->cctx = ZSTD_createCCtx();
-	if (!w->cctx)
+	c->w = w;
+	c->cctx = ZSTD_createCCtx();
+	if (!c->cctx)
 		return rf_fail(err, -ENOMEM, "shard %s: no memory for a zstd context", w->path);
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1)))
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, w->level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_contentSizeFlag, 1)))
 		return rf_fail(err, -EINVAL, "shard %s: zstd refused the frame parameters",
 		               w->path);
+	return 0;
+}
+
+static int writer_setup(rf_writer *w, const rf_writer_options *opt, rf_error *err)
+{
+	w->level = opt->level ? opt->level : 3;
+	if (w->level < ZSTD_minCLevel() || w->level > ZSTD_maxCLevel())
+		return rf_fail(err, -EINVAL, "shard %s: zstd level %d is outside %d..%d", w->path,
+		               w->level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+	if (opt->threads > RF_WRITER_THREADS_MAX)
+		return rf_fail(err, -EINVAL, "shard %s: %u compression threads, at most %d",
+		               w->path, opt->threads, RF_WRITER_THREADS_MAX);
+	w->workers = opt->threads;
+	for (uint32_t i = 0; i < RF_MAX(w->workers, 1u); i++)
+		RF_TRY(ctx_setup(w, &w->ctx[i], err));
 	w->fd = open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0)
 		return rf_fail(err, -errno, "shard %s: cannot create: %s", w->path,
 		               strerror(errno));
-	if (opt->threads) {
-		pthread_mutex_init(&w->mu, NULL);
-		pthread_cond_init(&w->cv, NULL);
-		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+	struct stat st;
+	/* only a regular file is removed when writing fails (never a device or FIFO) */
+	w->regular = fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->sync_ready = true;
+	for (; w->started < w->workers; w->started++) {
+		int rc = pthread_create(&w->ctx[w->started].thread, NULL, worker_main,
+		                        &w->ctx[w->started]);
 		if (rc)
-			return rf_fail(err, -rc,
-			               "shard %s: cannot start the compression thread: %s", w->path,
-			               strerror(rc));
-		w->threaded = true;
+			return rf_fail(err, -rc, "shard %s: cannot start a compression thread: %s",
+			               w->path, strerror(rc));
 	}
 	return 0;
 }
 
 static void writer_free(rf_writer *w)
 {
-	if (w->threaded) {
+	if (w->started) {
 		pthread_mutex_lock(&w->mu);
 		w->stop = true;
 		pthread_cond_broadcast(&w->cv);
 		pthread_mutex_unlock(&w->mu);
-		pthread_join(w->thread, NULL);
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->cv);
+		for (uint32_t i = 0; i < w->started; i++)
+			pthread_join(w->ctx[i].thread, NULL);
 	}
 	if (w->fd >= 0)
 		close(w->fd);
-	for (int i = 0; i < 2; i++) {
+	if (w->sync_ready) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+	}
+	for (int i = 0; i < RF_WRITER_SLOTS; i++) {
 		free(w->slot[i].buf);
 		free(w->slot[i].ends);
 	}
-	ZSTD_freeCCtx(w->cctx);
-	free(w->zbuf);
+	for (int i = 0; i < RF_WRITER_THREADS_MAX; i++) {
+		ZSTD_freeCCtx(w->ctx[i].cctx);
+		free(w->ctx[i].zbuf);
+	}
 	free(w->block);
 	free(w->metadata);
 	free(w->path);
@@ -357,9 +455,9 @@ RF_API rf_writer *rf_writer_open(const char *path, const rf_writer_options *opt,
 	w->fd = -1;
 	w->block_target = target;
 	if (writer_setup(w, opt, err) < 0) {
-		bool created = w->fd >= 0;
+		bool remove = w->regular;
 		writer_free(w);
-		if (created)
+		if (remove)
 			unlink(path);
 		return NULL;
 	}
@@ -370,12 +468,12 @@ RF_API rf_writer *rf_writer_open(const char *path, const rf_writer_options *opt,
 static int write_tail(rf_writer *w, rf_error *err)
 {
 	size_t meta_len = strlen(w->metadata);
-	size_t bytes = RF_INDEX_HEADER_BYTES + meta_len + (size_t)RF_INDEX_ENTRY_BYTES * w->blocks;
+	size_t bytes = RF_INDEX_HEADER_BYTES + meta_len + (size_t)RF_INDEX_ENTRY_BYTES * w->written;
 	uint8_t *ix = malloc(bytes + RF_FOOTER_BYTES);
 	if (!ix)
 		return rf_fail(err, -ENOMEM, "shard %s: no memory for a %zu-byte index", w->path,
 		               bytes);
-	rf_store_le32(ix, w->blocks);
+	rf_store_le32(ix, w->written);
 	rf_store_le64(ix + 4, w->records);
 	rf_store_le32(ix + 12, w->largest_compressed);
 	rf_store_le32(ix + 16, w->largest_decoded);
@@ -383,7 +481,7 @@ static int write_tail(rf_writer *w, rf_error *err)
 	rf_store_le32(ix + 24, (uint32_t)meta_len);
 	memcpy(ix + RF_INDEX_HEADER_BYTES, w->metadata, meta_len);
 	uint8_t *e = ix + RF_INDEX_HEADER_BYTES + meta_len;
-	for (uint32_t i = 0; i < w->blocks; i++, e += RF_INDEX_ENTRY_BYTES) {
+	for (uint32_t i = 0; i < w->written; i++, e += RF_INDEX_ENTRY_BYTES) {
 		rf_store_le64(e, w->block[i].offset);
 		rf_store_le32(e + 8, w->block[i].compressed_bytes);
 		rf_store_le32(e + 12, w->block[i].decoded_bytes);
@@ -407,8 +505,13 @@ RF_API int rf_writer_close(rf_writer *w, rf_shard_summary *out, rf_error *err)
 {
 	if (!w)
 		return rf_fail(err, -EINVAL, "shard writer: NULL");
-	int rc = w->failed ? wait_idle(w, err) : 0;
-	if (rc == 0 && w->slot[w->fill].records)
+	int rc = 0;
+	if (w->dead) {
+		rc = w->dead;
+		if (err)
+			*err = w->werr;
+	}
+	if (rc == 0 && w->slot[w->submitted % RF_WRITER_SLOTS].records)
 		rc = block_submit(w, err);
 	if (rc == 0)
 		rc = wait_idle(w, err);
@@ -421,15 +524,16 @@ RF_API int rf_writer_close(rf_writer *w, rf_shard_summary *out, rf_error *err)
 			rc = rf_fail(err, -errno, "shard %s: close: %s", w->path, strerror(errno));
 	}
 	if (rc < 0) {
-		unlink(w->path);
+		if (w->regular)
+			unlink(w->path);
 		writer_free(w);
 		return rc;
 	}
 	if (out) {
 		out->file_bytes = w->offset + RF_INDEX_HEADER_BYTES + strlen(w->metadata) +
-		                  (uint64_t)RF_INDEX_ENTRY_BYTES * w->blocks + RF_FOOTER_BYTES;
+		                  (uint64_t)RF_INDEX_ENTRY_BYTES * w->written + RF_FOOTER_BYTES;
 		out->records = w->records;
-		out->blocks = w->blocks;
+		out->blocks = w->written;
 		out->decoded_bytes = w->decoded_bytes;
 		out->payload_bytes = w->payload_bytes;
 	}
@@ -441,7 +545,7 @@ RF_API void rf_writer_abort(rf_writer *w)
 {
 	if (!w)
 		return;
-	char *path = strdup(w->path);
+	char *path = w->regular ? strdup(w->path) : NULL;
 	writer_free(w);
 	if (path)
 		unlink(path);

@@ -4,8 +4,10 @@
 #include "rfs.h"
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 typedef struct {
@@ -254,17 +256,18 @@ static void test_exact_boundaries(void **state)
 	free_recs(&r);
 }
 
-/* Same records, inline and with a compression thread: identical bytes, and
- * rf_writer_bytes moves identically (it is what a packer splits shards on). */
+/* Same records, inline and with 1, 2 and 4 compression threads: identical
+ * bytes, and rf_writer_bytes moves identically (a packer splits shards on it). */
 static void test_threaded_identical(void **state)
 {
 	(void)state;
 	recs r = make_recs(5000, len_mixed, 5);
-	uint64_t seen[2][64];
-	char path[2][512];
-	for (int t = 0; t < 2; t++) {
+	static const uint32_t threads[] = {0, 1, 2, 4};
+	uint64_t seen[4][64];
+	char path[4][512];
+	for (int t = 0; t < 4; t++) {
 		snprintf(path[t], sizeof(path[t]), "%s/thr%d.rfs", tmp, t);
-		rf_writer_options o = {.block_bytes = 16384, .threads = (uint32_t)t};
+		rf_writer_options o = {.block_bytes = 16384, .threads = threads[t]};
 		rf_error err = {0};
 		rf_writer *w = rf_writer_open(path[t], &o, &err);
 		assert_non_null(w);
@@ -276,16 +279,62 @@ static void test_threaded_identical(void **state)
 		assert_true(rf_writer_bytes(w) > 0);
 		rf_shard_summary sum;
 		assert_int_equal(rf_writer_close(w, &sum, &err), 0);
+		rf_shard_index *ix = roundtrip(path[t], &r, &sum);
+		rf_index_free(ix);
 	}
-	assert_memory_equal(seen[0], seen[1], sizeof(seen[0]));
-	unsigned char *a = NULL, *b = NULL;
-	long na = rf_test_read_file(path[0], &a), nb = rf_test_read_file(path[1], &b);
-	assert_true(na > 0);
-	assert_int_equal(na, nb);
-	assert_memory_equal(a, b, (size_t)na);
-	free(a);
-	free(b);
+	for (int t = 1; t < 4; t++) {
+		assert_memory_equal(seen[0], seen[t], sizeof(seen[0]));
+		unsigned char *a = NULL, *b = NULL;
+		long na = rf_test_read_file(path[0], &a), nb = rf_test_read_file(path[t], &b);
+		assert_true(na > 0);
+		assert_int_equal(na, nb);
+		assert_memory_equal(a, b, (size_t)na);
+		free(a);
+		free(b);
+	}
+	rf_error err = {0};
+	rf_writer_options o = {.threads = RF_WRITER_THREADS_MAX + 1};
+	assert_null(rf_writer_open(path[0], &o, &err));
+	assert_non_null(strstr(err.msg, "compression threads"));
 	free_recs(&r);
+}
+
+/* A writer whose file cannot take the bytes (RLIMIT_FSIZE makes writes past
+ * 20000 bytes fail with EFBIG) fails cleanly, threaded or not: the error names
+ * the shard and offset, later calls repeat it, and the partial file is removed. */
+static void test_write_error(void **state)
+{
+	(void)state;
+	struct rlimit old;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/full.rfs", tmp);
+	for (uint32_t t = 0; t <= 2; t++) {
+		rf_writer_options o = {.block_bytes = 4096, .threads = t};
+		rf_error err = {0};
+		rf_writer *w = rf_writer_open(path, &o, &err);
+		assert_non_null(w);
+		struct rlimit lim = {20000, old.rlim_max};
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+		uint8_t rec[1000];
+		int rc = 0;
+		for (int i = 0; i < 200 && rc == 0; i++) {
+			memset(rec, i * 37 + 11, sizeof(rec));
+			rec[i % 1000] ^= 0x5a; /* vary, so blocks stay big */
+			for (int j = 0; j < 1000; j += 7)
+				rec[j] = (uint8_t)(i * j);
+			rc = rf_writer_add(w, rec, sizeof(rec), &err);
+		}
+		int rc2 = rf_writer_close(w, NULL, &err);
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+		if (rc)
+			assert_int_equal(rc2, rc);
+		assert_int_equal(rc2, -EFBIG);
+		assert_non_null(strstr(err.msg, "full.rfs: write at byte"));
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	signal(SIGXFSZ, SIG_DFL);
 }
 
 static void test_writer_limits(void **state)
@@ -352,6 +401,7 @@ int main(void)
 	    cmocka_unit_test(test_many_small_records),
 	    cmocka_unit_test(test_exact_boundaries),
 	    cmocka_unit_test(test_threaded_identical),
+	    cmocka_unit_test(test_write_error),
 	    cmocka_unit_test(test_writer_limits),
 	    cmocka_unit_test(test_decode_argument_checks),
 	};

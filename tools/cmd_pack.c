@@ -1,10 +1,427 @@
-/* cmd_pack.c - placeholder */
+/* cmd_pack.c - `ringfeed pack`: records from lines of a file, files of a
+ * directory, or fixed-size slices of a file, into numbered .rfs shards and a
+ * manifest; `--demo` generates the built-in demo dataset instead. */
 #include "commands.h"
+#include "demo.h"
+#include "packer.h"
+#include "ringfeed.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RECORD_MAX        (RF_BLOCK_DECODED_MAX - 8u) /* one record alone in a block */
+#define READ_CHUNK        (4u << 20)
+#define RF_MIN_LONG(a, b) ((a) < (b) ? (a) : (b))
+
+static const char pack_usage[] =
+    "usage: ringfeed pack --from lines FILE  | --from files DIR | --from fixed:N FILE\n"
+    "                     -o DIR [--block-size 1MiB] [--shard-size 256MiB] [--level 3]\n"
+    "                     [--allow-short] [--metadata TEXT]\n"
+    "       ringfeed pack --demo -o DIR [--demo-bytes 1GiB] [--demo-shards 64]\n"
+    "\n"
+    "Packs records into DIR/shard-000000.rfs, shard-000001.rfs, ... and writes\n"
+    "DIR/manifest.rfm listing each shard with its size and record count.\n"
+    "  --from lines FILE   each line is a record (newline removed); FILE may be -\n"
+    "  --from files DIR    each regular file under DIR is a record, in sorted path order\n"
+    "  --from fixed:N FILE N-byte records; a short tail is an error unless --allow-short\n"
+    "  --block-size SIZE   decoded bytes per block (default 1MiB; KiB/MiB/GiB accepted)\n"
+    "  --shard-size SIZE   a new shard starts once a shard's blocks reach SIZE (default\n"
+    "                      256MiB; a shard can exceed it by up to two blocks)\n"
+    "  --level N           zstd level (default 3)\n"
+    "  --demo              generate the built-in demo dataset (token-like records)\n";
+
+typedef struct pack_args {
+	const char *from, *input, *out, *metadata;
+	uint64_t block_bytes, shard_bytes, demo_bytes, fixed;
+	int level, allow_short, demo;
+	unsigned demo_shards;
+} pack_args;
+
+static int read_lines(rf_pack *p, FILE *f, const char *name, rf_error *err)
+{
+	size_t cap = READ_CHUNK, len = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		return rf_tool_fail(err, -ENOMEM, "no memory");
+	uint64_t line_no = 1;
+	int rc = 0;
+	for (;;) {
+		size_t n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		size_t pos = 0;
+		char *nl;
+		while (rc == 0 && (nl = memchr(buf + pos, '\n', len - pos))) {
+			rc = rf_pack_add(p, buf + pos, (size_t)(nl - (buf + pos)), err);
+			pos = (size_t)(nl - buf) + 1;
+			line_no++;
+		}
+		memmove(buf, buf + pos, len - pos);
+		len -= pos;
+		if (rc < 0 || n == 0)
+			break;
+		if (len == cap) { /* one line fills the buffer: grow, up to the record limit */
+			char *q = cap > RECORD_MAX ? NULL : realloc(buf, cap * 2);
+			if (!q) {
+				rc = rf_tool_fail(err, -EFBIG,
+				                  "%s: line %llu is longer than %u bytes", name,
+				                  (unsigned long long)line_no, RECORD_MAX);
+				break;
+			}
+			buf = q;
+			cap *= 2;
+		}
+	}
+	if (rc == 0 && ferror(f))
+		rc = rf_tool_fail(err, -EIO, "%s: read error near line %llu", name,
+		                  (unsigned long long)line_no);
+	if (rc == 0 && len > 0) /* last line without a newline */
+		rc = rf_pack_add(p, buf, len, err);
+	free(buf);
+	return rc;
+}
+
+static int read_fixed(rf_pack *p, FILE *f, const char *name, uint64_t n, int allow_short,
+                      rf_error *err)
+{
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return rf_tool_fail(err, -ENOMEM, "no memory for %llu-byte records",
+		                    (unsigned long long)n);
+	int rc = 0;
+	uint64_t at = 0;
+	for (;;) {
+		size_t got = fread(buf, 1, n, f);
+		if (got == 0)
+			break;
+		if (got < n && !allow_short && !ferror(f)) {
+			rc = rf_tool_fail(
+			    err, -EINVAL,
+			    "%s: short tail of %zu bytes at byte %llu (records are %llu "
+			    "bytes; --allow-short keeps it as a shorter record)",
+			    name, got, (unsigned long long)at, (unsigned long long)n);
+			break;
+		}
+		if ((rc = rf_pack_add(p, buf, got, err)) < 0 || got < n)
+			break;
+		at += got;
+	}
+	if (rc == 0 && ferror(f))
+		rc = rf_tool_fail(err, -EIO, "%s: read error at byte %llu", name,
+		                  (unsigned long long)at);
+	free(buf);
+	return rc;
+}
+
+typedef struct path_list {
+	char **v;
+	size_t n, cap;
+	uint64_t skipped;
+} path_list;
+
+static int list_push(path_list *l, const char *path)
+{
+	if (l->n == l->cap) {
+		size_t c = l->cap ? l->cap * 2 : 256;
+		char **q = realloc(l->v, c * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		l->v = q;
+		l->cap = c;
+	}
+	return (l->v[l->n] = strdup(path)) ? (int)(l->n++ * 0) : -ENOMEM;
+}
+
+#define WALK_DEPTH_MAX 64
+
+/* Collects regular files under dir (symlinks are not followed). */
+static int walk(const char *dir, int depth, path_list *l, rf_error *err)
+{
+	if (depth > WALK_DEPTH_MAX)
+		return rf_tool_fail(err, -ELOOP, "%s: nested deeper than %d directories", dir,
+		                    WALK_DEPTH_MAX);
+	DIR *d = opendir(dir);
+	if (!d)
+		return rf_tool_fail(err, -errno, "%s: cannot open directory: %s", dir,
+		                    strerror(errno));
+	int rc = 0;
+	struct dirent *e;
+	char path[4096];
+	while (rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path)) {
+			rc = rf_tool_fail(err, -ENAMETOOLONG, "%s/%s: path too long", dir,
+			                  e->d_name);
+			break;
+		}
+		struct stat st;
+		if (lstat(path, &st) < 0)
+			rc = rf_tool_fail(err, -errno, "%s: %s", path, strerror(errno));
+		else if (S_ISDIR(st.st_mode))
+			rc = walk(path, depth + 1, l, err);
+		else if (S_ISREG(st.st_mode))
+			rc = list_push(l, path) < 0 ? rf_tool_fail(err, -ENOMEM, "no memory") : 0;
+		else
+			l->skipped++;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_file(rf_pack *p, const char *path, uint8_t **buf, size_t *cap, rf_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return rf_tool_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	int rc = fstat(fileno(f), &st) < 0 ? rf_tool_fail(err, -errno, "%s: stat failed", path) : 0;
+	if (rc == 0 && (uint64_t)st.st_size > RECORD_MAX)
+		rc = rf_tool_fail(err, -EFBIG, "%s: %llu bytes is larger than a record may be (%u)",
+		                  path, (unsigned long long)st.st_size, RECORD_MAX);
+	size_t want = rc == 0 ? (size_t)st.st_size : 0;
+	if (rc == 0 && want + 1 > *cap) {
+		uint8_t *q = realloc(*buf, want + 1);
+		if (!q)
+			rc = rf_tool_fail(err, -ENOMEM, "no memory for %s", path);
+		else {
+			*buf = q;
+			*cap = want + 1;
+		}
+	}
+	/* read one byte more than stat said, to notice a file that grew */
+	size_t got = rc == 0 ? fread(*buf, 1, want + 1, f) : 0;
+	if (rc == 0 && got != want)
+		rc = rf_tool_fail(err, -EIO,
+		                  "%s: read %zu bytes, expected %zu (changed while packed?)", path,
+		                  got, want);
+	fclose(f);
+	return rc < 0 ? rc : rf_pack_add(p, *buf, want, err);
+}
+
+static int read_files(rf_pack *p, const char *dir, rf_error *err)
+{
+	path_list l = {0};
+	int rc = walk(dir, 0, &l, err);
+	if (rc == 0 && l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+	if (l.skipped)
+		fprintf(stderr,
+		        "ringfeed pack: %s: skipped %llu entries that are not regular files "
+		        "or directories (symlinks, devices, ...)\n",
+		        dir, (unsigned long long)l.skipped);
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		rc = add_file(p, l.v[i], &buf, &cap, err);
+	free(buf);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	return rc;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "ringfeed pack: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n(ringfeed pack --help shows the options)\n");
+	va_end(ap);
+	return 2;
+}
+
+static int size_arg(const char *opt, const char *text, uint64_t *out)
+{
+	rf_error err = {0};
+	if (rf_parse_bytes(text, out, &err) < 0) {
+		fprintf(stderr, "ringfeed pack: %s: %s\n", opt, err.msg);
+		return 2;
+	}
+	return 0;
+}
+
+static int parse_from(pack_args *a)
+{
+	if (!strcmp(a->from, "lines") || !strcmp(a->from, "files"))
+		return 0;
+	if (strncmp(a->from, "fixed:", 6) != 0)
+		return usage_error("--from '%s': expected lines, files or fixed:N", a->from);
+	if (size_arg("--from fixed:N", a->from + 6, &a->fixed))
+		return 2;
+	if (a->fixed == 0 || a->fixed > RECORD_MAX)
+		return usage_error("--from '%s': N must be 1 .. 268435448 bytes", a->from);
+	return 0;
+}
+
+static int parse_level(const char *text, int *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < -7 || v > 22)
+		return usage_error("--level '%s': expected an integer from -7 to 22", text);
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_opt(int c, const char *arg, pack_args *a)
+{
+	switch (c) {
+	case 'f':
+		a->from = arg;
+		return 0;
+	case 'o':
+		a->out = arg;
+		return 0;
+	case 'b':
+		return size_arg("--block-size", arg, &a->block_bytes);
+	case 's':
+		return size_arg("--shard-size", arg, &a->shard_bytes);
+	case 'l':
+		return parse_level(arg, &a->level);
+	case 'a':
+		a->allow_short = 1;
+		return 0;
+	case 'm':
+		a->metadata = arg;
+		return 0;
+	case 'd':
+		a->demo = 1;
+		return 0;
+	case 'B':
+		return size_arg("--demo-bytes", arg, &a->demo_bytes);
+	case 'S': {
+		char *end = NULL;
+		unsigned long v = strtoul(arg, &end, 10);
+		if (end == arg || *end || v == 0 || v > 100000 || arg[0] == '-')
+			return usage_error("--demo-shards '%s': expected 1 .. 100000", arg);
+		a->demo_shards = (unsigned)v;
+		return 0;
+	}
+	default:
+		return 2;
+	}
+}
+
+static int parse_args(int argc, char **argv, pack_args *a)
+{
+	static const struct option opts[] = {
+	    {"from", required_argument, 0, 'f'},
+	    {"output", required_argument, 0, 'o'},
+	    {"block-size", required_argument, 0, 'b'},
+	    {"shard-size", required_argument, 0, 's'},
+	    {"level", required_argument, 0, 'l'},
+	    {"allow-short", no_argument, 0, 'a'},
+	    {"metadata", required_argument, 0, 'm'},
+	    {"demo", no_argument, 0, 'd'},
+	    {"demo-bytes", required_argument, 0, 'B'},
+	    {"demo-shards", required_argument, 0, 'S'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	*a = (pack_args){.block_bytes = 1u << 20,
+	                 .shard_bytes = 256u << 20,
+	                 .level = 3,
+	                 .demo_bytes = 1ull << 30,
+	                 .demo_shards = 64};
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(pack_usage, stdout);
+			return -1;
+		}
+		if (c == '?')
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		if (c == ':')
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		if (parse_opt(c, optarg, a))
+			return 2;
+	}
+	if (!a->out)
+		return usage_error("%s", "-o DIR is required");
+	if (a->demo)
+		return optind == argc ? 0 : usage_error("unexpected argument '%s'", argv[optind]);
+	if (!a->from)
+		return usage_error("%s", "--from lines|files|fixed:N is required (or --demo)");
+	if (optind + 1 != argc)
+		return usage_error("%s",
+		                   "expected exactly one input (FILE or DIR) after the options");
+	a->input = argv[optind];
+	if (a->block_bytes == 0 || a->block_bytes > RF_BLOCK_DECODED_MAX)
+		return usage_error("%s", "--block-size must be 1 byte .. 256MiB");
+	if (a->shard_bytes == 0)
+		return usage_error("%s", "--shard-size must be at least 1 byte");
+	return parse_from(a);
+}
+
+static int pack_input(const pack_args *a, rf_pack *p, rf_error *err)
+{
+	if (!strcmp(a->from, "files"))
+		return read_files(p, a->input, err);
+	FILE *f = strcmp(a->input, "-") ? fopen(a->input, "rb") : stdin;
+	if (!f)
+		return rf_tool_fail(err, -errno, "%s: cannot open: %s", a->input, strerror(errno));
+	int rc = a->fixed ? read_fixed(p, f, a->input, a->fixed, a->allow_short, err)
+	                  : read_lines(p, f, a->input, err);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
 int cmd_pack(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "not yet\n");
-	return 2;
+	pack_args a;
+	int rc = parse_args(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (a.demo)
+		return rf_demo_ensure(a.out, a.demo_bytes, a.demo_shards, isatty(2)) < 0 ? 1 : 0;
+	/* compression threads: one per core (the bytes do not depend on it) */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t threads = cpus < 1 ? 1 : (uint32_t)RF_MIN_LONG(cpus, RF_WRITER_THREADS_MAX);
+	rf_writer_options wo = {.block_bytes = a.block_bytes,
+	                        .level = a.level,
+	                        .metadata = a.metadata,
+	                        .threads = threads};
+	rf_error err = {0};
+	rf_pack p;
+	uint64_t t0 = rf_tool_now_ns();
+	rc = rf_pack_begin(&p, a.out, &wo, a.shard_bytes, isatty(2), &err);
+	if (rc == 0) {
+		rc = pack_input(&a, &p, &err);
+		if (rc < 0)
+			rf_pack_abort(&p);
+		else
+			rc = rf_pack_finish(&p, &err);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "ringfeed pack: %s\n", err.msg);
+		return 1;
+	}
+	double s = (double)(rf_tool_now_ns() - t0) / 1e9;
+	printf(
+	    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.2f) in %.2f s "
+	    "(%.1f MB/s): %s/%s\n",
+	    (unsigned long long)p.records, (unsigned long long)p.in_bytes, p.shard_no,
+	    (unsigned long long)p.out_bytes,
+	    p.out_bytes ? (double)p.in_bytes / (double)p.out_bytes : 0.0, s,
+	    s > 0 ? (double)p.in_bytes / 1e6 / s : 0.0, a.out, RF_PACK_MANIFEST);
+	return 0;
 }

@@ -8,5 +8,10 @@ typedef int (*rf_command_fn)(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_read(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

@@ -1,6 +1,6 @@
 /* ringfeed.c - the `ringfeed` command: dispatches to one subcommand. */
-#include "commands.h"
 #include "ringfeed.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +13,11 @@ static const struct {
     {"pack", cmd_pack, "pack records into .rfs shards and a manifest"},
     {"inspect", cmd_inspect, "print a shard's figures (--json for a program)"},
     {"verify", cmd_verify, "decode every block and check every rule"},
+    {"read", cmd_read, "read records through the loader (order, digest, resume)"},
+    {"bench", cmd_bench, "the main job: read the demo dataset (or shards) and report"},
+    {"sim", cmd_sim, "queue lab: how long an inventory of ready batches lasts"},
+    {"plan", cmd_plan, "size depth and memory per stage for a rate and a pause"},
+    {"report", cmd_report, "draw a trace (--trace FILE) as an SVG"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,545 @@
+/* api.c - the public loader API: rf_open (URLs -> shard indexes -> plan ->
+ * budget checks -> threads), rf_next / rf_release / rf_state_save on the
+ * consumer's side, and rf_close (also mid-stream). The stats live in
+ * stats.c. */
+#include "engine.h"
+#include "state.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define RF_DECODER_SCRATCH_BYTES (256u << 10) /* one zstd DCtx, generously */
+
+static void *rf_default_alloc(void *ctx, size_t bytes)
+{
+	return rf_pool_get(ctx, rf_pool_class_bytes(bytes));
+}
+
+static void rf_default_free(void *ctx, void *ptr, size_t bytes)
+{
+	rf_pool_put(ctx, ptr, rf_pool_class_bytes(bytes));
+}
+
+/* ------------------------------------------------------------- teardown */
+
+static void rf_batch_free(rf_engine *e, rf_ebatch *b)
+{
+	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
+	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
+	b->magic = 0;
+	free(b);
+}
+
+static void rf_engine_stop_threads(rf_engine *e)
+{
+	pthread_mutex_lock(&e->mu);
+	e->stop = true;
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_cond_broadcast(&e->ready_cv);
+	pthread_cond_broadcast(&e->open_cv);
+	pthread_mutex_unlock(&e->mu);
+	for (uint32_t i = 0; i < e->workers_started; i++)
+		pthread_join(e->workers[i], NULL);
+	e->workers_started = 0;
+	/* The loop thread tears down only after seeing workers_done under mu, and
+	 * clears e->loop under mu: waking it here cannot touch a freed loop. */
+	pthread_mutex_lock(&e->mu);
+	e->workers_done = true;
+	if (e->loop)
+		rf_loop_wake(e->loop);
+	pthread_mutex_unlock(&e->mu);
+	if (e->loop_started) {
+		pthread_join(e->loop_thread, NULL);
+		e->loop_started = false;
+	}
+}
+
+static void rf_engine_free(rf_engine *e)
+{
+	rf_engine_stop_threads(e);
+	/* Threads are gone and the ring is drained: every buffer is ours. */
+	while (e->ready_head != e->ready_tail)
+		rf_batch_free(e, e->ready[e->ready_head++ % RF_READY_MAX]);
+	for (rf_ebatch *b = e->held_list; b;) {
+		rf_ebatch *next = b->next;
+		rf_batch_free(e, b);
+		b = next;
+	}
+	if (e->ring) {
+		for (uint64_t s = e->tail_seq; s < e->sched_seq; s++) {
+			rf_unit_slot *u = rf_slot(e, s);
+			rf_read *rd = u->read;
+			u->read = NULL; /* set only on units not decoded yet */
+			if (rd && --rd->units_left == 0)
+				rf_read_free(e, rd);
+			rf_unit_release(e, u);
+		}
+	}
+	rf_plan_free(e->p_sched);
+	rf_plan_free(e->p_coll);
+	free(e->ring);
+	free(e->jobs);
+	free(e->workers);
+	free(e->indexes);
+	rf_shards_free(e->shards, e->nshards);
+	rf_pool_free(e->pool);
+	rf_budget_destroy(&e->budget);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->work_cv);
+	pthread_cond_destroy(&e->ready_cv);
+	pthread_cond_destroy(&e->open_cv);
+	rf_config_free(e->cfg);
+	e->magic = 0;
+	free(e);
+}
+
+/* ----------------------------------------------------------------- open */
+
+/* Starts the loop thread and waits for it to read every shard's index. */
+static int rf_open_indexes(rf_engine *e, rf_error *err)
+{
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		e->shards[i].engine = (struct rf_engine *)e;
+		e->shards[i].idx = i;
+	}
+	int rc = pthread_create(&e->loop_thread, NULL, rf_sched_main, e);
+	if (rc != 0)
+		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
+	e->loop_started = true;
+	pthread_mutex_lock(&e->mu);
+	while (e->open_stage == 0)
+		pthread_cond_wait(&e->open_cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+	if (e->open_code < 0)
+		return rf_fail(err, e->open_code, "%s", e->open_msg);
+	e->indexes = calloc(e->nshards, sizeof(*e->indexes));
+	if (!e->indexes)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < e->nshards; i++)
+		e->indexes[i] = e->shards[i].index;
+	return 0;
+}
+
+static uint64_t rf_index_bytes(const rf_shard_index *ix)
+{
+	return sizeof(*ix) + (uint64_t)ix->blocks * sizeof(rf_block_info) + strlen(ix->metadata) +
+	       1;
+}
+
+/* The largest batch: batch_records records of the largest record (or
+ * pad_to), limited by batch_bytes. */
+static uint64_t rf_batch_worst(const rf_engine *e, uint32_t largest_record, uint64_t records)
+{
+	uint64_t n = RF_MIN((uint64_t)e->cp.batch_records, RF_MAX(records, 1));
+	uint64_t payload;
+	if (e->cp.pad_to)
+		payload = n * e->cp.pad_to;
+	else if (e->cp.batch_bytes)
+		payload = RF_MIN(n * largest_record, RF_MAX(e->cp.batch_bytes, largest_record));
+	else
+		payload = n * largest_record;
+	uint64_t bytes = rf_collate_bytes((uint32_t)n, payload);
+	return e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
+}
+
+/* The most units with records that a span of `span` plan positions starting
+ * at a multiple of `align` touches in the plan's current epoch (exact for that
+ * epoch). rf_plan_units_in_window_max bounds every epoch but assumes all the
+ * smallest blocks side by side, which overstates real datasets (each shard's
+ * short last block) many times over. */
+static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span)
+{
+	size_t n = rf_plan_unit_count(plan);
+	uint64_t records = rf_plan_epoch_records(plan);
+	uint32_t best = 0;
+	size_t lo = 0; /* first unit ending after the span's start */
+	for (uint64_t start = 0; start < records; start += align) {
+		uint64_t end = RF_MIN(records, start + span);
+		while (lo < n && rf_plan_unit(plan, lo)->first_plan_record +
+		                         rf_plan_unit(plan, lo)->records <=
+		                     start)
+			lo++;
+		uint32_t count = 0;
+		for (size_t u = lo; u < n && rf_plan_unit(plan, u)->first_plan_record < end; u++)
+			count += rf_plan_unit(plan, u)->records > 0;
+		best = RF_MAX(best, count);
+	}
+	return best;
+}
+
+/* Units that must be resident together for one batch: its shuffle window,
+ * and the next one when a batch can straddle the boundary; without a window,
+ * the blocks one batch covers. */
+static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
+{
+	uint64_t w = e->window, b = e->cp.batch_records;
+	if (e->cp.batch_bytes)
+		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
+	if (w > 1) {
+		bool straddle = e->cp.batch_bytes > 0 || w % b != 0;
+		return rf_span_units(e->p_sched, w, straddle ? 2 * w : w);
+	}
+	return rf_span_units(e->p_sched, b, b);
+}
+
+/* Budget check at open: one window of the largest blocks (compressed +
+ * decoded), one batch, the metadata and the decoders must fit. */
+static int rf_open_budget(rf_engine *e, rf_error *err)
+{
+	uint32_t big_c = 0, big_d = 0, big_r = 0;
+	uint64_t records = 0, meta = 0;
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		const rf_shard_index *ix = e->indexes[i];
+		big_c = RF_MAX(big_c, ix->largest_block_compressed_bytes);
+		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
+		big_r = RF_MAX(big_r, ix->largest_record_bytes);
+		records += ix->records;
+		meta += rf_index_bytes(ix) + strlen(e->shards[i].url) + sizeof(rf_shard);
+	}
+	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
+	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
+	uint64_t blocks = 0, decoded = 0;
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		blocks += e->indexes[i]->blocks;
+		decoded += e->indexes[i]->decoded_bytes;
+	}
+	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
+	/* Resident blocks need their decoded slabs; only blocks in flight also
+	 * hold compressed bytes, and one at a time is enough to make progress. */
+	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
+	uint64_t slab = rf_pool_class_bytes(big_d), frame = rf_pool_class_bytes(big_c);
+	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
+	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;
+	if (need > e->budget.limit_bytes) {
+		char b[6][32];
+		return rf_fail(err, RF_E_BUDGET,
+		               "budget %s is too small: needs at least %llu bytes (%s): %u decoded "
+		               "block(s) of %s for one batch's shuffle window(s), one compressed "
+		               "block of %s, one batch of %s, %s of metadata and decoders",
+		               rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
+		               (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])),
+		               units, rf_fmt_bytes(slab, b[2], sizeof(b[2])),
+		               rf_fmt_bytes(frame, b[3], sizeof(b[3])),
+		               rf_fmt_bytes(e->batch_worst_bytes, b[4], sizeof(b[4])),
+		               rf_fmt_bytes(meta + scratch, b[5], sizeof(b[5])));
+	}
+	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
+	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
+	e->fixed_bytes = meta + scratch;
+	return 0;
+}
+
+/* Plans, resume position and the first epoch's bookkeeping. */
+static int rf_open_plan(rf_engine *e, rf_error *err)
+{
+	const rf_config *c = e->cfg;
+	rf_plan_params pp = {.seed = rf_cfg(c, RF_CFG_seed),
+	                     .rank = (uint32_t)rf_cfg(c, RF_CFG_rank),
+	                     .world = (uint32_t)rf_cfg(c, RF_CFG_world),
+	                     .shuffle = rf_cfg(c, RF_CFG_shuffle) != 0,
+	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window)};
+	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_sched, err));
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_coll, err));
+	rf_position pos = {.fingerprint = rf_state_fingerprint(e->p_sched, &e->cp),
+	                   .epoch = e->epoch_first};
+	if (c->has_resume) {
+		if (c->resume.fingerprint != pos.fingerprint)
+			return rf_fail(err, -EINVAL,
+			               "resume state was saved with another configuration (shards, "
+			               "seed, rank, world, shuffle or batch settings differ)");
+		if (c->resume.epoch < e->epoch_first)
+			return rf_fail(err, -EINVAL,
+			               "resume state is at epoch %llu, before epoch %llu",
+			               (unsigned long long)c->resume.epoch,
+			               (unsigned long long)e->epoch_first);
+		pos = c->resume;
+	}
+	e->pos = pos;
+	uint64_t epoch = pos.epoch;
+	RF_TRY(rf_plan_epoch(e->p_sched, epoch, err));
+	RF_TRY(rf_plan_epoch(e->p_coll, epoch, err));
+	uint64_t records = rf_plan_epoch_records(e->p_sched);
+	if (pos.record > records)
+		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
+		               (unsigned long long)pos.record, (unsigned long long)records);
+	if (records == 0 && e->epoch_end == UINT64_MAX)
+		return rf_fail(
+		    err, -EINVAL,
+		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		    "the world size?): endless epochs would never deliver a batch",
+		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+	uint64_t at = pos.record;
+	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
+	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
+	*ep = (rf_epoch_info){.valid = true,
+	                      .epoch = epoch,
+	                      .records = records,
+	                      .first_unit = first,
+	                      .units = rf_plan_unit_count(e->p_sched)};
+	e->sched_epoch = e->coll_epoch = epoch;
+	e->sched_unit = first;
+	e->sched_next_first =
+	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : records;
+	e->coll_pos = at;
+	e->coll_batch = pos.batch;
+	e->coll_first_unit = first;
+	e->coll_hint_unit = SIZE_MAX;
+	e->coll_records = records;
+	e->coll_global = e->consumer_global = at;
+	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
+	if (epoch >= e->epoch_end) { /* the saved run had already ended */
+		e->sched_done = true;
+		e->coll_final = true;
+		e->final_code = RF_END;
+	}
+	return 0;
+}
+
+static int rf_open_threads(rf_engine *e, rf_error *err)
+{
+	e->ring = calloc(RF_UNITS_RING, sizeof(*e->ring));
+	e->jobs = calloc(RF_UNITS_RING, sizeof(*e->jobs));
+	e->workers = calloc(e->threads, sizeof(*e->workers));
+	if (!e->ring || !e->jobs || !e->workers)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < e->threads; i++) {
+		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);
+		if (rc != 0)
+			return rf_fail(err, -rc, "cannot start decode thread %u: %s", i,
+			               strerror(rc));
+		e->workers_started++;
+	}
+	pthread_mutex_lock(&e->mu);
+	e->t_open_ns = rf_now_ns();
+	e->go = true;
+	e->coll_kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
+	pthread_cond_broadcast(&e->open_cv);
+	pthread_cond_signal(&e->work_cv);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
+{
+	if (!(e->cfg = rf_config_dup(cfg)))
+		return rf_fail(err, -ENOMEM, "out of memory");
+	const rf_config *c = e->cfg;
+	if (rf_cfg(c, RF_CFG_rank) >= rf_cfg(c, RF_CFG_world))
+		return rf_fail(err, -EINVAL, "rank %llu is not below world size %llu",
+		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		               (unsigned long long)rf_cfg(c, RF_CFG_world));
+	rf_config_collate_params(c, &e->cp);
+	RF_TRY(rf_collate_check(&e->cp, err));
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);
+	if (e->threads == 0)
+		e->threads = (uint32_t)RF_MAX(1, RF_MIN(cores, 64));
+	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
+	e->request_bytes = rf_cfg(c, RF_CFG_request_size);
+	e->epoch_first = rf_cfg(c, RF_CFG_epoch);
+	e->epoch_end =
+	    rf_cfg(c, RF_CFG_epochs) ? e->epoch_first + rf_cfg(c, RF_CFG_epochs) : UINT64_MAX;
+	e->budget.limit_bytes = rf_cfg(c, RF_CFG_budget);
+	if (rf_pool_new(&e->budget, &e->pool) < 0)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	e->default_alloc = !c->has_alloc;
+	e->alloc = c->has_alloc ? c->alloc
+	                        : (rf_allocator){.alloc = rf_default_alloc,
+	                                         .free = rf_default_free,
+	                                         .ctx = e->pool};
+	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
+	RF_TRY(rf_open_indexes(e, err));
+	RF_TRY(rf_open_plan(e, err));
+	RF_TRY(rf_open_budget(e, err));
+	return rf_open_threads(e, err);
+}
+
+RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
+{
+	rf_error_clear(err);
+	if (!cfg || cfg->magic == 0) {
+		rf_fail(err, -EINVAL, "rf_open: no config");
+		return NULL;
+	}
+	rf_engine *e = calloc(1, sizeof(*e));
+	if (!e) {
+		rf_fail(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	e->magic = RF_LOADER_MAGIC;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->work_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* rf_next's deadlines */
+	pthread_cond_init(&e->ready_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&e->open_cv, NULL);
+	rf_budget_init(&e->budget, 0);
+	rf_error local = {0};
+	int rc = rf_engine_setup(e, cfg, err ? err : &local);
+	if (rc < 0) {
+		rf_engine_free(e);
+		return NULL;
+	}
+	return (rf_loader *)e;
+}
+
+/* ------------------------------------------------------------- consumer */
+
+static rf_engine *rf_engine_of(rf_loader *l)
+{
+	rf_engine *e = (rf_engine *)l;
+	return e && e->magic == RF_LOADER_MAGIC ? e : NULL;
+}
+
+/* Tells the collator and the scheduler what the consumer did, with some
+ * hysteresis so a consumer taking small batches fast does not cost a thread
+ * wake-up per batch: the collator is kicked when the queue is half empty (or
+ * it waits for memory), the scheduler when the consumer moved half a block
+ * (or it waits for memory). mu held. */
+static void rf_consumer_moved(rf_engine *e, bool released)
+{
+	uint64_t ready = e->ready_tail - e->ready_head;
+	if (ready <= e->depth / 2 || (released && e->coll_wait_budget)) {
+		e->coll_kick = true;
+		if (!e->collating)
+			pthread_cond_signal(&e->work_cv);
+	}
+	if ((released && e->sched_wait_budget) || e->consumer_global >= e->wake_mark) {
+		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
+		rf_engine_wake_loop(e);
+	}
+}
+
+static int rf_wait_ready(rf_engine *e, int timeout_ms)
+{
+	struct timespec dl;
+	if (timeout_ms >= 0) {
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+		dl.tv_sec += (time_t)(ns / 1000000000ull);
+		dl.tv_nsec = (long)(ns % 1000000000ull);
+	}
+	while (e->ready_head == e->ready_tail && !e->coll_final && !e->stop) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&e->ready_cv, &e->mu);
+		} else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT) {
+			if (e->ready_head == e->ready_tail && !e->coll_final)
+				return -ETIMEDOUT;
+		}
+	}
+	return 0;
+}
+
+RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
+{
+	rf_engine *e = rf_engine_of(l);
+	if (!e || !out)
+		return -EINVAL;
+	*out = NULL;
+	pthread_mutex_lock(&e->mu);
+	uint64_t t0 = rf_now_ns();
+	int rc = rf_wait_ready(e, timeout_ms);
+	e->st_wait_ns += rf_now_ns() - t0;
+	if (rc == 0 && e->ready_head != e->ready_tail) {
+		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
+		b->prev = NULL;
+		b->next = e->held_list;
+		if (e->held_list)
+			e->held_list->prev = b;
+		e->held_list = b;
+		e->held++;
+		e->st_batches++;
+		e->st_records += b->pub.records;
+		e->st_payload += b->pub.payload_bytes;
+		e->pos.epoch = b->pub.epoch;
+		e->pos.record = b->pub.first_record + b->pub.records;
+		e->pos.batch = b->pub.index + 1;
+		e->consumer_global = b->global_end;
+		rf_consumer_moved(e, false);
+		*out = &b->pub;
+	} else if (rc == 0) {
+		rc = e->coll_final ? e->final_code : -ECANCELED;
+		snprintf(e->last_error, sizeof(e->last_error), "%s",
+		         rc == RF_END ? "" : e->final_msg);
+	} else {
+		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
+		if (getenv("RF_DEBUG"))
+			fprintf(
+			    stderr,
+			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
+			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
+			    (unsigned long long)e->sched_epoch, e->sched_unit,
+			    (unsigned long long)e->sched_seq, e->sched_done,
+			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
+			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
+			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
+			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
+			    e->held, e->reads_inflight,
+			    (unsigned long long)(e->jobs_tail - e->jobs_head));
+	}
+	pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+RF_API void rf_release(rf_loader *l, rf_batch *batch)
+{
+	rf_engine *e = rf_engine_of(l);
+	rf_ebatch *b = (rf_ebatch *)batch;
+	if (!e || !b || b->magic != RF_BATCH_MAGIC)
+		return;
+	pthread_mutex_lock(&e->mu);
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		e->held_list = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	e->held--;
+	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
+	b->reserved_bytes = 0;
+	b->magic = 0;
+	rf_consumer_moved(e, true);
+	pthread_mutex_unlock(&e->mu);
+	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
+	free(b);
+}
+
+RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
+{
+	rf_engine *e = rf_engine_of(l);
+	if (!e || !len)
+		return -EINVAL;
+	if (!buf || *len < RF_STATE_BYTES) {
+		bool ask = !buf;
+		*len = RF_STATE_BYTES;
+		return ask ? 0 : -ENOSPC;
+	}
+	pthread_mutex_lock(&e->mu);
+	rf_position p = e->pos;
+	pthread_mutex_unlock(&e->mu);
+	int n = rf_state_encode(&p, buf, *len);
+	if (n < 0)
+		return n;
+	*len = (size_t)n;
+	return 0;
+}
+
+RF_API const char *rf_last_error(rf_loader *l)
+{
+	rf_engine *e = rf_engine_of(l);
+	return e ? e->last_error : "not a loader";
+}
+
+RF_API void rf_close(rf_loader *l)
+{
+	rf_engine *e = rf_engine_of(l);
+	if (e)
+		rf_engine_free(e);
+}

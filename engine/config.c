@@ -1,0 +1,274 @@
+/* config.c - rf_config: options set by name from text, checked strictly
+ * against the one table in config.h; shard URLs (with {000..063} brace
+ * ranges expanded); the batch allocator; the resume position. */
+#include "config.h"
+#include "url.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#define RF_CONFIG_MAGIC 0x52464346u /* "RFCF" */
+
+enum rf_opt_type { RF_T_U32, RF_T_U64, RF_T_BYTES, RF_T_BOOL, RF_T_STR };
+
+typedef struct rf_option {
+	const char *name;
+	enum rf_opt_type type;
+	const char *def;
+	uint64_t lo, hi;
+	const char *help;
+} rf_option;
+
+static const rf_option rf_options[RF_CFG_COUNT] = {
+#define RF_CONFIG_ROW(name, type, def, lo, hi, help) {#name, RF_T_##type, def, lo, hi, help},
+    RF_CONFIG_OPTIONS(RF_CONFIG_ROW)
+#undef RF_CONFIG_ROW
+};
+
+static const char rf_keys_text[] =
+#define RF_CONFIG_KEY(name, type, def, lo, hi, help) #name "\0" help " (default: " def ")\0"
+    RF_CONFIG_OPTIONS(RF_CONFIG_KEY)
+#undef RF_CONFIG_KEY
+    ; /* the literal's own NUL makes the final double NUL */
+
+RF_API const char *rf_config_keys(void)
+{
+	return rf_keys_text;
+}
+
+static int rf_parse_u64(const char *text, uint64_t *out)
+{
+	if (!text || *text < '0' || *text > '9')
+		return -EINVAL;
+	uint64_t v = 0;
+	for (const char *p = text; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (!rf_mul_u64(v, 10, &v) || !rf_add_u64(v, (uint64_t)(*p - '0'), &v))
+			return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static int rf_parse_bool(const char *text, uint64_t *out)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"};
+	static const char *const no[] = {"0", "false", "no", "off"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(yes); i++) {
+		if (!strcasecmp(text, yes[i]))
+			return *out = 1, 0;
+		if (!strcasecmp(text, no[i]))
+			return *out = 0, 0;
+	}
+	return -EINVAL;
+}
+
+static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out, rf_error *err)
+{
+	int rc = 0;
+	switch (o->type) {
+	case RF_T_BOOL:
+		if (rf_parse_bool(value, out) < 0)
+			return rf_fail(err, -EINVAL, "option %s: '%s' is not a boolean (use 0/1)",
+			               o->name, value);
+		return 0;
+	case RF_T_BYTES:
+		RF_TRY(rf_parse_bytes(value, out, err));
+		break;
+	default:
+		rc = rf_parse_u64(value, out);
+		if (rc == -ERANGE)
+			return rf_fail(err, -ERANGE, "option %s: '%s' is too large", o->name,
+			               value);
+		if (rc < 0)
+			return rf_fail(err, -EINVAL, "option %s: '%s' is not a whole number",
+			               o->name, value);
+	}
+	if (*out < o->lo || *out > o->hi)
+		return rf_fail(err, -ERANGE, "option %s: %s is out of range [%llu, %llu]", o->name,
+		               value, (unsigned long long)o->lo, (unsigned long long)o->hi);
+	return 0;
+}
+
+static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_error *err)
+{
+	const rf_option *o = &rf_options[i];
+	if (o->type == RF_T_STR) {
+		char *copy = strdup(value);
+		if (!copy)
+			return rf_fail(err, -ENOMEM, "out of memory");
+		free(cfg->str[i]);
+		cfg->str[i] = copy;
+		return 0;
+	}
+	uint64_t v;
+	RF_TRY(rf_option_parse(o, value, &v, err));
+	cfg->num[i] = v;
+	return 0;
+}
+
+RF_API rf_config *rf_config_new(void)
+{
+	rf_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return NULL;
+	cfg->magic = RF_CONFIG_MAGIC;
+	for (size_t i = 0; i < RF_CFG_COUNT; i++) {
+		if (rf_options[i].type != RF_T_STR &&
+		    rf_config_set_index(cfg, i, rf_options[i].def, NULL) < 0) {
+			rf_config_free(cfg);
+			return NULL; /* a default outside its bounds: caught by the tests */
+		}
+	}
+	return cfg;
+}
+
+RF_API void rf_config_free(rf_config *cfg)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC)
+		return;
+	for (size_t i = 0; i < RF_CFG_COUNT; i++)
+		free(cfg->str[i]);
+	for (size_t i = 0; i < cfg->nurls; i++)
+		free(cfg->urls[i]);
+	free(cfg->urls);
+	cfg->magic = 0;
+	free(cfg);
+}
+
+RF_API int rf_config_set(rf_config *cfg, const char *key, const char *value, rf_error *err)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC)
+		return rf_fail(err, -EINVAL, "rf_config_set: not a config");
+	if (!key || !value)
+		return rf_fail(err, -EINVAL, "rf_config_set: NULL key or value");
+	for (size_t i = 0; i < RF_CFG_COUNT; i++) {
+		if (strcmp(key, rf_options[i].name) != 0)
+			continue;
+		RF_TRY(rf_config_set_index(cfg, i, value, err));
+		cfg->set[i] = true;
+		return 0;
+	}
+	return rf_fail(err, -EINVAL, "unknown option '%s' (rf_config_keys() lists them)", key);
+}
+
+static int rf_config_push_url(rf_config *cfg, const char *url, size_t len, rf_error *err)
+{
+	if (cfg->nurls >= RF_CONFIG_URLS_MAX)
+		return rf_fail(err, -E2BIG, "more than %u shard URLs", RF_CONFIG_URLS_MAX);
+	if (cfg->nurls == cfg->urls_cap) {
+		size_t cap = cfg->urls_cap ? cfg->urls_cap * 2 : 16;
+		char **n = realloc(cfg->urls, cap * sizeof(*n));
+		if (!n)
+			return rf_fail(err, -ENOMEM, "out of memory for shard URLs");
+		cfg->urls = n;
+		cfg->urls_cap = cap;
+	}
+	char *copy = strndup(url, len);
+	if (!copy)
+		return rf_fail(err, -ENOMEM, "out of memory for shard URLs");
+	cfg->urls[cfg->nurls++] = copy;
+	return 0;
+}
+
+RF_API int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC || !url)
+		return rf_fail(err, -EINVAL, "rf_config_add_url: bad arguments");
+	if (!*url)
+		return rf_fail(err, -EINVAL, "empty shard URL");
+	/* Brace ranges as WebDataset writes them (fetch/url.c); S3 prefixes and
+	 * directories are expanded at open time. */
+	rf_url_list names = {0};
+	int rc = rf_brace_expand(url, &names, err);
+	for (size_t i = 0; rc == 0 && i < names.n; i++)
+		rc = rf_config_push_url(cfg, names.v[i].url, strlen(names.v[i].url), err);
+	rf_url_list_free(&names);
+	return rc;
+}
+
+RF_API int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC)
+		return -EINVAL;
+	if (!alloc) {
+		cfg->has_alloc = false;
+		return 0;
+	}
+	if (!alloc->alloc || !alloc->free)
+		return -EINVAL;
+	cfg->alloc = *alloc;
+	cfg->has_alloc = true;
+	return 0;
+}
+
+RF_API int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, rf_error *err)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC)
+		return rf_fail(err, -EINVAL, "rf_config_set_resume: not a config");
+	if (!state) {
+		cfg->has_resume = false;
+		return 0;
+	}
+	rf_position p;
+	RF_TRY(rf_state_decode(state, len, &p, err));
+	cfg->resume = p;
+	cfg->has_resume = true;
+	return 0;
+}
+
+void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
+{
+	rf_fetch_options_init(out);
+	out->connections = (uint32_t)rf_cfg(cfg, RF_CFG_connections);
+	out->retries = (uint32_t)rf_cfg(cfg, RF_CFG_retries);
+	out->connect_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_connect_timeout_ms);
+	out->request_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_request_timeout_ms);
+	out->low_speed_bytes_per_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_bytes_per_s);
+	out->low_speed_time_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_time_s);
+	out->ca_file = rf_cfg_str(cfg, RF_CFG_ca_file);
+	out->s3_endpoint = rf_cfg_str(cfg, RF_CFG_s3_endpoint);
+	out->s3_region = rf_cfg_str(cfg, RF_CFG_s3_region);
+	out->s3_access_key = rf_cfg_str(cfg, RF_CFG_s3_access_key);
+	out->s3_secret_key = rf_cfg_str(cfg, RF_CFG_s3_secret_key);
+	out->s3_session_token = rf_cfg_str(cfg, RF_CFG_s3_session_token);
+	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
+}
+
+void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->batch_records = (uint32_t)rf_cfg(cfg, RF_CFG_batch);
+	out->batch_bytes = rf_cfg(cfg, RF_CFG_batch_bytes);
+	if (out->batch_bytes > 0 && !cfg->set[RF_CFG_batch])
+		out->batch_records = 65536;
+	out->pad_to = (uint32_t)rf_cfg(cfg, RF_CFG_pad_to);
+	out->truncate = rf_cfg(cfg, RF_CFG_truncate) != 0;
+}
+
+rf_config *rf_config_dup(const rf_config *cfg)
+{
+	rf_config *c = rf_config_new();
+	if (!c)
+		return NULL;
+	memcpy(c->num, cfg->num, sizeof(c->num));
+	memcpy(c->set, cfg->set, sizeof(c->set));
+	c->alloc = cfg->alloc;
+	c->has_alloc = cfg->has_alloc;
+	c->has_resume = cfg->has_resume;
+	c->resume = cfg->resume;
+	bool ok = true;
+	for (size_t i = 0; i < RF_CFG_COUNT; i++)
+		if (cfg->str[i] && !(c->str[i] = strdup(cfg->str[i])))
+			ok = false;
+	for (size_t i = 0; ok && i < cfg->nurls; i++)
+		ok = rf_config_push_url(c, cfg->urls[i], strlen(cfg->urls[i]), NULL) == 0;
+	if (!ok) {
+		rf_config_free(c);
+		return NULL;
+	}
+	return c;
+}

@@ -1,0 +1,88 @@
+/* config.h - the loader configuration: one table of options (name, type,
+ * default, bounds, help) shared by rf_config_set, rf_config_keys and the
+ * documentation, plus the shard URLs, the batch allocator and the resume
+ * position. Internal view of the opaque public rf_config. */
+#ifndef RF_CONFIG_H
+#define RF_CONFIG_H
+
+#include "collate.h"
+#include "ringfeed.h"
+#include "source.h"
+#include <stdbool.h>
+
+/* X(name, type, default, min, max, help): the one table of options.
+ * Types: U32, U64, BYTES (sizes like 64MiB), BOOL, STR. */
+#define RF_CONFIG_OPTIONS(X)                                                                       \
+	X(budget, BYTES, "1GiB", 1ull << 20, 1ull << 42,                                           \
+	  "byte budget for every copy of the data (fetch, decoded, batches, scratch, metadata)")   \
+	X(batch, U32, "64", 1, 1u << 24,                                                           \
+	  "records per batch (the cap when batch_bytes is set; then default 65536)")               \
+	X(batch_bytes, BYTES, "0", 0, 1ull << 32,                                                  \
+	  "if > 0: at most this many payload bytes per batch (a larger record is a batch alone)")  \
+	X(pad_to, BYTES, "0", 0, 256ull << 20,                                                     \
+	  "0: ragged batches; else rows of this many bytes per record")                            \
+	X(truncate, BOOL, "0", 0, 1, "padded: cut records longer than pad_to (else an error)")     \
+	X(depth, U32, "8", 1, 4096, "read-ahead depth in ready batches")                           \
+	X(threads, U32, "0", 0, 256, "decode threads (0 = number of cores)")                       \
+	X(seed, U64, "0", 0, UINT64_MAX, "shuffle seed")                                           \
+	X(epoch, U64, "0", 0, 1ull << 40, "first epoch")                                           \
+	X(epochs, U64, "1", 0, 1ull << 40, "epochs to deliver (0 = endless)")                      \
+	X(rank, U32, "0", 0, 65535, "this consumer's rank (< world)")                              \
+	X(world, U32, "1", 1, 65536, "number of ranks sharing the dataset")                        \
+	X(shuffle, BOOL, "1", 0, 1, "shuffle shards, blocks and records (0: manifest order)")      \
+	X(shuffle_window, U32, "4096", 0, 16u << 20, "records per shuffle window (0/1: none)")     \
+	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
+	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
+	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
+	X(retries, U32, "5", 0, 100, "retries per request")                                        \
+	X(connect_timeout_ms, U32, "10000", 1, 600000, "HTTP connect timeout")                     \
+	X(request_timeout_ms, U32, "60000", 1, 3600000, "HTTP request timeout")                    \
+	X(low_speed_bytes_per_s, U32, "1024", 0, 1u << 30,                                         \
+	  "HTTP: a transfer slower than this for low_speed_time_s is retried (0: never)")          \
+	X(low_speed_time_s, U32, "30", 1, 3600, "HTTP: seconds below low_speed_bytes_per_s")       \
+	X(ca_file, STR, "", 0, 0, "CA bundle for HTTPS")                                           \
+	X(s3_endpoint, STR, "", 0, 0, "S3 endpoint URL (default AWS)")                             \
+	X(s3_region, STR, "", 0, 0, "S3 region")                                                   \
+	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
+	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (default $AWS_SECRET_ACCESS_KEY)")          \
+	X(s3_session_token, STR, "", 0, 0, "S3 session token")                                     \
+	X(inject, STR, "", 0, 0, "fault injection spec (testing)")
+
+typedef enum rf_config_key {
+#define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,
+	RF_CONFIG_OPTIONS(RF_CONFIG_ENUM)
+#undef RF_CONFIG_ENUM
+	    RF_CFG_COUNT
+} rf_config_key;
+
+#define RF_CONFIG_URLS_MAX 1000000
+
+struct rf_config {
+	uint32_t magic;
+	uint64_t num[RF_CFG_COUNT]; /* U32/U64/BYTES/BOOL values */
+	char *str[RF_CFG_COUNT];    /* STR values (NULL = unset) */
+	bool set[RF_CFG_COUNT];     /* given explicitly */
+	char **urls;
+	size_t nurls, urls_cap;
+	rf_allocator alloc;
+	bool has_alloc;
+	bool has_resume;
+	rf_position resume;
+};
+
+static inline uint64_t rf_cfg(const rf_config *c, rf_config_key k)
+{
+	return c->num[k];
+}
+static inline const char *rf_cfg_str(const rf_config *c, rf_config_key k)
+{
+	return c->str[k] && *c->str[k] ? c->str[k] : NULL;
+}
+/* Fetch options from the config (strings point into cfg). */
+void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out);
+/* The collation parameters (with the batch_bytes default for batch). */
+void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out);
+/* Deep copy (for the loader, which may outlive the caller's config). */
+rf_config *rf_config_dup(const rf_config *cfg);
+
+#endif

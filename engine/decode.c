@@ -1,0 +1,388 @@
+/* decode.c - the worker threads: each owns one rf_decoder and decodes
+ * fetched blocks into pool slabs reserved at admission (blocks finish in any
+ * order); whichever worker finds the next batch's records resident collates
+ * it, strictly in stream order, one collator at a time. Batch memory comes
+ * from the loader's allocator and is reserved as RF_MEM_BATCH. */
+#include "engine.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- units */
+
+void rf_unit_release(rf_engine *e, rf_unit_slot *u)
+{
+	if (u->slab_bytes) {
+		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		if (u->slab)
+			rf_pool_put(e->pool, u->slab, u->slab_bytes);
+	}
+	free(u->err_msg);
+	memset(u, 0, sizeof(*u));
+}
+
+void rf_frontier_advance(rf_engine *e)
+{
+	while (e->frontier_seq < e->sched_seq && rf_slot(e, e->frontier_seq)->state == RF_U_DECODED)
+		e->frontier_seq++;
+}
+
+/* Releases units whose records have all been collated. mu held. */
+static void rf_release_emitted(rf_engine *e)
+{
+	bool any = false;
+	while (e->tail_seq < e->frontier_seq) {
+		rf_unit_slot *u = rf_slot(e, e->tail_seq);
+		bool done = u->epoch < e->coll_epoch ||
+		            (u->epoch == e->coll_epoch && u->release_pos <= e->coll_pos);
+		if (!done)
+			break;
+		rf_unit_release(e, u);
+		e->tail_seq++;
+		any = true;
+	}
+	if (any)
+		rf_engine_wake_loop(e);
+}
+
+void rf_engine_finish(rf_engine *e, int code, const char *msg)
+{
+	if (e->coll_final)
+		return;
+	e->coll_final = true;
+	e->final_code = code;
+	snprintf(e->final_msg, sizeof(e->final_msg), "%s", msg ? msg : "");
+	pthread_cond_broadcast(&e->ready_cv);
+	rf_engine_wake_loop(e);
+}
+
+/* ----------------------------------------------------------- collation */
+
+static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
+{
+	size_t unit;
+	rf_plan_locate(e->p_coll, pos, &unit, record);
+	return rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
+}
+
+/* The collator's record callback: most consecutive positions fall in the
+ * unit of the previous one (always without a record shuffle), so that unit
+ * is tried before the plan's binary search. The hint is only ever a unit the
+ * collator found resident, and only the collator releases units (moving
+ * tail_seq), so the slot is stable while seq >= tail_seq. */
+static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
+{
+	rf_engine *e = ctx;
+	uint64_t p = rf_plan_stream_to_plan(e->p_coll, pos);
+	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
+	rf_unit_slot *u = rf_slot(e, seq);
+	uint32_t r;
+	if (e->coll_hint_unit != SIZE_MAX && seq >= e->tail_seq && p >= u->first_plan_record &&
+	    p - u->first_plan_record < u->records) {
+		r = (uint32_t)(p - u->first_plan_record);
+	} else {
+		size_t unit;
+		rf_plan_locate(e->p_coll, pos, &unit, &r);
+		e->coll_hint_unit = unit;
+		u = rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
+	}
+	uint32_t start = rf_record_end(u->ends, (int64_t)r - 1);
+	*data = u->slab + start;
+	*len = rf_record_end(u->ends, r) - start;
+}
+
+/* Stream positions from coll_pos whose records are resident: every unit
+ * before the first undecoded one is resident, and a window is usable only
+ * when all its units are (its records are permuted across them). mu held. */
+static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
+{
+	uint64_t epoch, first;
+	*failed = NULL;
+	if (e->frontier_seq < e->sched_seq) {
+		rf_unit_slot *u = rf_slot(e, e->frontier_seq);
+		epoch = u->epoch;
+		first = u->first_plan_record;
+		if (u->state == RF_U_FAILED && epoch == e->coll_epoch)
+			*failed = u;
+	} else {
+		epoch = e->sched_epoch;
+		first = e->sched_done ? UINT64_MAX : e->sched_next_first;
+		if (e->sched_done)
+			epoch = UINT64_MAX;
+	}
+	if (epoch != e->coll_epoch)
+		return epoch > e->coll_epoch ? e->coll_records : e->coll_pos;
+	return RF_MIN(e->coll_records, first / e->window * e->window);
+}
+
+/* The failed unit's window is settled when every unit starting before the
+ * window's end is decoded or failed. mu held. */
+static bool rf_window_settled(rf_engine *e, uint64_t window_end)
+{
+	for (uint64_t s = e->frontier_seq; s < e->sched_seq; s++) {
+		rf_unit_slot *u = rf_slot(e, s);
+		if (u->epoch != e->coll_epoch || u->first_plan_record >= window_end)
+			return true;
+		if (u->state != RF_U_DECODED && u->state != RF_U_FAILED)
+			return false;
+	}
+	return e->sched_epoch != e->coll_epoch || e->sched_next_first >= window_end;
+}
+
+/* With a failed unit in reach: the exact count of positions from coll_pos
+ * before the first record that lives in a failed unit (UINT64_MAX: wait).
+ * mu held. */
+static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
+{
+	uint64_t wend = RF_MIN(e->coll_records, (f->first_plan_record / e->window + 1) * e->window);
+	if (!rf_window_settled(e, wend)) {
+		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wend);
+		return UINT64_MAX;
+	}
+	for (uint64_t p = e->coll_pos; p < wend; p++) {
+		uint32_t r;
+		rf_unit_slot *u = rf_coll_slot(e, p, &r);
+		if (u->state == RF_U_FAILED) {
+			*which = u;
+			return p - e->coll_pos;
+		}
+	}
+	*which = f;
+	return wend - e->coll_pos;
+}
+
+static void rf_need(rf_engine *e, uint64_t pos)
+{
+	uint64_t w = e->window;
+	uint64_t aligned = RF_MIN(e->coll_records, (pos + w - 1) / w * w);
+	uint64_t g = e->coll_global_start + aligned;
+	if (g > e->need_global) {
+		e->need_global = g;
+		rf_engine_wake_loop(e);
+	}
+}
+
+/* Moves the collator to the next epoch. mu held (dropped while planning). */
+static int rf_coll_next_epoch(rf_engine *e)
+{
+	uint64_t next = e->coll_epoch + 1;
+	if (next >= e->epoch_end) {
+		rf_engine_finish(e, RF_END, NULL);
+		return 0;
+	}
+	rf_epoch_info *ep = rf_epoch_slot(e, next);
+	if (!ep->valid || ep->epoch != next)
+		return 0; /* the scheduler has not reached it yet; it kicks us */
+	rf_error err = {0};
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_plan_epoch(e->p_coll, next, &err);
+	pthread_mutex_lock(&e->mu);
+	if (rc < 0) {
+		rf_engine_finish(e, rc, err.msg);
+		return 0;
+	}
+	rf_epoch_slot(e, e->coll_epoch)->valid = false;
+	e->coll_epoch = next;
+	e->coll_pos = 0;
+	e->coll_batch = 0;
+	e->coll_base_seq = ep->base_seq;
+	e->coll_first_unit = ep->first_unit;
+	e->coll_hint_unit = SIZE_MAX;
+	e->coll_records = ep->records;
+	e->coll_global_start = ep->global_start;
+	e->coll_global = ep->global_start;
+	rf_release_emitted(e);
+	rf_need(e, 1);
+	return 1;
+}
+
+static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
+{
+	char m[RF_ERROR_MSG_BYTES];
+	snprintf(m, sizeof(m), "%s (epoch %llu, batch %llu, stream position %llu)",
+	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll_epoch,
+	         (unsigned long long)e->coll_batch, (unsigned long long)e->coll_pos);
+	rf_engine_finish(e, u->err_code, m);
+}
+
+/* Reserves, allocates and fills one batch of n records (bytes from
+ * rf_collate_plan). mu held; dropped while filling. Returns 1, 0 (wait for
+ * budget) or a negative error (finished). */
+static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
+{
+	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
+	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
+		if (e->ready_head == e->ready_tail && e->held == 0) {
+			char m[RF_ERROR_MSG_BYTES];
+			snprintf(
+			    m, sizeof(m),
+			    "budget too small: the batch at stream position %llu of epoch %llu "
+			    "needs %llu bytes and nothing else can be freed",
+			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch,
+			    (unsigned long long)reserve);
+			rf_engine_finish(e, RF_E_BUDGET, m);
+			return RF_E_BUDGET;
+		}
+		e->coll_wait_budget = true;
+		return 0; /* a release kicks us */
+	}
+	uint64_t pos = e->coll_pos;
+	pthread_mutex_unlock(&e->mu);
+	rf_ebatch *b = malloc(sizeof(*b));
+	void *mem = b ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
+	if (mem) {
+		memset(b, 0, sizeof(*b));
+		rf_collate_fill(&e->cp, rf_coll_record, e, pos, (uint32_t)n, mem, bytes, &b->pub);
+	}
+	pthread_mutex_lock(&e->mu);
+	if (!mem) {
+		free(b);
+		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
+		rf_engine_finish(e, -ENOMEM, "out of memory for a batch");
+		return -ENOMEM;
+	}
+	b->magic = RF_BATCH_MAGIC;
+	b->mem = mem;
+	b->mem_bytes = bytes;
+	b->reserved_bytes = reserve;
+	b->pub.epoch = e->coll_epoch;
+	b->pub.index = e->coll_batch;
+	b->pub.first_record = pos;
+	e->coll_pos += (uint64_t)n;
+	e->coll_global += (uint64_t)n;
+	b->global_end = e->coll_global;
+	e->coll_batch++;
+	e->coll_batches++;
+	e->coll_total_records += (uint64_t)n;
+	e->st_produced++;
+	e->ready[e->ready_tail++ % RF_READY_MAX] = b;
+	pthread_cond_signal(&e->ready_cv);
+	rf_release_emitted(e);
+	return 1;
+}
+
+/* Builds the next batch if it can. Returns 1 when it made progress (a batch
+ * or an epoch change), 0 when it must wait. mu held. */
+static int rf_collate_one(rf_engine *e)
+{
+	if (e->stop || e->coll_final || e->ready_tail - e->ready_head >= e->depth)
+		return 0;
+	if (e->coll_pos >= e->coll_records)
+		return rf_coll_next_epoch(e);
+	rf_unit_slot *failed = NULL, *which = NULL;
+	uint64_t end = rf_resident_end(e, &failed);
+	uint64_t avail = end > e->coll_pos ? end - e->coll_pos : 0;
+	if (failed) {
+		avail = rf_available_before_failure(e, failed, &which);
+		if (avail == UINT64_MAX)
+			return 0;
+		if (avail == 0) {
+			rf_coll_fail_unit(e, which);
+			return 0;
+		}
+	}
+	if (avail == 0) {
+		rf_need(e, e->coll_pos + 1);
+		return 0;
+	}
+	uint64_t bytes = 0;
+	rf_error err = {0};
+	pthread_mutex_unlock(&e->mu);
+	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll_pos, avail, e->coll_records,
+	                         &bytes, &err);
+	pthread_mutex_lock(&e->mu);
+	if (n < 0) {
+		rf_engine_finish(e, (int)n, err.msg);
+		return 0;
+	}
+	if (n == 0) {
+		if (failed)
+			rf_coll_fail_unit(e, which);
+		else
+			rf_need(e, e->coll_pos + avail + 1);
+		return 0;
+	}
+	return rf_coll_emit(e, n, bytes) > 0;
+}
+
+void rf_collate_run(rf_engine *e)
+{
+	if (e->collating)
+		return;
+	e->collating = true;
+	do {
+		e->coll_kick = false;
+		e->coll_wait_budget = false;
+		while (rf_collate_one(e) > 0) {
+		}
+	} while (e->coll_kick && !e->stop && !e->coll_final);
+	e->collating = false;
+	if (e->sched_wait_budget)
+		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
+}
+
+/* -------------------------------------------------------------- decode */
+
+static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
+{
+	rf_unit_slot *u = rf_slot(e, seq);
+	u->state = RF_U_DECODING;
+	e->decoding++;
+	pthread_mutex_unlock(&e->mu);
+	rf_error err = {0};
+	const rf_shard_index *ix = e->indexes[u->shard];
+	uint8_t *slab = rf_pool_get(e->pool, u->slab_bytes);
+	const uint32_t *ends = NULL;
+	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
+	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
+	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
+	                        e->shards[u->shard].url, u->block);
+	pthread_mutex_lock(&e->mu);
+	e->decoding--;
+	rf_read *rd = u->read;
+	u->read = NULL;
+	if (rc < 0) {
+		if (slab) {
+			rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+			rf_pool_put(e->pool, slab, u->slab_bytes);
+			u->slab_bytes = 0;
+		}
+		rf_unit_fail(e, u, rc, err.msg);
+	} else {
+		u->slab = slab;
+		u->ends = ends;
+		u->state = RF_U_DECODED;
+		e->st_decoded_bytes += ix->block[u->block].decoded_bytes;
+		e->st_blocks++;
+	}
+	if (--rd->units_left == 0)
+		rf_read_free(e, rd);
+	rf_frontier_advance(e);
+	rf_engine_wake_loop(e);
+}
+
+void *rf_worker_main(void *arg)
+{
+	rf_engine *e = arg;
+	rf_decoder *dec = rf_decoder_new();
+	pthread_mutex_lock(&e->mu);
+	if (!dec)
+		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
+	while (!e->stop) {
+		if (dec && e->jobs_head != e->jobs_tail) {
+			uint64_t seq = e->jobs[e->jobs_head++ & (RF_UNITS_RING - 1)];
+			rf_decode_one(e, dec, seq);
+			e->coll_kick = true;
+		}
+		if (e->coll_kick && !e->collating) {
+			rf_collate_run(e);
+			continue;
+		}
+		if (e->jobs_head == e->jobs_tail || !dec)
+			pthread_cond_wait(&e->work_cv, &e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	rf_decoder_free(dec);
+	return NULL;
+}

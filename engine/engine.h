@@ -1,0 +1,251 @@
+/* engine.h - the loader's internals, shared by api.c (public calls),
+ * sched.c (the loop thread: shard indexes, admission, reads) and decode.c
+ * (worker threads: decoding and in-order collation).
+ *
+ * Threads and what they own:
+ *   loop thread   the ring, the fetch layer, the scheduler cursor (P_sched)
+ *   workers       one rf_decoder each; at most one of them collates at a time
+ *                 (P_coll, the collation cursor)
+ *   consumer      rf_next / rf_release / rf_state_save
+ * Everything shared is guarded by `mu`; decoding, collating and reading run
+ * without it. Unit slots in the ring are written by one party at a time, as
+ * their state says (ADMITTED/READING: loop thread; FETCHED->DECODING: one
+ * worker; DECODED: read-only until the collator releases them). */
+#ifndef RF_ENGINE_H
+#define RF_ENGINE_H
+
+#include "budget.h"
+#include "collate.h"
+#include "config.h"
+#include "loop.h"
+#include "plan.h"
+#include "pool.h"
+#include "source.h"
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define RF_UNITS_RING       8192        /* units admitted and not yet released (power of 2) */
+#define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
+#define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
+#define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
+#define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
+#define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
+#define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
+#define RF_BATCH_MAGIC      0x52464254u /* "RFBT" */
+
+enum rf_unit_state {
+	RF_U_FREE = 0,
+	RF_U_READING, /* admitted, bytes reserved, read in flight */
+	RF_U_FETCHED, /* compressed bytes present, waiting for a worker */
+	RF_U_DECODING,
+	RF_U_DECODED, /* records resident */
+	RF_U_FAILED,  /* read or decode failed: message in error */
+};
+
+typedef struct rf_read {
+	struct rf_engine *e;
+	uint8_t *buf;
+	uint64_t buf_bytes; /* pool class = FETCH reservation */
+	uint64_t offset, len;
+	uint64_t first_seq;
+	uint32_t units, units_left;
+	uint32_t shard;
+	uint64_t t_issue_ns;
+} rf_read;
+
+typedef struct rf_unit_slot {
+	uint64_t seq;
+	uint64_t epoch;
+	uint32_t unit; /* index in the epoch's plan */
+	uint32_t shard, block, records;
+	uint64_t first_plan_record, release_pos;
+	uint8_t state;
+	rf_read *read;
+	uint64_t src_at; /* offset of the frame in read->buf */
+	uint32_t src_len;
+	uint8_t *slab;
+	uint64_t slab_bytes; /* pool class = DECODED reservation */
+	const uint32_t *ends;
+	int err_code;
+	char *err_msg;
+} rf_unit_slot;
+
+typedef struct rf_epoch_info {
+	bool valid;
+	uint64_t epoch;
+	uint64_t records;      /* E: records of this rank in the epoch */
+	uint64_t global_start; /* position of its record 0 in the run (lookahead) */
+	uint64_t base_seq;     /* seq of unit first_unit */
+	size_t first_unit;     /* first unit fetched (after a resume) */
+	size_t units;
+} rf_epoch_info;
+
+typedef struct rf_shard {
+	struct rf_engine *engine;
+	uint32_t idx;
+	char *url;
+	uint64_t size_hint;
+	rf_source *src;
+	rf_shard_index *index;
+	uint8_t footer[RF_FOOTER_BYTES];
+	uint8_t *index_buf;
+	rf_footer footer_parsed;
+	int stage; /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done */
+	int err_code;
+	char *err_msg;
+} rf_shard;
+
+typedef struct rf_ebatch {
+	rf_batch pub; /* first */
+	uint32_t magic;
+	void *mem;
+	uint64_t mem_bytes;      /* asked of the allocator */
+	uint64_t reserved_bytes; /* reserved in the budget */
+	uint64_t global_end;
+	struct rf_ebatch *prev, *next; /* held by the consumer */
+} rf_ebatch;
+
+typedef struct rf_engine {
+	uint32_t magic;
+	rf_config *cfg;
+	rf_collate_params cp;
+	uint64_t window;                 /* W: 1 without record shuffle */
+	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
+	uint32_t threads;
+	uint32_t depth;
+	uint64_t request_bytes;
+	uint64_t batch_worst_bytes;
+	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
+	uint64_t fixed_bytes;       /* metadata + scratch reserved at open */
+	rf_allocator alloc;
+	bool default_alloc;
+
+	/* shards */
+	rf_shard *shards;
+	uint32_t nshards;
+	const rf_shard_index **indexes;
+
+	rf_budget budget;
+	rf_pool *pool;
+
+	/* threads */
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv;  /* workers: decode jobs, collation */
+	pthread_cond_t ready_cv; /* consumer: ready batches */
+	pthread_cond_t open_cv;  /* rf_open waits for the loop thread's open phase */
+	pthread_t loop_thread;
+	bool loop_started;
+	pthread_t *workers;
+	uint32_t workers_started;
+	bool stop;
+	bool workers_done; /* rf_close joined the workers: the loop thread may tear down */
+	atomic_bool wake_pending;
+
+	/* loop thread */
+	rf_loop *loop;
+	rf_fetch *fetch;
+	int open_stage; /* 0 running, 1 indexes read (go?), 2 running engine, -1 failed */
+	bool go;
+	int open_code;
+	char open_msg[RF_ERROR_MSG_BYTES];
+	uint32_t open_next, open_inflight, open_done;
+	int64_t sample_timer;
+
+	/* plans */
+	rf_plan *p_sched, *p_coll;
+	rf_epoch_info epochs[RF_EPOCH_SLOTS];
+
+	/* scheduler cursor (loop thread; published under mu) */
+	uint64_t sched_epoch;
+	size_t sched_unit;
+	uint64_t sched_seq;        /* next seq to admit */
+	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (E when none) */
+	bool sched_done;           /* every unit of the last epoch admitted */
+	uint32_t reads_inflight;
+	uint64_t need_global; /* units starting before this global position are needed now */
+
+	/* unit ring */
+	rf_unit_slot *ring;
+	uint64_t tail_seq;     /* oldest unit not released */
+	uint64_t frontier_seq; /* first unit not DECODED */
+	uint64_t *jobs;        /* decode queue of seqs (RF_UNITS_RING) */
+	uint64_t jobs_head, jobs_tail;
+	uint32_t decoding;
+
+	/* collation (one worker at a time) */
+	bool collating, coll_kick;
+	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
+	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
+	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
+	size_t coll_first_unit;
+	size_t coll_hint_unit;                     /* last unit located (fast path) */
+	uint64_t coll_total_records, coll_batches; /* totals, for the batch estimate */
+	bool coll_final;                           /* END or error queued after the last batch */
+	int final_code;                            /* RF_END or a negative error */
+	char final_msg[RF_ERROR_MSG_BYTES];
+
+	/* ready queue */
+	rf_ebatch *ready[RF_READY_MAX];
+	uint64_t ready_head, ready_tail;
+	uint32_t held; /* batches handed out, not yet released */
+	rf_ebatch *held_list;
+
+	/* consumer position */
+	rf_position pos;
+	uint64_t consumer_global;
+	char last_error[RF_ERROR_MSG_BYTES];
+	bool in_call; /* re-entry guard */
+
+	/* stats */
+	uint64_t t_open_ns;
+	uint64_t st_batches, st_records, st_payload;
+	uint64_t st_decoded_bytes, st_fetched_bytes, st_blocks;
+	uint64_t st_wait_ns;
+	uint64_t st_produced;
+	uint64_t st_fetch_errors;
+	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
+	uint64_t q_samples, q_empty, q_full, q_swings;
+	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
+	double lat_ms[RF_LATENCY_SAMPLES];
+	uint64_t lat_count;
+} rf_engine;
+
+/* sched.c (loop thread) */
+void *rf_sched_main(void *arg);
+/* Makes the loop thread run its scheduler soon (any thread; coalesced). */
+void rf_engine_wake_loop(rf_engine *e);
+
+/* Marks a unit failed (message copied) and returns its decoded reservation. */
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
+/* Returns a read's buffer to the pool and its bytes to the budget. */
+void rf_read_free(rf_engine *e, rf_read *rd);
+
+/* decode.c (workers) */
+void *rf_worker_main(void *arg);
+/* Collates what it can; called with mu held by a worker. */
+void rf_collate_run(rf_engine *e);
+/* Marks the stream's end (code RF_END) or error after the batches queued so
+ * far; mu held. */
+void rf_engine_finish(rf_engine *e, int code, const char *msg);
+/* Frees a unit's slab and reservation and clears its slot; mu held. */
+void rf_unit_release(rf_engine *e, rf_unit_slot *u);
+/* Advances frontier_seq over decoded units; mu held. */
+void rf_frontier_advance(rf_engine *e);
+
+static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
+{
+	return &e->ring[seq & (RF_UNITS_RING - 1)];
+}
+static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
+{
+	return &e->epochs[epoch % RF_EPOCH_SLOTS];
+}
+
+/* expand.c: the config's URLs as a shard list (directories give their *.rfs
+ * files sorted by name; manifests give their entries with sizes; remote
+ * URLs are kept). Errors name the path. */
+int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err);
+void rf_shards_free(rf_shard *shards, uint32_t count);
+#endif

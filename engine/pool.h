@@ -1,0 +1,23 @@
+/* pool.h - memory for fetch buffers, decoded slabs and (by default) batches:
+ * mmap'd buffers in size classes (16 per power of two, so at most 6.25% is
+ * wasted), reused through free lists so the steady state neither faults
+ * pages in nor calls the kernel. Idle buffers are unmapped as soon as
+ * mapped bytes would exceed the budget limit minus what the budget has
+ * reserved elsewhere: resident memory stays within the budget. Thread-safe. */
+#ifndef RF_POOL_H
+#define RF_POOL_H
+
+#include "budget.h"
+
+typedef struct rf_pool rf_pool;
+
+int rf_pool_new(rf_budget *budget, rf_pool **out);
+void rf_pool_free(rf_pool *pool); /* every buffer must have been put back */
+/* The size class holding n bytes (what a caller reserves in the budget). */
+uint64_t rf_pool_class_bytes(uint64_t n);
+/* A buffer of class_bytes (from rf_pool_class_bytes), or NULL. */
+void *rf_pool_get(rf_pool *pool, uint64_t class_bytes);
+void rf_pool_put(rf_pool *pool, void *buf, uint64_t class_bytes);
+uint64_t rf_pool_mapped_bytes(rf_pool *pool);
+
+#endif

@@ -1,0 +1,496 @@
+/* sched.c - the loop thread: reads every shard's footer and index through
+ * the fetch layer (open phase), then walks the plan ahead of the consumer as
+ * far as depth and budget allow, reserving bytes before each read and
+ * coalescing adjacent blocks of one shard into one read (run phase). Read
+ * completions hand units to the decode workers. Nothing here blocks except
+ * the wait inside rf_loop_run_once. */
+#include "engine.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RF_COALESCE_UNITS_MAX 64
+#define RF_LOOP_WAIT_NS       100000000ull
+
+/* Called with mu held (e->loop is set and cleared under mu). */
+void rf_engine_wake_loop(rf_engine *e)
+{
+	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
+		rf_loop_wake(e->loop);
+}
+
+/* ------------------------------------------------------------ open phase */
+
+enum { RF_OPEN_IDLE = 0, RF_OPEN_OPENING, RF_OPEN_FOOTER, RF_OPEN_INDEX, RF_OPEN_DONE };
+
+static void rf_open_finish(rf_shard *s, int code, const char *msg)
+{
+	rf_engine *e = s->engine;
+	s->stage = RF_OPEN_DONE;
+	if (code < 0) {
+		s->err_code = code;
+		free(s->err_msg);
+		s->err_msg = strdup(msg && *msg ? msg : "failed");
+	}
+	free(s->index_buf);
+	s->index_buf = NULL;
+	e->open_inflight--;
+	e->open_done++;
+}
+
+static void rf_open_cb(void *arg, int64_t res, const char *msg);
+
+static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
+{
+	int rc = rf_source_read(s->src, offset, len, buf, rf_open_cb, s);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu): %s", s->url,
+		         (unsigned long long)offset, (unsigned long long)(offset + len),
+		         strerror(-rc));
+		rf_open_finish(s, rc, m);
+	}
+}
+
+/* One step of a shard's open: opened -> footer read -> index read -> done. */
+static void rf_open_cb(void *arg, int64_t res, const char *msg)
+{
+	rf_shard *s = arg;
+	rf_error err = {0};
+	if (res < 0) {
+		rf_open_finish(s, (int)res, msg);
+		return;
+	}
+	uint64_t size = rf_source_size(s->src);
+	if (s->stage == RF_OPEN_OPENING) {
+		if (size < RF_FOOTER_BYTES) {
+			rf_fail(&err, RF_E_CORRUPT, "shard %s: %llu bytes is too small for a shard",
+			        s->url, (unsigned long long)size);
+			rf_open_finish(s, err.code, err.msg);
+			return;
+		}
+		s->stage = RF_OPEN_FOOTER;
+		rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
+	} else if (s->stage == RF_OPEN_FOOTER) {
+		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->url,
+		                         &s->footer_parsed, &err);
+		if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
+			rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->url);
+		if (rc < 0) {
+			rf_open_finish(s, rc, err.msg);
+			return;
+		}
+		s->stage = RF_OPEN_INDEX;
+		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
+		             s->index_buf);
+	} else if (s->stage == RF_OPEN_INDEX) {
+		int rc = rf_index_parse(s->index_buf, s->footer_parsed.index_bytes,
+		                        &s->footer_parsed, size, s->url, &s->index, &err);
+		rf_open_finish(s, rc, rc < 0 ? err.msg : NULL);
+	}
+}
+
+static void rf_open_start(rf_engine *e, rf_shard *s)
+{
+	rf_error err = {0};
+	s->stage = RF_OPEN_OPENING;
+	e->open_inflight++;
+	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
+	if (rc < 0)
+		rf_open_finish(s, rc, err.msg);
+}
+
+/* Reads every index (RF_OPEN_CONCURRENCY at a time); stops at the first
+ * error. Returns 0 or the error (message in e->open_msg). */
+static int rf_open_phase(rf_engine *e)
+{
+	while (e->open_done < e->nshards) {
+		while (e->open_next < e->nshards && e->open_inflight < RF_OPEN_CONCURRENCY)
+			rf_open_start(e, &e->shards[e->open_next++]);
+		for (uint32_t i = 0; i < e->open_next; i++) {
+			rf_shard *s = &e->shards[i];
+			if (s->stage == RF_OPEN_DONE && s->err_code < 0) {
+				snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+				return s->err_code;
+			}
+		}
+		if (e->open_done >= e->nshards)
+			break;
+		int rc = rf_loop_run_once(e->loop, RF_LOOP_WAIT_NS);
+		if (rc < 0) {
+			snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
+			return rc;
+		}
+		rf_fetch_tick(e->fetch);
+	}
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		if (e->shards[i].err_code < 0) {
+			snprintf(e->open_msg, sizeof(e->open_msg), "%s", e->shards[i].err_msg);
+			return e->shards[i].err_code;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- run phase */
+
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+{
+	u->state = RF_U_FAILED;
+	u->err_code = code < 0 ? code : -EIO;
+	free(u->err_msg);
+	u->err_msg = strdup(msg ? msg : "failed");
+	if (u->slab_bytes) {
+		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		u->slab_bytes = 0;
+	}
+}
+
+void rf_read_free(rf_engine *e, rf_read *rd)
+{
+	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
+	rf_pool_put(e->pool, rd->buf, rd->buf_bytes);
+	free(rd);
+}
+
+static void rf_latency_add(rf_engine *e, uint64_t ns)
+{
+	e->lat_ms[e->lat_count % RF_LATENCY_SAMPLES] = (double)ns / 1e6;
+	e->lat_count++;
+}
+
+static void rf_on_read(void *arg, int64_t res, const char *msg)
+{
+	rf_read *rd = arg;
+	rf_engine *e = rd->e;
+	pthread_mutex_lock(&e->mu);
+	e->reads_inflight--;
+	rf_latency_add(e, rf_now_ns() - rd->t_issue_ns);
+	rf_fetch_counters fc; /* loop-thread data, published under the lock */
+	rf_fetch_counters_get(e->fetch, &fc);
+	e->st_fetch_retries = fc.retries;
+	if (res < 0) {
+		e->st_fetch_errors++;
+		for (uint32_t i = 0; i < rd->units; i++) {
+			rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
+			char m[RF_ERROR_MSG_BYTES];
+			snprintf(m, sizeof(m), "shard %s: block %u: read failed: %s",
+			         e->shards[u->shard].url, u->block,
+			         msg ? msg : strerror((int)-res));
+			rf_unit_fail(e, u, (int)res, m);
+			u->read = NULL;
+		}
+		rf_read_free(e, rd);
+		e->coll_kick = true;
+	} else {
+		e->st_fetched_bytes += rd->len;
+		for (uint32_t i = 0; i < rd->units; i++) {
+			rf_slot(e, rd->first_seq + i)->state = RF_U_FETCHED;
+			e->jobs[e->jobs_tail++ & (RF_UNITS_RING - 1)] = rd->first_seq + i;
+		}
+	}
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Moves the scheduler to the next epoch when the current one is fully
+ * admitted. Returns true when there is a unit to look at. mu held; drops it
+ * while computing the plan. */
+static bool rf_sched_epoch_ready(rf_engine *e)
+{
+	if (e->sched_unit < rf_epoch_slot(e, e->sched_epoch)->units)
+		return true;
+	uint64_t next = e->sched_epoch + 1;
+	if (e->sched_done || next >= e->epoch_end) {
+		e->sched_done = true;
+		return false;
+	}
+	if (next > e->coll_epoch + 1)
+		return false; /* at most one epoch ahead of the collator */
+	rf_error err = {0};
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_plan_epoch(e->p_sched, next, &err);
+	pthread_mutex_lock(&e->mu);
+	if (rc < 0) {
+		rf_engine_finish(e, rc, err.msg);
+		return false;
+	}
+	rf_epoch_info *prev = rf_epoch_slot(e, e->sched_epoch);
+	rf_epoch_info *ep = rf_epoch_slot(e, next);
+	*ep = (rf_epoch_info){.valid = true,
+	                      .epoch = next,
+	                      .records = rf_plan_epoch_records(e->p_sched),
+	                      .global_start = prev->global_start + prev->records,
+	                      .base_seq = e->sched_seq,
+	                      .first_unit = 0,
+	                      .units = rf_plan_unit_count(e->p_sched)};
+	e->sched_epoch = next;
+	e->sched_unit = 0;
+	e->sched_next_first =
+	    ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->records;
+	e->coll_kick = true; /* the collator may be waiting for this epoch */
+	pthread_cond_signal(&e->work_cv);
+	return true;
+}
+
+/* Batches' worth of records ahead of the consumer that the scheduler fetches. */
+static uint64_t rf_lookahead_global(rf_engine *e)
+{
+	uint64_t per_batch = e->cp.batch_records;
+	if (e->cp.batch_bytes > 0 && e->coll_batches > 0)
+		per_batch = RF_MAX(1, e->coll_total_records / e->coll_batches);
+	else if (e->cp.batch_bytes > 0)
+		per_batch = RF_MIN(per_batch, 64);
+	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
+}
+
+static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t k)
+{
+	rf_unit_slot *u = rf_slot(e, e->sched_seq);
+	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+	*u = (rf_unit_slot){.seq = e->sched_seq,
+	                    .epoch = e->sched_epoch,
+	                    .unit = (uint32_t)e->sched_unit,
+	                    .shard = pu->shard,
+	                    .block = pu->block,
+	                    .records = pu->records,
+	                    .first_plan_record = pu->first_plan_record,
+	                    .release_pos = pu->release_pos,
+	                    .state = rd ? RF_U_READING : RF_U_DECODED,
+	                    .read = rd,
+	                    .src_at = rd ? bi->offset - rd->offset : 0,
+	                    .src_len = bi->compressed_bytes,
+	                    .slab_bytes = rd ? rf_pool_class_bytes(bi->decoded_bytes) : 0};
+	(void)k;
+	e->sched_seq++;
+	e->sched_unit++;
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
+	e->sched_next_first = e->sched_unit < ep->units
+	                          ? rf_plan_unit(e->p_sched, e->sched_unit)->first_plan_record
+	                          : ep->records;
+}
+
+/* Counts units from sched_unit that one read can cover: same shard,
+ * consecutive blocks, same need class, within request_size. */
+static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
+                              uint64_t *comp_bytes, uint64_t *dec_bytes)
+{
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
+	const rf_unit *first = rf_plan_unit(e->p_sched, e->sched_unit);
+	const rf_shard_index *ix = e->indexes[first->shard];
+	uint32_t n = 0;
+	*comp_bytes = *dec_bytes = 0;
+	while (e->sched_unit + n < ep->units && n < RF_COALESCE_UNITS_MAX &&
+	       e->sched_seq + n - e->tail_seq < RF_UNITS_RING) {
+		const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit + n);
+		const rf_block_info *bi = &ix->block[pu->block];
+		uint64_t g = ep->global_start + pu->first_plan_record;
+		if (n > 0 &&
+		    (pu->shard != first->shard || pu->block != first->block + n ||
+		     pu->records == 0 || (g < e->need_global) != needed || g >= limit_global ||
+		     *comp_bytes + bi->compressed_bytes > e->request_bytes))
+			break;
+		*comp_bytes += bi->compressed_bytes;
+		*dec_bytes += rf_pool_class_bytes(bi->decoded_bytes);
+		n++;
+	}
+	return n;
+}
+
+/* No progress is possible: the unit the next batch needs does not fit, and
+ * nothing held anywhere can free memory. mu held. */
+static bool rf_budget_deadlocked(rf_engine *e)
+{
+	return e->ready_head == e->ready_tail && e->held == 0 && e->reads_inflight == 0 &&
+	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
+}
+
+/* Admits and issues one read (one or more units). Returns false when the
+ * scheduler must wait. mu held; dropped around the source call. */
+static bool rf_sched_one(rf_engine *e)
+{
+	if (e->stop || e->coll_final || !rf_sched_epoch_ready(e))
+		return false;
+	if (e->sched_seq - e->tail_seq >= RF_UNITS_RING)
+		return false;
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
+	const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit);
+	uint64_t g = ep->global_start + pu->first_plan_record;
+	bool needed = g < e->need_global;
+	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->need_global);
+	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
+	 * needs parallel work even when a batch is a fraction of a block. */
+	uint64_t extra = 2ull * e->threads * e->block_records_avg;
+	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
+		limit += extra;
+	if (!needed && g >= limit)
+		return false;
+	if (pu->records == 0) {
+		rf_slot_init(e, pu, NULL, 0);
+		rf_frontier_advance(e);
+		return true;
+	}
+	uint64_t comp, dec;
+	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	uint64_t headroom = needed ? 0 : e->batch_worst_bytes;
+	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
+		goto no_budget;
+	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		goto no_budget;
+	}
+	rf_read *rd = calloc(1, sizeof(*rd));
+	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
+	if (!buf) {
+		free(rd);
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+		return false;
+	}
+	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+	*rd = (rf_read){.e = e,
+	                .buf = buf,
+	                .buf_bytes = fetch_bytes,
+	                .offset = bi->offset,
+	                .len = comp,
+	                .first_seq = e->sched_seq,
+	                .units = n,
+	                .units_left = n,
+	                .shard = pu->shard,
+	                .t_issue_ns = rf_now_ns()};
+	for (uint32_t k = 0; k < n; k++)
+		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
+	e->reads_inflight++;
+	rf_source *src = e->shards[rd->shard].src;
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	pthread_mutex_lock(&e->mu);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		pthread_mutex_unlock(&e->mu);
+		rf_on_read(rd, rc, m);
+		pthread_mutex_lock(&e->mu);
+	}
+	return true;
+no_budget:
+	e->sched_wait_budget = true;
+	if (needed && rf_budget_deadlocked(e)) {
+		char need[32], lim[32];
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(
+		    m, sizeof(m),
+		    "budget too small: the batch at stream position %llu of epoch %llu needs "
+		    "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
+		    "(raise budget, lower shuffle_window or batch)",
+		    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
+		    e->shards[pu->shard].url, (unsigned long long)(fetch_bytes + dec),
+		    rf_fmt_bytes(rf_budget_used(&e->budget), need, sizeof(need)),
+		    rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
+		rf_engine_finish(e, RF_E_BUDGET, m);
+	}
+	return false;
+}
+
+static void rf_sample_queue(rf_engine *e)
+{
+	uint64_t n = e->ready_tail - e->ready_head;
+	e->q_samples++;
+	if (n == 0) {
+		e->q_empty++;
+		if (e->q_last_extreme > 0)
+			e->q_swings++;
+		e->q_last_extreme = -1;
+	} else if (n >= e->depth) {
+		e->q_full++;
+		if (e->q_last_extreme < 0)
+			e->q_swings++;
+		e->q_last_extreme = 1;
+	}
+}
+
+static void rf_on_sample(void *arg, int res)
+{
+	rf_engine *e = arg;
+	pthread_mutex_lock(&e->mu);
+	if (!e->coll_final || e->ready_tail != e->ready_head)
+		rf_sample_queue(e);
+	pthread_mutex_unlock(&e->mu);
+	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+}
+
+static void rf_run_phase(rf_engine *e)
+{
+	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	for (;;) {
+		atomic_store(&e->wake_pending, false);
+		pthread_mutex_lock(&e->mu);
+		if (e->stop && e->workers_done) {
+			pthread_mutex_unlock(&e->mu);
+			break;
+		}
+		e->sched_wait_budget = false;
+		while (!e->stop && rf_sched_one(e)) {
+		}
+		pthread_mutex_unlock(&e->mu);
+		uint64_t next = rf_fetch_tick(e->fetch);
+		int rc = rf_loop_run_once(e->loop, RF_MIN(next, RF_LOOP_WAIT_NS));
+		if (rc < 0) {
+			pthread_mutex_lock(&e->mu);
+			rf_engine_finish(e, rc, "event loop failed");
+			pthread_mutex_unlock(&e->mu);
+		}
+	}
+}
+
+static void rf_sched_teardown(rf_engine *e)
+{
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		rf_source_close(e->shards[i].src);
+		e->shards[i].src = NULL;
+	}
+	rf_fetch_free(e->fetch);
+	e->fetch = NULL;
+	pthread_mutex_lock(&e->mu);
+	rf_loop *loop = e->loop;
+	e->loop = NULL; /* wakers (all under mu) no longer reach it */
+	pthread_mutex_unlock(&e->mu);
+	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
+}
+
+void *rf_sched_main(void *arg)
+{
+	rf_engine *e = arg;
+	rf_error err = {0};
+	rf_fetch_options fo;
+	rf_config_fetch_options(e->cfg, &fo);
+	rf_loop *loop = NULL;
+	int rc = rf_loop_new(&loop, &err);
+	pthread_mutex_lock(&e->mu);
+	e->loop = loop; /* published under mu: rf_close may look at it */
+	pthread_mutex_unlock(&e->mu);
+	if (rc == 0)
+		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
+	if (rc < 0)
+		snprintf(e->open_msg, sizeof(e->open_msg), "%s", err.msg);
+	else
+		rc = rf_open_phase(e);
+	pthread_mutex_lock(&e->mu);
+	e->open_code = rc;
+	e->open_stage = rc < 0 ? -1 : 1;
+	pthread_cond_broadcast(&e->open_cv);
+	while (!e->go && !e->stop)
+		pthread_cond_wait(&e->open_cv, &e->mu);
+	bool go = e->go && !e->stop;
+	pthread_mutex_unlock(&e->mu);
+	if (go)
+		rf_run_phase(e);
+	if (e->loop)
+		rf_sched_teardown(e);
+	return NULL;
+}

@@ -1,0 +1,485 @@
+/* test_engine.c - the loader end to end on small generated datasets:
+ * order identical for every depth / thread count / budget, --no-shuffle
+ * equals the packed input, resume after every batch (across epochs), ranks
+ * disjoint and complete, a corrupt block mid-stream, open errors, close
+ * mid-stream, padded and byte-limited batches. */
+#include "ringfeed.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dataset {
+	char *dir;
+	char path[16][600];
+	uint32_t nshards;
+	uint64_t total; /* records */
+	uint64_t *ids;  /* record hash per record in packed order */
+} dataset;
+
+/* Record r of shard s: a header naming it, then a length that varies
+ * (including empty payload tails) so batches and blocks are uneven. */
+static size_t make_record(uint32_t s, uint32_t r, uint8_t *buf)
+{
+	size_t len = (size_t)snprintf((char *)buf, 64, "s%u-r%u:", s, r);
+	size_t extra = (r * 37u + s * 11u) % 300u;
+	for (size_t i = 0; i < extra; i++)
+		buf[len + i] = (uint8_t)('a' + (r + i) % 26);
+	return len + extra;
+}
+
+static uint64_t rec_id(const uint8_t *p, uint32_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ len;
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void make_dataset(dataset *d, uint32_t nshards, uint32_t records, uint64_t block_bytes)
+{
+	memset(d, 0, sizeof(*d));
+	d->dir = rf_test_tmpdir("engine");
+	d->nshards = nshards;
+	d->ids = calloc((size_t)nshards * records, sizeof(uint64_t));
+	uint8_t buf[512];
+	for (uint32_t s = 0; s < nshards; s++) {
+		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
+		rf_writer_options o = {.block_bytes = block_bytes, .level = 1};
+		rf_error err = {0};
+		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
+		assert_non_null(w);
+		for (uint32_t r = 0; r < records; r++) {
+			size_t len = make_record(s, r, buf);
+			assert_int_equal(rf_writer_add(w, buf, len, &err), 0);
+			d->ids[d->total++] = rec_id(buf, (uint32_t)len);
+		}
+		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
+	}
+}
+
+static void free_dataset(dataset *d)
+{
+	rf_test_rmtree(d->dir);
+	free(d->dir);
+	free(d->ids);
+}
+
+/* "key=value" settings, NULL-terminated. */
+static rf_config *make_config(const dataset *d, const char *const *kv)
+{
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	for (uint32_t s = 0; s < d->nshards; s++)
+		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
+	for (; kv && *kv; kv++) {
+		char key[64];
+		const char *eq = strchr(*kv, '=');
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		if (rf_config_set(c, key, eq + 1, &err) != 0)
+			fail_msg("config %s: %s", *kv, err.msg);
+	}
+	return c;
+}
+
+typedef struct run {
+	uint64_t *ids;
+	size_t n, cap;
+	uint64_t batches;
+	int rc; /* RF_END or the error */
+	char msg[RF_ERROR_MSG_BYTES];
+} run;
+
+static void run_add(run *r, uint64_t id)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 1024;
+		r->ids = realloc(r->ids, r->cap * sizeof(*r->ids));
+	}
+	r->ids[r->n++] = id;
+}
+
+static void batch_ids(run *r, const rf_batch *b)
+{
+	for (uint32_t i = 0; i < b->records; i++) {
+		if (b->row_bytes)
+			run_add(r, rec_id(b->payload + (uint64_t)i * b->row_bytes, b->lengths[i]));
+		else
+			run_add(r, rec_id(b->payload + b->offsets[i],
+			                  (uint32_t)(b->offsets[i + 1] - b->offsets[i])));
+	}
+}
+
+#define ALL UINT64_MAX
+
+/* Reads up to max_batches (ALL: to the end); saves the state into state/state_len. */
+static void read_loader(rf_loader *l, run *r, uint64_t max_batches, uint8_t *state,
+                        size_t *state_len)
+{
+	r->rc = 0;
+	for (;;) {
+		if (r->batches == max_batches)
+			break;
+		rf_batch *b = NULL;
+		int rc = rf_next(l, &b, 3000);
+		if (rc != 0) {
+			r->rc = rc;
+			snprintf(r->msg, sizeof(r->msg), "%s", rf_last_error(l));
+			break;
+		}
+		batch_ids(r, b);
+		r->batches++;
+		rf_release(l, b);
+	}
+	if (state)
+		assert_int_equal(rf_state_save(l, state, state_len), 0);
+}
+
+static run read_all(const dataset *d, const char *const *kv)
+{
+	rf_config *c = make_config(d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	run r = {0};
+	read_loader(l, &r, ALL, NULL, NULL);
+	rf_close(l);
+	return r;
+}
+
+static void assert_same_run(const run *a, const run *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_memory_equal(a->ids, b->ids, a->n * sizeof(uint64_t));
+}
+
+static void test_no_shuffle_is_packed_order(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 200, 2048);
+	const char *kv[] = {"shuffle=0", "batch=7", "budget=8MiB", NULL};
+	run r = read_all(&d, kv);
+	assert_int_equal(r.rc, RF_END);
+	assert_int_equal(r.n, d.total);
+	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
+	assert_int_equal(r.batches, (d.total + 6) / 7);
+	free(r.ids);
+	free_dataset(&d);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Same records, same order, for every depth, thread count and budget. */
+static void test_order_independent_of_depth_threads_budget(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 4, 150, 1024);
+	const char *base[] = {"seed=7",  "shuffle_window=50", "batch=5",     "epochs=2",
+	                      "depth=1", "threads=1",         "budget=4MiB", NULL};
+	run ref = read_all(&d, base);
+	assert_int_equal(ref.rc, RF_END);
+	assert_int_equal(ref.n, 2 * d.total);
+	/* Every record once per epoch, and the shuffle did shuffle. */
+	uint64_t *sorted = malloc(d.total * sizeof(uint64_t));
+	uint64_t *expect = malloc(d.total * sizeof(uint64_t));
+	memcpy(sorted, ref.ids, d.total * sizeof(uint64_t));
+	memcpy(expect, d.ids, d.total * sizeof(uint64_t));
+	qsort(sorted, d.total, sizeof(uint64_t), cmp_u64);
+	qsort(expect, d.total, sizeof(uint64_t), cmp_u64);
+	assert_memory_equal(sorted, expect, d.total * sizeof(uint64_t));
+	assert_memory_not_equal(ref.ids, d.ids, d.total * sizeof(uint64_t));
+	/* Every depth 1..64 (thread count cycling 1..4, two budgets)... */
+	for (int depth = 1; depth <= 64; depth++) {
+		char dk[16], tk[16];
+		snprintf(dk, sizeof(dk), "depth=%d", depth);
+		snprintf(tk, sizeof(tk), "threads=%d", 1 + depth % 4);
+		const char *kv[] = {"seed=7", "shuffle_window=50", "batch=5", "epochs=2", dk, tk,
+		                    depth % 2 ? "budget=3MiB" : "budget=32MiB", NULL};
+		run r = read_all(&d, kv);
+		assert_int_equal(r.rc, RF_END);
+		assert_same_run(&ref, &r);
+		free(r.ids);
+	}
+	/* ... and the full grid on a few. */
+	const char *depths[] = {"depth=1", "depth=2", "depth=3", "depth=8", "depth=64"};
+	const char *threads[] = {"threads=1", "threads=2", "threads=4"};
+	const char *budgets[] = {"budget=3MiB", "budget=64MiB"};
+	for (size_t i = 0; i < 5; i++)
+		for (size_t j = 0; j < 3; j++)
+			for (size_t k = 0; k < 2; k++) {
+				const char *kv[] = {
+				    "seed=7",  "shuffle_window=50", "batch=5",  "epochs=2",
+				    depths[i], threads[j],          budgets[k], NULL};
+				run r = read_all(&d, kv);
+				assert_int_equal(r.rc, RF_END);
+				assert_same_run(&ref, &r);
+				free(r.ids);
+			}
+	free(sorted);
+	free(expect);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+/* Saving after batch k and resuming gives exactly the rest, for every k,
+ * across the epoch boundary. */
+static void test_resume_every_batch(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 40, 512);
+	const char *kv[] = {"seed=3",  "shuffle_window=16", "batch=9",     "epochs=2",
+	                    "depth=4", "threads=2",         "budget=4MiB", NULL};
+	run ref = read_all(&d, kv);
+	assert_int_equal(ref.rc, RF_END);
+	for (uint64_t k = 0; k <= ref.batches; k++) {
+		rf_config *c = make_config(&d, kv);
+		rf_error err = {0};
+		rf_loader *l = rf_open(c, &err);
+		assert_non_null(l);
+		run first = {0};
+		uint8_t st[128];
+		size_t st_len = sizeof(st);
+		read_loader(l, &first, k, st, &st_len);
+		rf_close(l);
+		assert_int_equal(rf_config_set_resume(c, st, st_len, &err), 0);
+		l = rf_open(c, &err);
+		rf_config_free(c);
+		if (!l)
+			fail_msg("resume open at k=%llu: %s", (unsigned long long)k, err.msg);
+		run rest = {0};
+		read_loader(l, &rest, ALL, NULL, NULL);
+		rf_close(l);
+		if (rest.rc != RF_END)
+			fail_msg("k=%llu of %llu: %d %s", (unsigned long long)k,
+			         (unsigned long long)ref.batches, rest.rc, rest.msg);
+		assert_int_equal(first.n + rest.n, ref.n);
+		assert_memory_equal(first.ids, ref.ids, first.n * sizeof(uint64_t));
+		assert_memory_equal(rest.ids, ref.ids + first.n, rest.n * sizeof(uint64_t));
+		free(first.ids);
+		free(rest.ids);
+	}
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+static void test_ranks_disjoint_complete(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 5, 60, 700);
+	uint64_t *all = NULL;
+	size_t n = 0;
+	for (int shuffle = 0; shuffle < 2; shuffle++) {
+		n = 0;
+		free(all);
+		all = malloc(d.total * sizeof(uint64_t));
+		for (int rank = 0; rank < 3; rank++) {
+			char rk[16], sh[16];
+			snprintf(rk, sizeof(rk), "rank=%d", rank);
+			snprintf(sh, sizeof(sh), "shuffle=%d", shuffle);
+			const char *kv[] = {"world=3", rk, sh, "seed=9", "batch=4", NULL};
+			run r = read_all(&d, kv);
+			assert_int_equal(r.rc, RF_END);
+			assert_true(n + r.n <= d.total);
+			memcpy(all + n, r.ids, r.n * sizeof(uint64_t));
+			n += r.n;
+			free(r.ids);
+		}
+		assert_int_equal(n, d.total);
+		uint64_t *expect = malloc(d.total * sizeof(uint64_t));
+		memcpy(expect, d.ids, d.total * sizeof(uint64_t));
+		qsort(all, n, sizeof(uint64_t), cmp_u64);
+		qsort(expect, n, sizeof(uint64_t), cmp_u64);
+		assert_memory_equal(all, expect, n * sizeof(uint64_t));
+		free(expect);
+	}
+	free(all);
+	free_dataset(&d);
+}
+
+/* Flips a byte inside block `b` of a shard (its frame, found via the index). */
+static void corrupt_block(const char *path, uint32_t b)
+{
+	rf_shard_index *ix = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_index_read_file(path, &ix, &err), 0);
+	assert_true(b < ix->blocks);
+	uint64_t at = ix->block[b].offset + ix->block[b].compressed_bytes / 2;
+	rf_index_free(ix);
+	unsigned char *buf = NULL;
+	long n = rf_test_read_file(path, &buf);
+	assert_true(n > 0 && (uint64_t)n > at);
+	buf[at] ^= 0x5a;
+	assert_int_equal(rf_test_write_file(path, buf, (size_t)n), 0);
+	free(buf);
+}
+
+static void test_corrupt_block_mid_stream(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 200, 2048);
+	rf_shard_index *ix = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_index_read_file(d.path[1], &ix, &err), 0);
+	uint64_t bad_first = 200 + ix->block[2].first_record; /* packed position */
+	rf_index_free(ix);
+	corrupt_block(d.path[1], 2);
+	const char *threads[] = {"threads=1", "threads=3"};
+	const char *depths[] = {"depth=1", "depth=16"};
+	for (int t = 0; t < 2; t++)
+		for (int k = 0; k < 2; k++) {
+			const char *kv[] = {"shuffle=0", "batch=6", threads[t], depths[k], NULL};
+			run r = read_all(&d, kv);
+			assert_int_equal(r.rc, RF_E_CORRUPT);
+			/* Every batch before the one holding the first bad record. */
+			assert_int_equal(r.n, bad_first / 6 * 6);
+			assert_memory_equal(r.ids, d.ids, r.n * sizeof(uint64_t));
+			assert_non_null(strstr(r.msg, "shard-01.rfs"));
+			assert_non_null(strstr(r.msg, "block 2"));
+			free(r.ids);
+		}
+	/* Shuffled: the error still comes, after delivering only good records. */
+	const char *kv[] = {"seed=1", "shuffle_window=100", "batch=6", NULL};
+	run r = read_all(&d, kv);
+	assert_int_equal(r.rc, RF_E_CORRUPT);
+	assert_non_null(strstr(r.msg, "block 2"));
+	assert_true(r.n < d.total);
+	free(r.ids);
+	free_dataset(&d);
+}
+
+static void expect_open_error(const dataset *d, const char *const *kv, const char *extra_url,
+                              int code, const char *needle)
+{
+	rf_config *c = make_config(d, kv);
+	rf_error err = {0};
+	if (extra_url)
+		assert_int_equal(rf_config_add_url(c, extra_url, &err), 0);
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (l)
+		rf_close(l);
+	assert_null(l);
+	assert_int_equal(err.code, code);
+	if (!strstr(err.msg, needle))
+		fail_msg("error '%s' lacks '%s'", err.msg, needle);
+}
+
+static void test_open_errors(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 100, 4096);
+	char missing[700];
+	snprintf(missing, sizeof(missing), "%s/missing.rfs", d.dir);
+	expect_open_error(&d, NULL, missing, -ENOENT, "missing.rfs");
+	const char *rank[] = {"rank=3", "world=3", NULL};
+	expect_open_error(&d, rank, NULL, -EINVAL, "rank 3");
+	const char *budget[] = {"budget=1MiB", "batch=100000", NULL};
+	expect_open_error(&d, budget, NULL, RF_E_BUDGET, "needs at least");
+	const char *starved[] = {"world=1000", "rank=1", "epochs=0", NULL};
+	expect_open_error(&d, starved, NULL, -EINVAL, "no records");
+	dataset none = {.dir = d.dir, .nshards = 0};
+	expect_open_error(&none, NULL, NULL, -EINVAL, "no shards");
+	char empty_dir[700];
+	snprintf(empty_dir, sizeof(empty_dir), "%s/empty", d.dir);
+	assert_int_equal(rf_test_sh(NULL, "mkdir -p '%s'", empty_dir), 0);
+	expect_open_error(&none, NULL, empty_dir, -ENOENT, "no .rfs");
+	expect_open_error(&none, NULL, "gopher://x/y.rfs", -EPROTONOSUPPORT, "gopher");
+	/* A directory expands to its shards in name order. */
+	const char *ns[] = {"shuffle=0", NULL};
+	rf_config *c = make_config(&none, ns);
+	rf_error err = {0};
+	assert_int_equal(rf_config_add_url(c, d.dir, &err), 0);
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	assert_non_null(l);
+	run r = {0};
+	read_loader(l, &r, ALL, NULL, NULL);
+	rf_close(l);
+	assert_int_equal(r.n, d.total);
+	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
+	free(r.ids);
+	free_dataset(&d);
+}
+
+/* Closing after a batch or none, with reads and decodes in flight. */
+static void test_close_mid_stream(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 4, 300, 1024);
+	for (int i = 0; i < 12; i++) {
+		char depth[16];
+		snprintf(depth, sizeof(depth), "depth=%d", 1 + i * 5);
+		const char *kv[] = {depth, "threads=2", "batch=3", "epochs=0", NULL};
+		rf_config *c = make_config(&d, kv);
+		rf_error err = {0};
+		rf_loader *l = rf_open(c, &err);
+		rf_config_free(c);
+		assert_non_null(l);
+		run r = {0};
+		read_loader(l, &r, (uint64_t)(i % 3), NULL, NULL);
+		if (i % 2) { /* keep one batch held over the close */
+			rf_batch *b = NULL;
+			assert_int_equal(rf_next(l, &b, 3000), 0);
+		}
+		rf_close(l);
+		free(r.ids);
+	}
+	free_dataset(&d);
+}
+
+static void test_padded_and_byte_batches(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 80, 1024);
+	/* Padded rows without truncate: records are up to ~315 bytes. */
+	const char *pad_err[] = {"shuffle=0", "pad_to=100", NULL};
+	run r = read_all(&d, pad_err);
+	assert_int_equal(r.rc, -EINVAL);
+	assert_non_null(strstr(r.msg, "pad_to"));
+	free(r.ids);
+	const char *pad_ok[] = {"shuffle=0", "pad_to=400", "batch=16", NULL};
+	r = read_all(&d, pad_ok);
+	assert_int_equal(r.rc, RF_END);
+	assert_int_equal(r.n, d.total);
+	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
+	free(r.ids);
+	/* Byte-limited batches keep every record, in order. */
+	const char *bytes[] = {"shuffle=0", "batch_bytes=1000", NULL};
+	r = read_all(&d, bytes);
+	assert_int_equal(r.rc, RF_END);
+	assert_int_equal(r.n, d.total);
+	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
+	assert_true(r.batches > d.total / 10);
+	free(r.ids);
+	free_dataset(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_no_shuffle_is_packed_order),
+	    cmocka_unit_test(test_order_independent_of_depth_threads_budget),
+	    cmocka_unit_test(test_resume_every_batch),
+	    cmocka_unit_test(test_ranks_disjoint_complete),
+	    cmocka_unit_test(test_corrupt_block_mid_stream),
+	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_close_mid_stream),
+	    cmocka_unit_test(test_padded_and_byte_batches),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

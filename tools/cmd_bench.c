@@ -1,0 +1,432 @@
+/* cmd_bench.c - `ringfeed bench`, the main job: reads the built-in demo
+ * dataset (created once under the user's cache directory) or the given
+ * shards with a simulated consumer (--step-ms of work per batch) and reports
+ * throughput, the consumer's waits, ready-queue occupancy, memory per budget
+ * category against the budget, and peak RSS. Uses only ringfeed.h (and the
+ * demo generator in tools/). */
+#include "commands.h"
+#include "decode_limit.h"
+#include "demo.h"
+#include "loader_opts.h"
+#include "ringfeed.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct rf_bench_opts {
+	double step_ms;
+	bool json;
+	uint64_t max_batches;
+	uint64_t demo_bytes;
+	unsigned demo_shards;
+	int nurls;
+	bool decode_limit;
+	bool fetch_only;
+	char **args; /* the shard arguments, for --decode-limit */
+	char demo_dir[4096];
+} rf_bench_opts;
+
+static void rf_bench_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: ringfeed bench [options] [SHARDS|DIRS|MANIFESTS...]\n\n"
+	        "Reads a dataset through the loader with a simulated consumer and reports\n"
+	        "batches/s, records/s, decoded MB/s, the consumer's wait, ready-queue occupancy,\n"
+	        "memory per budget category and peak RSS. Without shards it reads the built-in\n"
+	        "demo dataset, created once under $XDG_CACHE_HOME/ringfeed/demo\n"
+	        "(default ~/.cache/ringfeed/demo).\n\n"
+	        "  --step-ms X          simulated work per batch in ms (default 0: none)\n"
+	        "  --batches N          stop after N batches (default: the whole run)\n"
+	        "  --demo-bytes SIZE    demo dataset size (default 1GiB of record payload)\n"
+	        "  --demo-shards N      demo dataset shards (default 64)\n"
+	        "  --decode-limit       also decode every block in memory with the same threads\n"
+	        "                       (the decode limit) and report the loader's ratio to it\n"
+	        "  --fetch-only         only fetch every byte of the shards (whole objects in\n"
+	        "                       --request-size ranges, --connections reads in flight),\n"
+	        "                       decode nothing: the storage path alone\n"
+	        "  --json               print one JSON object instead of the report\n"
+	        "  --help               this text\n\n");
+	rf_cli_loader_help(f);
+}
+
+static int rf_bench_demo_dir(rf_bench_opts *o)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+	if (xdg && *xdg)
+		n = snprintf(o->demo_dir, sizeof(o->demo_dir), "%s/ringfeed/demo", xdg);
+	else if (home && *home)
+		n = snprintf(o->demo_dir, sizeof(o->demo_dir), "%s/.cache/ringfeed/demo", home);
+	else
+		n = snprintf(o->demo_dir, sizeof(o->demo_dir), "/tmp/ringfeed-demo-%u",
+		             (unsigned)getuid());
+	return n > 0 && (size_t)n < sizeof(o->demo_dir) ? 0 : -1;
+}
+
+static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool v = i + 1 < argc;
+		char *end = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			rf_bench_usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--json")) {
+			o->json = true;
+		} else if (!strcmp(a, "--decode-limit")) {
+			o->decode_limit = true;
+		} else if (!strcmp(a, "--fetch-only")) {
+			o->fetch_only = true;
+		} else if (!strcmp(a, "--step-ms") && v) {
+			o->step_ms = strtod(argv[++i], &end);
+			if (*end || o->step_ms < 0 || o->step_ms > 60000) {
+				fprintf(stderr, "ringfeed bench: --step-ms wants 0 .. 60000\n");
+				return -1;
+			}
+		} else if (!strcmp(a, "--batches") && v) {
+			o->max_batches = strtoull(argv[++i], &end, 10);
+			if (*end || argv[i][0] == '-' || !argv[i][0]) {
+				fprintf(stderr, "ringfeed bench: --batches wants a count\n");
+				return -1;
+			}
+		} else if (!strcmp(a, "--demo-bytes") && v) {
+			rf_error err = {0};
+			if (rf_parse_bytes(argv[++i], &o->demo_bytes, &err) < 0 || !o->demo_bytes) {
+				fprintf(stderr, "ringfeed bench: --demo-bytes: %s\n", err.msg);
+				return -1;
+			}
+		} else if (!strcmp(a, "--demo-shards") && v) {
+			unsigned long n = strtoul(argv[++i], &end, 10);
+			if (*end || n < 1 || n > 100000) {
+				fprintf(stderr,
+				        "ringfeed bench: --demo-shards wants 1 .. 100000\n");
+				return -1;
+			}
+			o->demo_shards = (unsigned)n;
+		} else if (a[0] == '-' && a[1]) {
+			int used = rf_cli_loader_flag(cfg, argc, argv, i, "bench");
+			if (used <= 0) {
+				if (used == 0)
+					fprintf(
+					    stderr,
+					    "ringfeed bench: unknown option '%s' (see --help)\n",
+					    a);
+				return -1;
+			}
+			i += used - 1;
+		} else {
+			rf_error err = {0};
+			if (rf_config_add_url(cfg, a, &err) < 0) {
+				fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+				return -1;
+			}
+			o->args[o->nurls++] = argv[i];
+		}
+	}
+	return 0;
+}
+
+/* Peak resident set (VmHWM) in bytes, 0 when unknown. */
+static uint64_t rf_rss_peak_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* Resets the peak-RSS mark (after the demo dataset was generated). */
+static void rf_rss_reset_peak(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+static void rf_sleep_ms(double ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+	                      .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+	while (nanosleep(&ts, &ts) != 0) {
+	}
+}
+
+static double rf_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct rf_bench_result {
+	double wall_s, open_s;
+	uint64_t batches, records, payload;
+	int rc;
+	rf_stats st;
+	uint64_t rss_peak;
+	char *stats_json;
+	rf_decode_limit limit;
+	bool has_limit;
+} rf_bench_result;
+
+static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *r)
+{
+	double t0 = rf_now_s();
+	bool tty = isatty(2) && !o->json;
+	double last = t0;
+	for (;;) {
+		if (o->max_batches && r->batches >= o->max_batches)
+			break;
+		rf_batch *b = NULL;
+		int rc = rf_next(l, &b, -1);
+		if (rc == RF_END)
+			break;
+		if (rc < 0) {
+			fprintf(stderr, "ringfeed bench: error: %s\n", rf_last_error(l));
+			r->rc = rc;
+			break;
+		}
+		r->batches++;
+		r->records += b->records;
+		r->payload += b->payload_bytes;
+		rf_sleep_ms(o->step_ms);
+		rf_release(l, b);
+		double now = rf_now_s();
+		if (tty && now - last > 0.5) {
+			fprintf(stderr, "\r%llu batches, %.1f MB/s   ",
+			        (unsigned long long)r->batches,
+			        (double)r->payload / (now - t0) / 1e6);
+			last = now;
+		}
+	}
+	if (tty)
+		fprintf(stderr, "\r%60s\r", "");
+	r->wall_s = rf_now_s() - t0;
+	rf_stats_get(l, &r->st);
+	static char buf[8192];
+	if (rf_stats_json(l, buf, sizeof(buf)) > 0)
+		r->stats_json = buf;
+	r->rss_peak = rf_rss_peak_bytes();
+	return r->rc;
+}
+
+static const char *rf_mb(uint64_t bytes, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%.1f MiB", (double)bytes / 1048576.0);
+	return buf;
+}
+
+static double rf_limit_rate(const rf_bench_result *r)
+{
+	return r->has_limit && r->limit.decode_s > 0
+	           ? (double)r->limit.decoded_bytes / r->limit.decode_s
+	           : 0.0;
+}
+
+static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
+	printf("{\"dataset\":\"%s\",\"step_ms\":%.3f,\"wall_s\":%.6f,\"open_s\":%.6f,"
+	       "\"batches\":%llu,\"records\":%llu,\"payload_bytes\":%llu,\"decoded_bytes\":%llu,"
+	       "\"batches_per_s\":%.3f,\"records_per_s\":%.3f,\"decoded_bytes_per_s\":%.3f,"
+	       "\"payload_bytes_per_s\":%.3f,\"consumer_wait_fraction\":%.6f,"
+	       "\"queue_empty_fraction\":%.6f,\"queue_partial_fraction\":%.6f,"
+	       "\"queue_full_fraction\":%.6f,\"queue_swings\":%llu,\"depth_batches\":%u,"
+	       "\"threads\":%u,\"budget_bytes\":%llu,\"mem_peak_total_bytes\":%llu,"
+	       "\"mem_peak_bytes\":{\"fetch\":%llu,\"decoded\":%llu,\"batch\":%llu,"
+	       "\"scratch\":%llu,\"metadata\":%llu},\"rss_peak_bytes\":%llu,\"status\":%d,"
+	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,\"loader\":%s}\n",
+	       o->nurls ? "given" : o->demo_dir, o->step_ms, r->wall_s, r->open_s,
+	       (unsigned long long)r->batches, (unsigned long long)r->records,
+	       (unsigned long long)r->payload, (unsigned long long)s->decoded_bytes,
+	       (double)r->batches / w, (double)r->records / w, (double)s->decoded_bytes / w,
+	       (double)r->payload / w, s->consumer_wait_s / w, s->queue_empty_fraction,
+	       s->queue_partial_fraction, s->queue_full_fraction,
+	       (unsigned long long)s->queue_swings, s->depth_batches, s->threads,
+	       (unsigned long long)s->budget_bytes, (unsigned long long)s->mem_peak_total_bytes,
+	       (unsigned long long)s->mem_peak_bytes[RF_MEM_FETCH],
+	       (unsigned long long)s->mem_peak_bytes[RF_MEM_DECODED],
+	       (unsigned long long)s->mem_peak_bytes[RF_MEM_BATCH],
+	       (unsigned long long)s->mem_peak_bytes[RF_MEM_SCRATCH],
+	       (unsigned long long)s->mem_peak_bytes[RF_MEM_METADATA],
+	       (unsigned long long)r->rss_peak, r->rc, rf_limit_rate(r),
+	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0,
+	       r->stats_json ? r->stats_json : "null");
+}
+
+static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
+	char a[5][32];
+	printf("ringfeed bench: %s\n", o->nurls ? "given shards" : o->demo_dir);
+	printf("  consumer step %.3f ms, depth %u batches, %u decode threads, budget %s\n",
+	       o->step_ms, s->depth_batches, s->threads, rf_mb(s->budget_bytes, a[0], 32));
+	printf("  %llu batches, %llu records, %s of payload in %.3f s (open %.3f s)\n",
+	       (unsigned long long)r->batches, (unsigned long long)r->records,
+	       rf_mb(r->payload, a[0], 32), r->wall_s, r->open_s);
+	printf("  batches/s %.1f   records/s %.0f   decoded MB/s %.1f\n", (double)r->batches / w,
+	       (double)r->records / w, (double)s->decoded_bytes / w / 1e6);
+	printf("  consumer wait %.1f%% of wall time\n", 100.0 * s->consumer_wait_s / w);
+	printf("  ready queue: empty %.1f%%, partly full %.1f%%, full %.1f%% of %llu samples; "
+	       "%llu empty<->full swings\n",
+	       100 * s->queue_empty_fraction, 100 * s->queue_partial_fraction,
+	       100 * s->queue_full_fraction, (unsigned long long)s->queue_samples,
+	       (unsigned long long)s->queue_swings);
+	printf("  peak bytes: fetch %s, decoded %s, batch %s, scratch %s, metadata %s\n",
+	       rf_mb(s->mem_peak_bytes[RF_MEM_FETCH], a[0], 32),
+	       rf_mb(s->mem_peak_bytes[RF_MEM_DECODED], a[1], 32),
+	       rf_mb(s->mem_peak_bytes[RF_MEM_BATCH], a[2], 32),
+	       rf_mb(s->mem_peak_bytes[RF_MEM_SCRATCH], a[3], 32),
+	       rf_mb(s->mem_peak_bytes[RF_MEM_METADATA], a[4], 32));
+	printf("  peak total %s of the %s budget (%.0f%%); peak RSS %s\n",
+	       rf_mb(s->mem_peak_total_bytes, a[0], 32), rf_mb(s->budget_bytes, a[1], 32),
+	       100.0 * (double)s->mem_peak_total_bytes / (double)s->budget_bytes,
+	       rf_mb(r->rss_peak, a[2], 32));
+	if (r->has_limit)
+		printf("  decode limit (in memory, %u threads) %.1f MB/s: the loader reached %.2f "
+		       "of it\n",
+		       s->threads, rf_limit_rate(r) / 1e6,
+		       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r)
+		                            : 0.0);
+}
+
+/* The decode limit of the same shards with the loader's thread count. */
+static int rf_bench_limit(const rf_bench_opts *o, rf_bench_result *r)
+{
+	char **paths = NULL;
+	unsigned count = 0;
+	char manifest[4200];
+	int rc = 0;
+	if (o->nurls == 0) {
+		snprintf(manifest, sizeof(manifest), "%s/manifest.rfm", o->demo_dir);
+		rc = rf_decode_limit_expand(manifest, &paths, &count);
+	}
+	for (int i = 0; rc == 0 && i < o->nurls; i++)
+		rc = rf_decode_limit_expand(o->args[i], &paths, &count);
+	if (rc == 0)
+		rc = rf_decode_limit_run(paths, count, r->st.threads, &r->limit);
+	r->has_limit = rc == 0;
+	for (unsigned i = 0; i < count; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
+
+/* rf_demo_ensure reports on stdout; bench's stdout is the report (or
+ * JSON), so its messages go to stderr. */
+static int rf_bench_demo(const rf_bench_opts *o)
+{
+	fflush(stdout);
+	int saved = dup(1);
+	if (saved < 0 || dup2(2, 1) < 0)
+		return -1;
+	int rc = rf_demo_ensure(o->demo_dir, o->demo_bytes, o->demo_shards, isatty(2) && !o->json);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	return rc;
+}
+
+/* --fetch-only: every byte through the storage path, nothing decoded. */
+static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
+{
+	rf_fetch_result f;
+	rf_error err = {0};
+	int rc = rf_fetch_only(cfg, &f, &err);
+	if (rc < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		return 1;
+	}
+	double mbs = f.seconds > 0 ? (double)f.bytes / f.seconds / 1e6 : 0;
+	if (o->json)
+		printf("{\"fetch_only\":true,\"shards\":%llu,\"bytes\":%llu,\"reads\":%llu,"
+		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f}\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	else
+		printf("fetch only: %llu shards, %llu bytes in %llu reads (%llu remote requests, "
+		       "%llu retries) in %.3f s: %.1f MB/s\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	rf_config *cfg = rf_config_new();
+	rf_bench_opts o = {.demo_bytes = 1ull << 30, .demo_shards = 64};
+	o.args = calloc((size_t)argc + 1, sizeof(char *));
+	if (!cfg || !o.args || rf_bench_args(argc, argv, cfg, &o) < 0) {
+		rf_config_free(cfg);
+		free(o.args);
+		return 2;
+	}
+	if (o.nurls == 0) {
+		char manifest[4200];
+		rf_error err = {0};
+		if (rf_bench_demo_dir(&o) < 0 || rf_bench_demo(&o) < 0) {
+			fprintf(stderr, "ringfeed bench: cannot prepare the demo dataset in %s\n",
+			        o.demo_dir);
+			rf_config_free(cfg);
+			free(o.args);
+			return 1;
+		}
+		snprintf(manifest, sizeof(manifest), "%s/manifest.rfm", o.demo_dir);
+		if (rf_config_add_url(cfg, manifest, &err) < 0) {
+			fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+			rf_config_free(cfg);
+			free(o.args);
+			return 1;
+		}
+	}
+	if (o.fetch_only) {
+		free(o.args);
+		int rc = rf_bench_fetch_only(cfg, &o);
+		rf_config_free(cfg);
+		return rc;
+	}
+	rf_rss_reset_peak();
+	rf_bench_result r = {0};
+	rf_error err = {0};
+	double t0 = rf_now_s();
+	rf_loader *l = rf_open(cfg, &err);
+	r.open_s = rf_now_s() - t0;
+	rf_config_free(cfg);
+	if (!l) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		free(o.args);
+		return 1;
+	}
+	rf_bench_loop(l, &o, &r);
+	rf_close(l);
+	if (o.decode_limit && rf_bench_limit(&o, &r) < 0)
+		r.rc = -EIO;
+	free(o.args);
+	if (o.json)
+		rf_bench_json(&o, &r);
+	else
+		rf_bench_text(&o, &r);
+	return r.rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,28 @@
+/* flags.h - strict parsing of numeric command-line values for the tools:
+ * a value is a whole, finite number within the stated range or it is an
+ * error that names the flag. Shared by sim, plan and report. */
+#ifndef RF_TOOLS_FLAGS_H
+#define RF_TOOLS_FLAGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Parses text as a finite double in [min, max]; on failure prints
+ * "ringfeed CMD: --FLAG: ..." to stderr and returns false. */
+bool flag_double(const char *cmd, const char *flag, const char *text, double min, double max,
+                 double *out);
+/* Parses a whole number in [min, max]. */
+bool flag_u64(const char *cmd, const char *flag, const char *text, uint64_t min, uint64_t max,
+              uint64_t *out);
+/* Parses a size through rf_parse_bytes ("64MiB"), at least min bytes. */
+bool flag_bytes(const char *cmd, const char *flag, const char *text, uint64_t min, uint64_t *out);
+/* Prints "ringfeed CMD: message" to stderr; returns 2 (the usage exit code). */
+int flag_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes a double as JSON (null when not finite). */
+void json_number(FILE *f, double v);
+/* Writes s as a JSON string literal (quotes included). */
+void json_string(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,111 @@
+/* loader_opts.c - see loader_opts.h. */
+#include "loader_opts.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rf_cli_set(rf_config *cfg, const char *key, const char *value, const char *cmd)
+{
+	rf_error err = {0};
+	if (rf_config_set(cfg, key, value, &err) < 0) {
+		fprintf(stderr, "ringfeed %s: %s\n", cmd, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* "--shuffle-window" -> "shuffle_window" when it names a config key. */
+static int rf_cli_key(const char *flag, char *key, size_t cap)
+{
+	if (strncmp(flag, "--", 2) != 0 || strlen(flag + 2) >= cap)
+		return 0;
+	size_t n = 0;
+	for (const char *p = flag + 2; *p && *p != '='; p++)
+		key[n++] = *p == '-' ? '_' : *p;
+	key[n] = '\0';
+	for (const char *k = rf_config_keys(); *k; k += strlen(k) + 1) {
+		if (!strcmp(k, key))
+			return 1;
+		k += strlen(k) + 1; /* skip the help text */
+	}
+	return 0;
+}
+
+int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char *cmd)
+{
+	const char *a = argv[i];
+	if (!strcmp(a, "--no-shuffle"))
+		return rf_cli_set(cfg, "shuffle", "0", cmd) < 0 ? -1 : 1;
+	if (!strcmp(a, "--truncate"))
+		return rf_cli_set(cfg, "truncate", "1", cmd) < 0 ? -1 : 1;
+	char key[64];
+	if (!rf_cli_key(a, key, sizeof(key)))
+		return 0;
+	const char *eq = strchr(a, '=');
+	if (eq)
+		return rf_cli_set(cfg, key, eq + 1, cmd) < 0 ? -1 : 1;
+	if (i + 1 >= argc) {
+		fprintf(stderr, "ringfeed %s: %s needs a value\n", cmd, a);
+		return -1;
+	}
+	return rf_cli_set(cfg, key, argv[i + 1], cmd) < 0 ? -1 : 2;
+}
+
+void rf_cli_loader_help(FILE *f)
+{
+	fprintf(f, "loader options (each also settable as --name=value):\n");
+	for (const char *k = rf_config_keys(); *k;) {
+		const char *help = k + strlen(k) + 1;
+		char flag[64];
+		snprintf(flag, sizeof(flag), "--%s", k);
+		for (char *p = flag; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		fprintf(f, "  %-22s %s\n", flag, help);
+		k = help + strlen(help) + 1;
+	}
+	fprintf(f, "  %-22s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
+	fprintf(f, "  %-22s %s\n", "--truncate", "same as --truncate 1 without a value");
+}
+
+int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp) {
+		fprintf(stderr, "ringfeed %s: %s: cannot open: %m\n", cmd, path);
+		return -1;
+	}
+	unsigned char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	rf_error err = {0};
+	if (rf_config_set_resume(cfg, buf, n, &err) < 0) {
+		fprintf(stderr, "ringfeed %s: %s: %s\n", cmd, path, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+int rf_cli_save_state(rf_loader *l, const char *path, const char *cmd)
+{
+	size_t len = 0;
+	if (rf_state_save(l, NULL, &len) < 0 || len > 4096) {
+		fprintf(stderr, "ringfeed %s: cannot save the state\n", cmd);
+		return -1;
+	}
+	unsigned char buf[4096];
+	if (rf_state_save(l, buf, &len) < 0) {
+		fprintf(stderr, "ringfeed %s: cannot save the state\n", cmd);
+		return -1;
+	}
+	FILE *fp = fopen(path, "wb");
+	bool ok = fp && fwrite(buf, 1, len, fp) == len;
+	if (fp && fclose(fp) != 0)
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "ringfeed %s: %s: cannot write: %m\n", cmd, path);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,210 @@
+/* packer.c - see packer.h. Each shard is written by an rf_writer whose
+ * compression threads work on blocks in parallel while the caller keeps
+ * reading input; shard boundaries follow rf_writer_bytes, which depends only
+ * on the input, so the same input always gives byte-identical shards. */
+#include "packer.h"
+#include "demo.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int rf_tool_fail(rf_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return err->code = code;
+}
+
+uint64_t rf_tool_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int rf_tool_mkdirs(const char *dir, rf_error *err)
+{
+	char buf[4096];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof(buf)) {
+		return rf_tool_fail(err, -ENAMETOOLONG, "output directory '%s': bad length", dir);
+	}
+	memcpy(buf, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST) {
+			return rf_tool_fail(err, -errno, "cannot create directory %s: %s", buf,
+			                    strerror(errno));
+		}
+		buf[i] = c;
+	}
+	struct stat st;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		return rf_tool_fail(err, -ENOTDIR, "%s is not a directory", dir);
+	}
+	return 0;
+}
+
+int rf_pack_shard_name(char *buf, size_t cap, const char *dir, uint32_t no)
+{
+	int n = dir ? snprintf(buf, cap, "%s/shard-%06u.rfs", dir, no)
+	            : snprintf(buf, cap, "shard-%06u.rfs", no);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, uint64_t shard_bytes,
+                  int progress, rf_error *err)
+{
+	memset(p, 0, sizeof(*p));
+	int rc = rf_tool_mkdirs(dir, err);
+	if (rc < 0)
+		return rc;
+	char marker[4096]; /* this directory no longer holds the demo dataset */
+	snprintf(marker, sizeof(marker), "%s/%s", dir, RF_DEMO_MARKER);
+	unlink(marker);
+	p->dir = strdup(dir);
+	if (!p->dir) {
+		return rf_tool_fail(err, -ENOMEM, "no memory");
+	}
+	p->wopt = *wopt;
+	p->shard_bytes = shard_bytes;
+	p->progress = progress;
+	p->t0_ns = rf_tool_now_ns();
+	return 0;
+}
+
+static void pack_free(rf_pack *p)
+{
+	for (size_t i = 0; i < p->m.count; i++)
+		free(p->m.entry[i].url);
+	free(p->m.entry);
+	free(p->dir);
+	p->m.entry = NULL;
+	p->m.count = 0;
+	p->cap = 0;
+	p->dir = NULL; /* the counters stay for the caller's summary */
+}
+
+static int shard_close(rf_pack *p, rf_error *err)
+{
+	rf_shard_summary s;
+	int rc = rf_writer_close(p->w, &s, err);
+	p->w = NULL;
+	if (rc < 0)
+		return rc;
+	if (p->m.count == p->cap) {
+		size_t n = p->cap ? p->cap * 2 : 64;
+		rf_manifest_entry *e = realloc(p->m.entry, n * sizeof(*e));
+		if (!e) {
+			return rf_tool_fail(err, -ENOMEM, "no memory for the manifest");
+		}
+		p->m.entry = e;
+		p->cap = n;
+	}
+	char name[64];
+	rf_pack_shard_name(name, sizeof(name), NULL, p->shard_no);
+	rf_manifest_entry *e = &p->m.entry[p->m.count];
+	if (!(e->url = strdup(name))) {
+		return rf_tool_fail(err, -ENOMEM, "no memory for the manifest");
+	}
+	e->bytes = s.file_bytes;
+	e->records = s.records;
+	p->m.count++;
+	p->out_bytes += s.file_bytes;
+	p->shard_no++;
+	return 0;
+}
+
+static void progress_line(rf_pack *p, int final)
+{
+	uint64_t now = rf_tool_now_ns();
+	if (!p->progress || (!final && now - p->last_ns < 250000000ull))
+		return;
+	p->last_ns = now;
+	double s = (double)(now - p->t0_ns) / 1e9;
+	fprintf(stderr, "\rpacking: %.1f MiB in, %llu records, %u shards, %.0f MB/s   %s",
+	        (double)p->in_bytes / 1048576.0, (unsigned long long)p->records,
+	        p->shard_no + (p->w ? 1 : 0), s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0,
+	        final ? "\n" : "");
+	fflush(stderr);
+}
+
+int rf_pack_add(rf_pack *p, const void *rec, size_t len, rf_error *err)
+{
+	if (!p->w) {
+		char path[4096];
+		if (rf_pack_shard_name(path, sizeof(path), p->dir, p->shard_no) < 0)
+			return rf_tool_fail(err, -ENAMETOOLONG, "output path too long in %s",
+			                    p->dir);
+		p->w = rf_writer_open(path, &p->wopt, err);
+		if (!p->w)
+			return err->code;
+		p->shard_records = 0;
+	}
+	int rc = rf_writer_add(p->w, rec, len, err);
+	if (rc < 0)
+		return rc;
+	p->in_bytes += len;
+	p->records++;
+	p->shard_records++;
+	if (rf_writer_bytes(p->w) >= p->shard_bytes || p->shard_records == UINT32_MAX)
+		rc = shard_close(p, err);
+	if ((p->records & 1023) == 0)
+		progress_line(p, 0);
+	return rc;
+}
+
+int rf_pack_finish(rf_pack *p, rf_error *err)
+{
+	int rc = p->w ? shard_close(p, err) : 0;
+	char path[4096];
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "%s/%s", p->dir, RF_PACK_MANIFEST);
+		rc = rf_manifest_write(path, &p->m, err);
+	}
+	if (rc == 0 && rf_pack_shard_name(path, sizeof(path), p->dir, p->shard_no) == 0 &&
+	    access(path, F_OK) == 0)
+		fprintf(stderr,
+		        "ringfeed pack: note: %s and later shards are left from an earlier pack; "
+		        "the manifest lists only this pack's %u shards\n",
+		        path, p->shard_no);
+	progress_line(p, 1);
+	if (rc < 0)
+		rf_pack_abort(p);
+	else
+		pack_free(p);
+	return rc;
+}
+
+void rf_pack_abort(rf_pack *p)
+{
+	if (p->w)
+		rf_writer_abort(p->w);
+	p->w = NULL;
+	pack_free(p);
+}
+
+void rf_tool_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}

@@ -198,6 +198,19 @@ int64_t rf_http_retry_after_ms(const char *v)
 	                                              : (int64_t)s * 1000;
 }
 
+long rf_http_status_line(const char *line)
+{
+	/* "HTTP/1.1 206" or "HTTP/2 206": the code follows the first space */
+	const char *sp = strchr(line, ' ');
+	return sp ? strtol(sp + 1, NULL, 10) : 0;
+}
+
+bool rf_http_parse_content_length(const char *v, uint64_t *out)
+{
+	v += strspn(v, " \t");
+	return parse_u64(&v, out);
+}
+
 bool rf_http_status_retryable(long status)
 {
 	return status == 408 || status == 429 || (status >= 500 && status <= 599);
@@ -297,8 +310,7 @@ static bool header_is(const char *line, size_t n, const char *name, const char *
 /* A new status line starts a new response (after a redirect or 100-continue). */
 static void response_reset(rf_http_xfer *x, const char *line)
 {
-	const char *sp = strchr(line, ' ');
-	x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	x->status = rf_http_status_line(line);
 	x->have_content_length = x->body_checked = false;
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
@@ -323,8 +335,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp)
 	if (!strncmp(line, "HTTP/", 5)) {
 		response_reset(x, line);
 	} else if (header_is(line, len, "content-length", &v)) {
-		const char *p = v + strspn(v, " \t");
-		x->have_content_length = parse_u64(&p, &x->content_length);
+		x->have_content_length = rf_http_parse_content_length(v, &x->content_length);
 	} else if (header_is(line, len, "retry-after", &v)) {
 		snprintf(x->retry_after, sizeof(x->retry_after), "%s", v + strspn(v, " \t"));
 	} else if (header_is(line, len, "content-range", &v) && x->req.kind == RF_HTTP_RANGE &&

@@ -83,6 +83,12 @@ uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
 /* Retry-After as delta seconds; -1 when absent or not a plain number (HTTP
  * dates are handled by the caller). Capped at RF_HTTP_RETRY_AFTER_MAX_MS. */
 int64_t rf_http_retry_after_ms(const char *v);
+/* The status code of a status line ("HTTP/1.1 206 Partial Content"),
+ * NUL-terminated; 0 when it has none. */
+long rf_http_status_line(const char *line);
+/* A Content-Length value (leading blanks skipped, digits read): false when
+ * it does not start with a digit or overflows. */
+bool rf_http_parse_content_length(const char *v, uint64_t *out);
 /* Whether an HTTP status is worth retrying (408, 429, 5xx). */
 bool rf_http_status_retryable(long status);
 

@@ -244,6 +244,7 @@ static void end_field(list_parse *lp, const char *t)
 		lp->truncated = !strcmp(t, "true");
 	} else if (at(lp, "ListBucketResult", "NextContinuationToken", NULL)) {
 		free(lp->token);
+		lp->token = NULL; /* freed once more at the end of the parse */
 		if (lp->text_len == 0 || lp->text_len > 4096 || !(lp->token = strdup(t)))
 			return stop(lp, -EPROTO, "an empty or oversized NextContinuationToken");
 	} else if (at(lp, "Error", "Code", NULL)) {

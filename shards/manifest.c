@@ -95,6 +95,9 @@ static int parse_line(const char *s, size_t n, const char *base, const char *nam
 
 static int add_entry(rf_manifest *m, size_t *cap, const rf_manifest_entry *e)
 {
+	uint64_t bytes;
+	if (!rf_add_u64(m->bytes, e->bytes, &bytes))
+		return -EOVERFLOW; /* a total that wrapped would be a wrong total */
 	if (m->count == *cap) {
 		size_t n = *cap ? *cap * 2 : 64;
 		if (n > RF_MANIFEST_ENTRIES_MAX)
@@ -106,8 +109,24 @@ static int add_entry(rf_manifest *m, size_t *cap, const rf_manifest_entry *e)
 		*cap = n;
 	}
 	m->entry[m->count++] = *e;
-	m->bytes += e->bytes;
-	m->records += e->records;
+	m->bytes = bytes;
+	m->records += e->records; /* at most 10^6 entries of < 2^32 records: no wrap */
+	return 0;
+}
+
+/* The line number of the first entry line (not empty, not a comment) past
+ * RF_MANIFEST_ENTRIES_MAX, or 0: found before anything is allocated. */
+static size_t line_over_limit(const char *buf, size_t len, size_t pos)
+{
+	size_t n = 0;
+	for (size_t line_no = 2; pos < len; line_no++) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t end = nl ? (size_t)(nl - buf) : len;
+		if (end > pos && buf[pos] != '#' && !(end == pos + 1 && buf[pos] == '\r') &&
+		    ++n > RF_MANIFEST_ENTRIES_MAX)
+			return line_no;
+		pos = end + 1;
+	}
 	return 0;
 }
 
@@ -137,10 +156,16 @@ static int parse_lines(const char *buf, size_t len, size_t pos, const char *base
 			    name, line_no, RF_MANIFEST_ENTRIES_MAX);
 		rf_manifest_entry e = {0};
 		RF_TRY(parse_line(s, n, base, name, line_no, &e, err));
-		if (add_entry(m, &cap, &e) < 0) {
+		int rc = add_entry(m, &cap, &e);
+		if (rc < 0) {
 			free(e.url);
-			return rf_fail(err, -ENOMEM, "manifest %s: line %zu: no memory", name,
-			               line_no);
+			return rc == -EOVERFLOW
+			           ? rf_fail(err, rc,
+			                     "manifest %s: line %zu: FILE_BYTES %llu makes the "
+			                     "total exceed 2^64-1 bytes",
+			                     name, line_no, (unsigned long long)e.bytes)
+			           : rf_fail(err, -ENOMEM, "manifest %s: line %zu: no memory", name,
+			                     line_no);
 		}
 	}
 	return 0;
@@ -157,11 +182,18 @@ RF_API int rf_manifest_parse(const char *buf, size_t len, const char *base, cons
 	if (memchr(buf, 0, len))
 		return rf_fail(err, -EINVAL, "manifest %s: holds a NUL byte (not a text file)",
 		               name);
+	const char *nl = memchr(buf, '\n', len);
+	size_t first = nl ? (size_t)(nl - buf) + 1 : len;
+	size_t over = line_over_limit(buf, len, first);
+	if (over)
+		return rf_fail(err, -E2BIG,
+		               "manifest %s: line %zu: more than %d shards (the most a manifest "
+		               "may list)",
+		               name, over, RF_MANIFEST_ENTRIES_MAX);
 	rf_manifest *m = calloc(1, sizeof(*m));
 	if (!m)
 		return rf_fail(err, -ENOMEM, "manifest %s: no memory", name);
-	const char *nl = memchr(buf, '\n', len);
-	int rc = parse_lines(buf, len, nl ? (size_t)(nl - buf) + 1 : len, base, name, m, err);
+	int rc = parse_lines(buf, len, first, base, name, m, err);
 	if (rc < 0) {
 		rf_manifest_free(m);
 		return rc;

@@ -95,8 +95,18 @@ typedef struct rf_shard {
 	char *err_msg;
 } rf_shard;
 
+/* A record the collator located, for a filler to copy. */
+typedef struct rf_rec_ref {
+	const uint8_t *data;
+	uint32_t len;
+} rf_rec_ref;
+
 typedef struct rf_ebatch {
-	rf_batch pub; /* first */
+	rf_batch pub;     /* first */
+	bool filled;      /* its bytes are in place (a worker filled it) */
+	uint32_t n;       /* records */
+	uint64_t end_pos; /* stream position after its last record */
+	rf_rec_ref *refs; /* n records to copy; freed once filled */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
@@ -185,6 +195,13 @@ typedef struct rf_engine {
 	bool coll_final;                           /* END or error queued after the last batch */
 	int final_code;                            /* RF_END or a negative error */
 	char final_msg[RF_ERROR_MSG_BYTES];
+
+	/* batches planned by the collator, waiting for a worker to fill them
+	 * (they sit in the ready queue too, in order, until filled) */
+	rf_ebatch *fillq[RF_READY_MAX];
+	uint64_t fillq_head, fillq_tail;
+	uint64_t fill_scan;            /* ready-queue index: batches before it are filled */
+	uint64_t fill_epoch, fill_pos; /* every batch before this position is filled */
 
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];

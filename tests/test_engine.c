@@ -477,6 +477,7 @@ static void test_padded_and_byte_batches(void **state)
 	free_dataset(&d);
 }
 
+/* Called from workers and from the consumer at once: atomic counters. */
 typedef struct counting_alloc {
 	long live, calls;
 	uint64_t bytes;
@@ -485,17 +486,17 @@ typedef struct counting_alloc {
 static void *count_alloc(void *ctx, size_t bytes)
 {
 	counting_alloc *a = ctx;
-	a->live++;
-	a->calls++;
-	a->bytes += bytes;
+	__atomic_add_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
 	return malloc(bytes);
 }
 
 static void count_free(void *ctx, void *ptr, size_t bytes)
 {
 	counting_alloc *a = ctx;
-	a->live--;
-	a->bytes -= bytes;
+	__atomic_sub_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
 	free(ptr);
 }
 

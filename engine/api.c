@@ -27,6 +27,7 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 
 static void rf_batch_free(rf_engine *e, rf_ebatch *b)
 {
+	free(b->refs);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	b->magic = 0;
@@ -306,6 +307,8 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
 	e->coll_hint_unit = SIZE_MAX;
+	e->fill_epoch = epoch;
+	e->fill_pos = at;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
@@ -407,6 +410,15 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 	return (rf_loader *)e;
 }
 
+void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+{
+	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	e->coll_kick = true;
+	if (!e->collating)
+		pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_loop(e);
+}
+
 /* ------------------------------------------------------------- consumer */
 
 static rf_engine *rf_engine_of(rf_loader *l)
@@ -434,6 +446,15 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 	}
 }
 
+/* A batch can be handed out (the head of the queue is filled), or the
+ * stream has ended after the last queued batch, or the loader is closing. */
+static bool rf_ready_or_done(const rf_engine *e)
+{
+	bool empty = e->ready_head == e->ready_tail;
+	return (!empty && e->ready[e->ready_head % RF_READY_MAX]->filled) || e->stop ||
+	       (empty && e->coll_final);
+}
+
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
 {
 	struct timespec dl;
@@ -443,13 +464,11 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
 	}
-	while (e->ready_head == e->ready_tail && !e->coll_final && !e->stop) {
-		if (timeout_ms < 0) {
+	while (!rf_ready_or_done(e)) {
+		if (timeout_ms < 0)
 			pthread_cond_wait(&e->ready_cv, &e->mu);
-		} else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT) {
-			if (e->ready_head == e->ready_tail && !e->coll_final)
-				return -ETIMEDOUT;
-		}
+		else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT)
+			return rf_ready_or_done(e) ? 0 : -ETIMEDOUT;
 	}
 	return 0;
 }
@@ -464,7 +483,8 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	uint64_t t0 = rf_now_ns();
 	int rc = rf_wait_ready(e, timeout_ms);
 	e->st_wait_ns += rf_now_ns() - t0;
-	if (rc == 0 && e->ready_head != e->ready_tail) {
+	if (rc == 0 && e->ready_head != e->ready_tail &&
+	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
 		b->prev = NULL;
 		b->next = e->held_list;

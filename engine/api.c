@@ -186,19 +186,24 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
 	return best;
 }
 
-/* Units that must be resident together for one batch: its shuffle window,
- * and the next one when a batch can straddle the boundary; without a window,
- * the blocks one batch covers. */
+/* Units that must be resident together for one batch: every shuffle window
+ * its records fall in (a batch of more records than a window spans several
+ * windows; the collator plans it only once all of them are resident), plus
+ * the next window when a batch can straddle a window boundary; without a
+ * window, the blocks one batch covers (two batch-sized spans when batches
+ * need not start at multiples of the batch size). */
 static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
-	if (e->cp.batch_bytes)
+	bool fixed = e->cp.batch_bytes == 0; /* batches start at multiples of b */
+	if (!fixed)
 		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
 	if (w > 1) {
-		bool straddle = e->cp.batch_bytes > 0 || w % b != 0;
-		return rf_span_units(e->p_sched, w, straddle ? 2 * w : w);
+		uint64_t span = (b + w - 1) / w * w;
+		bool straddle = !fixed || (b % w != 0 && w % b != 0);
+		return rf_span_units(e->p_sched, w, straddle ? span + w : span);
 	}
-	return rf_span_units(e->p_sched, b, b);
+	return rf_span_units(e->p_sched, b, fixed ? b : 2 * b);
 }
 
 /* Budget check at open: one window of the largest blocks (compressed +

@@ -405,6 +405,15 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t comp, dec;
 	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
 	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	if (!rd && needed && n > 1 && !e->coll_final) {
+		/* The open check (and the host floor) count one compressed block in
+		 * flight: a needed unit must not wait for room for a longer read. */
+		const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+		n = 1;
+		comp = bi->compressed_bytes;
+		dec = rf_pool_class_bytes(bi->decoded_bytes);
+		rd = rf_sched_reserve(e, comp, dec, 0);
+	}
 	if (!rd) {
 		if (!e->coll_final)
 			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);

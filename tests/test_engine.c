@@ -4,9 +4,9 @@
  * disjoint and complete, a corrupt block mid-stream, open errors, close
  * mid-stream, padded and byte-limited batches. */
 #include "engine.h"
-#include "util.h"
 #include "ringfeed.h"
 #include "testutil.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +570,59 @@ static void test_depth_change_mid_stream(void **state)
 	free_dataset(&d);
 }
 
+/* The budget rf_open asks for at least (on a budget below it). */
+static unsigned long long open_minimum(const dataset *d, const char *const *kv)
+{
+	rf_config *c = make_config(d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (l)
+		rf_close(l);
+	assert_null(l);
+	const char *at = strstr(err.msg, "needs at least ");
+	if (!at)
+		fail_msg("no minimum in '%s'", err.msg);
+	return strtoull(at + strlen("needs at least "), NULL, 10);
+}
+
+/* The minimum budget rf_open asks for is enough to read to the end: a batch
+ * spanning several shuffle windows, one straddling window boundaries, and
+ * no window at all, with one and several threads. */
+static void test_open_minimum_suffices(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 400, 1024);
+	const char *shapes[][3] = {{"shuffle_window=8", "batch=40", "epochs=2"},
+	                           {"shuffle_window=8", "batch=20", "epochs=1"},
+	                           {"shuffle=0", "batch=13", "epochs=1"}};
+	const char *threads[] = {"threads=1", "threads=3"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(shapes); i++) {
+		const char *ref_kv[] = {"seed=5", shapes[i][0], shapes[i][1], shapes[i][2], NULL};
+		run ref = read_all(&d, ref_kv);
+		assert_int_equal(ref.rc, RF_END);
+		for (size_t t = 0; t < RF_ARRAY_LEN(threads); t++) {
+			const char *small[] = {"seed=5",      shapes[i][0], shapes[i][1],
+			                       shapes[i][2],  threads[t],   "depth=64",
+			                       "budget=1MiB", NULL};
+			unsigned long long need = open_minimum(&d, small);
+			assert_true(need > 1048576);
+			char budget[48];
+			snprintf(budget, sizeof(budget), "budget=%llu", need);
+			small[6] = budget;
+			run r = read_all(&d, small);
+			if (r.rc != RF_END)
+				fail_msg("%s %s %s at %s: %s", shapes[i][0], shapes[i][1],
+				         threads[t], budget, r.msg);
+			assert_same_run(&ref, &r);
+			free(r.ids);
+		}
+		free(ref.ids);
+	}
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -583,6 +636,7 @@ int main(void)
 	    cmocka_unit_test(test_padded_and_byte_batches),
 	    cmocka_unit_test(test_custom_allocator),
 	    cmocka_unit_test(test_depth_change_mid_stream),
+	    cmocka_unit_test(test_open_minimum_suffices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

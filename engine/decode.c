@@ -4,6 +4,7 @@
  * it, strictly in stream order, one collator at a time. Batch memory comes
  * from the loader's allocator and is reserved as RF_MEM_BATCH. */
 #include "engine.h"
+#include "hostbudget.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -56,6 +57,34 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
 	snprintf(e->final_msg, sizeof(e->final_msg), "%s", msg ? msg : "");
 	pthread_cond_broadcast(&e->ready_cv);
 	rf_engine_wake_loop(e);
+}
+
+/* Needed work (bytes, for `what`) did not fit and nothing here can free
+ * memory. When only the host total refused it, the bytes are held by other
+ * loaders, which give them back as their consumers go: keep waiting (the
+ * loop thread retries every tick) for up to RF_HOSTBUDGET_FLOOR_MS, then end
+ * the stream naming the host budget. Returns true while waiting. mu held. */
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
+{
+	if (!rf_budget_host_bound(&e->budget, bytes))
+		return false;
+	uint64_t now = rf_now_ns();
+	if (e->host_wait_ns == 0)
+		e->host_wait_ns = now;
+	if (now - e->host_wait_ns < RF_HOSTBUDGET_FLOOR_MS * 1000000ull)
+		return true;
+	char m[RF_ERROR_MSG_BYTES];
+	rf_hostbudget_info h = {0};
+	rf_hostbudget_info_get(e->host, &h);
+	snprintf(m, sizeof(m),
+	         "host budget '%s' had no room for %s (%llu bytes) for %d ms: %llu of %llu "
+	         "bytes held by %u loader(s) (raise --host-budget or lower the loaders' "
+	         "budgets)",
+	         rf_hostbudget_name(e->host), what, (unsigned long long)bytes,
+	         RF_HOSTBUDGET_FLOOR_MS, (unsigned long long)h.used_bytes,
+	         (unsigned long long)h.total_bytes, h.members);
+	rf_engine_finish(e, RF_E_BUDGET, m);
+	return true;
 }
 
 /* ----------------------------------------------------------- collation */
@@ -219,7 +248,8 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
  * free any; else the next release kicks the collator. mu held. */
 static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 {
-	if (e->ready_head == e->ready_tail && e->held == 0) {
+	if (e->ready_head == e->ready_tail && e->held == 0 &&
+	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m),
 		         "budget too small: the batch at stream position %llu of epoch %llu "
@@ -229,8 +259,8 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 		rf_engine_finish(e, RF_E_BUDGET, m);
 		return RF_E_BUDGET;
 	}
-	e->coll_wait_budget = true;
-	return 0;
+	e->coll_wait_budget = !e->coll_final;
+	return e->coll_final ? RF_E_BUDGET : 0;
 }
 
 /* Reserves and allocates one batch of n records (bytes from
@@ -243,6 +273,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0)
 		return rf_coll_no_budget(e, reserve);
+	e->host_wait_ns = 0;
 	uint64_t pos = e->coll_pos;
 	pthread_mutex_unlock(&e->mu);
 	rf_ebatch *b = calloc(1, sizeof(*b));

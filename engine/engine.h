@@ -187,6 +187,7 @@ typedef struct rf_engine {
 	bool collating, coll_kick;
 	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
 	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t host_wait_ns;  /* since when the host total refused needed work (0: not) */
 	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
@@ -252,6 +253,7 @@ void rf_collate_run(rf_engine *e);
 /* Marks the stream's end (code RF_END) or error after the batches queued so
  * far; mu held. */
 void rf_engine_finish(rf_engine *e, int code, const char *msg);
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
 /* Frees a unit's slab and reservation and clears its slot; mu held. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u);
 /* Advances frontier_seq over decoded units; mu held. */

@@ -311,7 +311,8 @@ static bool rf_budget_deadlocked(rf_engine *e)
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
 {
 	e->sched_wait_budget = true;
-	if (!needed || !rf_budget_deadlocked(e))
+	if (!needed || !rf_budget_deadlocked(e) ||
+	    rf_engine_host_wait(e, bytes, "a block the next batch needs"))
 		return;
 	char used[32], lim[32], m[RF_ERROR_MSG_BYTES];
 	snprintf(m, sizeof(m),
@@ -419,6 +420,7 @@ static bool rf_sched_one(rf_engine *e)
 			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
 		return false;
 	}
+	e->host_wait_ns = 0;
 	rf_sched_issue(e, rd, pu, n);
 	return true;
 }
@@ -462,6 +464,10 @@ static void rf_run_phase(rf_engine *e)
 		}
 		e->sched_wait_budget = false;
 		while (!e->stop && rf_sched_one(e)) {
+		}
+		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
+			e->coll_kick = true; /* retry the batch the host total refused */
+			pthread_cond_signal(&e->work_cv);
 		}
 		pthread_mutex_unlock(&e->mu);
 		uint64_t next = rf_fetch_tick(e->fetch);

@@ -2,15 +2,21 @@
  * order identical for every depth / thread count / budget, --no-shuffle
  * equals the packed input, resume after every batch (across epochs), ranks
  * disjoint and complete, a corrupt block mid-stream, open errors, close
- * mid-stream, padded and byte-limited batches. */
+ * mid-stream, padded and byte-limited batches, the open-time minimum budget
+ * is enough to read to the end, a loader waits for host budget room held by
+ * another loader. */
 #include "engine.h"
+#include "hostbudget.h"
 #include "ringfeed.h"
 #include "testutil.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct dataset {
 	char *dir;
@@ -623,6 +629,77 @@ static void test_open_minimum_suffices(void **state)
 	free_dataset(&d);
 }
 
+/* Another loader of the host: takes every byte of the host total that
+ * comes free for hold_ms, then gives them all back. */
+typedef struct hog {
+	rf_hostbudget *hb;
+	int hold_ms;
+	uint64_t held;
+} hog;
+
+static void *hog_main(void *arg)
+{
+	hog *h = arg;
+	uint64_t end = rf_now_ns() + (uint64_t)h->hold_ms * 1000000ull;
+	while (rf_now_ns() < end) {
+		for (uint64_t chunk = 1u << 20; chunk > 0; chunk /= 4)
+			while (rf_hostbudget_reserve(h->hb, chunk) == 0)
+				h->held += chunk;
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	rf_hostbudget_release(h->hb, h->held);
+	return NULL;
+}
+
+/* A loader whose needed work the host total refuses (other loaders hold it
+ * all for a while; its own floor lowered to nothing so that it must ask)
+ * waits for them instead of failing with "budget too small", and delivers
+ * the same records. */
+static void test_host_budget_wait(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 400, 1024);
+	char name[64], total[48] = "host_budget=8MiB";
+	snprintf(name, sizeof(name), "host_budget_name=test-engine-%d", (int)getpid());
+	const char *ref_kv[] = {"seed=3", "shuffle_window=8", "batch=40", "depth=1", NULL};
+	run ref = read_all(&d, ref_kv);
+	const char *kv[] = {"seed=3",      "shuffle_window=8", "batch=40", "depth=1",
+	                    "budget=4MiB", "threads=2",        total,      name,
+	                    NULL};
+	rf_config *c = make_config(&d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	rf_engine *e = (rf_engine *)l;
+	pthread_mutex_lock(&e->budget.mu);
+	e->budget.host_floor_bytes = 0;
+	pthread_mutex_unlock(&e->budget.mu);
+	hog h = {.hold_ms = 400};
+	assert_int_equal(
+	    rf_hostbudget_open(name + strlen("host_budget_name="), 8u << 20, &h.hb, &err), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, hog_main, &h), 0);
+	run r = {0};
+	read_loader(l, &r, ALL, NULL, NULL);
+	pthread_join(t, NULL);
+	rf_budget_snapshot sn;
+	rf_budget_snapshot_get(&e->budget, &sn);
+	rf_close(l);
+	rf_hostbudget_close(h.hb);
+	if (r.rc != RF_END)
+		fail_msg("%s", r.msg);
+	assert_same_run(&ref, &r);
+	assert_true(h.held > 0);
+	assert_true(sn.host_refusals > 0);
+	free(r.ids);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -637,6 +714,7 @@ int main(void)
 	    cmocka_unit_test(test_custom_allocator),
 	    cmocka_unit_test(test_depth_change_mid_stream),
 	    cmocka_unit_test(test_open_minimum_suffices),
+	    cmocka_unit_test(test_host_budget_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 
 static void rf_batch_free(rf_engine *e, rf_ebatch *b)
 {
+	free(b->refs);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	b->magic = 0;
@@ -185,19 +186,24 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
 	return best;
 }
 
-/* Units that must be resident together for one batch: its shuffle window,
- * and the next one when a batch can straddle the boundary; without a window,
- * the blocks one batch covers. */
+/* Units that must be resident together for one batch: every shuffle window
+ * its records fall in (a batch of more records than a window spans several
+ * windows; the collator plans it only once all of them are resident), plus
+ * the next window when a batch can straddle a window boundary; without a
+ * window, the blocks one batch covers (two batch-sized spans when batches
+ * need not start at multiples of the batch size). */
 static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
-	if (e->cp.batch_bytes)
+	bool fixed = e->cp.batch_bytes == 0; /* batches start at multiples of b */
+	if (!fixed)
 		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
 	if (w > 1) {
-		bool straddle = e->cp.batch_bytes > 0 || w % b != 0;
-		return rf_span_units(e->p_sched, w, straddle ? 2 * w : w);
+		uint64_t span = (b + w - 1) / w * w;
+		bool straddle = !fixed || (b % w != 0 && w % b != 0);
+		return rf_span_units(e->p_sched, w, straddle ? span + w : span);
 	}
-	return rf_span_units(e->p_sched, b, b);
+	return rf_span_units(e->p_sched, b, fixed ? b : 2 * b);
 }
 
 /* Budget check at open: one window of the largest blocks (compressed +
@@ -306,6 +312,8 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
 	e->coll_hint_unit = SIZE_MAX;
+	e->fill_epoch = epoch;
+	e->fill_pos = at;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
@@ -407,6 +415,15 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 	return (rf_loader *)e;
 }
 
+void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+{
+	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	e->coll_kick = true;
+	if (!e->collating)
+		pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_loop(e);
+}
+
 /* ------------------------------------------------------------- consumer */
 
 static rf_engine *rf_engine_of(rf_loader *l)
@@ -434,6 +451,15 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 	}
 }
 
+/* A batch can be handed out (the head of the queue is filled), or the
+ * stream has ended after the last queued batch, or the loader is closing. */
+static bool rf_ready_or_done(const rf_engine *e)
+{
+	bool empty = e->ready_head == e->ready_tail;
+	return (!empty && e->ready[e->ready_head % RF_READY_MAX]->filled) || e->stop ||
+	       (empty && e->coll_final);
+}
+
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
 {
 	struct timespec dl;
@@ -443,13 +469,11 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
 	}
-	while (e->ready_head == e->ready_tail && !e->coll_final && !e->stop) {
-		if (timeout_ms < 0) {
+	while (!rf_ready_or_done(e)) {
+		if (timeout_ms < 0)
 			pthread_cond_wait(&e->ready_cv, &e->mu);
-		} else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT) {
-			if (e->ready_head == e->ready_tail && !e->coll_final)
-				return -ETIMEDOUT;
-		}
+		else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT)
+			return rf_ready_or_done(e) ? 0 : -ETIMEDOUT;
 	}
 	return 0;
 }
@@ -464,7 +488,8 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	uint64_t t0 = rf_now_ns();
 	int rc = rf_wait_ready(e, timeout_ms);
 	e->st_wait_ns += rf_now_ns() - t0;
-	if (rc == 0 && e->ready_head != e->ready_tail) {
+	if (rc == 0 && e->ready_head != e->ready_tail &&
+	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
 		b->prev = NULL;
 		b->next = e->held_list;

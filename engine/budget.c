@@ -97,6 +97,15 @@ void rf_budget_detach_host(rf_budget *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
+bool rf_budget_host_bound(rf_budget *b, uint64_t bytes)
+{
+	pthread_mutex_lock(&b->mu);
+	uint64_t want;
+	bool host = b->host && rf_add_u64(b->used_bytes, bytes, &want) && want <= b->limit_bytes;
+	pthread_mutex_unlock(&b->mu);
+	return host;
+}
+
 uint64_t rf_budget_room(rf_budget *b)
 {
 	pthread_mutex_lock(&b->mu);

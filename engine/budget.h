@@ -58,6 +58,9 @@ int rf_budget_attach_host(rf_budget *b, struct rf_hostbudget *hb, uint64_t floor
 /* Gives back everything held from the host; call once every reservation is
  * released (rf_budget_destroy does it too). */
 void rf_budget_detach_host(rf_budget *b);
+/* True when a reservation of bytes (headroom included) fits this budget's
+ * own limit, so that only a host budget can have refused it. */
+bool rf_budget_host_bound(rf_budget *b, uint64_t bytes);
 /* Bytes that may stay mapped beyond the reservations (idle pool buffers):
  * limit - used, and with a host budget no more than the host bytes held. */
 uint64_t rf_budget_room(rf_budget *b);

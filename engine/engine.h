@@ -95,8 +95,18 @@ typedef struct rf_shard {
 	char *err_msg;
 } rf_shard;
 
+/* A record the collator located, for a filler to copy. */
+typedef struct rf_rec_ref {
+	const uint8_t *data;
+	uint32_t len;
+} rf_rec_ref;
+
 typedef struct rf_ebatch {
-	rf_batch pub; /* first */
+	rf_batch pub;     /* first */
+	bool filled;      /* its bytes are in place (a worker filled it) */
+	uint32_t n;       /* records */
+	uint64_t end_pos; /* stream position after its last record */
+	rf_rec_ref *refs; /* n records to copy; freed once filled */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
@@ -177,6 +187,7 @@ typedef struct rf_engine {
 	bool collating, coll_kick;
 	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
 	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t host_wait_ns;  /* since when the host total refused needed work (0: not) */
 	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
@@ -186,6 +197,13 @@ typedef struct rf_engine {
 	bool coll_final;                           /* END or error queued after the last batch */
 	int final_code;                            /* RF_END or a negative error */
 	char final_msg[RF_ERROR_MSG_BYTES];
+
+	/* batches planned by the collator, waiting for a worker to fill them
+	 * (they sit in the ready queue too, in order, until filled) */
+	rf_ebatch *fillq[RF_READY_MAX];
+	uint64_t fillq_head, fillq_tail;
+	uint64_t fill_scan;            /* ready-queue index: batches before it are filled */
+	uint64_t fill_epoch, fill_pos; /* every batch before this position is filled */
 
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];
@@ -223,6 +241,11 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
 void rf_read_free(rf_engine *e, rf_read *rd);
 
+/* api.c: changes the read-ahead depth at run time (the controller's hook:
+ * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the
+ * collator and the scheduler. mu held. */
+void rf_engine_depth_set(rf_engine *e, uint32_t depth);
+
 /* decode.c (workers) */
 void *rf_worker_main(void *arg);
 /* Collates what it can; called with mu held by a worker. */
@@ -230,6 +253,7 @@ void rf_collate_run(rf_engine *e);
 /* Marks the stream's end (code RF_END) or error after the batches queued so
  * far; mu held. */
 void rf_engine_finish(rf_engine *e, int code, const char *msg);
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
 /* Frees a unit's slab and reservation and clears its slot; mu held. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u);
 /* Advances frontier_seq over decoded units; mu held. */

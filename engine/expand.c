@@ -132,8 +132,7 @@ static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const cha
 	return rc;
 }
 
-static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url,
-                         rf_error *err)
+static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
 {
 	if (rf_url_is_s3_prefix(url))
 		return rf_expand_s3_prefix(l, cfg, url, err);

@@ -306,6 +306,79 @@ static bool rf_budget_deadlocked(rf_engine *e)
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
 }
 
+/* A needed unit does not fit: remember to retry on a release, and end the
+ * stream when nothing anywhere can free memory. mu held. */
+static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
+{
+	e->sched_wait_budget = true;
+	if (!needed || !rf_budget_deadlocked(e) ||
+	    rf_engine_host_wait(e, bytes, "a block the next batch needs"))
+		return;
+	char used[32], lim[32], m[RF_ERROR_MSG_BYTES];
+	snprintf(m, sizeof(m),
+	         "budget too small: the batch at stream position %llu of epoch %llu needs "
+	         "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
+	         "(raise budget, lower shuffle_window or batch)",
+	         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
+	         e->shards[pu->shard].url, (unsigned long long)bytes,
+	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
+	rf_engine_finish(e, RF_E_BUDGET, m);
+}
+
+/* Fills the read and its unit slots and starts it. mu held; dropped around
+ * the source call. */
+static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
+{
+	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+	rd->e = e;
+	rd->offset = bi->offset;
+	rd->first_seq = e->sched_seq;
+	rd->units = rd->units_left = n;
+	rd->shard = pu->shard;
+	rd->t_issue_ns = rf_now_ns();
+	for (uint32_t k = 0; k < n; k++)
+		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
+	e->reads_inflight++;
+	rf_source *src = e->shards[rd->shard].src;
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		rf_on_read(rd, rc, m);
+	}
+	pthread_mutex_lock(&e->mu);
+}
+
+/* Reserves the bytes of a run of units and its read buffer; NULL (and
+ * nothing reserved) when the budget or memory says no. mu held. */
+static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
+{
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
+		return NULL;
+	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		return NULL;
+	}
+	rf_read *rd = calloc(1, sizeof(*rd));
+	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
+	if (!buf) {
+		free(rd);
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+		return NULL;
+	}
+	rd->buf = buf;
+	rd->buf_bytes = fetch_bytes;
+	rd->len = comp;
+	return rd;
+}
+
 /* Admits and issues one read (one or more units). Returns false when the
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
@@ -321,9 +394,8 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->need_global);
 	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
 	 * needs parallel work even when a batch is a fraction of a block. */
-	uint64_t extra = 2ull * e->threads * e->block_records_avg;
 	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
-		limit += extra;
+		limit += 2ull * e->threads * e->block_records_avg;
 	if (!needed && g >= limit)
 		return false;
 	if (pu->records == 0) {
@@ -333,68 +405,24 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	uint64_t comp, dec;
 	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
-	uint64_t headroom = needed ? 0 : e->batch_worst_bytes;
-	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
-		goto no_budget;
-	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		goto no_budget;
+	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	if (!rd && needed && n > 1 && !e->coll_final) {
+		/* The open check (and the host floor) count one compressed block in
+		 * flight: a needed unit must not wait for room for a longer read. */
+		const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+		n = 1;
+		comp = bi->compressed_bytes;
+		dec = rf_pool_class_bytes(bi->decoded_bytes);
+		rd = rf_sched_reserve(e, comp, dec, 0);
 	}
-	rf_read *rd = calloc(1, sizeof(*rd));
-	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
-	if (!buf) {
-		free(rd);
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+	if (!rd) {
+		if (!e->coll_final)
+			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
 		return false;
 	}
-	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
-	*rd = (rf_read){.e = e,
-	                .buf = buf,
-	                .buf_bytes = fetch_bytes,
-	                .offset = bi->offset,
-	                .len = comp,
-	                .first_seq = e->sched_seq,
-	                .units = n,
-	                .units_left = n,
-	                .shard = pu->shard,
-	                .t_issue_ns = rf_now_ns()};
-	for (uint32_t k = 0; k < n; k++)
-		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
-	e->reads_inflight++;
-	rf_source *src = e->shards[rd->shard].src;
-	pthread_mutex_unlock(&e->mu);
-	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
-	pthread_mutex_lock(&e->mu);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
-		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
-		         strerror(-rc));
-		pthread_mutex_unlock(&e->mu);
-		rf_on_read(rd, rc, m);
-		pthread_mutex_lock(&e->mu);
-	}
+	e->host_wait_ns = 0;
+	rf_sched_issue(e, rd, pu, n);
 	return true;
-no_budget:
-	e->sched_wait_budget = true;
-	if (needed && rf_budget_deadlocked(e)) {
-		char need[32], lim[32];
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(
-		    m, sizeof(m),
-		    "budget too small: the batch at stream position %llu of epoch %llu needs "
-		    "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
-		    "(raise budget, lower shuffle_window or batch)",
-		    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
-		    e->shards[pu->shard].url, (unsigned long long)(fetch_bytes + dec),
-		    rf_fmt_bytes(rf_budget_used(&e->budget), need, sizeof(need)),
-		    rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
-		rf_engine_finish(e, RF_E_BUDGET, m);
-	}
-	return false;
 }
 
 static void rf_sample_queue(rf_engine *e)
@@ -436,6 +464,10 @@ static void rf_run_phase(rf_engine *e)
 		}
 		e->sched_wait_budget = false;
 		while (!e->stop && rf_sched_one(e)) {
+		}
+		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
+			e->coll_kick = true; /* retry the batch the host total refused */
+			pthread_cond_signal(&e->work_cv);
 		}
 		pthread_mutex_unlock(&e->mu);
 		uint64_t next = rf_fetch_tick(e->fetch);

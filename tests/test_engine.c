@@ -2,13 +2,21 @@
  * order identical for every depth / thread count / budget, --no-shuffle
  * equals the packed input, resume after every batch (across epochs), ranks
  * disjoint and complete, a corrupt block mid-stream, open errors, close
- * mid-stream, padded and byte-limited batches. */
+ * mid-stream, padded and byte-limited batches, the open-time minimum budget
+ * is enough to read to the end, a loader waits for host budget room held by
+ * another loader. */
+#include "engine.h"
+#include "hostbudget.h"
 #include "ringfeed.h"
 #include "testutil.h"
+#include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct dataset {
 	char *dir;
@@ -202,8 +210,14 @@ static void test_order_independent_of_depth_threads_budget(void **state)
 		char dk[16], tk[16];
 		snprintf(dk, sizeof(dk), "depth=%d", depth);
 		snprintf(tk, sizeof(tk), "threads=%d", 1 + depth % 4);
-		const char *kv[] = {"seed=7", "shuffle_window=50", "batch=5", "epochs=2", dk, tk,
-		                    depth % 2 ? "budget=3MiB" : "budget=32MiB", NULL};
+		const char *kv[] = {"seed=7",
+		                    "shuffle_window=50",
+		                    "batch=5",
+		                    "epochs=2",
+		                    dk,
+		                    tk,
+		                    depth % 2 ? "budget=3MiB" : "budget=32MiB",
+		                    NULL};
 		run r = read_all(&d, kv);
 		assert_int_equal(r.rc, RF_END);
 		assert_same_run(&ref, &r);
@@ -469,6 +483,223 @@ static void test_padded_and_byte_batches(void **state)
 	free_dataset(&d);
 }
 
+/* Called from workers and from the consumer at once: atomic counters. */
+typedef struct counting_alloc {
+	long live, calls;
+	uint64_t bytes;
+} counting_alloc;
+
+static void *count_alloc(void *ctx, size_t bytes)
+{
+	counting_alloc *a = ctx;
+	__atomic_add_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
+	return malloc(bytes);
+}
+
+static void count_free(void *ctx, void *ptr, size_t bytes)
+{
+	counting_alloc *a = ctx;
+	__atomic_sub_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
+	free(ptr);
+}
+
+/* Batch memory from the caller's allocator: same records, every byte given
+ * back (also for batches still queued or held at close). */
+static void test_custom_allocator(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 120, 1024);
+	const char *kv[] = {"seed=4", "batch=7", "depth=6", NULL};
+	run ref = read_all(&d, kv);
+	for (int held = 0; held < 2; held++) {
+		counting_alloc a = {0};
+		rf_allocator al = {.alloc = count_alloc, .free = count_free, .ctx = &a};
+		rf_config *c = make_config(&d, kv);
+		assert_int_equal(rf_config_set_allocator(c, &al), 0);
+		rf_error err = {0};
+		rf_loader *l = rf_open(c, &err);
+		rf_config_free(c);
+		assert_non_null(l);
+		run r = {0};
+		read_loader(l, &r, held ? 3 : ALL, NULL, NULL);
+		if (held) {
+			rf_batch *b = NULL;
+			assert_int_equal(rf_next(l, &b, 20000), 0); /* kept over the close */
+		} else {
+			assert_int_equal(r.rc, RF_END);
+			assert_same_run(&ref, &r);
+		}
+		rf_close(l);
+		assert_true(a.calls > 0);
+		assert_int_equal(a.live, 0);
+		assert_int_equal(a.bytes, 0);
+		free(r.ids);
+	}
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+/* Depth changed mid-stream (the controller's hook) changes nothing in the
+ * records delivered. */
+static void test_depth_change_mid_stream(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 150, 1024);
+	const char *kv[] = {"seed=8", "batch=5", "depth=2", "epochs=2", NULL};
+	run ref = read_all(&d, kv);
+	rf_config *c = make_config(&d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	assert_non_null(l);
+	rf_engine *e = (rf_engine *)l;
+	run r = {0};
+	const uint32_t depths[] = {64, 1, 17, 3, 4096, 9};
+	for (size_t i = 0; i < RF_ARRAY_LEN(depths); i++) {
+		read_loader(l, &r, r.batches + 11, NULL, NULL);
+		pthread_mutex_lock(&e->mu);
+		rf_engine_depth_set(e, depths[i]);
+		assert_int_equal(e->depth, depths[i]);
+		pthread_mutex_unlock(&e->mu);
+	}
+	read_loader(l, &r, ALL, NULL, NULL);
+	rf_close(l);
+	assert_int_equal(r.rc, RF_END);
+	assert_same_run(&ref, &r);
+	free(r.ids);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+/* The budget rf_open asks for at least (on a budget below it). */
+static unsigned long long open_minimum(const dataset *d, const char *const *kv)
+{
+	rf_config *c = make_config(d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (l)
+		rf_close(l);
+	assert_null(l);
+	const char *at = strstr(err.msg, "needs at least ");
+	if (!at)
+		fail_msg("no minimum in '%s'", err.msg);
+	return strtoull(at + strlen("needs at least "), NULL, 10);
+}
+
+/* The minimum budget rf_open asks for is enough to read to the end: a batch
+ * spanning several shuffle windows, one straddling window boundaries, and
+ * no window at all, with one and several threads. */
+static void test_open_minimum_suffices(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 400, 1024);
+	const char *shapes[][3] = {{"shuffle_window=8", "batch=40", "epochs=2"},
+	                           {"shuffle_window=8", "batch=20", "epochs=1"},
+	                           {"shuffle=0", "batch=13", "epochs=1"}};
+	const char *threads[] = {"threads=1", "threads=3"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(shapes); i++) {
+		const char *ref_kv[] = {"seed=5", shapes[i][0], shapes[i][1], shapes[i][2], NULL};
+		run ref = read_all(&d, ref_kv);
+		assert_int_equal(ref.rc, RF_END);
+		for (size_t t = 0; t < RF_ARRAY_LEN(threads); t++) {
+			const char *small[] = {"seed=5",      shapes[i][0], shapes[i][1],
+			                       shapes[i][2],  threads[t],   "depth=64",
+			                       "budget=1MiB", NULL};
+			unsigned long long need = open_minimum(&d, small);
+			assert_true(need > 1048576);
+			char budget[48];
+			snprintf(budget, sizeof(budget), "budget=%llu", need);
+			small[6] = budget;
+			run r = read_all(&d, small);
+			if (r.rc != RF_END)
+				fail_msg("%s %s %s at %s: %s", shapes[i][0], shapes[i][1],
+				         threads[t], budget, r.msg);
+			assert_same_run(&ref, &r);
+			free(r.ids);
+		}
+		free(ref.ids);
+	}
+	free_dataset(&d);
+}
+
+/* Another loader of the host: takes every byte of the host total that
+ * comes free for hold_ms, then gives them all back. */
+typedef struct hog {
+	rf_hostbudget *hb;
+	int hold_ms;
+	uint64_t held;
+} hog;
+
+static void *hog_main(void *arg)
+{
+	hog *h = arg;
+	uint64_t end = rf_now_ns() + (uint64_t)h->hold_ms * 1000000ull;
+	while (rf_now_ns() < end) {
+		for (uint64_t chunk = 1u << 20; chunk > 0; chunk /= 4)
+			while (rf_hostbudget_reserve(h->hb, chunk) == 0)
+				h->held += chunk;
+		struct timespec ts = {0, 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	rf_hostbudget_release(h->hb, h->held);
+	return NULL;
+}
+
+/* A loader whose needed work the host total refuses (other loaders hold it
+ * all for a while; its own floor lowered to nothing so that it must ask)
+ * waits for them instead of failing with "budget too small", and delivers
+ * the same records. */
+static void test_host_budget_wait(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 400, 1024);
+	char name[64], total[48] = "host_budget=8MiB";
+	snprintf(name, sizeof(name), "host_budget_name=test-engine-%d", (int)getpid());
+	const char *ref_kv[] = {"seed=3", "shuffle_window=8", "batch=40", "depth=1", NULL};
+	run ref = read_all(&d, ref_kv);
+	const char *kv[] = {"seed=3",      "shuffle_window=8", "batch=40", "depth=1",
+	                    "budget=4MiB", "threads=2",        total,      name,
+	                    NULL};
+	rf_config *c = make_config(&d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	rf_engine *e = (rf_engine *)l;
+	pthread_mutex_lock(&e->budget.mu);
+	e->budget.host_floor_bytes = 0;
+	pthread_mutex_unlock(&e->budget.mu);
+	hog h = {.hold_ms = 400};
+	assert_int_equal(
+	    rf_hostbudget_open(name + strlen("host_budget_name="), 8u << 20, &h.hb, &err), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, hog_main, &h), 0);
+	run r = {0};
+	read_loader(l, &r, ALL, NULL, NULL);
+	pthread_join(t, NULL);
+	rf_budget_snapshot sn;
+	rf_budget_snapshot_get(&e->budget, &sn);
+	rf_close(l);
+	rf_hostbudget_close(h.hb);
+	if (r.rc != RF_END)
+		fail_msg("%s", r.msg);
+	assert_same_run(&ref, &r);
+	assert_true(h.held > 0);
+	assert_true(sn.host_refusals > 0);
+	free(r.ids);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +711,10 @@ int main(void)
 	    cmocka_unit_test(test_open_errors),
 	    cmocka_unit_test(test_close_mid_stream),
 	    cmocka_unit_test(test_padded_and_byte_batches),
+	    cmocka_unit_test(test_custom_allocator),
+	    cmocka_unit_test(test_depth_change_mid_stream),
+	    cmocka_unit_test(test_open_minimum_suffices),
+	    cmocka_unit_test(test_host_budget_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,7 @@ static void rf_engine_free(rf_engine *e)
 			rf_unit_release(e, u);
 		}
 	}
+	rf_control_free(e);
 	rf_plan_free(e->p_sched);
 	rf_plan_free(e->p_coll);
 	free(e->ring);
@@ -182,6 +183,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
+	e->stage_bytes = (units + 2ull * e->threads + 1) * block;
 	return 0;
 }
 
@@ -220,11 +222,12 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
 	if (records == 0 && e->epoch_end == UINT64_MAX)
-		return rf_fail(err, -EINVAL,
-		               "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
-		               "the world size?): endless epochs would never deliver a batch",
-		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
-		               (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+		return rf_fail(
+		    err, -EINVAL,
+		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		    "the world size?): endless epochs would never deliver a batch",
+		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
@@ -308,6 +311,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));
+	RF_TRY(rf_control_new(e, err));
 	return rf_open_threads(e, err);
 }
 
@@ -390,8 +394,15 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	*out = NULL;
 	pthread_mutex_lock(&e->mu);
 	uint64_t t0 = rf_now_ns();
+	if (e->last_return_ns) { /* the consumer's own time since the last batch */
+		e->st_busy_ns += t0 - e->last_return_ns;
+		e->last_return_ns = 0;
+	}
+	e->waiting_since_ns = t0;
 	int rc = rf_wait_ready(e, timeout_ms);
-	e->st_wait_ns += rf_now_ns() - t0;
+	uint64_t t1 = rf_now_ns();
+	e->st_wait_ns += t1 - t0;
+	e->waiting_since_ns = 0;
 	if (rc == 0 && e->ready_head != e->ready_tail) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
 		b->prev = NULL;
@@ -407,6 +418,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->pos.record = b->pub.first_record + b->pub.records;
 		e->pos.batch = b->pub.index + 1;
 		e->consumer_global = b->global_end;
+		e->last_return_ns = t1;
 		rf_consumer_moved(e);
 		*out = &b->pub;
 	} else if (rc == 0) {
@@ -416,16 +428,18 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))
-			fprintf(stderr,
-			        "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
-			        "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			        (unsigned long long)e->sched_epoch, e->sched_unit,
-			        (unsigned long long)e->sched_seq, e->sched_done,
-			        (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
-			        (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
-			        (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
-			        e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head), e->held,
-			        e->reads_inflight, (unsigned long long)(e->jobs_tail - e->jobs_head));
+			fprintf(
+			    stderr,
+			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
+			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
+			    (unsigned long long)e->sched_epoch, e->sched_unit,
+			    (unsigned long long)e->sched_seq, e->sched_done,
+			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
+			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
+			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
+			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
+			    e->held, e->reads_inflight,
+			    (unsigned long long)(e->jobs_tail - e->jobs_head));
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;

@@ -211,6 +211,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 {
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
+		e->budget_blocked = true;
 		if (e->ready_head == e->ready_tail && e->held == 0) {
 			char m[RF_ERROR_MSG_BYTES];
 			snprintf(
@@ -224,6 +225,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 		}
 		return 0; /* a release kicks us */
 	}
+	e->budget_blocked = false;
+	e->st_batch_reserved += reserve;
 	uint64_t pos = e->coll_pos;
 	pthread_mutex_unlock(&e->mu);
 	rf_ebatch *b = malloc(sizeof(*b));
@@ -326,13 +329,16 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	pthread_mutex_unlock(&e->mu);
 	rf_error err = {0};
 	const rf_shard_index *ix = e->indexes[u->shard];
+	uint64_t t0 = rf_now_ns();
 	uint8_t *slab = rf_pool_get(e->pool, u->slab_bytes);
 	const uint32_t *ends = NULL;
 	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
 	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                        e->shards[u->shard].url, u->block);
+	uint64_t t1 = rf_now_ns();
 	pthread_mutex_lock(&e->mu);
+	e->st_decode_ns += t1 - t0;
 	e->decoding--;
 	rf_read *rd = u->read;
 	u->read = NULL;

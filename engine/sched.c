@@ -165,7 +165,9 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_engine *e = rd->e;
 	pthread_mutex_lock(&e->mu);
 	e->reads_inflight--;
-	rf_latency_add(e, rf_now_ns() - rd->t_issue_ns);
+	uint64_t took = rf_now_ns() - rd->t_issue_ns;
+	rf_latency_add(e, took);
+	rf_control_note_fetch(e, rd->shard, took);
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -320,7 +322,7 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t extra = 2ull * e->threads * e->block_records_avg;
 	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
 		limit += extra;
-	if (!needed && g >= limit)
+	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0) {
 		rf_slot_init(e, pu, NULL, 0);
@@ -337,6 +339,7 @@ static bool rf_sched_one(rf_engine *e)
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		goto no_budget;
 	}
+	e->budget_blocked = false;
 	rf_read *rd = calloc(1, sizeof(*rd));
 	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
 	if (!buf) {
@@ -357,9 +360,13 @@ static bool rf_sched_one(rf_engine *e)
 	                .units_left = n,
 	                .shard = pu->shard,
 	                .t_issue_ns = rf_now_ns()};
-	for (uint32_t k = 0; k < n; k++)
-		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
+	for (uint32_t k = 0; k < n; k++) {
+		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
+		e->st_read_records += ku->records;
+		rf_slot_init(e, ku, rd, k);
+	}
 	e->reads_inflight++;
+	e->st_reads++;
 	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
 	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
@@ -375,6 +382,7 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	return true;
 no_budget:
+	e->budget_blocked = true;
 	if (needed && rf_budget_deadlocked(e)) {
 		char need[32], lim[32];
 		char m[RF_ERROR_MSG_BYTES];
@@ -401,12 +409,14 @@ static void rf_sample_queue(rf_engine *e)
 		if (e->q_last_extreme > 0)
 			e->q_swings++;
 		e->q_last_extreme = -1;
-	} else if (n >= e->depth) {
+	} else if (n + 1 >= RF_MAX(e->depth, 2u)) { /* full: the batch being collated aside */
 		e->q_full++;
 		if (e->q_last_extreme < 0)
 			e->q_swings++;
 		e->q_last_extreme = 1;
 	}
+	if ((n > 0 && n + 1 >= RF_MAX(e->depth, 2u)) || e->budget_blocked)
+		e->q_held_back++;
 }
 
 static void rf_on_sample(void *arg, int res)
@@ -422,6 +432,7 @@ static void rf_on_sample(void *arg, int res)
 static void rf_run_phase(rf_engine *e)
 {
 	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	rf_control_start(e);
 	for (;;) {
 		atomic_store(&e->wake_pending, false);
 		pthread_mutex_lock(&e->mu);
@@ -444,6 +455,7 @@ static void rf_run_phase(rf_engine *e)
 
 static void rf_sched_teardown(rf_engine *e)
 {
+	rf_control_finish(e);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		rf_source_close(e->shards[i].src);
 		e->shards[i].src = NULL;

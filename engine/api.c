@@ -222,12 +222,11 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
 	if (records == 0 && e->epoch_end == UINT64_MAX)
-		return rf_fail(
-		    err, -EINVAL,
-		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
-		    "the world size?): endless epochs would never deliver a batch",
-		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
-		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+		return rf_fail(err, -EINVAL,
+		               "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		               "the world size?): endless epochs would never deliver a batch",
+		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		               (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
@@ -428,18 +427,16 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))
-			fprintf(
-			    stderr,
-			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
-			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			    (unsigned long long)e->sched_epoch, e->sched_unit,
-			    (unsigned long long)e->sched_seq, e->sched_done,
-			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
-			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
-			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
-			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
-			    e->held, e->reads_inflight,
-			    (unsigned long long)(e->jobs_tail - e->jobs_head));
+			fprintf(stderr,
+			        "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
+			        "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
+			        (unsigned long long)e->sched_epoch, e->sched_unit,
+			        (unsigned long long)e->sched_seq, e->sched_done,
+			        (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
+			        (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
+			        (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
+			        e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head), e->held,
+			        e->reads_inflight, (unsigned long long)(e->jobs_tail - e->jobs_head));
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;

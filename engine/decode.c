@@ -1,5 +1,5 @@
 /* decode.c - the worker threads: each owns one rf_decoder and decodes
- * fetched blocks into pool slabs reserved at admission (blocks finish in any
+ * fetched blocks into pool slabs reserved and allocated at admission (blocks finish in any
  * order); whichever worker finds the next batch's records resident collates
  * it, strictly in stream order, one collator at a time. Batch memory comes
  * from the loader's allocator and is reserved as RF_MEM_BATCH. */
@@ -330,7 +330,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	rf_error err = {0};
 	const rf_shard_index *ix = e->indexes[u->shard];
 	uint64_t t0 = rf_now_ns();
-	uint8_t *slab = rf_pool_get(e->pool, u->slab_bytes);
+	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	const uint32_t *ends = NULL;
 	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
 	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
@@ -343,12 +343,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
-		if (slab) {
-			rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-			rf_pool_put(e->pool, slab, u->slab_bytes);
-			u->slab_bytes = 0;
-		}
-		rf_unit_fail(e, u, rc, err.msg);
+		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;
 		u->ends = ends;

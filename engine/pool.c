@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define RF_POOL_MIN_BYTES 4096ull
-#define RF_POOL_STEPS     8 /* classes per power of two */
-#define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
+#define RF_POOL_MIN_BYTES  4096ull
+#define RF_POOL_STEPS      8 /* classes per power of two */
+#define RF_POOL_CLASSES    (RF_POOL_STEPS * 64)
+#define RF_POOL_IDLE_SHARE 32 /* idle buffers kept: at most limit / 32 */
 
 typedef struct rf_pool_free_buf {
 	struct rf_pool_free_buf *next;
@@ -66,13 +67,16 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 	}
 }
 
-/* Idle bytes the budget leaves room for: limit - reserved (everything in use
- * is reserved, so mapped <= limit). */
+/* Idle bytes kept: what the budget leaves room for (limit - reserved:
+ * everything in use is reserved, so mapped <= limit), and at most
+ * 1/RF_POOL_IDLE_SHARE of the limit, so that resident memory follows the
+ * budget's use (memory truth) rather than its past peaks. */
 static uint64_t rf_pool_idle_allowed(rf_pool *p)
 {
 	uint64_t used = rf_budget_used(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
-	return used < limit ? limit - used : 0;
+	uint64_t room = used < limit ? limit - used : 0;
+	return RF_MIN(room, limit / RF_POOL_IDLE_SHARE);
 }
 
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
@@ -89,8 +93,10 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;
 	pthread_mutex_unlock(&p->mu);
-	void *m =
-	    mmap(NULL, class_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Populated: the pages are resident from the start, as the budget
+	 * counts them (reserved = resident, not "resident once touched"). */
+	void *m = mmap(NULL, class_bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
 		pthread_mutex_lock(&p->mu);
 		p->mapped_bytes -= class_bytes;

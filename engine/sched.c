@@ -142,6 +142,8 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 	u->err_msg = strdup(msg ? msg : "failed");
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		u->slab = NULL;
 		u->slab_bytes = 0;
 	}
 }
@@ -296,6 +298,19 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 	return n;
 }
 
+/* The decoded slabs of a read's units, allocated when they are reserved (so
+ * the budget's bytes are resident bytes). Slots in READING belong to the loop
+ * thread: mu not needed. */
+static int rf_read_slabs(rf_engine *e, rf_read *rd)
+{
+	for (uint32_t i = 0; i < rd->units; i++) {
+		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
+		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* No progress is possible: the unit the next batch needs does not fit, and
  * nothing held anywhere can free memory. mu held. */
 static bool rf_budget_deadlocked(rf_engine *e)
@@ -369,7 +384,9 @@ static bool rf_sched_one(rf_engine *e)
 	e->st_reads++;
 	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
-	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	int rc = rf_read_slabs(e, rd);
+	if (rc == 0)
+		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
 	pthread_mutex_lock(&e->mu);
 	if (rc < 0) {
 		char m[RF_ERROR_MSG_BYTES];

@@ -8,7 +8,8 @@
 #define RF_POOL_MIN_BYTES  4096ull
 #define RF_POOL_STEPS      8 /* classes per power of two */
 #define RF_POOL_CLASSES    (RF_POOL_STEPS * 64)
-#define RF_POOL_IDLE_SHARE 32 /* idle buffers kept: at most limit / 32 */
+#define RF_POOL_IDLE_SHARE 32           /* idle buffers kept: at most limit / 32 ... */
+#define RF_POOL_IDLE_MAX   (8ull << 20) /* ... and at most 8 MiB */
 
 typedef struct rf_pool_free_buf {
 	struct rf_pool_free_buf *next;
@@ -69,14 +70,14 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 
 /* Idle bytes kept: what the budget leaves room for (limit - reserved:
  * everything in use is reserved, so mapped <= limit), and at most
- * 1/RF_POOL_IDLE_SHARE of the limit, so that resident memory follows the
+ * 1/RF_POOL_IDLE_SHARE of the limit (and RF_POOL_IDLE_MAX), so that resident memory follows the
  * budget's use (memory truth) rather than its past peaks. */
 static uint64_t rf_pool_idle_allowed(rf_pool *p)
 {
 	uint64_t used = rf_budget_used(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
 	uint64_t room = used < limit ? limit - used : 0;
-	return RF_MIN(room, limit / RF_POOL_IDLE_SHARE);
+	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, RF_POOL_IDLE_MAX));
 }
 
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)

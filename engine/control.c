@@ -84,6 +84,7 @@ int rf_control_new(rf_engine *e, rf_error *err)
 	if (rf_tune_init(&c->t, &p, msg, sizeof(msg)) < 0)
 		return rf_fail(err, -EINVAL, "%s", msg);
 	e->depth = rf_tune_depth(&c->t);
+	c->t.last.reason = c->auto_depth ? RF_TUNE_HOLD : RF_TUNE_FIXED;
 	c->depth_peak = e->depth;
 	e->inflight_cap = p.connections_max;
 	const char *path = rf_cfg_str(e->cfg, RF_CFG_trace);
@@ -153,8 +154,6 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
 	uint64_t cg = e->coll_global;
 	uint64_t fg = RF_MAX(rf_unit_global(e, e->frontier_seq), cg);
 	uint64_t sg = RF_MAX(rf_unit_global(e, e->sched_seq), fg);
-	if (e->sched_done && e->frontier_seq >= e->sched_seq)
-		fg = sg = cg; /* nothing left to fetch */
 	*decoded = (double)(fg - cg) / per_batch;
 	*inflight = (double)(sg - fg) / per_batch;
 }

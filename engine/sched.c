@@ -298,11 +298,14 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 	return n;
 }
 
-/* The decoded slabs of a read's units, allocated when they are reserved (so
- * the budget's bytes are resident bytes). Slots in READING belong to the loop
- * thread: mu not needed. */
-static int rf_read_slabs(rf_engine *e, rf_read *rd)
+/* A read's buffer and its units' decoded slabs, allocated when they are
+ * reserved (so the budget's bytes are resident bytes: the pool maps them
+ * populated), outside the mutex (populating takes time). The read and its
+ * slots in READING belong to the loop thread: mu not needed. */
+static int rf_read_memory(rf_engine *e, rf_read *rd)
 {
+	if (!(rd->buf = rf_pool_get(e->pool, rd->buf_bytes)))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < rd->units; i++) {
 		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
 		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
@@ -356,17 +359,15 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	e->budget_blocked = false;
 	rf_read *rd = calloc(1, sizeof(*rd));
-	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
-	if (!buf) {
-		free(rd);
+	if (!rd) {
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
 		return false;
 	}
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	*rd = (rf_read){.e = e,
-	                .buf = buf,
+	                .buf = NULL, /* rf_read_memory, outside the mutex */
 	                .buf_bytes = fetch_bytes,
 	                .offset = bi->offset,
 	                .len = comp,
@@ -384,7 +385,7 @@ static bool rf_sched_one(rf_engine *e)
 	e->st_reads++;
 	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
-	int rc = rf_read_slabs(e, rd);
+	int rc = rf_read_memory(e, rd);
 	if (rc == 0)
 		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
 	pthread_mutex_lock(&e->mu);

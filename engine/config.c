@@ -3,14 +3,14 @@
  * ranges expanded); the batch allocator; the resume position. */
 #include "config.h"
 #include "inject.h"
+#include "url.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
-#define RF_CONFIG_MAGIC        0x52464346u /* "RFCF" */
-#define RF_BRACE_EXPANSION_MAX 1000000
+#define RF_CONFIG_MAGIC 0x52464346u /* "RFCF" */
 
 enum rf_opt_type { RF_T_U32, RF_T_U64, RF_T_BYTES, RF_T_BOOL, RF_T_STR, RF_T_SECONDS };
 
@@ -194,50 +194,20 @@ static int rf_config_push_url(rf_config *cfg, const char *url, size_t len, rf_er
 	return 0;
 }
 
-/* Expands the first {A..B} range of url (zero-padded to the width of A when
- * A has a leading zero), recursively for the rest. */
-static int rf_expand(rf_config *cfg, const char *url, size_t *budget, rf_error *err)
-{
-	const char *open = strchr(url, '{');
-	const char *dots = open ? strstr(open, "..") : NULL;
-	const char *close = dots ? strchr(dots, '}') : NULL;
-	if (!close)
-		return rf_config_push_url(cfg, url, strlen(url), err);
-	char a[24] = {0}, b[24] = {0};
-	size_t la = (size_t)(dots - open - 1), lb = (size_t)(close - dots - 2);
-	uint64_t lo, hi;
-	if (la == 0 || lb == 0 || la >= sizeof(a) || lb >= sizeof(b))
-		return rf_fail(err, -EINVAL, "%s: bad brace range (expected e.g. {000..063})", url);
-	memcpy(a, open + 1, la);
-	memcpy(b, dots + 2, lb);
-	if (rf_parse_u64(a, &lo) < 0 || rf_parse_u64(b, &hi) < 0 || lo > hi)
-		return rf_fail(err, -EINVAL, "%s: bad brace range (expected e.g. {000..063})", url);
-	int width = a[0] == '0' && la > 1 ? (int)la : 0;
-	size_t prefix = (size_t)(open - url);
-	for (uint64_t v = lo; v <= hi; v++) {
-		if (*budget == 0)
-			return rf_fail(err, -E2BIG, "%s: brace ranges expand to more than %u URLs",
-			               url, RF_BRACE_EXPANSION_MAX);
-		(*budget)--;
-		char *one = NULL;
-		if (asprintf(&one, "%.*s%0*llu%s", (int)prefix, url, width, (unsigned long long)v,
-		             close + 1) < 0)
-			return rf_fail(err, -ENOMEM, "out of memory");
-		int rc = rf_expand(cfg, one, budget, err);
-		free(one);
-		RF_TRY(rc);
-	}
-	return 0;
-}
-
 RF_API int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err)
 {
 	if (!cfg || cfg->magic != RF_CONFIG_MAGIC || !url)
 		return rf_fail(err, -EINVAL, "rf_config_add_url: bad arguments");
 	if (!*url)
 		return rf_fail(err, -EINVAL, "empty shard URL");
-	size_t budget = RF_BRACE_EXPANSION_MAX;
-	return rf_expand(cfg, url, &budget, err);
+	/* Brace ranges as WebDataset writes them (fetch/url.c); S3 prefixes and
+	 * directories are expanded at open time. */
+	rf_url_list names = {0};
+	int rc = rf_brace_expand(url, &names, err);
+	for (size_t i = 0; rc == 0 && i < names.n; i++)
+		rc = rf_config_push_url(cfg, names.v[i].url, strlen(names.v[i].url), err);
+	rf_url_list_free(&names);
+	return rc;
 }
 
 RF_API int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc)
@@ -277,6 +247,8 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	out->retries = (uint32_t)rf_cfg(cfg, RF_CFG_retries);
 	out->connect_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_connect_timeout_ms);
 	out->request_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_request_timeout_ms);
+	out->low_speed_bytes_per_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_bytes_per_s);
+	out->low_speed_time_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_time_s);
 	out->ca_file = rf_cfg_str(cfg, RF_CFG_ca_file);
 	out->s3_endpoint = rf_cfg_str(cfg, RF_CFG_s3_endpoint);
 	out->s3_region = rf_cfg_str(cfg, RF_CFG_s3_region);

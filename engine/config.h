@@ -46,6 +46,9 @@
 	X(retries, U32, "5", 0, 100, "retries per request")                                        \
 	X(connect_timeout_ms, U32, "10000", 1, 600000, "HTTP connect timeout")                     \
 	X(request_timeout_ms, U32, "60000", 1, 3600000, "HTTP request timeout")                    \
+	X(low_speed_bytes_per_s, U32, "1024", 0, 1u << 30,                                         \
+	  "HTTP: a transfer slower than this for low_speed_time_s is retried (0: never)")          \
+	X(low_speed_time_s, U32, "30", 1, 3600, "HTTP: seconds below low_speed_bytes_per_s")       \
 	X(ca_file, STR, "", 0, 0, "CA bundle for HTTPS")                                           \
 	X(s3_endpoint, STR, "", 0, 0, "S3 endpoint URL (default AWS)")                             \
 	X(s3_region, STR, "", 0, 0, "S3 region")                                                   \

@@ -96,8 +96,18 @@ typedef struct rf_shard {
 	char *err_msg;
 } rf_shard;
 
+/* A record the collator located, for a filler to copy. */
+typedef struct rf_rec_ref {
+	const uint8_t *data;
+	uint32_t len;
+} rf_rec_ref;
+
 typedef struct rf_ebatch {
-	rf_batch pub; /* first */
+	rf_batch pub;     /* first */
+	bool filled;      /* its bytes are in place (a worker filled it) */
+	uint32_t n;       /* records */
+	uint64_t end_pos; /* stream position after its last record */
+	rf_rec_ref *refs; /* n records to copy; freed once filled */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
@@ -176,6 +186,9 @@ typedef struct rf_engine {
 
 	/* collation (one worker at a time) */
 	bool collating, coll_kick;
+	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
 	size_t coll_first_unit;
@@ -184,6 +197,13 @@ typedef struct rf_engine {
 	bool coll_final;                           /* END or error queued after the last batch */
 	int final_code;                            /* RF_END or a negative error */
 	char final_msg[RF_ERROR_MSG_BYTES];
+
+	/* batches planned by the collator, waiting for a worker to fill them
+	 * (they sit in the ready queue too, in order, until filled) */
+	rf_ebatch *fillq[RF_READY_MAX];
+	uint64_t fillq_head, fillq_tail;
+	uint64_t fill_scan;            /* ready-queue index: batches before it are filled */
+	uint64_t fill_epoch, fill_pos; /* every batch before this position is filled */
 
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];
@@ -204,6 +224,7 @@ typedef struct rf_engine {
 	uint64_t st_wait_ns;
 	uint64_t st_produced;
 	uint64_t st_fetch_errors;
+	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
 	uint64_t q_samples, q_empty, q_full, q_swings;
 	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 	double lat_ms[RF_LATENCY_SAMPLES];

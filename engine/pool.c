@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define RF_POOL_MIN_BYTES  4096ull
-#define RF_POOL_STEPS      8 /* classes per power of two */
-#define RF_POOL_CLASSES    (RF_POOL_STEPS * 64)
+#define RF_POOL_MIN_BYTES 4096ull
+#define RF_POOL_STEP_BITS 4 /* 16 classes per power of two: at most 6.25% unused */
+#define RF_POOL_STEPS     (1u << RF_POOL_STEP_BITS)
+#define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
 #define RF_POOL_IDLE_SHARE 32           /* idle buffers kept: at most limit / 32 ... */
 #define RF_POOL_IDLE_MAX   (8ull << 20) /* ... and at most 8 MiB */
 
@@ -36,7 +37,7 @@ int rf_pool_new(rf_budget *budget, rf_pool **out)
 static unsigned rf_pool_class_index(uint64_t class_bytes)
 {
 	unsigned top = 63u - (unsigned)__builtin_clzll(class_bytes); /* floor log2 */
-	uint64_t step = top >= 3 ? 1ull << (top - 3) : 1;
+	uint64_t step = top >= RF_POOL_STEP_BITS ? 1ull << (top - RF_POOL_STEP_BITS) : 1;
 	unsigned sub = (unsigned)((class_bytes - (1ull << top)) / step);
 	return top * RF_POOL_STEPS + sub;
 }
@@ -46,7 +47,7 @@ uint64_t rf_pool_class_bytes(uint64_t n)
 	if (n <= RF_POOL_MIN_BYTES)
 		return RF_POOL_MIN_BYTES;
 	unsigned top = 63u - (unsigned)__builtin_clzll(n);
-	uint64_t step = 1ull << (top - 3);
+	uint64_t step = 1ull << (top - RF_POOL_STEP_BITS);
 	return (n + step - 1) / step * step;
 }
 
@@ -59,7 +60,8 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 			rf_pool_free_buf *b = p->idle[c];
 			p->idle[c] = b->next;
 			unsigned top = c / RF_POOL_STEPS, sub = c % RF_POOL_STEPS;
-			uint64_t step = top >= 3 ? 1ull << (top - 3) : 1;
+			uint64_t step =
+			    top >= RF_POOL_STEP_BITS ? 1ull << (top - RF_POOL_STEP_BITS) : 1;
 			uint64_t bytes = (1ull << top) + sub * step;
 			munmap(b, bytes);
 			p->idle_bytes -= bytes;

@@ -1,5 +1,5 @@
 /* pool.h - memory for fetch buffers, decoded slabs and (by default) batches:
- * mmap'd buffers in size classes (8 per power of two, so at most 12.5% is
+ * mmap'd buffers in size classes (16 per power of two, so at most 6.25% is
  * wasted), reused through free lists so the steady state neither faults
  * pages in nor calls the kernel. New buffers are mapped populated (resident
  * as soon as reserved). Idle buffers are unmapped as soon as mapped bytes

@@ -13,6 +13,7 @@
 #define RF_COALESCE_UNITS_MAX 64
 #define RF_LOOP_WAIT_NS       100000000ull
 
+/* Called with mu held (e->loop is set and cleared under mu). */
 void rf_engine_wake_loop(rf_engine *e)
 {
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
@@ -170,6 +171,9 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
 	rf_control_note_fetch(e, rd->shard, took);
+	rf_fetch_counters fc; /* loop-thread data, published under the lock */
+	rf_fetch_counters_get(e->fetch, &fc);
+	e->st_fetch_retries = fc.retries;
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -322,6 +326,82 @@ static bool rf_budget_deadlocked(rf_engine *e)
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
 }
 
+/* A needed unit does not fit: remember to retry on a release, and end the
+ * stream when nothing anywhere can free memory. mu held. */
+static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
+{
+	e->sched_wait_budget = true;
+	if (!needed || !rf_budget_deadlocked(e))
+		return;
+	char used[32], lim[32], m[RF_ERROR_MSG_BYTES];
+	snprintf(m, sizeof(m),
+	         "budget too small: the batch at stream position %llu of epoch %llu needs "
+	         "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
+	         "(raise budget, lower shuffle_window or batch)",
+	         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
+	         e->shards[pu->shard].url, (unsigned long long)bytes,
+	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
+	rf_engine_finish(e, RF_E_BUDGET, m);
+}
+
+/* Fills the read and its unit slots and starts it. mu held; dropped around
+ * the source call. */
+static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
+{
+	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+	rd->e = e;
+	rd->offset = bi->offset;
+	rd->first_seq = e->sched_seq;
+	rd->units = rd->units_left = n;
+	rd->shard = pu->shard;
+	rd->t_issue_ns = rf_now_ns();
+	for (uint32_t k = 0; k < n; k++) {
+		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
+		e->st_read_records += ku->records;
+		rf_slot_init(e, ku, rd, k);
+	}
+	e->reads_inflight++;
+	e->st_reads++;
+	rf_source *src = e->shards[rd->shard].src;
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_read_memory(e, rd);
+	if (rc == 0)
+		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		rf_on_read(rd, rc, m);
+	}
+	pthread_mutex_lock(&e->mu);
+}
+
+/* Reserves the bytes of a run of units and its read buffer; NULL (and
+ * nothing reserved) when the budget or memory says no. mu held. */
+static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
+{
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
+		return NULL;
+	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		return NULL;
+	}
+	rf_read *rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
+		return NULL;
+	}
+	rd->buf = NULL; /* rf_read_memory, outside the mutex */
+	rd->buf_bytes = fetch_bytes;
+	rd->len = comp;
+	return rd;
+}
+
 /* Admits and issues one read (one or more units). Returns false when the
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
@@ -337,9 +417,8 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->need_global);
 	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
 	 * needs parallel work even when a batch is a fraction of a block. */
-	uint64_t extra = 2ull * e->threads * e->block_records_avg;
 	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
-		limit += extra;
+		limit += 2ull * e->threads * e->block_records_avg;
 	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0) {
@@ -349,73 +428,15 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	uint64_t comp, dec;
 	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
-	uint64_t headroom = needed ? 0 : e->batch_worst_bytes;
-	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
-		goto no_budget;
-	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		goto no_budget;
-	}
-	e->budget_blocked = false;
-	rf_read *rd = calloc(1, sizeof(*rd));
+	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	e->budget_blocked = !rd;
 	if (!rd) {
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
+		if (!e->coll_final)
+			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
 		return false;
 	}
-	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
-	*rd = (rf_read){.e = e,
-	                .buf = NULL, /* rf_read_memory, outside the mutex */
-	                .buf_bytes = fetch_bytes,
-	                .offset = bi->offset,
-	                .len = comp,
-	                .first_seq = e->sched_seq,
-	                .units = n,
-	                .units_left = n,
-	                .shard = pu->shard,
-	                .t_issue_ns = rf_now_ns()};
-	for (uint32_t k = 0; k < n; k++) {
-		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
-		e->st_read_records += ku->records;
-		rf_slot_init(e, ku, rd, k);
-	}
-	e->reads_inflight++;
-	e->st_reads++;
-	rf_source *src = e->shards[rd->shard].src;
-	pthread_mutex_unlock(&e->mu);
-	int rc = rf_read_memory(e, rd);
-	if (rc == 0)
-		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
-	pthread_mutex_lock(&e->mu);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
-		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
-		         strerror(-rc));
-		pthread_mutex_unlock(&e->mu);
-		rf_on_read(rd, rc, m);
-		pthread_mutex_lock(&e->mu);
-	}
+	rf_sched_issue(e, rd, pu, n);
 	return true;
-no_budget:
-	e->budget_blocked = true;
-	if (needed && rf_budget_deadlocked(e)) {
-		char need[32], lim[32];
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(
-		    m, sizeof(m),
-		    "budget too small: the batch at stream position %llu of epoch %llu needs "
-		    "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
-		    "(raise budget, lower shuffle_window or batch)",
-		    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
-		    e->shards[pu->shard].url, (unsigned long long)(fetch_bytes + dec),
-		    rf_fmt_bytes(rf_budget_used(&e->budget), need, sizeof(need)),
-		    rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
-		rf_engine_finish(e, RF_E_BUDGET, m);
-	}
-	return false;
 }
 
 static void rf_sample_queue(rf_engine *e)
@@ -458,6 +479,7 @@ static void rf_run_phase(rf_engine *e)
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
+		e->sched_wait_budget = false;
 		while (!e->stop && rf_sched_one(e)) {
 		}
 		pthread_mutex_unlock(&e->mu);
@@ -480,8 +502,10 @@ static void rf_sched_teardown(rf_engine *e)
 	}
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
+	pthread_mutex_lock(&e->mu);
 	rf_loop *loop = e->loop;
-	e->loop = NULL;     /* rf_engine_wake_loop no longer reaches it */
+	e->loop = NULL; /* wakers (all under mu) no longer reach it */
+	pthread_mutex_unlock(&e->mu);
 	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
 }
 
@@ -491,7 +515,11 @@ void *rf_sched_main(void *arg)
 	rf_error err = {0};
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
-	int rc = rf_loop_new(&e->loop, &err);
+	rf_loop *loop = NULL;
+	int rc = rf_loop_new(&loop, &err);
+	pthread_mutex_lock(&e->mu);
+	e->loop = loop; /* published under mu: rf_close may look at it */
+	pthread_mutex_unlock(&e->mu);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
 	if (rc < 0)

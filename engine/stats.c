@@ -83,6 +83,7 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	s->mem_peak_total_bytes = b.peak_total_bytes;
 	rf_latency_stats(e, s);
 	s->fetch_errors = e->st_fetch_errors;
+	s->fetch_retries = e->st_fetch_retries;
 	s->threads = e->threads;
 	pthread_mutex_unlock(&e->mu);
 	return 0;

@@ -10,6 +10,7 @@
 /* Source kinds, tried in order. HTTP(S) and S3 add their entries here. */
 static const rf_source_kind *const rf_kinds[] = {
     &rf_source_kind_file,
+    &rf_source_kind_remote,
 };
 #define RF_KINDS_MAX 8
 
@@ -106,6 +107,28 @@ uint64_t rf_fetch_tick(rf_fetch *f)
 		if (f->ready[i] && rf_kinds[i]->tick)
 			next = RF_MIN(next, rf_kinds[i]->tick(f->state[i]));
 	return next;
+}
+
+int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, rf_error *err)
+{
+	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++) {
+		if (rf_kinds[k] != kind)
+			continue;
+		if (!f->ready[k] && kind->init)
+			RF_TRY(kind->init(f, &f->state[k], err));
+		f->ready[k] = true;
+		*state = f->state[k];
+		return 0;
+	}
+	return rf_fail(err, -ENOENT, "source kind %s is not built in", kind->name);
+}
+
+void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
+		if (f->ready[k] && rf_kinds[k]->counters)
+			rf_kinds[k]->counters(f->state[k], out);
 }
 
 rf_loop *rf_fetch_loop(const rf_fetch *f)

@@ -56,6 +56,15 @@ int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fe
 void rf_source_close(rf_source *s);
 
 rf_loop *rf_fetch_loop(const rf_fetch *f);
+
+/* Storage counters summed over the source kinds (for rf_stats). */
+typedef struct rf_fetch_counters {
+	uint64_t requests; /* remote requests started (attempts) */
+	uint64_t retries;  /* attempts after a failed one */
+	uint64_t errors;   /* requests that failed for good */
+	uint64_t bytes;    /* remote body bytes accepted */
+} rf_fetch_counters;
+void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
 /* rf_now_ns() when the fetch layer was created (fault injection stalls count from it). */
 uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
@@ -101,7 +110,11 @@ typedef struct rf_source_kind {
 	uint64_t (*tick)(void *state);                         /* optional */
 	int (*open)(rf_fetch *f, void *state, const char *url, uint64_t size_hint, rf_source **out,
 	            rf_error *err);
+	void (*counters)(void *state, rf_fetch_counters *out); /* optional: adds its counts */
 } rf_source_kind;
+
+/* The per-loader state of a kind, created (init) on first use. */
+int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, rf_error *err);
 
 /* Wraps `inner` (taking ownership) into *out; see fetch.c. */
 typedef int (*rf_source_wrap_fn)(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out,
@@ -115,5 +128,6 @@ int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, con
 void rf_source_free_base(rf_source *s);
 
 extern const rf_source_kind rf_source_kind_file;
+extern const rf_source_kind rf_source_kind_remote; /* http://, https://, s3:// (remote.c) */
 
 #endif

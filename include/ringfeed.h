@@ -329,6 +329,24 @@ int rf_stats_get(rf_loader *l, rf_stats *out);
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
 
+/* ------------------------------------------------------- storage alone */
+
+/* What rf_fetch_only measured. */
+typedef struct rf_fetch_result {
+	uint64_t shards;
+	uint64_t bytes;    /* every byte of every shard object */
+	uint64_t reads;    /* ranges of at most request_size */
+	uint64_t requests; /* remote attempts (HTTP/S3), retries included */
+	uint64_t retries;
+	double seconds;    /* from the first open to the last byte */
+} rf_fetch_result;
+
+/* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte
+ * of the configured shards (whole objects, in request_size ranges, at most
+ * `connections` reads in flight) through the same loop and sources as the
+ * loader, without decoding anything. */
+int rf_fetch_only(const rf_config *cfg, rf_fetch_result *out, rf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

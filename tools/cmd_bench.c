@@ -28,6 +28,7 @@ typedef struct rf_bench_opts {
 	unsigned demo_shards;
 	int nurls;
 	bool decode_limit;
+	bool fetch_only;
 	char **args; /* the shard arguments, for --decode-limit */
 	char demo_dir[4096];
 	const char *inject;       /* the fault spec (--inject or RINGFEED_INJECT) */
@@ -61,6 +62,9 @@ static void rf_bench_usage(FILE *f)
 	        "  --demo-shards N      demo dataset shards (default 64)\n"
 	        "  --decode-limit       also decode every block in memory with the same threads\n"
 	        "                       (the decode limit) and report the loader's ratio to it\n"
+	        "  --fetch-only         only fetch every byte of the shards (whole objects in\n"
+	        "                       --request-size ranges, --connections reads in flight),\n"
+	        "                       decode nothing: the storage path alone\n"
 	        "  --json               print one JSON object instead of the report\n"
 	        "  --trace FILE         one JSON line per controller interval (docs/trace.md)\n"
 	        "With --inject 'stall=S/P' (or RINGFEED_INJECT), bench measures, for each\n"
@@ -97,6 +101,8 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 			o->json = true;
 		} else if (!strcmp(a, "--decode-limit")) {
 			o->decode_limit = true;
+		} else if (!strcmp(a, "--fetch-only")) {
+			o->fetch_only = true;
 		} else if (!strcmp(a, "--step-ms") && v) {
 			o->step_ms = strtod(argv[++i], &end);
 			if (*end || o->step_ms < 0 || o->step_ms > 60000) {
@@ -510,6 +516,32 @@ static int rf_bench_demo(const rf_bench_opts *o)
 	return rc;
 }
 
+/* --fetch-only: every byte through the storage path, nothing decoded. */
+static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
+{
+	rf_fetch_result f;
+	rf_error err = {0};
+	int rc = rf_fetch_only(cfg, &f, &err);
+	if (rc < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		return 1;
+	}
+	double mbs = f.seconds > 0 ? (double)f.bytes / f.seconds / 1e6 : 0;
+	if (o->json)
+		printf("{\"fetch_only\":true,\"shards\":%llu,\"bytes\":%llu,\"reads\":%llu,"
+		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f}\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	else
+		printf("fetch only: %llu shards, %llu bytes in %llu reads (%llu remote requests, "
+		       "%llu retries) in %.3f s: %.1f MB/s\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	rf_config *cfg = rf_config_new();
@@ -538,6 +570,12 @@ int cmd_bench(int argc, char **argv)
 			free(o.args);
 			return 1;
 		}
+	}
+	if (o.fetch_only) {
+		free(o.args);
+		int rc = rf_bench_fetch_only(cfg, &o);
+		rf_config_free(cfg);
+		return rc;
 	}
 	if (!o.inject)
 		o.inject = getenv("RINGFEED_INJECT");

@@ -76,7 +76,7 @@ void rf_cli_loader_help(FILE *f)
 		k = help + strlen(help) + 1;
 	}
 	fprintf(f, "  %-22s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
-	fprintf(f, "  %-22s %s\n", "--truncate", "same as --truncate 1 without a value");
+	fprintf(f, "  %-22s %s\n", "--truncate", "alone: same as --truncate=1");
 	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing)\n");
 }
 

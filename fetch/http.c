@@ -1,0 +1,1248 @@
+/* http.c - HTTP(S) transfers driven by the io_uring loop (see http.h).
+ *
+ * curl's socket callback and timer callback only record what curl wants
+ * (which fd, which events; when to be called back). After every call into
+ * curl returns, pump() turns those records into one-shot rf_loop polls and
+ * one rf_loop timer; a poll completion or the timer calls
+ * curl_multi_socket_action, then pump() again. One-shot polls are re-armed
+ * after each action: a multishot poll would not fire again while data sits
+ * unread. Polls and timers are removed by id, so completions for a closed or
+ * reused fd are dropped by the loop (generation tags).
+ *
+ * Each transfer is a state machine (xfer_state, xfer_state_name[],
+ * xfer_step): QUEUED (waiting for a connection slot of its host) -> ACTIVE
+ * (in curl) -> DONE, or ACTIVE -> BACKOFF (retry timer) -> QUEUED. A response
+ * is accepted only when it is exactly what was asked (see accept_*). */
+#include "http.h"
+#include "url.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define HTTP_MAGIC               0x52464854u /* "RFHT" */
+#define SOCKETS_MAX              4096
+#define ERROR_BODY_BYTES         512 /* kept from an error response (S3 <Code>) */
+#define EASY_POOL_PER_CONNECTION 2
+#define HTTP_RECV_BUFFER_BYTES   (512 * 1024)
+#define NO_OP                    (-1) /* an op id meaning "none" (rf_loop_cancel ignores it) */
+
+typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
+static const char *const xfer_state_name[X_STATES] = {"queued", "active", "backoff", "done"};
+
+typedef enum xfer_event {
+	EV_ADMIT = 0, /* a connection slot of its host is free */
+	EV_FINISHED,  /* curl finished the attempt (x->curl_rc, x->status set) */
+	EV_TIMER,     /* the backoff timer fired */
+	EV_CANCEL,
+} xfer_event;
+
+typedef struct host {
+	char key[256]; /* scheme://authority */
+	uint32_t active;
+} host;
+
+struct rf_http_xfer {
+	rf_http *h;
+	rf_http_xfer *prev, *next;         /* in h->queue or h->done */
+	rf_http_xfer *all_prev, *all_next; /* every transfer of h */
+	bool listed_queue, listed_done;
+	xfer_state state;
+	rf_http_request req;
+	char *url, *name;
+	rf_fetch_cb cb;
+	void *arg;
+	host *host;
+	CURL *easy;
+	struct curl_slist *headers;
+	int64_t timer_id;
+	uint32_t attempts;
+	/* the current attempt's response */
+	CURLcode curl_rc;
+	long status;
+	uint64_t got, content_length, header_bytes;
+	bool have_content_length, body_checked;
+	char retry_after[48];
+	char problem[160]; /* set by callbacks when a response is refused */
+	bool problem_retryable;
+	char error_body[ERROR_BODY_BYTES + 1];
+	size_t error_body_len;
+	char curl_msg[CURL_ERROR_SIZE];
+	char *all; /* GET_ALL body */
+	/* outcome */
+	int64_t result;
+	char *fail_msg;
+};
+
+typedef struct sock {
+	rf_http *h;
+	curl_socket_t fd;
+	int want;  /* CURL_POLL_* curl asked for; 0 = removed */
+	int armed; /* mask of the poll in flight (0 = none) */
+	int64_t poll_id;
+	bool reset; /* fd was removed and reused: re-arm from scratch */
+} sock;
+
+struct rf_http {
+	uint32_t magic;
+	rf_loop *loop;
+	CURLM *multi;
+	rf_fetch_options opt;
+	char *ca_file;
+	char *s3_sigv4, *s3_userpwd, *s3_token_header;
+	host hosts[RF_HTTP_HOSTS_MAX];
+	uint32_t nhosts;
+	rf_http_xfer *queue_head, *queue_tail, *done_head, *done_tail, *all;
+	int64_t kick_id; /* a zero-delay timer that runs pump() from the loop */
+	bool trace;      /* RF_HTTP_TRACE set: state changes on stderr */
+	unsigned transfers;
+	sock **socks;
+	uint32_t nsocks, socks_cap;
+	long timer_want; /* -2 unchanged, -1 delete, >= 0 ms */
+	int64_t timer_id;
+	CURL **pool;
+	uint32_t npool, pool_max;
+	bool pumping, pump_again, in_callback;
+	uint32_t backoff_base_ms, backoff_cap_ms;
+	uint64_t rng;
+	rf_http_counters counters;
+};
+
+static void pump(rf_http *h);
+static void xfer_step(rf_http_xfer *x, xfer_event ev);
+
+/* ------------------------------------------------------------ pure helpers */
+
+static bool parse_u64(const char **p, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	if (*s < '0' || *s > '9')
+		return false;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*p = s;
+	*out = v;
+	return true;
+}
+
+int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total)
+{
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (strncasecmp(v, "bytes ", 6) != 0)
+		return -EINVAL;
+	v += 6;
+	while (*v == ' ')
+		v++;
+	if (*v == '*') {
+		*first = *last = UINT64_MAX;
+		v++;
+	} else {
+		if (!parse_u64(&v, first) || *v++ != '-' || !parse_u64(&v, last) || *last < *first)
+			return -EINVAL;
+	}
+	if (*v++ != '/')
+		return -EINVAL;
+	if (*v == '*') {
+		if (*first == UINT64_MAX)
+			return -EINVAL; /* "* / *" says nothing */
+		*total = UINT64_MAX;
+		v++;
+	} else if (!parse_u64(&v, total) || (*first != UINT64_MAX && *last >= *total)) {
+		return -EINVAL;
+	}
+	while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
+		v++;
+	return *v ? -EINVAL : 0;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng)
+{
+	uint64_t ceiling = base_ms;
+	for (uint32_t i = 0; i < attempt && ceiling < cap_ms; i++)
+		ceiling *= 2;
+	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
+	return splitmix64(rng) % (ceiling + 1);
+}
+
+int64_t rf_http_retry_after_ms(const char *v)
+{
+	uint64_t s;
+	while (*v == ' ')
+		v++;
+	if (!parse_u64(&v, &s))
+		return -1;
+	while (*v == ' ' || *v == '\r' || *v == '\n')
+		v++;
+	if (*v)
+		return -1;
+	return s >= RF_HTTP_RETRY_AFTER_MAX_MS / 1000 ? RF_HTTP_RETRY_AFTER_MAX_MS
+	                                              : (int64_t)s * 1000;
+}
+
+bool rf_http_status_retryable(long status)
+{
+	return status == 408 || status == 429 || (status >= 500 && status <= 599);
+}
+
+static char *dup_printf(const char *fmt, ...) RF_PRINTF(1, 2);
+static char *dup_printf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* ------------------------------------------------ curl callbacks: record only */
+
+static sock *sock_find(rf_http *h, curl_socket_t fd)
+{
+	for (uint32_t i = 0; i < h->nsocks; i++)
+		if (h->socks[i]->fd == fd)
+			return h->socks[i];
+	return NULL;
+}
+
+static sock *sock_add(rf_http *h, curl_socket_t fd)
+{
+	if (h->nsocks == SOCKETS_MAX)
+		return NULL;
+	if (h->nsocks == h->socks_cap) {
+		uint32_t cap = h->socks_cap ? h->socks_cap * 2 : 64;
+		sock **v = realloc(h->socks, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		h->socks = v;
+		h->socks_cap = cap;
+	}
+	sock *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->h = h;
+	s->fd = fd;
+	s->poll_id = NO_OP;
+	h->socks[h->nsocks++] = s;
+	return s;
+}
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+	rf_http *h = userp;
+	sock *s = sock_find(h, fd);
+	if (what == CURL_POLL_REMOVE) {
+		if (s) {
+			s->want = 0;
+			s->reset = true;
+		}
+		return 0;
+	}
+	if (!s && !(s = sock_add(h, fd)))
+		return -1; /* curl fails the transfer: clearer than a hang */
+	if (s->want == 0)
+		s->reset = true;
+	s->want = what;
+	return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	rf_http *h = userp;
+	h->timer_want = timeout_ms < 0 ? -1 : timeout_ms;
+	return 0;
+}
+
+static void set_problem(rf_http_xfer *x, bool retryable, const char *fmt, ...) RF_PRINTF(3, 4);
+static void set_problem(rf_http_xfer *x, bool retryable, const char *fmt, ...)
+{
+	if (x->problem[0])
+		return; /* the first problem explains the rest */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x->problem, sizeof(x->problem), fmt, ap);
+	va_end(ap);
+	x->problem_retryable = retryable;
+}
+
+static bool header_is(const char *line, size_t n, const char *name, const char **value)
+{
+	size_t len = strlen(name);
+	if (n <= len || strncasecmp(line, name, len) != 0 || line[len] != ':')
+		return false;
+	*value = line + len + 1;
+	return true;
+}
+
+/* A new status line starts a new response (after a redirect or 100-continue). */
+static void response_reset(rf_http_xfer *x, const char *line)
+{
+	const char *sp = strchr(line, ' ');
+	x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	x->have_content_length = x->body_checked = false;
+	x->content_length = 0;
+	x->retry_after[0] = '\0';
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userp)
+{
+	rf_http_xfer *x = userp;
+	x->header_bytes += n;
+	if (x->header_bytes > RF_HTTP_HEADER_BYTES_MAX) {
+		set_problem(x, false, "response headers larger than %u bytes",
+		            RF_HTTP_HEADER_BYTES_MAX);
+		return 0;
+	}
+	char line[1024];
+	size_t len = RF_MIN(n, sizeof(line) - 1);
+	memcpy(line, data, len);
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		len--;
+	line[len] = '\0';
+	const char *v;
+	if (!strncmp(line, "HTTP/", 5)) {
+		response_reset(x, line);
+	} else if (header_is(line, len, "content-length", &v)) {
+		const char *p = v + strspn(v, " \t");
+		x->have_content_length = parse_u64(&p, &x->content_length);
+	} else if (header_is(line, len, "retry-after", &v)) {
+		snprintf(x->retry_after, sizeof(x->retry_after), "%s", v + strspn(v, " \t"));
+	} else if (header_is(line, len, "content-range", &v) && x->req.kind == RF_HTTP_RANGE &&
+	           x->status == 206) {
+		uint64_t first, last, total;
+		uint64_t want_last = x->req.offset + x->req.len - 1;
+		if (rf_http_parse_content_range(v, &first, &last, &total) < 0)
+			set_problem(x, false, "unreadable Content-Range '%.60s'",
+			            v + strspn(v, " \t"));
+		else if (first != x->req.offset || last != want_last ||
+		         (x->req.object_size != UINT64_MAX && total != UINT64_MAX &&
+		          total != x->req.object_size))
+			set_problem(x, false, "Content-Range '%.60s' does not match the request",
+			            v + strspn(v, " \t"));
+		else
+			x->body_checked = true;
+	}
+	return n;
+}
+
+static size_t keep_error_body(rf_http_xfer *x, const char *data, size_t n)
+{
+	size_t room = ERROR_BODY_BYTES - x->error_body_len;
+	memcpy(x->error_body + x->error_body_len, data, RF_MIN(room, n));
+	x->error_body_len += RF_MIN(room, n);
+	x->error_body[x->error_body_len] = '\0';
+	x->got += n;
+	if (x->got > (1u << 20)) {
+		set_problem(x, rf_http_status_retryable(x->status),
+		            "HTTP %ld with an error body over 1 MiB", x->status);
+		return 0;
+	}
+	return n;
+}
+
+/* Decides, at the first body byte of a range response, whether it is what was asked. */
+static bool range_body_ok(rf_http_xfer *x)
+{
+	if (x->status == 206) {
+		if (!x->body_checked && !x->problem[0])
+			set_problem(x, false, "HTTP 206 without a Content-Range");
+		if (x->body_checked && x->have_content_length && x->content_length != x->req.len)
+			set_problem(x, false, "Content-Length %llu for a range of %llu bytes",
+			            (unsigned long long)x->content_length,
+			            (unsigned long long)x->req.len);
+		return !x->problem[0];
+	}
+	if (x->status == 200 && x->req.offset == 0 && x->have_content_length &&
+	    x->content_length == x->req.len)
+		return true; /* the whole object is exactly the range asked */
+	if (x->status == 200)
+		set_problem(x, false,
+		            "server ignored the Range header (HTTP 200 with the whole object)");
+	else
+		set_problem(x, false, "unexpected HTTP %ld to a range request", x->status);
+	return false;
+}
+
+static size_t on_write(char *data, size_t size, size_t n, void *userp)
+{
+	rf_http_xfer *x = userp;
+	if (x->status < 200 || x->status > 299)
+		return keep_error_body(x, data, n);
+	if (x->problem[0])
+		return 0;
+	if (x->req.kind == RF_HTTP_RANGE) {
+		if (x->got == 0 && !range_body_ok(x))
+			return 0;
+		if (n > x->req.len - x->got) {
+			set_problem(x, false, "body longer than the %llu bytes asked",
+			            (unsigned long long)x->req.len);
+			return 0; /* never write past the caller's buffer */
+		}
+		memcpy((char *)x->req.buf + x->got, data, n);
+		x->got += n;
+		return n;
+	}
+	if (x->req.kind == RF_HTTP_GET_ALL) {
+		if (n > x->req.max_bytes - x->got) {
+			set_problem(x, false, "body larger than %llu bytes",
+			            (unsigned long long)x->req.max_bytes);
+			return 0;
+		}
+		char *all = realloc(x->all, x->got + n + 1);
+		if (!all) {
+			set_problem(x, false, "out of memory for a %llu byte body",
+			            (unsigned long long)(x->got + n));
+			return 0;
+		}
+		x->all = all;
+		memcpy(all + x->got, data, n);
+		x->got += n;
+		all[x->got] = '\0';
+		return n;
+	}
+	return n; /* HEAD has no body */
+}
+
+/* ------------------------------------------------------------- the loop side */
+
+static void on_poll(void *arg, int res);
+static void on_curl_timer(void *arg, int res);
+
+static uint32_t to_poll_mask(int want)
+{
+	return (want & CURL_POLL_IN ? POLLIN : 0) | (want & CURL_POLL_OUT ? POLLOUT : 0);
+}
+
+/* Turns what curl asked for into armed one-shot polls; frees removed sockets. */
+static void apply_sockets(rf_http *h)
+{
+	for (uint32_t i = 0; i < h->nsocks;) {
+		sock *s = h->socks[i];
+		if (s->poll_id >= 0 && (s->reset || s->armed != s->want)) {
+			rf_loop_cancel(h->loop, s->poll_id);
+			s->poll_id = NO_OP;
+		}
+		s->reset = false;
+		if (s->want == 0) {
+			h->socks[i] = h->socks[--h->nsocks];
+			free(s);
+			continue;
+		}
+		if (s->poll_id < 0) {
+			int64_t id =
+			    rf_loop_poll(h->loop, s->fd, to_poll_mask(s->want), on_poll, s);
+			/* A full op table: try again on the next pump (the timer keeps curl alive).
+			 */
+			s->poll_id = id >= 0 ? id : NO_OP;
+			s->armed = id >= 0 ? s->want : 0;
+		}
+		i++;
+	}
+}
+
+static void apply_timer(rf_http *h)
+{
+	if (h->timer_want == -2)
+		return;
+	rf_loop_cancel(h->loop, h->timer_id);
+	h->timer_id = NO_OP;
+	if (h->timer_want >= 0) {
+		int64_t id =
+		    rf_loop_timer(h->loop, (uint64_t)h->timer_want * 1000000ull, on_curl_timer, h);
+		h->timer_id = id >= 0 ? id : NO_OP;
+	}
+	h->timer_want = -2;
+}
+
+static void socket_action(rf_http *h, curl_socket_t fd, int events)
+{
+	int running = 0;
+	h->in_callback = true;
+	curl_multi_socket_action(h->multi, fd, events, &running);
+	h->in_callback = false;
+	pump(h);
+}
+
+static void on_poll(void *arg, int res)
+{
+	sock *s = arg;
+	rf_http *h = s->h;
+	s->poll_id = NO_OP;
+	s->armed = 0;
+	int ev = 0;
+	if (res < 0)
+		ev = CURL_CSELECT_ERR;
+	else {
+		if (res & (POLLIN | POLLHUP | POLLRDHUP))
+			ev |= CURL_CSELECT_IN;
+		if (res & POLLOUT)
+			ev |= CURL_CSELECT_OUT;
+		if (res & (POLLERR | POLLNVAL))
+			ev |= CURL_CSELECT_ERR;
+	}
+	socket_action(h, s->fd, ev);
+}
+
+static void on_curl_timer(void *arg, int res)
+{
+	rf_http *h = arg;
+	h->timer_id = NO_OP;
+	socket_action(h, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* ------------------------------------------------------------- lists, hosts */
+
+static void list_push(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+{
+	x->next = NULL;
+	x->prev = *tail;
+	if (*tail)
+		(*tail)->next = x;
+	else
+		*head = x;
+	*tail = x;
+}
+
+static void list_push_front(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+{
+	x->prev = NULL;
+	x->next = *head;
+	if (*head)
+		(*head)->prev = x;
+	else
+		*tail = x;
+	*head = x;
+}
+
+static void list_unlink(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+{
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		*head = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
+	else
+		*tail = x->prev;
+	x->prev = x->next = NULL;
+}
+
+/* scheme://authority of url, the unit of the per-host connection limit. */
+static host *host_of(rf_http *h, const char *url)
+{
+	const char *s = strstr(url, "://");
+	size_t len = s ? (size_t)(s + 3 - url) + strcspn(s + 3, "/?#") : strlen(url);
+	if (len >= sizeof(h->hosts[0].key))
+		len = sizeof(h->hosts[0].key) - 1;
+	for (uint32_t i = 0; i < h->nhosts; i++)
+		if (strlen(h->hosts[i].key) == len && !strncasecmp(h->hosts[i].key, url, len))
+			return &h->hosts[i];
+	if (h->nhosts == RF_HTTP_HOSTS_MAX)
+		return NULL;
+	host *o = &h->hosts[h->nhosts++];
+	memcpy(o->key, url, len);
+	o->key[len] = '\0';
+	o->active = 0;
+	return o;
+}
+
+static CURL *easy_get(rf_http *h)
+{
+	if (h->npool > 0) {
+		CURL *e = h->pool[--h->npool];
+		curl_easy_reset(e);
+		return e;
+	}
+	return curl_easy_init();
+}
+
+static void easy_put(rf_http *h, CURL *e)
+{
+	if (h->npool < h->pool_max)
+		h->pool[h->npool++] = e;
+	else
+		curl_easy_cleanup(e);
+}
+
+/* ----------------------------------------------------------- one attempt */
+
+static void attempt_reset(rf_http_xfer *x)
+{
+	x->curl_rc = CURLE_OK;
+	x->status = 0;
+	x->got = x->content_length = x->header_bytes = 0;
+	x->have_content_length = x->body_checked = false;
+	x->retry_after[0] = x->problem[0] = x->curl_msg[0] = x->error_body[0] = '\0';
+	x->problem_retryable = false;
+	x->error_body_len = 0;
+	free(x->all);
+	x->all = NULL;
+}
+
+static int add_header(rf_http_xfer *x, const char *line)
+{
+	struct curl_slist *l = curl_slist_append(x->headers, line);
+	if (!l)
+		return -ENOMEM;
+	x->headers = l;
+	return 0;
+}
+
+static int configure_s3(rf_http *h, rf_http_xfer *x)
+{
+	RF_TRY(add_header(x, "x-amz-content-sha256: UNSIGNED-PAYLOAD"));
+	if (!h->s3_userpwd)
+		return 0; /* anonymous */
+	if (h->s3_token_header)
+		RF_TRY(add_header(x, h->s3_token_header));
+	curl_easy_setopt(x->easy, CURLOPT_AWS_SIGV4, h->s3_sigv4);
+	curl_easy_setopt(x->easy, CURLOPT_USERPWD, h->s3_userpwd);
+	return 0;
+}
+
+static void configure_limits(rf_http *h, rf_http_xfer *x)
+{
+	CURL *e = x->easy;
+	const rf_fetch_options *o = &h->opt;
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->request_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)o->low_speed_bytes_per_s);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_time_s);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)RF_HTTP_REDIRECTS_MAX);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	/* 16 KiB by default: one loop round trip per 16 KiB is the bottleneck */
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)HTTP_RECV_BUFFER_BYTES);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored */
+	if (h->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file);
+	/* Range bodies are bounded by on_write (an error body must still be read). */
+	if (x->req.kind == RF_HTTP_GET_ALL)
+		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->req.max_bytes);
+}
+
+static int configure(rf_http *h, rf_http_xfer *x)
+{
+	attempt_reset(x);
+	if (!x->easy && !(x->easy = easy_get(h)))
+		return -ENOMEM;
+	curl_slist_free_all(x->headers);
+	x->headers = NULL;
+	CURL *e = x->easy;
+	curl_easy_setopt(e, CURLOPT_URL, x->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_msg);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	configure_limits(h, x);
+	if (x->req.kind == RF_HTTP_RANGE) {
+		char range[64];
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)x->req.offset,
+		         (unsigned long long)(x->req.offset + x->req.len - 1));
+		curl_easy_setopt(e, CURLOPT_RANGE, range); /* copied by curl */
+	} else if (x->req.kind == RF_HTTP_HEAD) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	}
+	if (x->req.sign)
+		RF_TRY(configure_s3(h, x));
+	if (x->headers)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
+	return 0;
+}
+
+/* ------------------------------------------------------------ outcomes */
+
+static bool curl_retryable(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_AGAIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* "<Code>X</Code>" of an S3 error body, letters and digits only. */
+static void s3_error_code(const char *body, char *out, size_t cap)
+{
+	out[0] = '\0';
+	const char *c = strstr(body, "<Code>");
+	if (!c)
+		return;
+	c += 6;
+	size_t n = 0;
+	while (n + 1 < cap && ((c[n] >= 'A' && c[n] <= 'Z') || (c[n] >= 'a' && c[n] <= 'z') ||
+	                       (c[n] >= '0' && c[n] <= '9')))
+		n++;
+	memcpy(out, c, n);
+	out[n] = '\0';
+}
+
+static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
+{
+	char code[64];
+	s3_error_code(x->error_body, code, sizeof(code));
+	const char *hint = "";
+	if (!code[0] && x->req.sign && (x->status == 403 || x->status == 401))
+		hint = " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)";
+	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, hint);
+	return rf_http_status_retryable(x->status) ? 0 : -1;
+}
+
+/* Judges a finished attempt: 1 = accepted, 0 = retryable, -1 = failed for good.
+ * why receives the reason. */
+static int judge(rf_http_xfer *x, char *why, size_t cap)
+{
+	const rf_http_request *r = &x->req;
+	if (x->problem[0]) {
+		snprintf(why, cap, "%.200s", x->problem);
+		return x->problem_retryable ? 0 : -1;
+	}
+	if (x->status >= 400 && x->status <= 599) /* even if the error body was cut */
+		return judge_status(x, why, cap);
+	if (x->curl_rc != CURLE_OK) {
+		snprintf(why, cap, "%.180s (curl %d)",
+		         x->curl_msg[0] ? x->curl_msg : curl_easy_strerror(x->curl_rc), x->curl_rc);
+		return curl_retryable(x->curl_rc) ? 0 : -1;
+	}
+	if (x->status < 200 || x->status > 299)
+		return judge_status(x, why, cap);
+	if (r->kind == RF_HTTP_RANGE && x->got != r->len) {
+		snprintf(why, cap, "short body: %llu of %llu bytes", (unsigned long long)x->got,
+		         (unsigned long long)r->len);
+		return 0;
+	}
+	if (r->kind == RF_HTTP_HEAD && !x->have_content_length) {
+		snprintf(why, cap, "HTTP %ld without a Content-Length", x->status);
+		return -1;
+	}
+	return 1;
+}
+
+static void finish(rf_http_xfer *x, int64_t result, const char *why)
+{
+	rf_http *h = x->h;
+	x->result = result;
+	if (why) {
+		char range[80] = "";
+		if (x->req.kind == RF_HTTP_RANGE)
+			snprintf(range, sizeof(range), " bytes %llu-%llu",
+			         (unsigned long long)x->req.offset,
+			         (unsigned long long)(x->req.offset + x->req.len - 1));
+		x->fail_msg =
+		    dup_printf("%s %s%s: %s; last HTTP status %ld, %u attempt%s",
+		               x->req.kind == RF_HTTP_HEAD ? "HEAD" : "GET", x->name, range, why,
+		               x->status, x->attempts, x->attempts == 1 ? "" : "s");
+		h->counters.errors++;
+	} else if (x->req.kind == RF_HTTP_GET_ALL) {
+		*x->req.body = x->all ? x->all : strdup("");
+		x->all = NULL;
+	}
+	x->state = X_DONE;
+	list_push(&h->done_head, &h->done_tail, x);
+	x->listed_done = true;
+}
+
+static int64_t retry_delay_ms(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	int64_t ms = (int64_t)rf_http_backoff_ms(x->attempts - 1, h->backoff_base_ms,
+	                                         h->backoff_cap_ms, &h->rng);
+	int64_t ra = x->retry_after[0] ? rf_http_retry_after_ms(x->retry_after) : -1;
+	if (ra < 0 && x->retry_after[0]) {
+		time_t when = curl_getdate(x->retry_after, NULL); /* an HTTP date */
+		time_t now = time(NULL);
+		if (when > now)
+			ra = RF_MIN((int64_t)(when - now) * 1000, RF_HTTP_RETRY_AFTER_MAX_MS);
+	}
+	return RF_MAX(ms, ra);
+}
+
+/* --------------------------------------------------------- state machine */
+
+static void on_backoff_timer(void *arg, int res)
+{
+	rf_http_xfer *x = arg;
+	x->timer_id = NO_OP;
+	xfer_step(x, EV_TIMER);
+	pump(x->h);
+}
+
+static void detach_easy(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	if (!x->easy)
+		return;
+	if (x->state == X_ACTIVE)
+		curl_multi_remove_handle(h->multi, x->easy);
+	easy_put(h, x->easy);
+	x->easy = NULL;
+	curl_slist_free_all(x->headers);
+	x->headers = NULL;
+}
+
+static void step_admit(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	list_unlink(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = false;
+	int rc = configure(h, x);
+	if (rc == 0 && curl_multi_add_handle(h->multi, x->easy) != CURLM_OK)
+		rc = -EIO;
+	if (rc < 0) {
+		finish(x, rc,
+		       rc == -ENOMEM ? "out of memory setting up the transfer"
+		                     : "curl refused the transfer");
+		return;
+	}
+	x->state = X_ACTIVE;
+	x->host->active++;
+	h->counters.requests++;
+	h->counters.retries += x->attempts > 0;
+	x->attempts++;
+}
+
+static int fail_code(const rf_http_xfer *x, int verdict)
+{
+	if (verdict == 0 || x->status >= 500)
+		return -EIO;
+	if (x->status == 404)
+		return -ENOENT;
+	if (x->status == 401 || x->status == 403)
+		return -EACCES;
+	return -EPROTO;
+}
+
+static void step_finished(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	char why[256];
+	x->host->active--;
+	detach_easy(x); /* also leaves ACTIVE for curl */
+	int verdict = judge(x, why, sizeof(why));
+	if (verdict > 0) {
+		h->counters.bytes += x->got;
+		finish(x,
+		       x->req.kind == RF_HTTP_HEAD ? (int64_t)x->content_length : (int64_t)x->got,
+		       NULL);
+		return;
+	}
+	if (verdict == 0 && x->attempts <= h->opt.retries) {
+		int64_t ms = retry_delay_ms(x);
+		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
+		if (id >= 0) {
+			x->timer_id = id;
+			x->state = X_BACKOFF;
+			if (h->trace)
+				fprintf(stderr, "http: %s: %s, retry in %lld ms\n", x->name, why,
+				        (long long)ms);
+			return;
+		}
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), " (no timer for a retry)");
+	} else if (verdict == 0) {
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), ", retries exhausted");
+	}
+	finish(x, fail_code(x, verdict), why);
+}
+
+static void step_cancel(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	if (x->state == X_QUEUED && x->listed_queue)
+		list_unlink(&h->queue_head, &h->queue_tail, x);
+	if (x->state == X_ACTIVE)
+		x->host->active--;
+	if (x->state == X_BACKOFF)
+		rf_loop_cancel(h->loop, x->timer_id);
+	if (x->state == X_DONE && x->listed_done)
+		list_unlink(&h->done_head, &h->done_tail, x);
+	detach_easy(x);
+	x->listed_queue = x->listed_done = false;
+	x->timer_id = NO_OP;
+	x->state = X_DONE;
+}
+
+/* The one place a transfer changes state. */
+static void xfer_step(rf_http_xfer *x, xfer_event ev)
+{
+	static const char *const ev_name[] = {"admit", "finished", "timer", "cancel"};
+	xfer_state from = x->state;
+	bool known = true;
+	switch (ev) {
+	case EV_ADMIT:
+		known = from == X_QUEUED;
+		if (known)
+			step_admit(x);
+		break;
+	case EV_FINISHED:
+		known = from == X_ACTIVE;
+		if (known)
+			step_finished(x);
+		break;
+	case EV_TIMER:
+		known = from == X_BACKOFF;
+		if (known) { /* first in line again: it is the oldest request */
+			x->state = X_QUEUED;
+			list_push_front(&x->h->queue_head, &x->h->queue_tail, x);
+			x->listed_queue = true;
+		}
+		break;
+	case EV_CANCEL:
+		step_cancel(x);
+		break;
+	}
+	if (!known)
+		fprintf(stderr, "ringfeed: http: %s: event %s ignored in state %s\n", x->name,
+		        ev_name[ev], xfer_state_name[from]);
+	if (x->h->trace)
+		fprintf(stderr, "http: %s: %s -> %s on %s (attempt %u, status %ld)\n", x->name,
+		        xfer_state_name[from], xfer_state_name[x->state], ev_name[ev], x->attempts,
+		        x->status);
+}
+
+/* ---------------------------------------------------------------- pump */
+
+static bool harvest(rf_http *h)
+{
+	bool any = false;
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(h->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		CURL *e = m->easy_handle;
+		CURLcode rc = m->data.result; /* m dies with remove_handle */
+		rf_http_xfer *x = NULL;
+		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+		x->curl_rc = rc;
+		if (x->status == 0)
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		xfer_step(x, EV_FINISHED);
+		any = true;
+	}
+	return any;
+}
+
+static bool admit(rf_http *h)
+{
+	bool any = false, room = false;
+	for (uint32_t i = 0; i < h->nhosts && !room; i++)
+		room = h->hosts[i].active < h->opt.connections;
+	if (!room)
+		return false; /* every host is at its limit: no need to walk the queue */
+	rf_http_xfer *next;
+	for (rf_http_xfer *x = h->queue_head; x; x = next) {
+		next = x->next;
+		if (x->host->active < h->opt.connections) {
+			xfer_step(x, EV_ADMIT);
+			any = true;
+		}
+	}
+	return any;
+}
+
+static void xfer_free(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	if (x->all_prev)
+		x->all_prev->all_next = x->all_next;
+	else
+		h->all = x->all_next;
+	if (x->all_next)
+		x->all_next->all_prev = x->all_prev;
+	h->transfers--;
+	free(x->all);
+	free(x->fail_msg);
+	free(x->url);
+	free(x->name);
+	free(x);
+}
+
+static void deliver(rf_http *h)
+{
+	rf_http_xfer *x;
+	while ((x = h->done_head)) {
+		list_unlink(&h->done_head, &h->done_tail, x);
+		x->listed_done = false;
+		if (x->cb)
+			x->cb(x->arg, x->result, x->fail_msg);
+		xfer_free(x);
+	}
+}
+
+static void pump(rf_http *h)
+{
+	if (h->pumping) {
+		h->pump_again = true;
+		return;
+	}
+	h->pumping = true;
+	do {
+		h->pump_again = false;
+		if (harvest(h))
+			h->pump_again = true;
+		if (admit(h))
+			h->pump_again = true;
+		apply_sockets(h);
+		apply_timer(h);
+		deliver(h);
+	} while (h->pump_again);
+	h->pumping = false;
+}
+
+static void on_kick(void *arg, int res)
+{
+	rf_http *h = arg;
+	h->kick_id = NO_OP;
+	pump(h);
+}
+
+/* Runs pump() soon from the loop (never inside the caller's call). */
+static void kick(rf_http *h)
+{
+	if (h->pumping) {
+		h->pump_again = true;
+		return;
+	}
+	if (h->kick_id < 0) {
+		int64_t id = rf_loop_timer(h->loop, 0, on_kick, h);
+		h->kick_id = id >= 0 ? id : NO_OP;
+	}
+}
+
+/* ------------------------------------------------------------ public side */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void defaults(rf_fetch_options *o)
+{
+	if (o->connections == 0)
+		o->connections = 16;
+	if (o->connect_timeout_ms == 0)
+		o->connect_timeout_ms = 10000;
+	if (o->request_timeout_ms == 0)
+		o->request_timeout_ms = 300000;
+	if (o->low_speed_time_s == 0)
+		o->low_speed_time_s = 30;
+}
+
+int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)
+{
+	pthread_once(&curl_once, curl_init_once);
+	rf_http *h = calloc(1, sizeof(*h));
+	if (!h)
+		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
+	h->magic = HTTP_MAGIC;
+	h->loop = loop;
+	h->opt = *opt;
+	defaults(&h->opt);
+	h->opt.ca_file = h->opt.s3_endpoint = h->opt.s3_region = NULL;
+	h->opt.s3_access_key = h->opt.s3_secret_key = h->opt.s3_session_token = NULL;
+	h->opt.inject = NULL; /* no borrowed strings kept */
+	h->timer_want = -2;
+	h->timer_id = h->kick_id = NO_OP;
+	h->trace = getenv("RF_HTTP_TRACE") != NULL;
+	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
+	h->pool_max = h->opt.connections * EASY_POOL_PER_CONNECTION;
+	h->pool = calloc(h->pool_max, sizeof(*h->pool));
+	h->multi = curl_multi_init();
+	if ((opt->ca_file && *opt->ca_file && !(h->ca_file = strdup(opt->ca_file))) || !h->pool ||
+	    !h->multi) {
+		rf_http_free(h);
+		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
+	}
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->opt.connections);
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->opt.connections * 4);
+	*out = h;
+	return 0;
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+void rf_http_free(rf_http *h)
+{
+	if (!h)
+		return;
+	while (h->all) {
+		rf_http_xfer *x = h->all;
+		xfer_step(x, EV_CANCEL);
+		xfer_free(x);
+	}
+	if (h->multi)
+		curl_multi_cleanup(h->multi); /* may still report sockets: recorded only */
+	for (uint32_t i = 0; i < h->nsocks; i++) {
+		rf_loop_cancel(h->loop, h->socks[i]->poll_id);
+		free(h->socks[i]);
+	}
+	free(h->socks);
+	rf_loop_cancel(h->loop, h->timer_id);
+	rf_loop_cancel(h->loop, h->kick_id);
+	for (uint32_t i = 0; i < h->npool; i++)
+		curl_easy_cleanup(h->pool[i]);
+	free(h->pool);
+	free(h->ca_file);
+	wipe_free(h->s3_sigv4);
+	wipe_free(h->s3_userpwd);
+	wipe_free(h->s3_token_header);
+	h->magic = 0;
+	free(h);
+}
+
+int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err)
+{
+	wipe_free(h->s3_sigv4);
+	wipe_free(h->s3_userpwd);
+	wipe_free(h->s3_token_header);
+	h->s3_sigv4 = h->s3_userpwd = h->s3_token_header = NULL;
+	if (!s3->access_key || !*s3->access_key || !s3->secret_key || !*s3->secret_key)
+		return 0; /* anonymous */
+	const char *region = s3->region && *s3->region ? s3->region : "us-east-1";
+	/* All four fields, or curl derives region and service from the host name. */
+	h->s3_sigv4 = dup_printf("aws:amz:%s:s3", region);
+	h->s3_userpwd = dup_printf("%s:%s", s3->access_key, s3->secret_key);
+	if (s3->session_token && *s3->session_token)
+		h->s3_token_header = dup_printf("x-amz-security-token: %s", s3->session_token);
+	if (!h->s3_sigv4 || !h->s3_userpwd ||
+	    (s3->session_token && *s3->session_token && !h->s3_token_header))
+		return rf_fail(err, -ENOMEM, "out of memory for S3 credentials");
+	return 0;
+}
+
+void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed)
+{
+	h->backoff_base_ms = RF_MAX(base_ms, 1u);
+	h->backoff_cap_ms = RF_MAX(cap_ms, h->backoff_base_ms);
+	h->rng = seed;
+}
+
+void rf_http_counters_get(const rf_http *h, rf_http_counters *out)
+{
+	*out = h->counters;
+}
+
+unsigned rf_http_in_flight(const rf_http *h)
+{
+	return h->transfers;
+}
+
+static int check_request(const rf_http_request *r, const char *shown, rf_error *err)
+{
+	rf_url_scheme s = rf_url_scheme_of(r->url);
+	if (s != RF_URL_HTTP && s != RF_URL_HTTPS)
+		return rf_fail(err, -EINVAL, "'%s' is not an http(s) URL", shown);
+	if (strlen(r->url) > RF_URL_BYTES_MAX)
+		return rf_fail(err, -ENAMETOOLONG, "URL longer than %u bytes: '%.80s...'",
+		               RF_URL_BYTES_MAX, shown);
+	uint64_t end;
+	if (r->kind == RF_HTTP_RANGE &&
+	    (!r->buf || !rf_add_u64(r->offset, r->len, &end) || end > (uint64_t)INT64_MAX))
+		return rf_fail(err, -EINVAL, "bad range %llu+%llu for '%s'",
+		               (unsigned long long)r->offset, (unsigned long long)r->len, shown);
+	if (r->kind == RF_HTTP_GET_ALL && (!r->body || r->max_bytes == 0))
+		return rf_fail(err, -EINVAL, "GET of '%s' without a body buffer", shown);
+	return 0;
+}
+
+int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *arg,
+                  rf_http_xfer **out, rf_error *err)
+{
+	char shown[512];
+	rf_url_redact(req->name ? req->name : req->url, shown, sizeof(shown));
+	if (h->magic != HTTP_MAGIC || h->in_callback)
+		return rf_fail(err, -EINVAL, "HTTP client used from inside a curl callback");
+	RF_TRY(check_request(req, shown, err));
+	if (h->transfers >= RF_HTTP_TRANSFERS_MAX)
+		return rf_fail(err, -EAGAIN, "more than %u HTTP transfers queued",
+		               RF_HTTP_TRANSFERS_MAX);
+	host *hh = host_of(h, req->url);
+	if (!hh)
+		return rf_fail(err, -EAGAIN, "more than %u distinct hosts", RF_HTTP_HOSTS_MAX);
+	rf_http_xfer *x = calloc(1, sizeof(*x));
+	if (!x || !(x->url = strdup(req->url)) || !(x->name = strdup(shown))) {
+		if (x)
+			free(x->url);
+		free(x);
+		return rf_fail(err, -ENOMEM, "out of memory starting a transfer of '%s'", shown);
+	}
+	x->h = h;
+	x->timer_id = NO_OP;
+	x->req = *req;
+	x->req.url = x->req.name = NULL; /* owned copies above */
+	x->cb = cb;
+	x->arg = arg;
+	x->host = hh;
+	x->all_next = h->all;
+	if (h->all)
+		h->all->all_prev = x;
+	h->all = x;
+	h->transfers++;
+	if (req->kind == RF_HTTP_RANGE && req->len == 0) {
+		finish(x, 0, NULL); /* nothing to ask for */
+	} else {
+		x->state = X_QUEUED;
+		list_push(&h->queue_head, &h->queue_tail, x);
+		x->listed_queue = true;
+	}
+	if (out)
+		*out = x;
+	kick(h);
+	return 0;
+}
+
+void rf_http_cancel(rf_http *h, rf_http_xfer *x)
+{
+	if (!x || h->magic != HTTP_MAGIC)
+		return;
+	xfer_step(x, EV_CANCEL);
+	xfer_free(x);
+	kick(h); /* curl may want its sockets re-armed after remove_handle */
+}

@@ -1,0 +1,87 @@
+/* http.h - HTTP(S) transfers on the loop: libcurl's multi *socket* API
+ * driven by one-shot rf_loop polls and rf_loop timers (no second event loop,
+ * no thread). Each transfer is an explicit state machine (queued -> active ->
+ * backoff -> ... -> done) with bounded retries, per-host connection limits
+ * and strict acceptance of range responses. Used by the http(s):// and s3://
+ * sources. Every call and callback happens on the loop thread. Internal. */
+#ifndef RF_HTTP_H
+#define RF_HTTP_H
+
+#include "loop.h"
+#include "ringfeed.h"
+#include "source.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RF_HTTP_HOSTS_MAX          64    /* distinct hosts one rf_http talks to */
+#define RF_HTTP_TRANSFERS_MAX      65536 /* transfers queued or in flight */
+#define RF_HTTP_HEADER_BYTES_MAX   65536 /* all response headers of one response */
+#define RF_HTTP_REDIRECTS_MAX      3
+#define RF_HTTP_RETRY_AFTER_MAX_MS 30000
+
+typedef struct rf_http rf_http;
+typedef struct rf_http_xfer rf_http_xfer;
+
+typedef enum rf_http_kind {
+	RF_HTTP_RANGE = 0, /* GET bytes [offset, offset+len) into buf */
+	RF_HTTP_HEAD,      /* object size from Content-Length */
+	RF_HTTP_GET_ALL,   /* whole body (up to max_bytes) into a malloc'd buffer */
+} rf_http_kind;
+
+typedef struct rf_http_request {
+	rf_http_kind kind;
+	const char *url;  /* full URL; path and query already encoded */
+	const char *name; /* shown in messages; never holds credentials */
+	bool sign;        /* S3 SigV4 with the credentials of rf_http_set_s3 */
+	uint64_t offset, len;
+	void *buf;            /* RANGE: len bytes */
+	uint64_t object_size; /* RANGE: known object size (Content-Range total), or UINT64_MAX */
+	uint64_t max_bytes;   /* GET_ALL: largest body accepted */
+	char **body;          /* GET_ALL: receives the body (NUL-terminated; caller frees) */
+} rf_http_request;
+
+/* S3 signing settings (copied). All key fields NULL = anonymous. */
+typedef struct rf_http_s3 {
+	const char *region, *access_key, *secret_key, *session_token;
+} rf_http_s3;
+
+typedef struct rf_http_counters {
+	uint64_t requests; /* attempts started */
+	uint64_t retries;  /* attempts started after a failed one */
+	uint64_t errors;   /* requests that failed for good */
+	uint64_t bytes;    /* body bytes accepted */
+} rf_http_counters;
+
+int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err);
+/* Cancels every transfer (no callbacks) and frees. Not from inside a callback. */
+void rf_http_free(rf_http *h);
+int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err);
+/* Backoff bounds (defaults 50 ms base, 5 s cap) and the jitter seed. */
+void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed);
+void rf_http_counters_get(const rf_http *h, rf_http_counters *out);
+
+/* Starts a request. cb(arg, res, msg): RANGE res = len, HEAD res = object
+ * size, GET_ALL res = body length; or res < 0 with a message naming the URL,
+ * range, last status and attempts. The callback runs later, never inside
+ * this call. *out (may be NULL) allows rf_http_cancel until the callback. */
+int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *arg,
+                  rf_http_xfer **out, rf_error *err);
+/* Cancels a transfer whose callback has not run yet: it never runs. */
+void rf_http_cancel(rf_http *h, rf_http_xfer *x);
+unsigned rf_http_in_flight(const rf_http *h);
+
+/* ---- pure helpers (unit tested) ---- */
+
+/* Parses a Content-Range value "bytes FIRST-LAST/TOTAL" (TOTAL may be '*' ->
+ * UINT64_MAX) or "bytes * /TOTAL" (unsatisfied; first = last = UINT64_MAX). */
+int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total);
+/* Full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)] ms, from a
+ * splitmix64 state. */
+uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng);
+/* Retry-After as delta seconds; -1 when absent or not a plain number (HTTP
+ * dates are handled by the caller). Capped at RF_HTTP_RETRY_AFTER_MAX_MS. */
+int64_t rf_http_retry_after_ms(const char *v);
+/* Whether an HTTP status is worth retrying (408, 429, 5xx). */
+bool rf_http_status_retryable(long status);
+
+#endif

@@ -1,0 +1,29 @@
+/* remote.h - the http(s):// and s3:// source kind (one curl multi handle per
+ * loader, shared by both, so one connection pool and one set of limits), and
+ * dataset URL expansion (brace ranges, S3 prefix listings). Internal. */
+#ifndef RF_REMOTE_H
+#define RF_REMOTE_H
+
+#include "http.h"
+#include "source.h"
+#include "url.h"
+
+extern const rf_source_kind rf_source_kind_remote;
+
+/* Expands dataset names into shard objects, in order: brace ranges first;
+ * then each s3://bucket/prefix/ (or s3://bucket) is listed (ListObjectsV2,
+ * its ".rfs" keys in key order, sizes as hints); every other name is kept as
+ * written (local directories and manifests are the caller's). Listings run
+ * on f's loop, which this drives until they finish: call it on the loop's
+ * thread, never from inside a loop callback. */
+int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *out, rf_error *err);
+/* True for s3://bucket, s3://bucket/ and s3://bucket/prefix/ (listed, not read). */
+bool rf_url_is_s3_prefix(const char *url);
+/* rf_url_expand of one name on a private loop and fetch layer (opt as the
+ * loader's): for rf_open, which expands URLs before its loop thread runs. */
+int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out,
+                   rf_error *err);
+/* Page size of S3 listings (tests use small pages to exercise pagination). */
+void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys);
+
+#endif

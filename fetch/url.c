@@ -1,0 +1,324 @@
+/* url.c - URL forms and brace expansion (see url.h). Pure string work: no
+ * I/O, every length checked, every expansion bounded before it starts. */
+#include "url.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define BRACE_GROUPS_MAX      16
+#define BRACE_DIGITS_MAX      18 /* keeps every bound below 10^18 */
+#define BRACE_TOTAL_BYTES_MAX (256ull << 20)
+
+static const struct {
+	const char *prefix;
+	rf_url_scheme scheme;
+	const char *name;
+} schemes[] = {
+    {"file://", RF_URL_FILE, "file"},
+    {"http://", RF_URL_HTTP, "http"},
+    {"https://", RF_URL_HTTPS, "https"},
+    {"s3://", RF_URL_S3, "s3"},
+};
+
+rf_url_scheme rf_url_scheme_of(const char *url)
+{
+	for (size_t i = 0; i < RF_ARRAY_LEN(schemes); i++)
+		if (!strncasecmp(url, schemes[i].prefix, strlen(schemes[i].prefix)))
+			return schemes[i].scheme;
+	return strstr(url, "://") ? RF_URL_UNKNOWN : RF_URL_PATH;
+}
+
+const char *rf_url_scheme_name(rf_url_scheme s)
+{
+	for (size_t i = 0; i < RF_ARRAY_LEN(schemes); i++)
+		if (schemes[i].scheme == s)
+			return schemes[i].name;
+	return s == RF_URL_PATH ? "path" : "unknown";
+}
+
+int rf_url_list_add(rf_url_list *l, const char *url, uint64_t size_hint, rf_error *err)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		rf_url_entry *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return rf_fail(err, -ENOMEM, "out of memory listing %zu shard names", l->n);
+		l->v = v;
+		l->cap = cap;
+	}
+	char *copy = strdup(url);
+	if (!copy)
+		return rf_fail(err, -ENOMEM, "out of memory listing %zu shard names", l->n);
+	l->v[l->n].url = copy;
+	l->v[l->n].size_hint = size_hint;
+	l->n++;
+	return 0;
+}
+
+void rf_url_list_free(rf_url_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].url);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ------------------------------------------------------- brace expansion */
+
+/* One {..} group: either a numeric range or a list of alternatives. */
+typedef struct brace_group {
+	size_t open, close; /* offsets of '{' and '}' in the pattern */
+	bool range;
+	uint64_t lo, hi; /* range: first and last value as written */
+	int width;       /* zero padding width, 0 = none */
+	size_t count;    /* names this group yields */
+} brace_group;
+
+static int parse_bound(const char *s, size_t len, uint64_t *v, const char *pattern, rf_error *err)
+{
+	if (len == 0 || len > BRACE_DIGITS_MAX)
+		return rf_fail(err, -EINVAL,
+		               "bad brace range in '%s': bounds must be 1 to %d digits", pattern,
+		               BRACE_DIGITS_MAX);
+	uint64_t x = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return rf_fail(err, -EINVAL,
+			               "bad brace range in '%s': '%.*s' is not a decimal number",
+			               pattern, (int)len, s);
+		x = x * 10 + (uint64_t)(s[i] - '0');
+	}
+	*v = x;
+	return 0;
+}
+
+static int parse_group(const char *pattern, brace_group *g, rf_error *err)
+{
+	const char *body = pattern + g->open + 1;
+	size_t len = g->close - g->open - 1;
+	const char *dots = memmem(body, len, "..", 2);
+	if (!dots) {
+		size_t commas = 0;
+		for (size_t i = 0; i < len; i++)
+			commas += body[i] == ',';
+		if (commas == 0)
+			return rf_fail(err, -EINVAL,
+			               "bad brace group in '%s': expected {A..B} or {x,y}",
+			               pattern);
+		g->range = false;
+		g->count = commas + 1;
+		return 0;
+	}
+	size_t alen = (size_t)(dots - body), blen = len - alen - 2;
+	g->range = true;
+	RF_TRY(parse_bound(body, alen, &g->lo, pattern, err));
+	RF_TRY(parse_bound(dots + 2, blen, &g->hi, pattern, err));
+	bool pad = (alen > 1 && body[0] == '0') || (blen > 1 && dots[2] == '0');
+	g->width = pad ? (int)RF_MAX(alen, blen) : 0;
+	uint64_t span = g->lo <= g->hi ? g->hi - g->lo : g->lo - g->hi;
+	if (span >= RF_BRACE_EXPANSION_MAX)
+		return rf_fail(err, -EINVAL, "brace range in '%s' expands to more than %u names",
+		               pattern, RF_BRACE_EXPANSION_MAX);
+	g->count = (size_t)span + 1;
+	return 0;
+}
+
+/* Finds the groups; checks nesting, closing and the total count. */
+static int find_groups(const char *pattern, brace_group *g, size_t *ngroups, rf_error *err)
+{
+	size_t n = 0, total = 1;
+	for (size_t i = 0; pattern[i]; i++) {
+		if (pattern[i] == '}')
+			return rf_fail(err, -EINVAL, "unmatched '}' at offset %zu in '%s'", i,
+			               pattern);
+		if (pattern[i] != '{')
+			continue;
+		const char *end = strpbrk(pattern + i + 1, "{}");
+		if (!end || *end == '{')
+			return rf_fail(err, -EINVAL, "%s brace at offset %zu in '%s'",
+			               end ? "nested" : "unclosed", i, pattern);
+		if (n == BRACE_GROUPS_MAX)
+			return rf_fail(err, -EINVAL, "more than %d brace groups in '%s'",
+			               BRACE_GROUPS_MAX, pattern);
+		g[n].open = i;
+		g[n].close = (size_t)(end - pattern);
+		RF_TRY(parse_group(pattern, &g[n], err));
+		if (total > RF_BRACE_EXPANSION_MAX / g[n].count)
+			return rf_fail(err, -EINVAL, "'%s' expands to more than %u names", pattern,
+			               RF_BRACE_EXPANSION_MAX);
+		total *= g[n].count;
+		i = g[n].close;
+		n++;
+	}
+	*ngroups = n;
+	if ((uint64_t)total * (strlen(pattern) + 24) > BRACE_TOTAL_BYTES_MAX)
+		return rf_fail(err, -EINVAL, "'%s' expands to more than %llu bytes of names",
+		               pattern, (unsigned long long)BRACE_TOTAL_BYTES_MAX);
+	return 0;
+}
+
+/* Appends alternative number k of group g to buf at *pos. */
+static void put_choice(const char *pattern, const brace_group *g, size_t k, char *buf, size_t *pos)
+{
+	if (g->range) {
+		uint64_t v = g->lo <= g->hi ? g->lo + k : g->lo - k;
+		*pos += (size_t)sprintf(buf + *pos, "%0*llu", g->width, (unsigned long long)v);
+		return;
+	}
+	const char *s = pattern + g->open + 1, *end = pattern + g->close;
+	for (size_t i = 0; i < k; i++)
+		s = (const char *)memchr(s, ',', (size_t)(end - s)) + 1;
+	const char *e = memchr(s, ',', (size_t)(end - s));
+	size_t len = (size_t)((e ? e : end) - s);
+	memcpy(buf + *pos, s, len);
+	*pos += len;
+}
+
+int rf_brace_expand(const char *pattern, rf_url_list *out, rf_error *err)
+{
+	brace_group g[BRACE_GROUPS_MAX];
+	size_t ng = 0;
+	if (strlen(pattern) > RF_URL_BYTES_MAX)
+		return rf_fail(err, -ENAMETOOLONG, "name longer than %u bytes", RF_URL_BYTES_MAX);
+	RF_TRY(find_groups(pattern, g, &ng, err));
+	size_t idx[BRACE_GROUPS_MAX] = {0};
+	char *buf = malloc(strlen(pattern) + (size_t)ng * BRACE_DIGITS_MAX + 1);
+	if (!buf)
+		return rf_fail(err, -ENOMEM, "out of memory expanding '%s'", pattern);
+	int rc = 0;
+	for (;;) {
+		size_t pos = 0, from = 0;
+		for (size_t j = 0; j < ng; j++) {
+			memcpy(buf + pos, pattern + from, g[j].open - from);
+			pos += g[j].open - from;
+			put_choice(pattern, &g[j], idx[j], buf, &pos);
+			from = g[j].close + 1;
+		}
+		strcpy(buf + pos, pattern + from);
+		if ((rc = rf_url_list_add(out, buf, RF_SIZE_UNKNOWN, err)) < 0)
+			break;
+		size_t j = ng;
+		while (j > 0 && ++idx[j - 1] == g[j - 1].count)
+			idx[--j] = 0;
+		if (j == 0)
+			break;
+	}
+	free(buf);
+	return rc;
+}
+
+/* ------------------------------------------------------------ URL pieces */
+
+int rf_url_split_s3(const char *url, char **bucket, char **key, rf_error *err)
+{
+	char shown[512];
+	rf_url_redact(url, shown, sizeof(shown));
+	if (rf_url_scheme_of(url) != RF_URL_S3)
+		return rf_fail(err, -EINVAL, "'%s' is not an s3:// URL", shown);
+	const char *b = url + 5, *slash = strchr(b, '/');
+	size_t blen = slash ? (size_t)(slash - b) : strlen(b);
+	if (blen < 1 || blen > 255)
+		return rf_fail(err, -EINVAL, "bad bucket name in '%s'", shown);
+	for (size_t i = 0; i < blen; i++)
+		if (!isalnum((unsigned char)b[i]) && !strchr("-._", b[i]))
+			return rf_fail(err, -EINVAL, "bad bucket name in '%s'", shown);
+	const char *k = slash ? slash + 1 : "";
+	if (strlen(k) > 1024)
+		return rf_fail(err, -ENAMETOOLONG, "S3 key longer than 1024 bytes in '%s'", shown);
+	*bucket = strndup(b, blen);
+	*key = strdup(k);
+	if (!*bucket || !*key) {
+		free(*bucket);
+		free(*key);
+		*bucket = *key = NULL;
+		return rf_fail(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int rf_url_file_path(const char *url, char **path, rf_error *err)
+{
+	const char *p = url + 7; /* after file:// */
+	if (rf_url_scheme_of(url) != RF_URL_FILE)
+		return rf_fail(err, -EINVAL, "'%s' is not a file:// URL", url);
+	if (!strncasecmp(p, "localhost/", 10))
+		p += 9;
+	if (*p != '/')
+		return rf_fail(err, -EINVAL, "'%s': file URLs need an absolute path (file:///...)",
+		               url);
+	char *out = malloc(strlen(p) + 1), *o = out;
+	if (!out)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (; *p; p++) {
+		int hi, lo;
+		if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+			if (hi == 0 && lo == 0) {
+				free(out);
+				return rf_fail(err, -EINVAL, "'%s': %%00 in a file URL", url);
+			}
+			*o++ = (char)(hi << 4 | lo);
+			p += 2;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	*path = out;
+	return 0;
+}
+
+int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		bool keep = isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
+		            (keep_slash && *p == '/');
+		if (o + (keep ? 1 : 3) >= cap)
+			return -ENAMETOOLONG;
+		if (keep) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	if (o >= cap)
+		return -ENAMETOOLONG;
+	out[o] = '\0';
+	return (int)o;
+}
+
+void rf_url_redact(const char *url, char *out, size_t cap)
+{
+	if (cap == 0)
+		return;
+	const char *s = strstr(url, "://");
+	const char *auth = s ? s + 3 : url;
+	const char *auth_end = auth + strcspn(auth, "/?#");
+	const char *at = NULL;
+	for (const char *p = auth; p < auth_end; p++)
+		if (*p == '@')
+			at = p;
+	size_t q = strcspn(url, "?");
+	if (at && at + 1 - url > (ptrdiff_t)q)
+		at = NULL; /* an '@' after the query begins is not userinfo */
+	if (at)
+		snprintf(out, cap, "%.*s%.*s%s", (int)(auth - url), url,
+		         (int)(q - (size_t)(at + 1 - url)), at + 1, url[q] ? "?..." : "");
+	else
+		snprintf(out, cap, "%.*s%s", (int)q, url, url[q] ? "?..." : "");
+}

@@ -1,0 +1,65 @@
+/* url.h - the URL forms a dataset is named by, and their expansion into a
+ * list of shard objects: plain paths, file://, http(s)://, s3://bucket/key,
+ * s3://bucket/prefix/ (listed), and brace ranges as WebDataset users write
+ * them ("shard-{000000..000063}.rfs", "{a,b}"). Pure string work here; the
+ * listing of an S3 prefix is in s3.c. Internal. */
+#ifndef RF_URL_H
+#define RF_URL_H
+
+#include "ringfeed.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RF_BRACE_EXPANSION_MAX 1000000u /* names one pattern may expand to */
+#define RF_URL_BYTES_MAX       8192u    /* longest URL or key accepted */
+#define RF_SIZE_UNKNOWN        UINT64_MAX
+
+typedef enum rf_url_scheme {
+	RF_URL_PATH = 0, /* plain local path (no scheme) */
+	RF_URL_FILE,     /* file:// */
+	RF_URL_HTTP,
+	RF_URL_HTTPS,
+	RF_URL_S3,
+	RF_URL_UNKNOWN,
+} rf_url_scheme;
+
+rf_url_scheme rf_url_scheme_of(const char *url);
+const char *rf_url_scheme_name(rf_url_scheme s);
+
+/* One shard object: its URL and its size when known (RF_SIZE_UNKNOWN). */
+typedef struct rf_url_entry {
+	char *url;
+	uint64_t size_hint;
+} rf_url_entry;
+
+typedef struct rf_url_list {
+	rf_url_entry *v;
+	size_t n, cap;
+} rf_url_list;
+
+int rf_url_list_add(rf_url_list *l, const char *url, uint64_t size_hint, rf_error *err);
+void rf_url_list_free(rf_url_list *l);
+
+/* Expands brace groups in pattern, appending every name to out in order
+ * (leftmost group varies slowest). {A..B}: decimal range, ascending or
+ * descending, zero padded to the wider bound when either bound has a leading
+ * zero; {x,y,z}: alternatives. More than RF_BRACE_EXPANSION_MAX names, an
+ * unclosed or nested brace, or a malformed range is -EINVAL with a message. */
+int rf_brace_expand(const char *pattern, rf_url_list *out, rf_error *err);
+
+/* s3://bucket/key: splits into malloc'd bucket and key (key may be ""). */
+int rf_url_split_s3(const char *url, char **bucket, char **key, rf_error *err);
+/* file:///abs/path or file://localhost/abs/path: the path, percent-decoded (malloc'd). */
+int rf_url_file_path(const char *url, char **path, rf_error *err);
+
+/* Percent-encodes per RFC 3986 (unreserved A-Z a-z 0-9 - . _ ~ kept; '/' kept
+ * when keep_slash). Returns the encoded length, or -ENAMETOOLONG when it does
+ * not fit cap (including the NUL). */
+int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap);
+
+/* Copies url without its user:password@ part and with any query replaced by
+ * "?..." (query strings may carry signatures), for messages and logs. */
+void rf_url_redact(const char *url, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,96 @@
+/* test_http_parse.c - the pure pieces of the HTTP client: Content-Range
+ * parsing, full-jitter backoff, Retry-After, which statuses are retried. */
+#include "http.h"
+#include "testutil.h"
+#include "util.h"
+
+static void test_content_range(void **state)
+{
+	(void)state;
+	uint64_t a, b, t;
+	assert_int_equal(rf_http_parse_content_range("bytes 0-99/1000", &a, &b, &t), 0);
+	assert_true(a == 0 && b == 99 && t == 1000);
+	assert_int_equal(rf_http_parse_content_range(" bytes 5-5/6\r\n", &a, &b, &t), 0);
+	assert_true(a == 5 && b == 5 && t == 6);
+	assert_int_equal(rf_http_parse_content_range("BYTES 1-2/*", &a, &b, &t), 0);
+	assert_true(t == UINT64_MAX);
+	assert_int_equal(rf_http_parse_content_range("bytes */1000", &a, &b, &t), 0);
+	assert_true(a == UINT64_MAX && t == 1000);
+	/* refused */
+	const char *bad[] = {
+	    "bytes 10-5/100",                 /* last < first */
+	    "bytes 0-100/100",                /* last beyond total */
+	    "bytes 0-99",                     /* no total */
+	    "items 0-99/100",                 /* wrong unit */
+	    "bytes -5-9/100",                 /* negative */
+	    "bytes 0-99/100 extra",           /* trailing junk */
+	    "bytes */*",                      /* says nothing */
+	    "bytes 0-99999999999999999999/1", /* overflow */
+	    "bytes a-b/c",
+	    "",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (rf_http_parse_content_range(bad[i], &a, &b, &t) != -EINVAL)
+			fail_msg("accepted '%s'", bad[i]);
+}
+
+static void test_backoff(void **state)
+{
+	(void)state;
+	uint64_t rng = 42, rng2 = 42;
+	uint64_t seen_max = 0;
+	for (uint32_t attempt = 0; attempt < 40; attempt++) {
+		for (int k = 0; k < 200; k++) {
+			uint64_t ceiling = attempt >= 10 ? 5000 : RF_MIN(5000, 50ull << attempt);
+			uint64_t d = rf_http_backoff_ms(attempt, 50, 5000, &rng);
+			assert_true(d <= ceiling);
+			/* same seed, same sequence */
+			assert_true(d == rf_http_backoff_ms(attempt, 50, 5000, &rng2));
+			if (attempt == 39 && d > seen_max)
+				seen_max = d;
+		}
+	}
+	/* full jitter reaches well into the capped range */
+	assert_true(seen_max > 2500);
+	uint64_t other = 43;
+	int differ = 0;
+	rng = 42;
+	for (int k = 0; k < 20; k++)
+		differ += rf_http_backoff_ms(5, 50, 5000, &rng) !=
+		          rf_http_backoff_ms(5, 50, 5000, &other);
+	assert_true(differ > 10);
+}
+
+static void test_retry_after(void **state)
+{
+	(void)state;
+	assert_int_equal(rf_http_retry_after_ms("2"), 2000);
+	assert_int_equal(rf_http_retry_after_ms(" 0\r\n"), 0);
+	assert_int_equal(rf_http_retry_after_ms("100000"), RF_HTTP_RETRY_AFTER_MAX_MS);
+	assert_int_equal(rf_http_retry_after_ms("99999999999999999999999"), -1);
+	assert_int_equal(rf_http_retry_after_ms("Wed, 21 Oct 2015 07:28:00 GMT"), -1);
+	assert_int_equal(rf_http_retry_after_ms("-3"), -1);
+	assert_int_equal(rf_http_retry_after_ms("3s"), -1);
+}
+
+static void test_status(void **state)
+{
+	(void)state;
+	long yes[] = {408, 429, 500, 502, 503, 504, 599};
+	long no[] = {200, 206, 301, 400, 401, 403, 404, 416, 600};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		assert_true(rf_http_status_retryable(yes[i]));
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		assert_false(rf_http_status_retryable(no[i]));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_content_range),
+	    cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_retry_after),
+	    cmocka_unit_test(test_status),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

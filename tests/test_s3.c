@@ -1,0 +1,198 @@
+/* test_s3.c - S3 settings, path-style and listing URLs, and the
+ * ListObjectsV2 parser (well-formed, paginated, error documents, hostile). */
+#include "s3.h"
+#include "testutil.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void clear_env(void)
+{
+	const char *v[] = {"AWS_ENDPOINT_URL",      "AWS_REGION",
+	                   "AWS_DEFAULT_REGION",    "AWS_ACCESS_KEY_ID",
+	                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		unsetenv(v[i]);
+}
+
+static void test_config(void **state)
+{
+	(void)state;
+	rf_fetch_options opt = {0};
+	rf_s3_config c;
+	rf_error err = {0};
+	clear_env();
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "us-east-1");
+	assert_string_equal(c.endpoint, "https://s3.us-east-1.amazonaws.com");
+	assert_null(c.access_key); /* anonymous */
+	rf_s3_config_free(&c);
+
+	setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000/", 1);
+	setenv("AWS_REGION", "eu-west-3", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AKENV", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "SECRETENV", 1);
+	setenv("AWS_SESSION_TOKEN", "TOK", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c.region, "eu-west-3");
+	assert_string_equal(c.secret_key, "SECRETENV");
+	assert_string_equal(c.session_token, "TOK");
+	rf_s3_config_free(&c);
+
+	/* options win over the environment */
+	opt.s3_endpoint = "https://minio.local";
+	opt.s3_access_key = "AKOPT";
+	opt.s3_secret_key = "SECRETOPT";
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.endpoint, "https://minio.local");
+	assert_string_equal(c.access_key, "AKOPT");
+	rf_s3_config_free(&c);
+
+	/* half a key pair is anonymous */
+	clear_env();
+	setenv("AWS_ACCESS_KEY_ID", "AK", 1);
+	memset(&opt, 0, sizeof(opt));
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_null(c.access_key);
+	rf_s3_config_free(&c);
+
+	opt.s3_endpoint = "ftp://x";
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "ftp://x"));
+	clear_env();
+}
+
+static void test_urls(void **state)
+{
+	(void)state;
+	rf_s3_config c = {.endpoint = "http://h:1", .region = "us-east-1"};
+	char *url = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_s3_object_url(&c, "bkt", "d/a b+c.rfs", &url, &err), 0);
+	assert_string_equal(url, "http://h:1/bkt/d/a%20b%2Bc.rfs");
+	free(url);
+	assert_int_equal(rf_s3_list_url(&c, "bkt", "d/x", NULL, 5, &url, &err), 0);
+	assert_string_equal(url, "http://h:1/bkt?list-type=2&max-keys=5&prefix=d%2Fx");
+	free(url);
+	assert_int_equal(rf_s3_list_url(&c, "bkt", "", "a/b=", 1000, &url, &err), 0);
+	assert_string_equal(
+	    url, "http://h:1/bkt?continuation-token=a%2Fb%3D&list-type=2&max-keys=1000&prefix=");
+	free(url);
+	char longkey[1100];
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	assert_int_equal(rf_s3_object_url(&c, "bkt", longkey, &url, &err), -ENAMETOOLONG);
+}
+
+#define HEAD                                                                                       \
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"                                             \
+	"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+
+static int parse(const char *xml, rf_url_list *l, bool *trunc, char **tok, rf_error *err)
+{
+	return rf_s3_list_parse(xml, strlen(xml), "bkt", l, trunc, tok, err);
+}
+
+static void test_parse_ok(void **state)
+{
+	(void)state;
+	rf_url_list l = {0};
+	bool trunc;
+	char *tok;
+	rf_error err = {0};
+	const char *page1 =
+	    HEAD "<Name>bkt</Name><KeyCount>2</KeyCount><IsTruncated>true</IsTruncated>"
+	         "<NextContinuationToken>tok/1=</NextContinuationToken>"
+	         "<Contents><Key>d/a&amp;b.rfs</Key><Size>123</Size>"
+	         "<ETag>&quot;x&quot;</ETag></Contents>\n"
+	         "<Contents><Size>0</Size><Key>d/z.txt</Key></Contents>"
+	         "</ListBucketResult>";
+	assert_int_equal(parse(page1, &l, &trunc, &tok, &err), 0);
+	assert_true(trunc);
+	assert_string_equal(tok, "tok/1=");
+	free(tok);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.v[0].url, "s3://bkt/d/a&b.rfs");
+	assert_true(l.v[0].size_hint == 123);
+	assert_true(l.v[1].size_hint == 0);
+	const char *page2 = HEAD "<IsTruncated>false</IsTruncated></ListBucketResult>";
+	assert_int_equal(parse(page2, &l, &trunc, &tok, &err), 0);
+	assert_false(trunc);
+	assert_null(tok);
+	assert_int_equal(l.n, 2);
+	rf_url_list_free(&l);
+}
+
+static void expect_refused(const char *xml, int code, const char *words)
+{
+	rf_url_list l = {0};
+	bool trunc;
+	char *tok = NULL;
+	rf_error err = {0};
+	int rc = parse(xml, &l, &trunc, &tok, &err);
+	if (rc != code || !strstr(err.msg, words))
+		fail_msg("got %d '%s', wanted %d with '%s'", rc, err.msg, code, words);
+	assert_int_equal(l.n, 0); /* a refused page adds nothing */
+	assert_null(tok);
+	rf_url_list_free(&l);
+}
+
+static void test_parse_hostile(void **state)
+{
+	(void)state;
+	expect_refused("<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">"
+	               "<!ENTITY lol2 \"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]>"
+	               "<ListBucketResult><Contents><Key>&lol2;</Key><Size>1</Size></Contents>"
+	               "</ListBucketResult>",
+	               -EPROTO, "DOCTYPE");
+	expect_refused(HEAD "<Contents><Key>a</Key></Contents></ListBucketResult>", -EPROTO,
+	               "without Key or Size");
+	expect_refused(HEAD "<Contents><Key>a</Key><Size>-1</Size></Contents></ListBucketResult>",
+	               -EPROTO, "Size");
+	expect_refused(HEAD "<Contents><Key>a</Key><Size>99999999999999999999999</Size></Contents>"
+	                    "</ListBucketResult>",
+	               -EPROTO, "Size");
+	expect_refused(HEAD "<Contents><Key></Key><Size>1</Size></Contents></ListBucketResult>",
+	               -EPROTO, "Key");
+	expect_refused("<Other/>", -EPROTO, "root element");
+	expect_refused(HEAD "<Contents><Key>a</Key>", -EPROTO, "bucket bkt");
+	expect_refused("", -EPROTO, "bkt");
+	expect_refused(HEAD "<IsTruncated>true</IsTruncated></ListBucketResult>", -EPROTO,
+	               "NextContinuationToken");
+	expect_refused(HEAD "<a><b><c><d><e><f><g><h><i></i></h></g></f></e></d></c></b></a>"
+	                    "</ListBucketResult>",
+	               -EPROTO, "nested");
+	expect_refused("<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>"
+	               "<Message>Access Denied</Message></Error>",
+	               -EACCES, "AccessDenied");
+	expect_refused("<Error><Code>NoSuchBucket</Code></Error>", -ENOENT, "NoSuchBucket");
+	/* a key over 1024 bytes, and one huge text node */
+	char *big = malloc(40000);
+	strcpy(big, HEAD "<Contents><Key>");
+	size_t n = strlen(big);
+	memset(big + n, 'k', 1500);
+	strcpy(big + n + 1500, "</Key><Size>1</Size></Contents></ListBucketResult>");
+	expect_refused(big, -EPROTO, "Key");
+	memset(big + n, 'k', 30000);
+	strcpy(big + n + 30000, "</Key><Size>1</Size></Contents></ListBucketResult>");
+	expect_refused(big, -EPROTO, "too long");
+	free(big);
+	/* a good entry followed by a bad one: nothing added */
+	expect_refused(HEAD "<Contents><Key>a</Key><Size>1</Size></Contents>"
+	                    "<Contents><Key>b</Key><Size>x</Size></Contents></ListBucketResult>",
+	               -EPROTO, "Size");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_parse_hostile),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

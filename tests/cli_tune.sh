@@ -83,6 +83,9 @@ d = json.load(open(sys.argv[1])); L = d["loader"]
 assert d["status"] == 0 and d["batches"] == 350
 assert L["pauses"] >= 1 and L["pause_longest_s"] >= 0.1, (L["pauses"], L["pause_longest_s"])
 assert L["pause_longest_source"].endswith(".rfs"), L["pause_longest_source"]
+ps = L["pauses_by_source"]
+assert 1 <= len(ps) <= 8 and sum(p["pauses"] for p in ps) <= L["pauses"], ps
+assert all(p["source"].endswith(".rfs") and p["longest_s"] >= 0.1 for p in ps), ps
 assert L["cover_target_s"] >= L["pause_longest_s"], (L["cover_target_s"], L["pause_longest_s"])
 assert len(d["stall_cover"]) >= 1, d["stall_cover"]
 for s in d["stall_cover"]:

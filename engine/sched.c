@@ -439,22 +439,32 @@ static bool rf_sched_one(rf_engine *e)
 	return true;
 }
 
+/* Full: the producer is held back by the depth: at most the batch being
+ * collated missing, or idle above half the depth (the consumer kicks the
+ * collator once the queue falls to half). */
+static bool rf_queue_full(const rf_engine *e, uint64_t n)
+{
+	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
+	                 (n > e->depth / 2 && !e->collating && !e->coll_kick));
+}
+
 static void rf_sample_queue(rf_engine *e)
 {
 	uint64_t n = e->ready_tail - e->ready_head;
+	bool full = rf_queue_full(e, n);
 	e->q_samples++;
 	if (n == 0) {
 		e->q_empty++;
 		if (e->q_last_extreme > 0)
 			e->q_swings++;
 		e->q_last_extreme = -1;
-	} else if (n + 1 >= RF_MAX(e->depth, 2u)) { /* full: the batch being collated aside */
+	} else if (full) {
 		e->q_full++;
 		if (e->q_last_extreme < 0)
 			e->q_swings++;
 		e->q_last_extreme = 1;
 	}
-	if ((n > 0 && n + 1 >= RF_MAX(e->depth, 2u)) || e->budget_blocked)
+	if (full || e->budget_blocked)
 		e->q_held_back++;
 }
 

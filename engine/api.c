@@ -463,8 +463,8 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->last_return_ns = 0;
 	}
 	/* A wait is time spent with no batch to take (not the call's own cost). */
-	bool waits = e->ready_head == e->ready_tail ||
-	             !e->ready[e->ready_head % RF_READY_MAX]->filled;
+	bool waits =
+	    e->ready_head == e->ready_tail || !e->ready[e->ready_head % RF_READY_MAX]->filled;
 	e->waiting_since_ns = waits ? t0 : 0;
 	int rc = rf_wait_ready(e, timeout_ms);
 	uint64_t t1 = rf_now_ns();

@@ -439,10 +439,12 @@ static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
 	pthread_mutex_lock(&e->mu);
-	if (!e->coll_final || e->ready_tail != e->ready_head)
+	bool live = !e->coll_final || e->ready_tail != e->ready_head;
+	if (live)
 		rf_sample_queue(e);
 	pthread_mutex_unlock(&e->mu);
-	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	/* Once the stream has ended and been taken, nothing is left to sample. */
+	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
 
 static void rf_run_phase(rf_engine *e)

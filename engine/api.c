@@ -396,6 +396,15 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 	return (rf_loader *)e;
 }
 
+void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+{
+	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	e->coll_kick = true;
+	if (!e->collating)
+		pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_loop(e);
+}
+
 /* ------------------------------------------------------------- consumer */
 
 static rf_engine *rf_engine_of(rf_loader *l)

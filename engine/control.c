@@ -281,8 +281,8 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 	c->t.p.requests_per_batch = rf_requests_per_batch(e);
 	uint32_t before = e->depth;
 	const rf_tune_decision *d = rf_tune_step(&c->t, &in);
-	if (c->auto_depth)
-		e->depth = d->depth;
+	if (c->auto_depth && d->depth != before)
+		rf_engine_depth_set(e, d->depth);
 	e->inflight_cap = d->r_bps > 0 ? d->inflight : c->t.p.connections_max;
 	if (e->depth != before) {
 		int dir = e->depth > before ? 1 : -1;
@@ -291,8 +291,6 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 			c->dir_changes++;
 		c->last_dir = dir;
 		c->depth_peak = RF_MAX(c->depth_peak, e->depth);
-		e->coll_kick = true;
-		pthread_cond_signal(&e->work_cv);
 	}
 	rf_control_event(c, d, before);
 	return d;
@@ -432,7 +430,12 @@ static void rf_on_tune_timer(void *arg, int res)
 	rf_engine *e = arg;
 	(void)res;
 	rf_control_interval(e);
-	e->ctl->timer = rf_loop_timer(e->loop, e->ctl->interval_ns, rf_on_tune_timer, e);
+	pthread_mutex_lock(&e->mu);
+	bool live = !e->coll_final || e->ready_tail != e->ready_head;
+	pthread_mutex_unlock(&e->mu);
+	/* Once the stream has ended and been taken, the last line comes at close. */
+	e->ctl->timer =
+	    live ? rf_loop_timer(e->loop, e->ctl->interval_ns, rf_on_tune_timer, e) : -1;
 }
 
 void rf_control_start(rf_engine *e)

@@ -257,6 +257,11 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
 void rf_read_free(rf_engine *e, rf_read *rd);
 
+/* api.c: changes the read-ahead depth at run time (the controller's hook:
+ * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the
+ * collator and the scheduler. mu held. */
+void rf_engine_depth_set(rf_engine *e, uint32_t depth);
+
 /* decode.c (workers) */
 void *rf_worker_main(void *arg);
 /* Collates what it can; called with mu held by a worker. */

@@ -79,6 +79,7 @@ static void rf_engine_free(rf_engine *e)
 			rf_unit_release(e, u);
 		}
 	}
+	rf_control_free(e);
 	rf_plan_free(e->p_sched);
 	rf_plan_free(e->p_coll);
 	free(e->ring);
@@ -252,6 +253,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
+	e->stage_bytes = (units + 2ull * e->threads + 1) * (slab + frame);
 	return 0;
 }
 
@@ -381,6 +383,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));
+	RF_TRY(rf_control_new(e, err));
 	return rf_open_threads(e, err);
 }
 
@@ -486,8 +489,19 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	*out = NULL;
 	pthread_mutex_lock(&e->mu);
 	uint64_t t0 = rf_now_ns();
+	if (e->last_return_ns) { /* the consumer's own time since the last batch */
+		e->st_busy_ns += t0 - e->last_return_ns;
+		e->last_return_ns = 0;
+	}
+	/* A wait is time spent with no batch to take (not the call's own cost). */
+	bool waits =
+	    e->ready_head == e->ready_tail || !e->ready[e->ready_head % RF_READY_MAX]->filled;
+	e->waiting_since_ns = waits ? t0 : 0;
 	int rc = rf_wait_ready(e, timeout_ms);
-	e->st_wait_ns += rf_now_ns() - t0;
+	uint64_t t1 = rf_now_ns();
+	if (waits)
+		e->st_wait_ns += t1 - t0;
+	e->waiting_since_ns = 0;
 	if (rc == 0 && e->ready_head != e->ready_tail &&
 	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
@@ -504,6 +518,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->pos.record = b->pub.first_record + b->pub.records;
 		e->pos.batch = b->pub.index + 1;
 		e->consumer_global = b->global_end;
+		e->last_return_ns = t1;
 		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {

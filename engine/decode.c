@@ -1,5 +1,5 @@
 /* decode.c - the worker threads: each owns one rf_decoder and decodes
- * fetched blocks into pool slabs reserved at admission (blocks finish in any
+ * fetched blocks into pool slabs reserved and allocated at admission (blocks finish in any
  * order); whichever worker finds the next batch's records resident collates
  * it, strictly in stream order, one collator at a time. Batch memory comes
  * from the loader's allocator and is reserved as RF_MEM_BATCH. */
@@ -271,8 +271,12 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 {
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
-	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0)
+	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
+		e->budget_blocked = true;
 		return rf_coll_no_budget(e, reserve);
+	}
+	e->budget_blocked = false;
+	e->st_batch_reserved += reserve;
 	e->host_wait_ns = 0;
 	uint64_t pos = e->coll_pos;
 	pthread_mutex_unlock(&e->mu);
@@ -412,23 +416,21 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	pthread_mutex_unlock(&e->mu);
 	rf_error err = {0};
 	const rf_shard_index *ix = e->indexes[u->shard];
-	uint8_t *slab = rf_pool_get(e->pool, u->slab_bytes);
+	uint64_t t0 = rf_now_ns();
+	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	const uint32_t *ends = NULL;
 	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
 	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                        e->shards[u->shard].url, u->block);
+	uint64_t t1 = rf_now_ns();
 	pthread_mutex_lock(&e->mu);
+	e->st_decode_ns += t1 - t0;
 	e->decoding--;
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
-		if (slab) {
-			rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-			rf_pool_put(e->pool, slab, u->slab_bytes);
-			u->slab_bytes = 0;
-		}
-		rf_unit_fail(e, u, rc, err.msg);
+		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;
 		u->ends = ends;

@@ -21,6 +21,7 @@
 #include "plan.h"
 #include "pool.h"
 #include "source.h"
+#include "tune.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -122,7 +123,8 @@ typedef struct rf_engine {
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
-	uint32_t depth;
+	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
+	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
@@ -229,6 +231,22 @@ typedef struct rf_engine {
 	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 	double lat_ms[RF_LATENCY_SAMPLES];
 	uint64_t lat_count;
+
+	/* measurements for the controller (control.c); mu */
+	uint64_t last_return_ns;   /* when rf_next last returned a batch (0: never) */
+	uint64_t waiting_since_ns; /* the consumer waits inside rf_next since (0: not) */
+	uint64_t stage_bytes;      /* blocks read and decoded ahead (depth_max) */
+	uint64_t st_busy_ns;       /* consumer's own time between rf_next calls */
+	uint64_t st_decode_ns;     /* decode workers' busy time */
+	uint64_t st_reads, st_read_records;
+	uint64_t st_batch_reserved; /* bytes reserved by every batch emitted */
+	uint64_t q_held_back;       /* samples where the producer was held back */
+	bool budget_blocked;        /* the last reservation attempt failed */
+	uint64_t iv_pause_ns;       /* longest fetch this interval */
+	uint64_t pauses;            /* fetches longer than the pause threshold */
+	uint64_t pause_longest_ns;
+	uint32_t pause_longest_shard;
+	struct rf_control *ctl;
 } rf_engine;
 
 /* sched.c (loop thread) */
@@ -267,6 +285,20 @@ static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
 {
 	return &e->epochs[epoch % RF_EPOCH_SLOTS];
 }
+
+/* control.c (loop thread): the controller's interval timer, measurements,
+ * depth decisions and the trace. */
+int rf_control_new(rf_engine *e, rf_error *err); /* at open, after the budget */
+void rf_control_start(rf_engine *e);             /* loop thread, run phase */
+void rf_control_finish(rf_engine *e);            /* loop thread: last trace line */
+void rf_control_free(rf_engine *e);
+void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
+/* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
+int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);
+/* Fills the controller's fields of s (mu held). */
+void rf_control_stats(rf_engine *e, rf_stats *s);
+/* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */
+void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight);
 
 /* expand.c: the config's URLs as a shard list (directories give their *.rfs
  * files sorted by name; manifests give their entries with sizes; remote

@@ -9,6 +9,8 @@
 #define RF_POOL_STEP_BITS 4 /* 16 classes per power of two: at most 6.25% unused */
 #define RF_POOL_STEPS     (1u << RF_POOL_STEP_BITS)
 #define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
+#define RF_POOL_IDLE_SHARE 32           /* idle buffers kept: at most limit / 32 ... */
+#define RF_POOL_IDLE_MAX   (8ull << 20) /* ... and at most 8 MiB */
 
 typedef struct rf_pool_free_buf {
 	struct rf_pool_free_buf *next;
@@ -68,11 +70,16 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 	}
 }
 
-/* Idle bytes the budget leaves room for: limit - reserved (everything in use
- * is reserved, so mapped <= limit), and no more than the host budget covers. */
+/* Idle bytes kept: what the budget leaves room for (limit - reserved:
+ * everything in use is reserved, so mapped <= limit; with a host budget, no
+ * more than the bytes held from it), and at most 1/RF_POOL_IDLE_SHARE of the
+ * limit (and RF_POOL_IDLE_MAX), so that resident memory follows the budget's
+ * use (memory truth) rather than its past peaks. */
 static uint64_t rf_pool_idle_allowed(rf_pool *p)
 {
-	return rf_budget_room(p->budget);
+	uint64_t room = rf_budget_room(p->budget);
+	uint64_t limit = p->budget->limit_bytes;
+	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, RF_POOL_IDLE_MAX));
 }
 
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
@@ -89,8 +96,10 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;
 	pthread_mutex_unlock(&p->mu);
-	void *m =
-	    mmap(NULL, class_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Populated: the pages are resident from the start, as the budget
+	 * counts them (reserved = resident, not "resident once touched"). */
+	void *m = mmap(NULL, class_bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
 		pthread_mutex_lock(&p->mu);
 		p->mapped_bytes -= class_bytes;

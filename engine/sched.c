@@ -143,6 +143,8 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 	u->err_msg = strdup(msg ? msg : "failed");
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		u->slab = NULL;
 		u->slab_bytes = 0;
 	}
 }
@@ -166,7 +168,9 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_engine *e = rd->e;
 	pthread_mutex_lock(&e->mu);
 	e->reads_inflight--;
-	rf_latency_add(e, rf_now_ns() - rd->t_issue_ns);
+	uint64_t took = rf_now_ns() - rd->t_issue_ns;
+	rf_latency_add(e, took);
+	rf_control_note_fetch(e, rd->shard, took);
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st_fetch_retries = fc.retries;
@@ -273,7 +277,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 
 /* Counts units from sched_unit that one read can cover: same shard,
  * consecutive blocks, same need class, within request_size. */
-static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
+static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
                               uint64_t *comp_bytes, uint64_t *dec_bytes)
 {
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
@@ -281,7 +285,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 	const rf_shard_index *ix = e->indexes[first->shard];
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
-	while (e->sched_unit + n < ep->units && n < RF_COALESCE_UNITS_MAX &&
+	while (e->sched_unit + n < ep->units && n < max &&
 	       e->sched_seq + n - e->tail_seq < RF_UNITS_RING) {
 		const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit + n);
 		const rf_block_info *bi = &ix->block[pu->block];
@@ -296,6 +300,22 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 		n++;
 	}
 	return n;
+}
+
+/* A read's buffer and its units' decoded slabs, allocated when they are
+ * reserved (so the budget's bytes are resident bytes: the pool maps them
+ * populated), outside the mutex (populating takes time). The read and its
+ * slots in READING belong to the loop thread: mu not needed. */
+static int rf_read_memory(rf_engine *e, rf_read *rd)
+{
+	if (!(rd->buf = rf_pool_get(e->pool, rd->buf_bytes)))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rd->units; i++) {
+		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
+		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* No progress is possible: the unit the next batch needs does not fit, and
@@ -337,12 +357,18 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	rd->units = rd->units_left = n;
 	rd->shard = pu->shard;
 	rd->t_issue_ns = rf_now_ns();
-	for (uint32_t k = 0; k < n; k++)
-		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
+	for (uint32_t k = 0; k < n; k++) {
+		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
+		e->st_read_records += ku->records;
+		rf_slot_init(e, ku, rd, k);
+	}
 	e->reads_inflight++;
+	e->st_reads++;
 	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
-	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	int rc = rf_read_memory(e, rd);
+	if (rc == 0)
+		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
 	if (rc < 0) {
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
@@ -365,15 +391,13 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
 		return NULL;
 	}
 	rf_read *rd = calloc(1, sizeof(*rd));
-	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
-	if (!buf) {
-		free(rd);
+	if (!rd) {
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
 		return NULL;
 	}
-	rd->buf = buf;
+	rd->buf = NULL; /* rf_read_memory, outside the mutex */
 	rd->buf_bytes = fetch_bytes;
 	rd->len = comp;
 	return rd;
@@ -396,7 +420,7 @@ static bool rf_sched_one(rf_engine *e)
 	 * needs parallel work even when a batch is a fraction of a block. */
 	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
 		limit += 2ull * e->threads * e->block_records_avg;
-	if (!needed && g >= limit)
+	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0) {
 		rf_slot_init(e, pu, NULL, 0);
@@ -404,17 +428,13 @@ static bool rf_sched_one(rf_engine *e)
 		return true;
 	}
 	uint64_t comp, dec;
-	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
+	uint32_t n = rf_run_length(e, limit, needed, RF_COALESCE_UNITS_MAX, &comp, &dec);
 	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
-	if (!rd && needed && n > 1 && !e->coll_final) {
-		/* The open check (and the host floor) count one compressed block in
-		 * flight: a needed unit must not wait for room for a longer read. */
-		const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
-		n = 1;
-		comp = bi->compressed_bytes;
-		dec = rf_pool_class_bytes(bi->decoded_bytes);
-		rd = rf_sched_reserve(e, comp, dec, 0);
+	while (!rd && n > 1 && !e->coll_final) { /* a shorter read may fit */
+		n = rf_run_length(e, limit, needed, n / 2, &comp, &dec);
+		rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
 	}
+	e->budget_blocked = !rd;
 	if (!rd) {
 		if (!e->coll_final)
 			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
@@ -425,36 +445,51 @@ static bool rf_sched_one(rf_engine *e)
 	return true;
 }
 
+/* Full: the producer is held back by the depth: at most the batch being
+ * collated missing, or idle above half the depth (the consumer kicks the
+ * collator once the queue falls to half). */
+static bool rf_queue_full(const rf_engine *e, uint64_t n)
+{
+	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
+	                 (n > e->depth / 2 && !e->collating && !e->coll_kick));
+}
+
 static void rf_sample_queue(rf_engine *e)
 {
 	uint64_t n = e->ready_tail - e->ready_head;
+	bool full = rf_queue_full(e, n);
 	e->q_samples++;
 	if (n == 0) {
 		e->q_empty++;
 		if (e->q_last_extreme > 0)
 			e->q_swings++;
 		e->q_last_extreme = -1;
-	} else if (n >= e->depth) {
+	} else if (full) {
 		e->q_full++;
 		if (e->q_last_extreme < 0)
 			e->q_swings++;
 		e->q_last_extreme = 1;
 	}
+	if (full || e->budget_blocked)
+		e->q_held_back++;
 }
 
 static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
 	pthread_mutex_lock(&e->mu);
-	if (!e->coll_final || e->ready_tail != e->ready_head)
+	bool live = !e->coll_final || e->ready_tail != e->ready_head;
+	if (live)
 		rf_sample_queue(e);
 	pthread_mutex_unlock(&e->mu);
-	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	/* Once the stream has ended and been taken, nothing is left to sample. */
+	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
 
 static void rf_run_phase(rf_engine *e)
 {
 	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	rf_control_start(e);
 	for (;;) {
 		atomic_store(&e->wake_pending, false);
 		pthread_mutex_lock(&e->mu);
@@ -482,6 +517,7 @@ static void rf_run_phase(rf_engine *e)
 
 static void rf_sched_teardown(rf_engine *e)
 {
+	rf_control_finish(e);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		rf_source_close(e->shards[i].src);
 		e->shards[i].src = NULL;

@@ -299,6 +299,31 @@ typedef struct rf_stats {
 	uint64_t fetch_errors;
 	uint64_t records_skipped;
 	uint32_t threads;
+	/* the controller (fields added at the end: the struct only grows) */
+	uint32_t depth_auto;              /* 1: the controller sizes the depth */
+	uint32_t depth_target_batches;    /* ceil(r x cover target), before the budget cap */
+	uint32_t depth_peak_batches;      /* largest depth so far */
+	uint32_t inflight_target;         /* reads kept in flight (Little's law) */
+	uint64_t depth_changes;           /* intervals that changed the depth */
+	uint64_t depth_direction_changes; /* grow <-> shrink reversals */
+	uint64_t intervals;               /* controller intervals so far */
+	double cover_target_s;            /* target coverage T */
+	double consumer_busy_s;           /* the consumer's own time between rf_next calls */
+	double decode_busy_fraction;      /* decode threads' busy time / (threads x elapsed) */
+	double inventory_batches;         /* ready + decoded + in flight, in batches */
+	double decoded_batches;           /* of which decoded, not collated */
+	double inflight_batches;          /* of which read or being read, not decoded */
+	double fetch_latency_p90_ms;
+	uint64_t pauses;                  /* fetches slower than the pause threshold */
+	double pause_longest_s;
+	double stall_in_s;                /* producer slower: inventory / (r - c) */
+	uint64_t batch_bytes_avg;         /* budget bytes per batch (measured) */
+	char depth_reason[32];            /* last decision: hold, grow, shrink, ... */
+	char diagnosis[32];               /* measuring, ok, producer_slow, budget_binds, always_full */
+	char diagnosis_text[512];         /* the diagnosis in plain words */
+	char pause_longest_source[256];   /* shard of the longest pause */
+	uint64_t trace_lines;             /* lines written to the trace */
+	char trace_error[256];            /* "" or why the trace stopped */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

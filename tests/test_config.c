@@ -9,7 +9,9 @@ static void test_values(void **state)
 	(void)state;
 	rf_config *c = rf_config_new();
 	rf_error err = {0};
-	assert_int_equal(rf_cfg(c, RF_CFG_depth), 8);
+	assert_int_equal(rf_cfg(c, RF_CFG_depth), 0); /* automatic */
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_tune_interval), 200000000);
 	assert_int_equal(rf_cfg(c, RF_CFG_budget), 1ull << 30);
 	assert_int_equal(rf_cfg(c, RF_CFG_shuffle), 1);
 	assert_int_equal(rf_config_set(c, "budget", "256MiB", &err), 0);
@@ -21,14 +23,30 @@ static void test_values(void **state)
 	assert_int_equal(rf_config_set(c, "seed", "18446744073709551615", &err), 0);
 	assert_true(rf_cfg(c, RF_CFG_seed) == UINT64_MAX);
 	assert_int_equal(rf_config_set(c, "seed", "18446744073709551616", &err), -ERANGE);
-	assert_int_equal(rf_config_set(c, "depth", "0", &err), -ERANGE);
+	assert_int_equal(rf_config_set(c, "depth", "4097", &err), -ERANGE);
 	assert_non_null(strstr(err.msg, "depth"));
-	assert_non_null(strstr(err.msg, "[1, 4096]"));
+	assert_non_null(strstr(err.msg, "[0, 4096]"));
+	/* cover / tune_interval: seconds or a duration with a unit */
+	assert_int_equal(rf_config_set(c, "cover", "2.5", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 2500000000ull);
+	assert_int_equal(rf_config_set(c, "cover", "500ms", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 500000000ull);
+	assert_int_equal(rf_config_set(c, "cover", "0", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 0);
+	const char *bad_cover[] = {"-1", "abc", "2h", "1e3", "", "3601", " 1", "1.5.2"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(bad_cover); i++) {
+		assert_true(rf_config_set(c, "cover", bad_cover[i], &err) < 0);
+		assert_non_null(strstr(err.msg, "cover"));
+	}
+	assert_int_equal(rf_config_set(c, "tune_interval", "1ms", &err), -ERANGE);
+	assert_int_equal(rf_config_set(c, "tune_interval", "50ms", &err), 0);
 	assert_int_equal(rf_config_set(c, "depth", "8x", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", "-1", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", "", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", " 8", &err), -EINVAL);
 	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64); /* unchanged by the failures */
+	assert_int_equal(rf_config_set(c, "depth", "0", &err), 0); /* back to automatic */
+	assert_int_equal(rf_config_set(c, "depth", "64", &err), 0);
 	assert_int_equal(rf_config_set(c, "truncate", "maybe", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "budget", "12XB", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "budget", "1KiB", &err), -ERANGE);

@@ -46,7 +46,7 @@
 	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
 	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (default $AWS_SECRET_ACCESS_KEY)")          \
 	X(s3_session_token, STR, "", 0, 0, "S3 session token")                                     \
-	X(inject, STR, "", 0, 0, "fault injection spec (testing)")
+	X(inject, STR, "", 0, 0, "fault injection spec (testing; default $RINGFEED_INJECT)")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,

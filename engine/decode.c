@@ -318,6 +318,27 @@ void rf_collate_run(rf_engine *e)
 
 /* -------------------------------------------------------------- decode */
 
+/* A frame that fails its checksum may have been damaged in transit: the
+ * loop thread reads the same range again into the same buffer, at most
+ * rereads_max times per unit. The unit keeps its read (the buffer stays
+ * alive) and its decoded reservation; reads_inflight counts it so the
+ * budget deadlock check waits for it. Returns false when out of re-reads.
+ * mu held. */
+static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u, uint8_t *slab)
+{
+	if (u->rereads >= e->rereads_max || e->stop || !e->rereads)
+		return false;
+	if (slab)
+		rf_pool_put(e->pool, slab, u->slab_bytes);
+	u->rereads++;
+	u->state = RF_U_READING;
+	e->st_rereads++;
+	e->reads_inflight++;
+	e->rereads[e->rereads_tail++ & (RF_UNITS_RING - 1)] = u->seq;
+	rf_engine_wake_loop(e);
+	return true;
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -334,9 +355,16 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	                        e->shards[u->shard].url, u->block);
 	pthread_mutex_lock(&e->mu);
 	e->decoding--;
+	if (rc == RF_E_CORRUPT && rf_reread_queue(e, u, slab))
+		return;
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
+		if (u->rereads) {
+			size_t l = strlen(err.msg);
+			snprintf(err.msg + l, sizeof(err.msg) - l, " (still after %u re-reads)",
+			         u->rereads);
+		}
 		if (slab) {
 			rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
 			rf_pool_put(e->pool, slab, u->slab_bytes);

@@ -296,6 +296,7 @@ typedef struct rf_stats {
 	uint64_t fetch_retries;
 	uint64_t fetch_errors;
 	uint64_t records_skipped;
+	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
 	uint32_t threads;
 } rf_stats;
 

@@ -53,7 +53,8 @@ static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
 }
 
 /* The footer or index failed a check: the bytes may have been damaged in
- * transit, so read them again from the footer, at most retries times.
+ * transit, so read the same bytes again, at most retries times per shard (a
+ * footer that passed its CRC is sound, so a bad index is read alone).
  * Returns true when a re-read started. */
 static bool rf_open_reread(rf_shard *s, int rc)
 {
@@ -64,12 +65,14 @@ static bool rf_open_reread(rf_shard *s, int rc)
 	pthread_mutex_lock(&e->mu);
 	e->st_rereads++;
 	pthread_mutex_unlock(&e->mu);
-	free(s->index_buf);
-	s->index_buf = NULL;
 	rf_index_free(s->index);
 	s->index = NULL;
-	s->stage = RF_OPEN_FOOTER;
-	rf_open_read(s, rf_source_size(s->src) - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
+	if (s->stage == RF_OPEN_INDEX)
+		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
+		             s->index_buf);
+	else
+		rf_open_read(s, rf_source_size(s->src) - RF_FOOTER_BYTES, RF_FOOTER_BYTES,
+		             s->footer);
 	return true;
 }
 

@@ -24,7 +24,7 @@ tl "local all, one block per read" --request-size 4KiB \
 	--inject seed=9,latency=1ms,jitter=1ms,error=0.05,reset=0.05,short=0.05,corrupt=0.05
 RINGFEED_INJECT=seed=10,error=0.1,corrupt=0.1 tl "local via RINGFEED_INJECT"
 # the injector's counters prove faults were injected (bench reports rereads)
-rereads=$("$CLI" bench --json "${common[@]}" --inject seed=7,corrupt=0.1 "$M" |
+rereads=$("$CLI" bench --json "${common[@]}" --retries 10 --inject seed=7,corrupt=0.3 "$M" |
 	"$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["loader"]["rereads"])')
 [ "$rereads" -gt 0 ] && ok "corruption: $rereads checksum re-reads counted in the stats" ||
 	bad "corruption: no re-reads counted ($rereads)"
@@ -35,10 +35,10 @@ rc=0
 
 # ---- local permanent: a corrupt block on disk ----------------------------------
 cp -r "$T/ds" "$T/bad"
-"$PY" "$CHECK" flip "$T/bad/shard-000003.rfs" 2
-permanent "local corrupt block on disk" "$T/bad" "shard-000003.rfs" "block 2" "corrupt" \
+"$PY" "$CHECK" flip "$T/bad/$BAD_SHARD" 2
+permanent "local corrupt block on disk" "$T/bad" "$BAD_SHARD" "block 2" "zstd decode failed" \
 	"after 5 re-reads" -- "$T/bad/manifest.rfm"
-permanent "local corrupt block, retries 0" "$T/bad" "shard-000003.rfs" "block 2" -- \
+permanent "local corrupt block, retries 0" "$T/bad" "$BAD_SHARD" "block 2" -- \
 	--retries 0 "$T/bad/manifest.rfm"
 
 stress_report cli_stress_local

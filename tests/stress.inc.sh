@@ -45,6 +45,7 @@ M="$T/ds/manifest.rfm"
 nshards=$(ls "$T"/ds/shard-*.rfs | wc -l)
 last=$(printf '%06d' $((nshards - 1)))
 "$CLI" read --output raw "${common[@]}" "$M" >"$T/ref.raw"
+BAD_SHARD=shard-$(printf '%06d' $((nshards / 2))).rfs # its block 2 gets damaged
 ref=$("$CLI" read --digest "${common[@]}" "$M")
 ref_digest=${ref##* }
 case $ref in "records=$N "*) ok "fault-free: $ref ($nshards shards)" ;; *) bad "fault-free run: $ref" ;; esac

@@ -401,7 +401,8 @@ void *rf_worker_main(void *arg)
 			rf_collate_run(e);
 			continue;
 		}
-		if (e->jobs_head == e->jobs_tail || !dec)
+		/* stop may have been set (and broadcast) while mu was dropped above */
+		if (!e->stop && (e->jobs_head == e->jobs_tail || !dec))
 			pthread_cond_wait(&e->work_cv, &e->mu);
 	}
 	pthread_mutex_unlock(&e->mu);

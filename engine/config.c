@@ -2,6 +2,7 @@
  * against the one table in config.h; shard URLs (with {000..063} brace
  * ranges expanded); the batch allocator; the resume position. */
 #include "config.h"
+#include "inject.h"
 #include "url.h"
 #include "util.h"
 
@@ -11,7 +12,7 @@
 
 #define RF_CONFIG_MAGIC 0x52464346u /* "RFCF" */
 
-enum rf_opt_type { RF_T_U32, RF_T_U64, RF_T_BYTES, RF_T_BOOL, RF_T_STR };
+enum rf_opt_type { RF_T_U32, RF_T_U64, RF_T_BYTES, RF_T_BOOL, RF_T_STR, RF_T_SECONDS };
 
 typedef struct rf_option {
 	const char *name;
@@ -53,6 +54,18 @@ static int rf_parse_u64(const char *text, uint64_t *out)
 	return 0;
 }
 
+/* "2.5" (seconds) or a duration with a unit ("500ms"), in nanoseconds. */
+static int rf_parse_seconds(const char *text, uint64_t *out)
+{
+	size_t len = strlen(text);
+	if (len == 0 || len > 64)
+		return -EINVAL;
+	char with_unit[72];
+	bool bare = text[len - 1] >= '0' && text[len - 1] <= '9';
+	snprintf(with_unit, sizeof(with_unit), "%s%s", text, bare && strcmp(text, "0") ? "s" : "");
+	return rf_inject_parse_duration(with_unit, strlen(with_unit), out);
+}
+
 static int rf_parse_bool(const char *text, uint64_t *out)
 {
 	static const char *const yes[] = {"1", "true", "yes", "on"};
@@ -77,6 +90,13 @@ static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out,
 		return 0;
 	case RF_T_BYTES:
 		RF_TRY(rf_parse_bytes(value, out, err));
+		break;
+	case RF_T_SECONDS:
+		if (rf_parse_seconds(value, out) < 0)
+			return rf_fail(err, -EINVAL,
+			               "option %s: '%s' is not a duration (seconds like 2.5, or "
+			               "500ms, 3s; at most 1 hour)",
+			               o->name, value);
 		break;
 	default:
 		rc = rf_parse_u64(value, out);

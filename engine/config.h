@@ -11,7 +11,8 @@
 #include <stdbool.h>
 
 /* X(name, type, default, min, max, help): the one table of options.
- * Types: U32, U64, BYTES (sizes like 64MiB), BOOL, STR. */
+ * Types: U32, U64, BYTES (sizes like 64MiB), BOOL, STR, SECONDS (a decimal
+ * number of seconds or a duration like 500ms; kept in nanoseconds). */
 #define RF_CONFIG_OPTIONS(X)                                                                       \
 	X(budget, BYTES, "1GiB", 1ull << 20, 1ull << 42,                                           \
 	  "byte budget for every copy of the data (fetch, decoded, batches, scratch, metadata)")   \
@@ -22,7 +23,15 @@
 	X(pad_to, BYTES, "0", 0, 256ull << 20,                                                     \
 	  "0: ragged batches; else rows of this many bytes per record")                            \
 	X(truncate, BOOL, "0", 0, 1, "padded: cut records longer than pad_to (else an error)")     \
-	X(depth, U32, "8", 1, 4096, "read-ahead depth in ready batches")                           \
+	X(depth, U32, "0", 0, 4096,                                                                \
+	  "read-ahead depth in ready batches (0 = automatic: the controller sizes it)")            \
+	X(cover, SECONDS, "0", 0, 3600000000000ull,                                                \
+	  "automatic depth: seconds of consumption to hold ready (e.g. 2.5 or 500ms; 0 = from "    \
+	  "the "                                                                                   \
+	  "pauses observed)")                                                                      \
+	X(tune_interval, SECONDS, "200ms", 10000000ull, 10000000000ull,                            \
+	  "controller interval: measure, decide the depth, write a trace line")                    \
+	X(trace, STR, "", 0, 0, "write one JSON line per controller interval to this file")        \
 	X(threads, U32, "0", 0, 256, "decode threads (0 = number of cores)")                       \
 	X(seed, U64, "0", 0, UINT64_MAX, "shuffle seed")                                           \
 	X(epoch, U64, "0", 0, 1ull << 40, "first epoch")                                           \

@@ -1,5 +1,5 @@
 /* decode.c - the worker threads: each owns one rf_decoder and decodes
- * fetched blocks into pool slabs reserved at admission (blocks finish in any
+ * fetched blocks into pool slabs reserved and allocated at admission (blocks finish in any
  * order); whichever worker finds the next batch's records resident collates
  * it, strictly in stream order, one collator at a time. Batch memory comes
  * from the loader's allocator and is reserved as RF_MEM_BATCH. */
@@ -28,14 +28,15 @@ void rf_frontier_advance(rf_engine *e)
 		e->frontier_seq++;
 }
 
-/* Releases units whose records have all been collated. mu held. */
+/* Releases units whose records have all been copied into filled batches.
+ * Only the collator calls it (it alone moves tail_seq). mu held. */
 static void rf_release_emitted(rf_engine *e)
 {
 	bool any = false;
 	while (e->tail_seq < e->frontier_seq) {
 		rf_unit_slot *u = rf_slot(e, e->tail_seq);
-		bool done = u->epoch < e->coll_epoch ||
-		            (u->epoch == e->coll_epoch && u->release_pos <= e->coll_pos);
+		bool done = u->epoch < e->fill_epoch ||
+		            (u->epoch == e->fill_epoch && u->release_pos <= e->fill_pos);
 		if (!done)
 			break;
 		rf_unit_release(e, u);
@@ -68,7 +69,9 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
 
 /* The collator's record callback: most consecutive positions fall in the
  * unit of the previous one (always without a record shuffle), so that unit
- * is tried before the plan's binary search. */
+ * is tried before the plan's binary search. The hint is only ever a unit the
+ * collator found resident, and only the collator releases units (moving
+ * tail_seq), so the slot is stable while seq >= tail_seq. */
 static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
 {
 	rf_engine *e = ctx;
@@ -76,7 +79,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
 	rf_unit_slot *u = rf_slot(e, seq);
 	uint32_t r;
-	if (u->seq == seq && u->epoch == e->coll_epoch && p >= u->first_plan_record &&
+	if (e->coll_hint_unit != SIZE_MAX && seq >= e->tail_seq && p >= u->first_plan_record &&
 	    p - u->first_plan_record < u->records) {
 		r = (uint32_t)(p - u->first_plan_record);
 	} else {
@@ -186,7 +189,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 	e->coll_batch = 0;
 	e->coll_base_seq = ep->base_seq;
 	e->coll_first_unit = ep->first_unit;
-	e->coll_hint_unit = ep->first_unit;
+	e->coll_hint_unit = SIZE_MAX;
 	e->coll_records = ep->records;
 	e->coll_global_start = ep->global_start;
 	e->coll_global = ep->global_start;
@@ -204,45 +207,68 @@ static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
 	rf_engine_finish(e, u->err_code, m);
 }
 
-/* Reserves, allocates and fills one batch of n records (bytes from
- * rf_collate_plan). mu held; dropped while filling. Returns 1, 0 (wait for
+static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
+{
+	const rf_ebatch *b = ctx;
+	const rf_rec_ref *r = &b->refs[pos - b->pub.first_record];
+	*data = r->data;
+	*len = r->len;
+}
+
+/* Fails the stream when the next batch cannot get memory and nothing can
+ * free any; else the next release kicks the collator. mu held. */
+static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
+{
+	if (e->ready_head == e->ready_tail && e->held == 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m),
+		         "budget too small: the batch at stream position %llu of epoch %llu "
+		         "needs %llu bytes and nothing else can be freed",
+		         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch,
+		         (unsigned long long)reserve);
+		rf_engine_finish(e, RF_E_BUDGET, m);
+		return RF_E_BUDGET;
+	}
+	e->coll_wait_budget = true;
+	return 0;
+}
+
+/* Reserves and allocates one batch of n records (bytes from
+ * rf_collate_plan) and locates its records; a worker fills it. The batch
+ * takes its place in the ready queue now, so batches stay in order however
+ * fills finish. mu held; dropped while locating. Returns 1, 0 (wait for
  * budget) or a negative error (finished). */
 static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 {
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
-		if (e->ready_head == e->ready_tail && e->held == 0) {
-			char m[RF_ERROR_MSG_BYTES];
-			snprintf(
-			    m, sizeof(m),
-			    "budget too small: the batch at stream position %llu of epoch %llu "
-			    "needs %llu bytes and nothing else can be freed",
-			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch,
-			    (unsigned long long)reserve);
-			rf_engine_finish(e, RF_E_BUDGET, m);
-			return RF_E_BUDGET;
-		}
-		return 0; /* a release kicks us */
+		e->budget_blocked = true;
+		return rf_coll_no_budget(e, reserve);
 	}
+	e->budget_blocked = false;
+	e->st_batch_reserved += reserve;
 	uint64_t pos = e->coll_pos;
 	pthread_mutex_unlock(&e->mu);
-	rf_ebatch *b = malloc(sizeof(*b));
-	void *mem = b ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
-	if (mem) {
-		memset(b, 0, sizeof(*b));
-		rf_collate_fill(&e->cp, rf_coll_record, e, pos, (uint32_t)n, mem, bytes, &b->pub);
-	}
+	rf_ebatch *b = calloc(1, sizeof(*b));
+	rf_rec_ref *refs = b ? malloc((size_t)n * sizeof(*refs)) : NULL;
+	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
+	for (long i = 0; mem && i < n; i++)
+		rf_coll_record(e, pos + (uint64_t)i, &refs[i].data, &refs[i].len);
 	pthread_mutex_lock(&e->mu);
 	if (!mem) {
+		free(refs);
 		free(b);
 		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
 		rf_engine_finish(e, -ENOMEM, "out of memory for a batch");
 		return -ENOMEM;
 	}
-	b->magic = RF_BATCH_MAGIC;
-	b->mem = mem;
-	b->mem_bytes = bytes;
-	b->reserved_bytes = reserve;
+	*b = (rf_ebatch){.magic = RF_BATCH_MAGIC,
+	                 .n = (uint32_t)n,
+	                 .refs = refs,
+	                 .mem = mem,
+	                 .mem_bytes = bytes,
+	                 .reserved_bytes = reserve,
+	                 .end_pos = pos + (uint64_t)n};
 	b->pub.epoch = e->coll_epoch;
 	b->pub.index = e->coll_batch;
 	b->pub.first_record = pos;
@@ -254,9 +280,38 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->coll_total_records += (uint64_t)n;
 	e->st_produced++;
 	e->ready[e->ready_tail++ % RF_READY_MAX] = b;
-	pthread_cond_signal(&e->ready_cv);
-	rf_release_emitted(e);
+	e->fillq[e->fillq_tail++ % RF_READY_MAX] = b;
+	pthread_cond_signal(&e->work_cv);
 	return 1;
+}
+
+/* Copies one planned batch's records (any worker, any order). mu held;
+ * dropped while copying. */
+static void rf_fill_one(rf_engine *e, rf_ebatch *b)
+{
+	pthread_mutex_unlock(&e->mu);
+	rf_batch pub = b->pub;
+	rf_collate_fill(&e->cp, rf_ref_record, b, pub.first_record, b->n, b->mem, b->mem_bytes,
+	                &b->pub);
+	b->pub.epoch = pub.epoch;
+	b->pub.index = pub.index;
+	b->pub.first_record = pub.first_record;
+	free(b->refs);
+	pthread_mutex_lock(&e->mu);
+	b->refs = NULL;
+	b->filled = true;
+	bool moved = false;
+	while (e->fill_scan < e->ready_tail && e->ready[e->fill_scan % RF_READY_MAX]->filled) {
+		rf_ebatch *f = e->ready[e->fill_scan % RF_READY_MAX];
+		e->fill_epoch = f->pub.epoch;
+		e->fill_pos = f->end_pos;
+		e->fill_scan++;
+		moved = true;
+	}
+	if (moved) {
+		pthread_cond_broadcast(&e->ready_cv);
+		e->coll_kick = true; /* the collator releases the units now copied */
+	}
 }
 
 /* Builds the next batch if it can. Returns 1 when it made progress (a batch
@@ -310,10 +365,14 @@ void rf_collate_run(rf_engine *e)
 	e->collating = true;
 	do {
 		e->coll_kick = false;
+		e->coll_wait_budget = false;
+		rf_release_emitted(e);
 		while (rf_collate_one(e) > 0) {
 		}
 	} while (e->coll_kick && !e->stop && !e->coll_final);
 	e->collating = false;
+	if (e->sched_wait_budget)
+		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
 }
 
 /* -------------------------------------------------------------- decode */
@@ -321,15 +380,12 @@ void rf_collate_run(rf_engine *e)
 /* A frame that fails its checksum may have been damaged in transit: the
  * loop thread reads the same range again into the same buffer, at most
  * rereads_max times per unit. The unit keeps its read (the buffer stays
- * alive) and its decoded reservation; reads_inflight counts it so the
- * budget deadlock check waits for it. Returns false when out of re-reads.
- * mu held. */
-static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u, uint8_t *slab)
+ * alive) and its slab; reads_inflight counts it so the budget deadlock
+ * check waits for it. Returns false when out of re-reads. mu held. */
+static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 {
 	if (u->rereads >= e->rereads_max || e->stop || !e->rereads)
 		return false;
-	if (slab)
-		rf_pool_put(e->pool, slab, u->slab_bytes);
 	u->rereads++;
 	u->state = RF_U_READING;
 	e->st_rereads++;
@@ -347,15 +403,18 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	pthread_mutex_unlock(&e->mu);
 	rf_error err = {0};
 	const rf_shard_index *ix = e->indexes[u->shard];
-	uint8_t *slab = rf_pool_get(e->pool, u->slab_bytes);
+	uint64_t t0 = rf_now_ns();
+	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	const uint32_t *ends = NULL;
 	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
 	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                        e->shards[u->shard].url, u->block);
+	uint64_t t1 = rf_now_ns();
 	pthread_mutex_lock(&e->mu);
+	e->st_decode_ns += t1 - t0;
 	e->decoding--;
-	if (rc == RF_E_CORRUPT && rf_reread_queue(e, u, slab))
+	if (rc == RF_E_CORRUPT && rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
 	u->read = NULL;
@@ -365,12 +424,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 			snprintf(err.msg + l, sizeof(err.msg) - l, " (still after %u re-reads)",
 			         u->rereads);
 		}
-		if (slab) {
-			rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-			rf_pool_put(e->pool, slab, u->slab_bytes);
-			u->slab_bytes = 0;
-		}
-		rf_unit_fail(e, u, rc, err.msg);
+		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;
 		u->ends = ends;
@@ -392,6 +446,10 @@ void *rf_worker_main(void *arg)
 	if (!dec)
 		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
 	while (!e->stop) {
+		if (e->fillq_head != e->fillq_tail) {
+			rf_fill_one(e, e->fillq[e->fillq_head++ % RF_READY_MAX]);
+			continue;
+		}
 		if (dec && e->jobs_head != e->jobs_tail) {
 			uint64_t seq = e->jobs[e->jobs_head++ & (RF_UNITS_RING - 1)];
 			rf_decode_one(e, dec, seq);
@@ -401,8 +459,11 @@ void *rf_worker_main(void *arg)
 			rf_collate_run(e);
 			continue;
 		}
+		bool work = e->fillq_head != e->fillq_tail ||
+		            (dec && e->jobs_head != e->jobs_tail) ||
+		            (e->coll_kick && !e->collating);
 		/* stop may have been set (and broadcast) while mu was dropped above */
-		if (!e->stop && (e->jobs_head == e->jobs_tail || !dec))
+		if (!work && !e->stop)
 			pthread_cond_wait(&e->work_cv, &e->mu);
 	}
 	pthread_mutex_unlock(&e->mu);

@@ -21,6 +21,7 @@
 #include "plan.h"
 #include "pool.h"
 #include "source.h"
+#include "tune.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -97,8 +98,18 @@ typedef struct rf_shard {
 	char *err_msg;
 } rf_shard;
 
+/* A record the collator located, for a filler to copy. */
+typedef struct rf_rec_ref {
+	const uint8_t *data;
+	uint32_t len;
+} rf_rec_ref;
+
 typedef struct rf_ebatch {
-	rf_batch pub; /* first */
+	rf_batch pub;     /* first */
+	bool filled;      /* its bytes are in place (a worker filled it) */
+	uint32_t n;       /* records */
+	uint64_t end_pos; /* stream position after its last record */
+	rf_rec_ref *refs; /* n records to copy; freed once filled */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
@@ -114,11 +125,12 @@ typedef struct rf_engine {
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
-	uint32_t depth;
+	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
+	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
-	uint64_t fixed_bytes; /* metadata + scratch reserved at open */
+	uint64_t fixed_bytes;       /* metadata + scratch reserved at open */
 	rf_allocator alloc;
 	bool default_alloc;
 
@@ -180,6 +192,9 @@ typedef struct rf_engine {
 
 	/* collation (one worker at a time) */
 	bool collating, coll_kick;
+	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
 	size_t coll_first_unit;
@@ -188,6 +203,13 @@ typedef struct rf_engine {
 	bool coll_final;                           /* END or error queued after the last batch */
 	int final_code;                            /* RF_END or a negative error */
 	char final_msg[RF_ERROR_MSG_BYTES];
+
+	/* batches planned by the collator, waiting for a worker to fill them
+	 * (they sit in the ready queue too, in order, until filled) */
+	rf_ebatch *fillq[RF_READY_MAX];
+	uint64_t fillq_head, fillq_tail;
+	uint64_t fill_scan;            /* ready-queue index: batches before it are filled */
+	uint64_t fill_epoch, fill_pos; /* every batch before this position is filled */
 
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];
@@ -208,11 +230,28 @@ typedef struct rf_engine {
 	uint64_t st_wait_ns;
 	uint64_t st_produced;
 	uint64_t st_fetch_errors;
-	uint64_t st_rereads; /* ranges read again after failing a checksum */
+	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
+	uint64_t st_rereads;       /* ranges read again after failing a checksum */
 	uint64_t q_samples, q_empty, q_full, q_swings;
 	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 	double lat_ms[RF_LATENCY_SAMPLES];
 	uint64_t lat_count;
+
+	/* measurements for the controller (control.c); mu */
+	uint64_t last_return_ns;   /* when rf_next last returned a batch (0: never) */
+	uint64_t waiting_since_ns; /* the consumer waits inside rf_next since (0: not) */
+	uint64_t stage_bytes;      /* blocks read and decoded ahead (depth_max) */
+	uint64_t st_busy_ns;       /* consumer's own time between rf_next calls */
+	uint64_t st_decode_ns;     /* decode workers' busy time */
+	uint64_t st_reads, st_read_records;
+	uint64_t st_batch_reserved; /* bytes reserved by every batch emitted */
+	uint64_t q_held_back;       /* samples where the producer was held back */
+	bool budget_blocked;        /* the last reservation attempt failed */
+	uint64_t iv_pause_ns;       /* longest fetch this interval */
+	uint64_t pauses;            /* fetches longer than the pause threshold */
+	uint64_t pause_longest_ns;
+	uint32_t pause_longest_shard;
+	struct rf_control *ctl;
 } rf_engine;
 
 /* sched.c (loop thread) */
@@ -249,6 +288,18 @@ static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
 {
 	return &e->epochs[epoch % RF_EPOCH_SLOTS];
 }
+
+/* control.c (loop thread): the controller's interval timer, measurements,
+ * depth decisions and the trace. */
+int rf_control_new(rf_engine *e, rf_error *err); /* at open, after the budget */
+void rf_control_start(rf_engine *e);             /* loop thread, run phase */
+void rf_control_finish(rf_engine *e);            /* loop thread: last trace line */
+void rf_control_free(rf_engine *e);
+void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
+/* Fills the controller's fields of s (mu held). */
+void rf_control_stats(rf_engine *e, rf_stats *s);
+/* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */
+void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight);
 
 /* expand.c: the config's URLs as a shard list (directories give their *.rfs
  * files sorted by name; manifests give their entries with sizes; remote

@@ -3,6 +3,7 @@
  * sizes the file source checks) and remote URLs (kept as they are). */
 #include "engine.h"
 #include "manifest.h"
+#include "remote.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -117,8 +118,24 @@ static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
 	return rf_list_push(l, path, UINT64_MAX, err);
 }
 
-static int rf_expand_one(rf_shard_list *l, const char *url, rf_error *err)
+/* s3://bucket/prefix/: its .rfs objects in key order, sizes from the listing. */
+static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const char *url,
+                               rf_error *err)
 {
+	rf_fetch_options fo;
+	rf_config_fetch_options(cfg, &fo);
+	rf_url_list objs = {0};
+	int rc = rf_remote_list(&fo, url, &objs, err);
+	for (size_t i = 0; rc == 0 && i < objs.n; i++)
+		rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
+	rf_url_list_free(&objs);
+	return rc;
+}
+
+static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
+{
+	if (rf_url_is_s3_prefix(url))
+		return rf_expand_s3_prefix(l, cfg, url, err);
 	if (strstr(url, "://") && strncmp(url, "file://", 7) != 0)
 		return rf_list_push(l, url, UINT64_MAX, err); /* remote: the fetch layer decides */
 	const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
@@ -139,7 +156,7 @@ int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_err
 	if (cfg->nurls == 0)
 		rc = rf_fail(err, -EINVAL, "no shards given (add a file, directory or manifest)");
 	for (size_t i = 0; rc == 0 && i < cfg->nurls; i++)
-		rc = rf_expand_one(&l, cfg->urls[i], err);
+		rc = rf_expand_one(&l, cfg, cfg->urls[i], err);
 	if (rc < 0) {
 		rf_shards_free(l.v, l.n);
 		return rc;

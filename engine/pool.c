@@ -6,8 +6,11 @@
 #include <sys/mman.h>
 
 #define RF_POOL_MIN_BYTES 4096ull
-#define RF_POOL_STEPS     8 /* classes per power of two */
+#define RF_POOL_STEP_BITS 4 /* 16 classes per power of two: at most 6.25% unused */
+#define RF_POOL_STEPS     (1u << RF_POOL_STEP_BITS)
 #define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
+#define RF_POOL_IDLE_SHARE 32           /* idle buffers kept: at most limit / 32 ... */
+#define RF_POOL_IDLE_MAX   (8ull << 20) /* ... and at most 8 MiB */
 
 typedef struct rf_pool_free_buf {
 	struct rf_pool_free_buf *next;
@@ -34,7 +37,7 @@ int rf_pool_new(rf_budget *budget, rf_pool **out)
 static unsigned rf_pool_class_index(uint64_t class_bytes)
 {
 	unsigned top = 63u - (unsigned)__builtin_clzll(class_bytes); /* floor log2 */
-	uint64_t step = top >= 3 ? 1ull << (top - 3) : 1;
+	uint64_t step = top >= RF_POOL_STEP_BITS ? 1ull << (top - RF_POOL_STEP_BITS) : 1;
 	unsigned sub = (unsigned)((class_bytes - (1ull << top)) / step);
 	return top * RF_POOL_STEPS + sub;
 }
@@ -44,7 +47,7 @@ uint64_t rf_pool_class_bytes(uint64_t n)
 	if (n <= RF_POOL_MIN_BYTES)
 		return RF_POOL_MIN_BYTES;
 	unsigned top = 63u - (unsigned)__builtin_clzll(n);
-	uint64_t step = 1ull << (top - 3);
+	uint64_t step = 1ull << (top - RF_POOL_STEP_BITS);
 	return (n + step - 1) / step * step;
 }
 
@@ -57,7 +60,8 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 			rf_pool_free_buf *b = p->idle[c];
 			p->idle[c] = b->next;
 			unsigned top = c / RF_POOL_STEPS, sub = c % RF_POOL_STEPS;
-			uint64_t step = top >= 3 ? 1ull << (top - 3) : 1;
+			uint64_t step =
+			    top >= RF_POOL_STEP_BITS ? 1ull << (top - RF_POOL_STEP_BITS) : 1;
 			uint64_t bytes = (1ull << top) + sub * step;
 			munmap(b, bytes);
 			p->idle_bytes -= bytes;
@@ -66,13 +70,16 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 	}
 }
 
-/* Idle bytes the budget leaves room for: limit - reserved (everything in use
- * is reserved, so mapped <= limit). */
+/* Idle bytes kept: what the budget leaves room for (limit - reserved:
+ * everything in use is reserved, so mapped <= limit), and at most
+ * 1/RF_POOL_IDLE_SHARE of the limit (and RF_POOL_IDLE_MAX), so that resident memory follows the
+ * budget's use (memory truth) rather than its past peaks. */
 static uint64_t rf_pool_idle_allowed(rf_pool *p)
 {
 	uint64_t used = rf_budget_used(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
-	return used < limit ? limit - used : 0;
+	uint64_t room = used < limit ? limit - used : 0;
+	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, RF_POOL_IDLE_MAX));
 }
 
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
@@ -89,8 +96,10 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;
 	pthread_mutex_unlock(&p->mu);
-	void *m =
-	    mmap(NULL, class_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* Populated: the pages are resident from the start, as the budget
+	 * counts them (reserved = resident, not "resident once touched"). */
+	void *m = mmap(NULL, class_bytes, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
 		pthread_mutex_lock(&p->mu);
 		p->mapped_bytes -= class_bytes;

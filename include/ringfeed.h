@@ -296,14 +296,57 @@ typedef struct rf_stats {
 	uint64_t fetch_retries;
 	uint64_t fetch_errors;
 	uint64_t records_skipped;
-	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
 	uint32_t threads;
+	/* the controller (fields added at the end: the struct only grows) */
+	uint32_t depth_auto;              /* 1: the controller sizes the depth */
+	uint32_t depth_target_batches;    /* ceil(r x cover target), before the budget cap */
+	uint32_t depth_peak_batches;      /* largest depth so far */
+	uint32_t inflight_target;         /* reads kept in flight (Little's law) */
+	uint64_t depth_changes;           /* intervals that changed the depth */
+	uint64_t depth_direction_changes; /* grow <-> shrink reversals */
+	uint64_t intervals;               /* controller intervals so far */
+	double cover_target_s;            /* target coverage T */
+	double consumer_busy_s;           /* the consumer's own time between rf_next calls */
+	double decode_busy_fraction;      /* decode threads' busy time / (threads x elapsed) */
+	double inventory_batches;         /* ready + decoded + in flight, in batches */
+	double decoded_batches;           /* of which decoded, not collated */
+	double inflight_batches;          /* of which read or being read, not decoded */
+	double fetch_latency_p90_ms;
+	uint64_t pauses;                  /* fetches slower than the pause threshold */
+	double pause_longest_s;
+	double stall_in_s;                /* producer slower: inventory / (r - c) */
+	uint64_t batch_bytes_avg;         /* budget bytes per batch (measured) */
+	char depth_reason[32];            /* last decision: hold, grow, shrink, ... */
+	char diagnosis[32];               /* measuring, ok, producer_slow, budget_binds, always_full */
+	char diagnosis_text[512];         /* the diagnosis in plain words */
+	char pause_longest_source[256];   /* shard of the longest pause */
+	uint64_t trace_lines;             /* lines written to the trace */
+	char trace_error[256];            /* "" or why the trace stopped */
+	uint64_t rereads;                 /* blocks / indexes read again after failing a checksum */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);
 /* The stats (and the controller's diagnosis) as one JSON object; returns
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
+
+/* ------------------------------------------------------- storage alone */
+
+/* What rf_fetch_only measured. */
+typedef struct rf_fetch_result {
+	uint64_t shards;
+	uint64_t bytes;    /* every byte of every shard object */
+	uint64_t reads;    /* ranges of at most request_size */
+	uint64_t requests; /* remote attempts (HTTP/S3), retries included */
+	uint64_t retries;
+	double seconds;    /* from the first open to the last byte */
+} rf_fetch_result;
+
+/* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte
+ * of the configured shards (whole objects, in request_size ranges, at most
+ * `connections` reads in flight) through the same loop and sources as the
+ * loader, without decoding anything. */
+int rf_fetch_only(const rf_config *cfg, rf_fetch_result *out, rf_error *err);
 
 #ifdef __cplusplus
 }

@@ -67,9 +67,18 @@ sort "$T/in.txt" | cmp -s - "$T/ranks.txt" || fail "ranks do not partition the r
 expect_rc 1 "$CLI" read "$T/nope.rfs"; expect_err "nope.rfs"
 expect_rc 1 "$CLI" read --rank 3 --world 3 "$M"; expect_err "rank 3"
 expect_rc 1 "$CLI" read --budget 1MiB --batch 100000 "$M"; expect_err "needs at least"
-expect_rc 2 "$CLI" read "$M" --depth 0; expect_err "out of range"
+expect_rc 2 "$CLI" read "$M" --depth 5000; expect_err "out of range"
 expect_rc 2 "$CLI" read "$M" --bogus 1; expect_err "unknown option"
 expect_rc 2 "$CLI" read; expect_err "no shards"
+
+# padded rows: a record longer than --pad-to is an error unless --truncate
+expect_rc 1 "$CLI" read --no-shuffle --pad-to 16 "$M"; expect_err "pad_to"
+expect_rc 0 "$CLI" read --no-shuffle --pad-to 16 --truncate --digest "$M"
+grep -q '^records=6000 ' "$T/out" || fail "padded + truncate: $(cat "$T/out")"
+expect_rc 0 "$CLI" read --no-shuffle --pad-to 200 --output lines "$M"
+cmp -s "$T/out" "$T/in.txt" || fail "padded rows (wide enough) differ from the input"
+expect_rc 0 "$CLI" read --no-shuffle --batch-bytes 3000 --output lines "$M"
+cmp -s "$T/out" "$T/in.txt" || fail "byte-limited batches differ from the input"
 
 # 6. a corrupt block: earlier batches delivered, then an error naming it
 cp -r "$T/ds" "$T/bad"

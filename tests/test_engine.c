@@ -202,8 +202,14 @@ static void test_order_independent_of_depth_threads_budget(void **state)
 		char dk[16], tk[16];
 		snprintf(dk, sizeof(dk), "depth=%d", depth);
 		snprintf(tk, sizeof(tk), "threads=%d", 1 + depth % 4);
-		const char *kv[] = {"seed=7", "shuffle_window=50", "batch=5", "epochs=2", dk, tk,
-		                    depth % 2 ? "budget=3MiB" : "budget=32MiB", NULL};
+		const char *kv[] = {"seed=7",
+		                    "shuffle_window=50",
+		                    "batch=5",
+		                    "epochs=2",
+		                    dk,
+		                    tk,
+		                    depth % 2 ? "budget=3MiB" : "budget=32MiB",
+		                    NULL};
 		run r = read_all(&d, kv);
 		assert_int_equal(r.rc, RF_END);
 		assert_same_run(&ref, &r);

@@ -28,9 +28,24 @@ typedef struct rf_bench_opts {
 	unsigned demo_shards;
 	int nurls;
 	bool decode_limit;
+	bool fetch_only;
 	char **args; /* the shard arguments, for --decode-limit */
 	char demo_dir[4096];
+	const char *inject;       /* the fault spec (--inject or RINGFEED_INJECT) */
+	double stall_s, period_s; /* its stall=S/P, for the stall-cover measurement */
 } rf_bench_opts;
+
+#define RF_BENCH_STALLS_MAX 64
+
+/* One injected stall as the consumer saw it: from the stall's start, how long
+ * the inventory kept serving batches, against D / r. */
+typedef struct rf_bench_stall {
+	double start_s;  /* since rf_open */
+	double served_s; /* until the consumer first waited (the stall length if never) */
+	bool covered;    /* the consumer never waited during the stall */
+	uint32_t depth, ready;
+	double inventory, r_bps;
+} rf_bench_stall;
 
 static void rf_bench_usage(FILE *f)
 {
@@ -47,7 +62,14 @@ static void rf_bench_usage(FILE *f)
 	        "  --demo-shards N      demo dataset shards (default 64)\n"
 	        "  --decode-limit       also decode every block in memory with the same threads\n"
 	        "                       (the decode limit) and report the loader's ratio to it\n"
+	        "  --fetch-only         only fetch every byte of the shards (whole objects in\n"
+	        "                       --request-size ranges, --connections reads in flight),\n"
+	        "                       decode nothing: the storage path alone\n"
 	        "  --json               print one JSON object instead of the report\n"
+	        "  --trace FILE         one JSON line per controller interval (docs/trace.md)\n"
+	        "With --inject 'stall=S/P' (or RINGFEED_INJECT), bench measures, for each\n"
+	        "stall, how long the ready inventory served the consumer (stall cover) and\n"
+	        "compares it with D / r (depth over the consumer's rate).\n"
 	        "  --help               this text\n\n");
 	rf_cli_loader_help(f);
 }
@@ -79,6 +101,8 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 			o->json = true;
 		} else if (!strcmp(a, "--decode-limit")) {
 			o->decode_limit = true;
+		} else if (!strcmp(a, "--fetch-only")) {
+			o->fetch_only = true;
 		} else if (!strcmp(a, "--step-ms") && v) {
 			o->step_ms = strtod(argv[++i], &end);
 			if (*end || o->step_ms < 0 || o->step_ms > 60000) {
@@ -106,6 +130,10 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 			}
 			o->demo_shards = (unsigned)n;
 		} else if (a[0] == '-' && a[1]) {
+			if (!strcmp(a, "--inject") && v)
+				o->inject = argv[i + 1];
+			else if (!strncmp(a, "--inject=", 9))
+				o->inject = a + 9;
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "bench");
 			if (used <= 0) {
 				if (used == 0)
@@ -126,6 +154,61 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 		}
 	}
 	return 0;
+}
+
+/* A duration like 2s, 500ms, 1.5s, 250us (the injector's units). */
+static bool rf_bench_duration(const char *t, size_t len, double *out)
+{
+	char buf[64];
+	if (len == 0 || len >= sizeof(buf))
+		return false;
+	memcpy(buf, t, len);
+	buf[len] = '\0';
+	char *end = NULL;
+	double v = strtod(buf, &end);
+	static const struct {
+		const char *unit;
+		double s;
+	} units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"", 1.0}};
+	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+		if (end != buf && !strcmp(end, units[u].unit) && v >= 0) {
+			*out = v * units[u].s;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The stall=S/P item of a fault spec (the engine checks the whole spec). */
+static void rf_bench_stall_spec(rf_bench_opts *o)
+{
+	const char *p = o->inject ? strstr(o->inject, "stall=") : NULL;
+	if (!p)
+		return;
+	p += 6;
+	size_t len = strcspn(p, ",");
+	const char *slash = memchr(p, '/', len);
+	double s, per;
+	if (slash && rf_bench_duration(p, (size_t)(slash - p), &s) &&
+	    rf_bench_duration(slash + 1, len - (size_t)(slash - p) - 1, &per) && s < per) {
+		o->stall_s = s;
+		o->period_s = per;
+	}
+}
+
+/* Resident set now (VmRSS) in bytes, 0 when unknown. */
+static uint64_t rf_rss_now_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
 }
 
 /* Peak resident set (VmHWM) in bytes, 0 when unknown. */
@@ -172,6 +255,10 @@ static double rf_now_s(void)
 
 typedef struct rf_bench_result {
 	double wall_s, open_s;
+	double t_open0; /* before rf_open: the injector's stall clock starts about here */
+	uint64_t rss_before_open;
+	rf_bench_stall stalls[RF_BENCH_STALLS_MAX];
+	unsigned nstalls;
 	uint64_t batches, records, payload;
 	int rc;
 	rf_stats st;
@@ -180,6 +267,34 @@ typedef struct rf_bench_result {
 	rf_decode_limit limit;
 	bool has_limit;
 } rf_bench_result;
+
+/* The stall-cover measurement around one rf_next call that started at
+ * `before` and waited `wait` seconds. */
+static void rf_bench_stall_note(rf_loader *l, const rf_bench_opts *o, rf_bench_result *r,
+                                double before, double wait)
+{
+	if (o->period_s <= 0 || r->nstalls >= RF_BENCH_STALLS_MAX)
+		return;
+	rf_bench_stall *st = &r->stalls[r->nstalls];
+	double start = r->t_open0 + (double)(r->nstalls + 1) * o->period_s - o->stall_s;
+	if (before < start)
+		return;
+	if (st->r_bps == 0) { /* first call inside the stall: the inventory now */
+		static rf_stats s;
+		rf_stats_get(l, &s);
+		st->start_s = start - r->t_open0;
+		st->depth = s.depth_batches;
+		st->ready = s.ready_batches;
+		st->inventory = s.inventory_batches;
+		st->r_bps = s.consumer_rate_bps > 0 ? s.consumer_rate_bps : 1e-9;
+	}
+	double threshold = o->step_ms / 2e3 > 0.005 ? o->step_ms / 2e3 : 0.005;
+	if (wait > threshold || before > start + o->stall_s) {
+		st->covered = wait <= threshold;
+		st->served_s = st->covered ? o->stall_s : before - start;
+		r->nstalls++;
+	}
+}
 
 static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *r)
 {
@@ -190,7 +305,9 @@ static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *
 		if (o->max_batches && r->batches >= o->max_batches)
 			break;
 		rf_batch *b = NULL;
+		double before = rf_now_s();
 		int rc = rf_next(l, &b, -1);
+		rf_bench_stall_note(l, o, r, before, rf_now_s() - before);
 		if (rc == RF_END)
 			break;
 		if (rc < 0) {
@@ -215,7 +332,7 @@ static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *
 		fprintf(stderr, "\r%60s\r", "");
 	r->wall_s = rf_now_s() - t0;
 	rf_stats_get(l, &r->st);
-	static char buf[8192];
+	static char buf[16384];
 	if (rf_stats_json(l, buf, sizeof(buf)) > 0)
 		r->stats_json = buf;
 	r->rss_peak = rf_rss_peak_bytes();
@@ -235,6 +352,34 @@ static double rf_limit_rate(const rf_bench_result *r)
 	           : 0.0;
 }
 
+/* The measured memory and stall figures, then the loader's own stats. */
+static void rf_bench_json_tail(const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	uint64_t growth = r->rss_peak > r->rss_before_open ? r->rss_peak - r->rss_before_open : 0;
+	printf("\"rss_before_open_bytes\":%llu,\"rss_growth_bytes\":%llu,"
+	       "\"rss_growth_over_peak_total\":%.4f,\"depth_auto\":%s,\"depth_peak_batches\":%u,"
+	       "\"depth_max_batches\":%u,\"depth_changes\":%llu,\"depth_direction_changes\":%llu,"
+	       "\"stall_cover\":[",
+	       (unsigned long long)r->rss_before_open, (unsigned long long)growth,
+	       s->mem_peak_total_bytes ? (double)growth / (double)s->mem_peak_total_bytes : 0.0,
+	       s->depth_auto ? "true" : "false", s->depth_peak_batches, s->depth_max_batches,
+	       (unsigned long long)s->depth_changes,
+	       (unsigned long long)s->depth_direction_changes);
+	for (unsigned i = 0; i < r->nstalls; i++) {
+		const rf_bench_stall *st = &r->stalls[i];
+		printf("%s{\"start_s\":%.4f,\"served_s\":%.4f,\"covered\":%s,\"depth\":%u,"
+		       "\"ready\":%u,\"inventory_batches\":%.3f,\"r_bps\":%.3f,"
+		       "\"predicted_s\":%.4f,\"served_over_predicted\":%.4f,"
+		       "\"predicted_inventory_s\":%.4f,\"served_over_inventory\":%.4f}",
+		       i ? "," : "", st->start_s, st->served_s, st->covered ? "true" : "false",
+		       st->depth, st->ready, st->inventory, st->r_bps, st->depth / st->r_bps,
+		       st->served_s / (st->depth / st->r_bps), st->inventory / st->r_bps,
+		       st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
+	}
+	printf("],\"loader\":%s}\n", r->stats_json ? r->stats_json : "null");
+}
+
 static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
@@ -248,7 +393,7 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 	       "\"threads\":%u,\"budget_bytes\":%llu,\"mem_peak_total_bytes\":%llu,"
 	       "\"mem_peak_bytes\":{\"fetch\":%llu,\"decoded\":%llu,\"batch\":%llu,"
 	       "\"scratch\":%llu,\"metadata\":%llu},\"rss_peak_bytes\":%llu,\"status\":%d,"
-	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,\"loader\":%s}\n",
+	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,",
 	       o->nurls ? "given" : o->demo_dir, o->step_ms, r->wall_s, r->open_s,
 	       (unsigned long long)r->batches, (unsigned long long)r->records,
 	       (unsigned long long)r->payload, (unsigned long long)s->decoded_bytes,
@@ -263,8 +408,8 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_SCRATCH],
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_METADATA],
 	       (unsigned long long)r->rss_peak, r->rc, rf_limit_rate(r),
-	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0,
-	       r->stats_json ? r->stats_json : "null");
+	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0);
+	rf_bench_json_tail(r);
 }
 
 static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
@@ -296,6 +441,36 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
 	       rf_mb(s->mem_peak_total_bytes, a[0], 32), rf_mb(s->budget_bytes, a[1], 32),
 	       100.0 * (double)s->mem_peak_total_bytes / (double)s->budget_bytes,
 	       rf_mb(r->rss_peak, a[2], 32));
+	printf("  depth: %s, now %u batches (peak %u; the budget allows %u), %llu changes, %llu "
+	       "reversals over %llu intervals; cover target %.2f s; reads in flight %u\n",
+	       s->depth_auto ? "automatic" : "fixed", s->depth_batches, s->depth_peak_batches,
+	       s->depth_max_batches, (unsigned long long)s->depth_changes,
+	       (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
+	       s->cover_target_s, s->inflight_target);
+	printf(
+	    "  consumer r %.1f batches/s (own time %.3f s), producer c %.1f batches/s, decode "
+	    "threads busy %.0f%%; fetch p50 %.2f ms, p99 %.2f ms; %llu pauses (longest %.3f s)\n",
+	    s->consumer_rate_bps, s->consumer_busy_s, s->producer_rate_bps,
+	    100 * s->decode_busy_fraction, s->fetch_latency_p50_ms, s->fetch_latency_p99_ms,
+	    (unsigned long long)s->pauses, s->pause_longest_s);
+	printf("  diagnosis: %s\n", s->diagnosis_text);
+	uint64_t growth = r->rss_peak > r->rss_before_open ? r->rss_peak - r->rss_before_open : 0;
+	printf("  RSS growth (peak RSS - RSS before rf_open) %s = %.2f x the budget's peak total\n",
+	       rf_mb(growth, a[0], 32),
+	       s->mem_peak_total_bytes ? (double)growth / (double)s->mem_peak_total_bytes : 0.0);
+	for (unsigned i = 0; i < r->nstalls; i++) {
+		const rf_bench_stall *st = &r->stalls[i];
+		printf(
+		    "  stall %u at %.2f s: served %.3f s%s; depth / r = %u / %.1f = %.3f s (ratio "
+		    "%.2f); inventory / r = %.1f / %.1f = %.3f s (ratio %.2f)\n",
+		    i + 1, st->start_s, st->served_s, st->covered ? " (whole stall)" : "",
+		    st->depth, st->r_bps, st->depth / st->r_bps,
+		    st->served_s / (st->depth / st->r_bps), st->inventory, st->r_bps,
+		    st->inventory / st->r_bps,
+		    st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
+	}
+	if (s->trace_error[0])
+		printf("  trace: %s\n", s->trace_error);
 	if (r->has_limit)
 		printf("  decode limit (in memory, %u threads) %.1f MB/s: the loader reached %.2f "
 		       "of it\n",
@@ -341,12 +516,39 @@ static int rf_bench_demo(const rf_bench_opts *o)
 	return rc;
 }
 
+/* --fetch-only: every byte through the storage path, nothing decoded. */
+static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
+{
+	rf_fetch_result f;
+	rf_error err = {0};
+	int rc = rf_fetch_only(cfg, &f, &err);
+	if (rc < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		return 1;
+	}
+	double mbs = f.seconds > 0 ? (double)f.bytes / f.seconds / 1e6 : 0;
+	if (o->json)
+		printf("{\"fetch_only\":true,\"shards\":%llu,\"bytes\":%llu,\"reads\":%llu,"
+		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f}\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	else
+		printf("fetch only: %llu shards, %llu bytes in %llu reads (%llu remote requests, "
+		       "%llu retries) in %.3f s: %.1f MB/s\n",
+		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
+		       (unsigned long long)f.reads, (unsigned long long)f.requests,
+		       (unsigned long long)f.retries, f.seconds, mbs);
+	return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	rf_config *cfg = rf_config_new();
 	rf_bench_opts o = {.demo_bytes = 1ull << 30, .demo_shards = 64};
 	o.args = calloc((size_t)argc + 1, sizeof(char *));
-	if (!cfg || !o.args || rf_bench_args(argc, argv, cfg, &o) < 0) {
+	if (!cfg || !o.args || rf_cli_loader_env(cfg, "bench") < 0 ||
+	    rf_bench_args(argc, argv, cfg, &o) < 0) {
 		rf_config_free(cfg);
 		free(o.args);
 		return 2;
@@ -369,10 +571,21 @@ int cmd_bench(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (o.fetch_only) {
+		free(o.args);
+		int rc = rf_bench_fetch_only(cfg, &o);
+		rf_config_free(cfg);
+		return rc;
+	}
+	if (!o.inject)
+		o.inject = getenv("RINGFEED_INJECT");
+	rf_bench_stall_spec(&o);
 	rf_rss_reset_peak();
-	rf_bench_result r = {0};
+	static rf_bench_result r;
 	rf_error err = {0};
+	r.rss_before_open = rf_rss_now_bytes();
 	double t0 = rf_now_s();
+	r.t_open0 = t0;
 	rf_loader *l = rf_open(cfg, &err);
 	r.open_s = rf_now_s() - t0;
 	rf_config_free(cfg);
@@ -383,6 +596,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	rf_bench_loop(l, &o, &r);
 	rf_close(l);
+	if (r.st.trace_error[0]) {
+		fprintf(stderr, "ringfeed bench: %s\n", r.st.trace_error);
+		r.rc = -EIO;
+	}
 	if (o.decode_limit && rf_bench_limit(&o, &r) < 0)
 		r.rc = -EIO;
 	free(o.args);

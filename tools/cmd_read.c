@@ -193,7 +193,7 @@ int cmd_read(int argc, char **argv)
 		return 1;
 	}
 	rf_read_opts o = {0};
-	if (rf_read_args(argc, argv, cfg, &o) < 0) {
+	if (rf_cli_loader_env(cfg, "read") < 0 || rf_read_args(argc, argv, cfg, &o) < 0) {
 		rf_config_free(cfg);
 		return 2;
 	}

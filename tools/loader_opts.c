@@ -52,6 +52,16 @@ int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char 
 	return rf_cli_set(cfg, key, argv[i + 1], cmd) < 0 ? -1 : 2;
 }
 
+int rf_cli_loader_env(rf_config *cfg, const char *cmd)
+{
+	const char *inject = getenv("RINGFEED_INJECT");
+	if (inject && *inject && rf_cli_set(cfg, "inject", inject, cmd) < 0) {
+		fprintf(stderr, "ringfeed %s: (from RINGFEED_INJECT)\n", cmd);
+		return -1;
+	}
+	return 0;
+}
+
 void rf_cli_loader_help(FILE *f)
 {
 	fprintf(f, "loader options (each also settable as --name=value):\n");
@@ -66,7 +76,8 @@ void rf_cli_loader_help(FILE *f)
 		k = help + strlen(help) + 1;
 	}
 	fprintf(f, "  %-22s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
-	fprintf(f, "  %-22s %s\n", "--truncate", "same as --truncate 1 without a value");
+	fprintf(f, "  %-22s %s\n", "--truncate", "alone: same as --truncate=1");
+	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing)\n");
 }
 
 int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)

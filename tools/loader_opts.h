@@ -11,6 +11,10 @@
 /* Tries argv[i] as a loader flag. Returns the number of arguments used (1 or
  * 2), 0 when it is not a loader flag, or -1 after printing an error. */
 int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char *cmd);
+/* Options from the environment, before the flags (which override them):
+ * RINGFEED_INJECT sets `inject` (the fault injector's spec). Returns 0 or -1
+ * (printed). */
+int rf_cli_loader_env(rf_config *cfg, const char *cmd);
 /* Prints the loader flags (from rf_config_keys) for --help. */
 void rf_cli_loader_help(FILE *f);
 /* Reads a state file into the config (--resume). Returns 0 or -1 (printed). */

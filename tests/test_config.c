@@ -1,0 +1,135 @@
+/* test_config.c - rf_config: strict values (unknown key, bad number, out of
+ * range, booleans, sizes), brace ranges, the keys list, resume states. */
+#include "config.h"
+#include "testutil.h"
+#include "util.h"
+
+static void test_values(void **state)
+{
+	(void)state;
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	assert_int_equal(rf_cfg(c, RF_CFG_depth), 0); /* automatic */
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_tune_interval), 200000000);
+	assert_int_equal(rf_cfg(c, RF_CFG_budget), 1ull << 30);
+	assert_int_equal(rf_cfg(c, RF_CFG_shuffle), 1);
+	assert_int_equal(rf_config_set(c, "budget", "256MiB", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_budget), 256ull << 20);
+	assert_int_equal(rf_config_set(c, "depth", "64", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64);
+	assert_int_equal(rf_config_set(c, "shuffle", "off", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_shuffle), 0);
+	assert_int_equal(rf_config_set(c, "seed", "18446744073709551615", &err), 0);
+	assert_true(rf_cfg(c, RF_CFG_seed) == UINT64_MAX);
+	assert_int_equal(rf_config_set(c, "seed", "18446744073709551616", &err), -ERANGE);
+	assert_int_equal(rf_config_set(c, "depth", "4097", &err), -ERANGE);
+	assert_non_null(strstr(err.msg, "depth"));
+	assert_non_null(strstr(err.msg, "[0, 4096]"));
+	/* cover / tune_interval: seconds or a duration with a unit */
+	assert_int_equal(rf_config_set(c, "cover", "2.5", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 2500000000ull);
+	assert_int_equal(rf_config_set(c, "cover", "500ms", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 500000000ull);
+	assert_int_equal(rf_config_set(c, "cover", "0", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_cover), 0);
+	const char *bad_cover[] = {"-1", "abc", "2h", "1e3", "", "3601", " 1", "1.5.2"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(bad_cover); i++) {
+		assert_true(rf_config_set(c, "cover", bad_cover[i], &err) < 0);
+		assert_non_null(strstr(err.msg, "cover"));
+	}
+	assert_int_equal(rf_config_set(c, "tune_interval", "1ms", &err), -ERANGE);
+	assert_int_equal(rf_config_set(c, "tune_interval", "50ms", &err), 0);
+	assert_int_equal(rf_config_set(c, "depth", "8x", &err), -EINVAL);
+	assert_int_equal(rf_config_set(c, "depth", "-1", &err), -EINVAL);
+	assert_int_equal(rf_config_set(c, "depth", "", &err), -EINVAL);
+	assert_int_equal(rf_config_set(c, "depth", " 8", &err), -EINVAL);
+	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64); /* unchanged by the failures */
+	assert_int_equal(rf_config_set(c, "depth", "0", &err), 0); /* back to automatic */
+	assert_int_equal(rf_config_set(c, "depth", "64", &err), 0);
+	assert_int_equal(rf_config_set(c, "truncate", "maybe", &err), -EINVAL);
+	assert_int_equal(rf_config_set(c, "budget", "12XB", &err), -EINVAL);
+	assert_int_equal(rf_config_set(c, "budget", "1KiB", &err), -ERANGE);
+	assert_int_equal(rf_config_set(c, "nope", "1", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "unknown option 'nope'"));
+	assert_int_equal(rf_config_set(c, "ca_file", "/etc/ssl/x.pem", &err), 0);
+	assert_string_equal(rf_cfg_str(c, RF_CFG_ca_file), "/etc/ssl/x.pem");
+	assert_int_equal(rf_config_set(NULL, "depth", "1", &err), -EINVAL);
+	/* batch_bytes without batch: the record cap becomes 65536. */
+	rf_collate_params cp;
+	assert_int_equal(rf_config_set(c, "batch_bytes", "1MiB", &err), 0);
+	rf_config_collate_params(c, &cp);
+	assert_int_equal(cp.batch_records, 65536);
+	assert_int_equal(rf_config_set(c, "batch", "10", &err), 0);
+	rf_config_collate_params(c, &cp);
+	assert_int_equal(cp.batch_records, 10);
+	rf_fetch_options fo;
+	assert_int_equal(rf_config_set(c, "retries", "7", &err), 0);
+	rf_config_fetch_options(c, &fo);
+	assert_int_equal(fo.retries, 7);
+	assert_string_equal(fo.ca_file, "/etc/ssl/x.pem");
+	assert_null(fo.inject);
+	rf_config *d = rf_config_dup(c);
+	assert_int_equal(rf_cfg(d, RF_CFG_retries), 7);
+	assert_string_equal(rf_cfg_str(d, RF_CFG_ca_file), "/etc/ssl/x.pem");
+	rf_config_free(d);
+	rf_config_free(c);
+}
+
+static void test_urls(void **state)
+{
+	(void)state;
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	assert_int_equal(rf_config_add_url(c, "/d/shard-{000..011}.rfs", &err), 0);
+	assert_int_equal(c->nurls, 12);
+	assert_string_equal(c->urls[0], "/d/shard-000.rfs");
+	assert_string_equal(c->urls[11], "/d/shard-011.rfs");
+	assert_int_equal(rf_config_add_url(c, "s3://b/{1..2}/x{8..9}", &err), 0);
+	assert_int_equal(c->nurls, 16);
+	assert_string_equal(c->urls[12], "s3://b/1/x8");
+	assert_string_equal(c->urls[15], "s3://b/2/x9");
+	assert_int_equal(rf_config_add_url(c, "x{..1}", &err), -EINVAL);
+	assert_true(rf_config_add_url(c, "x{0..99999999}", &err) < 0); /* over the cap */
+	assert_int_equal(rf_config_add_url(c, "", &err), -EINVAL);
+	rf_config_free(c);
+}
+
+static void test_keys_and_resume(void **state)
+{
+	(void)state;
+	const char *k = rf_config_keys();
+	size_t n = 0;
+	bool saw_budget = false;
+	while (*k) {
+		const char *help = k + strlen(k) + 1;
+		assert_true(*help);
+		saw_budget |= !strcmp(k, "budget");
+		n++;
+		k = help + strlen(help) + 1;
+	}
+	assert_int_equal(n, RF_CFG_COUNT);
+	assert_true(saw_budget);
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	rf_position p = {.fingerprint = 42, .epoch = 3, .record = 100, .batch = 7};
+	uint8_t buf[RF_STATE_BYTES];
+	assert_int_equal(rf_state_encode(&p, buf, sizeof(buf)), RF_STATE_BYTES);
+	assert_int_equal(rf_config_set_resume(c, buf, sizeof(buf), &err), 0);
+	assert_true(c->has_resume);
+	assert_int_equal(c->resume.record, 100);
+	buf[20] ^= 1;
+	assert_true(rf_config_set_resume(c, buf, sizeof(buf), &err) < 0);
+	assert_int_equal(rf_config_set_resume(c, buf, 3, &err) < 0, 1);
+	rf_config_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_values),
+	    cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_keys_and_resume),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -6,10 +6,11 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/stress.inc.sh"
 
 # ---- local: the in-engine injector -------------------------------------------
-tl() { # NAME ARGS... : transient on the local manifest
+tl() { # NAME ARGS... : transient on the local manifest (8 retries: a read
+	#     failing 9 times running at these rates is a 1e-7 event, not a test)
 	local n=$1
 	shift
-	transient "$n" "$@" "$M"
+	transient "$n" --retries 8 "$@" "$M"
 }
 tl "local latency 2ms" --inject seed=1,latency=2ms
 tl "local jitter 1ms+-1ms" --inject seed=2,latency=1ms,jitter=1ms

@@ -23,7 +23,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rf-memory-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$CLI" bench --json --batches 1 >/dev/null 2>&1 || true   # creates the demo dataset once
 args=(--shuffle-window 1 --step-ms 3 --cover 6 --tune-interval 100ms --batches 3000)
-echo "demo dataset, ${args[*]} (the default 4096-record window needs ~830 MiB)"
+echo "demo dataset, ${args[*]} (record windows of 1, so that ready batches rather than a shuffle window fill the budget)"
 printf "%-7s %11s %11s %11s %11s %8s %11s %9s %6s\n" budget "peak total" "RSS before" "peak RSS" \
 	"RSS growth" growth/ "RSS-budget" overhead ok
 printf "%-7s %11s %11s %11s %11s %8s %11s %9s %6s\n" "" "(MiB)" "(MiB)" "(MiB)" "(MiB)" "peak" \

@@ -399,6 +399,15 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 	return (rf_loader *)e;
 }
 
+void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+{
+	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	e->coll_kick = true;
+	if (!e->collating)
+		pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_loop(e);
+}
+
 /* ------------------------------------------------------------- consumer */
 
 static rf_engine *rf_engine_of(rf_loader *l)
@@ -465,10 +474,14 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->st_busy_ns += t0 - e->last_return_ns;
 		e->last_return_ns = 0;
 	}
-	e->waiting_since_ns = t0;
+	/* A wait is time spent with no batch to take (not the call's own cost). */
+	bool waits =
+	    e->ready_head == e->ready_tail || !e->ready[e->ready_head % RF_READY_MAX]->filled;
+	e->waiting_since_ns = waits ? t0 : 0;
 	int rc = rf_wait_ready(e, timeout_ms);
 	uint64_t t1 = rf_now_ns();
-	e->st_wait_ns += t1 - t0;
+	if (waits)
+		e->st_wait_ns += t1 - t0;
 	e->waiting_since_ns = 0;
 	if (rc == 0 && e->ready_head != e->ready_tail &&
 	    e->ready[e->ready_head % RF_READY_MAX]->filled) {

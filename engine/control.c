@@ -20,6 +20,12 @@
 #define RF_PAUSE_MIN_NS   100000000ull /* a fetch this slow may be a pause ... */
 #define RF_PAUSE_P50_MULT 4.0          /* ... when it is also 4x the median */
 #define RF_TRACE_LINE_MAX 4096
+#define RF_PAUSE_SOURCES  8 /* sources whose pauses are kept (the most pausing) */
+
+typedef struct rf_pause_source {
+	uint32_t shard;
+	uint64_t pauses, longest_ns;
+} rf_pause_source;
 
 typedef struct rf_control {
 	rf_tune t;
@@ -35,6 +41,8 @@ typedef struct rf_control {
 	uint64_t depth_changes, dir_changes;
 	int last_dir;
 	char event[320];
+	rf_pause_source psrc[RF_PAUSE_SOURCES];
+	uint32_t npsrc;
 	/* trace */
 	int trace_fd;
 	char *trace_path;
@@ -111,7 +119,28 @@ void rf_control_free(rf_engine *e)
 	e->ctl = NULL;
 }
 
+static int rf_json_escape(char *out, size_t cap, const char *s);
+
 /* --------------------------------------------------------- measuring */
+
+/* Counts a pause against its source; a full table replaces its least pausing
+ * entry. mu held. */
+static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t ns)
+{
+	rf_pause_source *p = NULL, *least = NULL;
+	for (uint32_t i = 0; i < c->npsrc && !p; i++) {
+		if (c->psrc[i].shard == shard)
+			p = &c->psrc[i];
+		else if (!least || c->psrc[i].pauses < least->pauses)
+			least = &c->psrc[i];
+	}
+	if (!p) {
+		p = c->npsrc < RF_PAUSE_SOURCES ? &c->psrc[c->npsrc++] : least;
+		*p = (rf_pause_source){.shard = shard};
+	}
+	p->pauses++;
+	p->longest_ns = RF_MAX(p->longest_ns, ns);
+}
 
 void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
 {
@@ -123,6 +152,7 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
 	e->iv_pause_ns = RF_MAX(e->iv_pause_ns, ns);
 	if (ns >= RF_PAUSE_MIN_NS && (double)ns / 1e9 >= RF_PAUSE_P50_MULT * p50) {
 		e->pauses++;
+		rf_pause_source_note(c, shard, ns);
 		if (ns > e->pause_longest_ns) {
 			e->pause_longest_ns = ns;
 			e->pause_longest_shard = shard;
@@ -251,8 +281,8 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 	c->t.p.requests_per_batch = rf_requests_per_batch(e);
 	uint32_t before = e->depth;
 	const rf_tune_decision *d = rf_tune_step(&c->t, &in);
-	if (c->auto_depth)
-		e->depth = d->depth;
+	if (c->auto_depth && d->depth != before)
+		rf_engine_depth_set(e, d->depth);
 	e->inflight_cap = d->r_bps > 0 ? d->inflight : c->t.p.connections_max;
 	if (e->depth != before) {
 		int dir = e->depth > before ? 1 : -1;
@@ -261,11 +291,31 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 			c->dir_changes++;
 		c->last_dir = dir;
 		c->depth_peak = RF_MAX(c->depth_peak, e->depth);
-		e->coll_kick = true;
-		pthread_cond_signal(&e->work_cv);
 	}
 	rf_control_event(c, d, before);
 	return d;
+}
+
+int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
+{
+	rf_control *c = e->ctl;
+	size_t n = 0;
+	int k = snprintf(buf, cap, "[");
+	for (uint32_t i = 0; c && k >= 0 && (size_t)k < cap - n && i < c->npsrc; i++) {
+		n += (size_t)k;
+		char url[600];
+		const rf_pause_source *p = &c->psrc[i];
+		rf_json_escape(url, sizeof(url),
+		               p->shard < e->nshards ? e->shards[p->shard].url : "");
+		k = snprintf(
+		    buf + n, cap - n, "%s{\"source\":\"%s\",\"pauses\":%llu,\"longest_s\":%.6f}",
+		    i ? "," : "", url, (unsigned long long)p->pauses, (double)p->longest_ns / 1e9);
+	}
+	if (k < 0 || (size_t)k >= cap - n)
+		return -ENOSPC;
+	n += (size_t)k;
+	k = snprintf(buf + n, cap - n, "]");
+	return k < 0 || (size_t)k >= cap - n ? -ENOSPC : (int)(n + (size_t)k);
 }
 
 /* ------------------------------------------------------------- trace */
@@ -380,7 +430,12 @@ static void rf_on_tune_timer(void *arg, int res)
 	rf_engine *e = arg;
 	(void)res;
 	rf_control_interval(e);
-	e->ctl->timer = rf_loop_timer(e->loop, e->ctl->interval_ns, rf_on_tune_timer, e);
+	pthread_mutex_lock(&e->mu);
+	bool live = !e->coll_final || e->ready_tail != e->ready_head;
+	pthread_mutex_unlock(&e->mu);
+	/* Once the stream has ended and been taken, the last line comes at close. */
+	e->ctl->timer =
+	    live ? rf_loop_timer(e->loop, e->ctl->interval_ns, rf_on_tune_timer, e) : -1;
 }
 
 void rf_control_start(rf_engine *e)

@@ -268,6 +268,11 @@ void rf_read_free(rf_engine *e, rf_read *rd);
  * dropped around the source calls. */
 void rf_sched_rereads(rf_engine *e);
 
+/* api.c: changes the read-ahead depth at run time (the controller's hook:
+ * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the
+ * collator and the scheduler. mu held. */
+void rf_engine_depth_set(rf_engine *e, uint32_t depth);
+
 /* decode.c (workers) */
 void *rf_worker_main(void *arg);
 /* Collates what it can; called with mu held by a worker. */
@@ -296,6 +301,8 @@ void rf_control_start(rf_engine *e);             /* loop thread, run phase */
 void rf_control_finish(rf_engine *e);            /* loop thread: last trace line */
 void rf_control_free(rf_engine *e);
 void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
+/* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
+int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);
 /* Fills the controller's fields of s (mu held). */
 void rf_control_stats(rf_engine *e, rf_stats *s);
 /* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */

@@ -363,7 +363,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 
 /* Counts units from sched_unit that one read can cover: same shard,
  * consecutive blocks, same need class, within request_size. */
-static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
+static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
                               uint64_t *comp_bytes, uint64_t *dec_bytes)
 {
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
@@ -371,7 +371,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed,
 	const rf_shard_index *ix = e->indexes[first->shard];
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
-	while (e->sched_unit + n < ep->units && n < RF_COALESCE_UNITS_MAX &&
+	while (e->sched_unit + n < ep->units && n < max &&
 	       e->sched_seq + n - e->tail_seq < RF_UNITS_RING) {
 		const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit + n);
 		const rf_block_info *bi = &ix->block[pu->block];
@@ -513,8 +513,12 @@ static bool rf_sched_one(rf_engine *e)
 		return true;
 	}
 	uint64_t comp, dec;
-	uint32_t n = rf_run_length(e, limit, needed, &comp, &dec);
+	uint32_t n = rf_run_length(e, limit, needed, RF_COALESCE_UNITS_MAX, &comp, &dec);
 	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	while (!rd && n > 1 && !e->coll_final) { /* a shorter read may fit */
+		n = rf_run_length(e, limit, needed, n / 2, &comp, &dec);
+		rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	}
 	e->budget_blocked = !rd;
 	if (!rd) {
 		if (!e->coll_final)
@@ -525,22 +529,32 @@ static bool rf_sched_one(rf_engine *e)
 	return true;
 }
 
+/* Full: the producer is held back by the depth: at most the batch being
+ * collated missing, or idle above half the depth (the consumer kicks the
+ * collator once the queue falls to half). */
+static bool rf_queue_full(const rf_engine *e, uint64_t n)
+{
+	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
+	                 (n > e->depth / 2 && !e->collating && !e->coll_kick));
+}
+
 static void rf_sample_queue(rf_engine *e)
 {
 	uint64_t n = e->ready_tail - e->ready_head;
+	bool full = rf_queue_full(e, n);
 	e->q_samples++;
 	if (n == 0) {
 		e->q_empty++;
 		if (e->q_last_extreme > 0)
 			e->q_swings++;
 		e->q_last_extreme = -1;
-	} else if (n + 1 >= RF_MAX(e->depth, 2u)) { /* full: the batch being collated aside */
+	} else if (full) {
 		e->q_full++;
 		if (e->q_last_extreme < 0)
 			e->q_swings++;
 		e->q_last_extreme = 1;
 	}
-	if ((n > 0 && n + 1 >= RF_MAX(e->depth, 2u)) || e->budget_blocked)
+	if (full || e->budget_blocked)
 		e->q_held_back++;
 }
 
@@ -548,10 +562,12 @@ static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
 	pthread_mutex_lock(&e->mu);
-	if (!e->coll_final || e->ready_tail != e->ready_head)
+	bool live = !e->coll_final || e->ready_tail != e->ready_head;
+	if (live)
 		rf_sample_queue(e);
 	pthread_mutex_unlock(&e->mu);
-	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	/* Once the stream has ended and been taken, nothing is left to sample. */
+	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
 
 static void rf_run_phase(rf_engine *e)

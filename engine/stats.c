@@ -122,7 +122,7 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 	    "\"decoded_batches\":%.3f,\"inflight_batches\":%.3f,\"fetch_latency_p90_ms\":%.3f,"
 	    "\"pauses\":%llu,\"pause_longest_s\":%.6f,\"pause_longest_source\":%s,"
 	    "\"stall_in_s\":%.6f,\"batch_bytes_avg\":%llu,\"diagnosis\":%s,"
-	    "\"diagnosis_text\":%s,\"trace_lines\":%llu,\"trace_error\":%s}",
+	    "\"diagnosis_text\":%s,\"trace_lines\":%llu,\"trace_error\":%s",
 	    s->depth_auto ? "true" : "false", s->depth_target_batches, s->depth_peak_batches,
 	    s->inflight_target, (unsigned long long)s->depth_changes,
 	    (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
@@ -177,6 +177,15 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	int m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	char pauses[6144]; /* RF_PAUSE_SOURCES entries, URLs escaped */
+	rf_engine *e = (rf_engine *)l;
+	pthread_mutex_lock(&e->mu);
+	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
+	pthread_mutex_unlock(&e->mu);
+	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s}", p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	return n + m;

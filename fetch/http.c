@@ -832,6 +832,8 @@ static void step_admit(rf_http_xfer *x)
 	}
 	x->state = X_ACTIVE;
 	x->host->active++;
+	h->counters.host_active_max =
+	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
 	h->counters.requests++;
 	h->counters.retries += x->attempts > 0;
 	x->attempts++;
@@ -952,6 +954,9 @@ static bool harvest(rf_http *h)
 		x->curl_rc = rc;
 		if (x->status == 0)
 			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		long connects = 0;
+		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
 		xfer_step(x, EV_FINISHED);
 		any = true;
 	}

@@ -46,10 +46,12 @@ typedef struct rf_http_s3 {
 } rf_http_s3;
 
 typedef struct rf_http_counters {
-	uint64_t requests; /* attempts started */
-	uint64_t retries;  /* attempts started after a failed one */
-	uint64_t errors;   /* requests that failed for good */
-	uint64_t bytes;    /* body bytes accepted */
+	uint64_t requests;        /* attempts started */
+	uint64_t retries;         /* attempts started after a failed one */
+	uint64_t errors;          /* requests that failed for good */
+	uint64_t bytes;           /* body bytes accepted */
+	uint64_t host_active_max; /* most transfers one host ever had in curl at once */
+	uint64_t connects;        /* new connections opened (the rest reused one) */
 } rf_http_counters;
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err);

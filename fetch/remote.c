@@ -75,6 +75,8 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->retries += c.retries;
 	out->errors += c.errors;
 	out->bytes += c.bytes;
+	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
+	out->connects += c.connects;
 }
 
 /* S3 settings are resolved on first use, so a bad AWS_ENDPOINT_URL only
@@ -331,8 +333,7 @@ void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 		((remote_state *)state)->list_page = max_keys;
 }
 
-int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out,
-                   rf_error *err)
+int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err)
 {
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;

@@ -59,10 +59,12 @@ rf_loop *rf_fetch_loop(const rf_fetch *f);
 
 /* Storage counters summed over the source kinds (for rf_stats). */
 typedef struct rf_fetch_counters {
-	uint64_t requests; /* remote requests started (attempts) */
-	uint64_t retries;  /* attempts after a failed one */
-	uint64_t errors;   /* requests that failed for good */
-	uint64_t bytes;    /* remote body bytes accepted */
+	uint64_t requests;        /* remote requests started (attempts) */
+	uint64_t retries;         /* attempts after a failed one */
+	uint64_t errors;          /* requests that failed for good */
+	uint64_t bytes;           /* remote body bytes accepted */
+	uint64_t host_active_max; /* most requests one host had in flight at once */
+	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

@@ -205,7 +205,9 @@ typedef struct rf_config rf_config;  /* opaque; set by key */
 typedef struct rf_loader rf_loader;
 
 /* Batch memory comes from this allocator (e.g. pinned memory). free gets the
- * same size that alloc was asked for. */
+ * same size that alloc was asked for. Both are called from the loader's
+ * worker threads and from rf_release / rf_close, possibly at the same time:
+ * they must be thread-safe. */
 typedef struct rf_allocator {
 	void *(*alloc)(void *ctx, size_t bytes);
 	void (*free)(void *ctx, void *ptr, size_t bytes);

@@ -3,6 +3,8 @@
  * equals the packed input, resume after every batch (across epochs), ranks
  * disjoint and complete, a corrupt block mid-stream, open errors, close
  * mid-stream, padded and byte-limited batches. */
+#include "engine.h"
+#include "util.h"
 #include "ringfeed.h"
 #include "testutil.h"
 
@@ -475,6 +477,99 @@ static void test_padded_and_byte_batches(void **state)
 	free_dataset(&d);
 }
 
+/* Called from workers and from the consumer at once: atomic counters. */
+typedef struct counting_alloc {
+	long live, calls;
+	uint64_t bytes;
+} counting_alloc;
+
+static void *count_alloc(void *ctx, size_t bytes)
+{
+	counting_alloc *a = ctx;
+	__atomic_add_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->calls, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
+	return malloc(bytes);
+}
+
+static void count_free(void *ctx, void *ptr, size_t bytes)
+{
+	counting_alloc *a = ctx;
+	__atomic_sub_fetch(&a->live, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&a->bytes, bytes, __ATOMIC_RELAXED);
+	free(ptr);
+}
+
+/* Batch memory from the caller's allocator: same records, every byte given
+ * back (also for batches still queued or held at close). */
+static void test_custom_allocator(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 120, 1024);
+	const char *kv[] = {"seed=4", "batch=7", "depth=6", NULL};
+	run ref = read_all(&d, kv);
+	for (int held = 0; held < 2; held++) {
+		counting_alloc a = {0};
+		rf_allocator al = {.alloc = count_alloc, .free = count_free, .ctx = &a};
+		rf_config *c = make_config(&d, kv);
+		assert_int_equal(rf_config_set_allocator(c, &al), 0);
+		rf_error err = {0};
+		rf_loader *l = rf_open(c, &err);
+		rf_config_free(c);
+		assert_non_null(l);
+		run r = {0};
+		read_loader(l, &r, held ? 3 : ALL, NULL, NULL);
+		if (held) {
+			rf_batch *b = NULL;
+			assert_int_equal(rf_next(l, &b, 20000), 0); /* kept over the close */
+		} else {
+			assert_int_equal(r.rc, RF_END);
+			assert_same_run(&ref, &r);
+		}
+		rf_close(l);
+		assert_true(a.calls > 0);
+		assert_int_equal(a.live, 0);
+		assert_int_equal(a.bytes, 0);
+		free(r.ids);
+	}
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+/* Depth changed mid-stream (the controller's hook) changes nothing in the
+ * records delivered. */
+static void test_depth_change_mid_stream(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 3, 150, 1024);
+	const char *kv[] = {"seed=8", "batch=5", "depth=2", "epochs=2", NULL};
+	run ref = read_all(&d, kv);
+	rf_config *c = make_config(&d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	assert_non_null(l);
+	rf_engine *e = (rf_engine *)l;
+	run r = {0};
+	const uint32_t depths[] = {64, 1, 17, 3, 4096, 9};
+	for (size_t i = 0; i < RF_ARRAY_LEN(depths); i++) {
+		read_loader(l, &r, r.batches + 11, NULL, NULL);
+		pthread_mutex_lock(&e->mu);
+		rf_engine_depth_set(e, depths[i]);
+		assert_int_equal(e->depth, depths[i]);
+		pthread_mutex_unlock(&e->mu);
+	}
+	read_loader(l, &r, ALL, NULL, NULL);
+	rf_close(l);
+	assert_int_equal(r.rc, RF_END);
+	assert_same_run(&ref, &r);
+	free(r.ids);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +581,8 @@ int main(void)
 	    cmocka_unit_test(test_open_errors),
 	    cmocka_unit_test(test_close_mid_stream),
 	    cmocka_unit_test(test_padded_and_byte_batches),
+	    cmocka_unit_test(test_custom_allocator),
+	    cmocka_unit_test(test_depth_change_mid_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

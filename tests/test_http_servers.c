@@ -235,6 +235,21 @@ static void test_nginx(void **state)
 	assert_true(rf_source_size(s) == DATA_BYTES);
 	check_ranges(s);
 	rf_source_close(s);
+	/* 40 reads at once through 3 connections: never more than 3 in flight */
+	rf_fetch_options o;
+	default_fetch(&o);
+	o.connections = 3;
+	fetch_with(&o);
+	assert_int_equal(open_src(url, DATA_BYTES, &s, &d), 0);
+	check_ranges(s);
+	rf_source_close(s);
+	rf_fetch_counters fc;
+	rf_fetch_counters_get(E.fetch, &fc);
+	assert_int_equal(fc.host_active_max, 3);
+	assert_int_equal(fc.connects, 3); /* keep-alive: one connection per slot */
+	assert_true(fc.requests == 40 && fc.retries == 0);
+	default_fetch(&o);
+	fetch_with(&o);
 	/* a wrong size hint is caught by the Content-Range total */
 	assert_int_equal(open_src(url, DATA_BYTES + 1, &s, &d), 0);
 	uint8_t buf[10];
@@ -404,6 +419,13 @@ static void test_sigv4(void **state)
 		fail_msg("listing: %s", err.msg);
 	read_back_listed(&l, N);
 	rf_url_list_free(&l);
+
+	/* a session token is sent as x-amz-security-token and signed with the rest */
+	s3_fetch(ep, need("RF_SIGV4_ACCESS"), need("RF_SIGV4_SECRET"), "session-token-1");
+	snprintf(url, sizeof(url), "s3://%s/%s/data a+b.bin", bucket, E.tag);
+	if (open_src(url, RF_SIZE_UNKNOWN, &s, &d) != 0)
+		fail_msg("with a session token: %s", d.msg);
+	rf_source_close(s);
 
 	/* a wrong secret (and a session token): 403 SignatureDoesNotMatch, no
 	 * retry, and neither secret nor token in any message */

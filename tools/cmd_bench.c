@@ -354,6 +354,24 @@ static double rf_limit_rate(const rf_bench_result *r)
 	           : 0.0;
 }
 
+/* text as the inside of a JSON string (quotes, backslashes, controls escaped). */
+static const char *rf_json_text(const char *text, char *buf, size_t cap)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)text; *p && n + 7 < cap; p++) {
+		if (*p == '"' || *p == '\\') {
+			buf[n++] = '\\';
+			buf[n++] = (char)*p;
+		} else if (*p < 0x20) {
+			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", *p);
+		} else {
+			buf[n++] = (char)*p;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 /* The measured memory and stall figures, then the loader's own stats. */
 static void rf_bench_json_tail(const rf_bench_result *r)
 {
@@ -387,6 +405,7 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
 	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
+	char esc[8192];
 	printf("{\"dataset\":\"%s\",\"step_ms\":%.3f,\"wall_s\":%.6f,\"open_s\":%.6f,"
 	       "\"batches\":%llu,\"records\":%llu,\"payload_bytes\":%llu,\"decoded_bytes\":%llu,"
 	       "\"batches_per_s\":%.3f,\"records_per_s\":%.3f,\"decoded_bytes_per_s\":%.3f,"
@@ -397,8 +416,8 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 	       "\"mem_peak_bytes\":{\"fetch\":%llu,\"decoded\":%llu,\"batch\":%llu,"
 	       "\"scratch\":%llu,\"metadata\":%llu},\"rss_peak_bytes\":%llu,\"status\":%d,"
 	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,",
-	       o->nurls ? "given" : o->demo_dir, o->step_ms, r->wall_s, r->open_s,
-	       (unsigned long long)r->batches, (unsigned long long)r->records,
+	       o->nurls ? "given" : rf_json_text(o->demo_dir, esc, sizeof(esc)), o->step_ms,
+	       r->wall_s, r->open_s, (unsigned long long)r->batches, (unsigned long long)r->records,
 	       (unsigned long long)r->payload, (unsigned long long)s->decoded_bytes,
 	       (double)r->batches / w, (double)r->records / w, (double)s->decoded_bytes / w,
 	       (double)r->payload / w, s->consumer_wait_s / w, s->queue_empty_fraction,

@@ -84,6 +84,7 @@ static void rf_engine_free(rf_engine *e)
 	rf_plan_free(e->p_coll);
 	free(e->ring);
 	free(e->jobs);
+	free(e->rereads);
 	free(e->workers);
 	free(e->indexes);
 	rf_shards_free(e->shards, e->nshards);
@@ -108,6 +109,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 		e->shards[i].engine = (struct rf_engine *)e;
 		e->shards[i].idx = i;
 	}
+	e->rereads_max = (uint32_t)rf_cfg(e->cfg, RF_CFG_retries);
 	int rc = pthread_create(&e->loop_thread, NULL, rf_sched_main, e);
 	if (rc != 0)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
@@ -331,8 +333,9 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 {
 	e->ring = calloc(RF_UNITS_RING, sizeof(*e->ring));
 	e->jobs = calloc(RF_UNITS_RING, sizeof(*e->jobs));
+	e->rereads = calloc(RF_UNITS_RING, sizeof(*e->rereads));
 	e->workers = calloc(e->threads, sizeof(*e->workers));
-	if (!e->ring || !e->jobs || !e->workers)
+	if (!e->ring || !e->jobs || !e->rereads || !e->workers)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
 		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);

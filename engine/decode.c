@@ -408,6 +408,24 @@ void rf_collate_run(rf_engine *e)
 
 /* -------------------------------------------------------------- decode */
 
+/* A frame that fails its checksum may have been damaged in transit: the
+ * loop thread reads the same range again into the same buffer, at most
+ * rereads_max times per unit. The unit keeps its read (the buffer stays
+ * alive) and its slab; reads_inflight counts it so the budget deadlock
+ * check waits for it. Returns false when out of re-reads. mu held. */
+static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
+{
+	if (u->rereads >= e->rereads_max || e->stop || !e->rereads)
+		return false;
+	u->rereads++;
+	u->state = RF_U_READING;
+	e->st_rereads++;
+	e->reads_inflight++;
+	e->rereads[e->rereads_tail++ & (RF_UNITS_RING - 1)] = u->seq;
+	rf_engine_wake_loop(e);
+	return true;
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -427,9 +445,16 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	pthread_mutex_lock(&e->mu);
 	e->st_decode_ns += t1 - t0;
 	e->decoding--;
+	if (rc == RF_E_CORRUPT && rf_reread_queue(e, u))
+		return;
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
+		if (u->rereads) {
+			size_t l = strlen(err.msg);
+			snprintf(err.msg + l, sizeof(err.msg) - l, " (still after %u re-reads)",
+			         u->rereads);
+		}
 		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;
@@ -468,7 +493,8 @@ void *rf_worker_main(void *arg)
 		bool work = e->fillq_head != e->fillq_tail ||
 		            (dec && e->jobs_head != e->jobs_tail) ||
 		            (e->coll_kick && !e->collating);
-		if (!work)
+		/* stop may have been set (and broadcast) while mu was dropped above */
+		if (!work && !e->stop)
 			pthread_cond_wait(&e->work_cv, &e->mu);
 	}
 	pthread_mutex_unlock(&e->mu);

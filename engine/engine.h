@@ -61,6 +61,7 @@ typedef struct rf_unit_slot {
 	uint32_t shard, block, records;
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
+	uint8_t rereads; /* re-reads after a failed checksum (<= retries) */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
@@ -91,7 +92,8 @@ typedef struct rf_shard {
 	uint8_t footer[RF_FOOTER_BYTES];
 	uint8_t *index_buf;
 	rf_footer footer_parsed;
-	int stage; /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done */
+	int stage;        /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done */
+	uint32_t rereads; /* footer/index re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
 } rf_shard;
@@ -183,6 +185,10 @@ typedef struct rf_engine {
 	uint64_t frontier_seq; /* first unit not DECODED */
 	uint64_t *jobs;        /* decode queue of seqs (RF_UNITS_RING) */
 	uint64_t jobs_head, jobs_tail;
+	uint64_t *rereads; /* units whose frame failed its checksum: the loop thread
+	                      reads them again (RF_UNITS_RING; a unit is queued once) */
+	uint64_t rereads_head, rereads_tail;
+	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
 	uint32_t decoding;
 
 	/* collation (one worker at a time) */
@@ -227,6 +233,7 @@ typedef struct rf_engine {
 	uint64_t st_produced;
 	uint64_t st_fetch_errors;
 	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
+	uint64_t st_rereads;       /* ranges read again after failing a checksum */
 	uint64_t q_samples, q_empty, q_full, q_swings;
 	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 	double lat_ms[RF_LATENCY_SAMPLES];
@@ -258,6 +265,10 @@ void rf_engine_wake_loop(rf_engine *e);
 void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
 void rf_read_free(rf_engine *e, rf_read *rd);
+
+/* Issues the re-reads queued by the workers (corrupt frames). mu held;
+ * dropped around the source calls. */
+void rf_sched_rereads(rf_engine *e);
 
 /* api.c: changes the read-ahead depth at run time (the controller's hook:
  * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the

@@ -53,6 +53,40 @@ static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
 	}
 }
 
+/* The footer or index failed a check: the bytes may have been damaged in
+ * transit, so read the same bytes again, at most retries times per shard (a
+ * footer that passed its CRC is sound, so a bad index is read alone).
+ * Returns true when a re-read started. */
+static bool rf_open_reread(rf_shard *s, int rc)
+{
+	rf_engine *e = s->engine;
+	if (rc != RF_E_CORRUPT || s->rereads >= e->rereads_max)
+		return false;
+	s->rereads++;
+	pthread_mutex_lock(&e->mu);
+	e->st_rereads++;
+	pthread_mutex_unlock(&e->mu);
+	rf_index_free(s->index);
+	s->index = NULL;
+	if (s->stage == RF_OPEN_INDEX)
+		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
+		             s->index_buf);
+	else
+		rf_open_read(s, rf_source_size(s->src) - RF_FOOTER_BYTES, RF_FOOTER_BYTES,
+		             s->footer);
+	return true;
+}
+
+static void rf_open_fail(rf_shard *s, int rc, rf_error *err)
+{
+	if (s->rereads) {
+		size_t l = strlen(err->msg);
+		snprintf(err->msg + l, sizeof(err->msg) - l, " (still after %u re-reads)",
+		         s->rereads);
+	}
+	rf_open_finish(s, rc, err->msg);
+}
+
 /* One step of a shard's open: opened -> footer read -> index read -> done. */
 static void rf_open_cb(void *arg, int64_t res, const char *msg)
 {
@@ -78,7 +112,8 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 		if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
 			rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->url);
 		if (rc < 0) {
-			rf_open_finish(s, rc, err.msg);
+			if (!rf_open_reread(s, rc))
+				rf_open_fail(s, rc, &err);
 			return;
 		}
 		s->stage = RF_OPEN_INDEX;
@@ -87,7 +122,12 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	} else if (s->stage == RF_OPEN_INDEX) {
 		int rc = rf_index_parse(s->index_buf, s->footer_parsed.index_bytes,
 		                        &s->footer_parsed, size, s->url, &s->index, &err);
-		rf_open_finish(s, rc, rc < 0 ? err.msg : NULL);
+		if (rc < 0 && rf_open_reread(s, rc))
+			return;
+		if (rc < 0)
+			rf_open_fail(s, rc, &err);
+		else
+			rf_open_finish(s, 0, NULL);
 	}
 }
 
@@ -196,6 +236,52 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	}
 	pthread_cond_broadcast(&e->work_cv);
 	pthread_mutex_unlock(&e->mu);
+}
+
+/* A re-read of one unit's frame finished (arg: its slot, which stays put
+ * while the unit is READING). */
+static void rf_on_reread(void *arg, int64_t res, const char *msg)
+{
+	rf_unit_slot *u = arg;
+	rf_read *rd = u->read;
+	rf_engine *e = rd->e;
+	pthread_mutex_lock(&e->mu);
+	e->reads_inflight--;
+	if (res < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m),
+		         "shard %s: block %u: failed its checksum, and re-read %u failed: %s",
+		         e->shards[u->shard].url, u->block, u->rereads,
+		         msg ? msg : strerror((int)-res));
+		e->st_fetch_errors++;
+		rf_unit_fail(e, u, (int)res, m);
+		u->read = NULL;
+		if (--rd->units_left == 0)
+			rf_read_free(e, rd);
+		e->coll_kick = true;
+	} else {
+		e->st_fetched_bytes += u->src_len;
+		u->state = RF_U_FETCHED;
+		e->jobs[e->jobs_tail++ & (RF_UNITS_RING - 1)] = u->seq;
+	}
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+void rf_sched_rereads(rf_engine *e)
+{
+	while (!e->stop && e->rereads_head != e->rereads_tail) {
+		uint64_t seq = e->rereads[e->rereads_head++ & (RF_UNITS_RING - 1)];
+		rf_unit_slot *u = rf_slot(e, seq);
+		rf_read *rd = u->read;
+		rf_source *src = e->shards[u->shard].src;
+		pthread_mutex_unlock(&e->mu);
+		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
+		                        rd->buf + u->src_at, rf_on_reread, u);
+		if (rc < 0)
+			rf_on_reread(u, rc, "could not start the re-read");
+		pthread_mutex_lock(&e->mu);
+	}
 }
 
 /* Moves the scheduler to the next epoch when the current one is fully
@@ -498,6 +584,7 @@ static void rf_run_phase(rf_engine *e)
 			break;
 		}
 		e->sched_wait_budget = false;
+		rf_sched_rereads(e);
 		while (!e->stop && rf_sched_one(e)) {
 		}
 		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {

@@ -84,6 +84,7 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	rf_latency_stats(e, s);
 	s->fetch_errors = e->st_fetch_errors;
 	s->fetch_retries = e->st_fetch_retries;
+	s->rereads = e->st_rereads;
 	s->threads = e->threads;
 	pthread_mutex_unlock(&e->mu);
 	return 0;
@@ -155,7 +156,7 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    "\"decoded\":%llu,\"batch\":%llu,\"scratch\":%llu,\"metadata\":%llu},"
 	    "\"mem_peak_total_bytes\":%llu,\"fetch_latency_p50_ms\":%.3f,"
 	    "\"fetch_latency_p99_ms\":%.3f,\"fetch_latency_max_ms\":%.3f,\"fetch_retries\":%llu,"
-	    "\"fetch_errors\":%llu,\"records_skipped\":%llu,\"threads\":%u",
+	    "\"fetch_errors\":%llu,\"records_skipped\":%llu,\"rereads\":%llu,\"threads\":%u",
 	    s.elapsed_s, (unsigned long long)s.batches, (unsigned long long)s.records,
 	    (unsigned long long)s.payload_bytes, (unsigned long long)s.decoded_bytes,
 	    (unsigned long long)s.fetched_bytes, (unsigned long long)s.blocks_decoded,
@@ -172,7 +173,7 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    (unsigned long long)s.mem_peak_bytes[4], (unsigned long long)s.mem_peak_total_bytes,
 	    s.fetch_latency_p50_ms, s.fetch_latency_p99_ms, s.fetch_latency_max_ms,
 	    (unsigned long long)s.fetch_retries, (unsigned long long)s.fetch_errors,
-	    (unsigned long long)s.records_skipped, s.threads);
+	    (unsigned long long)s.records_skipped, (unsigned long long)s.rereads, s.threads);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	int m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);

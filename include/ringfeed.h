@@ -324,6 +324,7 @@ typedef struct rf_stats {
 	char pause_longest_source[256];   /* shard of the longest pause */
 	uint64_t trace_lines;             /* lines written to the trace */
 	char trace_error[256];            /* "" or why the trace stopped */
+	uint64_t rereads;                 /* blocks / indexes read again after failing a checksum */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

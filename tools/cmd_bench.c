@@ -45,6 +45,7 @@ typedef struct rf_bench_stall {
 	double served_s; /* until the consumer first waited (the stall length if never) */
 	bool covered;    /* the consumer never waited during the stall */
 	uint32_t depth, ready;
+	double decoded; /* batches' worth decoded, not collated: they feed the stall too */
 	double inventory, r_bps;
 } rf_bench_stall;
 
@@ -286,6 +287,7 @@ static void rf_bench_stall_note(rf_loader *l, const rf_bench_opts *o, rf_bench_r
 		st->start_s = start - r->t_open0;
 		st->depth = s.depth_batches;
 		st->ready = s.ready_batches;
+		st->decoded = s.decoded_batches;
 		st->inventory = s.inventory_batches;
 		st->r_bps = s.consumer_rate_bps > 0 ? s.consumer_rate_bps : 1e-9;
 	}
@@ -388,11 +390,12 @@ static void rf_bench_json_tail(const rf_bench_result *r)
 	for (unsigned i = 0; i < r->nstalls; i++) {
 		const rf_bench_stall *st = &r->stalls[i];
 		printf("%s{\"start_s\":%.4f,\"served_s\":%.4f,\"covered\":%s,\"depth\":%u,"
-		       "\"ready\":%u,\"inventory_batches\":%.3f,\"r_bps\":%.3f,"
+		       "\"ready\":%u,\"decoded_batches\":%.3f,\"inventory_batches\":%.3f,"
+		       "\"r_bps\":%.3f,"
 		       "\"predicted_s\":%.4f,\"served_over_predicted\":%.4f,"
 		       "\"predicted_inventory_s\":%.4f,\"served_over_inventory\":%.4f}",
 		       i ? "," : "", st->start_s, st->served_s, st->covered ? "true" : "false",
-		       st->depth, st->ready, st->inventory, st->r_bps, st->depth / st->r_bps,
+		       st->depth, st->ready, st->decoded, st->inventory, st->r_bps, st->depth / st->r_bps,
 		       st->served_s / (st->depth / st->r_bps), st->inventory / st->r_bps,
 		       st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
 	}

@@ -8,11 +8,11 @@
 #include <stdbool.h>
 
 typedef struct rf_collate_params {
-	uint32_t batch_records;     /* max records per batch (>= 1) */
-	uint64_t batch_bytes;       /* if > 0: max payload bytes per batch; a larger record
-	                               is a batch of its own */
-	uint32_t pad_to;            /* 0 = ragged; else rows of pad_to bytes */
-	bool truncate;              /* padded: cut records longer than pad_to (else error) */
+	uint32_t batch_records; /* max records per batch (>= 1) */
+	uint64_t batch_bytes;   /* if > 0: max payload bytes per batch; a larger record
+	                           is a batch of its own */
+	uint32_t pad_to;        /* 0 = ragged; else rows of pad_to bytes */
+	bool truncate;          /* padded: cut records longer than pad_to (else error) */
 } rf_collate_params;
 
 /* Returns the record at stream position pos (pointer into a resident decoded
@@ -42,17 +42,17 @@ uint64_t rf_collate_bytes(uint32_t records, uint64_t payload_bytes);
 
 /* Consumer position, saved by rf_state_save and given back to resume. */
 typedef struct rf_position {
-	uint64_t fingerprint;       /* hash of (shard list sizes, seed, rank, world, shuffle,
-	                               window, batch settings): a state only resumes the
-	                               same configuration */
+	uint64_t fingerprint; /* hash of (shard list sizes, seed, rank, world, shuffle,
+	                         window, batch settings): a state only resumes the
+	                         same configuration */
 	uint64_t epoch;
-	uint64_t record;            /* stream position within the epoch */
-	uint64_t batch;             /* batches consumed within the epoch */
-	uint64_t skipped;           /* records skipped by the skip policy so far */
+	uint64_t record;  /* stream position within the epoch */
+	uint64_t batch;   /* batches consumed within the epoch */
+	uint64_t skipped; /* records skipped by the skip policy so far */
 } rf_position;
 
 #define RF_STATE_BYTES 56
-int rf_state_encode(const rf_position *p, void *buf, size_t cap);          /* returns bytes */
+int rf_state_encode(const rf_position *p, void *buf, size_t cap); /* returns bytes */
 int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err);
 
 #endif

@@ -22,8 +22,8 @@ typedef void (*rf_loop_cb)(void *arg, int res);
 int rf_loop_new(rf_loop **out, rf_error *err);
 void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
 
-int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
-                     rf_loop_cb cb, void *arg);
+int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
+                     void *arg);
 /* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion. */
 int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg);
 int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg);

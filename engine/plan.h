@@ -30,15 +30,15 @@
 
 typedef struct rf_plan_params {
 	uint64_t seed;
-	uint32_t rank, world;       /* rank < world, world >= 1 */
-	bool shuffle;               /* false: manifest / shard order, no windows */
-	uint32_t shuffle_window;    /* records; 0 or 1 = no record shuffle; ignored if !shuffle */
+	uint32_t rank, world;    /* rank < world, world >= 1 */
+	bool shuffle;            /* false: manifest / shard order, no windows */
+	uint32_t shuffle_window; /* records; 0 or 1 = no record shuffle; ignored if !shuffle */
 } rf_plan_params;
 
 /* One fetch unit: a block of a shard. */
 typedef struct rf_unit {
-	uint32_t shard;             /* index into the shard list given to rf_plan_new */
-	uint32_t block;             /* block within that shard */
+	uint32_t shard; /* index into the shard list given to rf_plan_new */
+	uint32_t block; /* block within that shard */
 	uint32_t records;
 	uint64_t first_plan_record; /* records of this rank in plan order before this unit */
 	uint64_t release_pos;       /* stream position at which every record of this unit

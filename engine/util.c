@@ -63,17 +63,28 @@ RF_API int rf_parse_bytes(const char *text, uint64_t *out, rf_error *err)
 		const char *suffix;
 		double mult;
 	} units[] = {
-	    {"", 1.0},           {"B", 1.0},           {"K", 1024.0},        {"KiB", 1024.0},
-	    {"KB", 1e3},         {"M", 1048576.0},     {"MiB", 1048576.0},   {"MB", 1e6},
-	    {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9},         {"T", 1099511627776.0},
-	    {"TiB", 1099511627776.0}, {"TB", 1e12},
+	    {"", 1.0},
+	    {"B", 1.0},
+	    {"K", 1024.0},
+	    {"KiB", 1024.0},
+	    {"KB", 1e3},
+	    {"M", 1048576.0},
+	    {"MiB", 1048576.0},
+	    {"MB", 1e6},
+	    {"G", 1073741824.0},
+	    {"GiB", 1073741824.0},
+	    {"GB", 1e9},
+	    {"T", 1099511627776.0},
+	    {"TiB", 1099511627776.0},
+	    {"TB", 1e12},
 	};
 	if (!text || !*text)
 		return rf_fail(err, -EINVAL, "empty size (expected e.g. 64MiB)");
 	char *end = NULL;
 	double v = strtod(text, &end);
 	if (end == text || !isfinite(v) || v < 0)
-		return rf_fail(err, -EINVAL, "bad size '%s' (expected e.g. 4096, 64KiB, 1.5GiB)", text);
+		return rf_fail(err, -EINVAL, "bad size '%s' (expected e.g. 4096, 64KiB, 1.5GiB)",
+		               text);
 	while (*end == ' ')
 		end++;
 	for (size_t i = 0; i < RF_ARRAY_LEN(units); i++) {
@@ -83,9 +94,11 @@ RF_API int rf_parse_bytes(const char *text, uint64_t *out, rf_error *err)
 		if (bytes >= 18446744073709551615.0)
 			return rf_fail(err, -ERANGE, "size '%s' is too large", text);
 		if (bytes != floor(bytes))
-			return rf_fail(err, -EINVAL, "size '%s' is not a whole number of bytes", text);
+			return rf_fail(err, -EINVAL, "size '%s' is not a whole number of bytes",
+			               text);
 		*out = (uint64_t)bytes;
 		return 0;
 	}
-	return rf_fail(err, -EINVAL, "bad size unit in '%s' (use B, KiB, MiB, GiB, KB, MB, GB)", text);
+	return rf_fail(err, -EINVAL, "bad size unit in '%s' (use B, KiB, MiB, GiB, KB, MB, GB)",
+	               text);
 }

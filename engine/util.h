@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define RF_API __attribute__((visibility("default")))
+#define RF_API          __attribute__((visibility("default")))
 #define RF_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define RF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define RF_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define RF_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define RF_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define RF_MAX(a, b)    ((a) > (b) ? (a) : (b))
 
 /* Sets err (if non-NULL) to code + formatted message; returns code so callers
  * can write `return rf_fail(err, -EINVAL, "...")`. */

@@ -21,8 +21,7 @@ int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *
 bool rf_url_is_s3_prefix(const char *url);
 /* rf_url_expand of one name on a private loop and fetch layer (opt as the
  * loader's): for rf_open, which expands URLs before its loop thread runs. */
-int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out,
-                   rf_error *err);
+int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err);
 /* Page size of S3 listings (tests use small pages to exercise pagination). */
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys);
 

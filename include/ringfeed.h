@@ -27,13 +27,13 @@ extern "C" {
 #define RF_ERROR_MSG_BYTES 512
 
 typedef struct rf_error {
-	int code;                      /* negative errno value, 0 when no error */
-	char msg[RF_ERROR_MSG_BYTES];  /* names the shard / block / offset / URL */
+	int code;                     /* negative errno value, 0 when no error */
+	char msg[RF_ERROR_MSG_BYTES]; /* names the shard / block / offset / URL */
 } rf_error;
 
 /* Extra error codes beyond errno (all negative). */
-#define RF_E_CORRUPT (-EBADMSG)    /* shard bytes failed a structural / checksum check */
-#define RF_E_BUDGET  (-ENOBUFS)    /* the byte budget cannot hold what is needed */
+#define RF_E_CORRUPT (-EBADMSG) /* shard bytes failed a structural / checksum check */
+#define RF_E_BUDGET  (-ENOBUFS) /* the byte budget cannot hold what is needed */
 
 /* rf_next() returns this (positive) when the stream has ended. */
 #define RF_END 1
@@ -52,18 +52,18 @@ int rf_parse_bytes(const char *text, uint64_t *out, rf_error *err);
  *          [payloads][u32 end offset per record][u32 record count]
  * index  = header + metadata + per-block entries, CRC-32C protected
  * footer = RF_FOOTER_BYTES at the end of the file. See docs/format.md. */
-#define RF_FOOTER_BYTES 40
-#define RF_FORMAT_VERSION 1
-#define RF_BLOCK_DECODED_MAX (256u << 20)    /* no block decodes to more */
-#define RF_METADATA_MAX (64u << 10)          /* user metadata string */
-#define RF_INDEX_BLOCKS_MAX (16u << 20)      /* blocks per shard */
+#define RF_FOOTER_BYTES      40
+#define RF_FORMAT_VERSION    1
+#define RF_BLOCK_DECODED_MAX (256u << 20) /* no block decodes to more */
+#define RF_METADATA_MAX      (64u << 10)  /* user metadata string */
+#define RF_INDEX_BLOCKS_MAX  (16u << 20)  /* blocks per shard */
 
 typedef struct rf_block_info {
-	uint64_t offset;            /* byte offset of the frame in the shard */
-	uint32_t compressed_bytes;  /* frame length */
-	uint32_t decoded_bytes;     /* decoded length (payloads + table) */
-	uint32_t records;           /* records in the block */
-	uint64_t first_record;      /* number of the block's first record in the shard */
+	uint64_t offset;           /* byte offset of the frame in the shard */
+	uint32_t compressed_bytes; /* frame length */
+	uint32_t decoded_bytes;    /* decoded length (payloads + table) */
+	uint32_t records;          /* records in the block */
+	uint64_t first_record;     /* number of the block's first record in the shard */
 } rf_block_info;
 
 typedef struct rf_footer {
@@ -80,10 +80,10 @@ typedef struct rf_shard_index {
 	uint32_t largest_block_compressed_bytes;
 	uint32_t largest_block_decoded_bytes;
 	uint32_t largest_record_bytes;
-	uint64_t compressed_bytes;  /* sum over blocks */
-	uint64_t decoded_bytes;     /* sum over blocks */
-	char *metadata;             /* NUL-terminated user metadata ("" when none) */
-	rf_block_info *block;       /* blocks entries */
+	uint64_t compressed_bytes; /* sum over blocks */
+	uint64_t decoded_bytes;    /* sum over blocks */
+	char *metadata;            /* NUL-terminated user metadata ("" when none) */
+	rf_block_info *block;      /* blocks entries */
 } rf_shard_index;
 
 /* Parse the footer from the last RF_FOOTER_BYTES of a file of file_bytes.
@@ -110,8 +110,8 @@ int rf_block_decode(rf_decoder *d, const rf_shard_index *index, uint32_t b, cons
                     size_t src_len, void *dst, size_t dst_cap, const uint32_t **ends,
                     const char *name, rf_error *err);
 /* Check a decoded block's record table alone (used by rf_block_decode). */
-int rf_block_table_check(const void *decoded, size_t len, uint32_t records,
-                         const uint32_t **ends, const char *name, uint32_t b, rf_error *err);
+int rf_block_table_check(const void *decoded, size_t len, uint32_t records, const uint32_t **ends,
+                         const char *name, uint32_t b, rf_error *err);
 /* The table that *ends points to follows the payloads directly, so it may be
  * unaligned: read entries with rf_record_end (i = -1 gives 0). */
 static inline uint32_t rf_record_end(const uint32_t *ends, int64_t i)
@@ -133,15 +133,15 @@ int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *
 
 /* Shard writer. */
 typedef struct rf_writer_options {
-	uint64_t block_bytes;  /* decoded target per block (default 1 MiB) */
-	int level;             /* zstd level (default 3) */
-	const char *metadata;  /* user metadata string, may be NULL */
-	uint32_t threads;      /* 0: compress in the caller; 1..RF_WRITER_THREADS_MAX:
-	                          that many threads compress blocks in parallel while
-	                          the caller fills the next (same bytes either way) */
+	uint64_t block_bytes; /* decoded target per block (default 1 MiB) */
+	int level;            /* zstd level (default 3) */
+	const char *metadata; /* user metadata string, may be NULL */
+	uint32_t threads;     /* 0: compress in the caller; 1..RF_WRITER_THREADS_MAX:
+	                         that many threads compress blocks in parallel while
+	                         the caller fills the next (same bytes either way) */
 } rf_writer_options;
 #define RF_WRITER_THREADS_MAX 4
-#define RF_WRITER_LAG_BLOCKS 4
+#define RF_WRITER_LAG_BLOCKS  4
 
 typedef struct rf_shard_summary {
 	uint64_t file_bytes;
@@ -168,20 +168,20 @@ void rf_writer_abort(rf_writer *w);
  *   line 1: "# ringfeed manifest v1"
  *   then one line per shard: PATH_OR_URL <TAB> FILE_BYTES <TAB> RECORDS
  * Relative paths are relative to the manifest's directory. */
-#define RF_MANIFEST_MAGIC "# ringfeed manifest v1"
-#define RF_MANIFEST_LINE_MAX 4096       /* bytes per line, newline included */
+#define RF_MANIFEST_MAGIC       "# ringfeed manifest v1"
+#define RF_MANIFEST_LINE_MAX    4096    /* bytes per line, newline included */
 #define RF_MANIFEST_ENTRIES_MAX 1000000 /* shards per manifest */
 
 typedef struct rf_manifest_entry {
-	char *url;         /* resolved: base dir (or URL) joined with a relative path */
-	uint64_t bytes;    /* shard file size */
+	char *url;      /* resolved: base dir (or URL) joined with a relative path */
+	uint64_t bytes; /* shard file size */
 	uint64_t records;
 } rf_manifest_entry;
 
 typedef struct rf_manifest {
 	size_t count;
 	rf_manifest_entry *entry;
-	uint64_t bytes;    /* sums over entries */
+	uint64_t bytes; /* sums over entries */
 	uint64_t records;
 } rf_manifest;
 
@@ -201,7 +201,7 @@ int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *err);
 
 /* --------------------------------------------------------------- loader */
 
-typedef struct rf_config rf_config;  /* opaque; set by key */
+typedef struct rf_config rf_config; /* opaque; set by key */
 typedef struct rf_loader rf_loader;
 
 /* Batch memory comes from this allocator (e.g. pinned memory). free gets the
@@ -235,14 +235,14 @@ const char *rf_config_keys(void);
  * true length lengths[i], zero-filled to row_bytes. */
 typedef struct rf_batch {
 	uint32_t records;
-	uint32_t row_bytes;        /* 0 when ragged */
+	uint32_t row_bytes; /* 0 when ragged */
 	const uint8_t *payload;
 	uint64_t payload_bytes;
-	const int64_t *offsets;    /* records + 1 entries */
-	const uint32_t *lengths;   /* records entries */
+	const int64_t *offsets;  /* records + 1 entries */
+	const uint32_t *lengths; /* records entries */
 	uint64_t epoch;
-	uint64_t index;            /* batch number within the epoch */
-	uint64_t first_record;     /* position of record 0 within the epoch's stream */
+	uint64_t index;        /* batch number within the epoch */
+	uint64_t first_record; /* position of record 0 within the epoch's stream */
 } rf_batch;
 
 rf_loader *rf_open(const rf_config *cfg, rf_error *err);
@@ -260,34 +260,34 @@ void rf_close(rf_loader *l);
 
 /* Budget categories. */
 enum rf_budget_category {
-	RF_MEM_FETCH = 0,   /* compressed bytes in flight / read buffers */
-	RF_MEM_DECODED,     /* decoded block slabs */
-	RF_MEM_BATCH,       /* collated batch buffers (ready or held by the consumer) */
-	RF_MEM_SCRATCH,     /* decoder contexts and scratch */
-	RF_MEM_METADATA,    /* shard indexes, plan, connections */
+	RF_MEM_FETCH = 0, /* compressed bytes in flight / read buffers */
+	RF_MEM_DECODED,   /* decoded block slabs */
+	RF_MEM_BATCH,     /* collated batch buffers (ready or held by the consumer) */
+	RF_MEM_SCRATCH,   /* decoder contexts and scratch */
+	RF_MEM_METADATA,  /* shard indexes, plan, connections */
 	RF_MEM_CATEGORIES
 };
 
 typedef struct rf_stats {
 	double elapsed_s;
-	uint64_t batches;               /* delivered to the consumer */
+	uint64_t batches; /* delivered to the consumer */
 	uint64_t records;
-	uint64_t payload_bytes;         /* delivered record bytes */
-	uint64_t decoded_bytes;         /* decoded by workers */
-	uint64_t fetched_bytes;         /* read from storage */
+	uint64_t payload_bytes; /* delivered record bytes */
+	uint64_t decoded_bytes; /* decoded by workers */
+	uint64_t fetched_bytes; /* read from storage */
 	uint64_t blocks_decoded;
-	double consumer_wait_s;         /* time spent inside rf_next waiting */
-	double consumer_rate_bps;       /* r: batches/s excluding the consumer's waits */
-	double producer_rate_bps;       /* c: batches/s the producer sustains */
-	double coverage_s;              /* inventory / r */
-	uint32_t depth_batches;         /* current read-ahead depth */
-	uint32_t depth_max_batches;     /* largest depth the budget allows */
-	uint32_t ready_batches;         /* ready queue length now */
-	uint64_t queue_samples;         /* occupancy samples taken */
+	double consumer_wait_s;     /* time spent inside rf_next waiting */
+	double consumer_rate_bps;   /* r: batches/s excluding the consumer's waits */
+	double producer_rate_bps;   /* c: batches/s the producer sustains */
+	double coverage_s;          /* inventory / r */
+	uint32_t depth_batches;     /* current read-ahead depth */
+	uint32_t depth_max_batches; /* largest depth the budget allows */
+	uint32_t ready_batches;     /* ready queue length now */
+	uint64_t queue_samples;     /* occupancy samples taken */
 	double queue_empty_fraction;
 	double queue_partial_fraction;
 	double queue_full_fraction;
-	uint64_t queue_swings;          /* empty <-> full transitions */
+	uint64_t queue_swings; /* empty <-> full transitions */
 	uint64_t budget_bytes;
 	uint64_t mem_bytes[RF_MEM_CATEGORIES];
 	uint64_t mem_peak_bytes[RF_MEM_CATEGORIES];
@@ -314,17 +314,17 @@ typedef struct rf_stats {
 	double decoded_batches;           /* of which decoded, not collated */
 	double inflight_batches;          /* of which read or being read, not decoded */
 	double fetch_latency_p90_ms;
-	uint64_t pauses;                  /* fetches slower than the pause threshold */
+	uint64_t pauses; /* fetches slower than the pause threshold */
 	double pause_longest_s;
-	double stall_in_s;                /* producer slower: inventory / (r - c) */
-	uint64_t batch_bytes_avg;         /* budget bytes per batch (measured) */
-	char depth_reason[32];            /* last decision: hold, grow, shrink, ... */
-	char diagnosis[32];               /* measuring, ok, producer_slow, budget_binds, always_full */
-	char diagnosis_text[512];         /* the diagnosis in plain words */
-	char pause_longest_source[256];   /* shard of the longest pause */
-	uint64_t trace_lines;             /* lines written to the trace */
-	char trace_error[256];            /* "" or why the trace stopped */
-	uint64_t rereads;                 /* blocks / indexes read again after failing a checksum */
+	double stall_in_s;        /* producer slower: inventory / (r - c) */
+	uint64_t batch_bytes_avg; /* budget bytes per batch (measured) */
+	char depth_reason[32];    /* last decision: hold, grow, shrink, ... */
+	char diagnosis[32];       /* measuring, ok, producer_slow, budget_binds, always_full */
+	char diagnosis_text[512]; /* the diagnosis in plain words */
+	char pause_longest_source[256]; /* shard of the longest pause */
+	uint64_t trace_lines;           /* lines written to the trace */
+	char trace_error[256];          /* "" or why the trace stopped */
+	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);
@@ -341,7 +341,7 @@ typedef struct rf_fetch_result {
 	uint64_t reads;    /* ranges of at most request_size */
 	uint64_t requests; /* remote attempts (HTTP/S3), retries included */
 	uint64_t retries;
-	double seconds;    /* from the first open to the last byte */
+	double seconds; /* from the first open to the last byte */
 } rf_fetch_result;
 
 /* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte

@@ -44,7 +44,7 @@ static void test_values(void **state)
 	assert_int_equal(rf_config_set(c, "depth", "-1", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", "", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", " 8", &err), -EINVAL);
-	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64); /* unchanged by the failures */
+	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64);             /* unchanged by the failures */
 	assert_int_equal(rf_config_set(c, "depth", "0", &err), 0); /* back to automatic */
 	assert_int_equal(rf_config_set(c, "depth", "64", &err), 0);
 	assert_int_equal(rf_config_set(c, "truncate", "maybe", &err), -EINVAL);

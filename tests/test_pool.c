@@ -2,8 +2,8 @@
  * budget leaves free. */
 #include "pool.h"
 
-#include <string.h>
 #include "testutil.h"
+#include <string.h>
 
 static void test_classes(void **state)
 {

@@ -122,10 +122,10 @@ static void test_close_during_stall(void **state)
 	(void)state;
 	dataset d;
 	make_dataset(&d, 4, 3000);
-	const char *kv[] = {"shuffle=0",         "depth=1",
-	                    "batch=8",           "threads=2",
-	                    "request_size=4096", "inject=seed=1,latency=100ms,stall=18s/20s",
-	                    NULL};
+	const char *kv[] = {
+	    "shuffle=0", "depth=1",           "batch=8",
+	    "threads=2", "request_size=4096", "inject=seed=1,latency=100ms,stall=18s/20s",
+	    NULL};
 	double t0 = now_s(); /* a little before the injector's clock starts */
 	rf_loader *l = open_loader(&d, kv);
 	uint64_t expect = 0, batches = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_install.sh - installs ringfeed into a temporary prefix, builds
-# examples/consumer.c against it with pkg-config (the installed header and
+# examples/consumer.c against it with pkg-config and with find_package(ringfeed) (the installed header and
 # shared library only) and runs it on a small packed dataset; the record
 # count and bytes must match what `ringfeed read --digest` reports.
 set -euo pipefail
@@ -37,4 +37,24 @@ grep -q "bytes=$want " <<<"$out" || fail "consumer bytes differ from read's $wan
 grep -q "state_bytes=56" <<<"$out" || fail "consumer did not save a state: $out"
 LD_LIBRARY_PATH="$libdir" "$T/consumer" "$T/missing.rfs" 2>"$T/err" && fail "missing shard accepted"
 grep -q "missing.rfs" "$T/err" || fail "missing shard error: $(cat "$T/err")"
+
+# The CMake package: find_package(ringfeed) and its ringfeed::ringfeed and
+# ringfeed::ringfeed_static targets, as another project would use them.
+mkdir -p "$T/pkg"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.18)' 'project(uses_ringfeed C)' \
+	'find_package(ringfeed 0.1 REQUIRED)' \
+	"add_executable(consumer_shared \"$SRC/examples/consumer.c\")" \
+	'target_link_libraries(consumer_shared PRIVATE ringfeed::ringfeed)' \
+	"add_executable(consumer_static \"$SRC/examples/consumer.c\")" \
+	'target_link_libraries(consumer_static PRIVATE ringfeed::ringfeed_static)' \
+	>"$T/pkg/CMakeLists.txt"
+cmake -S "$T/pkg" -B "$T/pkg/build" -DCMAKE_PREFIX_PATH="$T/prefix" \
+	-DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" >"$T/pkg.log" 2>&1 ||
+	fail "find_package(ringfeed) failed: $(tail -20 "$T/pkg.log")"
+cmake --build "$T/pkg/build" >>"$T/pkg.log" 2>&1 ||
+	fail "build with find_package(ringfeed) failed: $(tail -20 "$T/pkg.log")"
+for exe in consumer_shared consumer_static; do
+	out=$(LD_LIBRARY_PATH="$libdir" "$T/pkg/build/$exe" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
+	grep -q "bytes=$want " <<<"$out" || fail "$exe (find_package) bytes differ from read's $want: $out"
+done
 echo "cli_install: ok"

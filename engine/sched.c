@@ -321,7 +321,9 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	    ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->records;
 	e->coll_kick = true; /* the collator may be waiting for this epoch */
 	pthread_cond_signal(&e->work_cv);
-	return true;
+	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
+	 * epoch is set up for the collator, and the next call moves past it. */
+	return ep->units > 0;
 }
 
 /* Batches' worth of records ahead of the consumer that the scheduler fetches. */

@@ -62,6 +62,17 @@ expect_err "another configuration"
 # 4. ranks 0..2 together give every record once
 for r in 0 1 2; do "$CLI" read --output lines --world 3 --rank $r "$M"; done | sort >"$T/ranks.txt"
 sort "$T/in.txt" | cmp -s - "$T/ranks.txt" || fail "ranks do not partition the records"
+# More ranks than blocks, several epochs: ranks without blocks deliver
+# nothing (and do not crash moving past their empty epochs); together the
+# ranks deliver every record once per epoch.
+seq 1 10 | sed 's/^/tiny-/' >"$T/tiny.txt"
+"$CLI" pack --from lines "$T/tiny.txt" -o "$T/tiny" >/dev/null
+for r in 0 1 2 3; do
+	"$CLI" read --output lines --world 4 --rank $r --epochs 3 "$T/tiny/manifest.rfm" \
+		|| fail "rank $r of 4 over a one-block dataset, 3 epochs"
+done | sort >"$T/tiny-ranks.txt"
+cat "$T/tiny.txt" "$T/tiny.txt" "$T/tiny.txt" | sort | cmp -s - "$T/tiny-ranks.txt" \
+	|| fail "ranks over a one-block dataset do not give every record once per epoch"
 
 # 5. open errors
 expect_rc 1 "$CLI" read "$T/nope.rfs"; expect_err "nope.rfs"

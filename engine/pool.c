@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#define RF_POOL_MIN_BYTES  4096ull
-#define RF_POOL_STEP_BITS  4 /* 16 classes per power of two: at most 6.25% unused */
-#define RF_POOL_STEPS      (1u << RF_POOL_STEP_BITS)
-#define RF_POOL_CLASSES    (RF_POOL_STEPS * 64)
-#define RF_POOL_IDLE_SHARE 32 /* idle buffers kept: at most limit / 32 ... */
-#define RF_POOL_IDLE_MAX                                                                           \
-	(32ull << 20) /* ... and at most 32 MiB (a shuffle window's                                \
-	               * slabs come back together) */
+#define RF_POOL_MIN_BYTES 4096ull
+#define RF_POOL_STEP_BITS 4 /* 16 classes per power of two: at most 6.25% unused */
+#define RF_POOL_STEPS     (1u << RF_POOL_STEP_BITS)
+#define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
+/* Idle buffers kept: at most limit / RF_POOL_IDLE_SHARE and RF_POOL_IDLE_MAX
+ * (32 MiB holds a default shuffle window's slabs, which come back together). */
+#define RF_POOL_IDLE_SHARE 32
+#define RF_POOL_IDLE_MAX   (32ull << 20)
 
 /* An idle buffer's own first bytes: it sits in its class's list (most
  * recently put first, what rf_pool_get takes) and in one list of every idle

@@ -9,11 +9,19 @@
 #define RF_POOL_STEP_BITS 4 /* 16 classes per power of two: at most 6.25% unused */
 #define RF_POOL_STEPS     (1u << RF_POOL_STEP_BITS)
 #define RF_POOL_CLASSES   (RF_POOL_STEPS * 64)
-#define RF_POOL_IDLE_SHARE 32           /* idle buffers kept: at most limit / 32 ... */
-#define RF_POOL_IDLE_MAX   (8ull << 20) /* ... and at most 8 MiB */
+/* Idle buffers kept: at most limit / RF_POOL_IDLE_SHARE and RF_POOL_IDLE_MAX
+ * (32 MiB holds a default shuffle window's slabs, which come back together). */
+#define RF_POOL_IDLE_SHARE 32
+#define RF_POOL_IDLE_MAX   (32ull << 20)
 
+/* An idle buffer's own first bytes: it sits in its class's list (most
+ * recently put first, what rf_pool_get takes) and in one list of every idle
+ * buffer by age (oldest first, what rf_pool_trim unmaps), so that the sizes
+ * in steady use stay mapped and rarely needed ones go. */
 typedef struct rf_pool_free_buf {
-	struct rf_pool_free_buf *next;
+	struct rf_pool_free_buf *next, *prev;   /* class list */
+	struct rf_pool_free_buf *older, *newer; /* age list */
+	uint64_t bytes;
 } rf_pool_free_buf;
 
 struct rf_pool {
@@ -21,6 +29,7 @@ struct rf_pool {
 	rf_budget *budget;
 	uint64_t mapped_bytes, idle_bytes;
 	rf_pool_free_buf *idle[RF_POOL_CLASSES];
+	rf_pool_free_buf *oldest, *newest;
 };
 
 int rf_pool_new(rf_budget *budget, rf_pool **out)
@@ -51,22 +60,56 @@ uint64_t rf_pool_class_bytes(uint64_t n)
 	return (n + step - 1) / step * step;
 }
 
-/* Unmaps idle buffers (any class) until at most keep_bytes stay idle.
- * Called with the lock held. */
+/* Adds an idle buffer: newest in the age list, first in its class list. */
+static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
+{
+	unsigned c = rf_pool_class_index(bytes);
+	b->bytes = bytes;
+	b->prev = NULL;
+	b->next = p->idle[c];
+	if (b->next)
+		b->next->prev = b;
+	p->idle[c] = b;
+	b->newer = NULL;
+	b->older = p->newest;
+	if (b->older)
+		b->older->newer = b;
+	else
+		p->oldest = b;
+	p->newest = b;
+	p->idle_bytes += bytes;
+}
+
+/* Takes an idle buffer out of both lists. */
+static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
+{
+	if (b->prev)
+		b->prev->next = b->next;
+	else
+		p->idle[rf_pool_class_index(b->bytes)] = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	if (b->older)
+		b->older->newer = b->newer;
+	else
+		p->oldest = b->newer;
+	if (b->newer)
+		b->newer->older = b->older;
+	else
+		p->newest = b->older;
+	p->idle_bytes -= b->bytes;
+}
+
+/* Unmaps idle buffers, the longest idle first, until at most keep_bytes
+ * stay idle. Called with the lock held. */
 static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 {
-	for (unsigned c = RF_POOL_CLASSES; c-- > 0 && p->idle_bytes > keep_bytes;) {
-		while (p->idle[c] && p->idle_bytes > keep_bytes) {
-			rf_pool_free_buf *b = p->idle[c];
-			p->idle[c] = b->next;
-			unsigned top = c / RF_POOL_STEPS, sub = c % RF_POOL_STEPS;
-			uint64_t step =
-			    top >= RF_POOL_STEP_BITS ? 1ull << (top - RF_POOL_STEP_BITS) : 1;
-			uint64_t bytes = (1ull << top) + sub * step;
-			munmap(b, bytes);
-			p->idle_bytes -= bytes;
-			p->mapped_bytes -= bytes;
-		}
+	while (p->oldest && p->idle_bytes > keep_bytes) {
+		rf_pool_free_buf *b = p->oldest;
+		uint64_t bytes = b->bytes;
+		rf_pool_unlink(p, b);
+		munmap(b, bytes);
+		p->mapped_bytes -= bytes;
 	}
 }
 
@@ -88,8 +131,7 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 	pthread_mutex_lock(&p->mu);
 	rf_pool_free_buf *b = p->idle[c];
 	if (b) {
-		p->idle[c] = b->next;
-		p->idle_bytes -= class_bytes;
+		rf_pool_unlink(p, b);
 		pthread_mutex_unlock(&p->mu);
 		return b;
 	}
@@ -113,12 +155,8 @@ void rf_pool_put(rf_pool *p, void *buf, uint64_t class_bytes)
 {
 	if (!buf)
 		return;
-	unsigned c = rf_pool_class_index(class_bytes);
-	rf_pool_free_buf *b = buf;
 	pthread_mutex_lock(&p->mu);
-	b->next = p->idle[c];
-	p->idle[c] = b;
-	p->idle_bytes += class_bytes;
+	rf_pool_link(p, buf, class_bytes);
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	pthread_mutex_unlock(&p->mu);
 }

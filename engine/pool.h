@@ -4,8 +4,9 @@
  * pages in nor calls the kernel. New buffers are mapped populated (resident
  * as soon as reserved). Idle buffers are unmapped as soon as mapped bytes
  * would exceed the budget limit minus what the budget has reserved
- * elsewhere, and beyond 1/32 of the limit or 8 MiB: resident memory stays within the
- * budget and follows its use. Thread-safe. */
+ * elsewhere, and beyond 1/32 of the limit or 32 MiB (the longest idle
+ * first): resident memory stays within the budget and follows its use.
+ * Thread-safe. */
 #ifndef RF_POOL_H
 #define RF_POOL_H
 

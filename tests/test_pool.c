@@ -47,11 +47,44 @@ static void test_reuse_and_trim(void **state)
 	rf_budget_destroy(&b);
 }
 
+/* Beyond limit / 32 idle, the buffer idle longest is unmapped first,
+ * whatever its size; the recently put ones stay for reuse. */
+static void test_trim_oldest_first(void **state)
+{
+	(void)state;
+	rf_budget b;
+	rf_budget_init(&b, 32u << 20); /* idle allowed: 1 MiB */
+	rf_pool *p;
+	assert_int_equal(rf_pool_new(&b, &p), 0);
+	uint64_t big = 768u << 10, small = 256u << 10, mid = 512u << 10;
+	uint8_t *x = rf_pool_get(p, big), *y = rf_pool_get(p, small), *z = rf_pool_get(p, mid);
+	assert_true(x && y && z);
+	rf_pool_put(p, x, big);   /* idle: x (768 KiB) */
+	rf_pool_put(p, y, small); /* idle: x, y (1 MiB) */
+	assert_int_equal(rf_pool_mapped_bytes(p), big + small + mid);
+	rf_pool_put(p, z, mid); /* 1.5 MiB idle: x, the oldest, goes */
+	assert_int_equal(rf_pool_mapped_bytes(p), small + mid);
+	assert_ptr_equal(rf_pool_get(p, small), y);
+	assert_ptr_equal(rf_pool_get(p, mid), z);
+	uint8_t *w = rf_pool_get(p, big); /* a new mapping */
+	assert_non_null(w);
+	assert_int_equal(rf_pool_mapped_bytes(p), big + small + mid);
+	rf_pool_put(p, y, small);
+	rf_pool_put(p, z, mid);
+	rf_pool_put(p, w, big); /* 1.5 MiB idle again: y goes first, then z... */
+	assert_int_equal(rf_pool_mapped_bytes(p), big);
+	assert_ptr_equal(rf_pool_get(p, big), w); /* ...the newest stays */
+	rf_pool_put(p, w, big);
+	rf_pool_free(p);
+	rf_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_classes),
 	    cmocka_unit_test(test_reuse_and_trim),
+	    cmocka_unit_test(test_trim_oldest_first),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
       libexpat1-dev libjansson-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
-	pkgs+=(curl openssl clang libclang-rt-14-dev python3 python3-numpy python3-pytest
+	pkgs+=(curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
 	       python3-torch python3-zstandard libxml2-utils)
 	# By command, not package name: a nodejs from NodeSource ships its own npm
 	# (Debian's npm package would conflict with it), and any nginx build with

@@ -395,8 +395,9 @@ static void rf_bench_json_tail(const rf_bench_result *r)
 		       "\"predicted_s\":%.4f,\"served_over_predicted\":%.4f,"
 		       "\"predicted_inventory_s\":%.4f,\"served_over_inventory\":%.4f}",
 		       i ? "," : "", st->start_s, st->served_s, st->covered ? "true" : "false",
-		       st->depth, st->ready, st->decoded, st->inventory, st->r_bps, st->depth / st->r_bps,
-		       st->served_s / (st->depth / st->r_bps), st->inventory / st->r_bps,
+		       st->depth, st->ready, st->decoded, st->inventory, st->r_bps,
+		       st->depth / st->r_bps, st->served_s / (st->depth / st->r_bps),
+		       st->inventory / st->r_bps,
 		       st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
 	}
 	printf("],\"loader\":%s}\n", r->stats_json ? r->stats_json : "null");

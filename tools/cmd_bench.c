@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "decode_limit.h"
 #include "demo.h"
+#include "flags.h"
 #include "host_report.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
@@ -198,36 +199,6 @@ static void rf_bench_stall_spec(rf_bench_opts *o)
 	}
 }
 
-/* Resident set now (VmRSS) in bytes, 0 when unknown. */
-static uint64_t rf_rss_now_bytes(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	unsigned long long kb = 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
-/* Peak resident set (VmHWM) in bytes, 0 when unknown. */
-static uint64_t rf_rss_peak_bytes(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	unsigned long long kb = 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
 /* Resets the peak-RSS mark (after the demo dataset was generated). */
 static void rf_rss_reset_peak(void)
 {
@@ -338,7 +309,7 @@ static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *
 	static char buf[16384];
 	if (rf_stats_json(l, buf, sizeof(buf)) > 0)
 		r->stats_json = buf;
-	r->rss_peak = rf_rss_peak_bytes();
+	r->rss_peak = proc_kib_field_bytes("/proc/self/status", "VmHWM");
 	return r->rc;
 }
 
@@ -608,7 +579,7 @@ int cmd_bench(int argc, char **argv)
 	rf_rss_reset_peak();
 	static rf_bench_result r;
 	rf_error err = {0};
-	r.rss_before_open = rf_rss_now_bytes();
+	r.rss_before_open = proc_kib_field_bytes("/proc/self/status", "VmRSS");
 	double t0 = rf_now_s();
 	r.t_open0 = t0;
 	rf_loader *l = rf_open(cfg, &err);

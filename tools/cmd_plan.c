@@ -133,21 +133,6 @@ static bool plan_opt(plan_opts *o, int c, const char *a)
 	}
 }
 
-/* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
-static uint64_t mem_available(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	if (!f)
-		return 0;
-	char line[256];
-	unsigned long long kib = 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib > UINT64_MAX / 1024 ? 0 : (uint64_t)kib * 1024;
-}
-
 static int plan_parse(int argc, char **argv, plan_opts *o)
 {
 	*o = (plan_opts){.in = {.latency_s = 0.1, .ranks = 1}};
@@ -171,7 +156,7 @@ static int plan_parse(int argc, char **argv, plan_opts *o)
 		return flag_usage_error("plan",
 		                        "--rate and --pause are required (or --from-trace)");
 	if (!o->memory_source) {
-		o->in.host_memory_bytes = mem_available();
+		o->in.host_memory_bytes = proc_kib_field_bytes("/proc/meminfo", "MemAvailable");
 		o->memory_source = o->in.host_memory_bytes ? "MemAvailable" : NULL;
 	}
 	return -1;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 int flag_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -97,4 +98,20 @@ void json_string(FILE *f, const char *s)
 			fputc(*p, f);
 	}
 	fputc('"', f);
+}
+
+uint64_t proc_kib_field_bytes(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char line[256];
+	size_t klen = strlen(key);
+	unsigned long long kib = 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':' &&
+		    sscanf(line + klen + 1, " %llu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib > UINT64_MAX / 1024 ? 0 : (uint64_t)kib * 1024;
 }

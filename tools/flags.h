@@ -25,4 +25,8 @@ void json_number(FILE *f, double v);
 /* Writes s as a JSON string literal (quotes included). */
 void json_string(FILE *f, const char *s);
 
+/* A "Key: N kB" line of a /proc file (e.g. /proc/self/status VmRSS, VmHWM;
+ * /proc/meminfo MemAvailable), in bytes; 0 when unknown. */
+uint64_t proc_kib_field_bytes(const char *path, const char *key);
+
 #endif

@@ -297,6 +297,13 @@ static int explain_bottleneck(const rf_tune *t, char *buf, size_t cap)
 	if (in->decode_busy_fraction >= 0.85)
 		return snprintf(buf, cap, "decode threads (busy %.0f%% of the time)",
 		                100 * in->decode_busy_fraction);
+	if (in->inflight == 0)
+		/* Nothing is waiting on storage: the producer is short of CPU (the
+		 * decoders share the cores with the loop thread and the batch copies). */
+		return snprintf(buf, cap,
+		                "CPU: no read waits on storage; decode threads busy %.0f%% of the "
+		                "time, sharing the cores with reading and collation",
+		                100 * in->decode_busy_fraction);
 	if (in->inflight >= t->p.connections_max)
 		return snprintf(
 		    buf, cap, "latency: all %u connections busy at fetch p50 %.1f ms, p99 %.1f ms",

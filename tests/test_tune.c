@@ -269,6 +269,15 @@ static void test_diagnosis_words(void **state)
 	rf_tune_step(&t, &in);
 	rf_tune_explain(&t, msg, sizeof(msg));
 	assert_non_null(strstr(msg, "connections"));
+	in.inflight = 2; /* reads outstanding, but not every connection */
+	rf_tune_step(&t, &in);
+	rf_tune_explain(&t, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "storage bandwidth or latency"));
+	in.inflight = 0; /* nothing waits on storage: short of CPU */
+	in.decode_busy_fraction = 0.7;
+	rf_tune_step(&t, &in);
+	rf_tune_explain(&t, msg, sizeof(msg));
+	assert_non_null(strstr(msg, "CPU: no read waits on storage; decode threads busy 70%"));
 	/* Budget binds: a 200/s consumer with a 1 s target and a budget of 50. */
 	rf_tune b = new_tune((rf_tune_params){.cover_s = 1, .depth_max = 50, .depth_initial = 50});
 	in = (rf_tune_interval){.wall_s = 1,

@@ -306,6 +306,11 @@ void rf_url_redact(const char *url, char *out, size_t cap)
 {
 	if (cap == 0)
 		return;
+	rf_url_scheme scheme = rf_url_scheme_of(url);
+	if (scheme == RF_URL_PATH || scheme == RF_URL_FILE) {
+		snprintf(out, cap, "%s", url);
+		return;
+	}
 	const char *s = strstr(url, "://");
 	const char *auth = s ? s + 3 : url;
 	const char *auth_end = auth + strcspn(auth, "/?#");
@@ -321,4 +326,13 @@ void rf_url_redact(const char *url, char *out, size_t cap)
 		         (int)(q - (size_t)(at + 1 - url)), at + 1, url[q] ? "?..." : "");
 	else
 		snprintf(out, cap, "%.*s%s", (int)q, url, url[q] ? "?..." : "");
+}
+
+char *rf_url_redact_dup(const char *url)
+{
+	size_t cap = strlen(url) + sizeof("?...");
+	char *out = malloc(cap);
+	if (out)
+		rf_url_redact(url, out, cap);
+	return out;
 }

@@ -147,6 +147,15 @@ static void test_redact(void **state)
 	assert_string_equal(out, "s3://bucket/key");
 	rf_url_redact("http://h/x?u=a@b", out, 8);
 	assert_int_equal(strlen(out), 7);
+	/* local names carry no credentials: a '?' is part of the file name */
+	rf_url_redact("data/a?b.rfs", out, sizeof(out));
+	assert_string_equal(out, "data/a?b.rfs");
+	rf_url_redact("file:///d/a?b.rfs", out, sizeof(out));
+	assert_string_equal(out, "file:///d/a?b.rfs");
+	char *d = rf_url_redact_dup("https://u:pw@h:1/k?X-Amz-Security-Token=tok");
+	assert_non_null(d);
+	assert_string_equal(d, "https://h:1/k?...");
+	free(d);
 }
 
 int main(void)

@@ -59,6 +59,9 @@ struct rf_http_xfer {
 	rf_fetch_cb cb;
 	void *arg;
 	host *host;
+	char *redirect; /* the current attempt's 3xx Location, resolved by curl */
+	uint32_t hops;  /* redirects followed */
+	bool following; /* the next admission follows a redirect: not a new attempt */
 	CURL *easy;
 	struct curl_slist *headers;
 	int64_t timer_id;
@@ -608,6 +611,8 @@ static void attempt_reset(rf_http_xfer *x)
 	x->error_body_len = 0;
 	free(x->all);
 	x->all = NULL;
+	free(x->redirect);
+	x->redirect = NULL;
 }
 
 static int add_header(rf_http_xfer *x, const char *line)
@@ -639,10 +644,10 @@ static void configure_limits(rf_http *h, rf_http_xfer *x)
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->request_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)o->low_speed_bytes_per_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_time_s);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)RF_HTTP_REDIRECTS_MAX);
+	/* Redirects are ours (follow_redirect): curl would carry custom headers
+	 * such as x-amz-security-token to any host. */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	/* 16 KiB by default: one loop round trip per 16 KiB is the bottleneck */
@@ -804,6 +809,60 @@ static int64_t retry_delay_ms(rf_http_xfer *x)
 	return RF_MAX(ms, ra);
 }
 
+/* --------------------------------------------------------- redirects */
+
+/* Follows x->redirect: the same transfer, queued first in line, for the URL
+ * curl resolved from Location. No credential reaches another host (another
+ * scheme, host or port): a signed (S3) request refuses the redirect, naming
+ * both hosts; an unsigned one goes on without the URL's user:password (it
+ * carries no other secret: custom headers are only ever S3's). Returns 0 when
+ * queued, or a negative code with why set. */
+static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
+{
+	rf_http *h = x->h;
+	char from[300], to[300];
+	if (rf_url_origin(x->url, from, sizeof(from)) < 0)
+		snprintf(from, sizeof(from), "%s", "(unparsable URL)");
+	if (rf_url_origin(x->redirect, to, sizeof(to)) < 0) {
+		snprintf(why, cap, "HTTP %ld redirect to an unusable location (not http(s))",
+		         x->status);
+		return -EPROTO;
+	}
+	if (x->hops >= RF_HTTP_REDIRECTS_MAX) {
+		snprintf(why, cap, "more than %u redirects followed (the last to %.80s)",
+		         RF_HTTP_REDIRECTS_MAX, to);
+		return -EPROTO;
+	}
+	bool cross = strcmp(from, to) != 0;
+	if (cross && x->req.sign) {
+		snprintf(why, cap,
+		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: S3 "
+		         "credentials never follow a redirect to another host",
+		         x->status, from, to);
+		return -EPROTO;
+	}
+	char *next = cross ? rf_url_without_userinfo(x->redirect) : strdup(x->redirect);
+	host *hh = next ? host_of(h, next) : NULL;
+	if (!hh) {
+		free(next);
+		snprintf(why, cap, "%s following a redirect to %.80s",
+		         next ? "too many distinct hosts" : "out of memory", to);
+		return next ? -EAGAIN : -ENOMEM;
+	}
+	if (h->trace)
+		fprintf(stderr, "http: %s: HTTP %ld redirect to %s%s\n", x->name, x->status, to,
+		        cross ? " (another host: without userinfo)" : "");
+	free(x->url);
+	x->url = next;
+	x->host = hh;
+	x->hops++;
+	x->following = true;
+	x->state = X_QUEUED;
+	list_push_front(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = true;
+	return 0;
+}
+
 /* --------------------------------------------------------- state machine */
 
 static void on_backoff_timer(void *arg, int res)
@@ -846,6 +905,10 @@ static void step_admit(rf_http_xfer *x)
 	h->counters.host_active_max =
 	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
 	h->counters.requests++;
+	if (x->following) { /* a redirect hop, not another attempt */
+		x->following = false;
+		return;
+	}
 	h->counters.retries += x->attempts > 0;
 	x->attempts++;
 }
@@ -864,9 +927,15 @@ static int fail_code(const rf_http_xfer *x, int verdict)
 static void step_finished(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
-	char why[256];
+	char why[400];
 	x->host->active--;
 	detach_easy(x); /* also leaves ACTIVE for curl */
+	if (x->redirect && x->curl_rc == CURLE_OK && !x->problem[0]) {
+		int rc = follow_redirect(x, why, sizeof(why));
+		if (rc < 0)
+			finish(x, rc, why);
+		return;
+	}
 	int verdict = judge(x, why, sizeof(why));
 	if (verdict > 0) {
 		h->counters.bytes += x->got;
@@ -965,6 +1034,10 @@ static bool harvest(rf_http *h)
 		x->curl_rc = rc;
 		if (x->status == 0)
 			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		char *location = NULL;
+		if (x->status >= 300 && x->status <= 399 &&
+		    curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+			x->redirect = strdup(location); /* NULL: judged as a plain 3xx */
 		long connects = 0;
 		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
 		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
@@ -1003,6 +1076,7 @@ static void xfer_free(rf_http_xfer *x)
 		x->all_next->all_prev = x->all_prev;
 	h->transfers--;
 	free(x->all);
+	free(x->redirect);
 	free(x->fail_msg);
 	free(x->url);
 	free(x->name);

@@ -68,4 +68,13 @@ void rf_url_redact(const char *url, char *out, size_t cap);
 /* The same, malloc'd (NULL when out of memory). */
 char *rf_url_redact_dup(const char *url);
 
+/* The origin of an http(s) URL as "scheme://host:port", lower case, the port
+ * always written (80/443 by default), userinfo left out: two URLs are the
+ * same host for credentials exactly when their origins are equal. -EINVAL
+ * when url is not http(s) or its authority is malformed, -ENAMETOOLONG when
+ * it does not fit cap. */
+int rf_url_origin(const char *url, char *out, size_t cap);
+/* url without its user:password@ part (malloc'd; NULL when out of memory). */
+char *rf_url_without_userinfo(const char *url);
+
 #endif

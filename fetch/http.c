@@ -684,8 +684,12 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	} else if (x->req.kind == RF_HTTP_HEAD) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	}
-	if (x->req.sign)
+	if (x->req.sign) {
+		/* S3 keys are opaque: "a/../b" names its own object, so the path goes
+		 * out (and is signed) as given; curl would remove dot segments. */
+		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 		RF_TRY(configure_s3(h, x));
+	}
 	if (x->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
 	return 0;

@@ -44,6 +44,9 @@
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
 	X(retries, U32, "5", 0, 100, "retries per request")                                        \
+	X(throttle_wait, SECONDS, "20s", 1000000ull, 3600000000000ull,                             \
+	  "HTTP/S3: backoff a request may spend in total riding out throttling (429, 503 "         \
+	  "SlowDown) before it fails; retries counts the other errors")                            \
 	X(connect_timeout_ms, U32, "10000", 1, 600000, "HTTP connect timeout")                     \
 	X(request_timeout_ms, U32, "60000", 1, 3600000, "HTTP request timeout")                    \
 	X(low_speed_bytes_per_s, U32, "1024", 0, 1u << 30,                                         \

@@ -32,6 +32,7 @@ void rf_fetch_options_init(rf_fetch_options *opt)
 	memset(opt, 0, sizeof(*opt));
 	opt->connections = 16;
 	opt->retries = 5;
+	opt->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 	opt->connect_timeout_ms = 10000;
 	opt->request_timeout_ms = 60000;
 	opt->low_speed_bytes_per_s = 1024;

@@ -66,6 +66,9 @@ struct rf_http_xfer {
 	struct curl_slist *headers;
 	int64_t timer_id;
 	uint32_t attempts;
+	uint32_t error_retries;      /* retries after errors other than throttling */
+	uint32_t throttles;          /* retries after throttling */
+	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
 	/* the current attempt's response */
 	CURLcode curl_rc;
 	long status;
@@ -184,6 +187,34 @@ uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
 		ceiling *= 2;
 	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
 	return splitmix64(rng) % (ceiling + 1);
+}
+
+uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
+                                     uint64_t *rng)
+{
+	uint64_t ceiling = base_ms;
+	for (uint32_t i = 0; i < attempt && ceiling < cap_ms; i++)
+		ceiling *= 2;
+	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
+	uint64_t half = ceiling / 2;
+	return RF_MAX(half + splitmix64(rng) % (ceiling - half + 1), 1ull);
+}
+
+int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budget_ms,
+                                  int64_t retry_after_ms, uint32_t base_ms, uint32_t cap_ms,
+                                  uint64_t *rng)
+{
+	if (waited_ms >= budget_ms || n >= RF_HTTP_THROTTLE_RETRIES_MAX)
+		return -1;
+	uint64_t ms = rf_http_throttle_backoff_ms(n, base_ms, cap_ms, rng);
+	if (retry_after_ms > 0 && (uint64_t)retry_after_ms > ms)
+		ms = (uint64_t)retry_after_ms;
+	return (int64_t)RF_MIN(ms, budget_ms - waited_ms);
+}
+
+bool rf_http_throttled(long status, const char *s3_code)
+{
+	return status == 429 || status == 503 || (s3_code && !strcmp(s3_code, "SlowDown"));
 }
 
 int64_t rf_http_retry_after_ms(const char *v)
@@ -798,11 +829,9 @@ static void finish(rf_http_xfer *x, int64_t result, const char *why)
 	x->listed_done = true;
 }
 
-static int64_t retry_delay_ms(rf_http_xfer *x)
+/* The server's Retry-After in ms (seconds or an HTTP date), -1 when none. */
+static int64_t retry_after_ms(const rf_http_xfer *x)
 {
-	rf_http *h = x->h;
-	int64_t ms = (int64_t)rf_http_backoff_ms(x->attempts - 1, h->backoff_base_ms,
-	                                         h->backoff_cap_ms, &h->rng);
 	int64_t ra = x->retry_after[0] ? rf_http_retry_after_ms(x->retry_after) : -1;
 	if (ra < 0 && x->retry_after[0]) {
 		time_t when = curl_getdate(x->retry_after, NULL); /* an HTTP date */
@@ -810,6 +839,42 @@ static int64_t retry_delay_ms(rf_http_xfer *x)
 		if (when > now)
 			ra = RF_MIN((int64_t)(when - now) * 1000, RF_HTTP_RETRY_AFTER_MAX_MS);
 	}
+	return ra;
+}
+
+/* The wait before retrying a retryable failure, or -1 when its budget is
+ * spent (why then says which). Throttling and other errors have separate
+ * budgets: throttle_wait_ms of backoff in total, and `retries` retries. */
+static int64_t retry_delay_ms(rf_http_xfer *x, char *why, size_t cap)
+{
+	rf_http *h = x->h;
+	char code[64];
+	s3_error_code(x->error_body, code, sizeof(code));
+	int64_t ra = retry_after_ms(x);
+	size_t n = strlen(why);
+	if (rf_http_throttled(x->status, code)) {
+		int64_t ms = rf_http_throttle_delay_ms(
+		    x->throttles, x->throttle_waited_ms, h->opt.throttle_wait_ms, ra,
+		    h->backoff_base_ms, h->backoff_cap_ms, &h->rng);
+		if (ms < 0) {
+			snprintf(why + n, cap - n,
+			         ", still throttled after %.1f s of backoff (throttle_wait %.1f s "
+			         "spent)",
+			         (double)x->throttle_waited_ms / 1000.0,
+			         (double)h->opt.throttle_wait_ms / 1000.0);
+			return -1;
+		}
+		x->throttles++;
+		x->throttle_waited_ms += (uint64_t)ms;
+		return ms;
+	}
+	if (x->error_retries >= h->opt.retries) {
+		snprintf(why + n, cap - n, ", retries exhausted");
+		return -1;
+	}
+	int64_t ms = (int64_t)rf_http_backoff_ms(x->error_retries, h->backoff_base_ms,
+	                                         h->backoff_cap_ms, &h->rng);
+	x->error_retries++;
 	return RF_MAX(ms, ra);
 }
 
@@ -948,8 +1013,8 @@ static void step_finished(rf_http_xfer *x)
 		       NULL);
 		return;
 	}
-	if (verdict == 0 && x->attempts <= h->opt.retries) {
-		int64_t ms = retry_delay_ms(x);
+	int64_t ms = verdict == 0 ? retry_delay_ms(x, why, sizeof(why)) : -1;
+	if (ms >= 0) {
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
 		if (id >= 0) {
 			x->timer_id = id;
@@ -960,8 +1025,6 @@ static void step_finished(rf_http_xfer *x)
 			return;
 		}
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), " (no timer for a retry)");
-	} else if (verdict == 0) {
-		snprintf(why + strlen(why), sizeof(why) - strlen(why), ", retries exhausted");
 	}
 	finish(x, fail_code(x, verdict), why);
 }
@@ -1157,6 +1220,8 @@ static void defaults(rf_fetch_options *o)
 		o->request_timeout_ms = 300000;
 	if (o->low_speed_time_s == 0)
 		o->low_speed_time_s = 30;
+	if (o->throttle_wait_ms == 0)
+		o->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 }
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)

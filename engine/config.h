@@ -56,8 +56,12 @@
 	X(s3_endpoint, STR, "", 0, 0, "S3 endpoint URL (default AWS)")                             \
 	X(s3_region, STR, "", 0, 0, "S3 region")                                                   \
 	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
-	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (default $AWS_SECRET_ACCESS_KEY)")          \
-	X(s3_session_token, STR, "", 0, 0, "S3 session token")                                     \
+	X(s3_secret_key, STR, "", 0, 0,                                                            \
+	  "S3 secret key (default $AWS_SECRET_ACCESS_KEY; as a flag it is visible to local users " \
+	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
+	X(s3_session_token, STR, "", 0, 0,                                                         \
+	  "S3 session token (default $AWS_SESSION_TOKEN; as a flag it is visible to local users "  \
+	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
 	X(inject, STR, "", 0, 0, "fault injection spec (testing; default $RINGFEED_INJECT)")       \
 	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \

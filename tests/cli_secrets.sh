@@ -161,6 +161,13 @@ l=$(leaked "$tmp/out" "$tmp/err" "$tmp/pause.json" "$tmp/pause.trace")
 [ -z "$l" ] && ok "stalling server: no secret in stderr, stats or trace" ||
 	bad "stalling server: secrets shown:$l"
 
+# ---- flags are visible in /proc/PID/cmdline: --help says so ---------------------
+for flag in --s3-secret-key --s3-session-token; do
+	"$cli" read --help | grep -A 2 -e "$flag " | tr '\n' ' ' | grep -q "/proc/PID/cmdline.*AWS_\|AWS_.*/proc/PID/cmdline" &&
+		ok "--help: $flag is visible in /proc/PID/cmdline, the variable is preferred" ||
+		bad "--help does not warn about $flag: $("$cli" read --help | grep -e "$flag ")"
+done
+
 [ $fails -eq 0 ] || {
 	echo "$fails check(s) failed" >&2
 	exit 1

@@ -302,7 +302,7 @@ int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap)
 	return (int)o;
 }
 
-void rf_url_redact(const char *url, char *out, size_t cap)
+RF_API void rf_url_redact(const char *url, char *out, size_t cap)
 {
 	if (cap == 0)
 		return;

@@ -64,7 +64,7 @@ int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap);
  * replaced by "?...". Plain paths and file:// URLs carry no credentials and
  * are copied unchanged ('?' is a file name character there). Truncated to
  * cap; never copies more of a secret than it shows. */
-void rf_url_redact(const char *url, char *out, size_t cap);
+void rf_url_redact(const char *url, char *out, size_t cap); /* public: ringfeed.h */
 /* The same, malloc'd (NULL when out of memory). */
 char *rf_url_redact_dup(const char *url);
 

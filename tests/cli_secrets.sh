@@ -161,6 +161,13 @@ l=$(leaked "$tmp/out" "$tmp/err" "$tmp/pause.json" "$tmp/pause.trace")
 [ -z "$l" ] && ok "stalling server: no secret in stderr, stats or trace" ||
 	bad "stalling server: secrets shown:$l"
 
+# verify names the URLs of a manifest it cannot read, redacted
+printf '# ringfeed manifest v1\n%s\t100\t1\n' "$(secret_url ok)" >"$tmp/m.rfm"
+"$cli" verify "$tmp/m.rfm" >"$tmp/out" 2>"$tmp/err" || true
+l=$(leaked "$tmp/out" "$tmp/err")
+grep -q "DAMAGED http://127.0.0.1:[0-9]*/ok/shard-000000.rfs" "$tmp/out" && [ -z "$l" ] &&
+	ok "verify names a manifest's URL redacted" || bad "verify shows:$l $(head -n 2 "$tmp/out")"
+
 # ---- flags are visible in /proc/PID/cmdline: --help says so ---------------------
 for flag in --s3-secret-key --s3-session-token; do
 	"$cli" read --help | grep -A 2 -e "$flag " | tr '\n' ' ' | grep -q "/proc/PID/cmdline.*AWS_\|AWS_.*/proc/PID/cmdline" &&

@@ -5,7 +5,8 @@
 # Redirects: an HTTPS "S3 endpoint" (bad_http on 127.0.0.1) answers every
 # request with 307 to plain HTTP on another host (bad_http on 127.0.0.2, which
 # logs every request it receives). A signed s3:// read with a session token
-# must fail naming both hosts, and the other host must never see the access
+# must fail naming both hosts (also for another port of the same address),
+# and the other host must never see the access
 # key, the signature or the token. An unsigned http://user:PASSWORD@ read
 # with a presigned-style query follows the redirect, and the other host must
 # see neither the password nor the query.
@@ -71,7 +72,10 @@ start_bad tls 127.0.0.1 --redirect-to "$other" --tls-cert "$tmp/cert.pem" \
 tls=https://127.0.0.1:$port
 start_bad plain 127.0.0.1 --redirect-to "$other"
 plain=http://127.0.0.1:$port
-touch "$tmp/other.requests"
+start_bad sameip 127.0.0.1 --log-requests "$tmp/sameip.requests"
+start_bad portjump 127.0.0.1 --redirect-to "http://127.0.0.1:$port"
+portjump=http://127.0.0.1:$port
+touch "$tmp/other.requests" "$tmp/sameip.requests"
 
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 256KiB --demo-shards 1 >/dev/null
 cp "$tmp/ds/shard-000000.rfs" "$tmp/root/"
@@ -107,6 +111,16 @@ else
 fi
 l=$(leaked "$tmp/out" "$tmp/err")
 [ -z "$l" ] && ok "no secret in the output of the refused read" || bad "secrets in the output:$l"
+
+# another port of the same address is another host too
+rc=0
+AWS_ENDPOINT_URL=$portjump AWS_ACCESS_KEY_ID=$access AWS_SECRET_ACCESS_KEY=$secret \
+	AWS_SESSION_TOKEN=$token "$cli" read --digest "s3://redirect-host/shard-000000.rfs" \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -ne 0 ] && grep -q "(another host) refused" "$tmp/err" &&
+	ok "a redirect to another port is refused" || bad "redirect to another port: rc $rc: $(tail -n 1 "$tmp/err")"
+[ ! -s "$tmp/sameip.requests" ] && ok "the other port received nothing" ||
+	bad "the other port received: $(head -n 3 "$tmp/sameip.requests")"
 
 # ---- unsigned HTTP: the redirect is followed, without userinfo or query ------
 : >"$tmp/other.requests"

@@ -43,7 +43,8 @@
 	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
-	X(retries, U32, "5", 0, 100, "retries per request")                                        \
+	X(retries, U32, "5", 0, 100,                                                               \
+	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \
 	X(throttle_wait, SECONDS, "20s", 1000000ull, 3600000000000ull,                             \
 	  "HTTP/S3: backoff a request may spend in total riding out throttling (429, 503 "         \
 	  "SlowDown) before it fails; retries counts the other errors")                            \

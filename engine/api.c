@@ -221,7 +221,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_bytes(ix) + strlen(e->shards[i].url) + sizeof(rf_shard);
+		meta += rf_index_bytes(ix) + strlen(e->shards[i].url) + strlen(e->shards[i].name) +
+		        sizeof(rf_shard);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);

@@ -248,6 +248,7 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	rf_fetch_options_init(out);
 	out->connections = (uint32_t)rf_cfg(cfg, RF_CFG_connections);
 	out->retries = (uint32_t)rf_cfg(cfg, RF_CFG_retries);
+	out->throttle_wait_ms = (uint32_t)(rf_cfg(cfg, RF_CFG_throttle_wait) / 1000000ull);
 	out->connect_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_connect_timeout_ms);
 	out->request_timeout_ms = (uint32_t)rf_cfg(cfg, RF_CFG_request_timeout_ms);
 	out->low_speed_bytes_per_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_bytes_per_s);

@@ -43,7 +43,11 @@
 	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
-	X(retries, U32, "5", 0, 100, "retries per request")                                        \
+	X(retries, U32, "5", 0, 100,                                                               \
+	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \
+	X(throttle_wait, SECONDS, "20s", 1000000ull, 3600000000000ull,                             \
+	  "HTTP/S3: backoff a request may spend in total riding out throttling (429, 503 "         \
+	  "SlowDown) before it fails; retries counts the other errors")                            \
 	X(connect_timeout_ms, U32, "10000", 1, 600000, "HTTP connect timeout")                     \
 	X(request_timeout_ms, U32, "60000", 1, 3600000, "HTTP request timeout")                    \
 	X(low_speed_bytes_per_s, U32, "1024", 0, 1u << 30,                                         \
@@ -53,8 +57,12 @@
 	X(s3_endpoint, STR, "", 0, 0, "S3 endpoint URL (default AWS)")                             \
 	X(s3_region, STR, "", 0, 0, "S3 region")                                                   \
 	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
-	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (default $AWS_SECRET_ACCESS_KEY)")          \
-	X(s3_session_token, STR, "", 0, 0, "S3 session token")                                     \
+	X(s3_secret_key, STR, "", 0, 0,                                                            \
+	  "S3 secret key (default $AWS_SECRET_ACCESS_KEY; as a flag it is visible to local users " \
+	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
+	X(s3_session_token, STR, "", 0, 0,                                                         \
+	  "S3 session token (default $AWS_SESSION_TOKEN; as a flag it is visible to local users "  \
+	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
 	X(inject, STR, "", 0, 0, "fault injection spec (testing; default $RINGFEED_INJECT)")       \
 	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \

@@ -306,7 +306,7 @@ int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
 		char url[600];
 		const rf_pause_source *p = &c->psrc[i];
 		rf_json_escape(url, sizeof(url),
-		               p->shard < e->nshards ? e->shards[p->shard].url : "");
+		               p->shard < e->nshards ? e->shards[p->shard].name : "");
 		k = snprintf(
 		    buf + n, cap - n, "%s{\"source\":\"%s\",\"pauses\":%llu,\"longest_s\":%.6f}",
 		    i ? "," : "", url, (unsigned long long)p->pauses, (double)p->longest_ns / 1e9);
@@ -482,7 +482,7 @@ void rf_control_stats(rf_engine *e, rf_stats *s)
 	s->pause_longest_s = (double)e->pause_longest_ns / 1e9;
 	if (e->pause_longest_ns && e->pause_longest_shard < e->nshards)
 		snprintf(s->pause_longest_source, sizeof(s->pause_longest_source), "%s",
-		         e->shards[e->pause_longest_shard].url);
+		         e->shards[e->pause_longest_shard].name);
 	snprintf(s->depth_reason, sizeof(s->depth_reason), "%s", rf_tune_reason_name(d->reason));
 	snprintf(s->diagnosis, sizeof(s->diagnosis), "%s", rf_tune_diagnosis_name(d->diagnosis));
 	rf_tune_explain(&c->t, s->diagnosis_text, sizeof(s->diagnosis_text));

@@ -438,9 +438,9 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	const uint32_t *ends = NULL;
 	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
-	                                slab, u->slab_bytes, &ends, e->shards[u->shard].url, &err)
+	                                slab, u->slab_bytes, &ends, e->shards[u->shard].name, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
-	                        e->shards[u->shard].url, u->block);
+	                        e->shards[u->shard].name, u->block);
 	uint64_t t1 = rf_now_ns();
 	pthread_mutex_lock(&e->mu);
 	e->st_decode_ns += t1 - t0;

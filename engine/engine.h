@@ -85,7 +85,8 @@ typedef struct rf_epoch_info {
 typedef struct rf_shard {
 	struct rf_engine *engine;
 	uint32_t idx;
-	char *url;
+	char *url;  /* what is opened: may carry credentials (userinfo, a presigned query) */
+	char *name; /* url redacted (rf_url_redact): the only form messages and stats show */
 	uint64_t size_hint;
 	rf_source *src;
 	rf_shard_index *index;

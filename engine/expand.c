@@ -35,8 +35,12 @@ static int rf_list_push(rf_shard_list *l, const char *url, uint64_t size_hint, r
 	rf_shard *s = &l->v[l->n];
 	memset(s, 0, sizeof(*s));
 	s->url = strdup(url);
-	if (!s->url)
+	s->name = rf_url_redact_dup(url);
+	if (!s->url || !s->name) {
+		free(s->url);
+		free(s->name);
 		return rf_fail(err, -ENOMEM, "out of memory for the shard list");
+	}
 	s->size_hint = size_hint;
 	l->n++;
 	return 0;
@@ -172,6 +176,7 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 		return;
 	for (uint32_t i = 0; i < count; i++) {
 		free(shards[i].url);
+		free(shards[i].name);
 		free(shards[i].err_msg);
 		free(shards[i].index_buf);
 		rf_index_free(shards[i].index);

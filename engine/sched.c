@@ -46,7 +46,7 @@ static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
 	int rc = rf_source_read(s->src, offset, len, buf, rf_open_cb, s);
 	if (rc < 0) {
 		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu): %s", s->url,
+		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu): %s", s->name,
 		         (unsigned long long)offset, (unsigned long long)(offset + len),
 		         strerror(-rc));
 		rf_open_finish(s, rc, m);
@@ -100,17 +100,17 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	if (s->stage == RF_OPEN_OPENING) {
 		if (size < RF_FOOTER_BYTES) {
 			rf_fail(&err, RF_E_CORRUPT, "shard %s: %llu bytes is too small for a shard",
-			        s->url, (unsigned long long)size);
+			        s->name, (unsigned long long)size);
 			rf_open_finish(s, err.code, err.msg);
 			return;
 		}
 		s->stage = RF_OPEN_FOOTER;
 		rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
 	} else if (s->stage == RF_OPEN_FOOTER) {
-		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->url,
+		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->name,
 		                         &s->footer_parsed, &err);
 		if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
-			rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->url);
+			rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
 		if (rc < 0) {
 			if (!rf_open_reread(s, rc))
 				rf_open_fail(s, rc, &err);
@@ -121,7 +121,7 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 		             s->index_buf);
 	} else if (s->stage == RF_OPEN_INDEX) {
 		int rc = rf_index_parse(s->index_buf, s->footer_parsed.index_bytes,
-		                        &s->footer_parsed, size, s->url, &s->index, &err);
+		                        &s->footer_parsed, size, s->name, &s->index, &err);
 		if (rc < 0 && rf_open_reread(s, rc))
 			return;
 		if (rc < 0)
@@ -220,7 +220,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 			rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
 			char m[RF_ERROR_MSG_BYTES];
 			snprintf(m, sizeof(m), "shard %s: block %u: read failed: %s",
-			         e->shards[u->shard].url, u->block,
+			         e->shards[u->shard].name, u->block,
 			         msg ? msg : strerror((int)-res));
 			rf_unit_fail(e, u, (int)res, m);
 			u->read = NULL;
@@ -251,7 +251,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m),
 		         "shard %s: block %u: failed its checksum, and re-read %u failed: %s",
-		         e->shards[u->shard].url, u->block, u->rereads,
+		         e->shards[u->shard].name, u->block, u->rereads,
 		         msg ? msg : strerror((int)-res));
 		e->st_fetch_errors++;
 		rf_unit_fail(e, u, (int)res, m);
@@ -428,7 +428,7 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
 	         "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
 	         "(raise budget, lower shuffle_window or batch)",
 	         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch, pu->block,
-	         e->shards[pu->shard].url, (unsigned long long)bytes,
+	         e->shards[pu->shard].name, (unsigned long long)bytes,
 	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
 	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
 	rf_engine_finish(e, RF_E_BUDGET, m);

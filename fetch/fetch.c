@@ -3,6 +3,7 @@
  * call runs on the loop thread. See source.h for how to add a kind. */
 #include "inject.h"
 #include "source.h"
+#include "url.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -31,6 +32,7 @@ void rf_fetch_options_init(rf_fetch_options *opt)
 	memset(opt, 0, sizeof(*opt));
 	opt->connections = 16;
 	opt->retries = 5;
+	opt->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 	opt->connect_timeout_ms = 10000;
 	opt->request_timeout_ms = 60000;
 	opt->low_speed_bytes_per_s = 1024;
@@ -147,7 +149,7 @@ uint64_t rf_fetch_epoch_ns(const rf_fetch *f)
 }
 
 /* "scheme" of "scheme://..." into buf, or "" when url has none. */
-static const char *rf_url_scheme(const char *url, char *buf, size_t cap)
+static const char *rf_scheme_text(const char *url, char *buf, size_t cap)
 {
 	const char *p = strstr(url, "://");
 	size_t n = p ? (size_t)(p - url) : 0;
@@ -166,9 +168,10 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
 	while (k < RF_ARRAY_LEN(rf_kinds) && !rf_kinds[k]->claims(url))
 		k++;
 	if (k == RF_ARRAY_LEN(rf_kinds)) {
-		char scheme[32];
-		return rf_fail(err, -EPROTONOSUPPORT, "%s: unsupported URL scheme '%s'", url,
-		               rf_url_scheme(url, scheme, sizeof(scheme)));
+		char scheme[32], shown[512];
+		rf_url_redact(url, shown, sizeof(shown));
+		return rf_fail(err, -EPROTONOSUPPORT, "%s: unsupported URL scheme '%s'", shown,
+		               rf_scheme_text(url, scheme, sizeof(scheme)));
 	}
 	const rf_source_kind *kind = rf_kinds[k];
 	if (!f->ready[k] && kind->init) {

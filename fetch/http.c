@@ -59,10 +59,16 @@ struct rf_http_xfer {
 	rf_fetch_cb cb;
 	void *arg;
 	host *host;
+	char *redirect; /* the current attempt's 3xx Location, resolved by curl */
+	uint32_t hops;  /* redirects followed */
+	bool following; /* the next admission follows a redirect: not a new attempt */
 	CURL *easy;
 	struct curl_slist *headers;
 	int64_t timer_id;
 	uint32_t attempts;
+	uint32_t error_retries;      /* retries after errors other than throttling */
+	uint32_t throttles;          /* retries after throttling */
+	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
 	/* the current attempt's response */
 	CURLcode curl_rc;
 	long status;
@@ -181,6 +187,34 @@ uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
 		ceiling *= 2;
 	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
 	return splitmix64(rng) % (ceiling + 1);
+}
+
+uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
+                                     uint64_t *rng)
+{
+	uint64_t ceiling = base_ms;
+	for (uint32_t i = 0; i < attempt && ceiling < cap_ms; i++)
+		ceiling *= 2;
+	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
+	uint64_t half = ceiling / 2;
+	return RF_MAX(half + splitmix64(rng) % (ceiling - half + 1), 1ull);
+}
+
+int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budget_ms,
+                                  int64_t retry_after_ms, uint32_t base_ms, uint32_t cap_ms,
+                                  uint64_t *rng)
+{
+	if (waited_ms >= budget_ms || n >= RF_HTTP_THROTTLE_RETRIES_MAX)
+		return -1;
+	uint64_t ms = rf_http_throttle_backoff_ms(n, base_ms, cap_ms, rng);
+	if (retry_after_ms > 0 && (uint64_t)retry_after_ms > ms)
+		ms = (uint64_t)retry_after_ms;
+	return (int64_t)RF_MIN(ms, budget_ms - waited_ms);
+}
+
+bool rf_http_throttled(long status, const char *s3_code)
+{
+	return status == 429 || status == 503 || (s3_code && !strcmp(s3_code, "SlowDown"));
 }
 
 int64_t rf_http_retry_after_ms(const char *v)
@@ -608,6 +642,8 @@ static void attempt_reset(rf_http_xfer *x)
 	x->error_body_len = 0;
 	free(x->all);
 	x->all = NULL;
+	free(x->redirect);
+	x->redirect = NULL;
 }
 
 static int add_header(rf_http_xfer *x, const char *line)
@@ -639,10 +675,10 @@ static void configure_limits(rf_http *h, rf_http_xfer *x)
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->request_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)o->low_speed_bytes_per_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_time_s);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)RF_HTTP_REDIRECTS_MAX);
+	/* Redirects are ours (follow_redirect): curl would carry custom headers
+	 * such as x-amz-security-token to any host. */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	/* 16 KiB by default: one loop round trip per 16 KiB is the bottleneck */
@@ -679,8 +715,12 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	} else if (x->req.kind == RF_HTTP_HEAD) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	}
-	if (x->req.sign)
+	if (x->req.sign) {
+		/* S3 keys are opaque: "a/../b" names its own object, so the path goes
+		 * out (and is signed) as given; curl would remove dot segments. */
+		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 		RF_TRY(configure_s3(h, x));
+	}
 	if (x->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
 	return 0;
@@ -789,11 +829,9 @@ static void finish(rf_http_xfer *x, int64_t result, const char *why)
 	x->listed_done = true;
 }
 
-static int64_t retry_delay_ms(rf_http_xfer *x)
+/* The server's Retry-After in ms (seconds or an HTTP date), -1 when none. */
+static int64_t retry_after_ms(const rf_http_xfer *x)
 {
-	rf_http *h = x->h;
-	int64_t ms = (int64_t)rf_http_backoff_ms(x->attempts - 1, h->backoff_base_ms,
-	                                         h->backoff_cap_ms, &h->rng);
 	int64_t ra = x->retry_after[0] ? rf_http_retry_after_ms(x->retry_after) : -1;
 	if (ra < 0 && x->retry_after[0]) {
 		time_t when = curl_getdate(x->retry_after, NULL); /* an HTTP date */
@@ -801,7 +839,97 @@ static int64_t retry_delay_ms(rf_http_xfer *x)
 		if (when > now)
 			ra = RF_MIN((int64_t)(when - now) * 1000, RF_HTTP_RETRY_AFTER_MAX_MS);
 	}
+	return ra;
+}
+
+/* The wait before retrying a retryable failure, or -1 when its budget is
+ * spent (why then says which). Throttling and other errors have separate
+ * budgets: throttle_wait_ms of backoff in total, and `retries` retries. */
+static int64_t retry_delay_ms(rf_http_xfer *x, char *why, size_t cap)
+{
+	rf_http *h = x->h;
+	char code[64];
+	s3_error_code(x->error_body, code, sizeof(code));
+	int64_t ra = retry_after_ms(x);
+	size_t n = strlen(why);
+	if (rf_http_throttled(x->status, code)) {
+		int64_t ms = rf_http_throttle_delay_ms(
+		    x->throttles, x->throttle_waited_ms, h->opt.throttle_wait_ms, ra,
+		    h->backoff_base_ms, h->backoff_cap_ms, &h->rng);
+		if (ms < 0) {
+			snprintf(why + n, cap - n,
+			         ", still throttled after %.1f s of backoff (throttle_wait %.1f s "
+			         "spent)",
+			         (double)x->throttle_waited_ms / 1000.0,
+			         (double)h->opt.throttle_wait_ms / 1000.0);
+			return -1;
+		}
+		x->throttles++;
+		x->throttle_waited_ms += (uint64_t)ms;
+		return ms;
+	}
+	if (x->error_retries >= h->opt.retries) {
+		snprintf(why + n, cap - n, ", retries exhausted");
+		return -1;
+	}
+	int64_t ms = (int64_t)rf_http_backoff_ms(x->error_retries, h->backoff_base_ms,
+	                                         h->backoff_cap_ms, &h->rng);
+	x->error_retries++;
 	return RF_MAX(ms, ra);
+}
+
+/* --------------------------------------------------------- redirects */
+
+/* Follows x->redirect: the same transfer, queued first in line, for the URL
+ * curl resolved from Location. No credential reaches another host (another
+ * scheme, host or port): a signed (S3) request refuses the redirect, naming
+ * both hosts; an unsigned one goes on without the URL's user:password (it
+ * carries no other secret: custom headers are only ever S3's). Returns 0 when
+ * queued, or a negative code with why set. */
+static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
+{
+	rf_http *h = x->h;
+	char from[300], to[300];
+	if (rf_url_origin(x->url, from, sizeof(from)) < 0)
+		snprintf(from, sizeof(from), "%s", "(unparsable URL)");
+	if (rf_url_origin(x->redirect, to, sizeof(to)) < 0) {
+		snprintf(why, cap, "HTTP %ld redirect to an unusable location (not http(s))",
+		         x->status);
+		return -EPROTO;
+	}
+	if (x->hops >= RF_HTTP_REDIRECTS_MAX) {
+		snprintf(why, cap, "more than %u redirects followed (the last to %.80s)",
+		         RF_HTTP_REDIRECTS_MAX, to);
+		return -EPROTO;
+	}
+	bool cross = strcmp(from, to) != 0;
+	if (cross && x->req.sign) {
+		snprintf(why, cap,
+		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: S3 "
+		         "credentials never follow a redirect to another host",
+		         x->status, from, to);
+		return -EPROTO;
+	}
+	char *next = cross ? rf_url_without_userinfo(x->redirect) : strdup(x->redirect);
+	host *hh = next ? host_of(h, next) : NULL;
+	if (!hh) {
+		free(next);
+		snprintf(why, cap, "%s following a redirect to %.80s",
+		         next ? "too many distinct hosts" : "out of memory", to);
+		return next ? -EAGAIN : -ENOMEM;
+	}
+	if (h->trace)
+		fprintf(stderr, "http: %s: HTTP %ld redirect to %s%s\n", x->name, x->status, to,
+		        cross ? " (another host: without userinfo)" : "");
+	free(x->url);
+	x->url = next;
+	x->host = hh;
+	x->hops++;
+	x->following = true;
+	x->state = X_QUEUED;
+	list_push_front(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = true;
+	return 0;
 }
 
 /* --------------------------------------------------------- state machine */
@@ -846,6 +974,10 @@ static void step_admit(rf_http_xfer *x)
 	h->counters.host_active_max =
 	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
 	h->counters.requests++;
+	if (x->following) { /* a redirect hop, not another attempt */
+		x->following = false;
+		return;
+	}
 	h->counters.retries += x->attempts > 0;
 	x->attempts++;
 }
@@ -864,9 +996,15 @@ static int fail_code(const rf_http_xfer *x, int verdict)
 static void step_finished(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
-	char why[256];
+	char why[400];
 	x->host->active--;
 	detach_easy(x); /* also leaves ACTIVE for curl */
+	if (x->redirect && x->curl_rc == CURLE_OK && !x->problem[0]) {
+		int rc = follow_redirect(x, why, sizeof(why));
+		if (rc < 0)
+			finish(x, rc, why);
+		return;
+	}
 	int verdict = judge(x, why, sizeof(why));
 	if (verdict > 0) {
 		h->counters.bytes += x->got;
@@ -875,8 +1013,8 @@ static void step_finished(rf_http_xfer *x)
 		       NULL);
 		return;
 	}
-	if (verdict == 0 && x->attempts <= h->opt.retries) {
-		int64_t ms = retry_delay_ms(x);
+	int64_t ms = verdict == 0 ? retry_delay_ms(x, why, sizeof(why)) : -1;
+	if (ms >= 0) {
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
 		if (id >= 0) {
 			x->timer_id = id;
@@ -887,8 +1025,6 @@ static void step_finished(rf_http_xfer *x)
 			return;
 		}
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), " (no timer for a retry)");
-	} else if (verdict == 0) {
-		snprintf(why + strlen(why), sizeof(why) - strlen(why), ", retries exhausted");
 	}
 	finish(x, fail_code(x, verdict), why);
 }
@@ -965,6 +1101,10 @@ static bool harvest(rf_http *h)
 		x->curl_rc = rc;
 		if (x->status == 0)
 			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		char *location = NULL;
+		if (x->status >= 300 && x->status <= 399 &&
+		    curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+			x->redirect = strdup(location); /* NULL: judged as a plain 3xx */
 		long connects = 0;
 		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
 		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
@@ -1003,6 +1143,7 @@ static void xfer_free(rf_http_xfer *x)
 		x->all_next->all_prev = x->all_prev;
 	h->transfers--;
 	free(x->all);
+	free(x->redirect);
 	free(x->fail_msg);
 	free(x->url);
 	free(x->name);
@@ -1079,6 +1220,8 @@ static void defaults(rf_fetch_options *o)
 		o->request_timeout_ms = 300000;
 	if (o->low_speed_time_s == 0)
 		o->low_speed_time_s = 30;
+	if (o->throttle_wait_ms == 0)
+		o->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 }
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)

@@ -13,11 +13,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RF_HTTP_HOSTS_MAX          64    /* distinct hosts one rf_http talks to */
-#define RF_HTTP_TRANSFERS_MAX      65536 /* transfers queued or in flight */
-#define RF_HTTP_HEADER_BYTES_MAX   65536 /* all response headers of one response */
-#define RF_HTTP_REDIRECTS_MAX      3
-#define RF_HTTP_RETRY_AFTER_MAX_MS 30000
+#define RF_HTTP_HOSTS_MAX            64    /* distinct hosts one rf_http talks to */
+#define RF_HTTP_TRANSFERS_MAX        65536 /* transfers queued or in flight */
+#define RF_HTTP_HEADER_BYTES_MAX     65536 /* all response headers of one response */
+#define RF_HTTP_REDIRECTS_MAX        3
+#define RF_HTTP_RETRY_AFTER_MAX_MS   30000
+#define RF_HTTP_THROTTLE_RETRIES_MAX 1000 /* a bound even for a tiny backoff base */
 
 typedef struct rf_http rf_http;
 typedef struct rf_http_xfer rf_http_xfer;
@@ -58,7 +59,9 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 /* Cancels every transfer (no callbacks) and frees. Not from inside a callback. */
 void rf_http_free(rf_http *h);
 int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err);
-/* Backoff bounds (defaults 50 ms base, 5 s cap) and the jitter seed. */
+/* Backoff bounds (defaults 50 ms base, 5 s cap) and the jitter seed; both
+ * policies use them: full jitter for errors (at most `retries`), equal
+ * jitter for throttling (at most `throttle_wait_ms` of waiting in total). */
 void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed);
 void rf_http_counters_get(const rf_http *h, rf_http_counters *out);
 
@@ -80,6 +83,22 @@ int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, 
 /* Full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)] ms, from a
  * splitmix64 state. */
 uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng);
+/* Throttling backoff ("equal jitter"): uniform in [c/2, c] ms, at least 1,
+ * c = min(cap, base * 2^attempt): every wait makes progress, so a time
+ * budget is spent in a bounded number of attempts. */
+uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
+                                     uint64_t *rng);
+/* The wait before throttle retry number n (0-based) of a request that has
+ * waited waited_ms out of budget_ms: the throttling backoff, or the server's
+ * Retry-After (retry_after_ms, < 0 = none) when longer, cut to what is left
+ * of the budget; -1 when the budget is spent (or n reached
+ * RF_HTTP_THROTTLE_RETRIES_MAX). Riding out throttling therefore waits
+ * exactly budget_ms in total before the request fails. */
+int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budget_ms,
+                                  int64_t retry_after_ms, uint32_t base_ms, uint32_t cap_ms,
+                                  uint64_t *rng);
+/* Whether a response is throttling: 429, 503, or the S3 code SlowDown. */
+bool rf_http_throttled(long status, const char *s3_code);
 /* Retry-After as delta seconds; -1 when absent or not a plain number (HTTP
  * dates are handled by the caller). Capped at RF_HTTP_RETRY_AFTER_MAX_MS. */
 int64_t rf_http_retry_after_ms(const char *v);

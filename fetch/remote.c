@@ -107,8 +107,12 @@ static int remote_target(remote_state *st, const char *url, char **target, bool 
 	char *bucket = NULL, *key = NULL;
 	RF_TRY(rf_url_split_s3(url, &bucket, &key, err));
 	int rc = 0;
-	if (!*key || key[strlen(key) - 1] == '/')
-		rc = rf_fail(err, -EISDIR, "%s names a prefix, not an object (list it first)", url);
+	if (!*key || key[strlen(key) - 1] == '/') {
+		char shown[512];
+		rf_url_redact(url, shown, sizeof(shown));
+		rc = rf_fail(err, -EISDIR, "%s names a prefix, not an object (list it first)",
+		             shown);
+	}
 	if (rc == 0)
 		rc = remote_s3(st, err);
 	if (rc == 0)
@@ -294,14 +298,19 @@ static int list_prefix(rf_fetch *f, remote_state *st, const char *url, rf_url_li
 		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
 		if (rc < 0) {
 			rf_s3_list_cancel(l);
-			return rf_fail(err, rc, "listing %s: the event loop failed", url);
+			char shown[512];
+			rf_url_redact(url, shown, sizeof(shown));
+			return rf_fail(err, rc, "listing %s: the event loop failed", shown);
 		}
 		rf_fetch_tick(f);
 	}
 	if (w.res < 0)
 		return rf_fail(err, (int)w.res, "%s", w.msg);
-	if (w.res == 0)
-		return rf_fail(err, -ENOENT, "no .rfs objects under %s", url);
+	if (w.res == 0) {
+		char shown[512];
+		rf_url_redact(url, shown, sizeof(shown));
+		return rf_fail(err, -ENOENT, "no .rfs objects under %s", shown);
+	}
 	return 0;
 }
 

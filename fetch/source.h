@@ -19,9 +19,16 @@ typedef struct rf_source rf_source; /* one shard object */
  * names what failed (NULL on success). */
 typedef void (*rf_fetch_cb)(void *arg, int64_t res, const char *msg);
 
+/* Throttling (429, 503, S3 SlowDown) lasts seconds: a request rides it out
+ * for this much backoff in total by default (the SDKs' standard retry mode
+ * waits up to 20 s per backoff; we bound the sum). */
+#define RF_FETCH_THROTTLE_WAIT_MS_DEFAULT 20000u
+
 typedef struct rf_fetch_options {
-	uint32_t connections; /* per host (default 16) */
-	uint32_t retries;     /* per request (default 5) */
+	uint32_t connections;      /* per host (default 16) */
+	uint32_t retries;          /* per request (default 5): errors other than throttling */
+	uint32_t throttle_wait_ms; /* per request: total backoff riding out 429/503/SlowDown
+	                            * (default 20000; 0 = the default) */
 	uint32_t connect_timeout_ms;
 	uint32_t request_timeout_ms;
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
@@ -30,8 +37,8 @@ typedef struct rf_fetch_options {
 	const char *inject; /* fault injection spec, NULL = none */
 } rf_fetch_options;
 
-/* Defaults: connections 16, retries 5, connect 10 s, request 60 s, low speed
- * 1 KiB/s for 30 s; strings NULL. */
+/* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,
+ * request 60 s, low speed 1 KiB/s for 30 s; strings NULL. */
 void rf_fetch_options_init(rf_fetch_options *opt);
 
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err);

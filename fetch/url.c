@@ -302,10 +302,15 @@ int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap)
 	return (int)o;
 }
 
-void rf_url_redact(const char *url, char *out, size_t cap)
+RF_API void rf_url_redact(const char *url, char *out, size_t cap)
 {
 	if (cap == 0)
 		return;
+	rf_url_scheme scheme = rf_url_scheme_of(url);
+	if (scheme == RF_URL_PATH || scheme == RF_URL_FILE) {
+		snprintf(out, cap, "%s", url);
+		return;
+	}
 	const char *s = strstr(url, "://");
 	const char *auth = s ? s + 3 : url;
 	const char *auth_end = auth + strcspn(auth, "/?#");
@@ -321,4 +326,80 @@ void rf_url_redact(const char *url, char *out, size_t cap)
 		         (int)(q - (size_t)(at + 1 - url)), at + 1, url[q] ? "?..." : "");
 	else
 		snprintf(out, cap, "%.*s%s", (int)q, url, url[q] ? "?..." : "");
+}
+
+char *rf_url_redact_dup(const char *url)
+{
+	size_t cap = strlen(url) + sizeof("?...");
+	char *out = malloc(cap);
+	if (out)
+		rf_url_redact(url, out, cap);
+	return out;
+}
+
+/* The authority of a scheme://... URL: [*start, *end), userinfo excluded. */
+static bool authority_of(const char *url, const char **start, const char **end)
+{
+	const char *s = strstr(url, "://");
+	if (!s)
+		return false;
+	const char *a = s + 3, *e = a + strcspn(a, "/?#");
+	*start = a;
+	for (const char *p = a; p < e; p++)
+		if (*p == '@')
+			*start = p + 1;
+	*end = e;
+	return true;
+}
+
+int rf_url_origin(const char *url, char *out, size_t cap)
+{
+	rf_url_scheme scheme = rf_url_scheme_of(url);
+	if (scheme != RF_URL_HTTP && scheme != RF_URL_HTTPS)
+		return -EINVAL;
+	const char *a = NULL, *e = NULL;
+	authority_of(url, &a, &e);
+	const char *host_end = a;
+	if (*a == '[') {
+		const char *close = memchr(a, ']', (size_t)(e - a));
+		if (!close)
+			return -EINVAL;
+		host_end = close + 1;
+	} else {
+		host_end = memchr(a, ':', (size_t)(e - a));
+		if (!host_end)
+			host_end = e;
+	}
+	if (host_end == a || (host_end < e && *host_end != ':'))
+		return -EINVAL;
+	unsigned long port = scheme == RF_URL_HTTPS ? 443 : 80;
+	if (host_end < e && host_end + 1 < e) {
+		port = 0;
+		for (const char *p = host_end + 1; p < e; p++) {
+			if (!isdigit((unsigned char)*p) || port > 65535)
+				return -EINVAL;
+			port = port * 10 + (unsigned long)(*p - '0');
+		}
+		if (port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	int n = snprintf(out, cap, "%s://%.*s:%lu", rf_url_scheme_name(scheme), (int)(host_end - a),
+	                 a, port);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	for (char *p = out; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+char *rf_url_without_userinfo(const char *url)
+{
+	const char *a = NULL, *e = NULL;
+	if (!authority_of(url, &a, &e))
+		return strdup(url);
+	const char *s = strstr(url, "://") + 3;
+	char *out = malloc(strlen(url) + 1);
+	if (out)
+		snprintf(out, strlen(url) + 1, "%.*s%s", (int)(s - url), url, a);
+	return out;
 }

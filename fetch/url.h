@@ -58,8 +58,23 @@ int rf_url_file_path(const char *url, char **path, rf_error *err);
  * not fit cap (including the NUL). */
 int rf_uri_encode(const char *in, bool keep_slash, char *out, size_t cap);
 
-/* Copies url without its user:password@ part and with any query replaced by
- * "?..." (query strings may carry signatures), for messages and logs. */
-void rf_url_redact(const char *url, char *out, size_t cap);
+/* THE redaction of a source name, for every message, stat, trace and log that
+ * names a source: a URL ("scheme://") loses its user:password@ part, and its
+ * query (presigned URLs carry X-Amz-Signature / X-Amz-Security-Token there) is
+ * replaced by "?...". Plain paths and file:// URLs carry no credentials and
+ * are copied unchanged ('?' is a file name character there). Truncated to
+ * cap; never copies more of a secret than it shows. */
+void rf_url_redact(const char *url, char *out, size_t cap); /* public: ringfeed.h */
+/* The same, malloc'd (NULL when out of memory). */
+char *rf_url_redact_dup(const char *url);
+
+/* The origin of an http(s) URL as "scheme://host:port", lower case, the port
+ * always written (80/443 by default), userinfo left out: two URLs are the
+ * same host for credentials exactly when their origins are equal. -EINVAL
+ * when url is not http(s) or its authority is malformed, -ENAMETOOLONG when
+ * it does not fit cap. */
+int rf_url_origin(const char *url, char *out, size_t cap);
+/* url without its user:password@ part (malloc'd; NULL when out of memory). */
+char *rf_url_without_userinfo(const char *url);
 
 #endif

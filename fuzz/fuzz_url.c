@@ -59,8 +59,18 @@ static void encode_redact(const char *s, size_t len)
 			FUZZ_CHECK(n >= 0 && (size_t)n >= len);
 		rf_url_redact(s, out, caps[i]);
 		FUZZ_CHECK(memchr(out, 0, caps[i]) != NULL);
+		/* a redirect's Location decides the origin compared for credentials */
+		int o = rf_url_origin(s, out, caps[i]);
+		FUZZ_CHECK(o == 0 || o == -EINVAL || o == -ENAMETOOLONG);
+		FUZZ_CHECK(o != 0 || (strstr(out, "://") && !strchr(out, '@')));
 		free(out);
 	}
+	char *d = rf_url_redact_dup(s);
+	FUZZ_CHECK(d != NULL && strlen(d) <= len + 4);
+	free(d);
+	char *w = rf_url_without_userinfo(s);
+	FUZZ_CHECK(w != NULL && strlen(w) <= len);
+	free(w);
 	char *j = rf_manifest_join("http://h/base/", s);
 	FUZZ_CHECK(j != NULL);
 	free(j);

@@ -199,6 +199,12 @@ void rf_manifest_free(rf_manifest *m);
 /* Writes m to path (via a temporary file and rename), urls as given. */
 int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *err);
 
+/* A shard name fit to show: URLs lose their user:password@ and their query
+ * (presigned URLs carry signatures and tokens there: "?..." is shown); plain
+ * paths and file:// are unchanged. Every message, stat and trace of ringfeed
+ * names sources this way; a tool naming one should too. Truncated to cap. */
+void rf_url_redact(const char *url, char *out, size_t cap);
+
 /* --------------------------------------------------------------- loader */
 
 typedef struct rf_config rf_config; /* opaque; set by key */

@@ -61,6 +61,53 @@ static void test_backoff(void **state)
 	assert_true(differ > 10);
 }
 
+/* The default throttling policy rides out at least 10 s of consecutive
+ * 429/503 (the old one gave up after about 1.5 s), waits exactly its budget in
+ * total, in a bounded number of attempts, and is the same for the same seed. */
+static void test_throttle_policy(void **state)
+{
+	(void)state;
+	rf_fetch_options o;
+	rf_fetch_options_init(&o);
+	assert_true(o.throttle_wait_ms >= 10000);
+	for (uint64_t seed = 1; seed <= 50; seed++) {
+		uint64_t rng = seed, again = seed, waited = 0;
+		uint32_t n = 0;
+		int64_t ms;
+		while ((ms = rf_http_throttle_delay_ms(n, waited, o.throttle_wait_ms, -1, 50, 5000,
+		                                       &rng)) >= 0) {
+			assert_true(ms >= 1 && ms <= 5000);
+			assert_int_equal(ms,
+			                 rf_http_throttle_delay_ms(n, waited, o.throttle_wait_ms,
+			                                           -1, 50, 5000, &again));
+			waited += (uint64_t)ms;
+			n++;
+			assert_true(n <= 7 + o.throttle_wait_ms / 2500 + 1);
+		}
+		assert_int_equal(waited, o.throttle_wait_ms);
+	}
+	/* equal jitter: never below half the ceiling */
+	uint64_t rng = 7;
+	for (uint32_t a = 0; a < 20; a++) {
+		uint64_t c = a >= 7 ? 5000 : 50ull << a,
+		         d = rf_http_throttle_backoff_ms(a, 50, 5000, &rng);
+		assert_true(d >= c / 2 && d <= c);
+	}
+	assert_true(rf_http_throttle_backoff_ms(0, 1, 1, &rng) >= 1);
+	/* Retry-After wins when longer, cut to what is left of the budget */
+	assert_int_equal(rf_http_throttle_delay_ms(0, 0, 20000, 3000, 50, 5000, &rng), 3000);
+	assert_int_equal(rf_http_throttle_delay_ms(3, 19000, 20000, 30000, 50, 5000, &rng), 1000);
+	assert_int_equal(rf_http_throttle_delay_ms(3, 20000, 20000, 30000, 50, 5000, &rng), -1);
+	assert_int_equal(
+	    rf_http_throttle_delay_ms(RF_HTTP_THROTTLE_RETRIES_MAX, 0, 20000, -1, 50, 5000, &rng),
+	    -1);
+	assert_true(rf_http_throttled(429, ""));
+	assert_true(rf_http_throttled(503, ""));
+	assert_true(rf_http_throttled(500, "SlowDown"));
+	assert_false(rf_http_throttled(500, "InternalError"));
+	assert_false(rf_http_throttled(502, NULL));
+}
+
 static void test_retry_after(void **state)
 {
 	(void)state;
@@ -87,9 +134,8 @@ static void test_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_content_range),
-	    cmocka_unit_test(test_backoff),
-	    cmocka_unit_test(test_retry_after),
+	    cmocka_unit_test(test_content_range),   cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_throttle_policy), cmocka_unit_test(test_retry_after),
 	    cmocka_unit_test(test_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,6 +147,52 @@ static void test_redact(void **state)
 	assert_string_equal(out, "s3://bucket/key");
 	rf_url_redact("http://h/x?u=a@b", out, 8);
 	assert_int_equal(strlen(out), 7);
+	/* local names carry no credentials: a '?' is part of the file name */
+	rf_url_redact("data/a?b.rfs", out, sizeof(out));
+	assert_string_equal(out, "data/a?b.rfs");
+	rf_url_redact("file:///d/a?b.rfs", out, sizeof(out));
+	assert_string_equal(out, "file:///d/a?b.rfs");
+	char *d = rf_url_redact_dup("https://u:pw@h:1/k?X-Amz-Security-Token=tok");
+	assert_non_null(d);
+	assert_string_equal(d, "https://h:1/k?...");
+	free(d);
+}
+
+static void test_origin(void **state)
+{
+	(void)state;
+	char a[128], b[128];
+	assert_int_equal(rf_url_origin("HTTP://u:pw@Host.Example/p?q", a, sizeof(a)), 0);
+	assert_string_equal(a, "http://host.example:80");
+	assert_int_equal(rf_url_origin("https://h", a, sizeof(a)), 0);
+	assert_string_equal(a, "https://h:443");
+	assert_int_equal(rf_url_origin("http://[::1]:8080/x", a, sizeof(a)), 0);
+	assert_string_equal(a, "http://[::1]:8080");
+	/* the same host: default port written or not */
+	assert_int_equal(rf_url_origin("http://h:80/a", a, sizeof(a)), 0);
+	assert_int_equal(rf_url_origin("http://h/b", b, sizeof(b)), 0);
+	assert_string_equal(a, b);
+	/* another port, another scheme, another address: another host */
+	assert_int_equal(rf_url_origin("http://127.0.0.1:9000/a", a, sizeof(a)), 0);
+	assert_int_equal(rf_url_origin("http://127.0.0.1:9001/a", b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	assert_int_equal(rf_url_origin("https://127.0.0.1:9000/a", b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	assert_int_equal(rf_url_origin("http://127.0.0.2:9000/a", b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	/* an '@' in the path is not userinfo */
+	assert_int_equal(rf_url_origin("http://h:1/a@evil:2", a, sizeof(a)), 0);
+	assert_string_equal(a, "http://h:1");
+	assert_int_equal(rf_url_origin("ftp://h/x", a, sizeof(a)), -EINVAL);
+	assert_int_equal(rf_url_origin("http://h:99999/x", a, sizeof(a)), -EINVAL);
+	assert_int_equal(rf_url_origin("http://h:8x/x", a, sizeof(a)), -EINVAL);
+	assert_int_equal(rf_url_origin("http:///x", a, sizeof(a)), -EINVAL);
+	assert_int_equal(rf_url_origin("http://[::1/x", a, sizeof(a)), -EINVAL);
+	assert_int_equal(rf_url_origin("http://long-host-name/x", a, 8), -ENAMETOOLONG);
+	char *u = rf_url_without_userinfo("http://u:pw@h:1/p?q=@x");
+	assert_non_null(u);
+	assert_string_equal(u, "http://h:1/p?q=@x");
+	free(u);
 }
 
 int main(void)
@@ -155,7 +201,7 @@ int main(void)
 	    cmocka_unit_test(test_schemes),      cmocka_unit_test(test_brace_ranges),
 	    cmocka_unit_test(test_brace_errors), cmocka_unit_test(test_split_s3),
 	    cmocka_unit_test(test_file_url),     cmocka_unit_test(test_encode),
-	    cmocka_unit_test(test_redact),
+	    cmocka_unit_test(test_redact),       cmocka_unit_test(test_origin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

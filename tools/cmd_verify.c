@@ -72,8 +72,10 @@ static void verify_manifest(verify_state *v, const char *path)
 	for (size_t i = 0; i < m->count; i++) {
 		const rf_manifest_entry *e = &m->entry[i];
 		if (strstr(e->url, "://")) {
+			char shown[512]; /* a URL may carry credentials */
+			rf_url_redact(e->url, shown, sizeof(shown));
 			printf("  %s: verify reads local shards only (listed in %s)\nDAMAGED %s\n",
-			       e->url, path, e->url);
+			       shown, path, shown);
 			v->shards++;
 			v->damaged++;
 			continue;

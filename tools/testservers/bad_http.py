@@ -23,6 +23,15 @@ the rest names a file under --root:
   /redirect-loop/F   302 to /redirect-loop/F?hop=N+1, endlessly
   /huge-length/F     Content-Length: 10^15 (HEAD and GET); a GET sends at most
                      1 MiB of the object, then closes
+  /redirect-host/F   307 to --redirect-to BASE + /ok/F (another host: the
+                     credential tests)
+  /503-for-N/F       503 (no Retry-After) for N seconds after the first
+                     request of F, then correct; /429-for-N/F the same with 429
+                     (throttling bursts); N = 0..3600
+  /503-always/F      503 (no Retry-After), always
+
+--log-requests FILE appends every request line and its headers to FILE (the
+credential tests look for secrets there); --tls-cert/--tls-key serve HTTPS.
 
 GET /_stats returns JSON {path: {"requests": n, "faults": m}} (faults = the
 misbehaviours actually sent), so tests can assert retry counts; GET /_reset
@@ -39,9 +48,11 @@ import os
 import re
 import signal
 import socket
+import ssl
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HUGE_LENGTH = 10**15
@@ -53,6 +64,7 @@ class Counters:
         self.lock = threading.Lock()
         self.seen = {}  # (path, range) -> times asked
         self.per_path = {}
+        self.first_at = {}  # path -> time of its first request (the -for-N modes)
 
     def first_time(self, path, rng):
         """Counts a request; True the first time (path, rng) is asked."""
@@ -62,6 +74,12 @@ class Counters:
             st = self.per_path.setdefault(path, {"requests": 0, "faults": 0})
             st["requests"] += 1
             return self.seen[k] == 1
+
+    def since_first(self, path):
+        """Seconds since the first request of path (0 for the first)."""
+        with self.lock:
+            now = time.monotonic()
+            return now - self.first_at.setdefault(path, now)
 
     def fault(self, path):
         with self.lock:
@@ -75,6 +93,7 @@ class Counters:
         with self.lock:
             self.seen.clear()
             self.per_path.clear()
+            self.first_at.clear()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -168,8 +187,15 @@ class Handler(BaseHTTPRequestHandler):
         if not head:
             self.send_body(path, start, end - start + 1)
 
+    def log_request_headers(self):
+        if not self.server.log_requests:
+            return
+        with self.server.log_lock, open(self.server.log_requests, "a") as f:
+            f.write("%s\n%s\n" % (self.requestline, str(self.headers).rstrip("\n")))
+
     # ---- the behaviours --------------------------------------------------
     def dispatch(self, head):
+        self.log_request_headers()
         raw, _, query = self.path.partition("?")
         if raw == "/_stats":
             return self.plain(200, json.dumps(self.server.counters.snapshot(), sort_keys=True))
@@ -187,10 +213,19 @@ class Handler(BaseHTTPRequestHandler):
             hop = int(query[4:]) if re.fullmatch(r"hop=\d{1,9}", query) else 0
             self.server.counters.fault(raw)
             return self.plain(302, "redirect", {"Location": "%s?hop=%d" % (raw, hop + 1)}, head)
+        if mode == "redirect-host" and self.server.redirect_to:
+            self.server.counters.fault(raw)
+            return self.plain(307, "elsewhere", {"Location": self.server.redirect_to + "/ok/" + m.group(2)}, head)
         path = self.file_for(m.group(2)) if m else None
         if path is None:
             return self.plain(404, "no such file under the bad_http root: %s" % raw, None, head)
         size = os.path.getsize(path)
+        burst = re.fullmatch(r"(503|429)-for-(\d{1,4})", mode)
+        if mode == "503-always" or burst and self.server.counters.since_first(raw) < int(burst.group(2)):
+            code = int(burst.group(1)) if burst else 503
+            return self.fault_status(raw, code, "throttled (bad_http /%s/)" % mode, None, head)
+        if burst:
+            return self.correct(path, size, head)
         once = {"500-once": (500, None), "503-retry-after": (503, "1"), "429-once": (429, "1")}
         if mode in once:
             if first:
@@ -292,6 +327,10 @@ def main():
     ap.add_argument("--port-file", help="write the bound port here once listening")
     ap.add_argument("--stall-s", type=float, default=5.0, help="silence of /stall/ (<= 60)")
     ap.add_argument("--trickle-max-s", type=int, default=30, help="bound on a /trickle/ response (<= 300)")
+    ap.add_argument("--redirect-to", default="", help="base URL /redirect-host/ sends clients to")
+    ap.add_argument("--log-requests", help="append every request line and its headers here")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="and this key (PEM)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.root, exist_ok=True)
@@ -300,6 +339,13 @@ def main():
     srv.stall_s = min(max(a.stall_s, 0.0), 60.0)
     srv.trickle_max_s = min(max(a.trickle_max_s, 1), 300)
     srv.verbose = a.verbose
+    srv.redirect_to = a.redirect_to.rstrip("/")
+    srv.log_requests = a.log_requests
+    srv.log_lock = threading.Lock()
+    if a.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     srv.counters = Counters()
     srv.stop = threading.Event()
 

@@ -11,7 +11,8 @@ malformed or wrong signature gets 403 with an S3-style XML error body; like
 AWS, a SignatureDoesNotMatch body carries the server's CanonicalRequest and
 StringToSign (never the secret) so a failing client can see the difference.
 
-Path-style addressing: /BUCKET/KEY maps to ROOT/BUCKET/KEY.
+Path-style addressing: /BUCKET/KEY maps to ROOT/BUCKET/KEY; keys are opaque
+as in S3, so a "." or ".." key segment is a name (stored as "%2E" / "%2E%2E").
   GET (Range: bytes=a-b | a- | -n -> 206 + exact Content-Range), HEAD,
   GET /BUCKET?list-type=2 (prefix, delimiter, continuation-token, start-after,
   max-keys; pages are capped at --max-keys-cap so pagination is exercised),
@@ -47,6 +48,9 @@ AUTH_RE = re.compile(
     r"\s*Signature=([0-9a-f]{64})\s*$"
 )
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+# key segment -> its name on disk: "." and ".." are names in S3 keys
+DOT_SEGMENTS = {b".": b"%2E", b"..": b"%2E%2E"}
+DOT_NAMES = {v: k for k, v in DOT_SEGMENTS.items()}
 
 
 def aws_encode(raw: bytes, keep_slash: bool) -> str:
@@ -262,11 +266,14 @@ class Handler(BaseHTTPRequestHandler):
         return os.path.join(self.server.root, bucket)
 
     def object_path(self, bucket, key):
-        """ROOT/BUCKET/KEY, or None when the key could escape the bucket."""
+        """ROOT/BUCKET/KEY, or None when the key cannot be stored. Keys are
+        opaque, as in S3: a "." or ".." segment is a name, stored on disk as
+        DOT_SEGMENTS says (so it never leaves the bucket)."""
         segs = key.split(b"/")
-        if any(s in (b"", b".", b"..") for s in segs) or b"\0" in key or len(key) > 1024:
+        if any(s == b"" or s in DOT_SEGMENTS.values() for s in segs) or b"\0" in key or len(key) > 1024:
             return None
-        return os.path.join(self.bucket_dir(bucket).encode(), key)
+        segs = [DOT_SEGMENTS.get(s, s) for s in segs]
+        return os.path.join(self.bucket_dir(bucket).encode(), *segs)
 
     def get_object(self, bucket, key, raw_path, head):
         p = self.object_path(bucket, key)
@@ -359,7 +366,9 @@ class Handler(BaseHTTPRequestHandler):
         for dirpath, _, files in os.walk(base):
             for f in files:
                 full = os.path.join(dirpath, f)
-                keys.append((os.path.relpath(full, base).replace(os.sep.encode(), b"/"), full))
+                segs = os.path.relpath(full, base).split(os.sep.encode())
+                segs = [DOT_NAMES.get(s, s) for s in segs]
+                keys.append((b"/".join(segs), full))
         keys.sort()
         return keys
 

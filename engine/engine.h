@@ -127,6 +127,8 @@ typedef struct rf_engine {
 	uint32_t threads;
 	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
 	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
+	uint32_t reads_max;    /* reads in flight at most, needed ones too: half the loop's
+	                          op table (the rest: polls, timers, re-reads, short reads) */
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
@@ -177,7 +179,9 @@ typedef struct rf_engine {
 	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (E when none) */
 	bool sched_done;           /* every unit of the last epoch admitted */
 	uint32_t reads_inflight;
-	uint64_t need_global; /* units starting before this global position are needed now */
+	struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
+	                           it: started again before anything else (loop thread) */
+	uint64_t need_global;   /* units starting before this global position are needed now */
 
 	/* unit ring */
 	rf_unit_slot *ring;

@@ -145,8 +145,9 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
  * error. Returns 0 or the error (message in e->open_msg). */
 static int rf_open_phase(rf_engine *e)
 {
+	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	while (e->open_done < e->nshards) {
-		while (e->open_next < e->nshards && e->open_inflight < RF_OPEN_CONCURRENCY)
+		while (e->open_next < e->nshards && e->open_inflight < open_max)
 			rf_open_start(e, &e->shards[e->open_next++]);
 		for (uint32_t i = 0; i < e->open_next; i++) {
 			rf_shard *s = &e->shards[i];
@@ -278,9 +279,16 @@ void rf_sched_rereads(rf_engine *e)
 		pthread_mutex_unlock(&e->mu);
 		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
 		                        rd->buf + u->src_at, rf_on_reread, u);
-		if (rc < 0)
-			rf_on_reread(u, rc, "could not start the re-read");
 		pthread_mutex_lock(&e->mu);
+		if (rc == -EAGAIN && e->reads_inflight > 1) {
+			e->rereads_head--; /* no room in the loop: again when a read completes */
+			break;
+		}
+		if (rc < 0) {
+			pthread_mutex_unlock(&e->mu);
+			rf_on_reread(u, rc, "could not start the re-read");
+			pthread_mutex_lock(&e->mu);
+		}
 	}
 }
 
@@ -434,6 +442,55 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
 	rf_engine_finish(e, RF_E_BUDGET, m);
 }
 
+/* The loop's op table (or the store's queue) is full: keep the read, with
+ * its memory, and start it again once another read completes and frees a
+ * slot. That is backpressure, not a failure; only when no other read is in
+ * flight (nothing will free a slot) does the read fail. Returns true when
+ * parked. mu not held. */
+static bool rf_read_park(rf_engine *e, rf_read *rd)
+{
+	pthread_mutex_lock(&e->mu);
+	bool park = e->reads_inflight > 1 && !e->stop;
+	if (park)
+		e->parked = rd;
+	pthread_mutex_unlock(&e->mu);
+	return park;
+}
+
+/* Starts a read whose units are in READING (allocating its memory first
+ * when `memory`). mu not held. */
+static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
+{
+	int rc = memory ? rf_read_memory(e, rd) : 0;
+	if (rc == 0) {
+		rc = rf_source_read(e->shards[rd->shard].src, rd->offset, rd->len, rd->buf,
+		                    rf_on_read, rd);
+		if (rc == -EAGAIN && rf_read_park(e, rd))
+			return;
+	}
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		rf_on_read(rd, rc, m);
+	}
+}
+
+/* Starts the parked read again. Returns false while it still waits for
+ * room. mu held; dropped around the source call. */
+static bool rf_sched_unpark(rf_engine *e)
+{
+	rf_read *rd = e->parked;
+	if (!rd)
+		return true;
+	e->parked = NULL;
+	pthread_mutex_unlock(&e->mu);
+	rf_read_start(e, rd, false);
+	pthread_mutex_lock(&e->mu);
+	return e->parked == NULL;
+}
+
 /* Fills the read and its unit slots and starts it. mu held; dropped around
  * the source call. */
 static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
@@ -452,18 +509,8 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	}
 	e->reads_inflight++;
 	e->st_reads++;
-	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
-	int rc = rf_read_memory(e, rd);
-	if (rc == 0)
-		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
-		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
-		         strerror(-rc));
-		rf_on_read(rd, rc, m);
-	}
+	rf_read_start(e, rd, true);
 	pthread_mutex_lock(&e->mu);
 }
 
@@ -498,6 +545,10 @@ static bool rf_sched_one(rf_engine *e)
 	if (e->stop || e->coll_final || !rf_sched_epoch_ready(e))
 		return false;
 	if (e->sched_seq - e->tail_seq >= RF_UNITS_RING)
+		return false;
+	/* Needed reads skip the in-flight target, not this bound: a window of
+	 * more blocks than the loop has slots is read as slots free. */
+	if (!rf_sched_unpark(e) || e->reads_inflight >= e->reads_max)
 		return false;
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit);
@@ -627,9 +678,11 @@ void *rf_sched_main(void *arg)
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
 	rf_loop *loop = NULL;
-	int rc = rf_loop_new(&loop, &err);
+	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
+	int rc = rf_loop_new_sized(&loop, ops, &err);
 	pthread_mutex_lock(&e->mu);
 	e->loop = loop; /* published under mu: rf_close may look at it */
+	e->reads_max = e->cfg->test_reads_max ? e->cfg->test_reads_max : RF_MAX(1u, ops / 2);
 	pthread_mutex_unlock(&e->mu);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);

@@ -1,0 +1,168 @@
+/* test_engine_limits.c - the loader at its bounds: a shuffle window of more
+ * blocks than the event loop has op slots is read as slots free (a full
+ * table is backpressure, not an error). */
+#include "engine.h"
+#include "ringfeed.h"
+#include "testutil.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dataset {
+	char *dir;
+	char path[4][600];
+	uint32_t nshards;
+	uint64_t total;
+	uint64_t *ids; /* record hash per record in packed order */
+} dataset;
+
+static uint64_t rec_id(const uint8_t *p, uint32_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ len;
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Records of record_bytes (named by shard and number, then filler). */
+static void make_dataset(dataset *d, uint32_t nshards, uint32_t records, uint32_t record_bytes,
+                         uint64_t block_bytes)
+{
+	memset(d, 0, sizeof(*d));
+	d->dir = rf_test_tmpdir("limits");
+	d->nshards = nshards;
+	d->ids = calloc((size_t)nshards * records, sizeof(uint64_t));
+	uint8_t *buf = malloc(record_bytes + 64);
+	for (uint32_t s = 0; s < nshards; s++) {
+		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
+		rf_writer_options o = {.block_bytes = block_bytes, .level = 1};
+		rf_error err = {0};
+		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
+		assert_non_null(w);
+		for (uint32_t r = 0; r < records; r++) {
+			int n = snprintf((char *)buf, 64, "s%u-r%u:", s, r);
+			for (uint32_t i = (uint32_t)n; i < record_bytes; i++)
+				buf[i] = (uint8_t)('a' + (r * 7 + i) % 26);
+			assert_int_equal(rf_writer_add(w, buf, record_bytes, &err), 0);
+			d->ids[d->total++] = rec_id(buf, record_bytes);
+		}
+		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
+	}
+	free(buf);
+}
+
+static void free_dataset(dataset *d)
+{
+	rf_test_rmtree(d->dir);
+	free(d->dir);
+	free(d->ids);
+}
+
+static rf_config *make_config(const dataset *d, const char *const *kv)
+{
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	for (uint32_t s = 0; s < d->nshards; s++)
+		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
+	for (; kv && *kv; kv++) {
+		char key[64];
+		const char *eq = strchr(*kv, '=');
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		if (rf_config_set(c, key, eq + 1, &err) != 0)
+			fail_msg("config %s: %s", *kv, err.msg);
+	}
+	return c;
+}
+
+typedef struct run {
+	uint64_t *ids;
+	size_t n;
+	int rc;
+	char msg[RF_ERROR_MSG_BYTES];
+} run;
+
+static void batch_ids(run *r, const rf_batch *b)
+{
+	r->ids = realloc(r->ids, (r->n + b->records) * sizeof(*r->ids));
+	for (uint32_t i = 0; i < b->records; i++)
+		r->ids[r->n++] = rec_id(b->payload + b->offsets[i],
+		                        (uint32_t)(b->offsets[i + 1] - b->offsets[i]));
+}
+
+/* Reads to the end with the loop's op table and read bound set (0: defaults). */
+static run read_all(const dataset *d, const char *const *kv, uint32_t loop_ops, uint32_t reads_max)
+{
+	rf_config *c = make_config(d, kv);
+	c->test_loop_ops = loop_ops;
+	c->test_reads_max = reads_max;
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	run r = {0};
+	for (;;) {
+		rf_batch *b = NULL;
+		int rc = rf_next(l, &b, 10000);
+		if (rc != 0) {
+			r.rc = rc;
+			snprintf(r.msg, sizeof(r.msg), "%s", rf_last_error(l));
+			break;
+		}
+		batch_ids(&r, b);
+		rf_release(l, b);
+	}
+	rf_close(l);
+	return r;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* One record per block, a window of 600 records: every window needs 600
+ * reads at once, far more than a 32-slot loop holds. With the reads bounded
+ * by the table (default: half of it) and with more allowed than the table
+ * holds (the loop refuses some: they wait for a slot), the stream is the
+ * one read with the default table, and every record comes once. */
+static void test_window_wider_than_loop(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 600, 600, 512);
+	const char *kv[] = {"seed=11",      "shuffle_window=600", "batch=50",
+	                    "budget=64MiB", "threads=2",          NULL};
+	run ref = read_all(&d, kv, 0, 0);
+	if (ref.rc != RF_END)
+		fail_msg("default loop: %s", ref.msg);
+	assert_int_equal(ref.n, d.total);
+	uint64_t *sorted = malloc(d.total * sizeof(uint64_t));
+	memcpy(sorted, ref.ids, d.total * sizeof(uint64_t));
+	qsort(sorted, d.total, sizeof(uint64_t), cmp_u64);
+	qsort(d.ids, d.total, sizeof(uint64_t), cmp_u64);
+	assert_memory_equal(sorted, d.ids, d.total * sizeof(uint64_t));
+	const uint32_t shapes[][2] = {{32, 0}, {32, 400}, {8, 0}};
+	for (size_t i = 0; i < RF_ARRAY_LEN(shapes); i++) {
+		run r = read_all(&d, kv, shapes[i][0], shapes[i][1]);
+		if (r.rc != RF_END)
+			fail_msg("%u loop slots, %u reads: %s", shapes[i][0], shapes[i][1], r.msg);
+		assert_int_equal(r.n, ref.n);
+		assert_memory_equal(r.ids, ref.ids, ref.n * sizeof(uint64_t));
+		free(r.ids);
+	}
+	free(sorted);
+	free(ref.ids);
+	free_dataset(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_window_wider_than_loop),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -466,20 +466,67 @@ static bool rf_ready_or_done(const rf_engine *e)
 	       (empty && e->coll_final);
 }
 
+/* The consumer holds the memory the producer waits for: no batch is ready,
+ * every batch emitted is held, nothing is read, decoded or collated, and the
+ * next batch (or a block it needs) waits for budget that only rf_release can
+ * free. (A host budget's refusals have their own wait and message.) mu held. */
+static bool rf_held_stall(const rf_engine *e)
+{
+	return e->held > 0 && e->ready_head == e->ready_tail && !e->coll_final && !e->stop &&
+	       (e->coll_wait_budget || e->sched_wait_budget) && e->reads_inflight == 0 &&
+	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating &&
+	       e->fillq_head == e->fillq_tail && e->host_wait_ns == 0;
+}
+
+/* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
+ * calls: a caller may wait in short slices). mu held. */
+static bool rf_held_stalled(rf_engine *e)
+{
+	if (!rf_held_stall(e)) {
+		e->held_stall_ns = 0;
+		return false;
+	}
+	uint64_t now = rf_now_ns();
+	if (e->held_stall_ns == 0)
+		e->held_stall_ns = now;
+	return now - e->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
+}
+
+static void rf_held_stall_message(rf_engine *e)
+{
+	uint64_t bytes = 0;
+	for (const rf_ebatch *b = e->held_list; b; b = b->next)
+		bytes += b->reserved_bytes;
+	char lim[32], held[32];
+	snprintf(e->last_error, sizeof(e->last_error),
+	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
+	         "not released, and the next batch needs %llu more bytes that only rf_release "
+	         "can free (release batches, or raise the budget)",
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->held,
+	         (unsigned long long)bytes, rf_fmt_bytes(bytes, held, sizeof(held)),
+	         (unsigned long long)e->wait_budget_bytes);
+}
+
+/* Waits (in slices, to notice a held stall) for a batch, the end, a held
+ * stall (RF_E_BUDGET) or the timeout (-ETIMEDOUT). mu held. */
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
 {
-	struct timespec dl;
-	if (timeout_ms >= 0) {
+	uint64_t t_end = timeout_ms >= 0 ? rf_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	while (!rf_ready_or_done(e)) {
+		if (rf_held_stalled(e))
+			return RF_E_BUDGET;
+		uint64_t now = rf_now_ns();
+		if (timeout_ms >= 0 && now >= t_end)
+			return -ETIMEDOUT;
+		uint64_t slice_ns = 100000000ull; /* re-check the stall */
+		if (timeout_ms >= 0)
+			slice_ns = RF_MIN(slice_ns, t_end - now);
+		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
-		uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+		uint64_t ns = (uint64_t)dl.tv_nsec + slice_ns;
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
-	}
-	while (!rf_ready_or_done(e)) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&e->ready_cv, &e->mu);
-		else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT)
-			return rf_ready_or_done(e) ? 0 : -ETIMEDOUT;
+		pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl);
 	}
 	return 0;
 }
@@ -528,6 +575,9 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		rc = e->coll_final ? e->final_code : -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "%s",
 		         rc == RF_END ? "" : e->final_msg);
+	} else if (rc == RF_E_BUDGET) {
+		rf_held_stall_message(e); /* not the stream's end: releases let it go on */
+		e->held_stall_ns = 0;
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))

@@ -248,6 +248,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
  * free any; else the next release kicks the collator. mu held. */
 static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 {
+	e->wait_budget_bytes = reserve;
 	if (e->ready_head == e->ready_tail && e->held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];

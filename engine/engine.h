@@ -31,6 +31,7 @@
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
+#define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
 #define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
 #define RF_BATCH_MAGIC      0x52464254u /* "RFBT" */
 
@@ -197,10 +198,12 @@ typedef struct rf_engine {
 
 	/* collation (one worker at a time) */
 	bool collating, coll_kick;
-	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
-	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
-	uint64_t host_wait_ns;  /* since when the host total refused needed work (0: not) */
-	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
+	bool coll_wait_budget;      /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget;     /* a read did not fit: a release must wake the loop */
+	uint64_t wait_budget_bytes; /* what the last refused batch or needed read asked for */
+	uint64_t held_stall_ns;     /* since when only rf_release can free memory (0: not) */
+	uint64_t host_wait_ns;      /* since when the host total refused needed work (0: not) */
+	uint64_t wake_mark;         /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
 	size_t coll_first_unit;

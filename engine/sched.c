@@ -427,6 +427,8 @@ static bool rf_budget_deadlocked(rf_engine *e)
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
 {
 	e->sched_wait_budget = true;
+	if (needed)
+		e->wait_budget_bytes = bytes;
 	if (!needed || !rf_budget_deadlocked(e) ||
 	    rf_engine_host_wait(e, bytes, "a block the next batch needs"))
 		return;

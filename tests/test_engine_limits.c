@@ -1,6 +1,8 @@
 /* test_engine_limits.c - the loader at its bounds: a shuffle window of more
  * blocks than the event loop has op slots is read as slots free (a full
- * table is backpressure, not an error). */
+ * table is backpressure, not an error), and a consumer that keeps every
+ * batch gets an error naming the budget and what it holds instead of a
+ * hang. */
 #include "engine.h"
 #include "ringfeed.h"
 #include "testutil.h"
@@ -159,10 +161,74 @@ static void test_window_wider_than_loop(void **state)
 	free_dataset(&d);
 }
 
+/* A consumer that keeps every batch: once the held batches fill the
+ * budget, rf_next says so (budget, batches held, their bytes) within a
+ * bounded wait instead of waiting forever; after the batches are released
+ * the stream goes on to the end, every record once. */
+static void test_consumer_holds_budget(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 2, 400, 4000, 16384);
+	const char *kv[] = {"seed=3",    "shuffle_window=8", "batch=8", "budget=2MiB",
+	                    "threads=2", "depth=4",          NULL};
+	rf_config *c = make_config(&d, kv);
+	rf_error err = {0};
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	rf_batch *held[256];
+	uint32_t nheld = 0;
+	int rc;
+	for (;;) {
+		rf_batch *b = NULL;
+		/* far longer than the engine's bounded wait: a hang fails here */
+		rc = rf_next(l, &b, 30000);
+		if (rc != 0)
+			break;
+		assert_true(nheld < RF_ARRAY_LEN(held));
+		held[nheld++] = b;
+	}
+	if (rc != RF_E_BUDGET)
+		fail_msg("after %u held batches: rc %d: %s", nheld, rc, rf_last_error(l));
+	const char *msg = rf_last_error(l);
+	char want[64];
+	snprintf(want, sizeof(want), ": %u batch(es) of ", nheld);
+	if (!strstr(msg, "budget 2.0 MiB is held by the consumer") || !strstr(msg, want))
+		fail_msg("message: %s", msg);
+	unsigned long long bytes = strtoull(strstr(msg, want) + strlen(want), NULL, 10);
+	assert_true(nheld > 4);
+	assert_true(bytes >= (unsigned long long)nheld * 8 * 4000 && bytes <= 2u << 20);
+	run r = {0};
+	for (uint32_t i = 0; i < nheld; i++) {
+		batch_ids(&r, held[i]);
+		rf_release(l, held[i]);
+	}
+	for (;;) {
+		rf_batch *b = NULL;
+		rc = rf_next(l, &b, 30000);
+		if (rc != 0)
+			break;
+		batch_ids(&r, b);
+		rf_release(l, b);
+	}
+	if (rc != RF_END)
+		fail_msg("after the releases: %s", rf_last_error(l));
+	rf_close(l);
+	assert_int_equal(r.n, d.total);
+	qsort(r.ids, r.n, sizeof(uint64_t), cmp_u64);
+	qsort(d.ids, d.total, sizeof(uint64_t), cmp_u64);
+	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
+	free(r.ids);
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_window_wider_than_loop),
+	    cmocka_unit_test(test_consumer_holds_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

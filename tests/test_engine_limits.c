@@ -2,8 +2,11 @@
  * blocks than the event loop has op slots is read as slots free (a full
  * table is backpressure, not an error), and a consumer that keeps every
  * batch gets an error naming the budget and what it holds instead of a
- * hang. */
+ * hang, and an index that understates its largest record is corrupt input
+ * naming the record. */
+#include "crc32c.h"
 #include "engine.h"
+#include "rfs.h"
 #include "ringfeed.h"
 #include "testutil.h"
 #include "util.h"
@@ -224,11 +227,50 @@ static void test_consumer_holds_budget(void **state)
 	free_dataset(&d);
 }
 
+/* Rewrites the index header's largest-record figure of a shard file and
+ * seals the index and footer CRCs again (a lying but well-formed index). */
+static void set_largest_record(const char *path, uint32_t bytes)
+{
+	unsigned char *b = NULL;
+	long n = rf_test_read_file(path, &b);
+	assert_true(n > RF_FOOTER_BYTES);
+	uint8_t *f = b + n - RF_FOOTER_BYTES;
+	uint64_t io = rf_load_le64(f + RF_FOOTER_INDEX_OFFSET_AT);
+	uint64_t ib = rf_load_le64(f + RF_FOOTER_INDEX_BYTES_AT);
+	rf_store_le32(b + io + 20, bytes);
+	rf_store_le32(f + RF_FOOTER_INDEX_CRC_AT, rf_crc32c(0, b + io, ib));
+	rf_store_le32(f + RF_FOOTER_CRC_AT, rf_crc32c(0, f, RF_FOOTER_CRC_AT));
+	assert_int_equal(rf_test_write_file(path, b, (size_t)n), 0);
+	free(b);
+}
+
+/* The open-time budget trusted the index's largest record; a record larger
+ * than it is found as its block decodes, and the stream stops there naming
+ * the shard, block and record (before: read on, or "budget too small" at
+ * position 0 when the understated batch did not fit). */
+static void test_index_understates_largest_record(void **state)
+{
+	(void)state;
+	dataset d;
+	make_dataset(&d, 1, 200, 300, 2048);
+	set_largest_record(d.path[0], 100);
+	const char *kv[] = {"shuffle=0", "batch=4", "budget=8MiB", NULL};
+	run r = read_all(&d, kv, 0, 0);
+	assert_int_equal(r.rc, RF_E_CORRUPT);
+	assert_int_equal(r.n, 0);
+	if (!strstr(r.msg, "shard-00.rfs: block 0: record 0 (record 0 of the shard) is 300 bytes, "
+	                   "larger than the index's largest record of 100 bytes"))
+		fail_msg("message: %s", r.msg);
+	free(r.ids);
+	free_dataset(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_window_wider_than_loop),
 	    cmocka_unit_test(test_consumer_holds_budget),
+	    cmocka_unit_test(test_index_understates_largest_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,10 +128,48 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 	return 0;
 }
 
-static uint64_t rf_index_bytes(const rf_shard_index *ix)
+/* Reserves open-phase metadata (RF_MEM_METADATA) before it is allocated;
+ * rf_open_budget trues the total up. what: the message's subject. */
+static int rf_open_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error *err)
 {
-	return sizeof(*ix) + (uint64_t)ix->blocks * sizeof(rf_block_info) + strlen(ix->metadata) +
-	       1;
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) == 0) {
+		e->open_meta_bytes += bytes;
+		return 0;
+	}
+	char lim[32], held[32];
+	return rf_fail(err, RF_E_BUDGET,
+	               "budget %s is too small for %s: %llu more bytes needed on top of the %s "
+	               "of metadata held so far (raise budget)",
+	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), what,
+	               (unsigned long long)bytes,
+	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)));
+}
+
+/* The shard list (allocated by expand: reserved at once, before any index). */
+static int rf_open_shard_list(rf_engine *e, rf_error *err)
+{
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < e->nshards; i++)
+		bytes += sizeof(rf_shard) + strlen(e->shards[i].url) + 1;
+	char what[64];
+	snprintf(what, sizeof(what), "the list of %u shard(s)", e->nshards);
+	return rf_open_meta(e, bytes, what, err);
+}
+
+/* The most one plan of these shards can take (plan.c: per shard, per block,
+ * per unit of the largest rank slice, two cached window permutations);
+ * rf_open_plan reserves it before planning and keeps what the plans report. */
+static uint64_t rf_plan_bytes_bound(const rf_engine *e, uint64_t window)
+{
+	uint64_t blocks = 0, records = 0, world = rf_cfg(e->cfg, RF_CFG_world);
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		blocks += e->indexes[i]->blocks;
+		records += e->indexes[i]->records;
+	}
+	uint64_t units = (blocks + world - 1) / world + 1;
+	return 4096 + (uint64_t)(e->nshards + 1) * (sizeof(uint64_t) + sizeof(uint32_t)) +
+	       (blocks + 1) * sizeof(uint32_t) + units * sizeof(rf_unit) +
+	       4 * RF_MIN(window, records) * sizeof(uint32_t);
 }
 
 /* The largest batch: batch_records records of the largest record (or
@@ -221,7 +259,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_bytes(ix) + strlen(e->shards[i].url) + sizeof(rf_shard);
+		meta += rf_index_memory_bytes(ix) + strlen(e->shards[i].url) + 1 + sizeof(rf_shard);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
@@ -252,7 +290,12 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		               rf_fmt_bytes(meta + scratch, b[5], sizeof(b[5])));
 	}
 	RF_TRY(rf_open_host_budget(e, need, err));
-	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
+	/* the open phase reserved most of it as it allocated: true it up */
+	if (meta > e->open_meta_bytes)
+		rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta - e->open_meta_bytes, 0);
+	else
+		rf_budget_release(&e->budget, RF_MEM_METADATA, e->open_meta_bytes - meta);
+	e->open_meta_bytes = meta;
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
 	e->stage_bytes = (units + 2ull * e->threads + 1) * (slab + frame);
@@ -269,8 +312,16 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	                     .shuffle = rf_cfg(c, RF_CFG_shuffle) != 0,
 	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window)};
 	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
+	uint64_t bound = 2 * rf_plan_bytes_bound(e, e->window);
+	char what[96];
+	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
+	RF_TRY(rf_open_meta(e, bound, what, err));
 	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_sched, err));
 	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_coll, err));
+	uint64_t planned = rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
+	e->open_meta_bytes -= bound;
+	RF_TRY(rf_open_meta(e, planned, what, err));
 	rf_position pos = {.fingerprint = rf_state_fingerprint(e->p_sched, &e->cp),
 	                   .epoch = e->epoch_first};
 	if (c->has_resume) {
@@ -383,6 +434,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	                                         .free = rf_default_free,
 	                                         .ctx = e->pool};
 	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
+	RF_TRY(rf_open_shard_list(e, err));
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));

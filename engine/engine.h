@@ -93,8 +93,11 @@ typedef struct rf_shard {
 	uint8_t footer[RF_FOOTER_BYTES];
 	uint8_t *index_buf;
 	rf_footer footer_parsed;
-	int stage;        /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done */
-	uint32_t rereads; /* footer/index re-reads after a failed checksum */
+	int stage;                   /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done,
+	                                5 waiting for budget for its index */
+	uint64_t index_buf_bytes;    /* RF_MEM_METADATA held for index_buf (transient) */
+	uint64_t index_parsed_bytes; /* RF_MEM_METADATA held for index (its bound until parsed) */
+	uint32_t rereads;            /* footer/index re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
 } rf_shard;
@@ -167,6 +170,9 @@ typedef struct rf_engine {
 	int open_code;
 	char open_msg[RF_ERROR_MSG_BYTES];
 	uint32_t open_next, open_inflight, open_done;
+	uint32_t open_waiting;         /* shards waiting for budget for their index */
+	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
+	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	int64_t sample_timer;
 
 	/* plans */
@@ -265,6 +271,8 @@ typedef struct rf_engine {
 
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
+/* Memory of a parsed index (what the budget holds for it). */
+uint64_t rf_index_memory_bytes(const rf_shard_index *ix);
 /* Makes the loop thread run its scheduler soon (any thread; coalesced). */
 void rf_engine_wake_loop(rf_engine *e);
 

@@ -2,8 +2,8 @@
  * blocks than the event loop has op slots is read as slots free (a full
  * table is backpressure, not an error), and a consumer that keeps every
  * batch gets an error naming the budget and what it holds instead of a
- * hang, and an index that understates its largest record is corrupt input
- * naming the record. */
+ * hang, an index that understates its largest record is corrupt input
+ * naming the record, and shard indexes wait for budget in the open phase. */
 #include "crc32c.h"
 #include "engine.h"
 #include "rfs.h"
@@ -265,12 +265,77 @@ static void test_index_understates_largest_record(void **state)
 	free_dataset(&d);
 }
 
+/* Index buffers wait for budget rather than all being read at once: one
+ * shard with 60,000 bytes of metadata listed 64 times (one open round), at
+ * 6 MiB: every parsed index and the plans fit, but not more than about a
+ * dozen index buffers with their parse bounds besides (every read takes
+ * 50 ms, so many are in flight together). The open succeeds (shards opened
+ * fewer at a time), the budget's metadata peak stayed within it, and every
+ * listing's records come. */
+static void test_indexes_wait_for_budget(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("limits");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/meta.rfs", dir);
+	char *meta = malloc(60001);
+	memset(meta, 'm', 60000);
+	meta[60000] = '\0';
+	rf_writer_options o = {.block_bytes = 1024, .level = 1, .metadata = meta};
+	rf_error err = {0};
+	rf_writer *w = rf_writer_open(path, &o, &err);
+	assert_non_null(w);
+	for (int r = 0; r < 100; r++)
+		assert_int_equal(rf_writer_add(w, "record", 6, &err), 0);
+	assert_int_equal(rf_writer_close(w, NULL, &err), 0);
+	free(meta);
+	rf_shard_index *ix = NULL;
+	assert_int_equal(rf_index_read_file(path, &ix, &err), 0);
+	uint64_t ib = RF_INDEX_HEADER_BYTES + 60000 + (uint64_t)ix->blocks * RF_INDEX_ENTRY_BYTES;
+	/* each: its buffer, and the bound of its parse (every byte after the
+	 * header as entries or as metadata), as the open phase reserves them */
+	uint64_t rest = ib - RF_INDEX_HEADER_BYTES;
+	uint64_t all_at_once =
+	    64 * (ib + 1 + (rest / RF_INDEX_ENTRY_BYTES + 1) * sizeof(rf_block_info) + rest);
+	rf_index_free(ix);
+	rf_config *c = rf_config_new();
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(rf_config_add_url(c, path, &err), 0);
+	const char *kv[][2] = {
+	    {"shuffle_window", "4"}, {"batch", "4"}, {"threads", "1"}, {"budget", "6MiB"}};
+	for (size_t i = 0; i < RF_ARRAY_LEN(kv); i++)
+		assert_int_equal(rf_config_set(c, kv[i][0], kv[i][1], &err), 0);
+	rf_loader *l = rf_open(c, &err);
+	rf_config_free(c);
+	if (!l)
+		fail_msg("rf_open: %s", err.msg);
+	rf_engine *e = (rf_engine *)l;
+	rf_budget_snapshot sn;
+	rf_budget_snapshot_get(&e->budget, &sn);
+	assert_true(all_at_once > sn.limit_bytes); /* all at once would not have fit */
+	assert_true(sn.peak_bytes[RF_MEM_METADATA] <= sn.limit_bytes);
+	uint64_t records = 0;
+	rf_batch *b = NULL;
+	int rc;
+	while ((rc = rf_next(l, &b, 10000)) == 0) {
+		records += b->records;
+		rf_release(l, b);
+	}
+	if (rc != RF_END)
+		fail_msg("%s", rf_last_error(l));
+	rf_close(l);
+	assert_int_equal(records, 64 * 100);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_window_wider_than_loop),
 	    cmocka_unit_test(test_consumer_holds_budget),
 	    cmocka_unit_test(test_index_understates_largest_record),
+	    cmocka_unit_test(test_indexes_wait_for_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

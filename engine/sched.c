@@ -645,13 +645,14 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
 {
-	if (e->stop || e->coll_final || !rf_sched_epoch_ready(e))
+	/* A parked read goes first, also when it holds the last units. Needed
+	 * reads skip the in-flight target, not reads_max: a window of more
+	 * blocks than the loop has slots is read as slots free. */
+	if (e->stop || e->coll_final || !rf_sched_unpark(e) || e->reads_inflight >= e->reads_max)
+		return false;
+	if (!rf_sched_epoch_ready(e))
 		return false;
 	if (e->sched_seq - e->tail_seq >= RF_UNITS_RING)
-		return false;
-	/* Needed reads skip the in-flight target, not this bound: a window of
-	 * more blocks than the loop has slots is read as slots free. */
-	if (!rf_sched_unpark(e) || e->reads_inflight >= e->reads_max)
 		return false;
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit);

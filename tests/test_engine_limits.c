@@ -132,8 +132,10 @@ static int cmp_u64(const void *a, const void *b)
 /* One record per block, a window of 600 records: every window needs 600
  * reads at once, far more than a 32-slot loop holds. With the reads bounded
  * by the table (default: half of it) and with more allowed than the table
- * holds (the loop refuses some: they wait for a slot), the stream is the
- * one read with the default table, and every record comes once. */
+ * holds (the loop refuses some: they wait for a slot; with 3 slots, one
+ * left for reads, every read after the first waits, the last one too), the
+ * stream is the one read with the default table, and every record comes
+ * once. */
 static void test_window_wider_than_loop(void **state)
 {
 	(void)state;
@@ -150,7 +152,7 @@ static void test_window_wider_than_loop(void **state)
 	qsort(sorted, d.total, sizeof(uint64_t), cmp_u64);
 	qsort(d.ids, d.total, sizeof(uint64_t), cmp_u64);
 	assert_memory_equal(sorted, d.ids, d.total * sizeof(uint64_t));
-	const uint32_t shapes[][2] = {{32, 0}, {32, 400}, {8, 0}};
+	const uint32_t shapes[][2] = {{32, 0}, {32, 400}, {8, 0}, {3, 100}};
 	for (size_t i = 0; i < RF_ARRAY_LEN(shapes); i++) {
 		run r = read_all(&d, kv, shapes[i][0], shapes[i][1]);
 		if (r.rc != RF_END)

@@ -51,9 +51,9 @@ limit_kib=$((budget_kib + base_kib + 16384))
 check_open_fails() { # name, then the command; must fail naming the budget, RSS bounded
 	local name=$1; shift
 	read -r kib rc < <(peak_kib "$@")
+	echo "$name: peak RSS $kib KiB (limit $limit_kib KiB = budget + $base_kib + 16384)"
 	[ "$rc" = 1 ] || { cat "$T/out" "$T/err" >&2; fail "$name: exited $rc, want 1"; }
 	grep -q 'budget 64.0 MiB is too small for ' "$T/err" || { cat "$T/err" >&2; fail "$name: message"; }
-	echo "$name: peak RSS $kib KiB (limit $limit_kib KiB = budget + $base_kib + 16384)"
 	[ "$sanitized" = 1 ] || [ "$kib" -le "$limit_kib" ] || fail "$name: peak RSS $kib KiB over $limit_kib KiB"
 }
 

@@ -128,10 +128,49 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 	return 0;
 }
 
-static uint64_t rf_index_bytes(const rf_shard_index *ix)
+/* Reserves open-phase metadata (RF_MEM_METADATA) before it is allocated;
+ * rf_open_budget trues the total up. what: the message's subject. */
+static int rf_open_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error *err)
 {
-	return sizeof(*ix) + (uint64_t)ix->blocks * sizeof(rf_block_info) + strlen(ix->metadata) +
-	       1;
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) == 0) {
+		e->open_meta_bytes += bytes;
+		return 0;
+	}
+	char lim[32], held[32];
+	return rf_fail(err, RF_E_BUDGET,
+	               "budget %s is too small for %s: %llu more bytes needed on top of the %s "
+	               "of metadata held so far (raise budget)",
+	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), what,
+	               (unsigned long long)bytes,
+	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)));
+}
+
+/* The shard list (allocated by expand: reserved at once, before any index). */
+static int rf_open_shard_list(rf_engine *e, rf_error *err)
+{
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < e->nshards; i++)
+		bytes +=
+		    sizeof(rf_shard) + strlen(e->shards[i].url) + 1 + strlen(e->shards[i].name) + 1;
+	char what[64];
+	snprintf(what, sizeof(what), "the list of %u shard(s)", e->nshards);
+	return rf_open_meta(e, bytes, what, err);
+}
+
+/* The most one plan of these shards can take (plan.c: per shard, per block,
+ * per unit of the largest rank slice, two cached window permutations);
+ * rf_open_plan reserves it before planning and keeps what the plans report. */
+static uint64_t rf_plan_bytes_bound(const rf_engine *e, uint64_t window)
+{
+	uint64_t blocks = 0, records = 0, world = rf_cfg(e->cfg, RF_CFG_world);
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		blocks += e->indexes[i]->blocks;
+		records += e->indexes[i]->records;
+	}
+	uint64_t units = (blocks + world - 1) / world + 1;
+	return 4096 + (uint64_t)(e->nshards + 1) * (sizeof(uint64_t) + sizeof(uint32_t)) +
+	       (blocks + 1) * sizeof(uint32_t) + units * sizeof(rf_unit) +
+	       4 * RF_MIN(window, records) * sizeof(uint32_t);
 }
 
 /* The largest batch: batch_records records of the largest record (or
@@ -221,8 +260,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_bytes(ix) + strlen(e->shards[i].url) + strlen(e->shards[i].name) +
-		        sizeof(rf_shard);
+		meta += rf_index_memory_bytes(ix) + strlen(e->shards[i].url) + 1 +
+		        strlen(e->shards[i].name) + 1 + sizeof(rf_shard);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
@@ -253,7 +292,12 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		               rf_fmt_bytes(meta + scratch, b[5], sizeof(b[5])));
 	}
 	RF_TRY(rf_open_host_budget(e, need, err));
-	rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta, 0);
+	/* the open phase reserved most of it as it allocated: true it up */
+	if (meta > e->open_meta_bytes)
+		rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta - e->open_meta_bytes, 0);
+	else
+		rf_budget_release(&e->budget, RF_MEM_METADATA, e->open_meta_bytes - meta);
+	e->open_meta_bytes = meta;
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
 	e->stage_bytes = (units + 2ull * e->threads + 1) * (slab + frame);
@@ -270,8 +314,16 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	                     .shuffle = rf_cfg(c, RF_CFG_shuffle) != 0,
 	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window)};
 	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
+	uint64_t bound = 2 * rf_plan_bytes_bound(e, e->window);
+	char what[96];
+	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
+	RF_TRY(rf_open_meta(e, bound, what, err));
 	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_sched, err));
 	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_coll, err));
+	uint64_t planned = rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
+	e->open_meta_bytes -= bound;
+	RF_TRY(rf_open_meta(e, planned, what, err));
 	rf_position pos = {.fingerprint = rf_state_fingerprint(e->p_sched, &e->cp),
 	                   .epoch = e->epoch_first};
 	if (c->has_resume) {
@@ -384,6 +436,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	                                         .free = rf_default_free,
 	                                         .ctx = e->pool};
 	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
+	RF_TRY(rf_open_shard_list(e, err));
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));
@@ -467,20 +520,67 @@ static bool rf_ready_or_done(const rf_engine *e)
 	       (empty && e->coll_final);
 }
 
+/* The consumer holds the memory the producer waits for: no batch is ready,
+ * every batch emitted is held, nothing is read, decoded or collated, and the
+ * next batch (or a block it needs) waits for budget that only rf_release can
+ * free. (A host budget's refusals have their own wait and message.) mu held. */
+static bool rf_held_stall(const rf_engine *e)
+{
+	return e->held > 0 && e->ready_head == e->ready_tail && !e->coll_final && !e->stop &&
+	       (e->coll_wait_budget || e->sched_wait_budget) && e->reads_inflight == 0 &&
+	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating &&
+	       e->fillq_head == e->fillq_tail && e->host_wait_ns == 0;
+}
+
+/* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
+ * calls: a caller may wait in short slices). mu held. */
+static bool rf_held_stalled(rf_engine *e)
+{
+	if (!rf_held_stall(e)) {
+		e->held_stall_ns = 0;
+		return false;
+	}
+	uint64_t now = rf_now_ns();
+	if (e->held_stall_ns == 0)
+		e->held_stall_ns = now;
+	return now - e->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
+}
+
+static void rf_held_stall_message(rf_engine *e)
+{
+	uint64_t bytes = 0;
+	for (const rf_ebatch *b = e->held_list; b; b = b->next)
+		bytes += b->reserved_bytes;
+	char lim[32], held[32];
+	snprintf(e->last_error, sizeof(e->last_error),
+	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
+	         "not released, and the next batch needs %llu more bytes that only rf_release "
+	         "can free (release batches, or raise the budget)",
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->held,
+	         (unsigned long long)bytes, rf_fmt_bytes(bytes, held, sizeof(held)),
+	         (unsigned long long)e->wait_budget_bytes);
+}
+
+/* Waits (in slices, to notice a held stall) for a batch, the end, a held
+ * stall (RF_E_BUDGET) or the timeout (-ETIMEDOUT). mu held. */
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
 {
-	struct timespec dl;
-	if (timeout_ms >= 0) {
+	uint64_t t_end = timeout_ms >= 0 ? rf_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	while (!rf_ready_or_done(e)) {
+		if (rf_held_stalled(e))
+			return RF_E_BUDGET;
+		uint64_t now = rf_now_ns();
+		if (timeout_ms >= 0 && now >= t_end)
+			return -ETIMEDOUT;
+		uint64_t slice_ns = 100000000ull; /* re-check the stall */
+		if (timeout_ms >= 0)
+			slice_ns = RF_MIN(slice_ns, t_end - now);
+		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
-		uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+		uint64_t ns = (uint64_t)dl.tv_nsec + slice_ns;
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
-	}
-	while (!rf_ready_or_done(e)) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&e->ready_cv, &e->mu);
-		else if (pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl) == ETIMEDOUT)
-			return rf_ready_or_done(e) ? 0 : -ETIMEDOUT;
+		pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl);
 	}
 	return 0;
 }
@@ -529,6 +629,9 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		rc = e->coll_final ? e->final_code : -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "%s",
 		         rc == RF_END ? "" : e->final_msg);
+	} else if (rc == RF_E_BUDGET) {
+		rf_held_stall_message(e); /* not the stream's end: releases let it go on */
+		e->held_stall_ns = 0;
 	} else {
 		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
 		if (getenv("RF_DEBUG"))

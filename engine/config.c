@@ -288,6 +288,8 @@ rf_config *rf_config_dup(const rf_config *cfg)
 	c->has_alloc = cfg->has_alloc;
 	c->has_resume = cfg->has_resume;
 	c->resume = cfg->resume;
+	c->test_loop_ops = cfg->test_loop_ops;
+	c->test_reads_max = cfg->test_reads_max;
 	bool ok = true;
 	for (size_t i = 0; i < RF_CFG_COUNT; i++)
 		if (cfg->str[i] && !(c->str[i] = strdup(cfg->str[i])))

@@ -93,6 +93,9 @@ struct rf_config {
 	bool has_alloc;
 	bool has_resume;
 	rf_position resume;
+	/* internal, tests only (0: default): the loop's op table, and the reads in
+	 * flight at most (above the table, to make the loop refuse reads) */
+	uint32_t test_loop_ops, test_reads_max;
 };
 
 static inline uint64_t rf_cfg(const rf_config *c, rf_config_key k)

@@ -248,6 +248,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
  * free any; else the next release kicks the collator. mu held. */
 static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 {
+	e->wait_budget_bytes = reserve;
 	if (e->ready_head == e->ready_tail && e->held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];
@@ -426,6 +427,27 @@ static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 	return true;
 }
 
+/* The open-time budget check sized the worst batch from the index's largest
+ * record: a record larger than that is a lying index, reported as corrupt
+ * input (naming the record) rather than as a "budget too small" later. */
+static int rf_records_check(const rf_shard_index *ix, uint32_t block, const uint32_t *ends,
+                            const char *url, rf_error *err)
+{
+	const rf_block_info *bi = &ix->block[block];
+	for (uint32_t r = 0; r < bi->records; r++) {
+		uint32_t len = rf_record_end(ends, r) - rf_record_end(ends, (int64_t)r - 1);
+		if (len > ix->largest_record_bytes)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: block %u: record %u (record %llu of the shard) is %u "
+			    "bytes, larger than the index's largest record of %u bytes "
+			    "(corrupt index)",
+			    url, block, r, (unsigned long long)(bi->first_record + r), len,
+			    ix->largest_record_bytes);
+	}
+	return 0;
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -441,11 +463,16 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	                                slab, u->slab_bytes, &ends, e->shards[u->shard].name, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                        e->shards[u->shard].name, u->block);
+	bool index_lies = false; /* the frame passed its checksum: re-reading cannot help */
+	if (rc == 0) {
+		rc = rf_records_check(ix, u->block, ends, e->shards[u->shard].name, &err);
+		index_lies = rc < 0;
+	}
 	uint64_t t1 = rf_now_ns();
 	pthread_mutex_lock(&e->mu);
 	e->st_decode_ns += t1 - t0;
 	e->decoding--;
-	if (rc == RF_E_CORRUPT && rf_reread_queue(e, u))
+	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
 	u->read = NULL;

@@ -31,6 +31,7 @@
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
+#define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
 #define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
 #define RF_BATCH_MAGIC      0x52464254u /* "RFBT" */
 
@@ -93,8 +94,11 @@ typedef struct rf_shard {
 	uint8_t footer[RF_FOOTER_BYTES];
 	uint8_t *index_buf;
 	rf_footer footer_parsed;
-	int stage;        /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done */
-	uint32_t rereads; /* footer/index re-reads after a failed checksum */
+	int stage;                   /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done,
+	                                5 waiting for budget for its index */
+	uint64_t index_buf_bytes;    /* RF_MEM_METADATA held for index_buf (transient) */
+	uint64_t index_parsed_bytes; /* RF_MEM_METADATA held for index (its bound until parsed) */
+	uint32_t rereads;            /* footer/index re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
 } rf_shard;
@@ -128,6 +132,8 @@ typedef struct rf_engine {
 	uint32_t threads;
 	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
 	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
+	uint32_t reads_max;    /* reads in flight at most, needed ones too: half the loop's
+	                          op table (the rest: polls, timers, re-reads, short reads) */
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
@@ -165,6 +171,9 @@ typedef struct rf_engine {
 	int open_code;
 	char open_msg[RF_ERROR_MSG_BYTES];
 	uint32_t open_next, open_inflight, open_done;
+	uint32_t open_waiting;         /* shards waiting for budget for their index */
+	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
+	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	int64_t sample_timer;
 
 	/* plans */
@@ -178,7 +187,9 @@ typedef struct rf_engine {
 	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (E when none) */
 	bool sched_done;           /* every unit of the last epoch admitted */
 	uint32_t reads_inflight;
-	uint64_t need_global; /* units starting before this global position are needed now */
+	struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
+	                           it: started again before anything else (loop thread) */
+	uint64_t need_global;   /* units starting before this global position are needed now */
 
 	/* unit ring */
 	rf_unit_slot *ring;
@@ -194,10 +205,12 @@ typedef struct rf_engine {
 
 	/* collation (one worker at a time) */
 	bool collating, coll_kick;
-	bool coll_wait_budget;  /* the next batch did not fit: a release must kick */
-	bool sched_wait_budget; /* a read did not fit: a release must wake the loop */
-	uint64_t host_wait_ns;  /* since when the host total refused needed work (0: not) */
-	uint64_t wake_mark;     /* consumer position that next wakes the scheduler */
+	bool coll_wait_budget;      /* the next batch did not fit: a release must kick */
+	bool sched_wait_budget;     /* a read did not fit: a release must wake the loop */
+	uint64_t wait_budget_bytes; /* what the last refused batch or needed read asked for */
+	uint64_t held_stall_ns;     /* since when only rf_release can free memory (0: not) */
+	uint64_t host_wait_ns;      /* since when the host total refused needed work (0: not) */
+	uint64_t wake_mark;         /* consumer position that next wakes the scheduler */
 	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
 	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
 	size_t coll_first_unit;
@@ -259,6 +272,8 @@ typedef struct rf_engine {
 
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
+/* Memory of a parsed index (what the budget holds for it). */
+uint64_t rf_index_memory_bytes(const rf_shard_index *ix);
 /* Makes the loop thread run its scheduler soon (any thread; coalesced). */
 void rf_engine_wake_loop(rf_engine *e);
 

@@ -49,8 +49,9 @@ struct rf_loop {
 	uint64_t efd_value;
 	unsigned pending; /* slots LIVE or ZOMBIE */
 	unsigned nfree;
-	uint32_t free_slots[RF_LOOP_OPS_MAX];
-	rf_loop_op ops[RF_LOOP_OPS_MAX];
+	uint32_t ops_max;     /* table size, fixed at rf_loop_new_sized */
+	uint32_t *free_slots; /* ops_max */
+	rf_loop_op *ops;      /* ops_max */
 };
 
 /* Generations use 31 bits so an id is a non-negative int64_t equal to the
@@ -123,30 +124,53 @@ static void rf_loop_arm_wake(rf_loop *loop)
 	loop->wake_armed = true;
 }
 
-int rf_loop_new(rf_loop **out, rf_error *err)
+static void rf_loop_free_table(rf_loop *loop)
+{
+	free(loop->ops);
+	free(loop->free_slots);
+	free(loop);
+}
+
+int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err)
 {
 	*out = NULL;
+	if (ops_max == 0 || ops_max > RF_LOOP_OPS_LIMIT)
+		return rf_fail(err, -EINVAL, "event loop: %u op slots is outside 1..%u", ops_max,
+		               RF_LOOP_OPS_LIMIT);
 	rf_loop *loop = calloc(1, sizeof(*loop));
-	if (!loop)
+	if (loop) {
+		loop->ops = calloc(ops_max, sizeof(*loop->ops));
+		loop->free_slots = calloc(ops_max, sizeof(*loop->free_slots));
+	}
+	if (!loop || !loop->ops || !loop->free_slots) {
+		if (loop)
+			rf_loop_free_table(loop);
 		return rf_fail(err, -ENOMEM, "out of memory for the event loop");
+	}
+	loop->ops_max = ops_max;
 	int rc = rf_loop_ring_init(loop, err);
 	if (rc < 0) {
-		free(loop);
+		rf_loop_free_table(loop);
 		return rc;
 	}
 	loop->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (loop->efd < 0) {
 		rc = -errno;
 		io_uring_queue_exit(&loop->ring);
-		free(loop);
+		rf_loop_free_table(loop);
 		return rf_fail(err, rc, "eventfd: %s", strerror(-rc));
 	}
-	for (uint32_t i = 0; i < RF_LOOP_OPS_MAX; i++)
-		loop->free_slots[i] = RF_LOOP_OPS_MAX - 1 - i;
-	loop->nfree = RF_LOOP_OPS_MAX;
+	for (uint32_t i = 0; i < ops_max; i++)
+		loop->free_slots[i] = ops_max - 1 - i;
+	loop->nfree = ops_max;
 	rf_loop_arm_wake(loop);
 	*out = loop;
 	return 0;
+}
+
+int rf_loop_new(rf_loop **out, rf_error *err)
+{
+	return rf_loop_new_sized(out, RF_LOOP_OPS_MAX, err);
 }
 
 /* Takes a slot and an SQE for a new op; returns the slot or -EAGAIN. */
@@ -227,7 +251,7 @@ void rf_loop_cancel(rf_loop *loop, int64_t id)
 		return;
 	uint32_t slot = (uint32_t)id;
 	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
-	if (slot >= RF_LOOP_OPS_MAX)
+	if (slot >= loop->ops_max)
 		return;
 	rf_loop_op *op = &loop->ops[slot];
 	if (op->state != RF_OP_LIVE || op->gen != gen)
@@ -249,7 +273,7 @@ static int rf_loop_dispatch(rf_loop *loop, uint64_t udata, int res)
 		rf_loop_arm_wake(loop);
 		return 0;
 	}
-	if (slot >= RF_LOOP_OPS_MAX)
+	if (slot >= loop->ops_max)
 		return 0; /* cancel requests, liburing's own timeout */
 	rf_loop_op *op = &loop->ops[slot];
 	if (op->state == RF_OP_FREE || op->gen != gen)
@@ -315,11 +339,16 @@ unsigned rf_loop_pending(const rf_loop *loop)
 	return loop->pending;
 }
 
+uint32_t rf_loop_ops_max(const rf_loop *loop)
+{
+	return loop->ops_max;
+}
+
 void rf_loop_free(rf_loop *loop)
 {
 	if (!loop)
 		return;
-	for (uint32_t s = 0; s < RF_LOOP_OPS_MAX; s++)
+	for (uint32_t s = 0; s < loop->ops_max; s++)
 		if (loop->ops[s].state == RF_OP_LIVE)
 			rf_loop_cancel(loop, rf_loop_id(loop->ops[s].gen, s));
 	loop->closing = true;
@@ -334,5 +363,5 @@ void rf_loop_free(rf_loop *loop)
 	}
 	io_uring_queue_exit(&loop->ring);
 	close(loop->efd);
-	free(loop);
+	rf_loop_free_table(loop);
 }

@@ -1,6 +1,6 @@
 /* loop.h - the io_uring event loop: one ring, owned by one thread.
  *
- * Every request is an "op" in a fixed table of slots (RF_LOOP_OPS_MAX); its id
+ * Every request is an "op" in a fixed table of slots (sized at creation); its id
  * (returned to the caller, and the SQE's user_data) is (generation << 32 |
  * slot). Cancelling an op bumps the slot's generation, so a completion that
  * arrives later is recognised as stale and dropped: callbacks never run for a
@@ -13,13 +13,16 @@
 #include "ringfeed.h"
 #include <stdint.h>
 
-#define RF_LOOP_OPS_MAX 4096
+#define RF_LOOP_OPS_MAX   4096       /* rf_loop_new's table */
+#define RF_LOOP_OPS_LIMIT (1u << 20) /* rf_loop_new_sized's largest */
 
 typedef struct rf_loop rf_loop;
 /* res: bytes for reads, revents for polls, 0 for timers, or -errno. */
 typedef void (*rf_loop_cb)(void *arg, int res);
 
-int rf_loop_new(rf_loop **out, rf_error *err);
+int rf_loop_new(rf_loop **out, rf_error *err); /* RF_LOOP_OPS_MAX slots */
+/* A table of ops_max slots (1..RF_LOOP_OPS_LIMIT; small ones let tests fill it). */
+int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err);
 void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
 
 int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
@@ -35,5 +38,6 @@ int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns);
 /* Thread-safe: makes a waiting rf_loop_run_once return (eventfd). */
 void rf_loop_wake(rf_loop *loop);
 unsigned rf_loop_pending(const rf_loop *loop); /* ops in flight */
+uint32_t rf_loop_ops_max(const rf_loop *loop); /* the table's size */
 
 #endif

@@ -5,6 +5,7 @@
  * completions hand units to the decode workers. Nothing here blocks except
  * the wait inside rf_loop_run_once. */
 #include "engine.h"
+#include "rfs.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -22,8 +23,40 @@ void rf_engine_wake_loop(rf_engine *e)
 
 /* ------------------------------------------------------------ open phase */
 
-enum { RF_OPEN_IDLE = 0, RF_OPEN_OPENING, RF_OPEN_FOOTER, RF_OPEN_INDEX, RF_OPEN_DONE };
+enum {
+	RF_OPEN_IDLE = 0,
+	RF_OPEN_OPENING,
+	RF_OPEN_FOOTER,
+	RF_OPEN_INDEX,
+	RF_OPEN_DONE,
+	RF_OPEN_WAIT_BUDGET
+};
 
+uint64_t rf_index_memory_bytes(const rf_shard_index *ix)
+{
+	return sizeof(*ix) + (uint64_t)RF_MAX(ix->blocks, 1) * sizeof(rf_block_info) +
+	       strlen(ix->metadata) + 1;
+}
+
+/* The most a parsed index of index_bytes can take: every byte after the
+ * header as block entries, or as metadata (rf_index_parse's allocations). */
+static uint64_t rf_index_parsed_bound(uint64_t index_bytes)
+{
+	uint64_t rest =
+	    index_bytes > RF_INDEX_HEADER_BYTES ? index_bytes - RF_INDEX_HEADER_BYTES : 0;
+	return sizeof(rf_shard_index) + (rest / RF_INDEX_ENTRY_BYTES + 1) * sizeof(rf_block_info) +
+	       rest + 1;
+}
+
+static void rf_meta_release(rf_engine *e, uint64_t *held)
+{
+	rf_budget_release(&e->budget, RF_MEM_METADATA, *held);
+	e->open_meta_bytes -= *held;
+	*held = 0;
+}
+
+/* The index buffer is freed once the index is parsed (or the shard fails);
+ * a failed shard gives back its parsed index's reservation too. */
 static void rf_open_finish(rf_shard *s, int code, const char *msg)
 {
 	rf_engine *e = s->engine;
@@ -32,14 +65,49 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		s->err_code = code;
 		free(s->err_msg);
 		s->err_msg = strdup(msg && *msg ? msg : "failed");
+		rf_index_free(s->index);
+		s->index = NULL;
+		rf_meta_release(e, &s->index_parsed_bytes);
 	}
 	free(s->index_buf);
 	s->index_buf = NULL;
+	e->open_transient_bytes -= s->index_buf_bytes;
+	rf_meta_release(e, &s->index_buf_bytes);
 	e->open_inflight--;
 	e->open_done++;
 }
 
+/* Reserves (RF_MEM_METADATA) a shard's index buffer and the most its parsed
+ * index can take, before either is allocated. Returns 0, 1 when it must wait
+ * (other index buffers, freed as they parse, hold the room), or the error:
+ * nothing transient is left to free, so the indexes do not fit the budget. */
+static int rf_open_reserve_index(rf_shard *s, rf_error *err)
+{
+	rf_engine *e = s->engine;
+	uint64_t buf = s->footer_parsed.index_bytes + 1;
+	uint64_t parsed = rf_index_parsed_bound(s->footer_parsed.index_bytes);
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, buf + parsed, 0) == 0) {
+		s->index_buf_bytes = buf;
+		s->index_parsed_bytes = parsed;
+		e->open_transient_bytes += buf;
+		e->open_meta_bytes += buf + parsed;
+		return 0;
+	}
+	if (e->open_transient_bytes > 0)
+		return 1;
+	char lim[32], held[32];
+	return rf_fail(err, RF_E_BUDGET,
+	               "budget %s is too small for the shard indexes: shard %s needs %llu bytes "
+	               "for its %llu-byte index (read and parsed) while %s of metadata is held "
+	               "for the %u shard(s) opened so far (raise budget)",
+	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
+	               (unsigned long long)(buf + parsed),
+	               (unsigned long long)s->footer_parsed.index_bytes,
+	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)), e->open_done);
+}
+
 static void rf_open_cb(void *arg, int64_t res, const char *msg);
+static void rf_open_index(rf_shard *s);
 
 static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
 {
@@ -109,26 +177,53 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	} else if (s->stage == RF_OPEN_FOOTER) {
 		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->name,
 		                         &s->footer_parsed, &err);
-		if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
-			rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
-		if (rc < 0) {
-			if (!rf_open_reread(s, rc))
-				rf_open_fail(s, rc, &err);
-			return;
-		}
-		s->stage = RF_OPEN_INDEX;
-		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
-		             s->index_buf);
+		if (rc < 0 && !rf_open_reread(s, rc))
+			rf_open_fail(s, rc, &err);
+		else if (rc == 0)
+			rf_open_index(s);
 	} else if (s->stage == RF_OPEN_INDEX) {
 		int rc = rf_index_parse(s->index_buf, s->footer_parsed.index_bytes,
 		                        &s->footer_parsed, size, s->name, &s->index, &err);
 		if (rc < 0 && rf_open_reread(s, rc))
 			return;
-		if (rc < 0)
+		if (rc < 0) {
 			rf_open_fail(s, rc, &err);
-		else
-			rf_open_finish(s, 0, NULL);
+			return;
+		}
+		/* hold what the index takes, not its bound */
+		rf_engine *e = s->engine;
+		uint64_t actual = RF_MIN(rf_index_memory_bytes(s->index), s->index_parsed_bytes);
+		rf_budget_release(&e->budget, RF_MEM_METADATA, s->index_parsed_bytes - actual);
+		e->open_meta_bytes -= s->index_parsed_bytes - actual;
+		s->index_parsed_bytes = actual;
+		rf_open_finish(s, 0, NULL);
 	}
+}
+
+/* The footer is sound: reserve for the index, then read it (or wait in
+ * RF_OPEN_WAIT_BUDGET until another index frees its buffer). */
+static void rf_open_index(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_error err = {0};
+	int rc = rf_open_reserve_index(s, &err);
+	if (rc == 1) {
+		if (s->stage != RF_OPEN_WAIT_BUDGET)
+			e->open_waiting++;
+		s->stage = RF_OPEN_WAIT_BUDGET;
+		return;
+	}
+	if (s->stage == RF_OPEN_WAIT_BUDGET)
+		e->open_waiting--;
+	s->stage = RF_OPEN_FOOTER;
+	if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
+		rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
+	if (rc < 0) {
+		rf_open_finish(s, rc, err.msg);
+		return;
+	}
+	s->stage = RF_OPEN_INDEX;
+	rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes, s->index_buf);
 }
 
 static void rf_open_start(rf_engine *e, rf_shard *s)
@@ -145,8 +240,15 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
  * error. Returns 0 or the error (message in e->open_msg). */
 static int rf_open_phase(rf_engine *e)
 {
+	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	while (e->open_done < e->nshards) {
-		while (e->open_next < e->nshards && e->open_inflight < RF_OPEN_CONCURRENCY)
+		/* while an index waits for budget, open no more (their indexes would
+		 * wait too) and retry the waiting ones, oldest first */
+		for (uint32_t i = 0; e->open_waiting > 0 && i < e->open_next; i++)
+			if (e->shards[i].stage == RF_OPEN_WAIT_BUDGET)
+				rf_open_index(&e->shards[i]);
+		while (e->open_waiting == 0 && e->open_next < e->nshards &&
+		       e->open_inflight < open_max)
 			rf_open_start(e, &e->shards[e->open_next++]);
 		for (uint32_t i = 0; i < e->open_next; i++) {
 			rf_shard *s = &e->shards[i];
@@ -278,9 +380,16 @@ void rf_sched_rereads(rf_engine *e)
 		pthread_mutex_unlock(&e->mu);
 		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
 		                        rd->buf + u->src_at, rf_on_reread, u);
-		if (rc < 0)
-			rf_on_reread(u, rc, "could not start the re-read");
 		pthread_mutex_lock(&e->mu);
+		if (rc == -EAGAIN && e->reads_inflight > 1) {
+			e->rereads_head--; /* no room in the loop: again when a read completes */
+			break;
+		}
+		if (rc < 0) {
+			pthread_mutex_unlock(&e->mu);
+			rf_on_reread(u, rc, "could not start the re-read");
+			pthread_mutex_lock(&e->mu);
+		}
 	}
 }
 
@@ -419,6 +528,8 @@ static bool rf_budget_deadlocked(rf_engine *e)
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
 {
 	e->sched_wait_budget = true;
+	if (needed)
+		e->wait_budget_bytes = bytes;
 	if (!needed || !rf_budget_deadlocked(e) ||
 	    rf_engine_host_wait(e, bytes, "a block the next batch needs"))
 		return;
@@ -432,6 +543,55 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
 	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
 	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
 	rf_engine_finish(e, RF_E_BUDGET, m);
+}
+
+/* The loop's op table (or the store's queue) is full: keep the read, with
+ * its memory, and start it again once another read completes and frees a
+ * slot. That is backpressure, not a failure; only when no other read is in
+ * flight (nothing will free a slot) does the read fail. Returns true when
+ * parked. mu not held. */
+static bool rf_read_park(rf_engine *e, rf_read *rd)
+{
+	pthread_mutex_lock(&e->mu);
+	bool park = e->reads_inflight > 1 && !e->stop;
+	if (park)
+		e->parked = rd;
+	pthread_mutex_unlock(&e->mu);
+	return park;
+}
+
+/* Starts a read whose units are in READING (allocating its memory first
+ * when `memory`). mu not held. */
+static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
+{
+	int rc = memory ? rf_read_memory(e, rd) : 0;
+	if (rc == 0) {
+		rc = rf_source_read(e->shards[rd->shard].src, rd->offset, rd->len, rd->buf,
+		                    rf_on_read, rd);
+		if (rc == -EAGAIN && rf_read_park(e, rd))
+			return;
+	}
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
+		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
+		         strerror(-rc));
+		rf_on_read(rd, rc, m);
+	}
+}
+
+/* Starts the parked read again. Returns false while it still waits for
+ * room. mu held; dropped around the source call. */
+static bool rf_sched_unpark(rf_engine *e)
+{
+	rf_read *rd = e->parked;
+	if (!rd)
+		return true;
+	e->parked = NULL;
+	pthread_mutex_unlock(&e->mu);
+	rf_read_start(e, rd, false);
+	pthread_mutex_lock(&e->mu);
+	return e->parked == NULL;
 }
 
 /* Fills the read and its unit slots and starts it. mu held; dropped around
@@ -452,18 +612,8 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	}
 	e->reads_inflight++;
 	e->st_reads++;
-	rf_source *src = e->shards[rd->shard].src;
 	pthread_mutex_unlock(&e->mu);
-	int rc = rf_read_memory(e, rd);
-	if (rc == 0)
-		rc = rf_source_read(src, rd->offset, rd->len, rd->buf, rf_on_read, rd);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "could not start the read of [%llu, %llu): %s",
-		         (unsigned long long)rd->offset, (unsigned long long)(rd->offset + rd->len),
-		         strerror(-rc));
-		rf_on_read(rd, rc, m);
-	}
+	rf_read_start(e, rd, true);
 	pthread_mutex_lock(&e->mu);
 }
 
@@ -495,7 +645,12 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
 {
-	if (e->stop || e->coll_final || !rf_sched_epoch_ready(e))
+	/* A parked read goes first, also when it holds the last units. Needed
+	 * reads skip the in-flight target, not reads_max: a window of more
+	 * blocks than the loop has slots is read as slots free. */
+	if (e->stop || e->coll_final || !rf_sched_unpark(e) || e->reads_inflight >= e->reads_max)
+		return false;
+	if (!rf_sched_epoch_ready(e))
 		return false;
 	if (e->sched_seq - e->tail_seq >= RF_UNITS_RING)
 		return false;
@@ -627,9 +782,11 @@ void *rf_sched_main(void *arg)
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
 	rf_loop *loop = NULL;
-	int rc = rf_loop_new(&loop, &err);
+	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
+	int rc = rf_loop_new_sized(&loop, ops, &err);
 	pthread_mutex_lock(&e->mu);
 	e->loop = loop; /* published under mu: rf_close may look at it */
+	e->reads_max = e->cfg->test_reads_max ? e->cfg->test_reads_max : RF_MAX(1u, ops / 2);
 	pthread_mutex_unlock(&e->mu);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);

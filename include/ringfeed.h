@@ -254,7 +254,9 @@ typedef struct rf_batch {
 rf_loader *rf_open(const rf_config *cfg, rf_error *err);
 /* Waits up to timeout_ms (-1 = forever) for the next batch. Returns 0 with
  * *out set, RF_END at the end of the stream, -ETIMEDOUT, or another negative
- * error (message in rf_last_error). */
+ * error (message in rf_last_error). RF_E_BUDGET without ending the stream
+ * when the batches the consumer holds fill the budget (after a wait of about
+ * 2 s): release some and call again. */
 int rf_next(rf_loader *l, rf_batch **out, int timeout_ms);
 /* Returns the batch's bytes to the budget. Batches may be released in any order. */
 void rf_release(rf_loader *l, rf_batch *b);

@@ -213,6 +213,30 @@ static void test_slots_full(void **state)
 	rf_loop_free(loop);
 }
 
+/* A table sized at creation: 0 and more than the limit are refused; a
+ * 2-slot table is full at 2 and takes a new op once a completion frees one. */
+static void test_sized_table(void **state)
+{
+	(void)state;
+	rf_loop *loop = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_loop_new_sized(&loop, 0, &err), -EINVAL);
+	assert_null(loop);
+	assert_int_equal(rf_loop_new_sized(&loop, RF_LOOP_OPS_LIMIT + 1, &err), -EINVAL);
+	assert_int_equal(rf_loop_new_sized(&loop, 2, &err), 0);
+	assert_int_equal(rf_loop_ops_max(loop), 2);
+	hit h = {0};
+	assert_true(rf_loop_timer(loop, 1000, on_hit, &h) >= 0);
+	assert_true(rf_loop_timer(loop, 3600ull * 1000000000ull, on_hit, &h) >= 0);
+	assert_int_equal(rf_loop_timer(loop, 1, on_hit, &h), -EAGAIN);
+	run_until(loop, &h.calls, 1);
+	assert_true(rf_loop_timer(loop, 1000, on_hit, &h) >= 0);
+	run_until(loop, &h.calls, 2);
+	assert_int_equal(rf_loop_pending(loop), 1);
+	rf_loop_free(loop); /* cancels the hour-long one */
+	assert_int_equal(h.calls, 2);
+}
+
 static void *waker(void *arg)
 {
 	usleep(50000);
@@ -296,8 +320,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_read_file),        cmocka_unit_test(test_timers_and_cancel),
 	    cmocka_unit_test(test_stale_completion), cmocka_unit_test(test_cancel_in_same_tick),
-	    cmocka_unit_test(test_slots_full),       cmocka_unit_test(test_wake_from_thread),
-	    cmocka_unit_test(test_other_thread),     cmocka_unit_test(test_free_in_flight),
+	    cmocka_unit_test(test_slots_full),       cmocka_unit_test(test_sized_table),
+	    cmocka_unit_test(test_wake_from_thread), cmocka_unit_test(test_other_thread),
+	    cmocka_unit_test(test_free_in_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

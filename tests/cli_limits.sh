@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# cli_limits.sh - ringfeed read at the engine's bounds, with default
+# settings: a shuffle window of more blocks than the event loop has op slots
+# (records as large as a block) reads to the end, the same records in the
+# same order at every depth; open-phase memory (index buffers, parsed
+# indexes, plans) is reserved from --budget before it is allocated, so a
+# manifest listing one 40,000-block shard 64 times, and a footer declaring a
+# 384 MiB index, fail early with the bytes needed, peak RSS within the budget
+# plus the stated fixed overhead (docs/design.md: the RSS before rf_open +
+# 16 MiB; here the peak of a small read with a 4 MiB budget stands for the
+# RSS before rf_open). RSS is not checked in a sanitizer build (shadow
+# memory and ASan's quarantine of freed blocks are not ours).
+set -euo pipefail
+CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-limits-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_rc() {
+	local want=$1; shift
+	set +e; "$@" >"$T/out" 2>"$T/err"; local rc=$?; set -e
+	[ "$rc" = "$want" ] || { cat "$T/out" "$T/err" >&2; fail "'$*' exited $rc, want $want"; }
+}
+
+# 1. 4500 records of 2000 bytes in 1 KiB blocks: one record per block, so
+#    the default window (4096 records) needs 4096 reads at once, more than the
+#    loop's 4096 slots less its timers. It failed at stream position 2752.
+head -c 9000000 /dev/urandom >"$T/img.bin"
+"$CLI" pack --from fixed:2000 "$T/img.bin" -o "$T/wide" --block-size 1KiB >/dev/null
+expect_rc 0 "$CLI" read --digest "$T/wide"
+grep -q '^records=4500 bytes=9000000 ' "$T/out" || fail "wide window: $(cat "$T/out")"
+ref=$(cat "$T/out")
+expect_rc 0 "$CLI" read --digest --depth 1 --threads 1 "$T/wide"
+[ "$(cat "$T/out")" = "$ref" ] || fail "wide window: depth 1 read $(cat "$T/out"), not $ref"
+
+# Runs a command; prints its peak RSS in KiB (the child's ru_maxrss).
+peak_kib() {
+	/usr/bin/python3 - "$T/out" "$T/err" "$@" <<'PYEOF'
+import os, subprocess, sys
+out, err, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"))
+_, status, ru = os.wait4(p.pid, 0)
+print(ru.ru_maxrss, os.waitstatus_to_exitcode(status))
+PYEOF
+}
+sanitized=0
+grep -q '^RF_SANITIZE:BOOL=ON' "${RF_BUILD_DIR:-/nonexistent}/CMakeCache.txt" 2>/dev/null && sanitized=1
+budget_kib=65536
+read -r base_kib rc < <(peak_kib "$CLI" read --digest --budget 4MiB --threads 1 --shuffle-window 16 "$T/wide")
+[ "$rc" = 0 ] || { cat "$T/err" >&2; fail "baseline read exited $rc"; }
+limit_kib=$((budget_kib + base_kib + 16384))
+check_open_fails() { # name, then the command; must fail naming the budget, RSS bounded
+	local name=$1; shift
+	read -r kib rc < <(peak_kib "$@")
+	echo "$name: peak RSS $kib KiB (limit $limit_kib KiB = budget + $base_kib + 16384)"
+	[ "$rc" = 1 ] || { cat "$T/out" "$T/err" >&2; fail "$name: exited $rc, want 1"; }
+	grep -q 'budget 64.0 MiB is too small for ' "$T/err" || { cat "$T/err" >&2; fail "$name: message"; }
+	[ "$sanitized" = 1 ] || [ "$kib" -le "$limit_kib" ] || fail "$name: peak RSS $kib KiB over $limit_kib KiB"
+}
+
+# 2. one shard of 40,000 one-record blocks (1 MB index), listed 64 times: the
+#    indexes alone need 82 MB. Before, 64 index buffers, 64 parsed indexes and
+#    two plans of 2.6M units were allocated before the budget check (peak RSS
+#    ~270 MB at --budget 64MiB).
+head -c 40000 /dev/urandom >"$T/tiny.bin"
+"$CLI" pack --from fixed:1 "$T/tiny.bin" -o "$T/many" --block-size 1 >/dev/null
+line=$(tail -n 1 "$T/many/manifest.rfm")
+{ echo '# ringfeed manifest v1'; for _ in $(seq 64); do echo "$line"; done; } >"$T/many/m64.rfm"
+check_open_fails "64 listings" "$CLI" read --digest --budget 64MiB "$T/many/m64.rfm"
+grep -q "shard .*shard-000000.rfs needs [0-9]* bytes for its 960028-byte index" "$T/err" ||
+	{ cat "$T/err" >&2; fail "64 listings: the message names neither shard nor bytes"; }
+# the same shard listed 8 times fits: the budget did not get smaller for it
+expect_rc 0 "$CLI" read --digest --budget 64MiB "$T/many/manifest.rfm"
+
+# 3. a footer declaring a 384 MiB index (a sparse file of that size): before,
+#    the index buffer was allocated and read (~395 MiB) before anything checked
+#    the budget.
+/usr/bin/python3 - "$T/huge.rfs" <<'PYEOF'
+import struct, sys
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+index_bytes = 384 << 20
+f = b"RFSHARD1" + struct.pack("<IIQQI", 1, 0, 0, index_bytes, 0)
+f += struct.pack("<I", crc32c(f))
+with open(sys.argv[1], "wb") as out:
+    out.truncate(index_bytes)
+    out.seek(index_bytes)
+    out.write(f)
+PYEOF
+check_open_fails "384 MiB index" "$CLI" read --digest --budget 64MiB "$T/huge.rfs"
+grep -q "shard .*huge.rfs needs [0-9]* bytes for its 402653184-byte index" "$T/err" ||
+	{ cat "$T/err" >&2; fail "384 MiB index: the message names neither shard nor bytes"; }
+
+echo "cli_limits: ok"

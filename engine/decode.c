@@ -143,7 +143,7 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 	}
 	if (epoch != e->coll_epoch)
 		return epoch > e->coll_epoch ? e->coll_records : e->coll_pos;
-	return RF_MIN(e->coll_records, first / e->window * e->window);
+	return RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, first));
 }
 
 /* The failed unit's window is settled when every unit starting before the
@@ -165,11 +165,12 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
  * mu held. */
 static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
 {
-	uint64_t wend = RF_MIN(e->coll_records, (f->first_plan_record / e->window + 1) * e->window);
-	if (!rf_window_settled(e, wend)) {
-		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wend);
+	uint64_t wplan = rf_plan_window_end(e->p_coll, f->first_plan_record);
+	if (!rf_window_settled(e, wplan)) {
+		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wplan);
 		return UINT64_MAX;
 	}
+	uint64_t wend = RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, wplan));
 	for (uint64_t p = e->coll_pos; p < wend; p++) {
 		uint32_t r;
 		rf_unit_slot *u = rf_coll_slot(e, p, &r);
@@ -184,9 +185,7 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 
 static void rf_need(rf_engine *e, uint64_t pos)
 {
-	uint64_t w = e->window;
-	uint64_t aligned = RF_MIN(e->coll_records, (pos + w - 1) / w * w);
-	uint64_t g = e->coll_global_start + aligned;
+	uint64_t g = e->coll_global_start + rf_plan_need(e->p_coll, pos);
 	if (g > e->need_global) {
 		e->need_global = g;
 		rf_engine_wake_loop(e);

@@ -77,6 +77,7 @@ typedef struct rf_epoch_info {
 	uint64_t epoch;
 	uint64_t records;      /* E: records of this rank in the epoch */
 	uint64_t global_start; /* position of its record 0 in the run (lookahead) */
+	uint64_t span;         /* run positions it takes: max(records, plan records) */
 	uint64_t base_seq;     /* seq of unit first_unit */
 	size_t first_unit;     /* first unit fetched (after a resume) */
 	size_t units;
@@ -220,12 +221,20 @@ typedef struct rf_engine {
 	rf_ebatch *held_list;
 
 	/* consumer position */
-	rf_position pos;
+	rf_position pos; /* pos.segs: seq */
+	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
+	uint32_t nseq;
+	bool seq_set;
+	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
 	uint64_t consumer_global;
 	char last_error[RF_ERROR_MSG_BYTES];
 	bool in_call; /* re-entry guard */
 
 	/* stats */
+	struct rf_epoch_count {
+		uint64_t epoch, records, batches;
+		rf_plan_tail tail;
+	} ep_first, ep_next; /* the first epoch (as resumed) and those after it */
 	uint64_t t_open_ns;
 	uint64_t st_batches, st_records, st_payload;
 	uint64_t st_decoded_bytes, st_fetched_bytes, st_blocks;

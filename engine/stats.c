@@ -29,6 +29,21 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
+/* This rank's counts for the consumer's epoch. mu held. */
+static void rf_stats_epoch(rf_engine *e, rf_stats *s)
+{
+	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
+	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
+	s->epoch = e->pos.epoch;
+	const struct rf_epoch_count *c = s->epoch == e->ep_first.epoch ? &e->ep_first : &e->ep_next;
+	s->epoch_records = c->records;
+	s->epoch_batches = c->batches;
+	s->epoch_records_dropped = c->tail.dropped_records;
+	s->epoch_records_padded = c->tail.padded_records;
+	s->epoch_records_drop_last = c->tail.drop_last_records;
+	s->records_skipped = e->pos.skipped;
+}
+
 RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 {
 	rf_engine *e = (rf_engine *)l;
@@ -78,6 +93,7 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	}
 	s->queue_swings = e->q_swings;
 	s->budget_bytes = b.limit_bytes;
+	rf_stats_epoch(e, s);
 	memcpy(s->mem_bytes, b.cur_bytes, sizeof(s->mem_bytes));
 	memcpy(s->mem_peak_bytes, b.peak_bytes, sizeof(s->mem_peak_bytes));
 	s->mem_peak_total_bytes = b.peak_total_bytes;
@@ -176,7 +192,19 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    (unsigned long long)s.records_skipped, (unsigned long long)s.rereads, s.threads);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
-	int m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
+	int m = snprintf(buf + n, cap - (size_t)n,
+	                 ",\"rank\":%u,\"world\":%u,\"epoch\":%llu,\"epoch_records\":%llu,"
+	                 "\"epoch_batches\":%llu,\"epoch_records_dropped\":%llu,"
+	                 "\"epoch_records_padded\":%llu,\"epoch_records_drop_last\":%llu",
+	                 s.rank, s.world, (unsigned long long)s.epoch,
+	                 (unsigned long long)s.epoch_records, (unsigned long long)s.epoch_batches,
+	                 (unsigned long long)s.epoch_records_dropped,
+	                 (unsigned long long)s.epoch_records_padded,
+	                 (unsigned long long)s.epoch_records_drop_last);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

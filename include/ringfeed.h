@@ -325,6 +325,15 @@ typedef struct rf_stats {
 	uint64_t trace_lines;           /* lines written to the trace */
 	char trace_error[256];          /* "" or why the trace stopped */
 	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
+	/* this rank's part of the consumer's epoch (every rank of the world takes
+	 * the same number of records and batches; known at open) */
+	uint32_t rank, world;
+	uint64_t epoch;                   /* the consumer's epoch */
+	uint64_t epoch_records;           /* records this rank yields in that epoch */
+	uint64_t epoch_batches;           /* batches this rank yields in it (0: byte-limited) */
+	uint64_t epoch_records_dropped;   /* tail drop: the job's records % world, no rank's */
+	uint64_t epoch_records_padded;    /* pad_tail: records repeated to fill the tail */
+	uint64_t epoch_records_drop_last; /* drop_last: this rank's last partial batch */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

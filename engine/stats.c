@@ -41,6 +41,7 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 	s->epoch_records_dropped = c->tail.dropped_records;
 	s->epoch_records_padded = c->tail.padded_records;
 	s->epoch_records_drop_last = c->tail.drop_last_records;
+	s->epoch_batches_later = e->ep_next.batches;
 	s->records_skipped = e->pos.skipped;
 }
 
@@ -195,12 +196,14 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	int m = snprintf(buf + n, cap - (size_t)n,
 	                 ",\"rank\":%u,\"world\":%u,\"epoch\":%llu,\"epoch_records\":%llu,"
 	                 "\"epoch_batches\":%llu,\"epoch_records_dropped\":%llu,"
-	                 "\"epoch_records_padded\":%llu,\"epoch_records_drop_last\":%llu",
+	                 "\"epoch_records_padded\":%llu,\"epoch_records_drop_last\":%llu,"
+	                 "\"epoch_batches_later\":%llu",
 	                 s.rank, s.world, (unsigned long long)s.epoch,
 	                 (unsigned long long)s.epoch_records, (unsigned long long)s.epoch_batches,
 	                 (unsigned long long)s.epoch_records_dropped,
 	                 (unsigned long long)s.epoch_records_padded,
-	                 (unsigned long long)s.epoch_records_drop_last);
+	                 (unsigned long long)s.epoch_records_drop_last,
+	                 (unsigned long long)s.epoch_batches_later);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

@@ -334,6 +334,7 @@ typedef struct rf_stats {
 	uint64_t epoch_records_dropped;   /* tail drop: the job's records % world, no rank's */
 	uint64_t epoch_records_padded;    /* pad_tail: records repeated to fill the tail */
 	uint64_t epoch_records_drop_last; /* drop_last: this rank's last partial batch */
+	uint64_t epoch_batches_later;     /* batches this rank yields in each later epoch */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

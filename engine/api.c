@@ -286,6 +286,7 @@ static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf
 		               (unsigned long long)e->epoch_first);
 	now->epoch = saved->epoch;
 	now->skipped = saved->skipped;
+	now->skipped_blocks = saved->skipped_blocks;
 	if (saved->world == now->world && saved->pad == now->pad) {
 		now->record = saved->record;
 		now->batch = saved->batch;
@@ -299,6 +300,7 @@ static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf
 		e->seq_set = true;
 		if (e->nseq == 0) { /* every record of the epoch was taken */
 			now->epoch++;
+			now->skipped = now->skipped_blocks = 0;
 			e->seq_set = false;
 		}
 	}
@@ -357,6 +359,10 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		RF_TRY(rc);
 	}
 	e->pos = pos;
+	e->coll_skip_blocks = pos.skipped_blocks;
+	e->coll_skip_records = pos.skipped;
+	e->resume_epoch = pos.epoch;
+	e->resume_pos = pos.record;
 	e->pos.segs = e->seq;
 	e->pos.nsegs = e->nseq;
 	uint64_t epoch = pos.epoch;
@@ -386,7 +392,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->sched_epoch = e->coll_epoch = epoch;
 	e->sched_unit = first;
 	e->sched_next_first =
-	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : records;
+	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : ep->span;
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
@@ -452,6 +458,8 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	if (e->threads == 0)
 		e->threads = (uint32_t)RF_MAX(1, RF_MIN(cores, 64));
 	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
+	e->skip_blocks_max = (uint32_t)rf_cfg(c, RF_CFG_skip_blocks);
+	e->skip_records_max = rf_cfg(c, RF_CFG_skip_records);
 	e->request_bytes = rf_cfg(c, RF_CFG_request_size);
 	e->epoch_first = rf_cfg(c, RF_CFG_epoch);
 	e->epoch_end =
@@ -600,8 +608,11 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->st_records += b->pub.records;
 		e->st_payload += b->pub.payload_bytes;
 		e->pos.epoch = b->pub.epoch;
-		e->pos.record = b->pub.first_record + b->pub.records;
+		e->pos.record = b->end_pos; /* skipped records too */
 		e->pos.batch = b->pub.index + 1;
+		e->pos.skipped = b->skip_records;
+		e->pos.skipped_blocks = b->skip_blocks;
+		e->st_skipped_records += b->skipped;
 		e->consumer_global = b->global_end;
 		e->last_return_ns = t1;
 		rf_consumer_moved(e, false);

@@ -58,7 +58,9 @@ typedef struct rf_position {
 	uint64_t epoch;
 	uint64_t record;  /* this rank's stream position within the epoch (all ranks alike) */
 	uint64_t batch;   /* batches consumed within the epoch */
-	uint64_t skipped; /* records skipped by the skip policy so far */
+	uint64_t skipped; /* skip policy: records of the blocks skipped in the epoch
+	                     before `record` (what the bound counts) */
+	uint32_t skipped_blocks; /* and those blocks */
 	uint32_t nsegs;
 	struct rf_segment *segs; /* nsegs (owned by whoever filled the position) */
 } rf_position;

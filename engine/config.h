@@ -44,6 +44,12 @@
 	  "ranks get equal slices of the epoch: 0 drops the records % world left over (counted "   \
 	  "in the stats), 1 pads with records from the start of the epoch's stream")               \
 	X(drop_last, BOOL, "0", 0, 1, "drop each rank's last partial batch (every rank alike)")    \
+	X(skip_blocks, U32, "0", 0, 1u << 20,                                                      \
+	  "skip policy: skip a block still undeliverable after its re-reads, at most this many "   \
+	  "per epoch (0: never, an undeliverable block stops the stream)")                         \
+	X(skip_records, U64, "0", 0, UINT64_MAX,                                                   \
+	  "skip policy: at most this many records of skipped blocks per epoch (0: no limit "       \
+	  "beyond skip_blocks)")                                                                   \
 	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \

@@ -318,8 +318,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	ep->span = RF_MAX(ep->records, rf_plan_epoch_plan_records(e->p_sched));
 	e->sched_epoch = next;
 	e->sched_unit = 0;
-	e->sched_next_first =
-	    ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->records;
+	e->sched_next_first = ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->span;
 	e->coll_kick = true; /* the collator may be waiting for this epoch */
 	pthread_cond_signal(&e->work_cv);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
@@ -361,7 +360,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	e->sched_next_first = e->sched_unit < ep->units
 	                          ? rf_plan_unit(e->p_sched, e->sched_unit)->first_plan_record
-	                          : ep->records;
+	                          : ep->span;
 }
 
 /* Counts units from sched_unit that one read can cover: same shard,
@@ -514,6 +513,11 @@ static bool rf_sched_one(rf_engine *e)
 	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
 		rf_slot_init(e, pu, NULL, 0);
 		rf_frontier_advance(e);
+		if (pu->unused) { /* its plan positions count as resident now */
+			e->coll_kick = true;
+			if (!e->collating)
+				pthread_cond_signal(&e->work_cv);
+		}
 		return true;
 	}
 	uint64_t comp, dec;

@@ -69,6 +69,7 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	rf_store_le64(b + 64, p->record);
 	rf_store_le64(b + 72, p->batch);
 	rf_store_le64(b + 80, p->skipped);
+	rf_store_le32(b + 88, p->skipped_blocks);
 	for (uint32_t i = 0; i < nsegs; i++) {
 		rf_store_le64(b + RF_STATE_HEAD + 16 * i, p->segs[i].start);
 		rf_store_le64(b + RF_STATE_HEAD + 16 * i + 8, p->segs[i].records);
@@ -115,7 +116,8 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 	                   .epoch = rf_load_le64(b + 56),
 	                   .record = rf_load_le64(b + 64),
 	                   .batch = rf_load_le64(b + 72),
-	                   .skipped = rf_load_le64(b + 80)};
+	                   .skipped = rf_load_le64(b + 80),
+	                   .skipped_blocks = rf_load_le32(b + 88)};
 	if ((flags & ~7u) || (nsegs && !q->has_seq) || q->world == 0 || q->window == 0)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: flags %#x, world %u, window %u, %u segments do not "

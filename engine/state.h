@@ -4,13 +4,13 @@
  * re-split: what a saved position leaves of its epoch, as a sequence of
  * stream segments for the new world.
  *
- * Encoding (version 2, little-endian, 92 + 16 * nsegs bytes):
+ * Encoding (version 2, little-endian, 96 + 16 * nsegs bytes):
  *   0 "RFSTATE2"  8 u32 version  12 u32 flags (1 shuffle, 2 pad, 4 has_seq)
  *   16 u64 dataset hash  24 u64 dataset records  32 u32 shards  36 u32 window
  *   40 u64 seed  48 u32 world  52 u32 nsegs  56 u64 epoch  64 u64 record
- *   72 u64 batch  80 u64 skipped  88 nsegs x (u64 start, u64 records)
- *   then u32 CRC-32C of everything before it.
- * A state without a re-split has no segments (92 bytes). */
+ *   72 u64 batch  80 u64 skipped  88 u32 skipped blocks
+ *   92 nsegs x (u64 start, u64 records), then u32 CRC-32C of all before it.
+ * A state without a re-split has no segments (96 bytes). */
 #ifndef RF_STATE_H
 #define RF_STATE_H
 
@@ -19,7 +19,7 @@
 
 #define RF_STATE_MAGIC     "RFSTATE2"
 #define RF_STATE_VERSION   2u
-#define RF_STATE_HEAD      88
+#define RF_STATE_HEAD      92
 #define RF_STATE_BYTES_MIN (RF_STATE_HEAD + 4)
 #define RF_STATE_BYTES_MAX (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX)
 

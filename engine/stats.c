@@ -29,6 +29,41 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
+/* `s` as a JSON string body: quotes, backslashes and control bytes become
+ * escapes or '?'. */
+static void rf_stats_escape(char *out, size_t cap, const char *s)
+{
+	size_t k = 0;
+	for (; *s && k + 3 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			out[k++] = '\\', out[k++] = (char)c;
+		else
+			out[k++] = c < 0x20 ? '?' : (char)c;
+	}
+	out[k] = '\0';
+}
+
+/* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
+static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, ",\"blocks_skipped\":%llu,\"skips\":[",
+	                 (unsigned long long)s->blocks_skipped);
+	for (uint32_t i = 0; i < s->skips_listed && n >= 0 && (size_t)n < cap; i++) {
+		const rf_skip *k = &s->skips[i];
+		char esc[2 * sizeof(k->error)];
+		rf_stats_escape(esc, sizeof(esc), k->error);
+		n += snprintf(buf + n, cap - (size_t)n,
+		              "%s{\"shard\":%u,\"block\":%u,\"records\":%u,\"epoch\":%llu,"
+		              "\"position\":%llu,\"error\":\"%s\"}",
+		              i ? "," : "", k->shard, k->block, k->records,
+		              (unsigned long long)k->epoch, (unsigned long long)k->position, esc);
+	}
+	if (n >= 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "]}");
+	return n;
+}
+
 /* This rank's counts for the consumer's epoch. mu held. */
 static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 {
@@ -42,7 +77,11 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 	s->epoch_records_padded = c->tail.padded_records;
 	s->epoch_records_drop_last = c->tail.drop_last_records;
 	s->epoch_batches_later = e->ep_next.batches;
-	s->records_skipped = e->pos.skipped;
+	s->records_skipped = e->st_skipped_records;
+	s->blocks_skipped = e->skips;
+	s->skips_listed = (uint32_t)RF_MIN(e->skips, RF_SKIP_LOG);
+	for (uint32_t i = 0; i < s->skips_listed; i++)
+		s->skips[i] = e->skip_log[(e->skips - s->skips_listed + i) % RF_SKIP_LOG];
 }
 
 RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
@@ -216,7 +255,11 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	pthread_mutex_lock(&e->mu);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
 	pthread_mutex_unlock(&e->mu);
-	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s}", p > 0 ? pauses : "[]");
+	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s", p > 0 ? pauses : "[]");
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_skips(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

@@ -268,6 +268,17 @@ enum rf_budget_category {
 	RF_MEM_CATEGORIES
 };
 
+/* A block the skip policy (skip_blocks) left out: undeliverable after its
+ * re-reads. */
+typedef struct rf_skip {
+	uint32_t shard;    /* index in the loader's shard list */
+	uint32_t block;    /* block within the shard */
+	uint32_t records;  /* records of the block */
+	uint64_t epoch;    /* epoch and stream position (this rank's) of its first record */
+	uint64_t position; /* met: batches keep their positions, the batch is smaller */
+	char error[200];   /* why it was undeliverable */
+} rf_skip;
+
 typedef struct rf_stats {
 	double elapsed_s;
 	uint64_t batches; /* delivered to the consumer */
@@ -335,6 +346,9 @@ typedef struct rf_stats {
 	uint64_t epoch_records_padded;    /* pad_tail: records repeated to fill the tail */
 	uint64_t epoch_records_drop_last; /* drop_last: this rank's last partial batch */
 	uint64_t epoch_batches_later;     /* batches this rank yields in each later epoch */
+	uint64_t blocks_skipped;          /* by the skip policy (records_skipped: positions) */
+	uint32_t skips_listed;            /* the last min(blocks_skipped, 8) skips, oldest first */
+	rf_skip skips[8];
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

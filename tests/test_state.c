@@ -21,7 +21,8 @@ static rf_position position(uint64_t epoch, uint64_t record, uint64_t batch)
 	                     .epoch = epoch,
 	                     .record = record,
 	                     .batch = batch,
-	                     .skipped = 3};
+	                     .skipped = 3,
+	                     .skipped_blocks = 1};
 }
 
 static void assert_same(const rf_position *a, const rf_position *b)
@@ -39,6 +40,7 @@ static void assert_same(const rf_position *a, const rf_position *b)
 	assert_int_equal(a->record, b->record);
 	assert_int_equal(a->batch, b->batch);
 	assert_int_equal(a->skipped, b->skipped);
+	assert_int_equal(a->skipped_blocks, b->skipped_blocks);
 	assert_int_equal(a->has_seq ? a->nsegs : 0, b->has_seq ? b->nsegs : 0);
 	for (uint32_t i = 0; a->has_seq && i < a->nsegs; i++) {
 		assert_int_equal(a->segs[i].start, b->segs[i].start);

@@ -5,6 +5,7 @@
  */
 #include "collate.h"
 #include "rfs.h"
+#include "state.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -224,7 +224,11 @@ int rf_config_set(rf_config *cfg, const char *key, const char *value, rf_error *
  * s3://bucket/key or s3://bucket/prefix/, with {000..063} brace ranges. */
 int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err);
 int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
-/* Resume from a state produced by rf_state_save (copied). */
+/* Resume from a state produced by rf_state_save (copied). A state saved by
+ * any rank resumes every rank of the job, on the same or another world size
+ * and batch size (another world re-splits what no rank had taken); one saved
+ * under another dataset, seed or shuffle setting is refused at rf_open,
+ * naming the setting with its saved and new value. */
 int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, rf_error *err);
 /* NUL-separated, double-NUL terminated list of option names with help text:
  * "name\0help\0name\0help\0\0". */
@@ -252,8 +256,9 @@ rf_loader *rf_open(const rf_config *cfg, rf_error *err);
 int rf_next(rf_loader *l, rf_batch **out, int timeout_ms);
 /* Returns the batch's bytes to the budget. Batches may be released in any order. */
 void rf_release(rf_loader *l, rf_batch *b);
-/* The consumer's position (after the batches returned by rf_next so far).
- * With buf == NULL sets *len to the bytes needed. */
+/* The consumer's position (after the batches returned by rf_next so far):
+ * 96 bytes, plus 16 a segment in an epoch re-split by an elastic resume (at
+ * most 4096). With buf == NULL sets *len to the bytes needed. */
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
 const char *rf_last_error(rf_loader *l);
 void rf_close(rf_loader *l);

@@ -84,6 +84,13 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		return rf_fail(err, -EINVAL,
 		               "resume state: %zu bytes, a ringfeed state has %d to %d", len,
 		               RF_STATE_BYTES_MIN, RF_STATE_BYTES_MAX);
+	if (memcmp(b, "RFSTATE1", 8) == 0)
+		return rf_fail(
+		    err, -EINVAL,
+		    "resume state: version 1 (saved before equal rank slices and elastic "
+		    "resume changed the stream); this build reads version %u: start the "
+		    "epoch afresh",
+		    RF_STATE_VERSION);
 	if (memcmp(b, RF_STATE_MAGIC, 8) != 0)
 		return rf_fail(err, -EINVAL, "resume state: not a ringfeed state (magic is not %s)",
 		               RF_STATE_MAGIC);

@@ -59,8 +59,8 @@ PYEOF
 set +e
 "$CLI" read --no-shuffle --batch 16 --output lines "$T/bad/manifest.rfm" >"$T/nos.txt" 2>"$T/nos.err"
 rc=$?
-"$CLI" read --no-shuffle --batch 16 --output lines --skip-blocks 1 "$T/bad/manifest.rfm" \
-	>"$T/skip.txt" 2>"$T/skip.err"
+"$CLI" read --no-shuffle --batch 16 --output lines --skip-blocks 1 --trace "$T/trace.jsonl" \
+	"$T/bad/manifest.rfm" >"$T/skip.txt" 2>"$T/skip.err"
 rc2=$?
 set -e
 [ "$rc" -eq 1 ] || fail "a damaged block without --skip-blocks: exit $rc"
@@ -68,6 +68,8 @@ set -e
 grep -q "skipped shard 1 block 0 ([0-9]* records) at epoch 0 stream position [0-9]*:" \
 	"$T/skip.err" || { cat "$T/skip.err" >&2; fail "the skip is not reported on stderr"; }
 n=$(grep -o '(\([0-9]*\) records)' "$T/skip.err" | tr -dc 0-9)
+tail -n 1 "$T/trace.jsonl" | grep -q '"blocks_skipped":1,"last_skip":{"shard":1,"block":0,' \
+	|| fail "the trace does not report the skip: $(tail -n 1 "$T/trace.jsonl")"
 [ "$(wc -l <"$T/skip.txt")" -eq $((3001 - n)) ] || fail "skip run delivered $(wc -l <"$T/skip.txt")"
 comm -23 <(sort "$T/in.txt") <(sort "$T/skip.txt") | wc -l | grep -qx "$n" \
 	|| fail "the skip run misses more than the damaged block"

@@ -127,6 +127,9 @@ static void test_corruption(void **state)
 	expect_reject(buf, N + 1, "segments");
 	expect_reject(buf, N - 1, "segments");
 	expect_reject(buf, 0, "0 bytes");
+	/* A state of the previous layout (56 bytes, RFSTATE1) says so. */
+	uint8_t v1[RF_STATE_BYTES_MIN] = "RFSTATE1";
+	expect_reject(v1, sizeof(v1), "version 1");
 	expect_reject(NULL, 0, "0 bytes");
 	/* A future version with a valid checksum: named as a version problem. */
 	expect_reject(buf, encode_edited(&p, buf, 8, 3), "version 3");

@@ -22,7 +22,10 @@ wait at an epoch's end; tail="drop" (default) leaves out the records that do
 not divide evenly among the ranks, tail="pad" repeats records from the
 epoch's start instead, drop_last=True drops each rank's last partial batch.
 A state_dict() saved by any rank resumes the whole job, on the same or
-another number of ranks (and batch size).
+another number of ranks (and batch size). skip_blocks=N (skip_records=M)
+leaves out up to N undeliverable blocks an epoch instead of stopping (each
+skip in stats()["skips"]); batches keep their positions, so ranks keep equal
+counts.
 
 Zero copy: the tensors view the engine's batch memory (torch.from_numpy).
 Each tensor holds a reference that keeps its batch alive; the batch's bytes go

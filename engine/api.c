@@ -435,6 +435,25 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	return 0;
 }
 
+/* Settings that cannot give every rank the same batches, refused saying
+ * why and what to set. */
+static int rf_open_check_batches(const rf_engine *e, rf_error *err)
+{
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_world) > 1)
+		return rf_fail(err, -EINVAL,
+		               "batch_bytes with world %llu: byte-limited batches hold different "
+		               "numbers of records, so ranks would take different numbers of "
+		               "batches and a collective step would hang at the epoch's end; set "
+		               "batch (records per batch) and batch_bytes=0",
+		               (unsigned long long)rf_cfg(e->cfg, RF_CFG_world));
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_drop_last))
+		return rf_fail(err, -EINVAL,
+		               "drop_last with batch_bytes: a byte-limited batch has no fixed size "
+		               "to be partial against; set batch (records per batch) and "
+		               "batch_bytes=0, or drop_last=0");
+	return 0;
+}
+
 static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 {
 	if (!(e->cfg = rf_config_dup(cfg)))
@@ -446,13 +465,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 		               (unsigned long long)rf_cfg(c, RF_CFG_world));
 	rf_config_collate_params(c, &e->cp);
 	RF_TRY(rf_collate_check(&e->cp, err));
-	if (e->cp.batch_bytes > 0 && rf_cfg(c, RF_CFG_world) > 1)
-		return rf_fail(err, -EINVAL,
-		               "batch_bytes with world %llu: byte-limited batches hold different "
-		               "numbers of records, so ranks would take different numbers of "
-		               "batches and a collective step would hang at the epoch's end; set "
-		               "batch (records per batch) and batch_bytes=0",
-		               (unsigned long long)rf_cfg(c, RF_CFG_world));
+	RF_TRY(rf_open_check_batches(e, err));
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);
 	if (e->threads == 0)

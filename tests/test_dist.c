@@ -363,6 +363,25 @@ static void test_two_resizes(void **state)
 		free(x.ids);
 	}
 	assert_true(st2_len > 96 && st2_len < 1024); /* the remaining segments, not records */
+	/* The re-split epoch's state also resumes on its own world: each rank
+	 * continues its slice of the re-split sequence (41 records left each). */
+	tally same = tally_new(&d);
+	memcpy(same.count, t.count, d.total * sizeof(uint32_t));
+	for (uint32_t r = 0; r < 3; r++) {
+		char more[128];
+		snprintf(more, sizeof(more), "world=3 rank=%u batch=3", r);
+		run x = read_rank(&d, BASE, more, st2, st2_len, ALL);
+		assert_int_equal(x.rc, RF_END);
+		assert_int_equal(x.n, 41);
+		assert_int_equal(x.st.epoch_records, 53); /* its batches continue from 4 */
+		tally_add(&same, &x);
+		free(x.ids);
+	}
+	uint64_t z0, o0, m0;
+	tally_counts(&same, &z0, &o0, &m0);
+	assert_int_equal(m0, 0);
+	assert_int_equal(o0, 48 + 36 + 123);
+	tally_free(&same);
 	uint64_t per = 0;
 	for (uint32_t r = 0; r < 2; r++) {
 		char more[128];
@@ -414,6 +433,7 @@ static void test_refusals_name_the_difference(void **state)
 	/* Byte-limited batches cannot give equal batch counts: refused, saying
 	 * what to set. */
 	expect_refused(&d, "world=2 batch_bytes=4KiB", NULL, 0, "set batch");
+	expect_refused(&d, "drop_last=1 batch_bytes=4KiB", NULL, 0, "drop_last with batch_bytes");
 	free_dataset(&d);
 	/* Another dataset (a shard fewer). */
 	make_dataset(&d, 2, 70);

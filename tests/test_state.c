@@ -241,6 +241,22 @@ static void test_remaining(void **state)
 	taken[0] = taken[1] = 1;         /* rank 0: sequence positions 0, 1 */
 	taken[500 + 5] = taken[506] = 1; /* rank 1: positions 15, 16 */
 	check_remaining(&s, 30, taken);
+	/* The bound: RF_PLAN_SEGMENTS_MAX segments of 5 records, split by 3
+	 * ranks inside segments (slices of 6826) after one record each, would
+	 * need 4098: refused, saying what to do. */
+	rf_segment *many = calloc(RF_PLAN_SEGMENTS_MAX, sizeof(*many));
+	for (uint32_t i = 0; i < RF_PLAN_SEGMENTS_MAX; i++)
+		many[i] = (rf_segment){6ull * i, 5};
+	s = position(0, 1, 0);
+	s.dataset_records = 6ull * RF_PLAN_SEGMENTS_MAX;
+	s.world = 3, s.has_seq = true, s.nsegs = RF_PLAN_SEGMENTS_MAX, s.segs = many;
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "too many resizes"));
+	s.world = 1, s.record = 0; /* one rank from the start: the 4096 segments fit */
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), 0);
+	assert_int_equal(n, RF_PLAN_SEGMENTS_MAX);
+	free(segs);
+	free(many);
 }
 
 int main(void)

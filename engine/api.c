@@ -82,6 +82,7 @@ static void rf_engine_free(rf_engine *e)
 	rf_control_free(e);
 	rf_plan_free(e->p_sched);
 	rf_plan_free(e->p_coll);
+	free(e->seq);
 	free(e->ring);
 	free(e->jobs);
 	free(e->rereads);
@@ -222,7 +223,8 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
 			lo++;
 		uint32_t count = 0;
 		for (size_t u = lo; u < n && rf_plan_unit(plan, u)->first_plan_record < end; u++)
-			count += rf_plan_unit(plan, u)->records > 0;
+			count +=
+			    rf_plan_unit(plan, u)->records > 0 && !rf_plan_unit(plan, u)->unused;
 		best = RF_MAX(best, count);
 	}
 	return best;
@@ -237,7 +239,10 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
 static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
-	bool fixed = e->cp.batch_bytes == 0; /* batches start at multiples of b */
+	/* With world > 1 (or a re-split resume) the rank's local plan positions
+	 * do not start on a window or batch boundary: count one span more. */
+	bool aligned = rf_plan_params_of(e->p_sched)->world == 1 && !e->cfg->has_resume;
+	bool fixed = e->cp.batch_bytes == 0 && aligned; /* batches start at multiples of b */
 	if (!fixed)
 		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
 	if (w > 1) {
@@ -304,15 +309,87 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	return 0;
 }
 
+/* Sets both plans' sequence for the resumed epoch. */
+static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err)
+{
+	const rf_segment *segs = e->seq_set ? e->seq : NULL;
+	RF_TRY(rf_plan_set_sequence(e->p_sched, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->p_coll, epoch, segs, e->nseq, start, err));
+	e->seq_epoch = epoch;
+	return 0;
+}
+
+/* A saved position in `now`'s terms: the same partition (world and tail
+ * policy) continues at the saved record (any batch size); another one takes
+ * what no rank of the saved world had taken, re-split over this world. */
+static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf_error *err)
+{
+	RF_TRY(rf_state_check(saved, now, err));
+	if (saved->epoch < e->epoch_first)
+		return rf_fail(err, -EINVAL, "resume state is at epoch %llu, before epoch %llu",
+		               (unsigned long long)saved->epoch,
+		               (unsigned long long)e->epoch_first);
+	now->epoch = saved->epoch;
+	now->skipped = saved->skipped;
+	now->skipped_blocks = saved->skipped_blocks;
+	if (saved->world == now->world && saved->pad == now->pad) {
+		now->record = saved->record;
+		now->batch = saved->batch;
+		e->seq = saved->segs;
+		e->nseq = saved->nsegs;
+		e->seq_set = saved->has_seq;
+		saved->segs = NULL;
+		saved->nsegs = 0;
+	} else {
+		RF_TRY(rf_state_remaining(saved, &e->seq, &e->nseq, err));
+		e->seq_set = true;
+		if (e->nseq == 0) { /* every record of the epoch was taken */
+			now->epoch++;
+			now->skipped = now->skipped_blocks = 0;
+			e->seq_set = false;
+		}
+	}
+	if (now->epoch >= e->epoch_end)
+		return 0;
+	return rf_open_sequence(e, now->epoch, now->record, err);
+}
+
+/* Batches of `records` records from `start` on, after `done` batches. */
+static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t start,
+                                 uint64_t done)
+{
+	if (e->cp.batch_bytes > 0)
+		return 0; /* byte-limited: known only once read (world 1 only) */
+	uint64_t b = e->cp.batch_records, left = records > start ? records - start : 0;
+	return done + (left + b - 1) / b;
+}
+
+/* The counts of the first epoch and of every later one (for the stats). */
+static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
+                           uint64_t done)
+{
+	e->ep_first = (struct rf_epoch_count){
+	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
+	rf_plan_epoch_tail(e->p_sched, &e->ep_first.tail);
+	if (epoch >= e->epoch_end) /* the saved run had already ended */
+		e->ep_first.records = e->ep_first.batches = 0;
+	uint64_t n = rf_plan_total_records(e->p_sched);
+	e->ep_next.records = rf_plan_partition(e->p_sched, n, 0, &e->ep_next.tail);
+	e->ep_next.batches = rf_epoch_batches(e, e->ep_next.records, 0, 0);
+}
+
 /* Plans, resume position and the first epoch's bookkeeping. */
 static int rf_open_plan(rf_engine *e, rf_error *err)
 {
 	const rf_config *c = e->cfg;
+	bool drop_last = rf_cfg(c, RF_CFG_drop_last) != 0 && e->cp.batch_bytes == 0;
 	rf_plan_params pp = {.seed = rf_cfg(c, RF_CFG_seed),
 	                     .rank = (uint32_t)rf_cfg(c, RF_CFG_rank),
 	                     .world = (uint32_t)rf_cfg(c, RF_CFG_world),
 	                     .shuffle = rf_cfg(c, RF_CFG_shuffle) != 0,
-	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window)};
+	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window),
+	                     .pad = rf_cfg(c, RF_CFG_pad_tail) != 0,
+	                     .drop_last = drop_last ? e->cp.batch_records : 0};
 	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
 	uint64_t bound = 2 * rf_plan_bytes_bound(e, e->window);
 	char what[96];
@@ -324,21 +401,23 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
 	e->open_meta_bytes -= bound;
 	RF_TRY(rf_open_meta(e, planned, what, err));
-	rf_position pos = {.fingerprint = rf_state_fingerprint(e->p_sched, &e->cp),
-	                   .epoch = e->epoch_first};
+	rf_position pos = {.epoch = e->epoch_first};
+	rf_state_identity(e->p_sched, &pos);
+	e->seq_epoch = UINT64_MAX;
 	if (c->has_resume) {
-		if (c->resume.fingerprint != pos.fingerprint)
-			return rf_fail(err, -EINVAL,
-			               "resume state was saved with another configuration (shards, "
-			               "seed, rank, world, shuffle or batch settings differ)");
-		if (c->resume.epoch < e->epoch_first)
-			return rf_fail(err, -EINVAL,
-			               "resume state is at epoch %llu, before epoch %llu",
-			               (unsigned long long)c->resume.epoch,
-			               (unsigned long long)e->epoch_first);
-		pos = c->resume;
+		rf_position saved;
+		RF_TRY(rf_state_decode(c->resume_buf, c->resume_len, &saved, err));
+		int rc = rf_open_resume(e, &saved, &pos, err);
+		rf_position_clear(&saved);
+		RF_TRY(rc);
 	}
 	e->pos = pos;
+	e->coll_skip_blocks = pos.skipped_blocks;
+	e->coll_skip_records = pos.skipped;
+	e->resume_epoch = pos.epoch;
+	e->resume_pos = pos.record;
+	e->pos.segs = e->seq;
+	e->pos.nsegs = e->nseq;
 	uint64_t epoch = pos.epoch;
 	RF_TRY(rf_plan_epoch(e->p_sched, epoch, err));
 	RF_TRY(rf_plan_epoch(e->p_coll, epoch, err));
@@ -353,6 +432,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		    "the world size?): endless epochs would never deliver a batch",
 		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
 		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+	rf_open_counts(e, epoch, records, pos.record, pos.batch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
@@ -361,10 +441,11 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	                      .records = records,
 	                      .first_unit = first,
 	                      .units = rf_plan_unit_count(e->p_sched)};
+	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->p_sched));
 	e->sched_epoch = e->coll_epoch = epoch;
 	e->sched_unit = first;
 	e->sched_next_first =
-	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : records;
+	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : ep->span;
 	e->coll_pos = at;
 	e->coll_batch = pos.batch;
 	e->coll_first_unit = first;
@@ -373,7 +454,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	e->fill_pos = at;
 	e->coll_records = records;
 	e->coll_global = e->consumer_global = at;
-	e->need_global = RF_MIN(records, (at + e->window) / e->window * e->window);
+	e->need_global = rf_plan_need(e->p_sched, at + 1);
 	if (epoch >= e->epoch_end) { /* the saved run had already ended */
 		e->sched_done = true;
 		e->coll_final = true;
@@ -407,6 +488,25 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	return 0;
 }
 
+/* Settings that cannot give every rank the same batches, refused saying
+ * why and what to set. */
+static int rf_open_check_batches(const rf_engine *e, rf_error *err)
+{
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_world) > 1)
+		return rf_fail(err, -EINVAL,
+		               "batch_bytes with world %llu: byte-limited batches hold different "
+		               "numbers of records, so ranks would take different numbers of "
+		               "batches and a collective step would hang at the epoch's end; set "
+		               "batch (records per batch) and batch_bytes=0",
+		               (unsigned long long)rf_cfg(e->cfg, RF_CFG_world));
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_drop_last))
+		return rf_fail(err, -EINVAL,
+		               "drop_last with batch_bytes: a byte-limited batch has no fixed size "
+		               "to be partial against; set batch (records per batch) and "
+		               "batch_bytes=0, or drop_last=0");
+	return 0;
+}
+
 static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 {
 	if (!(e->cfg = rf_config_dup(cfg)))
@@ -418,11 +518,14 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 		               (unsigned long long)rf_cfg(c, RF_CFG_world));
 	rf_config_collate_params(c, &e->cp);
 	RF_TRY(rf_collate_check(&e->cp, err));
+	RF_TRY(rf_open_check_batches(e, err));
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);
 	if (e->threads == 0)
 		e->threads = (uint32_t)RF_MAX(1, RF_MIN(cores, 64));
 	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
+	e->skip_blocks_max = (uint32_t)rf_cfg(c, RF_CFG_skip_blocks);
+	e->skip_records_max = rf_cfg(c, RF_CFG_skip_records);
 	e->request_bytes = rf_cfg(c, RF_CFG_request_size);
 	e->epoch_first = rf_cfg(c, RF_CFG_epoch);
 	e->epoch_end =
@@ -619,8 +722,11 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		e->st_records += b->pub.records;
 		e->st_payload += b->pub.payload_bytes;
 		e->pos.epoch = b->pub.epoch;
-		e->pos.record = b->pub.first_record + b->pub.records;
+		e->pos.record = b->end_pos; /* skipped records too */
 		e->pos.batch = b->pub.index + 1;
+		e->pos.skipped = b->skip_records;
+		e->pos.skipped_blocks = b->skip_blocks;
+		e->st_skipped_records += b->skipped;
 		e->consumer_global = b->global_end;
 		e->last_return_ns = t1;
 		rf_consumer_moved(e, false);
@@ -680,14 +786,16 @@ RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 	rf_engine *e = rf_engine_of(l);
 	if (!e || !len)
 		return -EINVAL;
-	if (!buf || *len < RF_STATE_BYTES) {
-		bool ask = !buf;
-		*len = RF_STATE_BYTES;
-		return ask ? 0 : -ENOSPC;
-	}
 	pthread_mutex_lock(&e->mu);
 	rf_position p = e->pos;
 	pthread_mutex_unlock(&e->mu);
+	p.has_seq = e->seq_set && p.epoch == e->seq_epoch; /* seq: set at open, read-only */
+	size_t need = rf_state_bytes(&p);
+	if (!buf || *len < need) {
+		bool ask = !buf;
+		*len = need;
+		return ask ? 0 : -ENOSPC;
+	}
 	int n = rf_state_encode(&p, buf, *len);
 	if (n < 0)
 		return n;

@@ -40,19 +40,36 @@ int rf_collate_check(const rf_collate_params *p, rf_error *err);
  * each section 64-byte aligned. For budget checks (largest batch). */
 uint64_t rf_collate_bytes(uint32_t records, uint64_t payload_bytes);
 
-/* Consumer position, saved by rf_state_save and given back to resume. */
+/* Consumer position, saved by rf_state_save and given back to resume
+ * (encoding: state.h). It names the stream it is a position in (checked
+ * at resume, each field named when it differs) and the partition it refers
+ * to (world, tail policy, the epoch's sequence), so that any rank's state
+ * resumes the whole job on any world size. */
 typedef struct rf_position {
-	uint64_t fingerprint; /* hash of (shard list sizes, seed, rank, world, shuffle,
-	                         window, batch settings): a state only resumes the
-	                         same configuration */
+	uint64_t dataset_hash; /* rf_plan_dataset_hash: shards, blocks, records per block */
+	uint64_t dataset_records;
+	uint32_t dataset_shards;
+	uint32_t window; /* effective shuffle window (1: none) */
+	uint64_t seed;
+	bool shuffle;
+	bool pad;       /* tail policy of the partition */
+	bool has_seq;   /* the epoch's sequence is segs (else the whole stream) */
+	uint32_t world; /* of the partition `record` is a position in */
 	uint64_t epoch;
-	uint64_t record;  /* stream position within the epoch */
+	uint64_t record;  /* this rank's stream position within the epoch (all ranks alike) */
 	uint64_t batch;   /* batches consumed within the epoch */
-	uint64_t skipped; /* records skipped by the skip policy so far */
+	uint64_t skipped; /* skip policy: records of the blocks skipped in the epoch
+	                     before `record` (what the bound counts) */
+	uint32_t skipped_blocks; /* and those blocks */
+	uint32_t nsegs;
+	struct rf_segment *segs; /* nsegs (owned by whoever filled the position) */
 } rf_position;
 
-#define RF_STATE_BYTES 56
+/* Bytes of the encoding of p. */
+size_t rf_state_bytes(const rf_position *p);
 int rf_state_encode(const rf_position *p, void *buf, size_t cap); /* returns bytes */
+/* Decodes and checks a state; p->segs is malloc'd (rf_position_clear). */
 int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err);
+void rf_position_clear(rf_position *p);
 
 #endif

@@ -158,6 +158,7 @@ RF_API void rf_config_free(rf_config *cfg)
 	for (size_t i = 0; i < cfg->nurls; i++)
 		free(cfg->urls[i]);
 	free(cfg->urls);
+	free(cfg->resume_buf);
 	cfg->magic = 0;
 	free(cfg);
 }
@@ -238,6 +239,14 @@ RF_API int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, r
 	}
 	rf_position p;
 	RF_TRY(rf_state_decode(state, len, &p, err));
+	rf_position_clear(&p);
+	uint8_t *copy = malloc(len);
+	if (!copy)
+		return rf_fail(err, -ENOMEM, "out of memory for a resume state");
+	memcpy(copy, state, len);
+	free(cfg->resume_buf);
+	cfg->resume_buf = copy;
+	cfg->resume_len = len;
 	cfg->resume = p;
 	cfg->has_resume = true;
 	return 0;
@@ -291,6 +300,13 @@ rf_config *rf_config_dup(const rf_config *cfg)
 	c->test_loop_ops = cfg->test_loop_ops;
 	c->test_reads_max = cfg->test_reads_max;
 	bool ok = true;
+	if (cfg->resume_buf) {
+		c->resume_buf = malloc(cfg->resume_len);
+		ok = c->resume_buf != NULL;
+		if (ok)
+			memcpy(c->resume_buf, cfg->resume_buf, cfg->resume_len);
+		c->resume_len = cfg->resume_len;
+	}
 	for (size_t i = 0; i < RF_CFG_COUNT; i++)
 		if (cfg->str[i] && !(c->str[i] = strdup(cfg->str[i])))
 			ok = false;

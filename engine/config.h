@@ -40,6 +40,16 @@
 	X(world, U32, "1", 1, 65536, "number of ranks sharing the dataset")                        \
 	X(shuffle, BOOL, "1", 0, 1, "shuffle shards, blocks and records (0: manifest order)")      \
 	X(shuffle_window, U32, "4096", 0, 16u << 20, "records per shuffle window (0/1: none)")     \
+	X(pad_tail, BOOL, "0", 0, 1,                                                               \
+	  "ranks get equal slices of the epoch: 0 drops the records % world left over (counted "   \
+	  "in the stats), 1 pads with records from the start of the epoch's stream")               \
+	X(drop_last, BOOL, "0", 0, 1, "drop each rank's last partial batch (every rank alike)")    \
+	X(skip_blocks, U32, "0", 0, 1u << 20,                                                      \
+	  "skip policy: skip a block still undeliverable after its re-reads, at most this many "   \
+	  "per epoch (0: never, an undeliverable block stops the stream)")                         \
+	X(skip_records, U64, "0", 0, UINT64_MAX,                                                   \
+	  "skip policy: at most this many records of skipped blocks per epoch (0: no limit "       \
+	  "beyond skip_blocks)")                                                                   \
 	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
@@ -92,7 +102,9 @@ struct rf_config {
 	rf_allocator alloc;
 	bool has_alloc;
 	bool has_resume;
-	rf_position resume;
+	rf_position resume;  /* decoded header (segs not kept: resume_buf has them) */
+	uint8_t *resume_buf; /* the state's bytes, decoded again at rf_open */
+	size_t resume_len;
 	/* internal, tests only (0: default): the loop's op table, and the reads in
 	 * flight at most (above the table, to make the loop refuse reads) */
 	uint32_t test_loop_ops, test_reads_max;

@@ -362,6 +362,15 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 		rf_json_escape(esc, sizeof(esc), c->event);
 		snprintf(ev, sizeof(ev), ",\"event\":\"%s\"", esc);
 	}
+	if (e->skips > 0) { /* the skip policy's blocks so far, and the last one */
+		const rf_skip *k = &e->skip_log[(e->skips - 1) % RF_SKIP_LOG];
+		size_t l = strlen(ev);
+		snprintf(ev + l, sizeof(ev) - l,
+		         ",\"blocks_skipped\":%llu,\"last_skip\":{\"shard\":%u,\"block\":%u,"
+		         "\"records\":%u,\"epoch\":%llu,\"position\":%llu}",
+		         (unsigned long long)e->skips, k->shard, k->block, k->records,
+		         (unsigned long long)k->epoch, (unsigned long long)k->position);
+	}
 	return snprintf(
 	    line, cap,
 	    "{\"t_s\":%.4f,\"depth\":%u,\"ready\":%.0f,\"decoded\":%.3f,\"in_flight\":%.3f,"

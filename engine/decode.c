@@ -25,8 +25,11 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 
 void rf_frontier_advance(rf_engine *e)
 {
-	while (e->frontier_seq < e->sched_seq && rf_slot(e, e->frontier_seq)->state == RF_U_DECODED)
-		e->frontier_seq++;
+	for (; e->frontier_seq < e->sched_seq; e->frontier_seq++) {
+		uint8_t st = rf_slot(e, e->frontier_seq)->state;
+		if (st != RF_U_DECODED && st != RF_U_SKIPPED) /* skipped: resident as nothing */
+			break;
+	}
 }
 
 /* Releases units whose records have all been copied into filled batches.
@@ -117,6 +120,11 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 		e->coll_hint_unit = unit;
 		u = rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
 	}
+	if (u->state == RF_U_SKIPPED) { /* left out of the batch (rf_coll_emit) */
+		*data = NULL;
+		*len = 0;
+		return;
+	}
 	uint32_t start = rf_record_end(u->ends, (int64_t)r - 1);
 	*data = u->slab + start;
 	*len = rf_record_end(u->ends, r) - start;
@@ -143,7 +151,7 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 	}
 	if (epoch != e->coll_epoch)
 		return epoch > e->coll_epoch ? e->coll_records : e->coll_pos;
-	return RF_MIN(e->coll_records, first / e->window * e->window);
+	return RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, first));
 }
 
 /* The failed unit's window is settled when every unit starting before the
@@ -154,7 +162,7 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
 		rf_unit_slot *u = rf_slot(e, s);
 		if (u->epoch != e->coll_epoch || u->first_plan_record >= window_end)
 			return true;
-		if (u->state != RF_U_DECODED && u->state != RF_U_FAILED)
+		if (u->state != RF_U_DECODED && u->state != RF_U_FAILED && u->state != RF_U_SKIPPED)
 			return false;
 	}
 	return e->sched_epoch != e->coll_epoch || e->sched_next_first >= window_end;
@@ -165,11 +173,12 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
  * mu held. */
 static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
 {
-	uint64_t wend = RF_MIN(e->coll_records, (f->first_plan_record / e->window + 1) * e->window);
-	if (!rf_window_settled(e, wend)) {
-		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wend);
+	uint64_t wplan = rf_plan_window_end(e->p_coll, f->first_plan_record);
+	if (!rf_window_settled(e, wplan)) {
+		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wplan);
 		return UINT64_MAX;
 	}
+	uint64_t wend = RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, wplan));
 	for (uint64_t p = e->coll_pos; p < wend; p++) {
 		uint32_t r;
 		rf_unit_slot *u = rf_coll_slot(e, p, &r);
@@ -184,9 +193,7 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 
 static void rf_need(rf_engine *e, uint64_t pos)
 {
-	uint64_t w = e->window;
-	uint64_t aligned = RF_MIN(e->coll_records, (pos + w - 1) / w * w);
-	uint64_t g = e->coll_global_start + aligned;
+	uint64_t g = e->coll_global_start + rf_plan_need(e->p_coll, pos);
 	if (g > e->need_global) {
 		e->need_global = g;
 		rf_engine_wake_loop(e);
@@ -216,6 +223,8 @@ static int rf_coll_next_epoch(rf_engine *e)
 	e->coll_epoch = next;
 	e->coll_pos = 0;
 	e->coll_batch = 0;
+	e->coll_skip_blocks = 0;
+	e->coll_skip_records = 0;
 	e->coll_base_seq = ep->base_seq;
 	e->coll_first_unit = ep->first_unit;
 	e->coll_hint_unit = SIZE_MAX;
@@ -225,6 +234,51 @@ static int rf_coll_next_epoch(rf_engine *e)
 	rf_release_emitted(e);
 	rf_need(e, 1);
 	return 1;
+}
+
+/* The stream position of the first record of unit u that this rank emits
+ * (its windows' records come in permuted order): searched in the window
+ * of its first record. mu held. */
+static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
+{
+	const rf_plan *p = e->p_coll;
+	uint64_t a = rf_plan_resident_stream(p, u->first_plan_record);
+	uint64_t b = rf_plan_resident_stream(p, rf_plan_window_end(p, u->first_plan_record));
+	for (uint64_t pos = a; pos < b; pos++) {
+		uint32_t r;
+		if (rf_coll_slot(e, pos, &r) == u)
+			return pos;
+	}
+	return b;
+}
+
+/* The skip policy: unit u failed and its first record is needed at
+ * stream position pos. Within the epoch's bounds it is skipped (its records are left
+ * out of their batches, every position stays where it was); the count is
+ * of blocks met, a block met before a resume position is already in the
+ * resumed counts. Returns true when skipped. mu held. */
+static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
+{
+	if (e->skip_blocks_max == 0)
+		return false;
+	bool counted = e->coll_epoch == e->resume_epoch && e->resume_pos > 0 &&
+	               rf_unit_first_pos(e, u) < e->resume_pos;
+	uint32_t blocks = e->coll_skip_blocks + (counted ? 0 : 1);
+	uint64_t records = e->coll_skip_records + (counted ? 0 : u->records);
+	if (blocks > e->skip_blocks_max || (e->skip_records_max && records > e->skip_records_max))
+		return false;
+	e->coll_skip_blocks = blocks;
+	e->coll_skip_records = records;
+	rf_skip *s = &e->skip_log[e->skips++ % RF_SKIP_LOG];
+	*s = (rf_skip){.shard = u->shard,
+	               .block = u->block,
+	               .records = u->records,
+	               .epoch = e->coll_epoch,
+	               .position = pos};
+	snprintf(s->error, sizeof(s->error), "%s", u->err_msg ? u->err_msg : "failed");
+	u->state = RF_U_SKIPPED;
+	rf_frontier_advance(e);
+	return true;
 }
 
 static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
@@ -284,8 +338,11 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	rf_ebatch *b = calloc(1, sizeof(*b));
 	rf_rec_ref *refs = b ? malloc((size_t)n * sizeof(*refs)) : NULL;
 	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
-	for (long i = 0; mem && i < n; i++)
-		rf_coll_record(e, pos + (uint64_t)i, &refs[i].data, &refs[i].len);
+	long kept = 0;
+	for (long i = 0; mem && i < n; i++) {
+		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
+		kept += refs[kept].data != NULL; /* a skipped block's record is left out */
+	}
 	pthread_mutex_lock(&e->mu);
 	if (!mem) {
 		free(refs);
@@ -295,7 +352,10 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 		return -ENOMEM;
 	}
 	*b = (rf_ebatch){.magic = RF_BATCH_MAGIC,
-	                 .n = (uint32_t)n,
+	                 .n = (uint32_t)kept,
+	                 .skipped = (uint32_t)(n - kept),
+	                 .skip_blocks = e->coll_skip_blocks,
+	                 .skip_records = e->coll_skip_records,
 	                 .refs = refs,
 	                 .mem = mem,
 	                 .mem_bytes = bytes,
@@ -362,6 +422,8 @@ static int rf_collate_one(rf_engine *e)
 		if (avail == UINT64_MAX)
 			return 0;
 		if (avail == 0) {
+			if (rf_coll_skip_unit(e, which, e->coll_pos))
+				return 1;
 			rf_coll_fail_unit(e, which);
 			return 0;
 		}
@@ -381,6 +443,9 @@ static int rf_collate_one(rf_engine *e)
 		return 0;
 	}
 	if (n == 0) {
+		/* the batch needs the failed unit's record at coll_pos + avail */
+		if (failed && rf_coll_skip_unit(e, which, e->coll_pos + avail))
+			return 1;
 		if (failed)
 			rf_coll_fail_unit(e, which);
 		else

@@ -42,7 +42,11 @@ enum rf_unit_state {
 	RF_U_DECODING,
 	RF_U_DECODED, /* records resident */
 	RF_U_FAILED,  /* read or decode failed: message in error */
+	RF_U_SKIPPED, /* failed, and skipped by the skip policy: its records are left out */
 };
+
+/* One skip of the skip policy, for the stats. */
+#define RF_SKIP_LOG 8
 
 typedef struct rf_read {
 	struct rf_engine *e;
@@ -78,6 +82,7 @@ typedef struct rf_epoch_info {
 	uint64_t epoch;
 	uint64_t records;      /* E: records of this rank in the epoch */
 	uint64_t global_start; /* position of its record 0 in the run (lookahead) */
+	uint64_t span;         /* run positions it takes: max(records, plan records) */
 	uint64_t base_seq;     /* seq of unit first_unit */
 	size_t first_unit;     /* first unit fetched (after a resume) */
 	size_t units;
@@ -110,10 +115,13 @@ typedef struct rf_rec_ref {
 } rf_rec_ref;
 
 typedef struct rf_ebatch {
-	rf_batch pub;     /* first */
-	bool filled;      /* its bytes are in place (a worker filled it) */
-	uint32_t n;       /* records */
-	uint64_t end_pos; /* stream position after its last record */
+	rf_batch pub;         /* first */
+	bool filled;          /* its bytes are in place (a worker filled it) */
+	uint32_t n;           /* records */
+	uint64_t end_pos;     /* stream position after its last record */
+	uint32_t skipped;     /* positions of skipped blocks left out of it */
+	uint32_t skip_blocks; /* the collator's epoch counts after it (for the state) */
+	uint64_t skip_records;
 	rf_rec_ref *refs; /* n records to copy; freed once filled */
 	uint32_t magic;
 	void *mem;
@@ -184,7 +192,8 @@ typedef struct rf_engine {
 	uint64_t sched_epoch;
 	size_t sched_unit;
 	uint64_t sched_seq;        /* next seq to admit */
-	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (E when none) */
+	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (the
+	                              epoch's span, plan records or more, when none) */
 	bool sched_done;           /* every unit of the last epoch admitted */
 	uint32_t reads_inflight;
 	struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
@@ -233,13 +242,31 @@ typedef struct rf_engine {
 	uint32_t held; /* batches handed out, not yet released */
 	rf_ebatch *held_list;
 
+	/* skip policy (collator; mu): bounds, this epoch's counts, the log */
+	uint32_t skip_blocks_max;
+	uint64_t skip_records_max;
+	uint32_t coll_skip_blocks;
+	uint64_t coll_skip_records;
+	uint64_t resume_epoch, resume_pos; /* skips met before resume_pos were counted */
+	rf_skip skip_log[RF_SKIP_LOG];
+	uint64_t skips;              /* blocks skipped by the collator in this run */
+	uint64_t st_skipped_records; /* positions left out of batches the consumer took */
+
 	/* consumer position */
-	rf_position pos;
+	rf_position pos; /* pos.segs: seq */
+	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
+	uint32_t nseq;
+	bool seq_set;
+	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
 	uint64_t consumer_global;
 	char last_error[RF_ERROR_MSG_BYTES];
 	bool in_call; /* re-entry guard */
 
 	/* stats */
+	struct rf_epoch_count {
+		uint64_t epoch, records, batches;
+		rf_plan_tail tail;
+	} ep_first, ep_next; /* the first epoch (as resumed) and those after it */
 	uint64_t t_open_ns;
 	uint64_t st_batches, st_records, st_payload;
 	uint64_t st_decoded_bytes, st_fetched_bytes, st_blocks;

@@ -1,51 +1,84 @@
 /* plan.h - the visitation order: a pure function of (shard indexes, seed,
- * epoch, rank, world, shuffle settings). Never depends on timing, threads,
+ * epoch, shuffle settings) for the epoch's stream, and of (rank, world, tail
+ * policy) for this rank's part of it. Never depends on timing, threads,
  * depth or budget.
  *
- * Per epoch:
+ * Per epoch, for the whole dataset (independent of world size and rank):
  *   1. shards are permuted (seeded by seed, epoch) unless shuffle is off;
- *   2. the epoch's block sequence (all blocks of the permuted shards, in shard
- *      order, B blocks) is split into `world` contiguous slices: rank r takes
- *      blocks [r*B/W, (r+1)*B/W) (so ranks are disjoint and complete);
- *   3. inside each shard's part of the slice, blocks are permuted (seeded);
- *   4. the rank's records, in that unit order ("plan order"), are cut into
- *      consecutive windows of `shuffle_window` records; each window is
- *      permuted by a seeded permutation of (seed, epoch, rank, window number).
- *      The permuted sequence is the "stream": what the consumer sees.
- * Memory bound: a window spans at most ceil(window/min records per block)+1
- * units, all of which must be decoded at once; rf_plan_units_in_window_max
- * says how many at most. */
+ *   2. inside each shard, blocks are permuted (seed, epoch, shard): the
+ *      records in that order are the "plan order" (global plan positions);
+ *   3. the plan order is cut into windows of `shuffle_window` records, each
+ *      permuted (seed, epoch, window number): the permuted sequence is the
+ *      epoch's global stream of N records.
+ * The epoch's "sequence" is the global stream (or, after an elastic resume,
+ * the list of stream segments no rank had taken: rf_plan_set_sequence), of L
+ * records. Rank r of W takes sequence positions [r*S, (r+1)*S):
+ *   tail drop (default): S = floor(L / W), the last L mod W records of the
+ *     sequence go to no rank;
+ *   tail pad: S = ceil(L / W), positions past L wrap to the sequence's start
+ *     (as DistributedSampler pads);
+ *   drop_last = B > 0: the rank's records are cut to a multiple of B (counted
+ *     from the resume position in a resumed epoch), the same on every rank.
+ * The rank's part is one or a few "pieces" (contiguous global stream ranges).
+ * A piece's units are the blocks holding the plan positions of its windows:
+ * at most its two boundary windows are shared with neighbour ranks; a block
+ * whose records in such a window all belong to other ranks is "unused" (in
+ * the list for the position arithmetic, never fetched).
+ *
+ * Local coordinates, what the engine sees: stream positions 0..E of this rank
+ * (E = rf_plan_epoch_records), and plan positions 0..P (the units' records
+ * back to back, P = rf_plan_epoch_plan_records >= E). Window arithmetic in
+ * local coordinates goes through rf_plan_resident_stream / rf_plan_need /
+ * rf_plan_window_end. Memory bound: a window spans at most ceil(window/min
+ * records per block)+1 units (rf_plan_units_in_window_max). */
 #ifndef RF_PLAN_H
 #define RF_PLAN_H
 
 #include "ringfeed.h"
 #include <stdbool.h>
 
-/* A plan holds at most this many blocks over all shards (its unit array and
- * per-block record counts are allocated at rf_plan_new: 36 bytes a block). */
+/* A plan holds at most this many blocks over all shards. */
 #define RF_PLAN_UNITS_MAX (64u << 20)
 /* Largest shuffle window in records (two cached window permutations of 4
- * bytes a record: 128 MiB at most). */
+ * bytes a record, and a byte a record of scratch). */
 #define RF_PLAN_WINDOW_MAX (16u << 20)
+/* Most segments an epoch's sequence may have (elastic resumes compose until
+ * the remaining stream is this fragmented: see state.h). */
+#define RF_PLAN_SEGMENTS_MAX 4096u
 
 typedef struct rf_plan_params {
 	uint64_t seed;
 	uint32_t rank, world;    /* rank < world, world >= 1 */
 	bool shuffle;            /* false: manifest / shard order, no windows */
 	uint32_t shuffle_window; /* records; 0 or 1 = no record shuffle; ignored if !shuffle */
+	bool pad;                /* tail policy: pad (true) or drop (false) */
+	uint32_t drop_last;      /* > 0: cut each rank's records to a multiple of this */
 } rf_plan_params;
+
+/* A range of the epoch's global stream. */
+typedef struct rf_segment {
+	uint64_t start, records;
+} rf_segment;
 
 /* One fetch unit: a block of a shard. */
 typedef struct rf_unit {
 	uint32_t shard; /* index into the shard list given to rf_plan_new */
 	uint32_t block; /* block within that shard */
 	uint32_t records;
-	uint64_t first_plan_record; /* records of this rank in plan order before this unit */
-	uint64_t release_pos;       /* stream position at which every record of this unit
-	                               has been emitted (its decoded bytes can be freed);
-	                               a unit of 0 records takes the previous unit's (0 for
-	                               the first): it is never located and needs no fetch */
+	bool unused;                /* none of its records is in this rank's stream: no fetch */
+	uint64_t first_plan_record; /* local plan position of its first record */
+	uint64_t release_pos;       /* local stream position at which every record of this
+	                               unit that this rank emits has been emitted */
 } rf_unit;
+
+/* The tail of an epoch, for the stats. */
+typedef struct rf_plan_tail {
+	uint64_t sequence_records;  /* L: records of the epoch's sequence */
+	uint64_t slice_records;     /* S: records per rank before drop_last */
+	uint64_t dropped_records;   /* tail drop: L mod W, in no rank's stream (whole job) */
+	uint64_t padded_records;    /* tail pad: W*S - L repeated records (whole job) */
+	uint64_t drop_last_records; /* cut from this rank's stream by drop_last */
+} rf_plan_tail;
 
 typedef struct rf_plan rf_plan;
 
@@ -53,35 +86,60 @@ typedef struct rf_plan rf_plan;
 int rf_plan_new(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,
                 rf_plan **out, rf_error *err);
 void rf_plan_free(rf_plan *plan);
+/* For epoch `epoch` only: its sequence is `segs` (global stream ranges, in
+ * order; NULL: the whole stream) and the rank resumes at local stream
+ * position `start` (for drop_last). Other epochs use the whole stream. */
+int rf_plan_set_sequence(rf_plan *plan, uint64_t epoch, const rf_segment *segs, uint32_t nsegs,
+                         uint64_t start, rf_error *err);
 /* Computes the units of `epoch` for this rank (replacing the previous epoch). */
 int rf_plan_epoch(rf_plan *plan, uint64_t epoch, rf_error *err);
-uint64_t rf_plan_epoch_records(const rf_plan *plan); /* records of this rank in the epoch */
+uint64_t rf_plan_epoch_records(const rf_plan *plan);      /* E: records of this rank in the epoch */
+uint64_t rf_plan_epoch_plan_records(const rf_plan *plan); /* P: records of its units */
+uint64_t rf_plan_total_records(const rf_plan *plan);      /* N: records in the dataset */
+void rf_plan_epoch_tail(const rf_plan *plan, rf_plan_tail *out);
+/* The partition arithmetic alone: records per rank of a sequence of
+ * `length` records for a rank resuming at `start` (drop_last counts from
+ * there), and the tail. The whole stream: length = rf_plan_total_records. */
+uint64_t rf_plan_partition(const rf_plan *plan, uint64_t length, uint64_t start,
+                           rf_plan_tail *tail);
+/* S before drop_last: records per rank in the epoch's partition. */
+uint64_t rf_plan_epoch_slice(const rf_plan *plan);
+/* The epoch's sequence (segments, count). */
+const rf_segment *rf_plan_sequence(const rf_plan *plan, uint32_t *nsegs);
 size_t rf_plan_unit_count(const rf_plan *plan);
 const rf_unit *rf_plan_unit(const rf_plan *plan, size_t i);
-/* Stream position -> (unit index, record index within the unit's block).
- * A position at or past the epoch's end gives *unit = unit count. Caches the
- * window permutation inside the plan: call from one thread at a time. */
+/* Local stream position -> (unit index, record index within the unit's
+ * block). A position at or past the epoch's end gives *unit = unit count.
+ * Caches window permutations inside the plan: one thread at a time. */
 void rf_plan_locate(const rf_plan *plan, uint64_t stream_pos, size_t *unit, uint32_t *record);
-/* Stream position -> plan position (the window permutation alone; same
- * cache, same one-thread rule as rf_plan_locate). */
+/* Local stream position -> local plan position (same cache, same rule). */
 uint64_t rf_plan_stream_to_plan(const rf_plan *plan, uint64_t stream_pos);
+/* Local stream position -> global stream position (the record's place in
+ * the epoch's stream of the whole dataset). */
+uint64_t rf_plan_stream_global(const rf_plan *plan, uint64_t stream_pos);
+/* With every local plan position below plan_pos resident: the local stream
+ * positions below the result are resident (their windows are complete). */
+uint64_t rf_plan_resident_stream(const rf_plan *plan, uint64_t plan_pos);
+/* Local plan position below which units are needed to emit the stream
+ * positions below stream_pos (the end of the window of stream_pos - 1). */
+uint64_t rf_plan_need(const rf_plan *plan, uint64_t stream_pos);
+/* End (local plan position) of the window holding local plan position p. */
+uint64_t rf_plan_window_end(const rf_plan *plan, uint64_t plan_pos);
 /* First unit holding a record at stream position >= pos (units before it are
- * fully emitted once the stream reaches pos); used to resume. It is the first
- * unit whose release_pos > pos (release positions never decrease along the
- * units), so it may name a unit of pos's window whose records all came
- * before pos: conservative, never late. Unit count when none. */
+ * fully emitted once the stream reaches pos): the first unit whose
+ * release_pos > pos. Unit count when none. */
 size_t rf_plan_first_unit_needed(const rf_plan *plan, uint64_t stream_pos);
 /* Upper bound, over all epochs, of units that must be resident together for
- * one window (for the open-time budget check): units with records only,
- * ceil(window / fewest records in a non-empty block) + 1, capped by the
- * non-empty blocks and the rank's slice; 1 without a window, 0 when no block
- * holds a record. */
+ * one window: ceil(window / fewest records in a non-empty block) + 1, capped
+ * by the non-empty blocks; 1 without a window, 0 when no block holds a
+ * record. */
 uint32_t rf_plan_units_in_window_max(const rf_plan *plan);
 /* Bytes of memory the plan holds (metadata budget). */
 uint64_t rf_plan_memory_bytes(const rf_plan *plan);
-/* Folds the plan's configuration (seed, rank, world, shuffle, window, shard
- * count, blocks per shard and records per block) into hash h; used by the
- * resume fingerprint (rf_state_fingerprint). */
-uint64_t rf_plan_hash(const rf_plan *plan, uint64_t h);
+/* Hash of the dataset's shape: shard count, blocks per shard and records
+ * per block (the resume state's dataset check). */
+uint64_t rf_plan_dataset_hash(const rf_plan *plan);
+const rf_plan_params *rf_plan_params_of(const rf_plan *plan);
+uint32_t rf_plan_shard_count(const rf_plan *plan);
 
 #endif

@@ -420,14 +420,14 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	*ep = (rf_epoch_info){.valid = true,
 	                      .epoch = next,
 	                      .records = rf_plan_epoch_records(e->p_sched),
-	                      .global_start = prev->global_start + prev->records,
+	                      .global_start = prev->global_start + prev->span,
 	                      .base_seq = e->sched_seq,
 	                      .first_unit = 0,
 	                      .units = rf_plan_unit_count(e->p_sched)};
+	ep->span = RF_MAX(ep->records, rf_plan_epoch_plan_records(e->p_sched));
 	e->sched_epoch = next;
 	e->sched_unit = 0;
-	e->sched_next_first =
-	    ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->records;
+	e->sched_next_first = ep->units ? rf_plan_unit(e->p_sched, 0)->first_plan_record : ep->span;
 	e->coll_kick = true; /* the collator may be waiting for this epoch */
 	pthread_cond_signal(&e->work_cv);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
@@ -469,7 +469,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	e->sched_next_first = e->sched_unit < ep->units
 	                          ? rf_plan_unit(e->p_sched, e->sched_unit)->first_plan_record
-	                          : ep->records;
+	                          : ep->span;
 }
 
 /* Counts units from sched_unit that one read can cover: same shard,
@@ -489,8 +489,8 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 		uint64_t g = ep->global_start + pu->first_plan_record;
 		if (n > 0 &&
 		    (pu->shard != first->shard || pu->block != first->block + n ||
-		     pu->records == 0 || (g < e->need_global) != needed || g >= limit_global ||
-		     *comp_bytes + bi->compressed_bytes > e->request_bytes))
+		     pu->records == 0 || pu->unused || (g < e->need_global) != needed ||
+		     g >= limit_global || *comp_bytes + bi->compressed_bytes > e->request_bytes))
 			break;
 		*comp_bytes += bi->compressed_bytes;
 		*dec_bytes += rf_pool_class_bytes(bi->decoded_bytes);
@@ -665,9 +665,14 @@ static bool rf_sched_one(rf_engine *e)
 		limit += 2ull * e->threads * e->block_records_avg;
 	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
-	if (pu->records == 0) {
+	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
 		rf_slot_init(e, pu, NULL, 0);
 		rf_frontier_advance(e);
+		if (pu->unused) { /* its plan positions count as resident now */
+			e->coll_kick = true;
+			if (!e->collating)
+				pthread_cond_signal(&e->work_cv);
+		}
 		return true;
 	}
 	uint64_t comp, dec;

@@ -1,21 +1,38 @@
-/* state.h - the resume fingerprint: a hash of everything that decides the
- * stream (plan configuration and shard shapes, collation settings), stored
- * in rf_position so a saved state only resumes the same configuration.
- * Encoding of rf_position itself: rf_state_encode / rf_state_decode in
- * collate.h, implemented in state.c. */
+/* state.h - the consumer's position on disk (rf_position, collate.h):
+ * encoding and its checks, the comparison of a saved state with the
+ * configuration that resumes it (naming what differs), and the elastic
+ * re-split: what a saved position leaves of its epoch, as a sequence of
+ * stream segments for the new world.
+ *
+ * Encoding (version 2, little-endian, 96 + 16 * nsegs bytes):
+ *   0 "RFSTATE2"  8 u32 version  12 u32 flags (1 shuffle, 2 pad, 4 has_seq)
+ *   16 u64 dataset hash  24 u64 dataset records  32 u32 shards  36 u32 window
+ *   40 u64 seed  48 u32 world  52 u32 nsegs  56 u64 epoch  64 u64 record
+ *   72 u64 batch  80 u64 skipped  88 u32 skipped blocks
+ *   92 nsegs x (u64 start, u64 records), then u32 CRC-32C of all before it.
+ * A state without a re-split has no segments (96 bytes). */
 #ifndef RF_STATE_H
 #define RF_STATE_H
 
 #include "collate.h"
 #include "plan.h"
 
-/* State encoding (RF_STATE_BYTES = 56, little-endian):
- *   0 "RFSTATE1"  8 u32 version  12 u64 fingerprint  20 u64 epoch
- *   28 u64 record  36 u64 batch  44 u64 skipped  52 u32 CRC-32C of bytes 0..51 */
-#define RF_STATE_MAGIC   "RFSTATE1"
-#define RF_STATE_VERSION 1u
+#define RF_STATE_MAGIC     "RFSTATE2"
+#define RF_STATE_VERSION   2u
+#define RF_STATE_HEAD      92
+#define RF_STATE_BYTES_MIN (RF_STATE_HEAD + 4)
+#define RF_STATE_BYTES_MAX (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX)
 
-uint64_t rf_state_fingerprint(const rf_plan *plan, const rf_collate_params *c);
+/* The stream-identity fields of a position for this plan. */
+void rf_state_identity(const rf_plan *plan, rf_position *out);
+/* 0 when `saved` is a position in the stream `now` describes; else an error
+ * naming the first setting that differs, its saved value and the new one. */
+int rf_state_check(const rf_position *saved, const rf_position *now, rf_error *err);
+/* Elastic resume: the records of saved->epoch that no rank had taken when
+ * every rank of saved->world stood at saved->record, in sequence order, as
+ * merged segments of the global stream (*segs malloc'd, *nsegs may be 0).
+ * -E2BIG (named) past RF_PLAN_SEGMENTS_MAX segments. */
+int rf_state_remaining(const rf_position *saved, rf_segment **segs, uint32_t *nsegs, rf_error *err);
 /* CRC-32C (Castagnoli), bitwise: for the few bytes of a state. */
 uint32_t rf_state_crc32c(const void *buf, size_t len);
 

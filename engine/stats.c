@@ -29,6 +29,61 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
+/* `s` as a JSON string body: quotes, backslashes and control bytes become
+ * escapes or '?'. */
+static void rf_stats_escape(char *out, size_t cap, const char *s)
+{
+	size_t k = 0;
+	for (; *s && k + 3 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			out[k++] = '\\', out[k++] = (char)c;
+		else
+			out[k++] = c < 0x20 ? '?' : (char)c;
+	}
+	out[k] = '\0';
+}
+
+/* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
+static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, ",\"blocks_skipped\":%llu,\"skips\":[",
+	                 (unsigned long long)s->blocks_skipped);
+	for (uint32_t i = 0; i < s->skips_listed && n >= 0 && (size_t)n < cap; i++) {
+		const rf_skip *k = &s->skips[i];
+		char esc[2 * sizeof(k->error)];
+		rf_stats_escape(esc, sizeof(esc), k->error);
+		n += snprintf(buf + n, cap - (size_t)n,
+		              "%s{\"shard\":%u,\"block\":%u,\"records\":%u,\"epoch\":%llu,"
+		              "\"position\":%llu,\"error\":\"%s\"}",
+		              i ? "," : "", k->shard, k->block, k->records,
+		              (unsigned long long)k->epoch, (unsigned long long)k->position, esc);
+	}
+	if (n >= 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "]}");
+	return n;
+}
+
+/* This rank's counts for the consumer's epoch. mu held. */
+static void rf_stats_epoch(rf_engine *e, rf_stats *s)
+{
+	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
+	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
+	s->epoch = e->pos.epoch;
+	const struct rf_epoch_count *c = s->epoch == e->ep_first.epoch ? &e->ep_first : &e->ep_next;
+	s->epoch_records = c->records;
+	s->epoch_batches = c->batches;
+	s->epoch_records_dropped = c->tail.dropped_records;
+	s->epoch_records_padded = c->tail.padded_records;
+	s->epoch_records_drop_last = c->tail.drop_last_records;
+	s->epoch_batches_later = e->ep_next.batches;
+	s->records_skipped = e->st_skipped_records;
+	s->blocks_skipped = e->skips;
+	s->skips_listed = (uint32_t)RF_MIN(e->skips, RF_SKIP_LOG);
+	for (uint32_t i = 0; i < s->skips_listed; i++)
+		s->skips[i] = e->skip_log[(e->skips - s->skips_listed + i) % RF_SKIP_LOG];
+}
+
 RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 {
 	rf_engine *e = (rf_engine *)l;
@@ -78,6 +133,7 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	}
 	s->queue_swings = e->q_swings;
 	s->budget_bytes = b.limit_bytes;
+	rf_stats_epoch(e, s);
 	memcpy(s->mem_bytes, b.cur_bytes, sizeof(s->mem_bytes));
 	memcpy(s->mem_peak_bytes, b.peak_bytes, sizeof(s->mem_peak_bytes));
 	s->mem_peak_total_bytes = b.peak_total_bytes;
@@ -176,7 +232,21 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	    (unsigned long long)s.records_skipped, (unsigned long long)s.rereads, s.threads);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
-	int m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
+	int m = snprintf(buf + n, cap - (size_t)n,
+	                 ",\"rank\":%u,\"world\":%u,\"epoch\":%llu,\"epoch_records\":%llu,"
+	                 "\"epoch_batches\":%llu,\"epoch_records_dropped\":%llu,"
+	                 "\"epoch_records_padded\":%llu,\"epoch_records_drop_last\":%llu,"
+	                 "\"epoch_batches_later\":%llu",
+	                 s.rank, s.world, (unsigned long long)s.epoch,
+	                 (unsigned long long)s.epoch_records, (unsigned long long)s.epoch_batches,
+	                 (unsigned long long)s.epoch_records_dropped,
+	                 (unsigned long long)s.epoch_records_padded,
+	                 (unsigned long long)s.epoch_records_drop_last,
+	                 (unsigned long long)s.epoch_batches_later);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_control(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;
@@ -185,7 +255,11 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	pthread_mutex_lock(&e->mu);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
 	pthread_mutex_unlock(&e->mu);
-	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s}", p > 0 ? pauses : "[]");
+	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s", p > 0 ? pauses : "[]");
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_skips(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

@@ -5,6 +5,7 @@
  */
 #include "collate.h"
 #include "rfs.h"
+#include "state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,16 +99,34 @@ static int write_blocks(const char *dir, const shard_kind *k, const char *path)
 /* fuzz_state inputs: saved positions. */
 static int write_states(const char *dir)
 {
-	const rf_position ps[] = {{0, 0, 0, 0, 0},
-	                          {0x0123456789abcdefull, 3, 1000, 31, 2},
-	                          {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX}};
+	rf_segment segs[2] = {{0, 10}, {500, 20}};
+	rf_position ps[3] = {{.world = 1, .window = 1},
+	                     {.dataset_hash = 0x0123456789abcdefull,
+	                      .dataset_records = 1000,
+	                      .dataset_shards = 3,
+	                      .window = 16,
+	                      .seed = 9,
+	                      .shuffle = true,
+	                      .world = 4,
+	                      .epoch = 3,
+	                      .record = 200,
+	                      .batch = 25,
+	                      .skipped = 2},
+	                     {.dataset_records = 1000,
+	                      .window = 1,
+	                      .world = 2,
+	                      .has_seq = true,
+	                      .nsegs = 2,
+	                      .segs = segs,
+	                      .record = 4,
+	                      .batch = 1}};
 	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
-		uint8_t b[RF_STATE_BYTES];
+		uint8_t b[RF_STATE_BYTES_MIN + 64];
 		char out[4096];
 		snprintf(out, sizeof(out), "%s/state/position-%zu", dir, i);
 		FILE *f = fopen(out, "wb");
-		if (rf_state_encode(&ps[i], b, sizeof(b)) != RF_STATE_BYTES || !f ||
-		    fwrite(b, 1, sizeof(b), f) != sizeof(b) || fclose(f) != 0)
+		int n = rf_state_encode(&ps[i], b, sizeof(b));
+		if (n <= 0 || !f || fwrite(b, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
 			return -1;
 	}
 	return 0;

@@ -230,7 +230,11 @@ int rf_config_set(rf_config *cfg, const char *key, const char *value, rf_error *
  * s3://bucket/key or s3://bucket/prefix/, with {000..063} brace ranges. */
 int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err);
 int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
-/* Resume from a state produced by rf_state_save (copied). */
+/* Resume from a state produced by rf_state_save (copied). A state saved by
+ * any rank resumes every rank of the job, on the same or another world size
+ * and batch size (another world re-splits what no rank had taken); one saved
+ * under another dataset, seed or shuffle setting is refused at rf_open,
+ * naming the setting with its saved and new value. */
 int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, rf_error *err);
 /* NUL-separated, double-NUL terminated list of option names with help text:
  * "name\0help\0name\0help\0\0". */
@@ -260,8 +264,9 @@ rf_loader *rf_open(const rf_config *cfg, rf_error *err);
 int rf_next(rf_loader *l, rf_batch **out, int timeout_ms);
 /* Returns the batch's bytes to the budget. Batches may be released in any order. */
 void rf_release(rf_loader *l, rf_batch *b);
-/* The consumer's position (after the batches returned by rf_next so far).
- * With buf == NULL sets *len to the bytes needed. */
+/* The consumer's position (after the batches returned by rf_next so far):
+ * 96 bytes, plus 16 a segment in an epoch re-split by an elastic resume (at
+ * most 4096). With buf == NULL sets *len to the bytes needed. */
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
 const char *rf_last_error(rf_loader *l);
 void rf_close(rf_loader *l);
@@ -275,6 +280,17 @@ enum rf_budget_category {
 	RF_MEM_METADATA,  /* shard indexes, plan, connections */
 	RF_MEM_CATEGORIES
 };
+
+/* A block the skip policy (skip_blocks) left out: undeliverable after its
+ * re-reads. */
+typedef struct rf_skip {
+	uint32_t shard;    /* index in the loader's shard list */
+	uint32_t block;    /* block within the shard */
+	uint32_t records;  /* records of the block */
+	uint64_t epoch;    /* epoch and stream position (this rank's) of its first record */
+	uint64_t position; /* met: batches keep their positions, the batch is smaller */
+	char error[200];   /* why it was undeliverable */
+} rf_skip;
 
 typedef struct rf_stats {
 	double elapsed_s;
@@ -333,6 +349,19 @@ typedef struct rf_stats {
 	uint64_t trace_lines;           /* lines written to the trace */
 	char trace_error[256];          /* "" or why the trace stopped */
 	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
+	/* this rank's part of the consumer's epoch (every rank of the world takes
+	 * the same number of records and batches; known at open) */
+	uint32_t rank, world;
+	uint64_t epoch;                   /* the consumer's epoch */
+	uint64_t epoch_records;           /* records this rank yields in that epoch */
+	uint64_t epoch_batches;           /* batches this rank yields in it (0: byte-limited) */
+	uint64_t epoch_records_dropped;   /* tail drop: the job's records % world, no rank's */
+	uint64_t epoch_records_padded;    /* pad_tail: records repeated to fill the tail */
+	uint64_t epoch_records_drop_last; /* drop_last: this rank's last partial batch */
+	uint64_t epoch_batches_later;     /* batches this rank yields in each later epoch */
+	uint64_t blocks_skipped;          /* by the skip policy (records_skipped: positions) */
+	uint32_t skips_listed;            /* the last min(blocks_skipped, 8) skips, oldest first */
+	rf_skip skips[8];
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

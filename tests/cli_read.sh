@@ -57,22 +57,36 @@ for k in 1 50 93 94 95 187; do
 	cat "$T/a.raw" "$T/b.raw" | cmp -s - "$T/full.raw" || fail "resume after batch $k"
 done
 expect_rc 1 "$CLI" read --seed 3 --batch 64 --resume "$T/st" "$M"
-expect_err "another configuration"
+expect_err "seed differs: saved 2, now 3"
 
 # 4. ranks 0..2 together give every record once
 for r in 0 1 2; do "$CLI" read --output lines --world 3 --rank $r "$M"; done | sort >"$T/ranks.txt"
 sort "$T/in.txt" | cmp -s - "$T/ranks.txt" || fail "ranks do not partition the records"
-# More ranks than blocks, several epochs: ranks without blocks deliver
-# nothing (and do not crash moving past their empty epochs); together the
-# ranks deliver every record once per epoch.
+# More ranks than blocks, several epochs: every rank takes the same number
+# of records (10 = 4 x 2 + 2: the 2 left over are dropped, or with
+# --pad-tail 1 filled with records from the epoch's start: 4 x 3), ranks
+# without a block of their own read a neighbour's, and the stats say the
+# counts at open.
 seq 1 10 | sed 's/^/tiny-/' >"$T/tiny.txt"
 "$CLI" pack --from lines "$T/tiny.txt" -o "$T/tiny" >/dev/null
-for r in 0 1 2 3; do
-	"$CLI" read --output lines --world 4 --rank $r --epochs 3 "$T/tiny/manifest.rfm" \
-		|| fail "rank $r of 4 over a one-block dataset, 3 epochs"
-done | sort >"$T/tiny-ranks.txt"
-cat "$T/tiny.txt" "$T/tiny.txt" "$T/tiny.txt" | sort | cmp -s - "$T/tiny-ranks.txt" \
-	|| fail "ranks over a one-block dataset do not give every record once per epoch"
+for pad in 0 1; do
+	for r in 0 1 2 3; do
+		"$CLI" read --output lines --world 4 --rank $r --epochs 3 --batch 2 --pad-tail $pad \
+			--stats "$T/tiny-$pad-$r.json" "$T/tiny/manifest.rfm" >"$T/tiny-$pad-$r.txt" \
+			|| fail "rank $r of 4 over a one-block dataset, 3 epochs, pad $pad"
+		n=$(wc -l <"$T/tiny-$pad-$r.txt")
+		[ "$n" -eq $((3 * (2 + pad))) ] || fail "rank $r of 4 (pad $pad) gave $n records"
+		grep -q "\"epoch_records\":$((2 + pad)),\"epoch_batches\":$(((3 + pad) / 2))," "$T/tiny-$pad-$r.json" \
+			|| fail "rank $r stats lack its epoch counts: $(cat "$T/tiny-$pad-$r.json")"
+	done
+	cat "$T"/tiny-$pad-?.txt | sort | uniq -c | awk -v pad=$pad '
+		{ n[$2] = $1; t += $1 }
+		END { for (k in n) if ((pad == 0 && n[k] > 3) || (pad == 1 && n[k] < 3)) bad++;
+		      exit !(bad == 0 && t == 24 + 12 * pad && (pad == 1 || length(n) >= 8)) }' \
+		|| fail "ranks over a one-block dataset (pad $pad): a record repeated or missing"
+done
+grep -q '"epoch_records_dropped":2' "$T/tiny-0-0.json" || fail "dropped tail not counted"
+grep -q '"epoch_records_padded":2' "$T/tiny-1-0.json" || fail "padded tail not counted"
 
 # 5. open errors
 expect_rc 1 "$CLI" read "$T/nope.rfs"; expect_err "nope.rfs"

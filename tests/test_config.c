@@ -1,6 +1,7 @@
 /* test_config.c - rf_config: strict values (unknown key, bad number, out of
  * range, booleans, sizes), brace ranges, the keys list, resume states. */
 #include "config.h"
+#include "state.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -112,9 +113,10 @@ static void test_keys_and_resume(void **state)
 	assert_true(saw_budget);
 	rf_config *c = rf_config_new();
 	rf_error err = {0};
-	rf_position p = {.fingerprint = 42, .epoch = 3, .record = 100, .batch = 7};
-	uint8_t buf[RF_STATE_BYTES];
-	assert_int_equal(rf_state_encode(&p, buf, sizeof(buf)), RF_STATE_BYTES);
+	rf_position p = {
+	    .dataset_hash = 42, .world = 1, .window = 1, .epoch = 3, .record = 100, .batch = 7};
+	uint8_t buf[RF_STATE_BYTES_MIN];
+	assert_int_equal(rf_state_encode(&p, buf, sizeof(buf)), RF_STATE_BYTES_MIN);
 	assert_int_equal(rf_config_set_resume(c, buf, sizeof(buf), &err), 0);
 	assert_true(c->has_resume);
 	assert_int_equal(c->resume.record, 100);

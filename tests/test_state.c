@@ -1,6 +1,7 @@
-/* test_state.c - the saved position: round trip, every corruption rejected
- * with a message saying which check failed, and the configuration
- * fingerprint changing with everything that decides the stream. */
+/* test_state.c - the saved position: round trip (with and without a
+ * re-split sequence), every corruption rejected with a message saying which
+ * check failed, the resume check naming the setting that differs (saved and
+ * new value), and the elastic re-split's remaining sequence. */
 #include "state.h"
 #include "testutil.h"
 #include "util.h"
@@ -8,25 +9,67 @@
 #include <stdlib.h>
 #include <string.h>
 
+static rf_position position(uint64_t epoch, uint64_t record, uint64_t batch)
+{
+	return (rf_position){.dataset_hash = 0x0123456789abcdefull,
+	                     .dataset_records = 1000,
+	                     .dataset_shards = 7,
+	                     .window = 16,
+	                     .seed = 42,
+	                     .shuffle = true,
+	                     .world = 4,
+	                     .epoch = epoch,
+	                     .record = record,
+	                     .batch = batch,
+	                     .skipped = 3,
+	                     .skipped_blocks = 1};
+}
+
+static void assert_same(const rf_position *a, const rf_position *b)
+{
+	assert_int_equal(a->dataset_hash, b->dataset_hash);
+	assert_int_equal(a->dataset_records, b->dataset_records);
+	assert_int_equal(a->dataset_shards, b->dataset_shards);
+	assert_int_equal(a->window, b->window);
+	assert_int_equal(a->seed, b->seed);
+	assert_int_equal(a->shuffle, b->shuffle);
+	assert_int_equal(a->pad, b->pad);
+	assert_int_equal(a->has_seq, b->has_seq);
+	assert_int_equal(a->world, b->world);
+	assert_int_equal(a->epoch, b->epoch);
+	assert_int_equal(a->record, b->record);
+	assert_int_equal(a->batch, b->batch);
+	assert_int_equal(a->skipped, b->skipped);
+	assert_int_equal(a->skipped_blocks, b->skipped_blocks);
+	assert_int_equal(a->has_seq ? a->nsegs : 0, b->has_seq ? b->nsegs : 0);
+	for (uint32_t i = 0; a->has_seq && i < a->nsegs; i++) {
+		assert_int_equal(a->segs[i].start, b->segs[i].start);
+		assert_int_equal(a->segs[i].records, b->segs[i].records);
+	}
+}
+
 static void test_round_trip(void **state)
 {
 	(void)state;
-	const rf_position cases[] = {
-	    {0, 0, 0, 0, 0},
-	    {0x0123456789abcdefull, 7, 1000, 16, 3},
-	    {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX},
-	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint8_t buf[RF_STATE_BYTES + 8];
-		assert_int_equal(rf_state_encode(&cases[i], buf, sizeof(buf)), RF_STATE_BYTES);
-		assert_memory_equal(buf, "RFSTATE1", 8);
+	rf_segment segs[3] = {{10, 5}, {100, 50}, {990, 10}};
+	rf_position cases[4] = {position(0, 0, 0), position(7, 100, 16), position(1, 64, 8),
+	                        position(UINT64_MAX, UINT64_MAX, UINT64_MAX)};
+	cases[2].has_seq = true, cases[2].nsegs = 3, cases[2].segs = segs, cases[2].pad = true;
+	cases[3].dataset_records = UINT64_MAX;
+	for (size_t i = 0; i < 4; i++) {
+		uint8_t buf[RF_STATE_BYTES_MIN + 64];
+		int n = rf_state_encode(&cases[i], buf, sizeof(buf));
+		assert_int_equal(n, (int)rf_state_bytes(&cases[i]));
+		assert_int_equal(n, RF_STATE_BYTES_MIN + (i == 2 ? 48 : 0));
+		assert_memory_equal(buf, "RFSTATE2", 8);
 		rf_position out;
 		rf_error err = {0};
-		assert_int_equal(rf_state_decode(buf, RF_STATE_BYTES, &out, &err), 0);
-		assert_memory_equal(&out, &cases[i], sizeof(out));
+		assert_int_equal(rf_state_decode(buf, (size_t)n, &out, &err), 0);
+		assert_same(&out, &cases[i]);
+		rf_position_clear(&out);
 	}
-	uint8_t small[RF_STATE_BYTES - 1];
-	assert_int_equal(rf_state_encode(&cases[1], small, sizeof(small)), -ENOSPC);
+	uint8_t small[RF_STATE_BYTES_MIN + 47];
+	assert_int_equal(rf_state_encode(&cases[2], small, sizeof(small)), -ENOSPC);
 }
 
 static void test_crc32c(void **state)
@@ -39,7 +82,7 @@ static void test_crc32c(void **state)
 
 static void expect_reject(const uint8_t *buf, size_t len, const char *why)
 {
-	rf_position out = {1, 2, 3, 4, 5}, before = out;
+	rf_position out = position(1, 2, 1), before = out;
 	rf_error err = {0};
 	int rc = rf_state_decode(buf, len, &out, &err);
 	assert_true(rc < 0);
@@ -49,119 +92,179 @@ static void expect_reject(const uint8_t *buf, size_t len, const char *why)
 	assert_memory_equal(&out, &before, sizeof(out)); /* untouched on failure */
 }
 
+/* Encodes p with its checksum made right after `edit` changed its bytes. */
+static size_t encode_edited(const rf_position *p, uint8_t *buf, size_t at, uint32_t v)
+{
+	size_t n = (size_t)rf_state_encode(p, buf, RF_STATE_BYTES_MIN + 64);
+	rf_store_le32(buf + at, v);
+	rf_store_le32(buf + n - 4, rf_state_crc32c(buf, n - 4));
+	return n;
+}
+
 static void test_corruption(void **state)
 {
 	(void)state;
-	rf_position p = {0xfeedfacecafebeefull, 2, 4096, 64, 0};
-	uint8_t good[RF_STATE_BYTES], buf[RF_STATE_BYTES + 1];
-	rf_state_encode(&p, good, sizeof(good));
+	rf_segment segs[1] = {{10, 5}};
+	rf_position p = position(2, 40, 4);
+	p.has_seq = true, p.nsegs = 1, p.segs = segs;
+	enum { N = RF_STATE_BYTES_MIN + 16 };
+	uint8_t good[N], buf[N + 64];
+	assert_int_equal(rf_state_encode(&p, good, sizeof(good)), N);
 	/* Every single-bit flip anywhere is caught, by the check of its field. */
-	for (size_t i = 0; i < RF_STATE_BYTES; i++)
+	for (size_t i = 0; i < N; i++)
 		for (int bit = 0; bit < 8; bit++) {
 			memcpy(buf, good, sizeof(good));
 			buf[i] ^= (uint8_t)(1u << bit);
-			expect_reject(buf, RF_STATE_BYTES,
-			              i < 8    ? "magic"
-			              : i < 12 ? "version"
-			                       : "checksum");
+			expect_reject(buf, N,
+			              i < 8               ? "magic"
+			              : i < 12            ? "version"
+			              : i >= 52 && i < 56 ? "segments"
+			                                  : "checksum");
 		}
 	/* Wrong lengths, including none at all. */
 	memcpy(buf, good, sizeof(good));
-	buf[RF_STATE_BYTES] = 0;
-	expect_reject(buf, RF_STATE_BYTES + 1, "57 bytes");
-	expect_reject(buf, RF_STATE_BYTES - 1, "55 bytes");
+	buf[N] = 0;
+	expect_reject(buf, N + 1, "segments");
+	expect_reject(buf, N - 1, "segments");
 	expect_reject(buf, 0, "0 bytes");
+	/* A state of the previous layout (56 bytes, RFSTATE1) says so. */
+	uint8_t v1[RF_STATE_BYTES_MIN] = "RFSTATE1";
+	expect_reject(v1, sizeof(v1), "version 1");
 	expect_reject(NULL, 0, "0 bytes");
 	/* A future version with a valid checksum: named as a version problem. */
-	memcpy(buf, good, sizeof(good));
-	rf_store_le32(buf + 8, 2);
-	rf_store_le32(buf + 52, rf_state_crc32c(buf, 52));
-	expect_reject(buf, RF_STATE_BYTES, "version 2");
-	/* Well-formed but impossible: more batches than records. */
-	rf_position bad = {1, 0, 3, 4, 0};
-	rf_state_encode(&bad, buf, sizeof(buf));
-	expect_reject(buf, RF_STATE_BYTES, "4 batches");
+	expect_reject(buf, encode_edited(&p, buf, 8, 3), "version 3");
+	/* Well-formed but impossible: more batches than records, unknown flags,
+	 * world 0, a segment past the dataset. */
+	rf_position bad = position(1, 3, 4);
+	expect_reject(buf, (size_t)rf_state_encode(&bad, buf, sizeof(buf)), "4 batches");
+	expect_reject(buf, encode_edited(&p, buf, 12, 0x10), "flags");
+	expect_reject(buf, encode_edited(&p, buf, 48, 0), "world 0");
+	segs[0] = (rf_segment){995, 6};
+	expect_reject(buf, (size_t)rf_state_encode(&p, buf, sizeof(buf)), "segment 0");
 }
 
-static rf_shard_index *make_index(const uint32_t *records, uint32_t blocks)
+static void expect_differs(const rf_position *saved, const rf_position *now, const char *what)
 {
-	rf_shard_index *ix = calloc(1, sizeof(*ix));
-	ix->blocks = blocks;
-	ix->block = calloc(blocks, sizeof(*ix->block));
-	for (uint32_t b = 0; b < blocks; b++) {
-		ix->block[b].records = records[b];
-		ix->records += records[b];
-	}
-	return ix;
-}
-
-static uint64_t fingerprint(const rf_plan_params *pp, const rf_collate_params *cp,
-                            const uint32_t *recs, uint32_t blocks)
-{
-	uint32_t other[2] = {5, 5};
-	rf_shard_index *ix[2] = {make_index(recs, blocks), make_index(other, 2)};
-	rf_plan *plan = NULL;
 	rf_error err = {0};
-	assert_int_equal(rf_plan_new(pp, (const rf_shard_index *const *)ix, 2, &plan, &err), 0);
-	uint64_t h = rf_state_fingerprint(plan, cp);
-	rf_plan_free(plan);
-	for (int i = 0; i < 2; i++) {
-		free(ix[i]->block);
-		free(ix[i]);
-	}
-	return h;
+	assert_true(rf_state_check(saved, now, &err) < 0);
+	if (!strstr(err.msg, what))
+		fail_msg("expected '%s' in: %s", what, err.msg);
 }
 
-static void test_fingerprint(void **state)
+static void test_check_names_the_difference(void **state)
 {
 	(void)state;
-	const uint32_t recs[3] = {4, 0, 9}, recs_moved[3] = {5, 0, 8}, recs_more[3] = {4, 0, 10};
-	const rf_plan_params pp = {
-	    .seed = 1, .rank = 0, .world = 2, .shuffle = true, .shuffle_window = 8};
-	const rf_collate_params cp = {.batch_records = 16};
-	uint64_t base = fingerprint(&pp, &cp, recs, 3);
-	assert_int_equal(fingerprint(&pp, &cp, recs, 3), base);
-	uint64_t seen[16];
-	size_t n = 0;
-	rf_plan_params q = pp;
-	rf_collate_params c = cp;
-#define DIFFERS(expr) (seen[n++] = (expr), assert_true(seen[n - 1] != base))
-	q.seed = 2, DIFFERS(fingerprint(&q, &cp, recs, 3)), q = pp;
-	q.rank = 1, DIFFERS(fingerprint(&q, &cp, recs, 3)), q = pp;
-	q.world = 3, DIFFERS(fingerprint(&q, &cp, recs, 3)), q = pp;
-	q.shuffle = false, DIFFERS(fingerprint(&q, &cp, recs, 3)), q = pp;
-	q.shuffle_window = 9, DIFFERS(fingerprint(&q, &cp, recs, 3)), q = pp;
-	DIFFERS(fingerprint(&pp, &cp, recs_moved, 3)); /* same total, other blocks */
-	DIFFERS(fingerprint(&pp, &cp, recs_more, 3));
-	DIFFERS(fingerprint(&pp, &cp, recs, 2)); /* a block fewer */
-	c.batch_records = 17, DIFFERS(fingerprint(&pp, &c, recs, 3)), c = cp;
-	c.batch_bytes = 1 << 20, DIFFERS(fingerprint(&pp, &c, recs, 3)), c = cp;
-	c.pad_to = 64, DIFFERS(fingerprint(&pp, &c, recs, 3)), c = cp;
-	c.truncate = true, DIFFERS(fingerprint(&pp, &c, recs, 3)), c = cp;
-#undef DIFFERS
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = i + 1; k < n; k++)
-			assert_true(seen[i] != seen[k]);
-	/* Settings that do not change the stream do not change the print:
-	 * without shuffle the window is ignored; window 0 and 1 are the same. */
-	q.shuffle = false;
-	uint64_t a = fingerprint(&q, &cp, recs, 3);
-	q.shuffle_window = 1000;
-	assert_int_equal(fingerprint(&q, &cp, recs, 3), a);
-	q = pp;
-	q.shuffle_window = 0;
-	a = fingerprint(&q, &cp, recs, 3);
-	q.shuffle_window = 1;
-	assert_int_equal(fingerprint(&q, &cp, recs, 3), a);
+	rf_position s = position(1, 10, 1), n = s;
+	rf_error err = {0};
+	/* Another world, rank or batch size is a resume, not a refusal. */
+	n.world = 9, n.record = 0, n.batch = 0, n.pad = true;
+	assert_int_equal(rf_state_check(&s, &n, &err), 0);
+	n = s, n.seed = 43;
+	expect_differs(&s, &n, "seed differs: saved 42, now 43");
+	n = s, n.shuffle = false;
+	expect_differs(&s, &n, "shuffle differs: saved 1, now 0");
+	n = s, n.window = 4096;
+	expect_differs(&s, &n, "shuffle_window differs: saved 16, now 4096");
+	n = s, n.dataset_records = 999;
+	expect_differs(&s, &n, "saved 7 shards, 1000 records");
+	n = s, n.dataset_shards = 8;
+	expect_differs(&s, &n, "now 8 shards, 1000 records");
+	n = s, n.dataset_hash ^= 1; /* same counts, a block rewritten */
+	expect_differs(&s, &n, "another dataset");
+}
+
+/* The remaining sequence is every record of [0, L) minus what the W ranks
+ * took, in order, exactly once. */
+static void check_remaining(const rf_position *s, uint64_t length, const uint8_t *taken)
+{
+	rf_segment *segs = NULL;
+	uint32_t n = 0;
+	rf_error err = {0};
+	assert_int_equal(rf_state_remaining(s, &segs, &n, &err), 0);
+	uint8_t *seen = calloc(s->dataset_records, 1);
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (uint64_t k = 0; k < segs[i].records; k++) {
+			assert_int_equal(seen[segs[i].start + k], 0);
+			seen[segs[i].start + k] = 1;
+			total++;
+		}
+	uint64_t want = 0;
+	for (uint64_t g = 0; g < s->dataset_records; g++) {
+		want += taken[g] == 0;
+		if (seen[g])
+			assert_int_equal(taken[g], 0);
+	}
+	(void)length;
+	assert_int_equal(total, want);
+	free(seen);
+	free(segs);
+}
+
+static void test_remaining(void **state)
+{
+	(void)state;
+	/* 1000 records, world 3: slices of 333 (record 999 dropped); after 100
+	 * records on every rank the rest is three ranges. */
+	rf_position s = position(0, 100, 10);
+	s.world = 3;
+	uint8_t taken[1000] = {0};
+	for (int r = 0; r < 3; r++)
+		for (int k = 0; k < 100; k++)
+			taken[r * 333 + k] = 1;
+	taken[999] = 1; /* the dropped tail is no rank's: it stays dropped */
+	check_remaining(&s, 1000, taken);
+	rf_segment *segs = NULL;
+	uint32_t n = 0;
+	rf_error err = {0};
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(segs[1].start, 433);
+	assert_int_equal(segs[1].records, 233);
+	free(segs);
+	/* At the slice's end nothing is left; past it is refused. */
+	s.record = 333;
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	s.record = 334;
+	assert_true(rf_state_remaining(&s, &segs, &n, &err) < 0);
+	assert_non_null(strstr(err.msg, "slice of 333"));
+	/* A re-split sequence splits again (two resizes in one epoch). */
+	rf_segment seq[2] = {{0, 10}, {500, 20}};
+	s = position(0, 2, 1);
+	s.world = 2, s.has_seq = true, s.nsegs = 2, s.segs = seq;
+	memset(taken, 1, sizeof(taken));
+	for (int k = 0; k < 10; k++)
+		taken[k] = 0;
+	for (int k = 0; k < 20; k++)
+		taken[500 + k] = 0;
+	taken[0] = taken[1] = 1;         /* rank 0: sequence positions 0, 1 */
+	taken[500 + 5] = taken[506] = 1; /* rank 1: positions 15, 16 */
+	check_remaining(&s, 30, taken);
+	/* The bound: RF_PLAN_SEGMENTS_MAX segments of 5 records, split by 3
+	 * ranks inside segments (slices of 6826) after one record each, would
+	 * need 4098: refused, saying what to do. */
+	rf_segment *many = calloc(RF_PLAN_SEGMENTS_MAX, sizeof(*many));
+	for (uint32_t i = 0; i < RF_PLAN_SEGMENTS_MAX; i++)
+		many[i] = (rf_segment){6ull * i, 5};
+	s = position(0, 1, 0);
+	s.dataset_records = 6ull * RF_PLAN_SEGMENTS_MAX;
+	s.world = 3, s.has_seq = true, s.nsegs = RF_PLAN_SEGMENTS_MAX, s.segs = many;
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "too many resizes"));
+	s.world = 1, s.record = 0; /* one rank from the start: the 4096 segments fit */
+	assert_int_equal(rf_state_remaining(&s, &segs, &n, &err), 0);
+	assert_int_equal(n, RF_PLAN_SEGMENTS_MAX);
+	free(segs);
+	free(many);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),
-	    cmocka_unit_test(test_crc32c),
-	    cmocka_unit_test(test_corruption),
-	    cmocka_unit_test(test_fingerprint),
+	    cmocka_unit_test(test_round_trip), cmocka_unit_test(test_crc32c),
+	    cmocka_unit_test(test_corruption), cmocka_unit_test(test_check_names_the_difference),
+	    cmocka_unit_test(test_remaining),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

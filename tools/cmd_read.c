@@ -191,6 +191,24 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 	return status;
 }
 
+/* The skip policy's skips, one line each on stderr (the last 8 in detail). */
+static void rf_read_report_skips(rf_loader *l)
+{
+	static rf_stats s;
+	if (rf_stats_get(l, &s) < 0 || s.blocks_skipped == 0)
+		return;
+	fprintf(stderr, "ringfeed read: skipped %llu block(s), %llu record(s) left out\n",
+	        (unsigned long long)s.blocks_skipped, (unsigned long long)s.records_skipped);
+	for (uint32_t i = 0; i < s.skips_listed; i++)
+		fprintf(
+		    stderr,
+		    "ringfeed read: skipped shard %u block %u (%u records) at epoch %llu stream "
+		    "position %llu: %s\n",
+		    s.skips[i].shard, s.skips[i].block, s.skips[i].records,
+		    (unsigned long long)s.skips[i].epoch, (unsigned long long)s.skips[i].position,
+		    s.skips[i].error);
+}
+
 /* Writes rf_stats_json to path. Returns 0 or -1 (printed). */
 static int rf_read_write_stats(rf_loader *l, const char *path)
 {
@@ -231,6 +249,7 @@ int cmd_read(int argc, char **argv)
 		return 1;
 	}
 	int status = rf_read_run(l, &o);
+	rf_read_report_skips(l);
 	if (o.stats && rf_read_write_stats(l, o.stats) < 0)
 		status = 1;
 	rf_close(l);

@@ -1,7 +1,12 @@
 /* loader_opts.c - see loader_opts.h. */
 #include "loader_opts.h"
 
+/* Largest state file (ringfeed.h: a few bytes, plus 16 per segment of a
+ * re-split epoch, at most 4096 of them). */
+#define RF_CLI_STATE_MAX (96u + 16u * 4096u)
+
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +92,7 @@ int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)
 		fprintf(stderr, "ringfeed %s: %s: cannot open: %m\n", cmd, path);
 		return -1;
 	}
-	unsigned char buf[4096];
+	static unsigned char buf[RF_CLI_STATE_MAX + 1]; /* one more: a longer file is refused */
 	size_t n = fread(buf, 1, sizeof(buf), fp);
 	fclose(fp);
 	rf_error err = {0};
@@ -101,11 +106,11 @@ int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)
 int rf_cli_save_state(rf_loader *l, const char *path, const char *cmd)
 {
 	size_t len = 0;
-	if (rf_state_save(l, NULL, &len) < 0 || len > 4096) {
+	if (rf_state_save(l, NULL, &len) < 0 || len > RF_CLI_STATE_MAX) {
 		fprintf(stderr, "ringfeed %s: cannot save the state\n", cmd);
 		return -1;
 	}
-	unsigned char buf[4096];
+	static unsigned char buf[RF_CLI_STATE_MAX];
 	if (rf_state_save(l, buf, &len) < 0) {
 		fprintf(stderr, "ringfeed %s: cannot save the state\n", cmd);
 		return -1;

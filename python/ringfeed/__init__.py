@@ -3,7 +3,7 @@ training data (io_uring reads, zstd decode pool, ordered collation, byte
 budget).
 
     import ringfeed
-    with ringfeed.Loader("data/manifest.txt", batch=256, budget="512MiB",
+    with ringfeed.Loader("data/manifest.rfm", batch=256, budget="512MiB",
                          seed=7, shuffle=True) as loader:
         for batch in loader:            # ringfeed.Batch, zero-copy
             payload, offsets = batch.payload, batch.offsets

@@ -1,7 +1,7 @@
 """ringfeed.torch - a PyTorch IterableDataset over the ringfeed engine.
 
     from ringfeed.torch import RingfeedDataset
-    ds = RingfeedDataset("data/manifest.txt", batch=256, budget="1GiB", seed=7)
+    ds = RingfeedDataset("data/manifest.rfm", batch=256, budget="1GiB", seed=7)
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     for step, b in enumerate(dl):
         payload, offsets = b["payload"], b["offsets"]   # uint8 [bytes], int64 [n+1]
@@ -13,7 +13,19 @@
 The engine reads, decodes and collates in its own threads, so use
 num_workers=0 (worker processes would each read the whole stream; this
 dataset refuses to run inside one) and batch_size=None (batches come
-collated).
+collated: the default batch_size=1 would add a dimension and fail on ragged
+batches, so it is refused with a TypeError).
+
+Under torch.distributed every rank yields the same number of batches per
+epoch (len(ds), known before the first batch), so collective steps never
+wait at an epoch's end; tail="drop" (default) leaves out the records that do
+not divide evenly among the ranks, tail="pad" repeats records from the
+epoch's start instead, drop_last=True drops each rank's last partial batch.
+A state_dict() saved by any rank resumes the whole job, on the same or
+another number of ranks (and batch size). skip_blocks=N (skip_records=M)
+leaves out up to N undeliverable blocks an epoch instead of stopping (each
+skip in stats()["skips"]); batches keep their positions, so ranks keep equal
+counts.
 
 Zero copy: the tensors view the engine's batch memory (torch.from_numpy).
 Each tensor holds a reference that keeps its batch alive; the batch's bytes go
@@ -24,6 +36,8 @@ waits for memory otherwise). Copy (`t.clone()`, `.to(device)`) what you want
 to keep longer. Tensors are writable: the engine does not read a batch after
 delivering it.
 """
+
+import sys
 
 import torch
 import torch.utils.data
@@ -59,16 +73,67 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     DataLoader(num_workers=0, pin_memory=False) that is the last batch your
     loop received."""
 
-    def __init__(self, urls, rank=None, world=None, as_tuple=False, **options):
+    def __init__(self, urls, rank=None, world=None, as_tuple=False, tail=None, **options):
         super().__init__()
         drank, dworld = _dist_rank_world()
         self.rank = rank if rank is not None else drank
         self.world = world if world is not None else dworld
         self.urls = urls
         self.options = dict(options)
+        if tail is not None:
+            if tail not in ("drop", "pad"):
+                raise ValueError(f"tail={tail!r}: 'drop' or 'pad'")
+            self.options["pad_tail"] = tail == "pad"
         self.as_tuple = as_tuple
         self._loader = None
         self._resume = None
+        self._len = None
+
+    def _options_now(self):
+        opts = dict(self.options)
+        if self.rank is not None:
+            opts["rank"] = self.rank
+        if self.world is not None:
+            opts["world"] = self.world
+        return opts
+
+    def __len__(self):
+        """Batches this rank yields in one iteration (every rank the same):
+        the engine's count, known at open from the shard indexes. With
+        epochs=N, all N epochs; endless (epochs=0) has no length."""
+        opts = self._options_now()
+        epochs = int(opts.get("epochs", 1))
+        if epochs == 0:
+            raise TypeError("RingfeedDataset with epochs=0 is endless: it has no len()")
+        key = (repr(sorted(opts.items())), repr(self._resume))
+        if self._len is None or self._len[0] != key:
+            with Loader(self.urls, resume=self._resume, **opts) as probe:
+                st = probe.stats()
+            n = st["epoch_batches"] + (epochs - 1) * st["epoch_batches_later"]
+            self._len = (key, n)
+        return self._len[1]
+
+    @staticmethod
+    def _check_not_auto_batched():
+        """A DataLoader with batch_size=N (default 1) would stack N of our
+        already-collated batches: refuse, saying what to write."""
+        try:
+            from torch.utils.data._utils.fetch import _IterableDatasetFetcher
+        except ImportError:  # another torch layout: nothing to check against
+            return
+        f = sys._getframe(2)
+        for _ in range(4):
+            if f is None:
+                break
+            fetcher = f.f_locals.get("self")
+            if isinstance(fetcher, _IterableDatasetFetcher) and fetcher.auto_collation:
+                raise TypeError(
+                    "RingfeedDataset yields collated batches: build the DataLoader with "
+                    "batch_size=None (batch_size=1, the default, would add a dimension "
+                    "to every tensor and fail on ragged batches); the batch size is the "
+                    "dataset's batch= option"
+                )
+            f = f.f_back
 
     def set_epoch(self, epoch):
         self.options["epoch"] = int(epoch)
@@ -82,11 +147,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             )
         if self._loader is not None:
             self._loader.close()
-        opts = dict(self.options)
-        if self.rank is not None:
-            opts["rank"] = self.rank
-        if self.world is not None:
-            opts["world"] = self.world
+        opts = self._options_now()
         resume, self._resume = self._resume, None
         self._loader = Loader(self.urls, resume=resume, **opts)
         return self._loader
@@ -109,6 +170,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         return out if self.as_tuple else dict(zip(keys, out))
 
     def __iter__(self):
+        self._check_not_auto_batched()
         loader = self._open()
         for batch in loader:
             # No local keeps the item: while suspended here, the generator

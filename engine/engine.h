@@ -86,7 +86,13 @@ typedef struct rf_shard {
 	struct rf_engine *engine;
 	uint32_t idx;
 	char *url;
-	uint64_t size_hint;
+	uint64_t size_hint; /* for the source: UINT64_MAX when unknown */
+	/* what a manifest says (checked at open against the source and the
+	 * index; listed false when no manifest named the shard) */
+	bool listed;
+	uint64_t listed_bytes, listed_records, listed_line;
+	const char *manifest; /* path, owned by the first shard it lists (owns_manifest) */
+	bool owns_manifest;
 	rf_source *src;
 	rf_shard_index *index;
 	uint8_t footer[RF_FOOTER_BYTES];

@@ -78,11 +78,12 @@ int cmd_inspect(int argc, char **argv)
 	rf_shard_index *ix = NULL;
 	rf_error err = {0};
 	char head[64];
-	FILE *f = fopen(path, "rb");
-	size_t n = f ? fread(head, 1, sizeof(head), f) : 0;
-	if (f)
-		fclose(f);
-	if (rf_manifest_is(head, n)) {
+	int n = rf_tool_read_head(path, head, sizeof(head), &err);
+	if (n < 0) {
+		fprintf(stderr, "ringfeed inspect: shard %s\n", err.msg);
+		return 1;
+	}
+	if (rf_manifest_is(head, (size_t)n)) {
 		fprintf(
 		    stderr,
 		    "ringfeed inspect: %s is a manifest; inspect takes one shard (verify accepts "

@@ -6,6 +6,7 @@
 #include "demo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,23 @@ void rf_pack_abort(rf_pack *p)
 		rf_writer_abort(p->w);
 	p->w = NULL;
 	pack_free(p);
+}
+
+int rf_tool_read_head(const char *path, void *buf, size_t cap, rf_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return rf_tool_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	ssize_t n = 0;
+	if (fstat(fd, &st) < 0)
+		n = rf_tool_fail(err, -errno, "%s: stat: %s", path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		n = rf_tool_fail(err, -EINVAL, "%s: not a regular file", path);
+	else if ((n = pread(fd, buf, cap, 0)) < 0)
+		n = rf_tool_fail(err, -errno, "%s: read: %s", path, strerror(errno));
+	close(fd);
+	return (int)n;
 }
 
 void rf_tool_json_str(FILE *f, const char *s)

@@ -36,6 +36,10 @@ int rf_tool_mkdirs(const char *dir, rf_error *err);
 /* DIR/shard-%06u.rfs into buf; -ENAMETOOLONG when it does not fit. */
 int rf_pack_shard_name(char *buf, size_t cap, const char *dir, uint32_t no);
 uint64_t rf_tool_now_ns(void);
+/* Reads up to cap bytes from the start of a local file without blocking on
+ * a FIFO or device (refused: not a regular file). Returns the bytes read or
+ * a negative errno with err naming the path. */
+int rf_tool_read_head(const char *path, void *buf, size_t cap, rf_error *err);
 /* Writes s as a JSON string (quoted, escaped). */
 void rf_tool_json_str(FILE *f, const char *s);
 /* Sets err and returns code (tools cannot use the library's internal rf_fail). */

@@ -309,6 +309,9 @@ int rf_control_new(rf_engine *e, rf_error *err); /* at open, after the budget */
 void rf_control_start(rf_engine *e);             /* loop thread, run phase */
 void rf_control_finish(rf_engine *e);            /* loop thread: last trace line */
 void rf_control_free(rf_engine *e);
+/* After the loop thread is gone: 0, or the error that stopped the trace
+ * (a failed write or close), message in err. */
+int rf_control_output_error(const rf_engine *e, rf_error *err);
 void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
 /* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
 int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);

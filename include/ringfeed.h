@@ -260,6 +260,11 @@ void rf_release(rf_loader *l, rf_batch *b);
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
 const char *rf_last_error(rf_loader *l);
 void rf_close(rf_loader *l);
+/* rf_close that reports what the loader could not write: 0, or the first
+ * error writing an output it was asked for (the trace: its last line is
+ * written at close), message in err. A requested output that failed is an
+ * error for the caller, not only a stats field. */
+int rf_close_checked(rf_loader *l, rf_error *err);
 
 /* Budget categories. */
 enum rf_budget_category {

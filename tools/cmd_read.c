@@ -233,6 +233,9 @@ int cmd_read(int argc, char **argv)
 	int status = rf_read_run(l, &o);
 	if (o.stats && rf_read_write_stats(l, o.stats) < 0)
 		status = 1;
-	rf_close(l);
+	if (rf_close_checked(l, &err) < 0) { /* the trace could not be written */
+		fprintf(stderr, "ringfeed read: %s\n", err.msg);
+		status = 1;
+	}
 	return status;
 }

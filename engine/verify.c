@@ -169,8 +169,14 @@ RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
 		                    .listed_line = ref->listed_line,
 		                    .manifest = ref->manifest};
 		rc = rf_verify_run(&w, &e);
-	} else if (report && max_reports)
-		report(ctx, &e);
+	} else {
+		size_t l = strlen(e.msg);
+		if (ref && ref->listed) /* name the line that listed it, as rf_open does */
+			snprintf(e.msg + l, sizeof(e.msg) - l, " (listed in manifest %s line %llu)",
+			         ref->manifest, (unsigned long long)ref->listed_line);
+		if (report && max_reports)
+			report(ctx, &e);
+	}
 	rf_verify_close(&v);
 	if (err)
 		*err = e;

@@ -123,6 +123,11 @@ int cmd_verify(int argc, char **argv)
 		verify_state quiet = v;
 		if (one && verify_args(argc, argv, &quiet, one, names) >= 0)
 			verify_name(&v, one, names[i]);
+		else {
+			printf("  out of memory\nDAMAGED %s\n", names[i]);
+			v.shards++;
+			v.damaged++;
+		}
 		rf_config_free(one);
 	}
 	free(names);

@@ -125,7 +125,7 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 		}
 		if (s->listed && size != s->listed_bytes) {
 			rf_fail(&err, -EIO, "shard %s: file is %llu bytes, the manifest says %llu",
-			        s->url, (unsigned long long)size,
+			        rf_source_name(s->src), (unsigned long long)size,
 			        (unsigned long long)s->listed_bytes);
 			rf_open_finish(s, err.code, err.msg);
 			return;
@@ -154,8 +154,8 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 			rf_open_fail(s, rc, &err);
 		else if (s->listed && s->index->records != s->listed_records) {
 			rf_fail(&err, RF_E_CORRUPT,
-			        "shard %s: holds %llu records, the manifest says %llu", s->url,
-			        (unsigned long long)s->index->records,
+			        "shard %s: holds %llu records, the manifest says %llu",
+			        rf_source_name(s->src), (unsigned long long)s->index->records,
 			        (unsigned long long)s->listed_records);
 			rf_open_finish(s, err.code, err.msg);
 		} else

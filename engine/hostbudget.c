@@ -674,6 +674,11 @@ const char *rf_hostbudget_name(const rf_hostbudget *hb)
 	return hb->name;
 }
 
+bool rf_hostbudget_broken(const rf_hostbudget *hb)
+{
+	return hb->broken;
+}
+
 void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes)
 {
 	if (hb_lock(hb) == 0) {

@@ -118,48 +118,45 @@ static int rf_vsrc_read(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_
 	return rf_vsrc_wait(v, err);
 }
 
-static int rf_verify_open(rf_vsrc *v, const rf_config *cfg, const rf_shard_ref *ref, rf_error *err)
+/* One loop and fetch layer for every shard of a call (connections kept). */
+static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
 {
 	rf_fetch_options fo;
 	rf_config_fetch_options(cfg, &fo);
 	rf_loop *loop = NULL;
 	RF_TRY(rf_loop_new(&loop, err));
 	int rc = rf_fetch_new(loop, &fo, &v->fetch, err);
-	if (rc < 0) {
+	if (rc < 0)
 		rf_loop_free(loop);
-		return rc;
-	}
-	/* a listed size is checked, not trusted: the source finds the real one */
-	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
-	rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_vsrc_done, v, err);
-	if (rc == 0)
-		rc = rf_vsrc_wait(v, err);
 	return rc;
 }
 
-static void rf_verify_close(rf_vsrc *v)
+static void rf_verify_teardown(rf_vsrc *v)
 {
 	if (!v->fetch)
 		return;
 	rf_loop *loop = rf_fetch_loop(v->fetch);
-	rf_source_close(v->src);
 	rf_fetch_free(v->fetch);
 	rf_loop_free(loop);
 }
 
-RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
-                           void (*report)(void *ctx, const rf_error *e), void *ctx,
-                           uint32_t max_reports, rf_error *err)
+/* Opens ref's source, walks it, closes it: 0, RF_E_CORRUPT or an I/O error. */
+static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
+                         void (*report)(void *ctx, const rf_error *e), void *ctx,
+                         uint32_t max_reports, rf_error *e)
 {
-	rf_error e = {0};
-	rf_vsrc v = {0};
-	int rc = !cfg || !ref || !ref->url ? rf_fail(&e, -EINVAL, "rf_verify_shard: bad arguments")
-	                                   : rf_verify_open(&v, cfg, ref, &e);
+	v->src = NULL;
+	v->done = false;
+	/* a listed size is checked, not trusted: the source finds the real one */
+	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
+	int rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_vsrc_done, v, e);
+	if (rc == 0)
+		rc = rf_vsrc_wait(v, e);
 	if (rc == 0) {
-		rf_verify_walk w = {.name = rf_source_name(v.src),
-		                    .size = rf_source_size(v.src),
+		rf_verify_walk w = {.name = rf_source_name(v->src),
+		                    .size = rf_source_size(v->src),
 		                    .read = rf_vsrc_read,
-		                    .read_ctx = &v,
+		                    .read_ctx = v,
 		                    .report = report,
 		                    .ctx = ctx,
 		                    .max_reports = max_reports,
@@ -168,17 +165,47 @@ RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
 		                    .listed_records = ref->listed_records,
 		                    .listed_line = ref->listed_line,
 		                    .manifest = ref->manifest};
-		rc = rf_verify_run(&w, &e);
+		rc = rf_verify_run(&w, e);
 	} else {
-		size_t l = strlen(e.msg);
-		if (ref && ref->listed) /* name the line that listed it, as rf_open does */
-			snprintf(e.msg + l, sizeof(e.msg) - l, " (listed in manifest %s line %llu)",
-			         ref->manifest, (unsigned long long)ref->listed_line);
+		size_t l = strlen(e->msg);
+		if (ref->listed) /* name the line that listed it, as rf_open does */
+			snprintf(e->msg + l, sizeof(e->msg) - l,
+			         " (listed in manifest %s line %llu)", ref->manifest,
+			         (unsigned long long)ref->listed_line);
 		if (report && max_reports)
-			report(ctx, &e);
+			report(ctx, e);
 	}
-	rf_verify_close(&v);
-	if (err)
-		*err = e;
+	rf_source_close(v->src);
+	v->src = NULL;
 	return rc;
+}
+
+RF_API int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                            void (*report)(void *ctx, const rf_error *e),
+                            void (*done)(void *ctx, size_t i, int rc), void *ctx,
+                            uint32_t max_reports, rf_error *err)
+{
+	rf_error e = {0}, first = {0};
+	rf_vsrc v = {0};
+	int rc = !cfg || (n && !refs) ? rf_fail(&first, -EINVAL, "rf_verify_shards: bad arguments")
+	                              : rf_verify_setup(&v, cfg, &first);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int r = refs[i].url ? rf_verify_one(&v, &refs[i], report, ctx, max_reports, &e)
+		                    : rf_fail(&e, -EINVAL, "shard %zu: no url", i);
+		if (r < 0 && first.code == 0)
+			first = e;
+		if (done)
+			done(ctx, i, r);
+	}
+	rf_verify_teardown(&v);
+	if (err)
+		*err = first;
+	return rc < 0 ? rc : first.code;
+}
+
+RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
+                           void (*report)(void *ctx, const rf_error *e), void *ctx,
+                           uint32_t max_reports, rf_error *err)
+{
+	return rf_verify_shards(cfg, ref, ref ? 1 : 0, report, NULL, ctx, max_reports, err);
 }

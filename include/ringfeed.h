@@ -366,6 +366,15 @@ void rf_shard_refs_free(rf_shard_ref *refs, size_t count);
 int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
                     void (*report)(void *ctx, const rf_error *e), void *ctx, uint32_t max_reports,
                     rf_error *err);
+/* rf_verify_shard for n shards through one fetch layer (connections kept
+ * from one shard to the next); done (when non-NULL) gets each shard's
+ * verdict (0 sound, else its code). Returns 0 when all are sound, else the
+ * first failure's code with its message in err (a failure to set up the
+ * fetch layer returns before any shard). */
+int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                     void (*report)(void *ctx, const rf_error *e),
+                     void (*done)(void *ctx, size_t i, int rc), void *ctx, uint32_t max_reports,
+                     rf_error *err);
 
 /* ------------------------------------------------------- storage alone */
 

@@ -243,6 +243,44 @@ static void test_listed_checked(void **state)
 	free(dir);
 }
 
+static void count_done(void *ctx, size_t i, int rc)
+{
+	int *verdicts = ctx;
+	verdicts[i] = rc == 0 ? 1 : rc;
+}
+
+/* Several shards through one fetch layer: each gets its own verdict, the
+ * call returns the first failure. */
+static void test_verify_shards(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("manifest-verify");
+	uint64_t size = write_shard(dir);
+	char path[600], text[300];
+	snprintf(path, sizeof(path), "%s/two.rfm", dir);
+	int n = snprintf(text, sizeof(text), "%s\ns.rfs\t%llu\t10\ns.rfs\t%llu\t9\n",
+	                 RF_MANIFEST_MAGIC, (unsigned long long)size, (unsigned long long)size);
+	assert_int_equal(rf_test_write_file(path, text, (size_t)n), 0);
+	rf_config *cfg = rf_config_new();
+	rf_error err = {0};
+	assert_int_equal(rf_config_add_url(cfg, path, &err), 0);
+	rf_shard_ref *refs = NULL;
+	size_t count = 0;
+	assert_int_equal(rf_config_shards(cfg, &refs, &count, &err), 0);
+	assert_int_equal(count, 2);
+	int verdicts[2] = {0, 0};
+	assert_int_equal(rf_verify_shards(cfg, refs, count, NULL, count_done, verdicts, 0, &err),
+	                 RF_E_CORRUPT);
+	assert_int_equal(verdicts[0], 1);
+	assert_int_equal(verdicts[1], RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "the manifest says 9 (listed in manifest"));
+	assert_non_null(strstr(err.msg, "two.rfm line 3"));
+	rf_shard_refs_free(refs, count);
+	rf_config_free(cfg);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
 /* A FIFO as a manifest is refused at once (opening it would block). */
 static void test_fifo_refused(void **state)
 {
@@ -266,6 +304,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_ok),       cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_bounds),         cmocka_unit_test(test_write_read_file),
 	    cmocka_unit_test(test_listed_checked), cmocka_unit_test(test_fifo_refused),
+	    cmocka_unit_test(test_verify_shards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,37 +33,52 @@ typedef struct verify_state {
 	uint64_t shards, damaged;
 } verify_state;
 
+typedef struct verify_name_run {
+	verify_state *v;
+	const rf_shard_ref *refs;
+	size_t done;
+} verify_name_run;
+
 static void report(void *ctx, const rf_error *e)
 {
 	(void)ctx;
 	printf("  %s\n", e->msg);
 }
 
-static void verify_one(verify_state *v, const rf_config *cfg, const rf_shard_ref *ref)
+static void verdict(verify_state *v, const char *name, int rc)
 {
 	v->shards++;
-	rf_error err = {0};
-	int rc = rf_verify_shard(cfg, ref, report, NULL, v->max_reports, &err);
 	if (rc < 0)
 		v->damaged++;
 	if (rc < 0 || !v->quiet)
-		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED", ref->name);
+		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED", name);
 }
 
-/* One NAME: expanded alone, so a bad one is reported and the rest go on. */
+static void on_done(void *ctx, size_t i, int rc)
+{
+	verify_name_run *r = ctx;
+	verdict(r->v, r->refs[i].name, rc);
+	r->done = i + 1;
+}
+
+/* One NAME: expanded alone, so a bad one is reported and the rest go on;
+ * its shards are verified through one fetch layer. */
 static void verify_name(verify_state *v, rf_config *cfg, const char *name)
 {
 	rf_error err = {0};
 	rf_shard_ref *refs = NULL;
 	size_t n = 0;
 	if (rf_config_add_url(cfg, name, &err) < 0 || rf_config_shards(cfg, &refs, &n, &err) < 0) {
-		printf("  %s\nDAMAGED %s\n", err.msg, name);
-		v->shards++;
-		v->damaged++;
+		printf("  %s\n", err.msg);
+		verdict(v, name, err.code ? err.code : -EINVAL);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		verify_one(v, cfg, &refs[i]);
+	verify_name_run r = {.v = v, .refs = refs};
+	if (rf_verify_shards(cfg, refs, n, report, on_done, &r, v->max_reports, &err) < 0 &&
+	    r.done < n) /* the fetch layer could not start: none of the rest was read */
+		printf("  %s\n", err.msg);
+	for (size_t i = r.done; i < n; i++)
+		verdict(v, refs[i].name, -EIO);
 	rf_shard_refs_free(refs, n);
 }
 
@@ -124,9 +139,8 @@ int cmd_verify(int argc, char **argv)
 		if (one && verify_args(argc, argv, &quiet, one, names) >= 0)
 			verify_name(&v, one, names[i]);
 		else {
-			printf("  out of memory\nDAMAGED %s\n", names[i]);
-			v.shards++;
-			v.damaged++;
+			printf("  out of memory\n");
+			verdict(&v, names[i], -ENOMEM);
 		}
 		rf_config_free(one);
 	}

@@ -811,7 +811,17 @@ RF_API const char *rf_last_error(rf_loader *l)
 
 RF_API void rf_close(rf_loader *l)
 {
+	rf_close_checked(l, NULL);
+}
+
+RF_API int rf_close_checked(rf_loader *l, rf_error *err)
+{
+	rf_error_clear(err);
 	rf_engine *e = rf_engine_of(l);
-	if (e)
-		rf_engine_free(e);
+	if (!e)
+		return l ? rf_fail(err, -EINVAL, "rf_close: not a loader") : 0;
+	rf_engine_stop_threads(e); /* the trace's last line is written and closed */
+	int rc = rf_control_output_error(e, err);
+	rf_engine_free(e);
+	return rc;
 }

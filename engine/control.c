@@ -47,6 +47,7 @@ typedef struct rf_control {
 	int trace_fd;
 	char *trace_path;
 	uint64_t trace_lines;
+	int trace_err_code; /* the negative errno that stopped the trace, or 0 */
 	char trace_err[256];
 } rf_control;
 
@@ -406,6 +407,7 @@ static void rf_trace_write(rf_engine *e, const char *line, size_t len)
 		if (n <= 0) {
 			int err = n < 0 ? errno : EIO;
 			pthread_mutex_lock(&e->mu);
+			c->trace_err_code = -err;
 			snprintf(c->trace_err, sizeof(c->trace_err), "trace %s: write failed: %s",
 			         c->trace_path, strerror(err));
 			close(c->trace_fd);
@@ -456,6 +458,8 @@ void rf_control_start(rf_engine *e)
 	c->timer = rf_loop_timer(e->loop, c->interval_ns, rf_on_tune_timer, e);
 }
 
+/* The last line, then the trace is closed: a failed close (a full or
+ * remote file system reports late) stops it like a failed write. */
 void rf_control_finish(rf_engine *e)
 {
 	rf_control *c = e->ctl;
@@ -466,6 +470,25 @@ void rf_control_finish(rf_engine *e)
 	pthread_mutex_unlock(&e->mu);
 	if (some)
 		rf_control_interval(e);
+	if (c->trace_fd < 0)
+		return;
+	int rc = close(c->trace_fd) < 0 && errno != EINTR ? -errno : 0;
+	c->trace_fd = -1;
+	if (rc < 0) {
+		pthread_mutex_lock(&e->mu);
+		c->trace_err_code = rc;
+		snprintf(c->trace_err, sizeof(c->trace_err), "trace %s: write failed: %s",
+		         c->trace_path, strerror(-rc));
+		pthread_mutex_unlock(&e->mu);
+	}
+}
+
+int rf_control_output_error(const rf_engine *e, rf_error *err)
+{
+	const rf_control *c = e->ctl;
+	if (!c || !c->trace_err_code)
+		return 0;
+	return rf_fail(err, c->trace_err_code, "%s", c->trace_err);
 }
 
 /* ------------------------------------------------------------- stats */

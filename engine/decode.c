@@ -71,6 +71,11 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
 {
 	if (!rf_budget_host_bound(&e->budget, bytes))
 		return false;
+	rf_error herr = {0};
+	if (rf_hostbudget_broken(e->host) && rf_hostbudget_check(e->host, &herr) < 0) {
+		rf_engine_finish(e, herr.code, herr.msg); /* waiting cannot mend it */
+		return true;
+	}
 	uint64_t now = rf_now_ns();
 	if (e->host_wait_ns == 0)
 		e->host_wait_ns = now;

@@ -93,7 +93,13 @@ typedef struct rf_shard {
 	uint32_t idx;
 	char *url;  /* what is opened: may carry credentials (userinfo, a presigned query) */
 	char *name; /* url redacted (rf_url_redact): the only form messages and stats show */
-	uint64_t size_hint;
+	uint64_t size_hint; /* for the source: UINT64_MAX when unknown */
+	/* what a manifest says (checked at open against the source and the
+	 * index; listed false when no manifest named the shard) */
+	bool listed;
+	uint64_t listed_bytes, listed_records, listed_line;
+	const char *manifest; /* path, owned by the first shard it lists (owns_manifest) */
+	bool owns_manifest;
 	rf_source *src;
 	rf_shard_index *index;
 	uint8_t footer[RF_FOOTER_BYTES];
@@ -346,6 +352,9 @@ int rf_control_new(rf_engine *e, rf_error *err); /* at open, after the budget */
 void rf_control_start(rf_engine *e);             /* loop thread, run phase */
 void rf_control_finish(rf_engine *e);            /* loop thread: last trace line */
 void rf_control_free(rf_engine *e);
+/* After the loop thread is gone: 0, or the error that stopped the trace
+ * (a failed write or close), message in err. */
+int rf_control_output_error(const rf_engine *e, rf_error *err);
 void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
 /* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
 int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);

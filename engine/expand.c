@@ -1,5 +1,5 @@
 /* expand.c - turns the configured URLs into the shard list: local files,
- * directories (their *.rfs files, sorted), manifests (their entries, with
+ * directories (their manifest.rfm, else their *.rfs files, sorted), manifests (their entries, with
  * sizes the file source checks) and remote URLs (kept as they are). */
 #include "engine.h"
 #include "manifest.h"
@@ -51,7 +51,7 @@ static int rf_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
+static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -95,26 +95,62 @@ static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
 	return rc;
 }
 
+/* A manifest's entries keep what it says of each (checked at open) and
+ * where it says it; the first entry owns the manifest's name. */
 static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 {
 	rf_manifest *m = NULL;
 	RF_TRY(rf_manifest_read_file(path, &m, err));
 	int rc = 0;
+	bool owned = false;
+	char *name = m->count ? strdup(path) : NULL;
 	if (m->count == 0)
 		rc = rf_fail(err, -ENOENT, "%s: manifest lists no shards", path);
-	for (size_t i = 0; rc == 0 && i < m->count; i++)
-		rc = rf_list_push(l, m->entry[i].url, m->entry[i].bytes, err);
+	else if (!name)
+		rc = rf_fail(err, -ENOMEM, "out of memory for the shard list");
+	for (size_t i = 0; rc == 0 && i < m->count; i++) {
+		const rf_manifest_entry *me = &m->entry[i];
+		/* bytes 2^64-1 reads as "unknown" to the source; the open checks it */
+		rc = rf_list_push(l, me->url, me->bytes, err);
+		if (rc < 0)
+			break;
+		rf_shard *s = &l->v[l->n - 1];
+		s->listed = true;
+		s->listed_bytes = me->bytes;
+		s->listed_records = me->records;
+		s->listed_line = me->line;
+		s->manifest = name;
+		s->owns_manifest = i == 0;
+		owned = true;
+	}
+	if (!owned)
+		free(name);
 	rf_manifest_free(m);
 	return rc;
+}
+
+/* A directory that holds a manifest (RF_DIR_MANIFEST, what pack writes) is
+ * that manifest: shards left from another pack are not read with it. */
+static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
+{
+	char *m = rf_manifest_join(dir, RF_DIR_MANIFEST);
+	if (!m)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	struct stat st;
+	int has = lstat(m, &st) == 0;
+	int rc = has ? rf_expand_manifest(l, m, err) : 0;
+	free(m);
+	return has ? rc : rf_expand_dir_shards(l, dir, err);
 }
 
 /* A local file: a manifest when it starts with the magic line, else a shard. */
 static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
 {
 	char head[64] = {0};
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "", &size, err);
 	if (fd < 0)
-		return rf_fail(err, -errno, "%s: %s", path, strerror(errno));
+		return fd;
 	ssize_t n = read(fd, head, sizeof(head));
 	close(fd);
 	if (n > 0 && rf_manifest_is(head, (size_t)n))
@@ -145,11 +181,12 @@ static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url
 	const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
 	struct stat st;
 	if (stat(path, &st) < 0)
-		return rf_fail(err, -errno, "%s: %s", path, strerror(errno));
+		return rf_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
 		return rf_expand_dir(l, path, err);
 	if (!S_ISREG(st.st_mode))
-		return rf_fail(err, -EINVAL, "%s: not a file, directory or manifest", path);
+		return rf_fail(err, -EINVAL, "%s: not a file, directory or manifest (it is %s)",
+		               path, rf_file_kind(st.st_mode));
 	return rf_expand_file(l, path, err);
 }
 
@@ -177,6 +214,8 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 	for (uint32_t i = 0; i < count; i++) {
 		free(shards[i].url);
 		free(shards[i].name);
+		if (shards[i].owns_manifest)
+			free((char *)shards[i].manifest);
 		free(shards[i].err_msg);
 		free(shards[i].index_buf);
 		rf_index_free(shards[i].index);

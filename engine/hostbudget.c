@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,9 @@ typedef struct hb_shared {
 struct rf_hostbudget {
 	hb_shared *sh;
 	int fd;
-	pid_t pid; /* the process that attached; a forked child is not it */
+	pid_t pid;           /* the process that attached; a forked child is not it */
+	bool broken;         /* the object shrank under the mapping: never touched again */
+	int64_t broken_size; /* its size then (-1 unknown) */
 	uint32_t slot;
 	uint64_t start_ticks;
 	char name[RF_HOSTBUDGET_NAME_MAX + 1];
@@ -164,8 +167,23 @@ static void repair(hb_shared *sh)
 	sh->last_scan_ns = rf_now_ns();
 }
 
-static int hb_lock(hb_shared *sh)
+/* The object must still be as large as the mapping: touching a page past a
+ * truncated end is SIGBUS. Checked before every lock (the mutex lives in the
+ * mapping); once short, the handle stays broken and touches nothing. */
+static int hb_size_ok(rf_hostbudget *hb)
 {
+	struct stat st;
+	if (!hb->broken && (fstat(hb->fd, &st) != 0 || st.st_size < (off_t)sizeof(hb_shared))) {
+		hb->broken = true;
+		hb->broken_size = fstat(hb->fd, &st) == 0 ? (int64_t)st.st_size : -1;
+	}
+	return hb->broken ? -EIO : 0;
+}
+
+static int hb_lock(rf_hostbudget *hb)
+{
+	RF_TRY(hb_size_ok(hb));
+	hb_shared *sh = hb->sh;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += RF_HOSTBUDGET_LOCK_MS / 1000;
@@ -332,7 +350,7 @@ static int map_shared(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 static int attach(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 {
 	RF_TRY(map_shared(hb, total_bytes, err));
-	int rc = hb_lock(hb->sh);
+	int rc = hb_lock(hb);
 	if (rc < 0)
 		return rf_fail(err, rc, "host budget '%s': lock: %s", hb->name, strerror(-rc));
 	rc = agree_total(hb, total_bytes, err);
@@ -352,6 +370,30 @@ static void unmap(rf_hostbudget *hb)
 	hb->fd = -1;
 }
 
+/* An object another user owns, or one group or others may write, could be
+ * filled or locked by them: refused before anything is read from it. */
+static int check_owner(const rf_hostbudget *hb, rf_error *err)
+{
+	struct stat st;
+	if (fstat(hb->fd, &st) != 0)
+		return rf_fail(err, -errno, "host budget /dev/shm%s: fstat: %s", hb->path,
+		               strerror(errno));
+	uid_t me = geteuid();
+	if (st.st_uid == me && (st.st_mode & 077) == 0)
+		return 0;
+	char owner[64] = "";
+	struct passwd pw, *found = NULL;
+	char buf[1024];
+	if (getpwuid_r(st.st_uid, &pw, buf, sizeof(buf), &found) == 0 && found)
+		snprintf(owner, sizeof(owner), " (%s)", found->pw_name);
+	return rf_fail(err, -EACCES,
+	               "host budget /dev/shm%s is owned by uid %u%s with mode %04o: it must "
+	               "belong to this user (uid %u) with no group or other permissions "
+	               "(0600); remove it or use another --host-budget-name",
+	               hb->path, (unsigned)st.st_uid, owner, (unsigned)(st.st_mode & 07777),
+	               (unsigned)me);
+}
+
 /* One attempt: open (create), flock, attach. -EAGAIN: try again. */
 static int open_once(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 {
@@ -359,7 +401,12 @@ static int open_once(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 	if (hb->fd < 0)
 		return rf_fail(err, -errno, "host budget /dev/shm%s: %s", hb->path,
 		               strerror(errno));
-	int rc = flock_bounded(hb->fd);
+	int rc = check_owner(hb, err);
+	if (rc < 0) {
+		unmap(hb);
+		return rc;
+	}
+	rc = flock_bounded(hb->fd);
 	if (rc < 0)
 		rf_fail(err, rc, "host budget '%s': another process holds its open/close lock",
 		        hb->name);
@@ -417,7 +464,7 @@ void rf_hostbudget_close(rf_hostbudget *hb)
 		return;
 	if (getpid() == hb->pid) {
 		bool flocked = flock_bounded(hb->fd) == 0;
-		if (hb_lock(hb->sh) == 0) {
+		if (hb_lock(hb) == 0) {
 			hb_slot *s = own_slot(hb);
 			if (s) {
 				hb->sh->used_bytes -= RF_MIN(s->reserved_bytes, hb->sh->used_bytes);
@@ -457,7 +504,7 @@ int rf_hostbudget_reserve(rf_hostbudget *hb, uint64_t bytes)
 	if (bytes == 0)
 		return 0;
 	hb_shared *sh = hb->sh;
-	RF_TRY(hb_lock(sh));
+	RF_TRY(hb_lock(hb));
 	int rc = 0;
 	hb_slot *s = own_slot(hb);
 	if (!s) {
@@ -485,7 +532,7 @@ int rf_hostbudget_release(rf_hostbudget *hb, uint64_t bytes)
 		return -ECHILD;
 	if (bytes == 0)
 		return 0;
-	RF_TRY(hb_lock(hb->sh));
+	RF_TRY(hb_lock(hb));
 	hb_slot *s = own_slot(hb);
 	if (s) {
 		uint64_t b = RF_MIN(bytes, s->reserved_bytes);
@@ -510,7 +557,7 @@ int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expe
 {
 	if (getpid() != hb->pid)
 		return -ECHILD;
-	RF_TRY(hb_lock(hb->sh));
+	RF_TRY(hb_lock(hb));
 	hb_slot *s = own_slot(hb);
 	if (s && bytes > hb->sh->total_bytes) {
 		hb_unlock(hb->sh);
@@ -530,7 +577,7 @@ int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expe
 		struct timespec ts = {0, 5000000L}; /* others drain as their consumers go */
 		nanosleep(&ts, NULL);
 	}
-	if (hb_lock(hb->sh) == 0) {
+	if (hb_lock(hb) == 0) {
 		if ((s = own_slot(hb)) != NULL)
 			set_want(hb, s, 0);
 		hb_unlock(hb->sh);
@@ -542,7 +589,7 @@ int rf_hostbudget_info_get(rf_hostbudget *hb, rf_hostbudget_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	hb_shared *sh = hb->sh;
-	RF_TRY(hb_lock(sh));
+	RF_TRY(hb_lock(hb));
 	hb_slot *s = getpid() == hb->pid ? own_slot(hb) : NULL;
 	out->total_bytes = sh->total_bytes;
 	out->used_bytes = sh->used_bytes;
@@ -566,7 +613,7 @@ uint64_t rf_hostbudget_used(rf_hostbudget *hb)
 
 int rf_hostbudget_members(rf_hostbudget *hb, rf_hostbudget_member *out, int cap)
 {
-	RF_TRY(hb_lock(hb->sh));
+	RF_TRY(hb_lock(hb));
 	int n = 0;
 	for (uint32_t i = 0; i < RF_HOSTBUDGET_SLOTS; i++) {
 		const hb_slot *s = &hb->sh->slot[i];
@@ -582,7 +629,7 @@ int rf_hostbudget_members(rf_hostbudget *hb, rf_hostbudget_member *out, int cap)
 
 int64_t rf_hostbudget_reclaim(rf_hostbudget *hb)
 {
-	RF_TRY(hb_lock(hb->sh));
+	RF_TRY(hb_lock(hb));
 	hb->sh->last_scan_ns = rf_now_ns();
 	uint64_t got = reclaim_dead(hb->sh);
 	hb_unlock(hb->sh);
@@ -592,7 +639,12 @@ int64_t rf_hostbudget_reclaim(rf_hostbudget *hb)
 int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err)
 {
 	hb_shared *sh = hb->sh;
-	int rc = hb_lock(sh);
+	int rc = hb_lock(hb);
+	if (rc < 0 && hb->broken)
+		return rf_fail(err, rc,
+		               "host budget '%s': /dev/shm%s shrank to %lld bytes under this "
+		               "loader (it needs %zu): another process truncated it",
+		               hb->name, hb->path, (long long)hb->broken_size, sizeof(hb_shared));
 	if (rc < 0)
 		return rf_fail(err, rc, "host budget '%s': lock: %s", hb->name, strerror(-rc));
 	uint64_t sum = 0, want = 0;
@@ -622,9 +674,14 @@ const char *rf_hostbudget_name(const rf_hostbudget *hb)
 	return hb->name;
 }
 
+bool rf_hostbudget_broken(const rf_hostbudget *hb)
+{
+	return hb->broken;
+}
+
 void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes)
 {
-	if (hb_lock(hb->sh) == 0) {
+	if (hb_lock(hb) == 0) {
 		hb_slot *s = own_slot(hb);
 		if (s)
 			s->reserved_bytes += bytes; /* used_bytes deliberately not updated */

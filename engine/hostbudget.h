@@ -20,6 +20,7 @@
 #define RF_HOSTBUDGET_H
 
 #include "ringfeed.h"
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -84,6 +85,9 @@ int64_t rf_hostbudget_reclaim(rf_hostbudget *hb);
 /* Verifies the invariant; 0 or -EUCLEAN with a message. */
 int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err);
 const char *rf_hostbudget_name(const rf_hostbudget *hb);
+/* True once the object shrank under this handle (every call fails with
+ * -EIO; rf_hostbudget_check says what happened). */
+bool rf_hostbudget_broken(const rf_hostbudget *hb);
 
 #define RF_HOSTBUDGET_RECLAIM_MS 20    /* a failing reserve scans for the dead this often */
 #define RF_HOSTBUDGET_LOCK_MS    5000  /* longest wait for the lock (a stopped holder) */

@@ -62,9 +62,15 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 	rf_engine *e = s->engine;
 	s->stage = RF_OPEN_DONE;
 	if (code < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
+		size_t l = strlen(m);
+		if (s->listed) /* name the line that listed it */
+			snprintf(m + l, sizeof(m) - l, " (listed in manifest %s line %llu)",
+			         s->manifest, (unsigned long long)s->listed_line);
 		s->err_code = code;
 		free(s->err_msg);
-		s->err_msg = strdup(msg && *msg ? msg : "failed");
+		s->err_msg = strdup(m);
 		rf_index_free(s->index);
 		s->index = NULL;
 		rf_meta_release(e, &s->index_parsed_bytes);
@@ -121,15 +127,27 @@ static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
 	}
 }
 
+/* A local file read as it is (no injector in between to damage bytes). */
+static bool rf_shard_is_plain_file(const rf_engine *e, const rf_shard *s)
+{
+	const char *inject = rf_cfg_str(e->cfg, RF_CFG_inject);
+	bool local = !strncmp(s->url, "file://", 7) || !strstr(s->url, "://");
+	return local && !(inject && *inject);
+}
+
 /* The footer or index failed a check: the bytes may have been damaged in
  * transit, so read the same bytes again, at most retries times per shard (a
  * footer that passed its CRC is sound, so a bad index is read alone).
+ * A local file whose footer lacks the magic is not a shard: no re-read.
  * Returns true when a re-read started. */
 static bool rf_open_reread(rf_shard *s, int rc)
 {
 	rf_engine *e = s->engine;
 	if (rc != RF_E_CORRUPT || s->rereads >= e->rereads_max)
 		return false;
+	if (s->stage == RF_OPEN_FOOTER && !rf_footer_magic_ok(s->footer) &&
+	    rf_shard_is_plain_file(e, s))
+		return false; /* not a shard: the same bytes of a file say the same again */
 	s->rereads++;
 	pthread_mutex_lock(&e->mu);
 	e->st_rereads++;
@@ -172,6 +190,13 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 			rf_open_finish(s, err.code, err.msg);
 			return;
 		}
+		if (s->listed && size != s->listed_bytes) {
+			rf_fail(&err, -EIO, "shard %s: file is %llu bytes, the manifest says %llu",
+			        rf_source_name(s->src), (unsigned long long)size,
+			        (unsigned long long)s->listed_bytes);
+			rf_open_finish(s, err.code, err.msg);
+			return;
+		}
 		s->stage = RF_OPEN_FOOTER;
 		rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
 	} else if (s->stage == RF_OPEN_FOOTER) {
@@ -188,6 +213,14 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 			return;
 		if (rc < 0) {
 			rf_open_fail(s, rc, &err);
+			return;
+		}
+		if (s->listed && s->index->records != s->listed_records) {
+			rf_fail(&err, RF_E_CORRUPT,
+			        "shard %s: holds %llu records, the manifest says %llu",
+			        rf_source_name(s->src), (unsigned long long)s->index->records,
+			        (unsigned long long)s->listed_records);
+			rf_open_finish(s, err.code, err.msg);
 			return;
 		}
 		/* hold what the index takes, not its bound */

@@ -2,11 +2,15 @@
  * every layer. */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int rf_vfail(rf_error *err, int code, const char *fmt, va_list ap)
 {
@@ -39,6 +43,51 @@ uint64_t rf_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *rf_file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	default:
+		return "not a file";
+	}
+}
+
+int rf_open_regular(const char *path, const char *what, uint64_t *size, rf_error *err)
+{
+	const char *sp = what && *what ? " " : "";
+	what = what ? what : "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return rf_fail(err, -errno, "%s%s%s: cannot open: %s", what, sp, path,
+		               strerror(errno));
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0)
+		rc = rf_fail(err, -errno, "%s%s%s: stat: %s", what, sp, path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		rc = rf_fail(err, -EINVAL, "%s%s%s: not a regular file (it is %s)", what, sp, path,
+		             rf_file_kind(st.st_mode));
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		rc = rf_fail(err, -errno, "%s%s%s: fcntl: %s", what, sp, path, strerror(errno));
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	*size = (uint64_t)st.st_size;
+	return fd;
 }
 
 const char *rf_fmt_bytes(uint64_t bytes, char *buf, size_t cap)

@@ -65,6 +65,15 @@ static inline bool rf_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 
 uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
 
+/* Opens a local file for reading without blocking on what is not a regular
+ * file (a FIFO, a device): O_NONBLOCK until fstat proved it regular. Returns
+ * the fd (O_CLOEXEC, blocking again) with *size set, or a negative errno
+ * with err naming "WHAT PATH" and why (-EINVAL: not a regular file, with its
+ * type). what may be "" (the message then starts with the path). */
+int rf_open_regular(const char *path, const char *what, uint64_t *size, rf_error *err);
+/* "a FIFO", "a directory", ... for a st_mode; "a regular file" for one. */
+const char *rf_file_kind(unsigned mode);
+
 /* Formats bytes as "12.3 MiB" into buf. */
 const char *rf_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 

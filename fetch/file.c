@@ -4,10 +4,8 @@
 #include "source.h"
 #include "util.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define RF_FILE_CHUNK_BYTES (1u << 30) /* largest single IORING_OP_READ */
@@ -164,18 +162,15 @@ static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size
 		return rf_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
 	fs->open_timer = -1;
-	fs->fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	int rc = 0;
-	if (fs->fd < 0 || fstat(fs->fd, &st) < 0)
-		rc = rf_fail(err, -errno, "%s: %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		rc = rf_fail(err, -EINVAL, "%s: not a regular file", path);
-	else if (size_hint != UINT64_MAX && size_hint != (uint64_t)st.st_size)
+	/* a FIFO or device would block open(): refused before it can */
+	uint64_t size = 0;
+	fs->fd = rf_open_regular(path, "", &size, err);
+	int rc = fs->fd < 0 ? fs->fd : 0;
+	if (rc == 0 && size_hint != UINT64_MAX && size_hint != size)
 		rc = rf_fail(err, -EIO, "%s: file is %llu bytes, the manifest says %llu", path,
-		             (unsigned long long)st.st_size, (unsigned long long)size_hint);
+		             (unsigned long long)size, (unsigned long long)size_hint);
 	if (rc == 0) {
-		fs->base.size = (uint64_t)st.st_size;
+		fs->base.size = size;
 		fs->open_timer = rf_loop_timer(rf_fetch_loop(f), 0, rf_file_on_open_timer, fs);
 		if (fs->open_timer < 0)
 			rc = rf_fail(err, (int)fs->open_timer, "%s: event loop is full", path);

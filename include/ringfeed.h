@@ -171,11 +171,14 @@ void rf_writer_abort(rf_writer *w);
 #define RF_MANIFEST_MAGIC       "# ringfeed manifest v1"
 #define RF_MANIFEST_LINE_MAX    4096    /* bytes per line, newline included */
 #define RF_MANIFEST_ENTRIES_MAX 1000000 /* shards per manifest */
+/* A directory's manifest (what pack writes): a directory stands for it. */
+#define RF_DIR_MANIFEST "manifest.rfm"
 
 typedef struct rf_manifest_entry {
 	char *url;      /* resolved: base dir (or URL) joined with a relative path */
 	uint64_t bytes; /* shard file size */
 	uint64_t records;
+	uint64_t line; /* its line in the manifest (set by rf_manifest_parse) */
 } rf_manifest_entry;
 
 typedef struct rf_manifest {
@@ -270,6 +273,11 @@ void rf_release(rf_loader *l, rf_batch *b);
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
 const char *rf_last_error(rf_loader *l);
 void rf_close(rf_loader *l);
+/* rf_close that reports what the loader could not write: 0, or the first
+ * error writing an output it was asked for (the trace: its last line is
+ * written at close), message in err. A requested output that failed is an
+ * error for the caller, not only a stats field. */
+int rf_close_checked(rf_loader *l, rf_error *err);
 
 /* Budget categories. */
 enum rf_budget_category {
@@ -368,6 +376,42 @@ int rf_stats_get(rf_loader *l, rf_stats *out);
 /* The stats (and the controller's diagnosis) as one JSON object; returns
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
+
+/* ---------------------------------------------- shard lists, verification */
+
+/* The shards a configuration names (rf_config_add_url), expanded as rf_open
+ * expands them: files, directories (their manifest.rfm when there is one,
+ * else their *.rfs in name order), manifests, brace ranges, http(s):// and
+ * s3:// URLs, s3:// prefixes (listed). */
+typedef struct rf_shard_ref {
+	char *url;          /* as rf_open reads it (may hold credentials) */
+	char *name;         /* the url for messages: credentials and queries removed */
+	uint64_t size_hint; /* bytes a listing gives, UINT64_MAX when unknown */
+	int listed;         /* 1: a manifest lists it, with the next four fields */
+	uint64_t listed_bytes, listed_records, listed_line;
+	const char *manifest; /* the manifest's path (owned by the list) */
+} rf_shard_ref;
+
+/* Fills *out with *count refs (rf_shard_refs_free); an expansion that fails
+ * (a bad manifest, a directory without shards) is an error naming it. */
+int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *count, rf_error *err);
+void rf_shard_refs_free(rf_shard_ref *refs, size_t count);
+/* rf_shard_verify for any shard the loader can read (a local file, http(s),
+ * s3), read through the loader's fetch layer with cfg's settings (S3
+ * credentials, CA file, retries): every check, plus what a manifest says of
+ * it (size, records; a mismatch names the manifest line). */
+int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
+                    void (*report)(void *ctx, const rf_error *e), void *ctx, uint32_t max_reports,
+                    rf_error *err);
+/* rf_verify_shard for n shards through one fetch layer (connections kept
+ * from one shard to the next); done (when non-NULL) gets each shard's
+ * verdict (0 sound, else its code). Returns 0 when all are sound, else the
+ * first failure's code with its message in err (a failure to set up the
+ * fetch layer returns before any shard). */
+int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                     void (*report)(void *ctx, const rf_error *e),
+                     void (*done)(void *ctx, size_t i, int rc), void *ctx, uint32_t max_reports,
+                     rf_error *err);
 
 /* ------------------------------------------------------- storage alone */
 

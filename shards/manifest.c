@@ -85,6 +85,7 @@ static int parse_line(const char *s, size_t n, const char *base, const char *nam
 		return rf_fail(err, -EINVAL,
 		               "manifest %s: line %zu: RECORDS '%.*s' is not a number <= %u", name,
 		               line_no, (int)RF_MIN(end - t2 - 1, 40), t2 + 1, UINT32_MAX);
+	e->line = line_no;
 	char *path = strndup(s, (size_t)(t1 - s));
 	e->url = path ? rf_manifest_join(base, path) : NULL;
 	free(path);
@@ -216,9 +217,15 @@ RF_API void rf_manifest_free(rf_manifest *m)
 
 static int slurp(const char *path, char **out, size_t *len, rf_error *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return rf_fail(err, -errno, "manifest %s: cannot open: %s", path, strerror(errno));
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "manifest", &size, err); /* never blocks on a FIFO */
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return rf_fail(err, -ENOMEM, "manifest %s: no memory", path);
+	}
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
 	int rc = buf ? 0 : -ENOMEM;

@@ -29,6 +29,14 @@
 #define RF_BLOCK_TABLE_BYTES(records) (4 * (uint64_t)(records) + 4)
 #define RF_RECORDS_MAX                UINT32_MAX /* per shard */
 
+/* True when the RF_FOOTER_BYTES at footer start with the magic: a local
+ * file without it is not a shard (or is truncated), which re-reading the
+ * same bytes cannot change. */
+static inline bool rf_footer_magic_ok(const void *footer)
+{
+	return memcmp(footer, RF_FOOTER_MAGIC, RF_FOOTER_MAGIC_BYTES) == 0;
+}
+
 /* "shard NAME" prefix helper: never NULL. */
 static inline const char *rf_shard_name(const char *name)
 {

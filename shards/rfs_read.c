@@ -6,10 +6,8 @@
 #include "crc32c.h"
 #include "rfs.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader */
 #include <zstd.h>
@@ -35,10 +33,10 @@ RF_API int rf_footer_parse(const void *buf, size_t len, uint64_t file_bytes, con
 		               "shard %s: footer at byte %llu: got %zu bytes, need %d", name,
 		               U64(at), len, RF_FOOTER_BYTES);
 	const uint8_t *f = (const uint8_t *)buf + len - RF_FOOTER_BYTES;
-	if (memcmp(f, RF_FOOTER_MAGIC, RF_FOOTER_MAGIC_BYTES) != 0)
+	if (!rf_footer_magic_ok(f))
 		return rf_fail(err, RF_E_CORRUPT,
-		               "shard %s: footer at byte %llu: bad magic (not an .rfs shard, or "
-		               "truncated)",
+		               "shard %s: footer at byte %llu: bad magic: not an .rfs shard "
+		               "(another format, or truncated)",
 		               name, U64(at));
 	uint32_t crc = rf_crc32c(0, f, RF_FOOTER_CRC_AT);
 	if (crc != rf_load_le32(f + RF_FOOTER_CRC_AT))
@@ -311,17 +309,11 @@ static int index_read_fd(int fd, uint64_t size, const char *path, rf_shard_index
 RF_API int rf_index_read_file(const char *path, rf_shard_index **out, rf_error *err)
 {
 	*out = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "shard", &size, err); /* never blocks on a FIFO */
 	if (fd < 0)
-		return rf_fail(err, -errno, "shard %s: cannot open: %s", path, strerror(errno));
-	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) < 0)
-		rc = rf_fail(err, -errno, "shard %s: stat: %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		rc = rf_fail(err, -EINVAL, "shard %s: not a regular file", path);
-	else
-		rc = index_read_fd(fd, (uint64_t)st.st_size, path, out, err);
+		return fd;
+	int rc = index_read_fd(fd, size, path, out, err);
 	close(fd);
 	return rc;
 }

@@ -1,19 +1,21 @@
-/* verify.c - rf_shard_verify: reads a local shard end to end and checks every
- * rule the reader checks, on every block, plus the dataset figures that only a
- * full decode can confirm (largest record). A damaged block is reported and
- * the walk goes on, so one run names every damaged block (up to a bound). */
+/* verify.c - the shard verifier: reads a shard end to end through a read
+ * function (pread for rf_shard_verify, the fetch layer for rf_verify_shard)
+ * and checks every rule the reader checks, on every block, plus the dataset
+ * figures that only a full decode can confirm (largest record) and what a
+ * manifest says of the shard. A damaged block is reported and the walk goes
+ * on, so one run names every damaged block (up to a bound). */
+#include "verify.h"
 #include "rfs.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#define U64(x) ((unsigned long long)(x))
+
 typedef struct verify_run {
-	const char *path;
-	void (*report)(void *ctx, const rf_error *e);
-	void *ctx;
-	uint32_t max_reports, reported;
+	const rf_verify_walk *w;
+	uint32_t reported;
 	uint64_t problems;
 	rf_error first;
 } verify_run;
@@ -22,29 +24,10 @@ static void problem(verify_run *v, const rf_error *e)
 {
 	if (v->problems++ == 0)
 		v->first = *e;
-	if (v->reported < v->max_reports && v->report) {
+	if (v->reported < v->w->max_reports && v->w->report) {
 		v->reported++;
-		v->report(v->ctx, e);
+		v->w->report(v->w->ctx, e);
 	}
-}
-
-static int read_block(int fd, const rf_block_info *bi, uint8_t *buf, const char *path, uint32_t b,
-                      rf_error *err)
-{
-	size_t got = 0;
-	while (got < bi->compressed_bytes) {
-		ssize_t n =
-		    pread(fd, buf + got, bi->compressed_bytes - got, (off_t)(bi->offset + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return rf_fail(err, n < 0 ? -errno : RF_E_CORRUPT,
-			               "shard %s: block %u at byte %llu: read failed: %s", path, b,
-			               (unsigned long long)(bi->offset + got),
-			               n < 0 ? strerror(errno) : "file ended early");
-		got += (size_t)n;
-	}
-	return 0;
 }
 
 static uint32_t largest_in_block(const uint32_t *ends, uint32_t records)
@@ -56,21 +39,22 @@ static uint32_t largest_in_block(const uint32_t *ends, uint32_t records)
 }
 
 /* Decodes every block; returns a negative code only for I/O or memory errors. */
-static int walk_blocks(verify_run *v, int fd, const rf_shard_index *ix, rf_error *err)
+static int walk_blocks(verify_run *v, const rf_shard_index *ix, rf_error *err)
 {
+	const rf_verify_walk *w = v->w;
 	uint8_t *src = malloc(ix->largest_block_compressed_bytes + 1ul);
 	uint8_t *dst = malloc(ix->largest_block_decoded_bytes + 1ul);
 	rf_decoder *d = rf_decoder_new();
 	int rc = 0;
 	if (!src || !dst || !d)
 		rc = rf_fail(err, -ENOMEM, "shard %s: no memory to verify (%u-byte blocks)",
-		             v->path, ix->largest_block_decoded_bytes);
+		             w->name, ix->largest_block_decoded_bytes);
 	uint32_t largest = 0, sound = 0;
 	for (uint32_t b = 0; rc == 0 && b < ix->blocks; b++) {
 		const rf_block_info *bi = &ix->block[b];
 		rf_error e = {0};
 		const uint32_t *ends = NULL;
-		int r = read_block(fd, bi, src, v->path, b, &e);
+		int r = w->read(w->read_ctx, bi->offset, bi->compressed_bytes, src, &e);
 		if (r < 0 && r != RF_E_CORRUPT) {
 			rc = r;
 			*err = e;
@@ -78,7 +62,7 @@ static int walk_blocks(verify_run *v, int fd, const rf_shard_index *ix, rf_error
 		}
 		if (r == 0)
 			r = rf_block_decode(d, ix, b, src, bi->compressed_bytes, dst,
-			                    ix->largest_block_decoded_bytes, &ends, v->path, &e);
+			                    ix->largest_block_decoded_bytes, &ends, w->name, &e);
 		if (r < 0) {
 			problem(v, &e);
 			continue;
@@ -90,8 +74,7 @@ static int walk_blocks(verify_run *v, int fd, const rf_shard_index *ix, rf_error
 		rf_error e;
 		rf_fail(&e, RF_E_CORRUPT,
 		        "shard %s: index at byte %llu: largest record is %u bytes, index says %u",
-		        v->path, (unsigned long long)(ix->compressed_bytes + 20), largest,
-		        ix->largest_record_bytes);
+		        w->name, U64(ix->compressed_bytes + 20), largest, ix->largest_record_bytes);
 		problem(v, &e);
 	}
 	rf_decoder_free(d);
@@ -100,34 +83,76 @@ static int walk_blocks(verify_run *v, int fd, const rf_shard_index *ix, rf_error
 	return rc;
 }
 
-RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e),
-                           void *ctx, uint32_t max_reports, rf_error *err)
+/* Footer and index through w->read: 0, RF_E_CORRUPT (a problem), or an I/O error. */
+static int read_index(const rf_verify_walk *w, rf_shard_index **out, rf_error *err)
 {
-	verify_run v = {.path = path, .report = report, .ctx = ctx, .max_reports = max_reports};
+	uint8_t fbuf[RF_FOOTER_BYTES];
+	rf_footer ft;
+	if (w->size >= RF_FOOTER_BYTES)
+		RF_TRY(w->read(w->read_ctx, w->size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, fbuf, err));
+	RF_TRY(rf_footer_parse(fbuf, sizeof(fbuf), w->size, w->name, &ft, err));
+	/* footer parse bounded index_bytes by the size and RF_INDEX_BYTES_MAX */
+	uint8_t *ib = malloc(ft.index_bytes);
+	if (!ib)
+		return rf_fail(err, -ENOMEM, "shard %s: no memory for a %llu-byte index", w->name,
+		               U64(ft.index_bytes));
+	int rc = w->read(w->read_ctx, ft.index_offset, ft.index_bytes, ib, err);
+	if (rc == 0)
+		rc = rf_index_parse(ib, ft.index_bytes, &ft, w->size, w->name, out, err);
+	free(ib);
+	return rc;
+}
+
+/* What a manifest says of the shard, against the shard. */
+static void check_listed(verify_run *v, const rf_shard_index *ix)
+{
+	const rf_verify_walk *w = v->w;
+	rf_error e;
+	if (!w->listed)
+		return;
+	if (w->size != w->listed_bytes) {
+		rf_fail(&e, RF_E_CORRUPT,
+		        "shard %s: file is %llu bytes, the manifest says %llu (listed in manifest "
+		        "%s line %llu)",
+		        w->name, U64(w->size), U64(w->listed_bytes), w->manifest,
+		        U64(w->listed_line));
+		problem(v, &e);
+	}
+	if (ix && ix->records != w->listed_records) {
+		rf_fail(&e, RF_E_CORRUPT,
+		        "shard %s: holds %llu records, the manifest says %llu (listed in manifest "
+		        "%s line %llu)",
+		        w->name, U64(ix->records), U64(w->listed_records), w->manifest,
+		        U64(w->listed_line));
+		problem(v, &e);
+	}
+}
+
+int rf_verify_run(const rf_verify_walk *w, rf_error *err)
+{
+	verify_run v = {.w = w};
 	rf_shard_index *ix = NULL;
 	rf_error e = {0};
-	int rc = rf_index_read_file(path, &ix, &e);
-	if (rc < 0) {
-		if (report && max_reports)
-			report(ctx, &e);
+	int rc = read_index(w, &ix, &e);
+	if (rc < 0 && rc != RF_E_CORRUPT) {
+		if (w->report && w->max_reports)
+			w->report(w->ctx, &e);
 		if (err)
 			*err = e;
 		return rc;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		rc = rf_fail(err, -errno, "shard %s: cannot open: %s", path, strerror(errno));
-	else
-		rc = walk_blocks(&v, fd, ix, err ? err : &e);
-	if (fd >= 0)
-		close(fd);
-	rf_index_free(ix);
 	if (rc < 0)
+		problem(&v, &e);
+	check_listed(&v, ix);
+	if (ix)
+		rc = walk_blocks(&v, ix, err ? err : &e);
+	rf_index_free(ix);
+	if (rc < 0 && rc != RF_E_CORRUPT)
 		return rc;
-	if (v.problems > v.reported && report) {
+	if (v.problems > v.reported && w->report) {
 		rf_fail(&e, RF_E_CORRUPT, "shard %s: %llu more problems not listed (bound %u)",
-		        path, (unsigned long long)(v.problems - v.reported), max_reports);
-		report(ctx, &e);
+		        w->name, U64(v.problems - v.reported), w->max_reports);
+		w->report(w->ctx, &e);
 	}
 	if (v.problems) {
 		if (err)
@@ -135,4 +160,53 @@ RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_
 		return RF_E_CORRUPT;
 	}
 	return 0;
+}
+
+typedef struct pread_ctx {
+	int fd;
+	const char *path;
+} pread_ctx;
+
+static int pread_range(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_error *err)
+{
+	pread_ctx *p = ctx;
+	uint64_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(p->fd, (uint8_t *)buf + got, len - got, (off_t)(offset + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return rf_fail(err, n < 0 ? -errno : RF_E_CORRUPT,
+			               "shard %s: read at byte %llu failed: %s", p->path,
+			               U64(offset + got),
+			               n < 0 ? strerror(errno) : "file ended early");
+		got += (uint64_t)n;
+	}
+	return 0;
+}
+
+RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e),
+                           void *ctx, uint32_t max_reports, rf_error *err)
+{
+	rf_error e = {0};
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "shard", &size, &e); /* never blocks on a FIFO */
+	if (fd < 0) {
+		if (report && max_reports)
+			report(ctx, &e);
+		if (err)
+			*err = e;
+		return fd;
+	}
+	pread_ctx pc = {.fd = fd, .path = path};
+	rf_verify_walk w = {.name = path,
+	                    .size = size,
+	                    .read = pread_range,
+	                    .read_ctx = &pc,
+	                    .report = report,
+	                    .ctx = ctx,
+	                    .max_reports = max_reports};
+	int rc = rf_verify_run(&w, err);
+	close(fd);
+	return rc;
 }

@@ -130,9 +130,10 @@ for f in "$T"/demo/*.rfs; do cmp "$f" "$T/demo2/$(basename "$f")" || fail "demo 
 tot=$(for f in "$T"/demo/*.rfs; do json "$f" payload_bytes; done | awk '{s+=$1} END {print s}')
 [ "$tot" = $((3 * 1024 * 1024)) ] || fail "demo payload $tot, want 3MiB"
 
-# a smaller repack into the same directory says which old shards remain
-expect_rc 0 "$CLI" pack --from lines "$T/lines.txt" -o "$T/l2" --block-size 16KiB
-expect_out "are left from an earlier pack"
+# a repack into the same directory is refused (two packs never mix; the
+# earlier note "are left from an earlier pack" is now a refusal naming it)
+expect_rc 1 "$CLI" pack --from lines "$T/lines.txt" -o "$T/l2" --block-size 16KiB
+expect_out "earlier pack"
 expect_rc 2 "$CLI" inspect "$T/l/manifest.rfm"
 expect_out "is a manifest"
 

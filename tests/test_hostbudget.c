@@ -8,13 +8,16 @@
 #include "hostbudget.h"
 #include "util.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -764,6 +767,103 @@ static int remove_objects(void **state)
 	return 0;
 }
 
+/* Creates the object as another process might have: mode, owner (-1: ours). */
+static void precreate(const char *name, mode_t mode, uid_t uid, gid_t gid)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/ringfeed-hb-%s", name);
+	int fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	if (uid != (uid_t)-1)
+		assert_int_equal(fchown(fd, uid, gid), 0);
+	close(fd);
+}
+
+/* An object others may write (mode 0666) is refused, naming owner and mode. */
+static void test_refuses_open_mode(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "mode");
+	precreate(name, 0666, (uid_t)-1, (gid_t)-1);
+	rf_hostbudget *hb = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_hostbudget_open(name, 1 << 20, &hb, &err), -EACCES);
+	assert_null(hb);
+	assert_non_null(strstr(err.msg, "mode 0666"));
+	char uid[32];
+	snprintf(uid, sizeof(uid), "owned by uid %u", (unsigned)geteuid());
+	assert_non_null(strstr(err.msg, uid));
+	shm_remove(name);
+}
+
+/* An object another user owns (even mode 0600) is refused: as root, one
+ * chowned to nobody. */
+static void test_refuses_other_owner(void **state)
+{
+	(void)state;
+	struct passwd *nobody = getpwnam("nobody");
+	if (geteuid() != 0 || !nobody) {
+		print_message("skipped: needs root and a 'nobody' user to chown the object\n");
+		skip();
+	}
+	char name[64];
+	unique_name(name, sizeof(name), "owner");
+	precreate(name, 0600, nobody->pw_uid, nobody->pw_gid);
+	rf_hostbudget *hb = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_hostbudget_open(name, 1 << 20, &hb, &err), -EACCES);
+	assert_null(hb);
+	char want[64];
+	snprintf(want, sizeof(want), "owned by uid %u (nobody) with mode 0600",
+	         (unsigned)nobody->pw_uid);
+	assert_non_null(strstr(err.msg, want));
+	shm_remove(name);
+}
+
+/* Truncating the object under an attached loader: its next operation is an
+ * error, never SIGBUS (run in a child, so a crash is seen as one). */
+static void test_truncated_is_an_error(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "trunc");
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		rf_hostbudget *hb = NULL;
+		rf_error err = {0};
+		if (rf_hostbudget_open(name, 1 << 20, &hb, &err) < 0 ||
+		    rf_hostbudget_reserve(hb, 1000) < 0)
+			_exit(10);
+		char path[128];
+		snprintf(path, sizeof(path), "/ringfeed-hb-%s", name);
+		int fd = shm_open(path, O_RDWR, 0);
+		if (fd < 0 || ftruncate(fd, 64) != 0)
+			_exit(11);
+		close(fd);
+		if (rf_hostbudget_reserve(hb, 1000) != -EIO ||
+		    rf_hostbudget_release(hb, 10) != -EIO)
+			_exit(12);
+		rf_hostbudget_info info;
+		if (rf_hostbudget_info_get(hb, &info) != -EIO)
+			_exit(13);
+		if (rf_hostbudget_check(hb, &err) != -EIO ||
+		    !strstr(err.msg, "shrank to 64 bytes") || !strstr(err.msg, "truncated"))
+			_exit(14);
+		rf_hostbudget_close(hb);
+		_exit(0);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fail_msg("the loader died of signal %d (SIGBUS is %d)", WTERMSIG(st), SIGBUS);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	shm_remove(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +883,9 @@ int main(void)
 	    cmocka_unit_test(test_config_keys),
 	    cmocka_unit_test(test_floor_wait),
 	    cmocka_unit_test(test_expected_loaders),
+	    cmocka_unit_test(test_refuses_open_mode),
+	    cmocka_unit_test(test_refuses_other_owner),
+	    cmocka_unit_test(test_truncated_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_objects);
 }

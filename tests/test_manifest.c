@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static rf_manifest *parse(const char *text, const char *base, rf_error *err, int *rc)
 {
@@ -136,7 +137,7 @@ static void test_write_read_file(void **state)
 	char *dir = rf_test_tmpdir("manifest");
 	char path[512];
 	snprintf(path, sizeof(path), "%s/manifest.rfm", dir);
-	rf_manifest_entry e[2] = {{"shard-000000.rfs", 1000, 7}, {"http://x/y.rfs", 2000, 0}};
+	rf_manifest_entry e[2] = {{"shard-000000.rfs", 1000, 7, 0}, {"http://x/y.rfs", 2000, 0, 0}};
 	rf_manifest m = {.count = 2, .entry = e};
 	rf_error err = {0};
 	assert_int_equal(rf_manifest_write(path, &m, &err), 0);
@@ -149,7 +150,7 @@ static void test_write_read_file(void **state)
 	assert_string_equal(r->entry[1].url, "http://x/y.rfs");
 	assert_int_equal(r->entry[1].bytes, 2000);
 	rf_manifest_free(r);
-	rf_manifest_entry bad = {"a\tb", 100, 1};
+	rf_manifest_entry bad = {"a\tb", 100, 1, 0};
 	rf_manifest mb = {.count = 1, .entry = &bad};
 	assert_int_equal(rf_manifest_write(path, &mb, &err), -EINVAL);
 	assert_int_equal(rf_manifest_read_file("/nonexistent/m.rfm", &r, &err), -ENOENT);
@@ -161,13 +162,149 @@ static void test_write_read_file(void **state)
 	free(dir);
 }
 
+/* A 10-record shard at dir/s.rfs; returns its size. */
+static uint64_t write_shard(const char *dir)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/s.rfs", dir);
+	rf_error err = {0};
+	rf_writer_options wo = {.block_bytes = 64, .level = 1};
+	rf_writer *w = rf_writer_open(path, &wo, &err);
+	assert_non_null(w);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(rf_writer_add(w, "0123456789abcdef", 16, &err), 0);
+	rf_shard_summary sum;
+	assert_int_equal(rf_writer_close(w, &sum, &err), 0);
+	return sum.file_bytes;
+}
+
+/* Opens a loader on a manifest "s.rfs BYTES RECORDS" (line 3, after a
+ * comment): NULL with err set when the open failed. */
+static rf_loader *open_listed(const char *dir, const char *bytes, const char *records,
+                              rf_error *err)
+{
+	char path[600], text[200];
+	snprintf(path, sizeof(path), "%s/m.rfm", dir);
+	int n = snprintf(text, sizeof(text), "%s\n# c\ns.rfs\t%s\t%s\n", RF_MANIFEST_MAGIC, bytes,
+	                 records);
+	assert_int_equal(rf_test_write_file(path, text, (size_t)n), 0);
+	rf_config *cfg = rf_config_new();
+	assert_int_equal(rf_config_add_url(cfg, path, err), 0);
+	rf_loader *l = rf_open(cfg, err);
+	rf_config_free(cfg);
+	return l;
+}
+
+/* The manifest's RECORDS and FILE_BYTES are checked at open, the error
+ * naming the line; 2^64-1 bytes is a size like any other, not "unknown". */
+static void test_listed_checked(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("manifest-listed");
+	char bytes[32], wrong[32];
+	uint64_t size = write_shard(dir);
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)size);
+	snprintf(wrong, sizeof(wrong), "%llu", (unsigned long long)size + 1);
+	rf_error err = {0};
+	rf_loader *l = open_listed(dir, bytes, "10", &err);
+	assert_non_null(l);
+	rf_close(l);
+	assert_null(open_listed(dir, bytes, "11", &err));
+	assert_non_null(strstr(err.msg, "holds 10 records, the manifest says 11"));
+	assert_non_null(strstr(err.msg, "m.rfm line 3"));
+	assert_null(open_listed(dir, "18446744073709551615", "10", &err));
+	assert_non_null(strstr(err.msg, "the manifest says 18446744073709551615"));
+	assert_non_null(strstr(err.msg, "m.rfm line 3"));
+	assert_null(open_listed(dir, wrong, "10", &err));
+	assert_non_null(strstr(err.msg, wrong));
+	assert_non_null(strstr(err.msg, "m.rfm line 3"));
+	/* the entries say where they are */
+	rf_manifest *m = NULL;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/m.rfm", dir);
+	assert_int_equal(rf_manifest_read_file(path, &m, &err), 0);
+	assert_int_equal(m->entry[0].line, 3);
+	rf_manifest_free(m);
+	/* verify finds the same through the public shard list */
+	rf_config *cfg = rf_config_new();
+	assert_null(open_listed(dir, bytes, "11", &err)); /* rewrites m.rfm */
+	assert_int_equal(rf_config_add_url(cfg, path, &err), 0);
+	rf_shard_ref *refs = NULL;
+	size_t n = 0;
+	assert_int_equal(rf_config_shards(cfg, &refs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(refs[0].listed, 1);
+	assert_int_equal(refs[0].listed_line, 3);
+	assert_int_equal(rf_verify_shard(cfg, &refs[0], NULL, NULL, 0, &err), RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "holds 10 records, the manifest says 11"));
+	rf_shard_refs_free(refs, n);
+	rf_config_free(cfg);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
+static void count_done(void *ctx, size_t i, int rc)
+{
+	int *verdicts = ctx;
+	verdicts[i] = rc == 0 ? 1 : rc;
+}
+
+/* Several shards through one fetch layer: each gets its own verdict, the
+ * call returns the first failure. */
+static void test_verify_shards(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("manifest-verify");
+	uint64_t size = write_shard(dir);
+	char path[600], text[300];
+	snprintf(path, sizeof(path), "%s/two.rfm", dir);
+	int n = snprintf(text, sizeof(text), "%s\ns.rfs\t%llu\t10\ns.rfs\t%llu\t9\n",
+	                 RF_MANIFEST_MAGIC, (unsigned long long)size, (unsigned long long)size);
+	assert_int_equal(rf_test_write_file(path, text, (size_t)n), 0);
+	rf_config *cfg = rf_config_new();
+	rf_error err = {0};
+	assert_int_equal(rf_config_add_url(cfg, path, &err), 0);
+	rf_shard_ref *refs = NULL;
+	size_t count = 0;
+	assert_int_equal(rf_config_shards(cfg, &refs, &count, &err), 0);
+	assert_int_equal(count, 2);
+	int verdicts[2] = {0, 0};
+	assert_int_equal(rf_verify_shards(cfg, refs, count, NULL, count_done, verdicts, 0, &err),
+	                 RF_E_CORRUPT);
+	assert_int_equal(verdicts[0], 1);
+	assert_int_equal(verdicts[1], RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "the manifest says 9 (listed in manifest"));
+	assert_non_null(strstr(err.msg, "two.rfm line 3"));
+	rf_shard_refs_free(refs, count);
+	rf_config_free(cfg);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
+/* A FIFO as a manifest is refused at once (opening it would block). */
+static void test_fifo_refused(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("manifest-fifo");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/m.rfm", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	rf_manifest *m = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_manifest_read_file(path, &m, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not a regular file (it is a FIFO)"));
+	assert_non_null(strstr(err.msg, path));
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_ok),
-	    cmocka_unit_test(test_parse_bad),
-	    cmocka_unit_test(test_bounds),
-	    cmocka_unit_test(test_write_read_file),
+	    cmocka_unit_test(test_parse_ok),       cmocka_unit_test(test_parse_bad),
+	    cmocka_unit_test(test_bounds),         cmocka_unit_test(test_write_read_file),
+	    cmocka_unit_test(test_listed_checked), cmocka_unit_test(test_fifo_refused),
+	    cmocka_unit_test(test_verify_shards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

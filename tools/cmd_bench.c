@@ -371,7 +371,10 @@ static void rf_bench_json_tail(const rf_bench_result *r)
 		       st->inventory / st->r_bps,
 		       st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
 	}
-	printf("],\"loader\":%s}\n", r->stats_json ? r->stats_json : "null");
+	char terr[600];
+	printf("],\"trace_error\":%s%s%s,\"loader\":%s}\n", s->trace_error[0] ? "\"" : "",
+	       s->trace_error[0] ? rf_json_text(s->trace_error, terr, sizeof(terr)) : "null",
+	       s->trace_error[0] ? "\"" : "", r->stats_json ? r->stats_json : "null");
 }
 
 static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
@@ -591,9 +594,12 @@ int cmd_bench(int argc, char **argv)
 		return 1;
 	}
 	rf_bench_loop(l, &o, &r);
-	rf_close(l);
-	if (r.st.trace_error[0]) {
-		fprintf(stderr, "ringfeed bench: %s\n", r.st.trace_error);
+	/* a trace that could not be written (mid-run or its last line at close)
+	 * is an error, and in the report */
+	if (rf_close_checked(l, &err) < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		snprintf(r.st.trace_error, sizeof(r.st.trace_error), "%.*s",
+		         (int)sizeof(r.st.trace_error) - 1, err.msg);
 		r.rc = -EIO;
 	}
 	if (o.decode_limit && rf_bench_limit(&o, &r) < 0)

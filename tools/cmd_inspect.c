@@ -10,7 +10,9 @@
 static const char inspect_usage[] =
     "usage: ringfeed inspect SHARD [--json]\n"
     "Prints a shard's records, blocks, compressed and decoded bytes, ratio, largest\n"
-    "block and record, and user metadata, from its index. --json prints one object with\n"
+    "block and record, and user metadata, from its index. The ratio is the records'\n"
+    "payload bytes over the shard's file bytes (blocks, index and footer), the same\n"
+    "figure `pack` prints for what it wrote. --json prints one object with\n"
     "keys shard, file_bytes, records, blocks, compressed_bytes, decoded_bytes,\n"
     "payload_bytes, ratio, largest_block_compressed_bytes, largest_block_decoded_bytes,\n"
     "largest_record_bytes, metadata.\n";
@@ -42,7 +44,7 @@ static void print_text(const char *path, const rf_shard_index *ix, uint64_t payl
 	       (unsigned long long)(ix->file_bytes - ix->compressed_bytes));
 	printf("decoded bytes     %llu (record payload %llu)\n",
 	       (unsigned long long)ix->decoded_bytes, (unsigned long long)payload);
-	printf("ratio             %.3f\n", ratio);
+	printf("ratio             %.3f (payload / file bytes)\n", ratio);
 	printf("largest block     %u compressed, %u decoded\n", ix->largest_block_compressed_bytes,
 	       ix->largest_block_decoded_bytes);
 	printf("largest record    %u bytes\n", ix->largest_record_bytes);
@@ -78,11 +80,12 @@ int cmd_inspect(int argc, char **argv)
 	rf_shard_index *ix = NULL;
 	rf_error err = {0};
 	char head[64];
-	FILE *f = fopen(path, "rb");
-	size_t n = f ? fread(head, 1, sizeof(head), f) : 0;
-	if (f)
-		fclose(f);
-	if (rf_manifest_is(head, n)) {
+	int n = rf_tool_read_head(path, head, sizeof(head), &err);
+	if (n < 0) {
+		fprintf(stderr, "ringfeed inspect: shard %s\n", err.msg);
+		return 1;
+	}
+	if (rf_manifest_is(head, (size_t)n)) {
 		fprintf(
 		    stderr,
 		    "ringfeed inspect: %s is a manifest; inspect takes one shard (verify accepts "
@@ -95,8 +98,7 @@ int cmd_inspect(int argc, char **argv)
 		return 1;
 	}
 	uint64_t payload = ix->decoded_bytes - 4 * ix->records - 4 * (uint64_t)ix->blocks;
-	double ratio =
-	    ix->compressed_bytes ? (double)ix->decoded_bytes / (double)ix->compressed_bytes : 0.0;
+	double ratio = rf_tool_ratio(payload, ix->file_bytes);
 	if (json)
 		print_json(path, ix, payload, ratio);
 	else

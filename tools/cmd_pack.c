@@ -24,11 +24,14 @@
 static const char pack_usage[] =
     "usage: ringfeed pack --from lines FILE  | --from files DIR | --from fixed:N FILE\n"
     "                     -o DIR [--block-size 1MiB] [--shard-size 256MiB] [--level 3]\n"
-    "                     [--allow-short] [--metadata TEXT]\n"
+    "                     [--allow-short] [--metadata TEXT] [--clean]\n"
     "       ringfeed pack --demo -o DIR [--demo-bytes 1GiB] [--demo-shards 64]\n"
     "\n"
     "Packs records into DIR/shard-000000.rfs, shard-000001.rfs, ... and writes\n"
-    "DIR/manifest.rfm listing each shard with its size and record count.\n"
+    "DIR/manifest.rfm listing each shard with its size and record count. A DIR that\n"
+    "already holds shards or a manifest is refused (two packs never mix; `read DIR`\n"
+    "reads DIR/manifest.rfm) unless --clean, which first removes what an earlier pack\n"
+    "wrote there (shard-*.rfs, manifest.rfm; other .rfs files are refused still).\n"
     "  --from lines FILE   each line is a record (newline removed); FILE may be -\n"
     "  --from files DIR    each regular file under DIR is a record, in sorted path order\n"
     "  --from fixed:N FILE N-byte records; a short tail is an error unless --allow-short\n"
@@ -36,12 +39,15 @@ static const char pack_usage[] =
     "  --shard-size SIZE   a new shard starts once a shard's blocks reach SIZE (default\n"
     "                      256MiB; a shard can exceed it by up to two blocks)\n"
     "  --level N           zstd level (default 3)\n"
-    "  --demo              generate the built-in demo dataset (token-like records)\n";
+    "  --demo              generate the built-in demo dataset (token-like records)\n"
+    "  --clean             remove what an earlier pack wrote in DIR first\n"
+    "The summary's ratio is record payload bytes over shard file bytes (blocks,\n"
+    "index, footer), as `ringfeed inspect` prints it for one shard.\n";
 
 typedef struct pack_args {
 	const char *from, *input, *out, *metadata;
 	uint64_t block_bytes, shard_bytes, demo_bytes, fixed;
-	int level, allow_short, demo;
+	int level, allow_short, demo, clean;
 	unsigned demo_shards;
 } pack_args;
 
@@ -303,6 +309,9 @@ static int parse_opt(int c, const char *arg, pack_args *a)
 	case 'd':
 		a->demo = 1;
 		return 0;
+	case 'c':
+		a->clean = 1;
+		return 0;
 	case 'B':
 		return size_arg("--demo-bytes", arg, &a->demo_bytes);
 	case 'S': {
@@ -329,6 +338,7 @@ static int parse_args(int argc, char **argv, pack_args *a)
 	    {"allow-short", no_argument, 0, 'a'},
 	    {"metadata", required_argument, 0, 'm'},
 	    {"demo", no_argument, 0, 'd'},
+	    {"clean", no_argument, 0, 'c'},
 	    {"demo-bytes", required_argument, 0, 'B'},
 	    {"demo-shards", required_argument, 0, 'S'},
 	    {"help", no_argument, 0, 'h'},
@@ -403,7 +413,7 @@ int cmd_pack(int argc, char **argv)
 	rf_error err = {0};
 	rf_pack p;
 	uint64_t t0 = rf_tool_now_ns();
-	rc = rf_pack_begin(&p, a.out, &wo, a.shard_bytes, isatty(2), &err);
+	rc = rf_pack_begin(&p, a.out, &wo, a.shard_bytes, isatty(2), a.clean, &err);
 	if (rc == 0) {
 		rc = pack_input(&a, &p, &err);
 		if (rc < 0)
@@ -417,11 +427,10 @@ int cmd_pack(int argc, char **argv)
 	}
 	double s = (double)(rf_tool_now_ns() - t0) / 1e9;
 	printf(
-	    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.2f) in %.2f s "
+	    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.3f) in %.2f s "
 	    "(%.1f MB/s): %s/%s\n",
 	    (unsigned long long)p.records, (unsigned long long)p.in_bytes, p.shard_no,
-	    (unsigned long long)p.out_bytes,
-	    p.out_bytes ? (double)p.in_bytes / (double)p.out_bytes : 0.0, s,
+	    (unsigned long long)p.out_bytes, rf_tool_ratio(p.in_bytes, p.out_bytes), s,
 	    s > 0 ? (double)p.in_bytes / 1e6 / s : 0.0, a.out, RF_PACK_MANIFEST);
 	return 0;
 }

@@ -252,6 +252,9 @@ int cmd_read(int argc, char **argv)
 	rf_read_report_skips(l);
 	if (o.stats && rf_read_write_stats(l, o.stats) < 0)
 		status = 1;
-	rf_close(l);
+	if (rf_close_checked(l, &err) < 0) { /* the trace could not be written */
+		fprintf(stderr, "ringfeed read: %s\n", err.msg);
+		status = 1;
+	}
 	return status;
 }

@@ -1,23 +1,31 @@
-/* cmd_verify.c - `ringfeed verify SHARD|MANIFEST...`: decodes every block of
- * every shard and checks every checksum and structural rule; a manifest
- * stands for the shards it lists (and their sizes and record counts are
- * checked against it). Exit 0 when all are sound, 1 otherwise, 2 for usage. */
+/* cmd_verify.c - `ringfeed verify NAME...`: decodes every block of every
+ * shard and checks every checksum and structural rule. A NAME is anything
+ * `read` takes (files, directories, manifests, http(s):// and s3:// URLs,
+ * brace ranges), expanded by the library as a loader expands it, and each
+ * shard is read through the library's sources; what a manifest says of a
+ * shard (size, records) is checked too. Exit 0 when every shard is sound,
+ * 1 otherwise (or when nothing was verified), 2 for usage. */
 #include "commands.h"
+#include "loader_opts.h"
 #include "ringfeed.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char verify_usage[] =
-    "usage: ringfeed verify [--max-reports N] [--quiet] SHARD|MANIFEST...\n"
-    "Decodes every block of each shard (a manifest stands for the shards it lists) and\n"
-    "checks every checksum and structural rule. Each problem is printed with the shard,\n"
-    "block, byte offset and the check that failed (at most N per shard, default 100),\n"
-    "then 'ok PATH' or 'DAMAGED PATH' (--quiet: only damaged shards).\n"
-    "Exit status: 0 all sound, 1 a shard is damaged or unreadable, 2 bad usage.\n";
+    "usage: ringfeed verify [--max-reports N] [--quiet] [loader options] NAME...\n"
+    "Decodes every block of each shard and checks every checksum and structural rule.\n"
+    "A NAME is anything `ringfeed read` takes: a shard, a directory (its manifest.rfm\n"
+    "when it has one, else its *.rfs), a manifest (its shards, whose sizes and record\n"
+    "counts are checked against it), an http(s):// or s3:// URL or prefix, with {a..b}\n"
+    "ranges; loader options such as --s3-endpoint or --ca-file apply to remote shards.\n"
+    "Each problem is printed with the shard, block, byte offset and the check that\n"
+    "failed (at most N per shard, default 100), then 'ok SHARD' or 'DAMAGED SHARD'\n"
+    "(--quiet: only damaged shards).\n"
+    "Exit status: 0 all sound, 1 a shard is damaged or unreadable or no shard was\n"
+    "named, 2 bad usage.\n";
 
 typedef struct verify_state {
 	uint32_t max_reports;
@@ -25,75 +33,53 @@ typedef struct verify_state {
 	uint64_t shards, damaged;
 } verify_state;
 
+typedef struct verify_name_run {
+	verify_state *v;
+	const rf_shard_ref *refs;
+	size_t done;
+} verify_name_run;
+
 static void report(void *ctx, const rf_error *e)
 {
 	(void)ctx;
 	printf("  %s\n", e->msg);
 }
 
-/* expect_bytes / expect_records: UINT64_MAX when no manifest says. */
-static void verify_one(verify_state *v, const char *path, uint64_t expect_bytes,
-                       uint64_t expect_records)
+static void verdict(verify_state *v, const char *name, int rc)
 {
 	v->shards++;
-	rf_error err = {0};
-	int rc = rf_shard_verify(path, report, NULL, v->max_reports, &err);
-	struct stat st;
-	rf_shard_index *ix = NULL;
-	if (rc == 0 && expect_bytes != UINT64_MAX && stat(path, &st) == 0 &&
-	    (uint64_t)st.st_size != expect_bytes) {
-		printf("  shard %s: file is %llu bytes, the manifest says %llu\n", path,
-		       (unsigned long long)st.st_size, (unsigned long long)expect_bytes);
-		rc = -EBADMSG;
-	}
-	if (rc == 0 && expect_records != UINT64_MAX && rf_index_read_file(path, &ix, &err) == 0 &&
-	    ix->records != expect_records) {
-		printf("  shard %s: holds %llu records, the manifest says %llu\n", path,
-		       (unsigned long long)ix->records, (unsigned long long)expect_records);
-		rc = -EBADMSG;
-	}
-	rf_index_free(ix);
 	if (rc < 0)
 		v->damaged++;
 	if (rc < 0 || !v->quiet)
-		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED", path);
+		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED", name);
 }
 
-static void verify_manifest(verify_state *v, const char *path)
+static void on_done(void *ctx, size_t i, int rc)
 {
-	rf_manifest *m = NULL;
+	verify_name_run *r = ctx;
+	verdict(r->v, r->refs[i].name, rc);
+	r->done = i + 1;
+}
+
+/* One NAME: expanded alone, so a bad one is reported and the rest go on;
+ * its shards are verified through one fetch layer. */
+static void verify_name(verify_state *v, rf_config *cfg, const char *name)
+{
 	rf_error err = {0};
-	if (rf_manifest_read_file(path, &m, &err) < 0) {
-		printf("  %s\nDAMAGED %s\n", err.msg, path);
-		v->shards++;
-		v->damaged++;
+	rf_shard_ref *refs = NULL;
+	size_t n = 0;
+	if (rf_config_add_url(cfg, name, &err) < 0 || rf_config_shards(cfg, &refs, &n, &err) < 0) {
+		printf("  %s\n", err.msg);
+		verdict(v, name, err.code ? err.code : -EINVAL);
 		return;
 	}
-	for (size_t i = 0; i < m->count; i++) {
-		const rf_manifest_entry *e = &m->entry[i];
-		if (strstr(e->url, "://")) {
-			char shown[512]; /* a URL may carry credentials */
-			rf_url_redact(e->url, shown, sizeof(shown));
-			printf("  %s: verify reads local shards only (listed in %s)\nDAMAGED %s\n",
-			       shown, path, shown);
-			v->shards++;
-			v->damaged++;
-			continue;
-		}
-		verify_one(v, e->url, e->bytes, e->records);
-	}
-	rf_manifest_free(m);
-}
-
-static int is_manifest(const char *path)
-{
-	char head[64];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	size_t n = fread(head, 1, sizeof(head), f);
-	fclose(f);
-	return rf_manifest_is(head, n);
+	verify_name_run r = {.v = v, .refs = refs};
+	if (rf_verify_shards(cfg, refs, n, report, on_done, &r, v->max_reports, &err) < 0 &&
+	    r.done < n) /* the fetch layer could not start: none of the rest was read */
+		printf("  %s\n", err.msg);
+	for (size_t i = r.done; i < n; i++)
+		verdict(v, refs[i].name, -EIO);
+	rf_shard_refs_free(refs, n);
 }
 
 static int parse_count(const char *text, uint32_t *out)
@@ -106,46 +92,66 @@ static int parse_count(const char *text, uint32_t *out)
 	return 0;
 }
 
-int cmd_verify(int argc, char **argv)
+/* Applies every option to v and cfg (NULL: check only). Returns the number
+ * of NAMEs, or -1 (printed) / -2 (--help printed). */
+static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, char **names)
 {
-	verify_state v = {.max_reports = 100};
-	int first = 0;
+	int n = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(verify_usage, stdout);
-			return 0;
+			return -2;
 		} else if (!strcmp(argv[i], "--quiet"))
-			v.quiet = 1;
+			v->quiet = 1;
 		else if (!strcmp(argv[i], "--max-reports")) {
-			if (parse_count(i + 1 < argc ? argv[++i] : NULL, &v.max_reports) < 0) {
+			if (parse_count(i + 1 < argc ? argv[++i] : NULL, &v->max_reports) < 0) {
 				fprintf(stderr,
 				        "ringfeed verify: --max-reports needs 0..1000000\n");
-				return 2;
+				return -1;
 			}
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "ringfeed verify: unknown option '%s'\n%s", argv[i],
-			        verify_usage);
-			return 2;
-		} else if (!first)
-			first = i;
+			int used = rf_cli_loader_flag(cfg, argc, argv, i, "verify");
+			if (used == 0)
+				fprintf(stderr, "ringfeed verify: unknown option '%s'\n%s", argv[i],
+				        verify_usage);
+			if (used <= 0)
+				return -1;
+			i += used - 1;
+		} else
+			names[n++] = argv[i];
 	}
-	if (!first) {
+	return n;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	verify_state v = {.max_reports = 100};
+	char **names = calloc((size_t)argc + 1, sizeof(*names));
+	rf_config *cfg = rf_config_new();
+	int n = names && cfg ? verify_args(argc, argv, &v, cfg, names) : -1;
+	rf_config_free(cfg);
+	if (n == 0)
 		fprintf(stderr, "ringfeed verify: missing SHARD\n%s", verify_usage);
-		return 2;
-	}
-	for (int i = first; i < argc; i++) {
-		if (!strcmp(argv[i], "--max-reports")) {
-			i++;
-			continue;
+	for (int i = 0; i < n; i++) {
+		/* a fresh configuration per NAME, with the same options */
+		rf_config *one = rf_config_new();
+		verify_state quiet = v;
+		if (one && verify_args(argc, argv, &quiet, one, names) >= 0)
+			verify_name(&v, one, names[i]);
+		else {
+			printf("  out of memory\n");
+			verdict(&v, names[i], -ENOMEM);
 		}
-		if (argv[i][0] == '-' && argv[i][1])
-			continue;
-		if (is_manifest(argv[i]))
-			verify_manifest(&v, argv[i]);
-		else
-			verify_one(&v, argv[i], UINT64_MAX, UINT64_MAX);
+		rf_config_free(one);
 	}
+	free(names);
+	if (n <= 0)
+		return n == -2 ? 0 : 2;
 	printf("verify: %llu shards, %llu damaged\n", (unsigned long long)v.shards,
 	       (unsigned long long)v.damaged);
+	if (v.shards == 0) {
+		printf("verify: nothing was verified\n");
+		return 1;
+	}
 	return v.damaged ? 1 : 0;
 }

@@ -185,8 +185,9 @@ static int write_manifest(const demo_job *j, rf_error *err)
 	int rc = m.entry ? 0 : rf_tool_fail(err, -ENOMEM, "demo: no memory");
 	for (unsigned i = 0; rc == 0 && i < j->shards; i++) {
 		rf_pack_shard_name(names, sizeof(names), NULL, i);
-		m.entry[i] =
-		    (rf_manifest_entry){strdup(names), j->sum[i].file_bytes, j->sum[i].records};
+		m.entry[i] = (rf_manifest_entry){.url = strdup(names),
+		                                 .bytes = j->sum[i].file_bytes,
+		                                 .records = j->sum[i].records};
 		if (!m.entry[i].url)
 			rc = rf_tool_fail(err, -ENOMEM, "demo: no memory");
 	}

@@ -5,7 +5,9 @@
 #include "packer.h"
 #include "demo.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,11 +65,79 @@ int rf_pack_shard_name(char *buf, size_t cap, const char *dir, uint32_t no)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* A name pack writes: shard-NNNNNN.rfs (6 digits or more) or the manifest. */
+static int pack_made(const char *name)
+{
+	if (!strcmp(name, RF_PACK_MANIFEST))
+		return 1;
+	size_t n = strlen(name);
+	if (n < 16 || strncmp(name, "shard-", 6) != 0 || strcmp(name + n - 4, ".rfs") != 0)
+		return 0;
+	for (size_t i = 6; i < n - 4; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* Counts what an earlier pack wrote in dir (removing it when clean) and the
+ * other .rfs files (never removed); first names one of each. */
+static int pack_dir_scan(const char *dir, int clean, uint64_t *ours, uint64_t *others,
+                         char first[2][256], rf_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return rf_tool_fail(err, -errno, "%s: cannot open directory: %s", dir,
+		                    strerror(errno));
+	int rc = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		int mine = pack_made(e->d_name);
+		if (!mine && (n < 5 || strcmp(e->d_name + n - 4, ".rfs") != 0))
+			continue;
+		uint64_t *count = mine ? ours : others;
+		if (!(*count)++)
+			snprintf(first[mine], sizeof(first[mine]), "%s", e->d_name);
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (clean && mine && unlink(path) != 0 && errno != ENOENT)
+			rc = rf_tool_fail(err, -errno, "%s: cannot remove: %s", path,
+			                  strerror(errno));
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Two packs never mix in one directory: .rfs files pack did not write are
+ * refused; what an earlier pack wrote is refused too, or removed when clean. */
+static int pack_dir_check(const char *dir, int clean, rf_error *err)
+{
+	uint64_t ours = 0, others = 0;
+	char first[2][256] = {"", ""};
+	int rc = pack_dir_scan(dir, 0, &ours, &others, first, err);
+	if (rc < 0)
+		return rc;
+	if (others)
+		return rf_tool_fail(err, -EEXIST,
+		                    "%s holds %llu .rfs files pack did not write, e.g. %s: "
+		                    "use another -o DIR (pack never removes them)",
+		                    dir, (unsigned long long)others, first[0]);
+	if (ours && !clean)
+		return rf_tool_fail(err, -EEXIST,
+		                    "%s already holds an earlier pack (%llu files, e.g. %s): two "
+		                    "packs never mix; use another -o DIR, or --clean to remove "
+		                    "the earlier pack first",
+		                    dir, (unsigned long long)ours, first[1]);
+	return ours ? pack_dir_scan(dir, 1, &ours, &others, first, err) : 0;
+}
+
 int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, uint64_t shard_bytes,
-                  int progress, rf_error *err)
+                  int progress, int clean, rf_error *err)
 {
 	memset(p, 0, sizeof(*p));
 	int rc = rf_tool_mkdirs(dir, err);
+	if (rc == 0)
+		rc = pack_dir_check(dir, clean, err);
 	if (rc < 0)
 		return rc;
 	char marker[4096]; /* this directory no longer holds the demo dataset */
@@ -173,12 +243,6 @@ int rf_pack_finish(rf_pack *p, rf_error *err)
 		snprintf(path, sizeof(path), "%s/%s", p->dir, RF_PACK_MANIFEST);
 		rc = rf_manifest_write(path, &p->m, err);
 	}
-	if (rc == 0 && rf_pack_shard_name(path, sizeof(path), p->dir, p->shard_no) == 0 &&
-	    access(path, F_OK) == 0)
-		fprintf(stderr,
-		        "ringfeed pack: note: %s and later shards are left from an earlier pack; "
-		        "the manifest lists only this pack's %u shards\n",
-		        path, p->shard_no);
 	progress_line(p, 1);
 	if (rc < 0)
 		rf_pack_abort(p);
@@ -193,6 +257,28 @@ void rf_pack_abort(rf_pack *p)
 		rf_writer_abort(p->w);
 	p->w = NULL;
 	pack_free(p);
+}
+
+int rf_tool_read_head(const char *path, void *buf, size_t cap, rf_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return rf_tool_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+	struct stat st;
+	ssize_t n = 0;
+	if (fstat(fd, &st) < 0)
+		n = rf_tool_fail(err, -errno, "%s: stat: %s", path, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		n = rf_tool_fail(err, -EINVAL, "%s: not a regular file", path);
+	else if ((n = pread(fd, buf, cap, 0)) < 0)
+		n = rf_tool_fail(err, -errno, "%s: read: %s", path, strerror(errno));
+	close(fd);
+	return (int)n;
+}
+
+double rf_tool_ratio(uint64_t payload_bytes, uint64_t file_bytes)
+{
+	return file_bytes ? (double)payload_bytes / (double)file_bytes : 0.0;
 }
 
 void rf_tool_json_str(FILE *f, const char *s)

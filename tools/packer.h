@@ -23,8 +23,11 @@ typedef struct rf_pack {
 	uint64_t t0_ns, last_ns;
 } rf_pack;
 
+/* Refuses a directory that already holds shards or a manifest (-EEXIST,
+ * naming one) unless clean: then what an earlier pack wrote is removed
+ * (other .rfs files are refused still). */
 int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, uint64_t shard_bytes,
-                  int progress, rf_error *err);
+                  int progress, int clean, rf_error *err);
 int rf_pack_add(rf_pack *p, const void *rec, size_t len, rf_error *err);
 /* Closes the last shard and writes DIR/manifest.rfm; frees p's state. */
 int rf_pack_finish(rf_pack *p, rf_error *err);
@@ -36,6 +39,14 @@ int rf_tool_mkdirs(const char *dir, rf_error *err);
 /* DIR/shard-%06u.rfs into buf; -ENAMETOOLONG when it does not fit. */
 int rf_pack_shard_name(char *buf, size_t cap, const char *dir, uint32_t no);
 uint64_t rf_tool_now_ns(void);
+/* Reads up to cap bytes from the start of a local file without blocking on
+ * a FIFO or device (refused: not a regular file). Returns the bytes read or
+ * a negative errno with err naming the path. */
+int rf_tool_read_head(const char *path, void *buf, size_t cap, rf_error *err);
+/* The compression ratio `pack` and `inspect` print: record payload bytes
+ * over the bytes stored (whole shard files: blocks, index, footer); 0 for
+ * an empty dataset. */
+double rf_tool_ratio(uint64_t payload_bytes, uint64_t file_bytes);
 /* Writes s as a JSON string (quoted, escaped). */
 void rf_tool_json_str(FILE *f, const char *s);
 /* Sets err and returns code (tools cannot use the library's internal rf_fail). */

@@ -2,6 +2,7 @@
 #include "ringfeed.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,16 @@ static void usage(FILE *f)
 	fprintf(f, "\n`ringfeed COMMAND --help` describes each command's options.\n");
 }
 
+/* What a command printed is a requested output too: one that could not be
+ * written (a full disk, a closed pipe) fails the command. */
+static int rf_stdout_status(int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	fprintf(stderr, "ringfeed: writing the standard output failed: %s\n", strerror(errno));
+	return rc ? rc : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -44,7 +55,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+			return rf_stdout_status(commands[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "ringfeed: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

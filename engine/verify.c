@@ -1,0 +1,209 @@
+/* verify.c - verification of any shard the loader can read: the configured
+ * names expanded as rf_open expands them (rf_config_shards), each shard read
+ * through the fetch layer (local files, HTTP(S), S3: the same sources,
+ * credentials and retries as a loader) and checked by shards/verify.c. */
+#include "verify.h"
+#include "config.h"
+#include "engine.h"
+#include "url.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RF_VERIFY_WAIT_NS 100000000ull
+
+RF_API void rf_shard_refs_free(rf_shard_ref *refs, size_t count)
+{
+	if (!refs)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		free(refs[i].url);
+		free(refs[i].name);
+		/* manifests are owned by the first ref that names each */
+		if (refs[i].manifest && (i == 0 || refs[i - 1].manifest != refs[i].manifest))
+			free((char *)refs[i].manifest);
+	}
+	free(refs);
+}
+
+static int rf_ref_fill(rf_shard_ref *r, const rf_shard *s, const char *manifest, rf_error *err)
+{
+	*r = (rf_shard_ref){.url = strdup(s->url),
+	                    .name = strdup(s->name),
+	                    .size_hint = s->size_hint,
+	                    .listed = s->listed,
+	                    .listed_bytes = s->listed_bytes,
+	                    .listed_records = s->listed_records,
+	                    .listed_line = s->listed_line,
+	                    .manifest = manifest};
+	return r->url && r->name ? 0 : rf_fail(err, -ENOMEM, "out of memory for the shard list");
+}
+
+RF_API int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *count, rf_error *err)
+{
+	*out = NULL;
+	*count = 0;
+	rf_shard *shards = NULL;
+	uint32_t n = 0;
+	RF_TRY(rf_expand_urls(cfg, &shards, &n, err));
+	rf_shard_ref *refs = calloc(n ? n : 1, sizeof(*refs));
+	int rc = refs ? 0 : rf_fail(err, -ENOMEM, "out of memory for %u shards", n);
+	char *manifest = NULL;
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		if (shards[i].owns_manifest) {
+			manifest = strdup(shards[i].manifest);
+			if (!manifest) {
+				rc = rf_fail(err, -ENOMEM, "out of memory for the shard list");
+				break;
+			}
+		}
+		rc = rf_ref_fill(&refs[i], &shards[i], shards[i].listed ? manifest : NULL, err);
+		*count = i + 1;
+	}
+	rf_shards_free(shards, n);
+	if (rc < 0) {
+		rf_shard_refs_free(refs, *count); /* the refs own every manifest copy */
+		*count = 0;
+		return rc;
+	}
+	*out = refs;
+	return 0;
+}
+
+/* ------------------------------------------------ reads through a source */
+
+typedef struct rf_vsrc {
+	rf_fetch *fetch;
+	rf_source *src;
+	bool done;
+	int64_t res;
+	char msg[RF_ERROR_MSG_BYTES];
+} rf_vsrc;
+
+static void rf_vsrc_done(void *arg, int64_t res, const char *msg)
+{
+	rf_vsrc *v = arg;
+	v->done = true;
+	v->res = res;
+	snprintf(v->msg, sizeof(v->msg), "%s", msg ? msg : "failed");
+}
+
+/* Runs the loop until the pending open or read has called back. */
+static int rf_vsrc_wait(rf_vsrc *v, rf_error *err)
+{
+	rf_loop *loop = rf_fetch_loop(v->fetch);
+	while (!v->done) {
+		uint64_t next = rf_fetch_tick(v->fetch);
+		int rc = rf_loop_run_once(loop, RF_MIN(next, RF_VERIFY_WAIT_NS));
+		if (rc < 0)
+			return rf_fail(err, rc, "the event loop failed: %s", strerror(-rc));
+	}
+	if (v->res < 0)
+		return rf_fail(err, (int)v->res, "%s", v->msg);
+	return 0;
+}
+
+static int rf_vsrc_read(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_error *err)
+{
+	rf_vsrc *v = ctx;
+	v->done = false;
+	int rc = rf_source_read(v->src, offset, len, buf, rf_vsrc_done, v);
+	if (rc < 0)
+		return rf_fail(err, rc, "%s: could not start a read of [%llu, +%llu): %s",
+		               rf_source_name(v->src), (unsigned long long)offset,
+		               (unsigned long long)len, strerror(-rc));
+	return rf_vsrc_wait(v, err);
+}
+
+/* One loop and fetch layer for every shard of a call (connections kept). */
+static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
+{
+	rf_fetch_options fo;
+	rf_config_fetch_options(cfg, &fo);
+	rf_loop *loop = NULL;
+	RF_TRY(rf_loop_new(&loop, err));
+	int rc = rf_fetch_new(loop, &fo, &v->fetch, err);
+	if (rc < 0)
+		rf_loop_free(loop);
+	return rc;
+}
+
+static void rf_verify_teardown(rf_vsrc *v)
+{
+	if (!v->fetch)
+		return;
+	rf_loop *loop = rf_fetch_loop(v->fetch);
+	rf_fetch_free(v->fetch);
+	rf_loop_free(loop);
+}
+
+/* Opens ref's source, walks it, closes it: 0, RF_E_CORRUPT or an I/O error. */
+static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
+                         void (*report)(void *ctx, const rf_error *e), void *ctx,
+                         uint32_t max_reports, rf_error *e)
+{
+	v->src = NULL;
+	v->done = false;
+	/* a listed size is checked, not trusted: the source finds the real one */
+	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
+	int rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_vsrc_done, v, e);
+	if (rc == 0)
+		rc = rf_vsrc_wait(v, e);
+	if (rc == 0) {
+		rf_verify_walk w = {.name = rf_source_name(v->src),
+		                    .size = rf_source_size(v->src),
+		                    .read = rf_vsrc_read,
+		                    .read_ctx = v,
+		                    .report = report,
+		                    .ctx = ctx,
+		                    .max_reports = max_reports,
+		                    .listed = ref->listed,
+		                    .listed_bytes = ref->listed_bytes,
+		                    .listed_records = ref->listed_records,
+		                    .listed_line = ref->listed_line,
+		                    .manifest = ref->manifest};
+		rc = rf_verify_run(&w, e);
+	} else {
+		size_t l = strlen(e->msg);
+		if (ref->listed) /* name the line that listed it, as rf_open does */
+			snprintf(e->msg + l, sizeof(e->msg) - l,
+			         " (listed in manifest %s line %llu)", ref->manifest,
+			         (unsigned long long)ref->listed_line);
+		if (report && max_reports)
+			report(ctx, e);
+	}
+	rf_source_close(v->src);
+	v->src = NULL;
+	return rc;
+}
+
+RF_API int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                            void (*report)(void *ctx, const rf_error *e),
+                            void (*done)(void *ctx, size_t i, int rc), void *ctx,
+                            uint32_t max_reports, rf_error *err)
+{
+	rf_error e = {0}, first = {0};
+	rf_vsrc v = {0};
+	int rc = !cfg || (n && !refs) ? rf_fail(&first, -EINVAL, "rf_verify_shards: bad arguments")
+	                              : rf_verify_setup(&v, cfg, &first);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int r = refs[i].url ? rf_verify_one(&v, &refs[i], report, ctx, max_reports, &e)
+		                    : rf_fail(&e, -EINVAL, "shard %zu: no url", i);
+		if (r < 0 && first.code == 0)
+			first = e;
+		if (done)
+			done(ctx, i, r);
+	}
+	rf_verify_teardown(&v);
+	if (err)
+		*err = first;
+	return rc < 0 ? rc : first.code;
+}
+
+RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
+                           void (*report)(void *ctx, const rf_error *e), void *ctx,
+                           uint32_t max_reports, rf_error *err)
+{
+	return rf_verify_shards(cfg, ref, ref ? 1 : 0, report, NULL, ctx, max_reports, err);
+}

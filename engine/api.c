@@ -603,3 +603,8 @@ RF_API void rf_close(rf_loader *l)
 	if (e)
 		rf_engine_free(e);
 }
+
+RF_API const char *rf_version(void)
+{
+	return RF_VERSION_STRING;
+}

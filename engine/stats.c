@@ -29,7 +29,7 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
-RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
+static int rf_stats_fill(rf_loader *l, rf_stats *s)
 {
 	rf_engine *e = (rf_engine *)l;
 	if (!e || e->magic != RF_LOADER_MAGIC || !s)
@@ -90,6 +90,21 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	return 0;
 }
 
+/* One snapshot, copied out as far as the caller's struct goes (an older
+ * caller's smaller rf_stats is a prefix of ours: the struct only grows). */
+RF_API int rf_stats_get(rf_loader *l, rf_stats *out, size_t out_bytes)
+{
+	if (!out || out_bytes < RF_STATS_BYTES_MIN)
+		return -EINVAL;
+	rf_stats s;
+	RF_TRY(rf_stats_fill(l, &s));
+	size_t n = RF_MIN(out_bytes, sizeof(s));
+	memcpy(out, &s, n);
+	if (out_bytes > n)
+		memset((char *)out + n, 0, out_bytes - n);
+	return 0;
+}
+
 /* A JSON string (quoted, escaped) into buf. */
 static const char *rf_json_str(char *buf, size_t cap, const char *s)
 {
@@ -139,7 +154,7 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 {
 	rf_stats s;
-	RF_TRY(rf_stats_get(l, &s));
+	RF_TRY(rf_stats_fill(l, &s));
 	double el = s.elapsed_s > 0 ? s.elapsed_s : 1e-9;
 	int n = snprintf(
 	    buf, cap,

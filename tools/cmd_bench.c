@@ -254,7 +254,7 @@ static void rf_bench_stall_note(rf_loader *l, const rf_bench_opts *o, rf_bench_r
 		return;
 	if (st->r_bps == 0) { /* first call inside the stall: the inventory now */
 		static rf_stats s;
-		rf_stats_get(l, &s);
+		rf_stats_get(l, &s, sizeof(s));
 		st->start_s = start - r->t_open0;
 		st->depth = s.depth_batches;
 		st->ready = s.ready_batches;
@@ -305,7 +305,7 @@ static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *
 	if (tty)
 		fprintf(stderr, "\r%60s\r", "");
 	r->wall_s = rf_now_s() - t0;
-	rf_stats_get(l, &r->st);
+	rf_stats_get(l, &r->st, sizeof(r->st));
 	static char buf[16384];
 	if (rf_stats_json(l, buf, sizeof(buf)) > 0)
 		r->stats_json = buf;

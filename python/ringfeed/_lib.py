@@ -214,5 +214,6 @@ def config_keys():
         p += len(name) + 1
         text = ctypes.string_at(p)
         p += len(text) + 1
-        out[name.decode()] = text.decode("utf-8", "replace")
+        text = text.decode("utf-8", "replace")
+        out[name.decode()] = text[: -len(" (default: )")] if text.endswith(" (default: )") else text
     return out

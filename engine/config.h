@@ -51,10 +51,11 @@
 	X(low_speed_time_s, U32, "30", 1, 3600, "HTTP: seconds below low_speed_bytes_per_s")       \
 	X(ca_file, STR, "", 0, 0, "CA bundle for HTTPS")                                           \
 	X(s3_endpoint, STR, "", 0, 0,                                                              \
-	  "S3 endpoint URL (else $AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com)")       \
-	X(s3_region, STR, "", 0, 0, "S3 region (else $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)") \
+	  "S3 endpoint URL (else $AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com)")        \
+	X(s3_region, STR, "", 0, 0,                                                                \
+	  "S3 region (else $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")                          \
 	X(s3_access_key, STR, "", 0, 0,                                                            \
-	  "S3 access key (else $AWS_ACCESS_KEY_ID; without a key pair: anonymous)")               \
+	  "S3 access key (else $AWS_ACCESS_KEY_ID; without a key pair: anonymous)")                \
 	X(s3_secret_key, STR, "", 0, 0, "S3 secret key (else $AWS_SECRET_ACCESS_KEY)")             \
 	X(s3_session_token, STR, "", 0, 0, "S3 session token (else $AWS_SESSION_TOKEN)")           \
 	X(inject, STR, "", 0, 0, "fault injection spec (testing; else $RINGFEED_INJECT)")          \

@@ -348,7 +348,7 @@ typedef struct rf_stats {
 	double decoded_batches;           /* of which decoded, not collated */
 	double inflight_batches;          /* of which read or being read, not decoded */
 	double fetch_latency_p90_ms;
-	uint64_t pauses; /* fetches slower than the pause threshold */
+	uint64_t pauses; /* pause episodes (slow fetches overlapping in time count once) */
 	double pause_longest_s;
 	double stall_in_s;        /* producer slower: inventory / (r - c) */
 	uint64_t batch_bytes_avg; /* budget bytes per batch (measured) */
@@ -370,9 +370,14 @@ typedef struct rf_stats {
  * RF_STATS_BYTES_MIN (the struct up to and including `threads`). */
 int rf_stats_get(rf_loader *l, rf_stats *out, size_t out_bytes);
 #define RF_STATS_BYTES_MIN (offsetof(rf_stats, threads) + sizeof(uint32_t))
+/* rf_stats.diagnosis is one of: measuring, ok, producer_slow, budget_binds,
+ * always_full, depth_short (a fixed depth below what the pauses seen need). */
 /* The stats (and the controller's diagnosis) as one JSON object; returns
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
+/* Both from one snapshot (rf_stats_get's rules for out / out_bytes), so a
+ * report printing figures from *out agrees with the JSON to the digit. */
+int rf_stats_get_json(rf_loader *l, rf_stats *out, size_t out_bytes, char *buf, size_t cap);
 
 /* ------------------------------------------------------- storage alone */
 

@@ -96,6 +96,16 @@ static void test_stats_sizes(void **state)
 	for (size_t i = sizeof(rf_stats); i < sizeof(rf_stats) + 64; i++)
 		assert_int_equal(buf[i], 0);
 	assert_true(p->batches == 10);
+	/* stats and JSON from one snapshot: the same figures to the digit */
+	static char json[1 << 16];
+	assert_true(rf_stats_get_json(l, p, sizeof(rf_stats), json, sizeof(json)) > 0);
+	char want[96];
+	snprintf(want, sizeof(want), "\"consumer_rate_bps\":%.3f,\"producer_rate_bps\":%.3f,",
+	         p->consumer_rate_bps, p->producer_rate_bps);
+	assert_non_null(strstr(json, want));
+	snprintf(want, sizeof(want), "\"elapsed_s\":%.6f,", p->elapsed_s);
+	assert_non_null(strstr(json, want));
+	assert_int_equal(rf_stats_get_json(l, p, old - 1, json, sizeof(json)), -EINVAL);
 	/* too small, NULL, not a loader */
 	assert_int_equal(rf_stats_get(l, p, old - 1), -EINVAL);
 	assert_int_equal(rf_stats_get(l, NULL, sizeof(rf_stats)), -EINVAL);

@@ -3,20 +3,24 @@
  * stands for the shards it lists (and their sizes and record counts are
  * checked against it). Exit 0 when all are sound, 1 otherwise, 2 for usage. */
 #include "commands.h"
+#include "packer.h"
 #include "ringfeed.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 static const char verify_usage[] =
-    "usage: ringfeed verify [--max-reports N] [--quiet] SHARD|MANIFEST...\n"
+    "usage: ringfeed verify [--max-reports N] [--quiet] [--json] SHARD|MANIFEST...\n"
     "Decodes every block of each shard (a manifest stands for the shards it lists) and\n"
     "checks every checksum and structural rule. Each problem is printed with the shard,\n"
     "block, byte offset and the check that failed (at most N per shard, default 100),\n"
     "then 'ok PATH' or 'DAMAGED PATH' (--quiet: only damaged shards).\n"
+    "--json: one JSON object instead: {\"shards\", \"damaged\", \"results\": [{\"path\",\n"
+    "\"ok\", \"problems\": [...]}]} (with --quiet, only the damaged shards' results).\n"
     "Exit status: 0 all sound, 1 a shard is damaged or unreadable, 2 bad usage.\n";
 
 typedef struct verify_state {
@@ -94,6 +98,8 @@ static int is_manifest(const char *path)
 	return rf_manifest_is(head, n);
 }
 
+static int verify_all(int argc, char **argv, int first, verify_state *vp);
+
 static int parse_count(const char *text, uint32_t *out)
 {
 	char *end = NULL;
@@ -104,16 +110,59 @@ static int parse_count(const char *text, uint32_t *out)
 	return 0;
 }
 
+/* --json: the report's lines as one JSON object. The report has a fixed
+ * shape (each problem indented by two spaces, then "ok PATH" or "DAMAGED
+ * PATH" for its shard, a "verify: ..." summary last), so the JSON always says
+ * what the text says. */
+static void json_results(const char *text, size_t len, uint64_t shards, uint64_t damaged)
+{
+	printf("{\"shards\":%llu,\"damaged\":%llu,\"results\":[", (unsigned long long)shards,
+	       (unsigned long long)damaged);
+	const char *p = text, *end = text + len;
+	int results = 0, problems = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[8192];
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1),
+		         p);
+		p += n + 1;
+		bool ok = !strncmp(line, "ok ", 3), bad = !strncmp(line, "DAMAGED ", 8);
+		if (!strncmp(line, "  ", 2)) {
+			printf("%s", problems++
+			                 ? ","
+			                 : (results ? ",{\"problems\":[" : "{\"problems\":["));
+			rf_tool_json_str(stdout, line + 2);
+		} else if (ok || bad) {
+			if (!problems)
+				printf("%s{\"problems\":[", results ? "," : "");
+			printf("],\"path\":");
+			rf_tool_json_str(stdout, line + (ok ? 3 : 8));
+			printf(",\"ok\":%s}", ok ? "true" : "false");
+			results++;
+			problems = 0;
+		}
+	}
+	if (problems) /* problems without a result line (none today): keep them */
+		printf("],\"path\":null,\"ok\":false}");
+	printf("]}\n");
+}
+
+/* Runs the verification with stdout captured, then prints it as JSON. */
+static int verify_json(int argc, char **argv, int first, verify_state *v);
+
 int cmd_verify(int argc, char **argv)
 {
 	verify_state v = {.max_reports = 100};
-	int first = 0;
+	int first = 0, json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(verify_usage, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--quiet"))
 			v.quiet = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
 		else if (!strcmp(argv[i], "--max-reports")) {
 			if (parse_count(i + 1 < argc ? argv[++i] : NULL, &v.max_reports) < 0) {
 				fprintf(stderr,
@@ -131,6 +180,14 @@ int cmd_verify(int argc, char **argv)
 		fprintf(stderr, "ringfeed verify: missing SHARD\n%s", verify_usage);
 		return 2;
 	}
+	if (json)
+		return verify_json(argc, argv, first, &v);
+	return verify_all(argc, argv, first, &v);
+}
+
+static int verify_all(int argc, char **argv, int first, verify_state *vp)
+{
+	verify_state v = *vp;
 	for (int i = first; i < argc; i++) {
 		if (!strcmp(argv[i], "--max-reports")) {
 			i++;
@@ -145,5 +202,26 @@ int cmd_verify(int argc, char **argv)
 	}
 	printf("verify: %llu shards, %llu damaged\n", (unsigned long long)v.shards,
 	       (unsigned long long)v.damaged);
+	*vp = v;
 	return v.damaged ? 1 : 0;
+}
+
+static int verify_json(int argc, char **argv, int first, verify_state *v)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	fflush(stdout);
+	if (!mem) {
+		fprintf(stderr, "ringfeed verify: out of memory\n");
+		return 1;
+	}
+	FILE *out = stdout;
+	stdout = mem;
+	int rc = verify_all(argc, argv, first, v);
+	stdout = out;
+	fclose(mem);
+	json_results(text, len, v->shards, v->damaged);
+	free(text);
+	return rc;
 }

@@ -2,8 +2,9 @@
 # cli_pip.sh - the Python package as a user installs it, in fresh virtual
 # environments (python3 -m venv --system-site-packages: numpy from Debian):
 #   1. pip install --no-build-isolation ./python (offline): the build runs
-#      CMake (reusing this build folder: RINGFEED_BUILD_DIR) and bundles
-#      libringfeed.so inside the package;
+#      CMake on the source tree (a fresh build folder of its own, only the
+#      library: about 10 s on 2 cores) and bundles libringfeed.so inside the
+#      package;
 #   2. cmake --install --prefix VENV: the package in the venv's site folder
 #      finds the installed library.
 # Each then reads a dataset from another directory, with no PYTHONPATH and
@@ -56,7 +57,7 @@ mkdir -p "$T/python"
 cp -r "$SRC/python/pyproject.toml" "$SRC/python/setup.py" "$SRC/python/README.md" \
 	"$SRC/python/ringfeed" "$T/python/"
 rm -rf "$T/python/ringfeed/__pycache__" "$T/python/ringfeed/_install.py"
-RINGFEED_SOURCE_DIR=$SRC RINGFEED_BUILD_DIR=$BUILD \
+RINGFEED_SOURCE_DIR=$SRC RINGFEED_BUILD_JOBS=2 \
 	"$T/venv/bin/python" -m pip install -q --no-build-isolation "$T/python" >"$T/pip.log" 2>&1 ||
 	fail "pip install ./python: $(tail -30 "$T/pip.log")"
 site=$("$T/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')

@@ -58,6 +58,9 @@ n=$(grep -c '^  ' <<<"$text")
 [ "$n" = "$($PY -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["results"][0]["problems"]))' "$T/v2.json")" ] ||
 	fail "verify --json lists other problems than the text"
 
+q=$("$CLI" verify -q "$T/bad.rfs" "$T/ds/shard-000001.rfs" || true)
+grep -q "^DAMAGED .*bad.rfs" <<<"$q" && ! grep -q "^ok " <<<"$q" || fail "verify -q: $q"
+
 # progress on a terminal: percent and time left; -q: none
 if command -v script >/dev/null; then
 	script -qec "$CLI pack --from lines $T/in.txt -o $T/ds2 --block-size 8KiB" /dev/null >"$T/tty" 2>&1 ||

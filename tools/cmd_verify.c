@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 static const char verify_usage[] =
-    "usage: ringfeed verify [--max-reports N] [--quiet] [--json] SHARD|MANIFEST...\n"
+    "usage: ringfeed verify [--max-reports N] [-q|--quiet] [--json] SHARD|MANIFEST...\n"
     "Decodes every block of each shard (a manifest stands for the shards it lists) and\n"
     "checks every checksum and structural rule. Each problem is printed with the shard,\n"
     "block, byte offset and the check that failed (at most N per shard, default 100),\n"
@@ -159,7 +159,7 @@ int cmd_verify(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(verify_usage, stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--quiet"))
+		} else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
 			v.quiet = 1;
 		else if (!strcmp(argv[i], "--json"))
 			json = 1;

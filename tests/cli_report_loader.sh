@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_report_loader.sh - `ringfeed report` of a loader trace is as readable
-# as the sim report: storage pauses (the loader's pause_s, or c = 0) are
+# as the sim report: producer pauses (the loader's pause_s, or c = 0) are
 # shaded across the panels and counted in the header; the rate axis is scaled
 # to the consumer's r (a far faster producer is clipped and its peak named)
 # and intervals without a c are bridged and counted; memory is drawn in the
@@ -32,7 +32,7 @@ with open(sys.argv[1], "w") as f:
             "coverage_s": 0.5, "pause_s": 0.5 if i == 10 else 0.001}) + "\n")
 PYEOF
 "$CLI" report "$T/loader.jsonl" -o "$T/loader.svg" >/dev/null
-has "$T/loader.svg" "1 storage pause (shaded, longest 0.50 s)"
+has "$T/loader.svg" "1 producer pause (shaded, longest 0.50 s)"
 n=$(grep -c 'fill="#E45756" fill-opacity="0.18"' "$T/loader.svg")
 [ "$n" = 5 ] || fail "the pause is shaded in $n panels, not 5"
 has "$T/loader.svg" "clipped: up to 60000"
@@ -63,7 +63,7 @@ d=$(grep -c 'width="6.0" height="6.0"' "$T/one.svg")
 "$CLI" sim --lambda 5 --mu 4 --initial 6 --capacity 12 --stall 4:2 --step 0.1 --until 10 \
 	--trace "$T/sim.jsonl" >/dev/null
 "$CLI" report "$T/sim.jsonl" -o "$T/sim.svg" >/dev/null
-has "$T/sim.svg" "1 storage pause (shaded, longest 2.00 s)"
+has "$T/sim.svg" "1 producer pause (shaded, longest 2.00 s)"
 
 # a real loader trace with injected stalls, drawn and rendered
 seq 1 60000 | sed 's/^/record-/' >"$T/in.txt"
@@ -71,7 +71,7 @@ seq 1 60000 | sed 's/^/record-/' >"$T/in.txt"
 "$CLI" bench -q --step-ms 1 --batch 16 --batches 2500 --inject stall=400ms/1200ms \
 	--tune-interval 100ms --trace "$T/real.jsonl" "$T/ds" >/dev/null
 "$CLI" report "$T/real.jsonl" -o "$T/real.svg" >/dev/null
-grep -Eq '[0-9]+ storage pauses? \(shaded' "$T/real.svg" || fail "the injected stalls are not marked"
+grep -Eq '[0-9]+ producer pauses? \(shaded' "$T/real.svg" || fail "the injected stalls are not marked"
 if command -v rsvg-convert >/dev/null; then
 	rsvg-convert "$T/real.svg" -o "$T/real.png" || fail "rsvg-convert cannot render the report"
 	[ -s "$T/real.png" ] || fail "empty PNG"

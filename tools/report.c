@@ -442,10 +442,10 @@ static double draw_events(canvas *c, const trace *t, double y)
 
 #define PAUSE_MIN_S 0.1 /* a fetch this long is a pause (the loader's own threshold) */
 
-/* Interval i's storage pause as [*a, *b]: the loader's longest fetch when it
- * reached PAUSE_MIN_S (ending at the interval's end), or the whole interval
- * when the producer delivered nothing while it could have (c = 0: how sim
- * and the loader both mark a stalled producer). */
+/* Interval i's producer pause (a storage stall or no production) as [*a, *b]: the loader's longest
+ * fetch when it reached PAUSE_MIN_S (ending at the interval's end), or the whole interval when the
+ * producer delivered nothing while it could have (c = 0: how sim and the loader both mark a stalled
+ * producer). */
 static bool pause_of(const trace *t, size_t i, double *a, double *b)
 {
 	const trace_point *p = &t->pt[i];
@@ -465,7 +465,7 @@ typedef struct pause_sum {
 	double longest_s;
 } pause_sum;
 
-/* Shades every storage pause across the panels (overlapping ones merged);
+/* Shades every producer pause across the panels (overlapping ones merged);
  * counts them for the header. */
 static pause_sum draw_pauses(FILE *f, const series *s, const trace *t, bool draw)
 {
@@ -526,7 +526,7 @@ static void header(FILE *f, const trace *t, const series *s, const char *name, p
 		snprintf(depth, sizeof(depth), "%.4g..%.4g", dmin, dmax);
 	if (ps.n)
 		snprintf(pauses, sizeof(pauses),
-		         "  |  %zu storage pause%s (shaded, longest %.2f s)", ps.n,
+		         "  |  %zu producer pause%s (shaded, longest %.2f s)", ps.n,
 		         ps.n == 1 ? "" : "s", ps.longest_s);
 	snprintf(buf, sizeof(buf),
 	         "%zu interval%s over %.4g s  |  depth %s batches  |  peak memory %s of the %s "

@@ -825,3 +825,8 @@ RF_API int rf_close_checked(rf_loader *l, rf_error *err)
 	rf_engine_free(e);
 	return rc;
 }
+
+RF_API const char *rf_version(void)
+{
+	return RF_VERSION_STRING;
+}

@@ -80,6 +80,26 @@ static int rf_parse_bool(const char *text, uint64_t *out)
 	return -EINVAL;
 }
 
+/* A value of option o in its own unit ("1.0 MiB", "0.01 s"), for messages;
+ * with a prefix ("(") it is an aside after the text as given, or "" for
+ * plain numbers. */
+static const char *rf_option_fmt(const rf_option *o, uint64_t v, const char *prefix, char *buf,
+                                 size_t cap)
+{
+	char tmp[24];
+	bool aside = *prefix != '\0';
+	if (o->type == RF_T_BYTES)
+		snprintf(buf, cap, "%s%s%s", prefix, rf_fmt_bytes(v, tmp, sizeof(tmp)),
+		         aside ? ")" : "");
+	else if (o->type == RF_T_SECONDS)
+		snprintf(buf, cap, "%s%g s%s", prefix, (double)v / 1e9, aside ? ")" : "");
+	else if (aside)
+		buf[0] = '\0';
+	else
+		snprintf(buf, cap, "%llu", (unsigned long long)v);
+	return buf;
+}
+
 static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out, rf_error *err)
 {
 	int rc = 0;
@@ -108,9 +128,13 @@ static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out,
 			return rf_fail(err, -EINVAL, "option %s: '%s' is not a whole number",
 			               o->name, value);
 	}
-	if (*out < o->lo || *out > o->hi)
-		return rf_fail(err, -ERANGE, "option %s: %s is out of range [%llu, %llu]", o->name,
-		               value, (unsigned long long)o->lo, (unsigned long long)o->hi);
+	if (*out < o->lo || *out > o->hi) {
+		char v[32], lo[32], hi[32];
+		return rf_fail(err, -ERANGE, "option %s: %s%s is out of range [%s, %s]", o->name,
+		               value, rf_option_fmt(o, *out, " (", v, sizeof(v)),
+		               rf_option_fmt(o, o->lo, "", lo, sizeof(lo)),
+		               rf_option_fmt(o, o->hi, "", hi, sizeof(hi)));
+	}
 	return 0;
 }
 

@@ -64,16 +64,19 @@
 	  "HTTP: a transfer slower than this for low_speed_time_s is retried (0: never)")          \
 	X(low_speed_time_s, U32, "30", 1, 3600, "HTTP: seconds below low_speed_bytes_per_s")       \
 	X(ca_file, STR, "", 0, 0, "CA bundle for HTTPS")                                           \
-	X(s3_endpoint, STR, "", 0, 0, "S3 endpoint URL (default AWS)")                             \
-	X(s3_region, STR, "", 0, 0, "S3 region")                                                   \
-	X(s3_access_key, STR, "", 0, 0, "S3 access key (default $AWS_ACCESS_KEY_ID)")              \
+	X(s3_endpoint, STR, "", 0, 0,                                                              \
+	  "S3 endpoint URL (else $AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com)")        \
+	X(s3_region, STR, "", 0, 0,                                                                \
+	  "S3 region (else $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")                          \
+	X(s3_access_key, STR, "", 0, 0,                                                            \
+	  "S3 access key (else $AWS_ACCESS_KEY_ID; without a key pair: anonymous)")                \
 	X(s3_secret_key, STR, "", 0, 0,                                                            \
-	  "S3 secret key (default $AWS_SECRET_ACCESS_KEY; as a flag it is visible to local users " \
+	  "S3 secret key (else $AWS_SECRET_ACCESS_KEY; as a flag it is visible to local users "    \
 	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
 	X(s3_session_token, STR, "", 0, 0,                                                         \
-	  "S3 session token (default $AWS_SESSION_TOKEN; as a flag it is visible to local users "  \
+	  "S3 session token (else $AWS_SESSION_TOKEN; as a flag it is visible to local users "     \
 	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
-	X(inject, STR, "", 0, 0, "fault injection spec (testing; default $RINGFEED_INJECT)")       \
+	X(inject, STR, "", 0, 0, "fault injection spec (testing; else $RINGFEED_INJECT)")          \
 	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \
 	  "host_budget_name (each loader's reservations need room in both budgets)")               \

@@ -25,6 +25,7 @@
 typedef struct rf_pause_source {
 	uint32_t shard;
 	uint64_t pauses, longest_ns;
+	uint64_t end_ns; /* end of its current pause episode */
 } rf_pause_source;
 
 typedef struct rf_control {
@@ -43,6 +44,7 @@ typedef struct rf_control {
 	char event[320];
 	rf_pause_source psrc[RF_PAUSE_SOURCES];
 	uint32_t npsrc;
+	uint64_t pause_end_ns; /* end of the current pause episode (any source) */
 	/* trace */
 	int trace_fd;
 	char *trace_path;
@@ -124,9 +126,20 @@ static int rf_json_escape(char *out, size_t cap, const char *s);
 
 /* --------------------------------------------------------- measuring */
 
+/* A pause is an episode, not a fetch: the slow fetches that overlap in time
+ * (all the reads caught by one storage stall) are one pause, counted once
+ * overall and once per source; its length is the longest of them. A fetch
+ * that took ns and ended at now spanned [now - ns, now]. */
+static bool rf_pause_new(uint64_t *end_ns, uint64_t now, uint64_t ns)
+{
+	bool fresh = now - ns >= *end_ns;
+	*end_ns = RF_MAX(*end_ns, now);
+	return fresh;
+}
+
 /* Counts a pause against its source; a full table replaces its least pausing
  * entry. mu held. */
-static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t ns)
+static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t now, uint64_t ns)
 {
 	rf_pause_source *p = NULL, *least = NULL;
 	for (uint32_t i = 0; i < c->npsrc && !p; i++) {
@@ -139,7 +152,7 @@ static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t ns)
 		p = c->npsrc < RF_PAUSE_SOURCES ? &c->psrc[c->npsrc++] : least;
 		*p = (rf_pause_source){.shard = shard};
 	}
-	p->pauses++;
+	p->pauses += rf_pause_new(&p->end_ns, now, ns);
 	p->longest_ns = RF_MAX(p->longest_ns, ns);
 }
 
@@ -152,8 +165,10 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
 	rf_tune_note_latency(&c->t, (double)ns / 1e9);
 	e->iv_pause_ns = RF_MAX(e->iv_pause_ns, ns);
 	if (ns >= RF_PAUSE_MIN_NS && (double)ns / 1e9 >= RF_PAUSE_P50_MULT * p50) {
-		e->pauses++;
-		rf_pause_source_note(c, shard, ns);
+		uint64_t now = rf_now_ns();
+		ns = RF_MIN(ns, now);
+		e->pauses += rf_pause_new(&c->pause_end_ns, now, ns);
+		rf_pause_source_note(c, shard, now, ns);
 		if (ns > e->pause_longest_ns) {
 			e->pause_longest_ns = ns;
 			e->pause_longest_shard = shard;
@@ -517,7 +532,26 @@ void rf_control_stats(rf_engine *e, rf_stats *s)
 		         e->shards[e->pause_longest_shard].name);
 	snprintf(s->depth_reason, sizeof(s->depth_reason), "%s", rf_tune_reason_name(d->reason));
 	snprintf(s->diagnosis, sizeof(s->diagnosis), "%s", rf_tune_diagnosis_name(d->diagnosis));
-	rf_tune_explain(&c->t, s->diagnosis_text, sizeof(s->diagnosis_text));
 	s->trace_lines = c->trace_lines;
 	snprintf(s->trace_error, sizeof(s->trace_error), "%s", c->trace_err);
+}
+
+/* The diagnosis in the stats' own figures (whole-run rates, the depth now,
+ * the sampled fetch latencies), after the rest of s is filled: a report
+ * printing both never shows two values for one figure. mu held. */
+void rf_control_explain(rf_engine *e, rf_stats *s)
+{
+	rf_control *c = e->ctl;
+	if (!c)
+		return;
+	rf_tune_figures f = {
+	    .r_bps = s->consumer_rate_bps,
+	    .c_bps = s->producer_rate_bps,
+	    .depth = s->depth_batches,
+	    .inventory_batches = s->inventory_batches,
+	    .wait_fraction = s->elapsed_s > 0 ? RF_MIN(1.0, s->consumer_wait_s / s->elapsed_s) : 0,
+	    .decode_busy_fraction = s->decode_busy_fraction,
+	    .fetch_p50_ms = s->fetch_latency_p50_ms,
+	    .fetch_p99_ms = s->fetch_latency_p99_ms};
+	rf_tune_explain_figures(&c->t, &f, s->diagnosis_text, sizeof(s->diagnosis_text));
 }

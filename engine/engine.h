@@ -297,7 +297,7 @@ typedef struct rf_engine {
 	uint64_t q_held_back;       /* samples where the producer was held back */
 	bool budget_blocked;        /* the last reservation attempt failed */
 	uint64_t iv_pause_ns;       /* longest fetch this interval */
-	uint64_t pauses;            /* fetches longer than the pause threshold */
+	uint64_t pauses;            /* pause episodes (overlapping slow fetches count once) */
 	uint64_t pause_longest_ns;
 	uint32_t pause_longest_shard;
 	struct rf_control *ctl;
@@ -360,6 +360,7 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu hel
 int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);
 /* Fills the controller's fields of s (mu held). */
 void rf_control_stats(rf_engine *e, rf_stats *s);
+void rf_control_explain(rf_engine *e, rf_stats *s); /* after the rest of s; mu held */
 /* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */
 void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight);
 

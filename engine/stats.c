@@ -84,7 +84,7 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 		s->skips[i] = e->skip_log[(e->skips - s->skips_listed + i) % RF_SKIP_LOG];
 }
 
-RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
+static int rf_stats_fill(rf_loader *l, rf_stats *s)
 {
 	rf_engine *e = (rf_engine *)l;
 	if (!e || e->magic != RF_LOADER_MAGIC || !s)
@@ -142,7 +142,28 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *s)
 	s->fetch_retries = e->st_fetch_retries;
 	s->rereads = e->st_rereads;
 	s->threads = e->threads;
+	rf_control_explain(e, s); /* last: in the figures above */
 	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+/* One snapshot, copied out as far as the caller's struct goes (an older
+ * caller's smaller rf_stats is a prefix of ours: the struct only grows). */
+static void rf_stats_copy_out(const rf_stats *s, rf_stats *out, size_t out_bytes)
+{
+	size_t n = RF_MIN(out_bytes, sizeof(*s));
+	memcpy(out, s, n);
+	if (out_bytes > n)
+		memset((char *)out + n, 0, out_bytes - n);
+}
+
+RF_API int rf_stats_get(rf_loader *l, rf_stats *out, size_t out_bytes)
+{
+	if (!out || out_bytes < RF_STATS_BYTES_MIN)
+		return -EINVAL;
+	rf_stats s;
+	RF_TRY(rf_stats_fill(l, &s));
+	rf_stats_copy_out(&s, out, out_bytes);
 	return 0;
 }
 
@@ -192,10 +213,10 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 	    s->trace_error[0] ? rf_json_str(terr, sizeof(terr), s->trace_error) : "null");
 }
 
-RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
+/* The JSON object of the snapshot snap, taken from l. */
+static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_t cap)
 {
-	rf_stats s;
-	RF_TRY(rf_stats_get(l, &s));
+	const rf_stats s = *snap;
 	double el = s.elapsed_s > 0 ? s.elapsed_s : 1e-9;
 	int n = snprintf(
 	    buf, cap,
@@ -266,4 +287,21 @@ RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
 	/* The host budget's figures go last, inside the object. */
 	int h = rf_budget_host_json(&e->budget, buf + n - 1, cap - (size_t)n + 1);
 	return h < 0 ? h : n - 1 + h;
+}
+
+RF_API int rf_stats_json(rf_loader *l, char *buf, size_t cap)
+{
+	rf_stats s;
+	RF_TRY(rf_stats_fill(l, &s));
+	return rf_stats_json_of(l, &s, buf, cap);
+}
+
+RF_API int rf_stats_get_json(rf_loader *l, rf_stats *out, size_t out_bytes, char *buf, size_t cap)
+{
+	if (!out || out_bytes < RF_STATS_BYTES_MIN)
+		return -EINVAL;
+	rf_stats s;
+	RF_TRY(rf_stats_fill(l, &s));
+	rf_stats_copy_out(&s, out, out_bytes);
+	return rf_stats_json_of(l, &s, buf, cap);
 }

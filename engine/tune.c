@@ -230,6 +230,10 @@ static rf_tune_diagnosis diagnose(const rf_tune *t, rf_tune_decision *d, double 
 {
 	if (t->r_bps <= 0)
 		return RF_TUNE_MEASURING;
+	/* A fixed depth short of the pauses seen: during a pause the producer
+	 * looks slow, but covering pauses is the depth's job. */
+	if (t->p.depth_fixed && d->pause_recent_s > 0 && d->depth_target > t->depth)
+		return RF_TUNE_DEPTH_SHORT;
 	if (t->c_bps > 0 && t->c_bps < SLOW_MARGIN * t->r_bps) {
 		d->stall_in_s = inventory / (t->r_bps - t->c_bps);
 		return RF_TUNE_PRODUCER_SLOW;
@@ -276,8 +280,8 @@ uint32_t rf_tune_depth(const rf_tune *t)
 
 const char *rf_tune_diagnosis_name(rf_tune_diagnosis d)
 {
-	static const char *const names[RF_TUNE_DIAGNOSES] = {"measuring", "ok", "producer_slow",
-	                                                     "budget_binds", "always_full"};
+	static const char *const names[RF_TUNE_DIAGNOSES] = {
+	    "measuring", "ok", "producer_slow", "budget_binds", "always_full", "depth_short"};
 	return (unsigned)d < RF_TUNE_DIAGNOSES ? names[d] : "unknown";
 }
 
@@ -289,45 +293,55 @@ const char *rf_tune_reason_name(rf_tune_reason r)
 }
 
 /* The likely bottleneck of a producer slower than its consumer. */
-static int explain_bottleneck(const rf_tune *t, char *buf, size_t cap)
+static int explain_bottleneck(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap)
 {
 	const rf_tune_interval *in = &t->last_in;
-	double p50_ms = 1e3 * rf_tune_latency_quantile(t, 0.5);
-	double p99_ms = 1e3 * rf_tune_latency_quantile(t, 0.99);
-	if (in->decode_busy_fraction >= 0.85)
-		return snprintf(buf, cap, "decode threads (busy %.0f%% of the time)",
-		                100 * in->decode_busy_fraction);
+	double busy = f->decode_busy_fraction;
+	if (busy >= 0.85)
+		return snprintf(buf, cap, "decode threads (busy %.0f%% of the time)", 100 * busy);
 	if (in->inflight == 0)
 		/* Nothing is waiting on storage: the producer is short of CPU (the
 		 * decoders share the cores with the loop thread and the batch copies). */
 		return snprintf(buf, cap,
 		                "CPU: no read waits on storage; decode threads busy %.0f%% of the "
 		                "time, sharing the cores with reading and collation",
-		                100 * in->decode_busy_fraction);
+		                100 * busy);
 	if (in->inflight >= t->p.connections_max)
 		return snprintf(
-		    buf, cap, "latency: all %u connections busy at fetch p50 %.1f ms, p99 %.1f ms",
-		    t->p.connections_max, p50_ms, p99_ms);
+		    buf, cap, "latency: all %u connections busy at fetch p50 %.2f ms, p99 %.2f ms",
+		    t->p.connections_max, f->fetch_p50_ms, f->fetch_p99_ms);
 	return snprintf(buf, cap,
-	                "storage bandwidth or latency (fetch p50 %.1f ms, p99 %.1f ms, %u requests "
+	                "storage bandwidth or latency (fetch p50 %.2f ms, p99 %.2f ms, %u requests "
 	                "in flight)",
-	                p50_ms, p99_ms, in->inflight);
+	                f->fetch_p50_ms, f->fetch_p99_ms, in->inflight);
 }
 
-int rf_tune_explain(const rf_tune *t, char *buf, size_t cap)
+static int explain_producer_slow(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap)
+{
+	char why[200];
+	double r = f->r_bps, c = f->c_bps;
+	explain_bottleneck(t, f, why, sizeof(why));
+	if (c >= r) /* slower lately, not over the figures' span */
+		return snprintf(buf, cap,
+		                "producer slower than consumer in the last intervals (over the run "
+		                "it sustained %.1f batches/s, the consumer took %.1f batches/s); "
+		                "likely bottleneck: %s",
+		                c, r, why);
+	return snprintf(buf, cap,
+	                "producer slower than consumer: it sustains %.1f batches/s, the "
+	                "consumer takes %.1f batches/s; more depth cannot fix this, the "
+	                "inventory of %.0f batches postpones the first stall by %.1f s; "
+	                "likely bottleneck: %s",
+	                c, r, f->inventory_batches, f->inventory_batches / (r - c), why);
+}
+
+int rf_tune_explain_figures(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap)
 {
 	const rf_tune_decision *d = &t->last;
-	double r = d->r_bps, c = d->c_bps;
-	char why[200];
+	double r = f->r_bps, c = f->c_bps;
 	switch (d->diagnosis) {
 	case RF_TUNE_PRODUCER_SLOW:
-		explain_bottleneck(t, why, sizeof(why));
-		return snprintf(buf, cap,
-		                "producer slower than consumer: it sustains %.1f batches/s, the "
-		                "consumer takes %.1f batches/s; more depth cannot fix this, the "
-		                "inventory of %.0f batches postpones the first stall by %.1f s; "
-		                "likely bottleneck: %s",
-		                c, r, d->coverage_s * r, d->stall_in_s, why);
+		return explain_producer_slow(t, f, buf, cap);
 	case RF_TUNE_BUDGET_BINDS:
 		return snprintf(buf, cap,
 		                "budget binds: it allows %u batches, %.2f s of coverage at the "
@@ -340,17 +354,42 @@ int rf_tune_explain(const rf_tune *t, char *buf, size_t cap)
 		    buf, cap,
 		    "queue always full and the consumer never waits: the producer "
 		    "(%.1f batches/s) keeps ahead of the consumer (%.1f batches/s); more "
-		    "depth buys nothing (depth %u, %.2f s of coverage)",
-		    c, r, d->depth, d->coverage_s);
+		    "depth buys nothing (depth %u covers %.2f s)",
+		    c, r, f->depth, r > 0 ? f->depth / r : 0.0);
+	case RF_TUNE_DEPTH_SHORT:
+		return snprintf(
+		    buf, cap,
+		    "fixed depth too short for the pauses: depth %u covers %.2f s at the "
+		    "consumer's %.1f batches/s, the pauses seen (longest recent %.2f s) "
+		    "call for %.2f s, %u batches (automatic depth, the default, sizes "
+		    "it); the consumer waited %.1f%% of the time",
+		    f->depth, r > 0 ? f->depth / r : 0.0, r, d->pause_recent_s, d->cover_target_s,
+		    d->depth_target, 100 * f->wait_fraction);
 	case RF_TUNE_OK:
 		return snprintf(
 		    buf, cap,
 		    "ok: depth %u covers %.2f s (target %.2f s) at the consumer's %.1f "
-		    "batches/s; producer %.1f batches/s; consumer waited %.0f%% of the time",
-		    d->depth, d->coverage_s, d->cover_target_s, r, c, 100 * d->wait_fraction);
+		    "batches/s; producer %.1f batches/s; consumer waited %.1f%% of the time",
+		    f->depth, r > 0 ? f->depth / r : 0.0, d->cover_target_s, r, c,
+		    100 * f->wait_fraction);
 	default:
-		return snprintf(
-		    buf, cap, "measuring: consumer %.1f batches/s, producer %.1f batches/s so far",
-		    r, c);
+		return snprintf(buf, cap,
+		                "measuring: too few controller intervals to judge yet (consumer "
+		                "%.1f batches/s, producer %.1f batches/s so far)",
+		                r, c);
 	}
+}
+
+int rf_tune_explain(const rf_tune *t, char *buf, size_t cap)
+{
+	const rf_tune_decision *d = &t->last;
+	rf_tune_figures f = {.r_bps = d->r_bps,
+	                     .c_bps = d->c_bps,
+	                     .depth = d->depth,
+	                     .inventory_batches = d->coverage_s * d->r_bps,
+	                     .wait_fraction = d->wait_fraction,
+	                     .decode_busy_fraction = t->last_in.decode_busy_fraction,
+	                     .fetch_p50_ms = 1e3 * rf_tune_latency_quantile(t, 0.5),
+	                     .fetch_p99_ms = 1e3 * rf_tune_latency_quantile(t, 0.99)};
+	return rf_tune_explain_figures(t, &f, buf, cap);
 }

@@ -69,6 +69,7 @@ typedef enum rf_tune_diagnosis {
 	RF_TUNE_PRODUCER_SLOW, /* c < r: depth only postpones the first stall */
 	RF_TUNE_BUDGET_BINDS,  /* the target depth is beyond what the budget allows */
 	RF_TUNE_ALWAYS_FULL,   /* queue always full, nobody waits: more depth buys nothing */
+	RF_TUNE_DEPTH_SHORT,   /* a fixed depth (--depth N) below what the pauses seen call for */
 	RF_TUNE_DIAGNOSES
 } rf_tune_diagnosis;
 
@@ -129,8 +130,21 @@ const rf_tune_decision *rf_tune_step(rf_tune *t, const rf_tune_interval *in);
 uint32_t rf_tune_depth(const rf_tune *t);
 const char *rf_tune_diagnosis_name(rf_tune_diagnosis d);
 const char *rf_tune_reason_name(rf_tune_reason r);
-/* The last decision's diagnosis in plain words; returns the length (as
- * snprintf: truncated when >= cap). */
+/* The figures a diagnosis is stated in. A report that prints them as well
+ * (rf_stats: whole-run rates, the depth now) passes its own, so the words
+ * (from the last decision) and the numbers never disagree. */
+typedef struct rf_tune_figures {
+	double r_bps, c_bps; /* consumer / producer rate */
+	uint32_t depth;      /* depth now; it covers depth / r seconds */
+	double inventory_batches;
+	double wait_fraction;        /* consumer wait / wall, 0..1 */
+	double decode_busy_fraction; /* 0..1 */
+	double fetch_p50_ms, fetch_p99_ms;
+} rf_tune_figures;
+/* The last decision's diagnosis in plain words, in the figures of that
+ * decision; returns the length (as snprintf: truncated when >= cap). */
 int rf_tune_explain(const rf_tune *t, char *buf, size_t cap);
+/* The same words, in the caller's figures. */
+int rf_tune_explain_figures(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap);
 
 #endif

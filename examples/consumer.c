@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	if (rc != RF_END)
 		fprintf(stderr, "consumer: %s\n", rf_last_error(l));
 	rf_stats st;
-	rf_stats_get(l, &st);
+	rf_stats_get(l, &st, sizeof(st));
 	printf("batches=%llu records=%llu bytes=%llu checksum=%llx state_bytes=%zu "
 	       "consumer_wait_s=%.3f peak_bytes=%llu\n",
 	       batches, records, bytes, sum, state_len, st.consumer_wait_s,

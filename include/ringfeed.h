@@ -8,7 +8,30 @@
  *
  * Conventions: functions return 0 (or a count) on success and a negative errno
  * value on failure; a message naming what was wrong and where is left in an
- * rf_error or in rf_last_error(). No global state. */
+ * rf_error or in rf_last_error(). No global state.
+ *
+ * Threads (the loader's contract with an embedder; engine/api.c):
+ *   - rf_next, rf_release, rf_state_save, rf_stats_get, rf_stats_json and
+ *     rf_last_error may be called from any thread, concurrently: each takes
+ *     the loader's lock for its bookkeeping (rf_next waits without holding it).
+ *     A batch may be released by another thread than the one that took it.
+ *     Several threads calling rf_next at once each get distinct batches, in
+ *     stream order of the calls' returns, but which thread gets which batch
+ *     is not defined; rf_state_save is the position after every batch
+ *     returned so far, whichever thread took it. (The consumer's rate r and
+ *     its wait are measured between rf_next calls, so they describe one
+ *     consuming thread.)
+ *   - rf_close must be the last call on a loader and must not run while any
+ *     other call on it is in progress (a thread blocked in rf_next included:
+ *     wake it with a timeout first). It joins the loader's threads and frees
+ *     every batch still held: their payload, offsets and lengths become
+ *     invalid and they must not be passed to rf_release afterwards.
+ *   - rf_config_* calls on one rf_config are not thread-safe. rf_open copies
+ *     everything it needs from cfg (options, URLs, resume state, the
+ *     allocator's function pointers and ctx): cfg may be changed or freed
+ *     right after rf_open returns; the allocator's ctx must outlive the loader.
+ *   - A decoder (rf_decoder) and a writer (rf_writer) belong to one thread at
+ *     a time; the parse / verify functions touch only what they are given. */
 #ifndef RINGFEED_H
 #define RINGFEED_H
 
@@ -20,7 +43,12 @@
 extern "C" {
 #endif
 
-#define RF_VERSION_STRING "0.1.0"
+#define RF_VERSION_STRING "0.1.0" /* of this header; rf_version() is the library's */
+
+/* The library's version ("0.1.0"), for a program to check the libringfeed it
+ * runs against (which may be newer than the header it was built with). A
+ * static string: never freed. */
+const char *rf_version(void);
 
 /* ------------------------------------------------------------------ errors */
 
@@ -271,7 +299,13 @@ void rf_release(rf_loader *l, rf_batch *b);
  * 96 bytes, plus 16 a segment in an epoch re-split by an elastic resume (at
  * most 4096). With buf == NULL sets *len to the bytes needed. */
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
+/* The message of the last failed rf_next ("" after the stream's end). The
+ * string lives in the loader: it stays valid until rf_close, and its text
+ * until the next rf_next call on that loader overwrites it (copy it before
+ * calling rf_next again from any thread). */
 const char *rf_last_error(rf_loader *l);
+/* Stops the loader, joins its threads, frees everything (see "Threads" at the
+ * top: batches still held are freed too). NULL is accepted. */
 void rf_close(rf_loader *l);
 /* rf_close that reports what the loader could not write: 0, or the first
  * error writing an output it was asked for (the trace: its last line is
@@ -346,7 +380,7 @@ typedef struct rf_stats {
 	double decoded_batches;           /* of which decoded, not collated */
 	double inflight_batches;          /* of which read or being read, not decoded */
 	double fetch_latency_p90_ms;
-	uint64_t pauses; /* fetches slower than the pause threshold */
+	uint64_t pauses; /* pause episodes (slow fetches overlapping in time count once) */
 	double pause_longest_s;
 	double stall_in_s;        /* producer slower: inventory / (r - c) */
 	uint64_t batch_bytes_avg; /* budget bytes per batch (measured) */
@@ -372,10 +406,23 @@ typedef struct rf_stats {
 	rf_skip skips[8];
 } rf_stats;
 
-int rf_stats_get(rf_loader *l, rf_stats *out);
+/* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this
+ * header declares it): the struct only grows at its end, so a program built
+ * against an older, smaller rf_stats gets exactly the fields it knows, taken
+ * from the same snapshot, and nothing past its struct is written; a size
+ * larger than the library's rf_stats gets the extra bytes zeroed. Returns 0,
+ * or -EINVAL for a bad loader, a NULL out, or out_bytes below
+ * RF_STATS_BYTES_MIN (the struct up to and including `threads`). */
+int rf_stats_get(rf_loader *l, rf_stats *out, size_t out_bytes);
+#define RF_STATS_BYTES_MIN (offsetof(rf_stats, threads) + sizeof(uint32_t))
+/* rf_stats.diagnosis is one of: measuring, ok, producer_slow, budget_binds,
+ * always_full, depth_short (a fixed depth below what the pauses seen need). */
 /* The stats (and the controller's diagnosis) as one JSON object; returns
  * the length written (excluding NUL) or -ENOSPC when cap is too small. */
 int rf_stats_json(rf_loader *l, char *buf, size_t cap);
+/* Both from one snapshot (rf_stats_get's rules for out / out_bytes), so a
+ * report printing figures from *out agrees with the JSON to the digit. */
+int rf_stats_get_json(rf_loader *l, rf_stats *out, size_t out_bytes, char *buf, size_t cap);
 
 /* ---------------------------------------------- shard lists, verification */
 

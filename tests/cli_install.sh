@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# cli_install.sh - installs ringfeed into a temporary prefix, builds
+# cli_install.sh - installs ringfeed into a temporary (non-default) prefix,
+# whose pkg-config file must name that prefix, not the configured one; builds
 # examples/consumer.c against it with pkg-config and with find_package(ringfeed) (the installed header and
 # shared library only) and runs it on a small packed dataset; the record
-# count and bytes must match what `ringfeed read --digest` reports.
+# count and bytes must match what `ringfeed read --digest` reports. Nothing
+# installed needs LD_LIBRARY_PATH: the consumer and the installed programs
+# find the installed libringfeed.so through their RUNPATH.
 set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
 SRC=${RF_SOURCE_DIR:?}
@@ -16,26 +19,37 @@ libdir=$(ls -d "$T"/prefix/lib*/pkgconfig | head -1)
 libdir=${libdir%/pkgconfig}
 [ -f "$T/prefix/include/ringfeed.h" ] || fail "header not installed"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-# The .pc names the configured prefix; the test installs elsewhere.
-flags=$(pkg-config --define-variable=prefix="$T/prefix" --cflags --libs ringfeed) \
-	|| fail "pkg-config does not know ringfeed"
+# The install prefix is not the configured one: the .pc must follow it.
+grep -q "^CMAKE_INSTALL_PREFIX:PATH=$T/prefix\$" "$BUILD/CMakeCache.txt" && fail "prefix not distinct"
+flags=$(pkg-config --cflags --libs ringfeed) || fail "pkg-config does not know ringfeed"
+inc=$(pkg-config --variable=includedir ringfeed)
+[ -f "$inc/ringfeed.h" ] || fail "pkg-config includedir $inc has no ringfeed.h (flags: $flags)"
+[ "$(cd "$inc" && pwd -P)" = "$(cd "$T/prefix/include" && pwd -P)" ] ||
+	fail "pkg-config includedir $inc is not the install prefix's"
 # A sanitizer build's library needs the sanitizer runtime in the program too.
 san=""
 grep -q '^RF_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" && san="-fsanitize=address,undefined"
 # Only the installed include dir: the source tree must not leak in.
 cc $san -std=c11 -Wall -Wextra -Werror "$SRC/examples/consumer.c" $flags -o "$T/consumer" \
 	|| fail "examples/consumer.c does not build against the installed library"
-deps=$(LD_LIBRARY_PATH="$libdir" ldd "$T/consumer")
-grep -q "$libdir/libringfeed.so" <<<"$deps" || fail "consumer is not linked to the installed libringfeed.so"
+unset LD_LIBRARY_PATH
+deps=$(ldd "$T/consumer")
+so=$(sed -n 's/.*libringfeed.so.0 => \([^ ]*\).*/\1/p' <<<"$deps")
+[ -n "$so" ] && [ "$(readlink -f "$so")" = "$(readlink -f "$libdir/libringfeed.so.0")" ] ||
+	fail "consumer does not load the installed $libdir/libringfeed.so.0 without LD_LIBRARY_PATH: $deps"
+# The installed command runs from its prefix and reports its version.
+"$T/prefix/bin/ringfeed" version | grep -q "libringfeed" || fail "installed ringfeed version"
+readelf -d "$T/prefix/bin/ringfeed" | grep -q 'R.*PATH.*\$ORIGIN' ||
+	fail "installed ringfeed has no \$ORIGIN RUNPATH: $(readelf -d "$T/prefix/bin/ringfeed" | grep -i path)"
 
 seq 1 3000 | sed 's/^/record-/' >"$T/in.txt"
 "$CLI" pack --from lines "$T/in.txt" -o "$T/ds" --block-size 4KiB >/dev/null
-out=$(LD_LIBRARY_PATH="$libdir" "$T/consumer" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
+out=$("$T/consumer" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
 grep -q "records=3000 " <<<"$out" || fail "consumer: $out"
 want=$("$CLI" read --digest "$T/ds/manifest.rfm" | sed 's/.*bytes=\([0-9]*\).*/\1/')
 grep -q "bytes=$want " <<<"$out" || fail "consumer bytes differ from read's $want: $out"
 grep -q "state_bytes=96" <<<"$out" || fail "consumer did not save a state: $out"
-LD_LIBRARY_PATH="$libdir" "$T/consumer" "$T/missing.rfs" 2>"$T/err" && fail "missing shard accepted"
+"$T/consumer" "$T/missing.rfs" 2>"$T/err" && fail "missing shard accepted"
 grep -q "missing.rfs" "$T/err" || fail "missing shard error: $(cat "$T/err")"
 
 # The CMake package: find_package(ringfeed) and its ringfeed::ringfeed and
@@ -54,7 +68,7 @@ cmake -S "$T/pkg" -B "$T/pkg/build" -DCMAKE_PREFIX_PATH="$T/prefix" \
 cmake --build "$T/pkg/build" >>"$T/pkg.log" 2>&1 ||
 	fail "build with find_package(ringfeed) failed: $(tail -20 "$T/pkg.log")"
 for exe in consumer_shared consumer_static; do
-	out=$(LD_LIBRARY_PATH="$libdir" "$T/pkg/build/$exe" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
+	out=$("$T/pkg/build/$exe" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
 	grep -q "bytes=$want " <<<"$out" || fail "$exe (find_package) bytes differ from read's $want: $out"
 done
 echo "cli_install: ok"

@@ -135,7 +135,7 @@ static run read_rank(const dataset *d, const char *const *kv, const char *more,
 	if (!l)
 		fail_msg("rf_open (%s): %s", more ? more : "", err.msg);
 	run r = {0};
-	assert_int_equal(rf_stats_get(l, &r.st), 0);
+	assert_int_equal(rf_stats_get(l, &r.st, sizeof(r.st)), 0);
 	while (r.batches < max) {
 		rf_batch *b = NULL;
 		int rc = rf_next(l, &b, 5000);
@@ -156,7 +156,7 @@ static run read_rank(const dataset *d, const char *const *kv, const char *more,
 	}
 	r.state_len = sizeof(r.state);
 	assert_int_equal(rf_state_save(l, r.state, &r.state_len), 0);
-	assert_int_equal(rf_stats_get(l, &r.st_end), 0);
+	assert_int_equal(rf_stats_get(l, &r.st_end, sizeof(r.st_end)), 0);
 	rf_close(l);
 	return r;
 }

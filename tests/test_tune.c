@@ -343,6 +343,42 @@ static void test_bad_params(void **state)
 	assert_true(d->depth <= 5);
 }
 
+/* The words from the decision, the numbers from the caller's figures (a
+ * report's whole-run rates): depth / r, not inventory / r, is what the depth
+ * covers; a fixed depth short of the pauses seen is said so. */
+static void test_explain_in_given_figures(void **state)
+{
+	(void)state;
+	rf_tune o =
+	    new_tune((rf_tune_params){.cover_s = 0.5, .depth_max = 500, .depth_initial = 50});
+	rf_tune_interval in = {.wall_s = 1,
+	                       .batches_consumed = 100,
+	                       .consumer_busy_s = 1,
+	                       .batches_produced = 100,
+	                       .producer_busy_s = 0.5,
+	                       .queue_samples = 10,
+	                       .queue_full = 5,
+	                       .inventory_batches = 2};
+	rf_tune_step(&o, &in);
+	assert_int_equal(o.last.diagnosis, RF_TUNE_OK);
+	rf_tune_figures f = {.r_bps = 80, .c_bps = 300, .depth = 40, .wait_fraction = 0.125};
+	char msg[600];
+	rf_tune_explain_figures(&o, &f, msg, sizeof(msg));
+	if (!strstr(msg, "depth 40 covers 0.50 s") || !strstr(msg, "consumer's 80.0 batches/s") ||
+	    !strstr(msg, "producer 300.0 batches/s") || !strstr(msg, "waited 12.5%"))
+		fail_msg("not in the given figures: %s", msg);
+	/* a fixed depth of 2 under 0.8 s pauses */
+	rf_tune d = new_tune((rf_tune_params){.depth_fixed = 2, .depth_max = 500});
+	in.pause_max_s = 0.8;
+	rf_tune_step(&d, &in);
+	assert_int_equal(d.last.diagnosis, RF_TUNE_DEPTH_SHORT);
+	assert_string_equal(rf_tune_diagnosis_name(RF_TUNE_DEPTH_SHORT), "depth_short");
+	f.depth = 2;
+	rf_tune_explain_figures(&d, &f, msg, sizeof(msg));
+	if (!strstr(msg, "fixed depth too short") || !strstr(msg, "depth 2 covers 0.03 s"))
+		fail_msg("depth_short words: %s", msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +390,7 @@ int main(void)
 	    cmocka_unit_test(test_latency_and_littles_law),
 	    cmocka_unit_test(test_diagnosis_words),
 	    cmocka_unit_test(test_bad_params),
+	    cmocka_unit_test(test_explain_in_given_figures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,12 @@ typedef struct rf_bench_opts {
 	char demo_dir[4096];
 	const char *inject;       /* the fault spec (--inject or RINGFEED_INJECT) */
 	double stall_s, period_s; /* its stall=S/P, for the stall-cover measurement */
+	uint32_t compare_depth;   /* > 0: a second run at this fixed depth, side by side */
+	const char *stats_path;   /* --stats FILE: the loader's stats JSON */
+	bool quiet;               /* -q: no progress */
+	bool demo_ready;          /* the demo dataset was prepared (once per command) */
+	bool total_unknown; /* --world/--rank/--epochs/...: the manifest total is not the run's */
+	uint64_t total_records; /* records the run will read (0: unknown) */
 } rf_bench_opts;
 
 #define RF_BENCH_STALLS_MAX 64
@@ -69,6 +75,10 @@ static void rf_bench_usage(FILE *f)
 	        "                       --request-size ranges, --connections reads in flight),\n"
 	        "                       decode nothing: the storage path alone\n"
 	        "  --json               print one JSON object instead of the report\n"
+	        "  --stats FILE         also write the loader's stats (one JSON object) to FILE\n"
+	        "  --compare-depth N    then run again at a fixed depth of N (same consumer, same\n"
+	        "                       faults) and show the consumer's wait side by side\n"
+	        "  -q, --quiet          no progress on stderr\n"
 	        "  --trace FILE         one JSON line per controller interval (docs/trace.md)\n"
 	        "With --inject 'stall=S/P' (or RINGFEED_INJECT), bench measures, for each\n"
 	        "stall, how long the ready inventory served the consumer (stall cover) and\n"
@@ -102,6 +112,15 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 			exit(0);
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "--stats") && v) {
+			o->stats_path = argv[++i];
+		} else if (!strcmp(a, "--compare-depth") && v) {
+			uint64_t n;
+			if (!flag_u64("bench", "--compare-depth", argv[++i], 1, 4096, &n))
+				return -1;
+			o->compare_depth = (uint32_t)n;
 		} else if (!strcmp(a, "--decode-limit")) {
 			o->decode_limit = true;
 		} else if (!strcmp(a, "--fetch-only")) {
@@ -137,6 +156,10 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 				o->inject = argv[i + 1];
 			else if (!strncmp(a, "--inject=", 9))
 				o->inject = a + 9;
+			static const char *const partial[] = {"--world", "--rank", "--epochs",
+			                                      "--epoch"};
+			for (size_t k = 0; k < sizeof(partial) / sizeof(partial[0]); k++)
+				o->total_unknown |= !strncmp(a, partial[k], strlen(partial[k]));
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "bench");
 			if (used <= 0) {
 				if (used == 0)
@@ -239,7 +262,11 @@ typedef struct rf_bench_result {
 	char *stats_json;
 	rf_decode_limit limit;
 	bool has_limit;
+	unsigned stats_slot; /* which static buffer holds stats_json */
 } rf_bench_result;
+
+#define RF_BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define RF_BENCH_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* The stall-cover measurement around one rf_next call that started at
  * `before` and waited `wait` seconds. */
@@ -254,7 +281,7 @@ static void rf_bench_stall_note(rf_loader *l, const rf_bench_opts *o, rf_bench_r
 		return;
 	if (st->r_bps == 0) { /* first call inside the stall: the inventory now */
 		static rf_stats s;
-		rf_stats_get(l, &s);
+		rf_stats_get(l, &s, sizeof(s));
 		st->start_s = start - r->t_open0;
 		st->depth = s.depth_batches;
 		st->ready = s.ready_batches;
@@ -270,10 +297,26 @@ static void rf_bench_stall_note(rf_loader *l, const rf_bench_opts *o, rf_bench_r
 	}
 }
 
+/* Progress on stderr: batches and MB/s, and the percent done and the time
+ * left when the run's total is known (--batches N, or a manifest's records). */
+static void rf_bench_progress(const rf_bench_opts *o, const rf_bench_result *r, double elapsed)
+{
+	double f = 0;
+	if (o->max_batches)
+		f = (double)r->batches / (double)o->max_batches;
+	if (o->total_records)
+		f = RF_BENCH_MAX(f, (double)r->records / (double)o->total_records);
+	fprintf(stderr, "\r%llu batches, %.1f MB/s", (unsigned long long)r->batches,
+	        (double)r->payload / RF_BENCH_MAX(elapsed, 1e-9) / 1e6);
+	if (f > 0 && f <= 1)
+		fprintf(stderr, ", %.0f%%, %.0f s left", 100 * f, elapsed * (1 - f) / f);
+	fprintf(stderr, "   ");
+}
+
 static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *r)
 {
 	double t0 = rf_now_s();
-	bool tty = isatty(2) && !o->json;
+	bool tty = isatty(2) && !o->json && !o->quiet;
 	double last = t0;
 	for (;;) {
 		if (o->max_batches && r->batches >= o->max_batches)
@@ -296,19 +339,19 @@ static int rf_bench_loop(rf_loader *l, const rf_bench_opts *o, rf_bench_result *
 		rf_release(l, b);
 		double now = rf_now_s();
 		if (tty && now - last > 0.5) {
-			fprintf(stderr, "\r%llu batches, %.1f MB/s   ",
-			        (unsigned long long)r->batches,
-			        (double)r->payload / (now - t0) / 1e6);
+			rf_bench_progress(o, r, now - t0);
 			last = now;
 		}
 	}
 	if (tty)
-		fprintf(stderr, "\r%60s\r", "");
+		fprintf(stderr, "\r%70s\r", "");
 	r->wall_s = rf_now_s() - t0;
-	rf_stats_get(l, &r->st);
-	static char buf[16384];
-	if (rf_stats_json(l, buf, sizeof(buf)) > 0)
-		r->stats_json = buf;
+	static char buf[2][16384];
+	char *json = buf[r->stats_slot & 1];
+	if (rf_stats_get_json(l, &r->st, sizeof(r->st), json, sizeof(buf[0])) > 0)
+		r->stats_json = json;
+	else
+		rf_stats_get(l, &r->st, sizeof(r->st));
 	r->rss_peak = proc_kib_field_bytes("/proc/self/status", "VmHWM");
 	return r->rc;
 }
@@ -345,7 +388,26 @@ static const char *rf_json_text(const char *text, char *buf, size_t cap)
 }
 
 /* The measured memory and stall figures, then the loader's own stats. */
-static void rf_bench_json_tail(const rf_bench_result *r)
+static unsigned rf_bench_covered(const rf_bench_result *r);
+static double rf_bench_wait_fraction(const rf_stats *s);
+
+static void rf_bench_json_compare(const rf_bench_opts *o, const rf_bench_result *b)
+{
+	const rf_stats *t = &b->st;
+	char esc[1100];
+	printf(",\"compare\":{\"depth\":%u,\"wall_s\":%.6f,\"batches\":%llu,"
+	       "\"consumer_wait_s\":%.6f,\"consumer_wait_fraction\":%.6f,\"stalls\":%u,"
+	       "\"stalls_covered\":%u,\"mem_peak_total_bytes\":%llu,\"diagnosis_text\":\"%s\","
+	       "\"loader\":%s}",
+	       o->compare_depth, b->wall_s, (unsigned long long)b->batches, t->consumer_wait_s,
+	       rf_bench_wait_fraction(t), b->nstalls, rf_bench_covered(b),
+	       (unsigned long long)t->mem_peak_total_bytes,
+	       rf_json_text(t->diagnosis_text, esc, sizeof(esc)),
+	       b->stats_json ? b->stats_json : "null");
+}
+
+static void rf_bench_json_tail(const rf_bench_opts *o, const rf_bench_result *r,
+                               const rf_bench_result *base)
 {
 	const rf_stats *s = &r->st;
 	uint64_t growth = r->rss_peak > r->rss_before_open ? r->rss_peak - r->rss_before_open : 0;
@@ -371,13 +433,17 @@ static void rf_bench_json_tail(const rf_bench_result *r)
 		       st->inventory / st->r_bps,
 		       st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
 	}
+	printf("],\"stalls_covered\":%u", rf_bench_covered(r));
+	if (base)
+		rf_bench_json_compare(o, base);
 	char terr[600];
-	printf("],\"trace_error\":%s%s%s,\"loader\":%s}\n", s->trace_error[0] ? "\"" : "",
+	printf(",\"trace_error\":%s%s%s,\"loader\":%s}\n", s->trace_error[0] ? "\"" : "",
 	       s->trace_error[0] ? rf_json_text(s->trace_error, terr, sizeof(terr)) : "null",
 	       s->trace_error[0] ? "\"" : "", r->stats_json ? r->stats_json : "null");
 }
 
-static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
+static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
+                          const rf_bench_result *base)
 {
 	const rf_stats *s = &r->st;
 	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
@@ -407,75 +473,168 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_METADATA],
 	       (unsigned long long)r->rss_peak, r->rc, rf_limit_rate(r),
 	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0);
-	rf_bench_json_tail(r);
+	rf_bench_json_tail(o, r, base);
 }
 
-static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
+/* The consumer's wait as a fraction of the loader's life: the figure the
+ * diagnosis states too (one source: the stats). */
+static double rf_bench_wait_fraction(const rf_stats *s)
+{
+	return s->elapsed_s > 0 ? RF_BENCH_MIN(1.0, s->consumer_wait_s / s->elapsed_s) : 0.0;
+}
+
+static void rf_bench_text_rates(const rf_bench_opts *o, const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
 	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
 	char a[5][32];
-	printf("ringfeed bench: %s\n", o->nurls ? "given shards" : o->demo_dir);
-	printf("  consumer step %.3f ms, depth %u batches, %u decode threads, budget %s\n",
-	       o->step_ms, s->depth_batches, s->threads, rf_mb(s->budget_bytes, a[0], 32));
-	printf("  %llu batches, %llu records, %s of payload in %.3f s (open %.3f s)\n",
+	printf("  run: %llu batches, %llu records, %s of payload in %.3f s (open %.3f s)\n",
 	       (unsigned long long)r->batches, (unsigned long long)r->records,
 	       rf_mb(r->payload, a[0], 32), r->wall_s, r->open_s);
-	printf("  batches/s %.1f   records/s %.0f   decoded MB/s %.1f\n", (double)r->batches / w,
-	       (double)r->records / w, (double)s->decoded_bytes / w / 1e6);
-	printf("  consumer wait %.1f%% of wall time\n", 100.0 * s->consumer_wait_s / w);
+	printf("  throughput: %.1f batches/s, %.0f records/s, decoded %.1f MB/s\n",
+	       (double)r->batches / w, (double)r->records / w, (double)s->decoded_bytes / w / 1e6);
+	printf("  consumer: r %.1f batches/s over its own %.3f s (%.3f ms of work per batch); "
+	       "waited %.3f s, %.1f%% of the time\n",
+	       s->consumer_rate_bps, s->consumer_busy_s, o->step_ms, s->consumer_wait_s,
+	       100 * rf_bench_wait_fraction(s));
+	printf("  producer: c %.1f batches/s when not held back; %u decode threads busy %.0f%%\n",
+	       s->producer_rate_bps, s->threads, 100 * s->decode_busy_fraction);
+	printf("  fetch: p50 %.2f ms, p99 %.2f ms, max %.2f ms; %llu pauses (overlapping slow "
+	       "reads count once), the longest %.3f s\n",
+	       s->fetch_latency_p50_ms, s->fetch_latency_p99_ms, s->fetch_latency_max_ms,
+	       (unsigned long long)s->pauses, s->pause_longest_s);
 	printf("  ready queue: empty %.1f%%, partly full %.1f%%, full %.1f%% of %llu samples; "
 	       "%llu empty<->full swings\n",
 	       100 * s->queue_empty_fraction, 100 * s->queue_partial_fraction,
 	       100 * s->queue_full_fraction, (unsigned long long)s->queue_samples,
 	       (unsigned long long)s->queue_swings);
-	printf("  peak bytes: fetch %s, decoded %s, batch %s, scratch %s, metadata %s\n",
+}
+
+static void rf_bench_text_depth(const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	double rate = s->consumer_rate_bps;
+	printf("  depth: %s, %u batches = %.2f s at r (peak %u; the budget allows %u); ",
+	       s->depth_auto ? "automatic" : "fixed", s->depth_batches,
+	       rate > 0 ? s->depth_batches / rate : 0.0, s->depth_peak_batches,
+	       s->depth_max_batches);
+	if (s->intervals == 0)
+		printf("cover target: none yet (no controller interval completed)");
+	else
+		printf("cover target %.2f s; %llu changes, %llu reversals over %llu intervals",
+		       s->cover_target_s, (unsigned long long)s->depth_changes,
+		       (unsigned long long)s->depth_direction_changes,
+		       (unsigned long long)s->intervals);
+	printf("; reads kept in flight %u\n", s->inflight_target);
+}
+
+static void rf_bench_text_memory(const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	char a[5][32];
+	printf("  memory peaks: fetch %s, decoded %s, batch %s, scratch %s, metadata %s\n",
 	       rf_mb(s->mem_peak_bytes[RF_MEM_FETCH], a[0], 32),
 	       rf_mb(s->mem_peak_bytes[RF_MEM_DECODED], a[1], 32),
 	       rf_mb(s->mem_peak_bytes[RF_MEM_BATCH], a[2], 32),
 	       rf_mb(s->mem_peak_bytes[RF_MEM_SCRATCH], a[3], 32),
 	       rf_mb(s->mem_peak_bytes[RF_MEM_METADATA], a[4], 32));
-	printf("  peak total %s of the %s budget (%.0f%%); peak RSS %s\n",
+	uint64_t growth = r->rss_peak > r->rss_before_open ? r->rss_peak - r->rss_before_open : 0;
+	printf("  memory: peak total %s of the %s budget (%.0f%%); peak RSS %s, of which %s grew "
+	       "after rf_open (%.2f x the peak total)\n",
 	       rf_mb(s->mem_peak_total_bytes, a[0], 32), rf_mb(s->budget_bytes, a[1], 32),
 	       100.0 * (double)s->mem_peak_total_bytes / (double)s->budget_bytes,
-	       rf_mb(r->rss_peak, a[2], 32));
-	rf_cli_host_line(stdout, r->stats_json);
-	printf("  depth: %s, now %u batches (peak %u; the budget allows %u), %llu changes, %llu "
-	       "reversals over %llu intervals; cover target %.2f s; reads in flight %u\n",
-	       s->depth_auto ? "automatic" : "fixed", s->depth_batches, s->depth_peak_batches,
-	       s->depth_max_batches, (unsigned long long)s->depth_changes,
-	       (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
-	       s->cover_target_s, s->inflight_target);
-	printf(
-	    "  consumer r %.1f batches/s (own time %.3f s), producer c %.1f batches/s, decode "
-	    "threads busy %.0f%%; fetch p50 %.2f ms, p99 %.2f ms; %llu pauses (longest %.3f s)\n",
-	    s->consumer_rate_bps, s->consumer_busy_s, s->producer_rate_bps,
-	    100 * s->decode_busy_fraction, s->fetch_latency_p50_ms, s->fetch_latency_p99_ms,
-	    (unsigned long long)s->pauses, s->pause_longest_s);
-	printf("  diagnosis: %s\n", s->diagnosis_text);
-	uint64_t growth = r->rss_peak > r->rss_before_open ? r->rss_peak - r->rss_before_open : 0;
-	printf("  RSS growth (peak RSS - RSS before rf_open) %s = %.2f x the budget's peak total\n",
-	       rf_mb(growth, a[0], 32),
+	       rf_mb(r->rss_peak, a[2], 32), rf_mb(growth, a[3], 32),
 	       s->mem_peak_total_bytes ? (double)growth / (double)s->mem_peak_total_bytes : 0.0);
+}
+
+/* Each injected stall: how long the inventory served the consumer, against
+ * depth / r and inventory / r at the stall's start (r then, not the run's). */
+static void rf_bench_text_stalls(const rf_bench_opts *o, const rf_bench_result *r)
+{
 	for (unsigned i = 0; i < r->nstalls; i++) {
 		const rf_bench_stall *st = &r->stalls[i];
-		printf(
-		    "  stall %u at %.2f s: served %.3f s%s; depth / r = %u / %.1f = %.3f s (ratio "
-		    "%.2f); inventory / r = %.1f / %.1f = %.3f s (ratio %.2f)\n",
-		    i + 1, st->start_s, st->served_s, st->covered ? " (whole stall)" : "",
-		    st->depth, st->r_bps, st->depth / st->r_bps,
-		    st->served_s / (st->depth / st->r_bps), st->inventory, st->r_bps,
-		    st->inventory / st->r_bps,
-		    st->inventory > 0 ? st->served_s / (st->inventory / st->r_bps) : 0.0);
+		double dr = st->depth / st->r_bps, ir = st->inventory / st->r_bps;
+		printf("  stall %u at %.2f s (%.2f s long): ", i + 1, st->start_s, o->stall_s);
+		if (st->covered)
+			printf("covered, the consumer never waited");
+		else
+			printf("served %.3f s, then the consumer waited", st->served_s);
+		printf("; at its start depth %u = %.3f s, inventory %.1f batches = %.3f s at r "
+		       "%.1f batches/s then\n",
+		       st->depth, dr, st->inventory, ir, st->r_bps);
 	}
+}
+
+static unsigned rf_bench_covered(const rf_bench_result *r)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < r->nstalls; i++)
+		n += r->stalls[i].covered;
+	return n;
+}
+
+/* The main run and the --compare-depth run side by side. */
+static void rf_bench_text_compare(const rf_bench_opts *o, const rf_bench_result *r,
+                                  const rf_bench_result *b)
+{
+	const rf_stats *s = &r->st, *t = &b->st;
+	char a[4][32], col[2][64], label[64];
+	printf("  with and without that depth (same consumer%s):\n",
+	       o->inject ? ", same injected faults" : "");
+	snprintf(col[0], sizeof(col[0]), "%s depth", s->depth_auto ? "automatic" : "fixed");
+	snprintf(col[1], sizeof(col[1]), "fixed depth %u", o->compare_depth);
+	printf("    %-26s %-22s %s\n", "", col[0], col[1]);
+	snprintf(col[0], sizeof(col[0]), "%u (peak %u)", s->depth_batches, s->depth_peak_batches);
+	snprintf(col[1], sizeof(col[1]), "%u", t->depth_batches);
+	printf("    %-26s %-22s %s\n", "depth, batches", col[0], col[1]);
+	snprintf(col[0], sizeof(col[0]), "%.3f s (%.1f%%)", s->consumer_wait_s,
+	         100 * rf_bench_wait_fraction(s));
+	snprintf(col[1], sizeof(col[1]), "%.3f s (%.1f%%)", t->consumer_wait_s,
+	         100 * rf_bench_wait_fraction(t));
+	printf("    %-26s %-22s %s\n", "consumer waited", col[0], col[1]);
+	if (o->period_s > 0) {
+		snprintf(col[0], sizeof(col[0]), "%u of %u", rf_bench_covered(r), r->nstalls);
+		snprintf(col[1], sizeof(col[1]), "%u of %u", rf_bench_covered(b), b->nstalls);
+		printf("    %-26s %-22s %s\n", "stalls covered", col[0], col[1]);
+	}
+	snprintf(col[0], sizeof(col[0]), "%.3f s", r->wall_s);
+	snprintf(col[1], sizeof(col[1]), "%.3f s", b->wall_s);
+	printf("    %-26s %-22s %s\n", "wall time", col[0], col[1]);
+	snprintf(col[0], sizeof(col[0]), "%s (%.0f%%)", rf_mb(s->mem_peak_total_bytes, a[0], 32),
+	         100.0 * (double)s->mem_peak_total_bytes / (double)s->budget_bytes);
+	snprintf(col[1], sizeof(col[1]), "%s (%.0f%%)", rf_mb(t->mem_peak_total_bytes, a[1], 32),
+	         100.0 * (double)t->mem_peak_total_bytes / (double)t->budget_bytes);
+	snprintf(label, sizeof(label), "peak memory of %s", rf_mb(s->budget_bytes, a[3], 32));
+	printf("    %-26s %-22s %s\n", label, col[0], col[1]);
+	printf("    %-26s %s\n", "diagnosis, fixed depth", t->diagnosis_text);
+}
+
+static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
+                          const rf_bench_result *base)
+{
+	const rf_stats *s = &r->st;
+	char a[32];
+	printf("ringfeed bench: %s\n", o->nurls ? "given shards" : o->demo_dir);
+	printf("  setup: consumer %.3f ms of work per batch, %u decode threads, budget %s%s%s\n",
+	       o->step_ms, s->threads, rf_mb(s->budget_bytes, a, 32),
+	       o->inject ? ", injected faults " : "", o->inject ? o->inject : "");
+	rf_bench_text_rates(o, r);
+	rf_bench_text_depth(r);
+	rf_bench_text_memory(r);
+	rf_cli_host_line(stdout, r->stats_json);
+	rf_bench_text_stalls(o, r);
 	if (s->trace_error[0])
 		printf("  trace: %s\n", s->trace_error);
 	if (r->has_limit)
 		printf("  decode limit (in memory, %u threads) %.1f MB/s: the loader reached %.2f "
 		       "of it\n",
 		       s->threads, rf_limit_rate(r) / 1e6,
-		       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r)
-		                            : 0.0);
+		       rf_limit_rate(r) > 0
+		           ? (double)s->decoded_bytes / r->wall_s / rf_limit_rate(r)
+		           : 0.0);
+	if (base)
+		rf_bench_text_compare(o, r, base);
+	printf("  diagnosis: %s\n", s->diagnosis_text);
 }
 
 /* The decode limit of the same shards with the loader's thread count. */
@@ -508,7 +667,8 @@ static int rf_bench_demo(const rf_bench_opts *o)
 	int saved = dup(1);
 	if (saved < 0 || dup2(2, 1) < 0)
 		return -1;
-	int rc = rf_demo_ensure(o->demo_dir, o->demo_bytes, o->demo_shards, isatty(2) && !o->json);
+	int rc = rf_demo_ensure(o->demo_dir, o->demo_bytes, o->demo_shards,
+	                        isatty(2) && !o->json && !o->quiet);
 	fflush(stdout);
 	dup2(saved, 1);
 	close(saved);
@@ -541,73 +701,161 @@ static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 	return 0;
 }
 
-int cmd_bench(int argc, char **argv)
+/* The loader's config from the environment and the flags, plus the demo
+ * dataset (prepared once) when no shards are given. Returns 0, or the exit
+ * code (printed). */
+static int rf_bench_config(int argc, char **argv, rf_bench_opts *o, rf_config **out)
 {
 	rf_config *cfg = rf_config_new();
-	rf_bench_opts o = {.demo_bytes = 1ull << 30, .demo_shards = 64};
-	o.args = calloc((size_t)argc + 1, sizeof(char *));
-	if (!cfg || !o.args || rf_cli_loader_env(cfg, "bench") < 0 ||
-	    rf_bench_args(argc, argv, cfg, &o) < 0) {
+	*out = NULL;
+	if (!cfg || rf_cli_loader_env(cfg, "bench") < 0 || rf_bench_args(argc, argv, cfg, o) < 0) {
 		rf_config_free(cfg);
-		free(o.args);
 		return 2;
 	}
-	if (o.nurls == 0) {
+	if (o->nurls == 0) {
 		char manifest[4200];
 		rf_error err = {0};
-		if (rf_bench_demo_dir(&o) < 0 || rf_bench_demo(&o) < 0) {
+		if (!o->demo_ready && (rf_bench_demo_dir(o) < 0 || rf_bench_demo(o) < 0)) {
 			fprintf(stderr, "ringfeed bench: cannot prepare the demo dataset in %s\n",
-			        o.demo_dir);
+			        o->demo_dir);
 			rf_config_free(cfg);
-			free(o.args);
 			return 1;
 		}
-		snprintf(manifest, sizeof(manifest), "%s/manifest.rfm", o.demo_dir);
+		o->demo_ready = true;
+		snprintf(manifest, sizeof(manifest), "%s/manifest.rfm", o->demo_dir);
 		if (rf_config_add_url(cfg, manifest, &err) < 0) {
 			fprintf(stderr, "ringfeed bench: %s\n", err.msg);
 			rf_config_free(cfg);
-			free(o.args);
 			return 1;
 		}
 	}
+	*out = cfg;
+	return 0;
+}
+
+/* Records in the run when every source is a manifest and the whole epoch is
+ * read once by one rank (for the progress percent); 0 when unknown. */
+static uint64_t rf_bench_total_records(const rf_bench_opts *o)
+{
+	if (o->total_unknown)
+		return 0;
+	char demo[4200];
+	snprintf(demo, sizeof(demo), "%s/manifest.rfm", o->demo_dir);
+	uint64_t total = 0;
+	for (int i = 0; i < (o->nurls ? o->nurls : 1); i++) {
+		rf_manifest *m = NULL;
+		rf_error err = {0};
+		if (rf_manifest_read_file(o->nurls ? o->args[i] : demo, &m, &err) < 0)
+			return 0;
+		total += m->records;
+		rf_manifest_free(m);
+	}
+	return total;
+}
+
+/* One loader over cfg (freed here) with the simulated consumer. */
+static int rf_bench_run(rf_config *cfg, const rf_bench_opts *o, rf_bench_result *r)
+{
+	rf_rss_reset_peak();
+	rf_error err = {0};
+	r->rss_before_open = proc_kib_field_bytes("/proc/self/status", "VmRSS");
+	double t0 = rf_now_s();
+	r->t_open0 = t0;
+	rf_loader *l = rf_open(cfg, &err);
+	r->open_s = rf_now_s() - t0;
+	rf_config_free(cfg);
+	if (!l) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		return -1;
+	}
+	rf_bench_loop(l, o, r);
+	/* a trace that could not be written (mid-run or its last line at close)
+	 * is an error, and in the report */
+	if (rf_close_checked(l, &err) < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		snprintf(r->st.trace_error, sizeof(r->st.trace_error), "%.*s",
+		         (int)sizeof(r->st.trace_error) - 1, err.msg);
+		r->rc = -EIO;
+	}
+	return 0;
+}
+
+/* --compare-depth N: the same flags again, at a fixed depth of N, no trace. */
+static int rf_bench_compare(int argc, char **argv, const rf_bench_opts *o, rf_bench_result *b)
+{
+	rf_bench_opts o2 = *o;
+	o2.nurls = 0;
+	o2.args = calloc((size_t)argc + 1, sizeof(char *));
+	rf_config *cfg = NULL;
+	char depth[16];
+	snprintf(depth, sizeof(depth), "%u", o->compare_depth);
+	rf_error err = {0};
+	int rc = o2.args ? rf_bench_config(argc, argv, &o2, &cfg) : 1;
+	if (rc == 0 && (rf_config_set(cfg, "depth", depth, &err) < 0 ||
+	                rf_config_set(cfg, "trace", "", &err) < 0)) {
+		fprintf(stderr, "ringfeed bench: --compare-depth: %s\n", err.msg);
+		rf_config_free(cfg);
+		rc = 1;
+	}
+	if (rc == 0) {
+		b->stats_slot = 1;
+		rc = rf_bench_run(cfg, &o2, b) < 0 ? 1 : 0;
+	}
+	free(o2.args);
+	return rc;
+}
+
+static int rf_bench_write_stats(const char *path, const char *json)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && json && fprintf(f, "%s\n", json) > 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok)
+		fprintf(stderr, "ringfeed bench: --stats %s: cannot write: %m\n", path);
+	return ok ? 0 : -1;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	rf_bench_opts o = {.demo_bytes = 1ull << 30, .demo_shards = 64};
+	o.args = calloc((size_t)argc + 1, sizeof(char *));
+	rf_config *cfg = NULL;
+	int rc = o.args ? rf_bench_config(argc, argv, &o, &cfg) : 1;
+	if (rc != 0) {
+		free(o.args);
+		return rc;
+	}
 	if (o.fetch_only) {
 		free(o.args);
-		int rc = rf_bench_fetch_only(cfg, &o);
+		rc = rf_bench_fetch_only(cfg, &o);
 		rf_config_free(cfg);
 		return rc;
 	}
 	if (!o.inject)
 		o.inject = getenv("RINGFEED_INJECT");
 	rf_bench_stall_spec(&o);
-	rf_rss_reset_peak();
-	static rf_bench_result r;
-	rf_error err = {0};
-	r.rss_before_open = proc_kib_field_bytes("/proc/self/status", "VmRSS");
-	double t0 = rf_now_s();
-	r.t_open0 = t0;
-	rf_loader *l = rf_open(cfg, &err);
-	r.open_s = rf_now_s() - t0;
-	rf_config_free(cfg);
-	if (!l) {
-		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+	o.total_records = rf_bench_total_records(&o);
+	static rf_bench_result r, base;
+	if (rf_bench_run(cfg, &o, &r) < 0) {
 		free(o.args);
 		return 1;
 	}
-	rf_bench_loop(l, &o, &r);
-	/* a trace that could not be written (mid-run or its last line at close)
-	 * is an error, and in the report */
-	if (rf_close_checked(l, &err) < 0) {
-		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
-		snprintf(r.st.trace_error, sizeof(r.st.trace_error), "%.*s",
-		         (int)sizeof(r.st.trace_error) - 1, err.msg);
-		r.rc = -EIO;
-	}
 	if (o.decode_limit && rf_bench_limit(&o, &r) < 0)
 		r.rc = -EIO;
+	if (o.stats_path && rf_bench_write_stats(o.stats_path, r.stats_json) < 0)
+		r.rc = -EIO;
+	bool compared = false;
+	if (o.compare_depth && r.rc >= 0) {
+		if (rf_bench_compare(argc, argv, &o, &base) != 0 || base.rc < 0)
+			r.rc = -EIO;
+		else
+			compared = true;
+	}
 	free(o.args);
 	if (o.json)
-		rf_bench_json(&o, &r);
+		rf_bench_json(&o, &r, compared ? &base : NULL);
 	else
-		rf_bench_text(&o, &r);
+		rf_bench_text(&o, &r, compared ? &base : NULL);
 	return r.rc < 0 ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@ static const char pack_usage[] =
     "  --level N           zstd level (default 3)\n"
     "  --demo              generate the built-in demo dataset (token-like records)\n"
     "  --clean             remove what an earlier pack wrote in DIR first\n"
+    "  --json              print one JSON object (the figures below) instead of the line\n"
+    "  -q, --quiet         no progress on stderr (progress shows the percent done and\n"
+    "                      the time left when the input's size is known)\n"
     "The summary's ratio is record payload bytes over shard file bytes (blocks,\n"
     "index, footer), as `ringfeed inspect` prints it for one shard.\n";
 
@@ -49,6 +53,7 @@ typedef struct pack_args {
 	uint64_t block_bytes, shard_bytes, demo_bytes, fixed;
 	int level, allow_short, demo, clean;
 	unsigned demo_shards;
+	int json, quiet; /* output only: --json, -q */
 } pack_args;
 
 static int read_lines(rf_pack *p, FILE *f, const char *name, rf_error *err)
@@ -312,6 +317,12 @@ static int parse_opt(int c, const char *arg, pack_args *a)
 	case 'c':
 		a->clean = 1;
 		return 0;
+	case 'j':
+		a->json = 1;
+		return 0;
+	case 'q':
+		a->quiet = 1;
+		return 0;
 	case 'B':
 		return size_arg("--demo-bytes", arg, &a->demo_bytes);
 	case 'S': {
@@ -341,6 +352,8 @@ static int parse_args(int argc, char **argv, pack_args *a)
 	    {"clean", no_argument, 0, 'c'},
 	    {"demo-bytes", required_argument, 0, 'B'},
 	    {"demo-shards", required_argument, 0, 'S'},
+	    {"json", no_argument, 0, 'j'},
+	    {"quiet", no_argument, 0, 'q'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -352,7 +365,7 @@ static int parse_args(int argc, char **argv, pack_args *a)
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hq", opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(pack_usage, stdout);
 			return -1;
@@ -395,6 +408,71 @@ static int pack_input(const pack_args *a, rf_pack *p, rf_error *err)
 	return rc;
 }
 
+/* One definition of the ratio, for the line and the JSON alike. */
+/* One definition with inspect's (rf_tool_ratio): payload over file bytes. */
+static double pack_ratio(const rf_pack *p)
+{
+	return rf_tool_ratio(p->in_bytes, p->out_bytes);
+}
+
+static void pack_report(const pack_args *a, const rf_pack *p, double s)
+{
+	if (!a->json) {
+		printf(
+		    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.3f) in "
+		    "%.2f s (%.1f MB/s): %s/%s\n",
+		    (unsigned long long)p->records, (unsigned long long)p->in_bytes, p->shard_no,
+		    (unsigned long long)p->out_bytes, pack_ratio(p), s,
+		    s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0, a->out, RF_PACK_MANIFEST);
+		return;
+	}
+	char manifest[4200];
+	snprintf(manifest, sizeof(manifest), "%s/%s", a->out, RF_PACK_MANIFEST);
+	printf("{\"records\":%llu,\"payload_bytes\":%llu,\"shards\":%u,\"file_bytes\":%llu,"
+	       "\"ratio\":%.4f,\"seconds\":%.6f,\"manifest\":",
+	       (unsigned long long)p->records, (unsigned long long)p->in_bytes, p->shard_no,
+	       (unsigned long long)p->out_bytes, pack_ratio(p), s);
+	rf_tool_json_str(stdout, manifest);
+	printf("}\n");
+}
+
+/* --demo: the generator reports on stdout; with --json that line goes to
+ * stderr and stdout gets {"manifest": ...}. */
+static int pack_demo(const pack_args *a)
+{
+	bool progress = isatty(2) && !a->quiet && !a->json;
+	if (!a->json)
+		return rf_demo_ensure(a->out, a->demo_bytes, a->demo_shards, progress) < 0 ? 1 : 0;
+	fflush(stdout);
+	int saved = dup(1);
+	if (saved < 0 || dup2(2, 1) < 0)
+		return 1;
+	int rc = rf_demo_ensure(a->out, a->demo_bytes, a->demo_shards, progress);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	if (rc < 0)
+		return 1;
+	char manifest[4200];
+	snprintf(manifest, sizeof(manifest), "%s/%s", a->out, RF_PACK_MANIFEST);
+	printf("{\"demo\":true,\"manifest\":");
+	rf_tool_json_str(stdout, manifest);
+	printf("}\n");
+	return 0;
+}
+
+/* The input's size for the progress percent (0: unknown, e.g. stdin or a
+ * directory), and the bytes each record adds to it beyond its payload. */
+static void pack_progress_total(const pack_args *a, rf_pack *p)
+{
+	struct stat st;
+	if (!strcmp(a->from, "files") || !strcmp(a->input, "-") || stat(a->input, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	p->progress_total_bytes = (uint64_t)st.st_size;
+	p->progress_record_extra_bytes = a->fixed ? 0 : 1; /* the newline */
+}
+
 int cmd_pack(int argc, char **argv)
 {
 	pack_args a;
@@ -402,7 +480,7 @@ int cmd_pack(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (a.demo)
-		return rf_demo_ensure(a.out, a.demo_bytes, a.demo_shards, isatty(2)) < 0 ? 1 : 0;
+		return pack_demo(&a);
 	/* compression threads: one per core (the bytes do not depend on it) */
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t threads = cpus < 1 ? 1 : (uint32_t)RF_MIN_LONG(cpus, RF_WRITER_THREADS_MAX);
@@ -413,8 +491,10 @@ int cmd_pack(int argc, char **argv)
 	rf_error err = {0};
 	rf_pack p;
 	uint64_t t0 = rf_tool_now_ns();
-	rc = rf_pack_begin(&p, a.out, &wo, a.shard_bytes, isatty(2), a.clean, &err);
+	rc = rf_pack_begin(&p, a.out, &wo, a.shard_bytes, isatty(2) && !a.quiet && !a.json, a.clean,
+	                   &err);
 	if (rc == 0) {
+		pack_progress_total(&a, &p);
 		rc = pack_input(&a, &p, &err);
 		if (rc < 0)
 			rf_pack_abort(&p);
@@ -425,12 +505,6 @@ int cmd_pack(int argc, char **argv)
 		fprintf(stderr, "ringfeed pack: %s\n", err.msg);
 		return 1;
 	}
-	double s = (double)(rf_tool_now_ns() - t0) / 1e9;
-	printf(
-	    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.3f) in %.2f s "
-	    "(%.1f MB/s): %s/%s\n",
-	    (unsigned long long)p.records, (unsigned long long)p.in_bytes, p.shard_no,
-	    (unsigned long long)p.out_bytes, rf_tool_ratio(p.in_bytes, p.out_bytes), s,
-	    s > 0 ? (double)p.in_bytes / 1e6 / s : 0.0, a.out, RF_PACK_MANIFEST);
+	pack_report(&a, &p, (double)(rf_tool_now_ns() - t0) / 1e9);
 	return 0;
 }

@@ -3,6 +3,7 @@
  * order-sensitive digest; can stop after N batches and save / resume the
  * consumer's state. Uses only ringfeed.h. */
 #include "commands.h"
+#include "flags.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
 
@@ -21,6 +22,7 @@ typedef struct rf_read_opts {
 	uint64_t stop_after;
 	const char *save_state, *resume;
 	const char *stats; /* file for rf_stats_json at the end */
+	bool json;         /* one JSON object on stdout at the end (with --output none) */
 } rf_read_opts;
 
 static void rf_read_usage(FILE *f)
@@ -37,6 +39,9 @@ static void rf_read_usage(FILE *f)
 	        "  --resume FILE            continue from a saved state\n"
 	        "  --stats FILE             write the loader's stats (one JSON object) to FILE at\n"
 	        "                           the end, or when stopping\n"
+	        "  --json                   print one JSON object at the end: records, bytes,\n"
+	        "                           batches, digest (with --digest), status, error, and\n"
+	        "                           the loader's stats (needs --output none)\n"
 	        "  --help                   this text\n\n");
 	rf_cli_loader_help(f);
 }
@@ -94,6 +99,8 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 			exit(0);
 		} else if (!strcmp(a, "--digest")) {
 			o->digest = true;
+		} else if (!strcmp(a, "--json")) {
+			o->json = true;
 		} else if (!strcmp(a, "--output") && has_val) {
 			const char *v = argv[++i];
 			if (!strcmp(v, "none"))
@@ -144,6 +151,10 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 		rf_read_usage(stderr);
 		return -1;
 	}
+	if (o->json && o->output != RF_OUT_NONE) {
+		fprintf(stderr, "ringfeed read: --json needs --output none (stdout is the JSON)\n");
+		return -1;
+	}
 	if (o->save_state && !o->stop_after) {
 		fprintf(stderr, "ringfeed read: --save-state needs --stop-after N\n");
 		return -1;
@@ -151,6 +162,25 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 	if (o->resume && rf_cli_resume(cfg, o->resume, "read") < 0)
 		return -1;
 	return 0;
+}
+
+/* --json: what --digest prints, the outcome, and the loader's stats. */
+static void rf_read_json(rf_loader *l, const rf_read_opts *o, const rf_read_sum *sum,
+                         uint64_t batches, int status)
+{
+	static char stats[1 << 16];
+	printf("{\"records\":%llu,\"bytes\":%llu,\"batches\":%llu,",
+	       (unsigned long long)sum->records, (unsigned long long)sum->bytes,
+	       (unsigned long long)batches);
+	if (o->digest)
+		printf("\"digest\":\"%016llx\",", (unsigned long long)sum->digest);
+	printf("\"stopped_after\":%s,\"status\":%d,\"error\":",
+	       o->stop_after && batches >= o->stop_after ? "true" : "false", status);
+	if (status)
+		json_string(stdout, rf_last_error(l));
+	else
+		printf("null");
+	printf(",\"loader\":%s}\n", rf_stats_json(l, stats, sizeof(stats)) > 0 ? stats : "null");
 }
 
 static int rf_read_run(rf_loader *l, const rf_read_opts *o)
@@ -183,7 +213,9 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 			break;
 		}
 	}
-	if (o->digest)
+	if (o->json)
+		rf_read_json(l, o, &sum, batches, status);
+	else if (o->digest)
 		printf("records=%llu bytes=%llu digest=%016llx\n", (unsigned long long)sum.records,
 		       (unsigned long long)sum.bytes, (unsigned long long)sum.digest);
 	if (fflush(stdout) != 0)
@@ -195,7 +227,7 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 static void rf_read_report_skips(rf_loader *l)
 {
 	static rf_stats s;
-	if (rf_stats_get(l, &s) < 0 || s.blocks_skipped == 0)
+	if (rf_stats_get(l, &s, sizeof(s)) < 0 || s.blocks_skipped == 0)
 		return;
 	fprintf(stderr, "ringfeed read: skipped %llu block(s), %llu record(s) left out\n",
 	        (unsigned long long)s.blocks_skipped, (unsigned long long)s.records_skipped);

@@ -7,15 +7,17 @@
  * 1 otherwise (or when nothing was verified), 2 for usage. */
 #include "commands.h"
 #include "loader_opts.h"
+#include "packer.h"
 #include "ringfeed.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char verify_usage[] =
-    "usage: ringfeed verify [--max-reports N] [--quiet] [loader options] NAME...\n"
+    "usage: ringfeed verify [--max-reports N] [-q|--quiet] [--json] [loader options] NAME...\n"
     "Decodes every block of each shard and checks every checksum and structural rule.\n"
     "A NAME is anything `ringfeed read` takes: a shard, a directory (its manifest.rfm\n"
     "when it has one, else its *.rfs), a manifest (its shards, whose sizes and record\n"
@@ -24,12 +26,14 @@ static const char verify_usage[] =
     "Each problem is printed with the shard, block, byte offset and the check that\n"
     "failed (at most N per shard, default 100), then 'ok SHARD' or 'DAMAGED SHARD'\n"
     "(--quiet: only damaged shards).\n"
+    "--json: one JSON object instead: {\"shards\", \"damaged\", \"results\": [{\"path\",\n"
+    "\"ok\", \"problems\": [...]}]} (with --quiet, only the damaged shards' results).\n"
     "Exit status: 0 all sound, 1 a shard is damaged or unreadable or no shard was\n"
     "named, 2 bad usage.\n";
 
 typedef struct verify_state {
 	uint32_t max_reports;
-	int quiet;
+	int quiet, json;
 	uint64_t shards, damaged;
 } verify_state;
 
@@ -101,8 +105,10 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(verify_usage, stdout);
 			return -2;
-		} else if (!strcmp(argv[i], "--quiet"))
+		} else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
 			v->quiet = 1;
+		else if (!strcmp(argv[i], "--json"))
+			v->json = 1;
 		else if (!strcmp(argv[i], "--max-reports")) {
 			if (parse_count(i + 1 < argc ? argv[++i] : NULL, &v->max_reports) < 0) {
 				fprintf(stderr,
@@ -123,17 +129,12 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 	return n;
 }
 
-int cmd_verify(int argc, char **argv)
+/* Every NAME, each with a fresh configuration holding the same options;
+ * the report's lines on stdout, the summary last. */
+static int verify_all(int argc, char **argv, verify_state *vp, char **names, int n)
 {
-	verify_state v = {.max_reports = 100};
-	char **names = calloc((size_t)argc + 1, sizeof(*names));
-	rf_config *cfg = rf_config_new();
-	int n = names && cfg ? verify_args(argc, argv, &v, cfg, names) : -1;
-	rf_config_free(cfg);
-	if (n == 0)
-		fprintf(stderr, "ringfeed verify: missing SHARD\n%s", verify_usage);
+	verify_state v = *vp;
 	for (int i = 0; i < n; i++) {
-		/* a fresh configuration per NAME, with the same options */
 		rf_config *one = rf_config_new();
 		verify_state quiet = v;
 		if (one && verify_args(argc, argv, &quiet, one, names) >= 0)
@@ -144,14 +145,88 @@ int cmd_verify(int argc, char **argv)
 		}
 		rf_config_free(one);
 	}
-	free(names);
-	if (n <= 0)
-		return n == -2 ? 0 : 2;
 	printf("verify: %llu shards, %llu damaged\n", (unsigned long long)v.shards,
 	       (unsigned long long)v.damaged);
+	*vp = v;
 	if (v.shards == 0) {
 		printf("verify: nothing was verified\n");
 		return 1;
 	}
 	return v.damaged ? 1 : 0;
+}
+
+/* --json: the report's lines as one JSON object. The report has a fixed
+ * shape (each problem indented by two spaces, then "ok PATH" or "DAMAGED
+ * PATH" for its shard, a "verify: ..." summary last), so the JSON always says
+ * what the text says. */
+static void json_results(const char *text, size_t len, uint64_t shards, uint64_t damaged)
+{
+	printf("{\"shards\":%llu,\"damaged\":%llu,\"results\":[", (unsigned long long)shards,
+	       (unsigned long long)damaged);
+	const char *p = text, *end = text + len;
+	int results = 0, problems = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[8192];
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1),
+		         p);
+		p += n + 1;
+		bool ok = !strncmp(line, "ok ", 3), bad = !strncmp(line, "DAMAGED ", 8);
+		if (!strncmp(line, "  ", 2)) {
+			printf("%s", problems++
+			                 ? ","
+			                 : (results ? ",{\"problems\":[" : "{\"problems\":["));
+			rf_tool_json_str(stdout, line + 2);
+		} else if (ok || bad) {
+			if (!problems)
+				printf("%s{\"problems\":[", results ? "," : "");
+			printf("],\"path\":");
+			rf_tool_json_str(stdout, line + (ok ? 3 : 8));
+			printf(",\"ok\":%s}", ok ? "true" : "false");
+			results++;
+			problems = 0;
+		}
+	}
+	if (problems) /* problems without a result line (none today): keep them */
+		printf("],\"path\":null,\"ok\":false}");
+	printf("]}\n");
+}
+
+/* Runs the verification with stdout captured, then prints it as JSON. */
+static int verify_json(int argc, char **argv, verify_state *v, char **names, int n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	fflush(stdout);
+	FILE *mem = open_memstream(&text, &len);
+	if (!mem) {
+		fprintf(stderr, "ringfeed verify: out of memory\n");
+		return 1;
+	}
+	FILE *out = stdout;
+	stdout = mem;
+	int rc = verify_all(argc, argv, v, names, n);
+	stdout = out;
+	fclose(mem);
+	json_results(text, len, v->shards, v->damaged);
+	free(text);
+	return rc;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	verify_state v = {.max_reports = 100};
+	char **names = calloc((size_t)argc + 1, sizeof(*names));
+	rf_config *cfg = rf_config_new();
+	int n = names && cfg ? verify_args(argc, argv, &v, cfg, names) : -1;
+	rf_config_free(cfg);
+	if (n == 0)
+		fprintf(stderr, "ringfeed verify: missing SHARD\n%s", verify_usage);
+	int rc = n == -2 ? 0 : 2;
+	if (n > 0)
+		rc = v.json ? verify_json(argc, argv, &v, names, n)
+		            : verify_all(argc, argv, &v, names, n);
+	free(names);
+	return rc;
 }

@@ -89,9 +89,14 @@ static void demo_progress(demo_job *j, uint64_t *last_ns)
 		return;
 	*last_ns = now;
 	uint64_t done = atomic_load(&j->done_bytes);
-	fprintf(stderr, "\rdemo: %.0f / %.0f MiB generated and packed (%.0f MB/s)   ",
+	double s = (double)(now - j->t0_ns) / 1e9;
+	double f = j->decoded_bytes ? (double)done / (double)j->decoded_bytes : 0;
+	fprintf(stderr, "\rdemo: %.0f / %.0f MiB generated and packed (%.0f MB/s)",
 	        (double)done / 1048576.0, (double)j->decoded_bytes / 1048576.0,
 	        (double)done / 1e3 / (double)((now - j->t0_ns) / 1000000 + 1));
+	if (f > 0 && f <= 1)
+		fprintf(stderr, ", %.0f%%, %.0f s left", 100 * f, s * (1 - f) / f);
+	fprintf(stderr, "   ");
 	fflush(stderr);
 }
 

@@ -67,22 +67,35 @@ int rf_cli_loader_env(rf_config *cfg, const char *cmd)
 	return 0;
 }
 
+/* One loader flag's help line: the key's help text, without an empty
+ * "(default: )" (options that have none), plus what the flag alone means. */
+static void rf_cli_help_line(FILE *f, const char *key, const char *help)
+{
+	char flag[64];
+	snprintf(flag, sizeof(flag), "--%s", key);
+	for (char *p = flag; *p; p++)
+		if (*p == '_')
+			*p = '-';
+	static const char none[] = " (default: )";
+	size_t n = strlen(help), cut = strlen(none);
+	int len = n >= cut && !strcmp(help + n - cut, none) ? (int)(n - cut) : (int)n;
+	fprintf(f, "  %-24s %.*s%s\n", flag, len, help,
+	        !strcmp(key, "truncate") ? "; --truncate alone is --truncate=1" : "");
+}
+
 void rf_cli_loader_help(FILE *f)
 {
 	fprintf(f, "loader options (each also settable as --name=value):\n");
 	for (const char *k = rf_config_keys(); *k;) {
 		const char *help = k + strlen(k) + 1;
-		char flag[64];
-		snprintf(flag, sizeof(flag), "--%s", k);
-		for (char *p = flag; *p; p++)
-			if (*p == '_')
-				*p = '-';
-		fprintf(f, "  %-22s %s\n", flag, help);
+		rf_cli_help_line(f, k, help);
 		k = help + strlen(help) + 1;
 	}
-	fprintf(f, "  %-22s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
-	fprintf(f, "  %-22s %s\n", "--truncate", "alone: same as --truncate=1");
-	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing)\n");
+	fprintf(f, "  %-24s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
+	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing);\n"
+	           "  AWS_ENDPOINT_URL, AWS_REGION / AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,\n"
+	           "  AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN stand in for the --s3-* flags\n"
+	           "  not given\n");
 }
 
 int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)

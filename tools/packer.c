@@ -151,6 +151,7 @@ int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, ui
 	p->shard_bytes = shard_bytes;
 	p->progress = progress;
 	p->t0_ns = rf_tool_now_ns();
+	p->last_ns = p->t0_ns; /* the first line after 250 ms, with a rate to go by */
 	return 0;
 }
 
@@ -203,10 +204,17 @@ static void progress_line(rf_pack *p, int final)
 		return;
 	p->last_ns = now;
 	double s = (double)(now - p->t0_ns) / 1e9;
-	fprintf(stderr, "\rpacking: %.1f MiB in, %llu records, %u shards, %.0f MB/s   %s",
+	fprintf(stderr, "\rpacking: %.1f MiB in, %llu records, %u shards, %.0f MB/s",
 	        (double)p->in_bytes / 1048576.0, (unsigned long long)p->records,
-	        p->shard_no + (p->w ? 1 : 0), s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0,
-	        final ? "\n" : "");
+	        p->shard_no + (p->w ? 1 : 0), s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0);
+	double done =
+	    (double)p->in_bytes + (double)p->records * (double)p->progress_record_extra_bytes;
+	if (p->progress_total_bytes && done > 0) {
+		double f = done / (double)p->progress_total_bytes;
+		f = f > 1 ? 1 : f;
+		fprintf(stderr, ", %.0f%%, %.0f s left", 100 * f, s * (1 - f) / f);
+	}
+	fprintf(stderr, "   %s", final ? "\n" : "");
 	fflush(stderr);
 }
 

@@ -21,6 +21,8 @@ typedef struct rf_pack {
 	uint64_t in_bytes, records, out_bytes;
 	int progress; /* print a progress line on stderr */
 	uint64_t t0_ns, last_ns;
+	uint64_t progress_total_bytes;        /* input size for percent / time left (0: unknown) */
+	uint64_t progress_record_extra_bytes; /* input bytes per record beyond its payload */
 } rf_pack;
 
 /* Refuses a directory that already holds shards or a manifest (-EEXIST,

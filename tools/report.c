@@ -14,7 +14,7 @@
 #define PLOT_X     80.0
 #define PLOT_W     690.0
 #define LEGEND_X   790.0
-#define HEADER_H   78.0
+#define HEADER_H   96.0
 #define PANEL_H    205.0
 #define PLOT_TOP   30.0 /* from the panel's top to the plot's top */
 #define PLOT_H     140.0
@@ -100,7 +100,8 @@ static int series_build(const trace *t, series *s)
 		t_prev = s->v[S_T][j];
 	}
 	s->n = n;
-	s->tmin = t->pt[0].t_s;
+	/* the first line's interval runs from 0 (docs/trace.md): show it */
+	s->tmin = t->pt[0].t_s > 0 ? 0 : t->pt[0].t_s;
 	s->tmax = t->pt[t->n - 1].t_s;
 	if (!(s->tmax > s->tmin))
 		s->tmax = s->tmin + fmax(1.0, fabs(s->tmin) * 1e-6); /* one instant */
@@ -173,6 +174,18 @@ static void legend(FILE *f, panel *p, const char *color, bool area, const char *
 	svg_text(f, LEGEND_X + 24, y + 3, "start", 12, "normal", "#222222", label);
 }
 
+/* Small squares at the points: a series of one to three points would
+ * otherwise draw nothing visible (a polyline needs two). */
+static void dots(FILE *f, const double *xs, const double *ys, size_t n, const char *color)
+{
+	if (n > 3)
+		return;
+	svg_style st = {.fill = color};
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(ys[i]))
+			svg_rect(f, xs[i] - 3, ys[i] - 3, 6, 6, &st);
+}
+
 /* Maps a field to pixel coordinates into xs / ys (scaled by 1/div). */
 static void project(const panel *p, const series *s, int field, double div, double *xs, double *ys)
 {
@@ -209,13 +222,16 @@ static void panel_queue(canvas *c)
 	svg_band(c->f, c->xs, c->ya, c->yb, c->s->n,
 	         &(svg_style){.fill = "#4C78A8", .opacity = 0.45});
 	svg_polyline(c->f, c->xs, c->ya, c->s->n, &(svg_style){.stroke = "#4C78A8", .width = 1.5});
+	dots(c->f, c->xs, c->ya, c->s->n, "#4C78A8");
 	legend(c->f, &p, "#4C78A8", true, NULL, "ready");
 	project(&p, c->s, S_INV, 1, c->xs, c->ya);
 	svg_polyline(c->f, c->xs, c->ya, c->s->n,
 	             &(svg_style){.stroke = "#54A24B", .width = 1.5, .dash = "5,3"});
+	dots(c->f, c->xs, c->ya, c->s->n, "#54A24B");
 	legend(c->f, &p, "#54A24B", false, "5,3", "ready+decoded+in flight");
 	project(&p, c->s, S_DEPTH, 1, c->xs, c->ya);
 	svg_polyline(c->f, c->xs, c->ya, c->s->n, &(svg_style){.stroke = "#F58518", .width = 2.5});
+	dots(c->f, c->xs, c->ya, c->s->n, "#F58518");
 	legend(c->f, &p, "#F58518", false, NULL, "depth (target)");
 }
 
@@ -230,9 +246,17 @@ static double mem_unit(double bytes, const char **name)
 	return div;
 }
 
-static void panel_memory(canvas *c)
+/* "12.3 MiB": a size in its own unit (not the unit of a larger figure). */
+static const char *fmt_size(double bytes, char *buf, size_t cap)
 {
-	const series *s = c->s;
+	const char *u;
+	double div = mem_unit(bytes, &u);
+	snprintf(buf, cap, div > 1 ? "%.1f %s" : "%.0f %s", bytes / div, u);
+	return buf;
+}
+
+static double mem_top(const series *s)
+{
 	double top = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		double sum = 0;
@@ -240,13 +264,23 @@ static void panel_memory(canvas *c)
 			sum += s->v[S_MEM0 + m][i];
 		top = fmax(top, sum);
 	}
-	double budget = field_max(s, S_BUDGET);
+	return top;
+}
+
+/* The axis follows the memory held; a budget far above it is named in the
+ * legend instead of flattening the stack against the axis' bottom. */
+static void panel_memory(canvas *c)
+{
+	const series *s = c->s;
+	double top = mem_top(s), budget = field_max(s, S_BUDGET);
+	bool budget_on_axis = budget > 0 && budget <= 2 * top;
+	double axis = budget_on_axis ? fmax(top, budget) : top;
 	const char *unit;
-	double div = mem_unit(fmax(top, budget), &unit);
-	char title[96];
+	double div = mem_unit(axis, &unit);
+	char title[96], label[96], b1[32];
 	snprintf(title, sizeof(title), "Memory by category, stacked, vs budget (%s)", unit);
 	panel p;
-	panel_init(&p, s, 1, fmax(top, budget) / div);
+	panel_init(&p, s, 1, axis / div);
 	draw_axes(c->f, &p, title, false);
 	for (int m = 0; m < TRACE_MEM_CATEGORIES; m++) {
 		for (size_t i = 0; i < s->n; i++) {
@@ -259,13 +293,23 @@ static void panel_memory(canvas *c)
 		}
 		svg_band(c->f, c->xs, c->ya, c->yb, s->n,
 		         &(svg_style){.fill = mem_color[m], .opacity = 0.85});
+		dots(c->f, c->xs, c->ya, s->n, mem_color[m]);
 		legend(c->f, &p, mem_color[m], true, NULL, trace_mem_name[m]);
 	}
-	if (budget > 0) {
+	if (budget_on_axis) {
 		project(&p, s, S_BUDGET, div, c->xs, c->ya);
 		svg_polyline(c->f, c->xs, c->ya, s->n,
 		             &(svg_style){.stroke = "#E45756", .width = 2.5, .dash = "8,4"});
 		legend(c->f, &p, "#E45756", false, "8,4", "budget");
+	} else if (budget > 0) {
+		snprintf(label, sizeof(label), "budget %s", fmt_size(budget, b1, sizeof(b1)));
+		legend(c->f, &p, "#E45756", false, "8,4", label);
+		snprintf(label, sizeof(label), "(off the axis: the peak");
+		svg_text(c->f, LEGEND_X, p.y0 + 8 + 18.0 * p.legend_items++ + 3, "start", 11,
+		         "normal", "#666666", label);
+		snprintf(label, sizeof(label), "is %.1f%% of it)", 100 * top / budget);
+		svg_text(c->f, LEGEND_X, p.y0 + 8 + 18.0 * p.legend_items++ - 3, "start", 11,
+		         "normal", "#666666", label);
 	}
 }
 
@@ -284,25 +328,62 @@ static void panel_wait(canvas *c, const trace *t)
 	snprintf(title, sizeof(title), "Consumer waiting (%% of each interval; %.3g s in total)",
 	         total_wait(t));
 	panel p;
-	panel_init(&p, s, 2, 100);
+	/* small waits stay visible: the axis ends a little above the largest */
+	double most = field_max(s, S_WAIT_PCT);
+	panel_init(&p, s, 2, fmin(100, fmax(1, most * 1.25)));
 	draw_axes(c->f, &p, title, false);
-	project(&p, s, S_WAIT_PCT, 1, c->xs, c->ya);
-	svg_steps(c->f, c->xs, c->ya, s->n, py(&p, 0),
+	/* step i covers x[i-1]..x[i]: the first interval starts at the axis' start */
+	project(&p, s, S_WAIT_PCT, 1, c->xs + 1, c->ya + 1);
+	c->xs[0] = px(&p, s->tmin);
+	c->ya[0] = NAN;
+	svg_steps(c->f, c->xs, c->ya, s->n + 1, py(&p, 0),
 	          &(svg_style){.fill = "#E45756", .opacity = 0.85});
 	legend(c->f, &p, "#E45756", true, NULL, "waiting");
+	if (most <= 0)
+		svg_text(c->f, p.x0 + p.w / 2, p.y0 + p.h / 2, "middle", 12, "normal", "#666666",
+		         "the consumer never waited");
 }
 
+/* r and c on an axis scaled to r: a producer far faster than its consumer
+ * (the usual case when nothing holds it back) would otherwise flatten r onto
+ * zero. c above the axis is clipped at its top and named in the legend;
+ * intervals without a c (the producer held back all interval) are bridged,
+ * and counted in the legend. */
 static void panel_rates(canvas *c)
 {
 	const series *s = c->s;
+	double rmax = field_max(s, S_R), cmax = field_max(s, S_C);
+	bool clip = rmax > 0 && cmax > 3 * rmax;
 	panel p;
-	panel_init(&p, s, 3, fmax(field_max(s, S_R), field_max(s, S_C)));
+	panel_init(&p, s, 3, clip ? 3 * rmax : fmax(rmax, cmax));
 	draw_axes(c->f, &p, "Consumer rate r and producer rate c (batches/s)", false);
-	project(&p, s, S_C, 1, c->xs, c->ya);
-	svg_polyline(c->f, c->xs, c->ya, s->n, &(svg_style){.stroke = "#F58518", .width = 2});
+	size_t k = 0, missing = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		double v = s->v[S_C][i];
+		if (isnan(v)) {
+			missing++;
+			continue;
+		}
+		c->xs[k] = px(&p, s->v[S_T][i]);
+		c->ya[k++] = py(&p, fmin(v, p.ymax));
+	}
+	svg_polyline(c->f, c->xs, c->ya, k, &(svg_style){.stroke = "#F58518", .width = 2});
+	dots(c->f, c->xs, c->ya, k, "#F58518");
 	legend(c->f, &p, "#F58518", false, NULL, "c (producer)");
+	char note[96];
+	if (clip) {
+		snprintf(note, sizeof(note), "clipped: up to %.0f", cmax);
+		svg_text(c->f, LEGEND_X + 24, p.y0 + 8 + 18.0 * p.legend_items++ + 1, "start", 11,
+		         "normal", "#666666", note);
+	}
+	if (missing) {
+		snprintf(note, sizeof(note), "none in %zu of %zu (held back)", missing, s->n);
+		svg_text(c->f, LEGEND_X + 24, p.y0 + 8 + 18.0 * p.legend_items++ + 1, "start", 11,
+		         "normal", "#666666", note);
+	}
 	project(&p, s, S_R, 1, c->xs, c->ya);
 	svg_polyline(c->f, c->xs, c->ya, s->n, &(svg_style){.stroke = "#4C78A8", .width = 2});
+	dots(c->f, c->xs, c->ya, s->n, "#4C78A8");
 	legend(c->f, &p, "#4C78A8", false, NULL, "r (consumer)");
 }
 
@@ -314,7 +395,11 @@ static void panel_coverage(canvas *c)
 	draw_axes(c->f, &p, "Coverage: inventory / r (s)", true);
 	project(&p, s, S_COVER, 1, c->xs, c->ya);
 	svg_polyline(c->f, c->xs, c->ya, s->n, &(svg_style){.stroke = "#54A24B", .width = 2});
+	dots(c->f, c->xs, c->ya, s->n, "#54A24B");
 	legend(c->f, &p, "#54A24B", false, NULL, "coverage");
+	if (!(field_max(s, S_COVER) > 0))
+		svg_text(c->f, p.x0 + p.w / 2, p.y0 + p.h / 2, "middle", 12, "normal", "#666666",
+		         "no coverage yet: the consumer's rate r was not measured");
 }
 
 /* Numbered markers across every panel, and the list of events below. */
@@ -355,6 +440,60 @@ static double draw_events(canvas *c, const trace *t, double y)
 	return y + 16.0 * (double)listed;
 }
 
+#define PAUSE_MIN_S 0.1 /* a fetch this long is a pause (the loader's own threshold) */
+
+/* Interval i's producer pause (a storage stall or no production) as [*a, *b]: the loader's longest
+ * fetch when it reached PAUSE_MIN_S (ending at the interval's end), or the whole interval when the
+ * producer delivered nothing while it could have (c = 0: how sim and the loader both mark a stalled
+ * producer). */
+static bool pause_of(const trace *t, size_t i, double *a, double *b)
+{
+	const trace_point *p = &t->pt[i];
+	double prev = i ? t->pt[i - 1].t_s : fmin(0, p->t_s);
+	*b = p->t_s;
+	if (isfinite(p->pause_s) && p->pause_s >= PAUSE_MIN_S)
+		*a = fmax(0, p->t_s - p->pause_s);
+	else if (p->c_bps == 0)
+		*a = prev;
+	else
+		return false;
+	return true;
+}
+
+typedef struct pause_sum {
+	size_t n;
+	double longest_s;
+} pause_sum;
+
+/* Shades every producer pause across the panels (overlapping ones merged);
+ * counts them for the header. */
+static pause_sum draw_pauses(FILE *f, const series *s, const trace *t, bool draw)
+{
+	panel p;
+	panel_init(&p, s, 0, 1);
+	svg_style st = {.fill = "#E45756", .opacity = 0.18};
+	pause_sum sum = {0};
+	double a0 = NAN, b0 = NAN, a, b;
+	for (size_t i = 0; i <= t->n; i++) {
+		bool more = i < t->n && pause_of(t, i, &a, &b);
+		if (more && isfinite(b0) && a <= b0) { /* overlaps the open one */
+			b0 = fmax(b0, b);
+			continue;
+		}
+		if (isfinite(b0)) {
+			sum.n++;
+			sum.longest_s = fmax(sum.longest_s, b0 - a0);
+			double x = px(&p, a0), w = fmax(2, px(&p, b0) - x);
+			for (int j = 0; draw && j < PANELS; j++)
+				svg_rect(f, x, HEADER_H + j * PANEL_H + PLOT_TOP, w, PLOT_H, &st);
+			a0 = b0 = NAN;
+		}
+		if (more)
+			a0 = a, b0 = b;
+	}
+	return sum;
+}
+
 static size_t count_events(const trace *t)
 {
 	size_t n = 0;
@@ -363,9 +502,9 @@ static size_t count_events(const trace *t)
 	return n < REPORT_EVENTS_LISTED ? n : REPORT_EVENTS_LISTED + 1;
 }
 
-static void header(FILE *f, const trace *t, const series *s, const char *name)
+static void header(FILE *f, const trace *t, const series *s, const char *name, pause_sum ps)
 {
-	char buf[512], peak[32], bud[32];
+	char buf[600], peak[32], bud[32], pauses[96] = "";
 	double mem_peak = 0, budget = 0, dmin = INFINITY, dmax = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const trace_point *p = &t->pt[i];
@@ -377,30 +516,38 @@ static void header(FILE *f, const trace *t, const series *s, const char *name)
 		dmin = fmin(dmin, p->depth);
 		dmax = fmax(dmax, p->depth);
 	}
-	const char *u;
-	double div = mem_unit(fmax(mem_peak, budget), &u);
-	snprintf(peak, sizeof(peak), "%.4g %s", mem_peak / div, u);
-	snprintf(bud, sizeof(bud), "%.4g %s", budget / div, u);
 	snprintf(buf, sizeof(buf), "ringfeed trace report: %s", name);
 	svg_text(f, PLOT_X, 28, "start", 18, "bold", "#111111", buf);
-	double span = t->pt[t->n - 1].t_s - t->pt[0].t_s, wait = total_wait(t);
+	double span = t->pt[t->n - 1].t_s - s->tmin, wait = total_wait(t);
 	char depth[64];
 	if (dmin == dmax)
 		snprintf(depth, sizeof(depth), "%.4g", dmax);
 	else
 		snprintf(depth, sizeof(depth), "%.4g..%.4g", dmin, dmax);
+	if (ps.n)
+		snprintf(pauses, sizeof(pauses),
+		         "  |  %zu producer pause%s (shaded, longest %.2f s)", ps.n,
+		         ps.n == 1 ? "" : "s", ps.longest_s);
 	snprintf(buf, sizeof(buf),
-	         "%zu intervals over %.4g s  |  depth %s batches  |  peak memory %s (budget %s)  "
-	         "|  consumer waited %.4g s (%.1f%%)",
-	         t->n, span, depth, peak, bud, wait, span > 0 ? 100.0 * wait / span : 0.0);
+	         "%zu interval%s over %.4g s  |  depth %s batches  |  peak memory %s of the %s "
+	         "budget",
+	         t->n, t->n == 1 ? "" : "s", span, depth, fmt_size(mem_peak, peak, sizeof(peak)),
+	         fmt_size(budget, bud, sizeof(bud)));
 	svg_text(f, PLOT_X, 50, "start", 12, "normal", "#333333", buf);
-	if (s->n < t->n) {
+	snprintf(buf, sizeof(buf), "consumer waited %.3g s (%.1f%% of the time)%s", wait,
+	         span > 0 ? 100.0 * wait / span : 0.0, pauses);
+	svg_text(f, PLOT_X, 66, "start", 12, "normal", "#333333", buf);
+	if (t->n == 1)
+		svg_text(f, PLOT_X, 84, "start", 11, "bold", "#B03030",
+		         "Only one interval in this trace (a run shorter than two controller "
+		         "intervals): each panel shows a single point, not a time series.");
+	else if (s->n < t->n) {
 		snprintf(
 		    buf, sizeof(buf),
 		    "%zu lines drawn as %zu points (maxima of counts and bytes, sums of waits, "
 		    "means of rates)",
 		    t->n, s->n);
-		svg_text(f, PLOT_X, 66, "start", 11, "normal", "#666666", buf);
+		svg_text(f, PLOT_X, 84, "start", 11, "normal", "#666666", buf);
 	}
 }
 
@@ -409,19 +556,21 @@ int report_svg(FILE *f, const trace *t, const char *name)
 	series s;
 	if (t->n == 0 || series_build(t, &s) < 0)
 		return -ENOMEM;
-	double *scratch = malloc(3 * s.n * sizeof(double));
+	double *scratch = malloc(3 * (s.n + 1) * sizeof(double)); /* + the axis' start */
 	if (!scratch) {
 		free(s.v[0]);
 		return -ENOMEM;
 	}
-	canvas c = {.f = f, .s = &s, .xs = scratch, .ya = scratch + s.n, .yb = scratch + 2 * s.n};
+	canvas c = {
+	    .f = f, .s = &s, .xs = scratch, .ya = scratch + s.n + 1, .yb = scratch + 2 * (s.n + 1)};
 	double events_y = HEADER_H + PANELS * PANEL_H + 8;
 	size_t listed = count_events(t);
 	double height = events_y + (listed ? 20 + 16.0 * (double)listed : 0) + 10;
 	char title[300];
 	snprintf(title, sizeof(title), "ringfeed trace report: %s", name);
 	svg_begin(f, W, height, title);
-	header(f, t, &s, name);
+	header(f, t, &s, name, draw_pauses(f, &s, t, false));
+	draw_pauses(f, &s, t, true);
 	panel_queue(&c);
 	panel_memory(&c);
 	panel_wait(&c, t);

@@ -26,6 +26,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ringfeed COMMAND [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "  %-9s %s\n", "version", "print the versions of the command and the library");
+	fprintf(f, "  %-9s %s\n", "help", "`ringfeed help COMMAND` describes one command");
 	fprintf(f, "\n`ringfeed COMMAND --help` describes each command's options.\n");
 }
 
@@ -39,24 +41,52 @@ static int rf_stdout_status(int rc)
 	return rc ? rc : 1;
 }
 
+/* The command's own version and the library's it runs against (the same
+ * unless a program was linked against an older or newer libringfeed). */
+static int version(void)
+{
+	printf("ringfeed %s (libringfeed %s)\n", RF_VERSION_STRING, rf_version());
+	return 0;
+}
+
+static int dispatch(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].fn(argc, argv);
+	fprintf(stderr, "ringfeed: unknown command '%s'\n", argv[0]);
+	usage(stderr);
+	return 2;
+}
+
+/* `ringfeed help` (the command list) or `ringfeed help COMMAND` (its --help). */
+static int help(int argc, char **argv)
+{
+	if (argc < 3) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[2], "version") || !strcmp(argv[2], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	char *sub[] = {argv[2], "--help", NULL};
+	return dispatch(2, sub);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("ringfeed %s\n", RF_VERSION_STRING);
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return rf_stdout_status(commands[i].fn(argc - 1, argv + 1));
-	fprintf(stderr, "ringfeed: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	if (!strcmp(argv[1], "help"))
+		return rf_stdout_status(help(argc, argv));
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
+		return rf_stdout_status(version());
+	return rf_stdout_status(dispatch(argc - 1, argv + 1));
 }

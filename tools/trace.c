@@ -99,6 +99,9 @@ static int parse_point(const line_ctx *c, json_t *obj, trace_point *p)
 	    get_num(c, obj, "wait_s", false, &p->wait_s) < 0 ||
 	    get_num(c, obj, "coverage_s", true, &p->coverage_s) < 0)
 		return -1;
+	p->pause_s = NAN; /* optional: only the loader writes it */
+	if (json_object_get(obj, "pause_s") && get_num(c, obj, "pause_s", false, &p->pause_s) < 0)
+		return -1;
 	return get_event(c, obj, p);
 }
 

@@ -21,6 +21,7 @@ typedef struct trace_point {
 	double r_bps, c_bps; /* NAN when the line says null (not measured yet) */
 	double wait_s;
 	double coverage_s; /* NAN when null */
+	double pause_s;    /* the loader's longest fetch of the interval; NAN when absent */
 	char *event;       /* NULL when none */
 } trace_point;
 

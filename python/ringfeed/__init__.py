@@ -28,6 +28,7 @@ __all__ = [
     "STATE_VERSION",
     "config_keys",
     "library_path",
+    "library_version",
     "write_manifest",
     "write_shard",
 ]
@@ -39,3 +40,10 @@ def library_path():
     from . import _lib
 
     return _lib.lib()._ringfeed_path
+
+
+def library_version():
+    """The version of the libringfeed that was loaded ("0.1.0")."""
+    from . import _lib
+
+    return _lib.lib().rf_version().decode()

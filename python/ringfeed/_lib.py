@@ -5,10 +5,13 @@ Search order (the first that loads wins; every attempt is remembered so a
 failure can list them all):
   1. $RINGFEED_LIBRARY (a file path; when set, it is the only candidate: an
      explicit choice must not silently fall back to another build);
-  2. beside the package: ringfeed/libringfeed.so[.0];
-  3. a build tree above the package: <ancestor>/build/libringfeed.so, for use
+  2. beside the package: ringfeed/libringfeed.so[.0] (what `pip install
+     ./python` puts there);
+  3. where `cmake --install` put the library, relative to the package
+     (ringfeed/_install.py, written by the install);
+  4. a build tree above the package: <ancestor>/build/libringfeed.so, for use
      from a source checkout;
-  4. the system's library path (ctypes.util.find_library, then the soname).
+  5. the system's library path (ctypes.util.find_library, then the soname).
 """
 
 import ctypes
@@ -117,6 +120,7 @@ _SIGNATURES = {
     "rf_state_save": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_size_t)]),
     "rf_last_error": (ctypes.c_char_p, [_P]),
     "rf_close": (None, [_P]),
+    "rf_version": (ctypes.c_char_p, []),
     "rf_stats_json": (ctypes.c_int, [_P, _P, ctypes.c_size_t]),
     "rf_parse_bytes": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64), _ERR]),
     "rf_writer_open": (_P, [ctypes.c_char_p, ctypes.POINTER(rf_writer_options), _ERR]),
@@ -136,6 +140,12 @@ def _candidates():
     here = pathlib.Path(__file__).resolve().parent
     for name in ("libringfeed.so", "libringfeed.so.0"):
         yield "beside the package", str(here / name)
+    try:
+        from . import _install
+
+        yield "installed (cmake --install)", os.path.normpath(str(here / _install.LIBRARY))
+    except ImportError:
+        pass
     for ancestor in here.parents:
         yield "build tree", str(ancestor / "build" / "libringfeed.so")
     found = ctypes.util.find_library("ringfeed")
@@ -204,5 +214,6 @@ def config_keys():
         p += len(name) + 1
         text = ctypes.string_at(p)
         p += len(text) + 1
-        out[name.decode()] = text.decode("utf-8", "replace")
+        text = text.decode("utf-8", "replace")
+        out[name.decode()] = text[: -len(" (default: )")] if text.endswith(" (default: )") else text
     return out

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# cli_bench_report.sh - the bench report agrees with itself and with the
+# stats JSON of the same run (--stats FILE): one value per figure. Checked
+# on a run with a paced consumer, injected storage stalls and a second,
+# fixed-depth run (--compare-depth): the consumer's r and the producer's c,
+# the wait, the depth and what it covers (depth / r), the cover target, the
+# pauses (one per stall, not one per stalled read), peak memory against the
+# budget, and the diagnosis text (the same words and numbers as the JSON's).
+# Pass/fail rests on figures the run reports, never on how fast it ran.
+set -euo pipefail
+CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
+PY=/usr/bin/python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-bench-report-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+$PY -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(60000):
+        f.write("record-%06d-%s\n" % (i, "x" * (i % 97)))
+' "$T/in.txt"
+# many small shards and blocks: a stall catches many reads at once
+"$CLI" pack --from lines "$T/in.txt" -o "$T/ds" --block-size 16KiB --shard-size 256KiB >/dev/null
+M="$T/ds/manifest.rfm"
+"$CLI" bench --step-ms 1 --batch 32 --epochs 2 --inject stall=300ms/900ms --budget 32MiB \
+	--tune-interval 50ms --compare-depth 2 --stats "$T/stats.json" -q "$M" >"$T/report.txt" \
+	2>"$T/err" || fail "bench failed: $(cat "$T/err")"
+cat "$T/report.txt"
+
+$PY - "$T/report.txt" "$T/stats.json" <<'PYEOF'
+import json, math, re, sys
+text = open(sys.argv[1]).read()
+s = json.load(open(sys.argv[2]))
+def fail(msg):
+    sys.exit("FAIL: " + msg + "\n--- report\n" + text)
+def one(pattern, what):
+    m = re.findall(pattern, text, re.M)
+    if len(m) != 1:
+        fail(f"{what}: {len(m)} matches of {pattern!r}")
+    return m[0]
+def same(shown, value, fmt, what):
+    if shown != fmt % value:
+        fail(f"{what}: report {shown}, stats {fmt % value}")
+
+r, busy, wait, pct = one(r"^  consumer: r ([\d.]+) batches/s over its own ([\d.]+) s .*"
+                         r"waited ([\d.]+) s, ([\d.]+)% of the time$", "consumer line")
+same(r, s["consumer_rate_bps"], "%.1f", "r")
+same(busy, s["consumer_busy_s"], "%.3f", "consumer own time")
+same(wait, s["consumer_wait_s"], "%.3f", "consumer wait")
+same(pct, 100 * min(1, s["consumer_wait_s"] / s["elapsed_s"]), "%.1f", "wait %")
+c = one(r"^  producer: c ([\d.]+) batches/s", "producer line")
+same(c, s["producer_rate_bps"], "%.1f", "c")
+
+pauses, longest = one(r"; (\d+) pauses \(overlapping slow reads count once\), the longest "
+                      r"([\d.]+) s$", "pauses")
+same(pauses, s["pauses"], "%d", "pauses")
+same(longest, s["pause_longest_s"], "%.3f", "longest pause")
+# stall windows that began while the loader ran: [k*0.9 - 0.3, k*0.9), k >= 1
+windows = sum(1 for k in range(1, 1000) if k * 0.9 - 0.3 < s["elapsed_s"])
+if not 1 <= int(pauses) <= windows + 1:
+    fail(f"{pauses} pauses for {windows} injected stalls")
+
+d, cov, peak, dmax = one(r"^  depth: automatic, (\d+) batches = ([\d.]+) s at r \(peak (\d+); "
+                         r"the budget allows (\d+)\)", "depth line")
+same(d, s["depth_batches"], "%d", "depth")
+same(peak, s["depth_peak_batches"], "%d", "depth peak")
+same(dmax, s["depth_max_batches"], "%d", "depth max")
+same(cov, int(d) / s["consumer_rate_bps"], "%.2f", "depth / r")
+tgt = one(r"cover target ([\d.]+) s;", "cover target")
+same(tgt, s["cover_target_s"], "%.2f", "cover target")
+if s["cover_target_s"] <= 0:
+    fail("cover target 0 after controller intervals")
+
+tot, bud = one(r"^  memory: peak total ([\d.]+) MiB of the ([\d.]+) MiB budget", "memory")
+same(tot, s["mem_peak_total_bytes"] / 1048576, "%.1f", "peak total")
+same(bud, s["budget_bytes"] / 1048576, "%.1f", "budget")
+if s["mem_peak_total_bytes"] > s["budget_bytes"]:
+    fail("peak total above the budget")
+
+diag = one(r"^  diagnosis: (.*)$", "diagnosis")
+if diag != s["diagnosis_text"]:
+    fail(f"diagnosis differs from the stats JSON's: {diag!r} vs {s['diagnosis_text']!r}")
+if s["diagnosis"] == "measuring":
+    fail("diagnosis still measuring after the run")
+# every rate in the words is r or c, every depth and cover is this run's
+for who, val in re.findall(r"(consumer(?:'s)?|producer|sustains|takes) ([\d.]+) batches/s", diag):
+    want = r if who in ("consumer", "consumer's", "takes") else c
+    if val != want:
+        fail(f"diagnosis says {who} {val} batches/s, the report {want}")
+for dd, cc in re.findall(r"depth (\d+) covers ([\d.]+) s", diag):
+    if dd != d or cc != cov:
+        fail(f"diagnosis: depth {dd} covers {cc} s; the report: {d} = {cov} s")
+m = re.search(r"waited ([\d.]+)% of the time", diag)
+if m and m.group(1) != pct:
+    fail(f"diagnosis: waited {m.group(1)}%, the report {pct}%")
+
+# the side-by-side table: the automatic column is this run's figures
+row = one(r"^    consumer waited\s+([\d.]+) s \(([\d.]+)%\)\s+([\d.]+) s \(([\d.]+)%\)$", "table")
+if row[0] != wait or row[1] != pct:
+    fail(f"table's automatic wait {row[0]} s ({row[1]}%) is not the run's {wait} s ({pct}%)")
+fixed = one(r"^    depth, batches\s+(\d+) \(peak \d+\)\s+(\d+)$", "table depth")
+if fixed[0] != d or fixed[1] != "2":
+    fail(f"table depths {fixed}, want {d} and 2")
+fd = one(r"^    diagnosis, fixed depth\s+(.*)$", "fixed diagnosis")
+if not re.search(r"depth 2 covers", fd):
+    fail(f"fixed-depth diagnosis does not state depth 2: {fd}")
+print("figures agree: r", r, "c", c, "depth", d, "pauses", pauses, "for", windows, "stalls")
+PYEOF
+
+# scripts/main.sh's story settings are accepted by bench and give the side by
+# side table and a diagnosis (shortened here to a few hundred batches).
+SRC=${RF_SOURCE_DIR:?}
+story=$(sed -n '/exec "$top\/build\/ringfeed" bench --step-ms/,/"\$@"$/p' "$SRC/scripts/main.sh" |
+	tr -d '\\\n' | sed 's/.*ringfeed" bench//; s/"\$@"//')
+[ -n "$story" ] || fail "cannot find the story's bench flags in scripts/main.sh"
+"$CLI" bench $story --batches 300 --budget 32MiB -q "$M" >"$T/story.txt" 2>"$T/err" ||
+	fail "main.sh's flags ($story): $(cat "$T/err")"
+grep -q "^    consumer waited " "$T/story.txt" || fail "story run has no side-by-side table: $(cat "$T/story.txt")"
+grep -q "^  diagnosis: " "$T/story.txt" || fail "story run has no diagnosis"
+echo "cli_bench_report: ok"

@@ -31,9 +31,11 @@ typedef enum rf_http_kind {
 
 typedef struct rf_http_request {
 	rf_http_kind kind;
-	const char *url;  /* full URL; path and query already encoded */
-	const char *name; /* shown in messages; never holds credentials */
-	bool sign;        /* S3 SigV4 with the credentials of rf_http_set_s3 */
+	const char *url;    /* full URL; path and query already encoded */
+	const char *name;   /* shown in messages; never holds credentials */
+	bool sign;          /* S3 SigV4 with the credentials of rf_http_set_s3 */
+	const char *region; /* signed: the SigV4 region (NULL = rf_http_set_s3's) */
+	const char *bucket; /* signed: the bucket, so a region learned for it is reused */
 	uint64_t offset, len;
 	void *buf;            /* RANGE: len bytes */
 	uint64_t object_size; /* RANGE: known object size (Content-Range total), or UINT64_MAX */

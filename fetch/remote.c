@@ -13,8 +13,8 @@
 typedef struct remote_state {
 	rf_fetch *fetch;
 	rf_http *http;
-	rf_s3_config s3;
-	bool s3_ready;
+	rf_s3_config s3, gs;
+	bool s3_ready, gs_ready;
 	uint32_t list_page;
 } remote_state;
 
@@ -22,8 +22,10 @@ typedef struct remote_read remote_read;
 typedef struct remote_source {
 	rf_source base; /* first */
 	remote_state *st;
-	char *url; /* what curl fetches (encoded, path-style for S3) */
+	char *url; /* what curl fetches (encoded; virtual-hosted or path-style for S3) */
 	bool sign;
+	const char *region; /* signed: the SigV4 region (the state's config owns it) */
+	char *bucket;       /* signed: the bucket */
 	int64_t open_timer;
 	rf_http_xfer *head;
 	remote_read *reads; /* in flight, doubly linked */
@@ -40,7 +42,13 @@ struct remote_read {
 static bool remote_claims(const char *url)
 {
 	rf_url_scheme s = rf_url_scheme_of(url);
-	return s == RF_URL_HTTP || s == RF_URL_HTTPS || s == RF_URL_S3;
+	return s == RF_URL_HTTP || s == RF_URL_HTTPS || s == RF_URL_S3 || s == RF_URL_GS;
+}
+
+static bool is_bucket_url(const char *url)
+{
+	rf_url_scheme s = rf_url_scheme_of(url);
+	return s == RF_URL_S3 || s == RF_URL_GS;
 }
 
 static int remote_init(rf_fetch *f, void **state, rf_error *err)
@@ -63,6 +71,7 @@ static void remote_fini(void *state)
 	remote_state *st = state;
 	rf_http_free(st->http);
 	rf_s3_config_free(&st->s3);
+	rf_s3_config_free(&st->gs);
 	free(st);
 }
 
@@ -79,8 +88,10 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->connects += c.connects;
 }
 
-/* S3 settings are resolved on first use, so a bad AWS_ENDPOINT_URL only
- * matters to s3:// datasets. */
+/* S3 (and GCS) settings are resolved on first use, so a bad
+ * AWS_ENDPOINT_URL only matters to s3:// datasets. Both share the http
+ * client's credentials (GCS takes HMAC keys through the same chain); each
+ * request names its own signing region. */
 static int remote_s3(remote_state *st, rf_error *err)
 {
 	if (st->s3_ready)
@@ -95,12 +106,28 @@ static int remote_s3(remote_state *st, rf_error *err)
 	return 0;
 }
 
-/* The URL curl fetches for a source URL (malloc'd). */
+static int remote_bucket_config(remote_state *st, const char *url, const rf_s3_config **c,
+                                rf_error *err)
+{
+	RF_TRY(remote_s3(st, err));
+	*c = &st->s3;
+	if (rf_url_scheme_of(url) != RF_URL_GS)
+		return 0;
+	if (!st->gs_ready) {
+		RF_TRY(rf_s3_config_resolve_gs(rf_fetch_opts(st->fetch), &st->gs, err));
+		st->gs_ready = true;
+	}
+	*c = &st->gs;
+	return 0;
+}
+
+/* The URL curl fetches for a source URL (malloc'd), and for s3:// and gs://
+ * the signing region and bucket (*bucket malloc'd). */
 static int remote_target(remote_state *st, const char *url, char **target, bool *sign,
-                         rf_error *err)
+                         const char **region, char **bucket_out, rf_error *err)
 {
 	*sign = false;
-	if (rf_url_scheme_of(url) != RF_URL_S3) {
+	if (!is_bucket_url(url)) {
 		*target = strdup(url);
 		return *target ? 0 : rf_fail(err, -ENOMEM, "out of memory");
 	}
@@ -113,12 +140,14 @@ static int remote_target(remote_state *st, const char *url, char **target, bool 
 		rc = rf_fail(err, -EISDIR, "%s names a prefix, not an object (list it first)",
 		             shown);
 	}
+	const rf_s3_config *c = NULL;
 	if (rc == 0)
-		rc = remote_s3(st, err);
+		rc = remote_bucket_config(st, url, &c, err);
 	if (rc == 0)
-		rc = rf_s3_object_url(&st->s3, bucket, key, target, err);
+		rc = rf_s3_object_url(c, bucket, key, target, err);
 	*sign = true;
-	free(bucket);
+	*region = c ? c->region : NULL;
+	*bucket_out = bucket;
 	free(key);
 	return rc;
 }
@@ -161,6 +190,8 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	                       .url = rs->url,
 	                       .name = s->name,
 	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket,
 	                       .offset = offset,
 	                       .len = len,
 	                       .buf = buf,
@@ -191,6 +222,7 @@ static void remote_close(rf_source *s)
 		free(r);
 	}
 	free(rs->url);
+	free(rs->bucket);
 	rf_source_free_base(s);
 	free(rs);
 }
@@ -223,8 +255,12 @@ static int remote_start_open(remote_source *rs, uint64_t size_hint, rf_error *er
 		                     rs->base.name)
 		           : 0;
 	}
-	rf_http_request req = {
-	    .kind = RF_HTTP_HEAD, .url = rs->url, .name = rs->base.name, .sign = rs->sign};
+	rf_http_request req = {.kind = RF_HTTP_HEAD,
+	                       .url = rs->url,
+	                       .name = rs->base.name,
+	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket};
 	return rf_http_start(rs->st->http, &req, on_head, rs, &rs->head, err);
 }
 
@@ -241,7 +277,7 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	}
 	rs->st = st;
 	rs->open_timer = -1;
-	int rc = remote_target(st, url, &rs->url, &rs->sign, err);
+	int rc = remote_target(st, url, &rs->url, &rs->sign, &rs->region, &rs->bucket, err);
 	if (rc == 0)
 		rc = remote_start_open(rs, size_hint, err);
 	if (rc < 0) {
@@ -279,7 +315,7 @@ static void on_listed(void *arg, int64_t res, const char *msg)
 
 static bool is_prefix(const char *url)
 {
-	if (rf_url_scheme_of(url) != RF_URL_S3)
+	if (!is_bucket_url(url))
 		return false;
 	const char *slash = strchr(url + 5, '/');
 	return !slash || !slash[1] || url[strlen(url) - 1] == '/';
@@ -288,11 +324,11 @@ static bool is_prefix(const char *url)
 static int list_prefix(rf_fetch *f, remote_state *st, const char *url, rf_url_list *out,
                        rf_error *err)
 {
-	RF_TRY(remote_s3(st, err));
+	const rf_s3_config *c = NULL;
+	RF_TRY(remote_bucket_config(st, url, &c, err));
 	list_wait w = {0};
 	rf_s3_lister *l = NULL;
-	RF_TRY(
-	    rf_s3_list_start(st->http, &st->s3, url, st->list_page, out, on_listed, &w, &l, err));
+	RF_TRY(rf_s3_list_start(st->http, c, url, st->list_page, out, on_listed, &w, &l, err));
 	rf_loop *loop = rf_fetch_loop(f);
 	while (!w.done) { /* bounded: every request has a deadline and bounded retries */
 		int rc = rf_loop_run_once(loop, 100 * 1000000ull);

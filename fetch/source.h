@@ -34,7 +34,11 @@ typedef struct rf_fetch_options {
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
 	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	const char *inject; /* fault injection spec, NULL = none */
+	const char *s3_addressing; /* "auto" (NULL), "virtual" or "path" */
+	const char *gs_endpoint;   /* gs:// endpoint (NULL = https://storage.googleapis.com) */
+	bool hedge;                /* hedged range reads for the tail (remote stores) */
+	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
+	const char *inject;        /* fault injection spec, NULL = none */
 } rf_fetch_options;
 
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,

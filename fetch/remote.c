@@ -371,6 +371,94 @@ int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *
 	return rc;
 }
 
+/* ------------------------------------------------- one request, waited for */
+
+typedef struct one_request {
+	rf_http_request req;
+	char *target, *bucket;
+} one_request;
+
+/* Runs one request on f's loop until its callback ran. */
+static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, rf_error *err)
+{
+	void *state = NULL;
+	RF_TRY(rf_fetch_kind_state(f, &rf_source_kind_remote, &state, err));
+	remote_state *st = state;
+	char shown[RF_URL_BYTES_MAX];
+	rf_url_redact(url, shown, sizeof(shown));
+	o->req.name = shown;
+	RF_TRY(remote_target(st, url, &o->target, &o->req.sign, &o->req.region, &o->bucket, err));
+	o->req.url = o->target;
+	o->req.bucket = o->bucket;
+	rf_http_xfer *x = NULL;
+	RF_TRY(rf_http_start(st->http, &o->req, on_listed, w, &x, err));
+	rf_loop *loop = rf_fetch_loop(f);
+	while (!w->done) { /* bounded: the request has a deadline and bounded retries */
+		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
+		if (rc < 0) {
+			rf_http_cancel(st->http, x);
+			return rf_fail(err, rc, "%s: the event loop failed", shown);
+		}
+		rf_fetch_tick(f);
+	}
+	return w->res < 0 ? rf_fail(err, (int)w->res, "%s", w->msg) : 0;
+}
+
+/* A private loop and fetch layer around run_one. */
+static int one_request_run(const rf_fetch_options *opt, const char *url, one_request *o,
+                           int64_t *res, rf_error *err)
+{
+	rf_loop *loop = NULL;
+	rf_fetch *f = NULL;
+	list_wait w = {0};
+	RF_TRY(rf_loop_new(&loop, err));
+	int rc = rf_fetch_new(loop, opt, &f, err);
+	if (rc == 0)
+		rc = run_one(f, url, o, &w, err);
+	*res = w.res;
+	rf_fetch_free(f);
+	rf_loop_free(loop);
+	free(o->target);
+	free(o->bucket);
+	return rc;
+}
+
+int rf_remote_peek(const rf_fetch_options *opt, const char *url, uint64_t *size, void *head,
+                   size_t cap, size_t *head_len, rf_error *err)
+{
+	one_request o = {.req = {.kind = RF_HTTP_HEAD}};
+	int64_t res = 0;
+	*head_len = 0;
+	RF_TRY(one_request_run(opt, url, &o, &res, err));
+	*size = (uint64_t)res;
+	if (cap == 0 || *size == 0)
+		return 0;
+	one_request r = {.req = {.kind = RF_HTTP_RANGE,
+	                         .offset = 0,
+	                         .len = RF_MIN((uint64_t)cap, *size),
+	                         .buf = head,
+	                         .object_size = *size}};
+	RF_TRY(one_request_run(opt, url, &r, &res, err));
+	*head_len = (size_t)res;
+	return 0;
+}
+
+int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_bytes, char **body,
+                  size_t *len, rf_error *err)
+{
+	*body = NULL;
+	one_request o = {.req = {.kind = RF_HTTP_GET_ALL, .max_bytes = max_bytes, .body = body}};
+	int64_t res = 0;
+	int rc = one_request_run(opt, url, &o, &res, err);
+	if (rc < 0) {
+		free(*body);
+		*body = NULL;
+		return rc;
+	}
+	*len = (size_t)res;
+	return 0;
+}
+
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 {
 	void *state = NULL;

@@ -214,6 +214,8 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st_fetch_retries = fc.retries;
+	e->st_fetch_hedges = fc.hedges;
+	e->st_fetch_hedges_won = fc.hedges_won;
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {

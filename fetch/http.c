@@ -72,6 +72,7 @@ struct rf_http_xfer {
 	struct curl_slist *headers;
 	int64_t timer_id;
 	uint32_t attempts;
+	uint64_t active_ns;          /* when the current or last attempt went into curl */
 	uint32_t error_retries;      /* retries after errors other than throttling */
 	uint32_t throttles;          /* retries after throttling */
 	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
@@ -1102,6 +1103,7 @@ static void step_admit(rf_http_xfer *x)
 		return;
 	}
 	x->state = X_ACTIVE;
+	x->active_ns = rf_now_ns();
 	x->host->active++;
 	h->counters.host_active_max =
 	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
@@ -1487,6 +1489,12 @@ void rf_http_counters_get(const rf_http *h, rf_http_counters *out)
 unsigned rf_http_in_flight(const rf_http *h)
 {
 	return h->transfers;
+}
+
+bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns)
+{
+	*since_ns = x->active_ns;
+	return x->state == X_ACTIVE;
 }
 
 static int check_request(const rf_http_request *r, const char *shown, rf_error *err)

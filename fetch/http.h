@@ -76,6 +76,11 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 /* Cancels a transfer whose callback has not run yet: it never runs. */
 void rf_http_cancel(rf_http *h, rf_http_xfer *x);
 unsigned rf_http_in_flight(const rf_http *h);
+/* Whether x is in curl now (not queued for a slot, not backing off), and
+ * when its current or last attempt went in (rf_now_ns; 0 = never): the
+ * hedging clock, which must not count time spent waiting for a slot. Valid
+ * until x's callback returns. */
+bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns);
 
 /* ---- pure helpers (unit tested) ---- */
 

@@ -3,6 +3,7 @@
  * The size of an object comes from the caller's hint (a manifest or a
  * listing) or from a HEAD; every read is one exact range GET. */
 #include "remote.h"
+#include "hedge.h"
 #include "s3.h"
 #include "util.h"
 
@@ -10,9 +11,20 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#define HEDGE_STORES_MAX 16 /* beyond: the last one is shared */
+
+typedef struct hedge_store {
+	char key[256]; /* scheme://authority of the requests */
+	rf_hedge_store policy;
+} hedge_store;
+
 typedef struct remote_state {
 	rf_fetch *fetch;
 	rf_http *http;
+	hedge_store stores[HEDGE_STORES_MAX];
+	uint32_t nstores;
+	uint64_t hedge_bytes; /* hedge buffers allocated now (<= RF_HEDGE_INFLIGHT_BYTES_MAX) */
+	uint64_t hedges, hedges_won;
 	rf_s3_config s3, gs;
 	bool s3_ready, gs_ready;
 	uint32_t list_page;
@@ -24,8 +36,9 @@ typedef struct remote_source {
 	remote_state *st;
 	char *url; /* what curl fetches (encoded; virtual-hosted or path-style for S3) */
 	bool sign;
-	const char *region; /* signed: the SigV4 region (the state's config owns it) */
-	char *bucket;       /* signed: the bucket */
+	const char *region;    /* signed: the SigV4 region (the state's config owns it) */
+	char *bucket;          /* signed: the bucket */
+	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	int64_t open_timer;
 	rf_http_xfer *head;
 	remote_read *reads; /* in flight, doubly linked */
@@ -37,6 +50,11 @@ struct remote_read {
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
 	void *arg;
+	uint64_t offset, len;
+	void *buf;           /* the caller's: only the primary request writes into it */
+	rf_http_xfer *hedge; /* the duplicate request, into hedge_buf */
+	void *hedge_buf;
+	int64_t hedge_timer;
 };
 
 static bool remote_claims(const char *url)
@@ -86,6 +104,8 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->bytes += c.bytes;
 	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
 	out->connects += c.connects;
+	out->hedges += st->hedges;
+	out->hedges_won += st->hedges_won;
 }
 
 /* S3 (and GCS) settings are resolved on first use, so a bad
@@ -165,14 +185,147 @@ static void read_unlink(remote_read *r)
 		r->next->prev = r->prev;
 }
 
-static void on_read_done(void *arg, int64_t res, const char *msg)
+/* ------------------------------------------------------- hedged reads
+ *
+ * A read whose request has been in curl longer than its store's threshold
+ * (p95 of recent reads, at least hedge_floor) gets one duplicate request
+ * into a buffer of its own; the first complete answer wins and the other
+ * is cancelled. Only the primary writes the caller's buffer: a winning
+ * hedge cancels the primary first (curl_multi_remove_handle: no write
+ * after it returns; everything runs on the loop thread), then copies its
+ * bytes over whatever part the primary had written. Both requests are the
+ * same exact range, checked the same way, so the bytes delivered never
+ * depend on which won. */
+
+static rf_hedge_store *hedge_store_of(remote_state *st, const char *url)
 {
-	remote_read *r = arg;
+	const char *s = strstr(url, "://");
+	size_t len = s ? (size_t)(s + 3 - url) + strcspn(s + 3, "/?#") : strlen(url);
+	len = RF_MIN(len, sizeof(st->stores[0].key) - 1);
+	for (uint32_t i = 0; i < st->nstores; i++)
+		if (strlen(st->stores[i].key) == len && !strncmp(st->stores[i].key, url, len))
+			return &st->stores[i].policy;
+	if (st->nstores == HEDGE_STORES_MAX)
+		return &st->stores[HEDGE_STORES_MAX - 1].policy;
+	hedge_store *h = &st->stores[st->nstores++];
+	memcpy(h->key, url, len);
+	h->key[len] = '\0';
+	return &h->policy;
+}
+
+static uint64_t hedge_floor_ns(const remote_state *st)
+{
+	uint32_t ms = rf_fetch_opts(st->fetch)->hedge_floor_ms;
+	return (uint64_t)(ms ? ms : 50) * 1000000ull;
+}
+
+static void hedge_drop(remote_read *r)
+{
+	remote_state *st = r->src->st;
+	rf_loop_cancel(rf_fetch_loop(st->fetch), r->hedge_timer);
+	r->hedge_timer = -1;
+	if (r->hedge)
+		rf_http_cancel(st->http, r->hedge);
+	r->hedge = NULL;
+	if (r->hedge_buf) {
+		free(r->hedge_buf);
+		st->hedge_bytes -= r->len;
+	}
+	r->hedge_buf = NULL;
+}
+
+static void read_finish(remote_read *r, int64_t res, const char *msg)
+{
 	rf_fetch_cb cb = r->cb;
 	void *cb_arg = r->arg;
+	hedge_drop(r);
 	read_unlink(r);
 	free(r);
 	cb(cb_arg, res, msg);
+}
+
+static void hedge_arm(remote_read *r, uint64_t delay_ns);
+
+static void on_hedge_done(void *arg, int64_t res, const char *msg)
+{
+	remote_read *r = arg;
+	remote_state *st = r->src->st;
+	r->hedge = NULL;
+	if (res != (int64_t)r->len) { /* the hedge failed: the primary goes on alone */
+		hedge_drop(r);
+		return;
+	}
+	uint64_t since = 0;
+	rf_http_xfer_active(r->xfer, &since);
+	if (since)
+		rf_hedge_note(r->src->store, rf_now_ns() - since, hedge_floor_ns(st));
+	rf_http_cancel(st->http, r->xfer); /* synchronous: it writes nothing after this */
+	r->xfer = NULL;
+	memcpy(r->buf, r->hedge_buf, r->len);
+	st->hedges_won++;
+	read_finish(r, res, NULL);
+}
+
+static void hedge_issue(remote_read *r)
+{
+	remote_source *rs = r->src;
+	remote_state *st = rs->st;
+	rf_http_counters c;
+	rf_http_counters_get(st->http, &c);
+	if (st->hedge_bytes + r->len > RF_HEDGE_INFLIGHT_BYTES_MAX ||
+	    !rf_hedge_take(rs->store, c.retries + c.errors, rf_now_ns()))
+		return;
+	if (!(r->hedge_buf = malloc(r->len)))
+		return;
+	st->hedge_bytes += r->len;
+	rf_http_request req = {.kind = RF_HTTP_RANGE,
+	                       .url = rs->url,
+	                       .name = rs->base.name,
+	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket,
+	                       .offset = r->offset,
+	                       .len = r->len,
+	                       .buf = r->hedge_buf,
+	                       .object_size = rs->base.size};
+	if (rf_http_start(st->http, &req, on_hedge_done, r, &r->hedge, NULL) < 0) {
+		r->hedge = NULL;
+		hedge_drop(r);
+		return;
+	}
+	st->hedges++;
+}
+
+static void on_hedge_timer(void *arg, int res)
+{
+	remote_read *r = arg;
+	r->hedge_timer = -1;
+	uint64_t threshold = rf_hedge_threshold_ns(r->src->store), since = 0;
+	if (threshold == 0) /* too few reads measured yet: look again later */
+		return hedge_arm(r, hedge_floor_ns(r->src->st));
+	if (!rf_http_xfer_active(r->xfer, &since)) /* queued for a slot: look again later */
+		return hedge_arm(r, threshold);
+	uint64_t took = rf_now_ns() - since;
+	if (took < threshold)
+		return hedge_arm(r, threshold - took);
+	hedge_issue(r);
+}
+
+static void hedge_arm(remote_read *r, uint64_t delay_ns)
+{
+	int64_t id = rf_loop_timer(rf_fetch_loop(r->src->st->fetch), delay_ns, on_hedge_timer, r);
+	r->hedge_timer = id >= 0 ? id : -1; /* no timer slot: this read is not hedged */
+}
+
+static void on_read_done(void *arg, int64_t res, const char *msg)
+{
+	remote_read *r = arg;
+	uint64_t since = 0;
+	rf_http_xfer_active(r->xfer, &since);
+	if (res >= 0 && since && r->src->store)
+		rf_hedge_note(r->src->store, rf_now_ns() - since, hedge_floor_ns(r->src->st));
+	r->xfer = NULL;
+	read_finish(r, res, msg);
 }
 
 static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
@@ -185,7 +338,13 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	remote_read *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	*r = (remote_read){.src = rs, .cb = cb, .arg = arg};
+	*r = (remote_read){.src = rs,
+	                   .cb = cb,
+	                   .arg = arg,
+	                   .offset = offset,
+	                   .len = len,
+	                   .buf = buf,
+	                   .hedge_timer = -1};
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
 	                       .url = rs->url,
 	                       .name = s->name,
@@ -206,6 +365,9 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	if (rs->reads)
 		rs->reads->prev = r;
 	rs->reads = r;
+	uint64_t threshold = rs->store ? rf_hedge_threshold_ns(rs->store) : 0;
+	if (rs->store && len <= RF_HEDGE_READ_BYTES_MAX)
+		hedge_arm(r, threshold ? threshold : hedge_floor_ns(rs->st));
 	return 0;
 }
 
@@ -218,6 +380,7 @@ static void remote_close(rf_source *s)
 	while (rs->reads) {
 		remote_read *r = rs->reads;
 		rf_http_cancel(rs->st->http, r->xfer);
+		hedge_drop(r);
 		read_unlink(r);
 		free(r);
 	}
@@ -278,6 +441,8 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	rs->st = st;
 	rs->open_timer = -1;
 	int rc = remote_target(st, url, &rs->url, &rs->sign, &rs->region, &rs->bucket, err);
+	if (rc == 0 && rf_fetch_opts(f)->hedge)
+		rs->store = hedge_store_of(st, rs->url);
 	if (rc == 0)
 		rc = remote_start_open(rs, size_hint, err);
 	if (rc < 0) {

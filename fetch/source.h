@@ -76,6 +76,8 @@ typedef struct rf_fetch_counters {
 	uint64_t bytes;           /* remote body bytes accepted */
 	uint64_t host_active_max; /* most requests one host had in flight at once */
 	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
+	uint64_t hedges;          /* duplicate range requests issued for slow reads */
+	uint64_t hedges_won;      /* of which answered first (their bytes delivered) */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

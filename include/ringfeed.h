@@ -331,6 +331,8 @@ typedef struct rf_stats {
 	uint64_t trace_lines;           /* lines written to the trace */
 	char trace_error[256];          /* "" or why the trace stopped */
 	uint64_t rereads;               /* blocks / indexes read again after failing a checksum */
+	uint64_t fetch_hedges;     /* duplicate requests for reads slower than the store's p95 */
+	uint64_t fetch_hedges_won; /* of which answered first */
 } rf_stats;
 
 int rf_stats_get(rf_loader *l, rf_stats *out);

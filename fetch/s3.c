@@ -3,15 +3,19 @@
  * this file prepares what curl 7.88 does not: encoded paths, a sorted and
  * encoded query, and the credentials. */
 #include "s3.h"
+#include "aws_config.h"
 #include "util.h"
 
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define XML_DEPTH_MAX 8
 #define XML_TEXT_MAX  2048
+
+static bool configured_endpoints(void);
 
 static const char *first_set(const char *a, const char *env)
 {
@@ -114,8 +118,10 @@ int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_erro
 	if (!region)
 		region = prof.region;
 	out->region = dup_or_null(region ? region : "us-east-1", &oom);
-	const char *ep = first_set(opt->s3_endpoint, "AWS_ENDPOINT_URL_S3");
-	if (!ep)
+	const char *ep = opt->s3_endpoint && *opt->s3_endpoint ? opt->s3_endpoint : NULL;
+	if (!ep && configured_endpoints())
+		ep = first_set(NULL, "AWS_ENDPOINT_URL_S3");
+	if (!ep && configured_endpoints())
 		ep = first_set(NULL, "AWS_ENDPOINT_URL");
 	if (!ep)
 		ep = prof.s3_endpoint_url ? prof.s3_endpoint_url : prof.endpoint_url;
@@ -601,9 +607,50 @@ void rf_s3_list_cancel(rf_s3_lister *l)
 
 /* ------------------------------------------------------------ the profile */
 
+/* The SDKs' switch for ignoring endpoints set in the environment and files. */
+static bool configured_endpoints(void)
+{
+	const char *ignore = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+	return !(ignore && !strcasecmp(ignore, "true"));
+}
+
+static char *profile_dup(const char *v, bool *oom)
+{
+	return v && *v ? dup_or_null(v, oom) : NULL;
+}
+
+/* The profile's services section: "services = NAME" names a [services NAME]
+ * section whose "s3 = endpoint_url = ..." is the S3 endpoint. */
+static const char *services_s3_endpoint(const rf_aws_shared *sh)
+{
+	const char *name = rf_aws_profile_get(sh, sh->profile, "services");
+	char section[300];
+	if (!name || !*name || !sh->config ||
+	    (size_t)snprintf(section, sizeof(section), "services %s", name) >= sizeof(section))
+		return NULL;
+	return rf_aws_ini_get_sub(sh->config, section, "s3", "endpoint_url");
+}
+
 int rf_s3_profile_settings(rf_s3_profile *out, rf_error *err)
 {
 	memset(out, 0, sizeof(*out));
+	rf_aws_shared sh;
+	RF_TRY(rf_aws_shared_load(NULL, &sh, err));
+	bool oom = false;
+	bool endpoints = configured_endpoints();
+	out->region = profile_dup(rf_aws_profile_get(&sh, sh.profile, "region"), &oom);
+	if (endpoints) {
+		out->endpoint_url =
+		    profile_dup(rf_aws_profile_get(&sh, sh.profile, "endpoint_url"), &oom);
+		out->s3_endpoint_url = profile_dup(services_s3_endpoint(&sh), &oom);
+	}
+	out->addressing_style =
+	    profile_dup(rf_aws_profile_get_sub(&sh, sh.profile, "s3", "addressing_style"), &oom);
+	rf_aws_shared_free(&sh);
+	if (oom) {
+		rf_s3_profile_free(out);
+		return rf_fail(err, -ENOMEM, "out of memory reading the AWS profile");
+	}
 	return 0;
 }
 

@@ -34,9 +34,9 @@ typedef struct rf_s3_config {
 } rf_s3_config;
 
 /* What an AWS profile (~/.aws/config, AWS_CONFIG_FILE; AWS_PROFILE, default
- * "default") says about S3 addressing; each field malloc'd or NULL. The
- * one place that reads the profile for this file: swap it for the shared
- * config parser when there is one. */
+ * "default"; read by aws_config.c) says about S3 addressing; each field
+ * malloc'd or NULL. Endpoints are left out when
+ * AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true, as in the SDKs. */
 typedef struct rf_s3_profile {
 	char *region;
 	char *endpoint_url;    /* the profile's endpoint_url */

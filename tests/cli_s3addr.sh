@@ -144,6 +144,25 @@ same "... no virtual-hosted request" "$before" "$(stat_of "$s3port" virtual_host
 "$cli" read --digest --s3-addressing sideways "s3://$BKT/d/$shard" >"$tmp/badaddr.out" 2>&1 || true
 has "a bad s3_addressing is named" "$tmp/badaddr.out" "s3_addressing 'sideways'"
 
+# 4b. the same from an AWS profile: region, endpoint_url, s3 = addressing_style
+env_clear
+cat >"$tmp/config" <<EOF2
+[default]
+region = us-west-2
+[profile addr]
+region = eu-west-3
+endpoint_url = http://localhost:$s3port
+s3 =
+  addressing_style = virtual
+EOF2
+vbefore=$(stat_of "$s3port" virtual_hosted)
+wbefore=$(stat_of "$s3port" wrong_region)
+same "a profile's region, endpoint_url and addressing_style" "$want" \
+	"$(AWS_CONFIG_FILE=$tmp/config AWS_PROFILE=addr run prof "s3://$BKT/d/$shard")"
+[ "$(stat_of "$s3port" virtual_hosted)" -gt "$vbefore" ] && ok "... virtual-hosted" ||
+	bad "the profile's addressing_style was not used"
+same "... in the profile's region" "$wbefore" "$(stat_of "$s3port" wrong_region)"
+
 # 5. gs:// through the S3-interoperable XML API: SigV4 with region "auto"
 env_clear
 same "gs://bucket/key reads (SigV4, region auto)" "$want" \

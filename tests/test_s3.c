@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void clear_env(void)
 {
@@ -90,6 +91,73 @@ static void test_addressing(void **state)
 	assert_string_equal(u, "https://storage.googleapis.com/bkt/x.rfs");
 	free(u);
 	rf_s3_config_free(&c);
+	clear_env();
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A profile's region, endpoint_url, services section and s3 addressing_style,
+ * below the options and the environment. */
+static void test_profile(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rf-test-s3-profile.XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config", dir);
+	write_file(path, "[default]\nregion = eu-north-1\n"
+	                 "[profile dev]\nregion = ap-south-1\nendpoint_url = http://general:1\n"
+	                 "services = mine\ns3 =\n  addressing_style = virtual\n"
+	                 "[services mine]\ns3 =\n  endpoint_url = http://s3.local:9000\n"
+	                 "[profile odd]\ns3 =\n  addressing_style = sideways\n");
+	clear_env();
+	setenv("AWS_CONFIG_FILE", path, 1);
+	rf_fetch_options opt = {0};
+	rf_s3_config c;
+	rf_error err = {0};
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "eu-north-1");
+	assert_string_equal(c.endpoint, "https://s3.eu-north-1.amazonaws.com");
+	rf_s3_config_free(&c);
+
+	setenv("AWS_PROFILE", "dev", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "ap-south-1");
+	assert_string_equal(c.endpoint, "http://s3.local:9000"); /* services over endpoint_url */
+	char *u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://bkt.s3.local:9000/x.rfs"); /* addressing_style = virtual */
+	free(u);
+	rf_s3_config_free(&c);
+
+	setenv("AWS_REGION", "us-west-2", 1); /* the environment over the profile */
+	setenv("AWS_ENDPOINT_URL", "http://env:2", 1);
+	opt.s3_addressing = "path"; /* an explicit option over the profile */
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "us-west-2");
+	assert_string_equal(c.endpoint, "http://env:2");
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://env:2/bkt/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+
+	unsetenv("AWS_REGION");
+	setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.endpoint, "https://s3.ap-south-1.amazonaws.com");
+	rf_s3_config_free(&c);
+	unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+
+	opt.s3_addressing = NULL;
+	setenv("AWS_PROFILE", "odd", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "addressing_style 'sideways'"));
+	unlink(path);
+	rmdir(dir);
 	clear_env();
 }
 
@@ -297,9 +365,10 @@ static void test_parse_hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_config),     cmocka_unit_test(test_urls),
-	    cmocka_unit_test(test_addressing), cmocka_unit_test(test_aws_region_urls),
-	    cmocka_unit_test(test_parse_ok),   cmocka_unit_test(test_parse_hostile),
+	    cmocka_unit_test(test_config),        cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_addressing),    cmocka_unit_test(test_aws_region_urls),
+	    cmocka_unit_test(test_profile),       cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_parse_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

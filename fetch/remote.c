@@ -228,8 +228,11 @@ static void hedge_drop(remote_read *r)
 		rf_http_cancel(st->http, r->hedge);
 	r->hedge = NULL;
 	if (r->hedge_buf) {
+		const rf_fetch_options *o = rf_fetch_opts(st->fetch);
 		free(r->hedge_buf);
 		st->hedge_bytes -= r->len;
+		if (o->mem_release)
+			o->mem_release(o->mem_ctx, r->len);
 	}
 	r->hedge_buf = NULL;
 }
@@ -275,8 +278,14 @@ static void hedge_issue(remote_read *r)
 	if (st->hedge_bytes + r->len > RF_HEDGE_INFLIGHT_BYTES_MAX ||
 	    !rf_hedge_take(rs->store, c.retries + c.errors, rf_now_ns()))
 		return;
-	if (!(r->hedge_buf = malloc(r->len)))
+	const rf_fetch_options *o = rf_fetch_opts(st->fetch);
+	if (o->mem_reserve && o->mem_reserve(o->mem_ctx, r->len) < 0)
+		return; /* the budget has no room: this read is not hedged */
+	if (!(r->hedge_buf = malloc(r->len))) {
+		if (o->mem_release)
+			o->mem_release(o->mem_ctx, r->len);
 		return;
+	}
 	st->hedge_bytes += r->len;
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
 	                       .url = rs->url,

@@ -39,6 +39,12 @@ typedef struct rf_fetch_options {
 	bool hedge;                /* hedged range reads for the tail (remote stores) */
 	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
 	const char *inject;        /* fault injection spec, NULL = none */
+	/* Memory the fetch layer allocates on its own (hedge buffers) is
+	 * reserved here first, on the loop thread: reserve returns 0, or a
+	 * negative errno and the memory is not used. NULL = not accounted. */
+	int (*mem_reserve)(void *ctx, uint64_t bytes);
+	void (*mem_release)(void *ctx, uint64_t bytes);
+	void *mem_ctx;
 } rf_fetch_options;
 
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,

@@ -32,9 +32,9 @@ typedef struct rf_hedge_store {
 void rf_hedge_note(rf_hedge_store *s, uint64_t latency_ns, uint64_t floor_ns);
 /* How long a read may take before it is hedged; 0 = do not hedge. */
 uint64_t rf_hedge_threshold_ns(const rf_hedge_store *s);
-/* Takes a hedge token: false while the store is quiet (trouble_count, the
- * client's retries + errors, moved within RF_HEDGE_QUIET_NS) or the bucket
- * is empty. */
+/* Takes a hedge token: false while the store is quiet (trouble_count, its
+ * host's failed attempts, moved within RF_HEDGE_QUIET_NS) or the bucket is
+ * empty. */
 bool rf_hedge_take(rf_hedge_store *s, uint64_t trouble_count, uint64_t now_ns);
 
 #endif

@@ -48,6 +48,7 @@ typedef enum xfer_event {
 typedef struct host {
 	char key[256]; /* scheme://authority */
 	uint32_t active;
+	uint64_t trouble; /* attempts that failed (retried or not): the hedging switch */
 } host;
 
 struct rf_http_xfer {
@@ -625,6 +626,7 @@ static host *host_of(rf_http *h, const char *url)
 	memcpy(o->key, url, len);
 	o->key[len] = '\0';
 	o->active = 0;
+	o->trouble = 0;
 	return o;
 }
 
@@ -1149,6 +1151,7 @@ static void step_finished(rf_http_xfer *x)
 		       NULL);
 		return;
 	}
+	x->host->trouble++;
 	int64_t ms = verdict == 0 ? retry_delay_ms(x, why, sizeof(why)) : -1;
 	if (ms >= 0) {
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
@@ -1489,6 +1492,12 @@ void rf_http_counters_get(const rf_http *h, rf_http_counters *out)
 unsigned rf_http_in_flight(const rf_http *h)
 {
 	return h->transfers;
+}
+
+uint64_t rf_http_host_trouble(rf_http *h, const char *url)
+{
+	host *o = host_of(h, url);
+	return o ? o->trouble : 0;
 }
 
 bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns)

@@ -81,6 +81,9 @@ unsigned rf_http_in_flight(const rf_http *h);
  * hedging clock, which must not count time spent waiting for a slot. Valid
  * until x's callback returns. */
 bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns);
+/* Failed attempts (retried or not) of url's host so far: a store that
+ * errs or throttles is not hedged. */
+uint64_t rf_http_host_trouble(rf_http *h, const char *url);
 
 /* ---- pure helpers (unit tested) ---- */
 

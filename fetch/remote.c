@@ -273,10 +273,9 @@ static void hedge_issue(remote_read *r)
 {
 	remote_source *rs = r->src;
 	remote_state *st = rs->st;
-	rf_http_counters c;
-	rf_http_counters_get(st->http, &c);
+	uint64_t trouble = rf_http_host_trouble(st->http, rs->url);
 	if (st->hedge_bytes + r->len > RF_HEDGE_INFLIGHT_BYTES_MAX ||
-	    !rf_hedge_take(rs->store, c.retries + c.errors, rf_now_ns()))
+	    !rf_hedge_take(rs->store, trouble, rf_now_ns()))
 		return;
 	const rf_fetch_options *o = rf_fetch_opts(st->fetch);
 	if (o->mem_reserve && o->mem_reserve(o->mem_ctx, r->len) < 0)

@@ -63,13 +63,25 @@
 	X(low_speed_bytes_per_s, U32, "1024", 0, 1u << 30,                                         \
 	  "HTTP: a transfer slower than this for low_speed_time_s is retried (0: never)")          \
 	X(low_speed_time_s, U32, "30", 1, 3600, "HTTP: seconds below low_speed_bytes_per_s")       \
-	X(ca_file, STR, "", 0, 0, "CA bundle for HTTPS")                                           \
+	X(ca_file, STR, "", 0, 0,                                                                  \
+	  "CA bundle for HTTPS (default $AWS_CA_BUNDLE, $CURL_CA_BUNDLE, $SSL_CERT_FILE)")         \
 	X(s3_endpoint, STR, "", 0, 0,                                                              \
-	  "S3 endpoint URL (else $AWS_ENDPOINT_URL, else https://s3.REGION.amazonaws.com)")        \
+	  "S3 endpoint URL (default $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, "      \
+	  "else AWS)")                                                                             \
 	X(s3_region, STR, "", 0, 0,                                                                \
-	  "S3 region (else $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")                          \
+	  "S3 region (default $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, else us-east-1)")   \
+	X(s3_addressing, STR, "auto", 0, 0,                                                        \
+	  "S3 addressing: auto (virtual-hosted on AWS endpoints, path-style elsewhere, or the "    \
+	  "profile's addressing_style), virtual or path")                                          \
+	X(gs_endpoint, STR, "", 0, 0,                                                              \
+	  "gs:// endpoint (default https://storage.googleapis.com; HMAC keys as S3 keys)")         \
+	X(hedge, BOOL, "1", 0, 1,                                                                  \
+	  "HTTP/S3: a range read slower than the store's recent p95 gets one duplicate request "   \
+	  "(at most ~5% extra, none while the store errs); the first answer wins")                 \
+	X(hedge_floor, SECONDS, "50ms", 1000000ull, 60000000000ull,                                \
+	  "HTTP/S3: never hedge a read younger than this")                                         \
 	X(s3_access_key, STR, "", 0, 0,                                                            \
-	  "S3 access key (else $AWS_ACCESS_KEY_ID; without a key pair: anonymous)")                \
+	  "S3 access key (default $AWS_ACCESS_KEY_ID; without a key pair: anonymous)")             \
 	X(s3_secret_key, STR, "", 0, 0,                                                            \
 	  "S3 secret key (else $AWS_SECRET_ACCESS_KEY; as a flag it is visible to local users "    \
 	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \

@@ -1,6 +1,8 @@
 /* expand.c - turns the configured URLs into the shard list: local files,
  * directories (their manifest.rfm, else their *.rfs files, sorted), manifests (their entries, with
- * sizes the file source checks) and remote URLs (kept as they are). */
+ * sizes the file source checks), remote manifests (fetched, entries resolved
+ * against their URL) and remote URLs (kept as they are, or listed when an
+ * s3:// name without a trailing '/' is no object but a prefix). */
 #include "engine.h"
 #include "manifest.h"
 #include "remote.h"
@@ -172,12 +174,123 @@ static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const cha
 	return rc;
 }
 
+/* ----------------------------------------------------- remote manifests */
+
+#define RF_REMOTE_MANIFEST_BYTES_MAX (64ull << 20)
+#define RF_MANIFEST_PEEK_BYTES       64
+
+static bool rf_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static bool rf_is_bucket_url(const char *url)
+{
+	return !strncmp(url, "s3://", 5) || !strncmp(url, "gs://", 5);
+}
+
+/* An entry of the manifest at murl, resolved against it: a URL stays as it
+ * is; "/path" is on the manifest's host (http) or bucket (s3://, gs://);
+ * anything else is relative to the manifest's "directory". Never a local
+ * path: a remote manifest names remote objects only. malloc'd. */
+static char *rf_remote_entry_url(const char *murl, const char *entry)
+{
+	if (strstr(entry, "://"))
+		return strdup(entry);
+	const char *auth = strstr(murl, "://") + 3;
+	const char *root = auth + strcspn(auth, "/?#"); /* end of the authority (bucket) */
+	const char *q = murl + strcspn(murl, "?#");
+	const char *slash = q;
+	while (slash > root && *slash != '/')
+		slash--;
+	size_t keep = entry[0] == '/' ? (size_t)(root - murl) : (size_t)(slash - murl);
+	const char *rest = entry[0] == '/' ? entry + 1 : entry;
+	char *out = malloc(keep + 1 + strlen(rest) + 1);
+	if (out)
+		sprintf(out, "%.*s/%s", (int)keep, murl, rest);
+	return out;
+}
+
+/* A manifest at a URL: fetched whole (at most 64 MiB), parsed like a local
+ * one, its entries resolved against the URL. */
+static int rf_expand_remote_manifest(rf_shard_list *l, const rf_fetch_options *fo, const char *url,
+                                     rf_error *err)
+{
+	char shown[RF_URL_BYTES_MAX];
+	rf_url_redact(url, shown, sizeof(shown));
+	char *buf = NULL;
+	size_t len = 0;
+	rf_manifest *m = NULL;
+	RF_TRY(rf_remote_get(fo, url, RF_REMOTE_MANIFEST_BYTES_MAX, &buf, &len, err));
+	int rc = rf_manifest_parse(buf, len, NULL, shown, &m, err);
+	free(buf);
+	if (rc == 0 && m->count == 0)
+		rc = rf_fail(err, -ENOENT, "%s: manifest lists no shards", shown);
+	for (size_t i = 0; rc == 0 && i < m->count; i++) {
+		char *u = rf_remote_entry_url(url, m->entry[i].url);
+		rc = u ? rf_list_push(l, u, m->entry[i].bytes, err)
+		       : rf_fail(err, -ENOMEM, "out of memory for the shard list");
+		free(u);
+	}
+	rf_manifest_free(m);
+	return rc;
+}
+
+/* s3://bucket/name (or gs://) that may be an object, a manifest, or (no
+ * such object) a prefix, as `aws s3 ls` reads it: a HEAD and a peek at its
+ * first bytes decide. */
+static int rf_expand_bucket_name(rf_shard_list *l, const rf_config *cfg, const rf_fetch_options *fo,
+                                 const char *url, rf_error *err)
+{
+	char head[RF_MANIFEST_PEEK_BYTES];
+	size_t n = 0;
+	uint64_t size = 0;
+	int rc = rf_remote_peek(fo, url, &size, head, sizeof(head), &n, err);
+	if (rc == 0 && rf_manifest_is(head, n))
+		return rf_expand_remote_manifest(l, fo, url, err);
+	if (rc == 0)
+		return rf_list_push(l, url, size, err);
+	if (rc != -ENOENT)
+		return rc;
+	char *prefix = malloc(strlen(url) + 2);
+	if (!prefix)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	sprintf(prefix, "%s/", url);
+	rc = rf_expand_s3_prefix(l, cfg, prefix, err);
+	free(prefix);
+	if (rc == -ENOENT) {
+		char shown[RF_URL_BYTES_MAX];
+		rf_url_redact(url, shown, sizeof(shown));
+		rc = rf_fail(err, -ENOENT, "%s: no such object, and no .rfs objects under %s/",
+		             shown, shown);
+	}
+	return rc;
+}
+
+/* A remote name: *.rfm is a manifest, *.rfs a shard; an s3:// or gs:// name
+ * with neither suffix is looked at (rf_expand_bucket_name); any other URL is
+ * a shard (the fetch layer decides). */
+static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
+{
+	rf_fetch_options fo;
+	rf_config_fetch_options(cfg, &fo);
+	const char *end = url + strcspn(url, "?#");
+	char path[RF_URL_BYTES_MAX];
+	snprintf(path, sizeof(path), "%.*s", (int)(end - url), url);
+	if (rf_ends_with(path, ".rfm"))
+		return rf_expand_remote_manifest(l, &fo, url, err);
+	if (rf_is_bucket_url(url) && !rf_ends_with(path, ".rfs"))
+		return rf_expand_bucket_name(l, cfg, &fo, url, err);
+	return rf_list_push(l, url, UINT64_MAX, err);
+}
+
 static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
 {
 	if (rf_url_is_s3_prefix(url))
 		return rf_expand_s3_prefix(l, cfg, url, err);
 	if (strstr(url, "://") && strncmp(url, "file://", 7) != 0)
-		return rf_list_push(l, url, UINT64_MAX, err); /* remote: the fetch layer decides */
+		return rf_expand_remote(l, cfg, url, err);
 	const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
 	struct stat st;
 	if (stat(path, &st) < 0)

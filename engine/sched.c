@@ -349,6 +349,8 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st_fetch_retries = fc.retries;
+	e->st_fetch_hedges = fc.hedges;
+	e->st_fetch_hedges_won = fc.hedges_won;
 	if (res < 0) {
 		e->st_fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -797,6 +799,22 @@ static void rf_run_phase(rf_engine *e)
 	}
 }
 
+/* The fetch layer's own buffers (hedged reads) in the fetch category. A
+ * hedge leaves at least its own size free (headroom) for the scheduler's
+ * next reservation, and lives one request at most. The budget has its own
+ * lock; this runs on the loop thread without mu. */
+static int rf_fetch_mem_reserve(void *ctx, uint64_t bytes)
+{
+	rf_engine *e = ctx;
+	return rf_budget_reserve(&e->budget, RF_MEM_FETCH, bytes, bytes);
+}
+
+static void rf_fetch_mem_release(void *ctx, uint64_t bytes)
+{
+	rf_engine *e = ctx;
+	rf_budget_release(&e->budget, RF_MEM_FETCH, bytes);
+}
+
 static void rf_sched_teardown(rf_engine *e)
 {
 	rf_control_finish(e);
@@ -819,6 +837,9 @@ void *rf_sched_main(void *arg)
 	rf_error err = {0};
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
+	fo.mem_reserve = rf_fetch_mem_reserve; /* hedge buffers come out of the budget */
+	fo.mem_release = rf_fetch_mem_release;
+	fo.mem_ctx = e;
 	rf_loop *loop = NULL;
 	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
 	int rc = rf_loop_new_sized(&loop, ops, &err);

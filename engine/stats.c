@@ -140,6 +140,8 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	rf_latency_stats(e, s);
 	s->fetch_errors = e->st_fetch_errors;
 	s->fetch_retries = e->st_fetch_retries;
+	s->fetch_hedges = e->st_fetch_hedges;
+	s->fetch_hedges_won = e->st_fetch_hedges_won;
 	s->rereads = e->st_rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
@@ -276,7 +278,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	pthread_mutex_lock(&e->mu);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
 	pthread_mutex_unlock(&e->mu);
-	m = snprintf(buf + n, cap - (size_t)n, ",\"pauses_by_source\":%s", p > 0 ? pauses : "[]");
+	m = snprintf(buf + n, cap - (size_t)n,
+	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"pauses_by_source\":%s",
+	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
+	             p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

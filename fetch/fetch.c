@@ -21,7 +21,7 @@ static const rf_source_wrap_fn rf_wrap_hook = rf_inject_wrap;
 struct rf_fetch {
 	rf_loop *loop;
 	rf_fetch_options opt;
-	char *strings[8]; /* owned copies of the option strings */
+	char *strings[12]; /* owned copies of the option strings */
 	void *state[RF_KINDS_MAX];
 	bool ready[RF_KINDS_MAX];
 	uint64_t epoch_ns; /* creation time: fault injection stalls count from here */
@@ -37,6 +37,7 @@ void rf_fetch_options_init(rf_fetch_options *opt)
 	opt->request_timeout_ms = 60000;
 	opt->low_speed_bytes_per_s = 1024;
 	opt->low_speed_time_s = 30;
+	opt->hedge_floor_ms = 50;
 }
 
 static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
@@ -62,10 +63,10 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 		f->opt = *opt;
 	else
 		rf_fetch_options_init(&f->opt);
-	const char **fields[] = {&f->opt.ca_file,       &f->opt.s3_endpoint,
-	                         &f->opt.s3_region,     &f->opt.s3_access_key,
-	                         &f->opt.s3_secret_key, &f->opt.s3_session_token,
-	                         &f->opt.inject};
+	const char **fields[] = {
+	    &f->opt.ca_file,       &f->opt.s3_endpoint,   &f->opt.s3_region,
+	    &f->opt.s3_access_key, &f->opt.s3_secret_key, &f->opt.s3_session_token,
+	    &f->opt.s3_addressing, &f->opt.gs_endpoint,   &f->opt.inject};
 	for (size_t i = 0; i < RF_ARRAY_LEN(fields); i++) {
 		if (rf_fetch_copy(f, fields[i], i) < 0) {
 			rf_fetch_free(f);

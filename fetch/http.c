@@ -32,6 +32,8 @@
 #define EASY_POOL_PER_CONNECTION 2
 #define HTTP_RECV_BUFFER_BYTES   (512 * 1024)
 #define NO_OP                    (-1) /* an op id meaning "none" (rf_loop_cancel ignores it) */
+#define REGIONS_MAX              64   /* buckets whose region was learned from a mismatch */
+#define REGION_BYTES             48
 
 typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
 static const char *const xfer_state_name[X_STATES] = {"queued", "active", "backoff", "done"};
@@ -46,6 +48,7 @@ typedef enum xfer_event {
 typedef struct host {
 	char key[256]; /* scheme://authority */
 	uint32_t active;
+	uint64_t trouble; /* attempts that failed (retried or not): the hedging switch */
 } host;
 
 struct rf_http_xfer {
@@ -59,13 +62,18 @@ struct rf_http_xfer {
 	rf_fetch_cb cb;
 	void *arg;
 	host *host;
-	char *redirect; /* the current attempt's 3xx Location, resolved by curl */
-	uint32_t hops;  /* redirects followed */
+	char *redirect;       /* the current attempt's 3xx Location, resolved by curl */
+	uint32_t hops;        /* redirects followed */
+	char *region;         /* signed: the SigV4 region of this request (NULL = the client's) */
+	char *bucket;         /* signed: its bucket (NULL = unknown) */
+	bool region_followed; /* a region mismatch was followed once */
+	char bucket_region[REGION_BYTES]; /* x-amz-bucket-region of the current response */
 	bool following; /* the next admission follows a redirect: not a new attempt */
 	CURL *easy;
 	struct curl_slist *headers;
 	int64_t timer_id;
 	uint32_t attempts;
+	uint64_t active_ns;          /* when the current or last attempt went into curl */
 	uint32_t error_retries;      /* retries after errors other than throttling */
 	uint32_t throttles;          /* retries after throttling */
 	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
@@ -104,6 +112,11 @@ struct rf_http {
 	char *s3_sigv4, *s3_userpwd, *s3_token_header;
 	host hosts[RF_HTTP_HOSTS_MAX];
 	uint32_t nhosts;
+	struct {
+		char bucket[64], region[REGION_BYTES];
+	} regions[REGIONS_MAX]; /* learned from wrong-region answers; oldest replaced */
+	uint32_t nregions, regions_next;
+	char region[REGION_BYTES]; /* rf_http_set_s3's signing region */
 	rf_http_xfer *queue_head, *queue_tail, *done_head, *done_tail, *all;
 	int64_t kick_id; /* a zero-delay timer that runs pump() from the loop */
 	bool trace;      /* RF_HTTP_TRACE set: state changes on stderr */
@@ -348,6 +361,7 @@ static void response_reset(rf_http_xfer *x, const char *line)
 	x->have_content_length = x->body_checked = false;
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
+	x->bucket_region[0] = '\0';
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *userp)
@@ -370,6 +384,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *userp)
 		response_reset(x, line);
 	} else if (header_is(line, len, "content-length", &v)) {
 		x->have_content_length = rf_http_parse_content_length(v, &x->content_length);
+	} else if (header_is(line, len, "x-amz-bucket-region", &v)) {
+		snprintf(x->bucket_region, sizeof(x->bucket_region), "%s", v + strspn(v, " \t"));
+		if (!rf_s3_region_ok(x->bucket_region))
+			x->bucket_region[0] = '\0'; /* untrusted: only a plausible name is used */
 	} else if (header_is(line, len, "retry-after", &v)) {
 		snprintf(x->retry_after, sizeof(x->retry_after), "%s", v + strspn(v, " \t"));
 	} else if (header_is(line, len, "content-range", &v) && x->req.kind == RF_HTTP_RANGE &&
@@ -608,6 +626,7 @@ static host *host_of(rf_http *h, const char *url)
 	memcpy(o->key, url, len);
 	o->key[len] = '\0';
 	o->active = 0;
+	o->trouble = 0;
 	return o;
 }
 
@@ -638,6 +657,7 @@ static void attempt_reset(rf_http_xfer *x)
 	x->got = x->content_length = x->header_bytes = 0;
 	x->have_content_length = x->body_checked = false;
 	x->retry_after[0] = x->problem[0] = x->curl_msg[0] = x->error_body[0] = '\0';
+	x->bucket_region[0] = '\0';
 	x->problem_retryable = false;
 	x->error_body_len = 0;
 	free(x->all);
@@ -662,7 +682,10 @@ static int configure_s3(rf_http *h, rf_http_xfer *x)
 		return 0; /* anonymous */
 	if (h->s3_token_header)
 		RF_TRY(add_header(x, h->s3_token_header));
-	curl_easy_setopt(x->easy, CURLOPT_AWS_SIGV4, h->s3_sigv4);
+	char sigv4[REGION_BYTES + 16];
+	if (x->region) /* all four fields, or curl derives region and service from the host */
+		snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", x->region);
+	curl_easy_setopt(x->easy, CURLOPT_AWS_SIGV4, x->region ? sigv4 : h->s3_sigv4); /* copied */
 	curl_easy_setopt(x->easy, CURLOPT_USERPWD, h->s3_userpwd);
 	return 0;
 }
@@ -764,13 +787,40 @@ static void s3_error_code(const char *body, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* The region S3 says the bucket is in: x-amz-bucket-region, else the
+ * <Region> of the error body; "" when neither is a plausible name. */
+static void s3_error_region(const rf_http_xfer *x, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", x->bucket_region);
+	const char *r = out[0] ? NULL : strstr(x->error_body, "<Region>");
+	if (r) {
+		r += 8;
+		size_t n = strcspn(r, "<");
+		snprintf(out, cap, "%.*s", (int)RF_MIN(n, cap - 1), r);
+	}
+	if (!rf_s3_region_ok(out))
+		out[0] = '\0';
+}
+
+static const char *xfer_region(const rf_http_xfer *x)
+{
+	return x->region ? x->region : x->h->region;
+}
+
 static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 {
-	char code[64];
+	char code[64], region[REGION_BYTES], hint[256] = "";
 	s3_error_code(x->error_body, code, sizeof(code));
-	const char *hint = "";
+	s3_error_region(x, region, sizeof(region));
 	if (!code[0] && x->req.sign && (x->status == 403 || x->status == 401))
-		hint = " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)";
+		snprintf(
+		    hint, sizeof(hint),
+		    " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)");
+	else if (x->req.sign && region[0] && (x->status == 301 || x->status == 400))
+		snprintf(hint, sizeof(hint),
+		         " (the bucket is in region %s; this request was for %s: set s3_region or "
+		         "AWS_REGION, and an endpoint of that region)",
+		         region, x->region_followed ? "it, and still refused" : xfer_region(x));
 	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, hint);
 	return rf_http_status_retryable(x->status) ? 0 : -1;
 }
@@ -932,6 +982,91 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 	return 0;
 }
 
+/* ------------------------------------------------------ region mismatch */
+
+static const char *region_learned(const rf_http *h, const char *bucket)
+{
+	for (uint32_t i = 0; bucket && i < h->nregions; i++)
+		if (!strcmp(h->regions[i].bucket, bucket))
+			return h->regions[i].region;
+	return NULL;
+}
+
+static void region_learn(rf_http *h, const char *bucket, const char *region)
+{
+	if (!bucket || strlen(bucket) >= sizeof(h->regions[0].bucket))
+		return;
+	uint32_t i = 0;
+	while (i < h->nregions && strcmp(h->regions[i].bucket, bucket) != 0)
+		i++;
+	if (i == h->nregions) {
+		if (h->nregions < REGIONS_MAX)
+			h->nregions++;
+		else
+			i = h->regions_next++ % REGIONS_MAX;
+	}
+	snprintf(h->regions[i].bucket, sizeof(h->regions[i].bucket), "%s", bucket);
+	snprintf(h->regions[i].region, sizeof(h->regions[i].region), "%s", region);
+}
+
+/* Points x at region: signs for it and, on an AWS endpoint, moves the URL
+ * to s3.REGION.amazonaws.com (a custom endpoint keeps its host). */
+static int xfer_set_region(rf_http_xfer *x, const char *region)
+{
+	char *r = strdup(region);
+	char *url = rf_url_aws_s3_with_region(x->url, region);
+	host *hh = url ? host_of(x->h, url) : x->host;
+	if (!r || !hh) {
+		free(r);
+		free(url);
+		return -ENOMEM;
+	}
+	free(x->region);
+	x->region = r;
+	if (url) {
+		free(x->url);
+		x->url = url;
+		x->host = hh;
+	}
+	return 0;
+}
+
+/* A signed request to the wrong region (S3 answers 400
+ * AuthorizationHeaderMalformed, or 301 PermanentRedirect without a
+ * Location, naming the bucket's region in x-amz-bucket-region or the
+ * body): once per request, the region is learned for the bucket and the
+ * request goes again, first in line, signed for it (not a new attempt).
+ * True when queued. */
+static bool follow_region(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	char code[64], region[REGION_BYTES];
+	if (!x->req.sign || x->region_followed || (x->status != 400 && x->status != 301))
+		return false;
+	s3_error_code(x->error_body, code, sizeof(code));
+	if (strcmp(code, x->status == 400 ? "AuthorizationHeaderMalformed" : "PermanentRedirect"))
+		return false;
+	s3_error_region(x, region, sizeof(region));
+	if (!region[0] || !strcmp(region, xfer_region(x)))
+		return false;
+	char *moved = rf_url_aws_s3_with_region(x->url, region);
+	bool useful = moved || h->s3_userpwd; /* anonymous: only another host helps */
+	free(moved);
+	if (!useful || xfer_set_region(x, region) < 0)
+		return false;
+	region_learn(h, x->bucket, region);
+	if (h->trace)
+		fprintf(stderr,
+		        "http: %s: HTTP %ld %s: the bucket is in region %s, signing for it\n",
+		        x->name, x->status, code, region);
+	x->region_followed = true;
+	x->following = true;
+	x->state = X_QUEUED;
+	list_push_front(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = true;
+	return true;
+}
+
 /* --------------------------------------------------------- state machine */
 
 static void on_backoff_timer(void *arg, int res)
@@ -970,6 +1105,7 @@ static void step_admit(rf_http_xfer *x)
 		return;
 	}
 	x->state = X_ACTIVE;
+	x->active_ns = rf_now_ns();
 	x->host->active++;
 	h->counters.host_active_max =
 	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
@@ -1005,6 +1141,8 @@ static void step_finished(rf_http_xfer *x)
 			finish(x, rc, why);
 		return;
 	}
+	if (x->curl_rc == CURLE_OK && !x->problem[0] && follow_region(x))
+		return;
 	int verdict = judge(x, why, sizeof(why));
 	if (verdict > 0) {
 		h->counters.bytes += x->got;
@@ -1013,6 +1151,7 @@ static void step_finished(rf_http_xfer *x)
 		       NULL);
 		return;
 	}
+	x->host->trouble++;
 	int64_t ms = verdict == 0 ? retry_delay_ms(x, why, sizeof(why)) : -1;
 	if (ms >= 0) {
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
@@ -1147,6 +1286,8 @@ static void xfer_free(rf_http_xfer *x)
 	free(x->fail_msg);
 	free(x->url);
 	free(x->name);
+	free(x->region);
+	free(x->bucket);
 	free(x);
 }
 
@@ -1224,6 +1365,22 @@ static void defaults(rf_fetch_options *o)
 		o->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 }
 
+/* The CA bundle: the ca_file option, else AWS_CA_BUNDLE (the SDKs), else
+ * CURL_CA_BUNDLE and SSL_CERT_FILE (the curl tool and OpenSSL); NULL = curl's
+ * built-in default. */
+static const char *ca_bundle(const rf_fetch_options *opt)
+{
+	static const char *const vars[] = {"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"};
+	if (opt->ca_file && *opt->ca_file)
+		return opt->ca_file;
+	for (size_t i = 0; i < RF_ARRAY_LEN(vars); i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return v;
+	}
+	return NULL;
+}
+
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)
 {
 	pthread_once(&curl_once, curl_init_once);
@@ -1235,17 +1392,19 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	h->opt = *opt;
 	defaults(&h->opt);
 	h->opt.ca_file = h->opt.s3_endpoint = h->opt.s3_region = NULL;
+	h->opt.s3_addressing = h->opt.gs_endpoint = NULL;
 	h->opt.s3_access_key = h->opt.s3_secret_key = h->opt.s3_session_token = NULL;
 	h->opt.inject = NULL; /* no borrowed strings kept */
 	h->timer_want = -2;
 	h->timer_id = h->kick_id = NO_OP;
 	h->trace = getenv("RF_HTTP_TRACE") != NULL;
+	snprintf(h->region, sizeof(h->region), "us-east-1");
 	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
 	h->pool_max = h->opt.connections * EASY_POOL_PER_CONNECTION;
 	h->pool = calloc(h->pool_max, sizeof(*h->pool));
 	h->multi = curl_multi_init();
-	if ((opt->ca_file && *opt->ca_file && !(h->ca_file = strdup(opt->ca_file))) || !h->pool ||
-	    !h->multi) {
+	const char *ca = ca_bundle(opt);
+	if ((ca && !(h->ca_file = strdup(ca))) || !h->pool || !h->multi) {
 		rf_http_free(h);
 		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
 	}
@@ -1302,6 +1461,8 @@ int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err)
 	wipe_free(h->s3_userpwd);
 	wipe_free(h->s3_token_header);
 	h->s3_sigv4 = h->s3_userpwd = h->s3_token_header = NULL;
+	snprintf(h->region, sizeof(h->region), "%s",
+	         s3->region && *s3->region ? s3->region : "us-east-1");
 	if (!s3->access_key || !*s3->access_key || !s3->secret_key || !*s3->secret_key)
 		return 0; /* anonymous */
 	const char *region = s3->region && *s3->region ? s3->region : "us-east-1";
@@ -1333,6 +1494,18 @@ unsigned rf_http_in_flight(const rf_http *h)
 	return h->transfers;
 }
 
+uint64_t rf_http_host_trouble(rf_http *h, const char *url)
+{
+	host *o = host_of(h, url);
+	return o ? o->trouble : 0;
+}
+
+bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns)
+{
+	*since_ns = x->active_ns;
+	return x->state == X_ACTIVE;
+}
+
 static int check_request(const rf_http_request *r, const char *shown, rf_error *err)
 {
 	rf_url_scheme s = rf_url_scheme_of(r->url);
@@ -1348,6 +1521,20 @@ static int check_request(const rf_http_request *r, const char *shown, rf_error *
 		               (unsigned long long)r->offset, (unsigned long long)r->len, shown);
 	if (r->kind == RF_HTTP_GET_ALL && (!r->body || r->max_bytes == 0))
 		return rf_fail(err, -EINVAL, "GET of '%s' without a body buffer", shown);
+	return 0;
+}
+
+/* A signed request's region: a region learned for its bucket, else the
+ * one asked for; and its bucket. */
+static int start_region(rf_http_xfer *x, const rf_http_request *req)
+{
+	if (req->bucket && !(x->bucket = strdup(req->bucket)))
+		return -ENOMEM;
+	const char *learned = region_learned(x->h, req->bucket);
+	if (learned)
+		return xfer_set_region(x, learned);
+	if (req->region && rf_s3_region_ok(req->region) && !(x->region = strdup(req->region)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -1375,10 +1562,18 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 	x->h = h;
 	x->timer_id = NO_OP;
 	x->req = *req;
-	x->req.url = x->req.name = NULL; /* owned copies above */
+	x->req.url = x->req.name = x->req.region = x->req.bucket = NULL; /* owned copies */
 	x->cb = cb;
 	x->arg = arg;
 	x->host = hh;
+	if (req->sign && start_region(x, req) < 0) {
+		free(x->url);
+		free(x->name);
+		free(x->region);
+		free(x->bucket);
+		free(x);
+		return rf_fail(err, -ENOMEM, "out of memory starting a transfer of '%s'", shown);
+	}
 	x->all_next = h->all;
 	if (h->all)
 		h->all->all_prev = x;

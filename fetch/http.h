@@ -31,9 +31,11 @@ typedef enum rf_http_kind {
 
 typedef struct rf_http_request {
 	rf_http_kind kind;
-	const char *url;  /* full URL; path and query already encoded */
-	const char *name; /* shown in messages; never holds credentials */
-	bool sign;        /* S3 SigV4 with the credentials of rf_http_set_s3 */
+	const char *url;    /* full URL; path and query already encoded */
+	const char *name;   /* shown in messages; never holds credentials */
+	bool sign;          /* S3 SigV4 with the credentials of rf_http_set_s3 */
+	const char *region; /* signed: the SigV4 region (NULL = rf_http_set_s3's) */
+	const char *bucket; /* signed: the bucket, so a region learned for it is reused */
 	uint64_t offset, len;
 	void *buf;            /* RANGE: len bytes */
 	uint64_t object_size; /* RANGE: known object size (Content-Range total), or UINT64_MAX */
@@ -74,6 +76,14 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 /* Cancels a transfer whose callback has not run yet: it never runs. */
 void rf_http_cancel(rf_http *h, rf_http_xfer *x);
 unsigned rf_http_in_flight(const rf_http *h);
+/* Whether x is in curl now (not queued for a slot, not backing off), and
+ * when its current or last attempt went in (rf_now_ns; 0 = never): the
+ * hedging clock, which must not count time spent waiting for a slot. Valid
+ * until x's callback returns. */
+bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns);
+/* Failed attempts (retried or not) of url's host so far: a store that
+ * errs or throttles is not hedged. */
+uint64_t rf_http_host_trouble(rf_http *h, const char *url);
 
 /* ---- pure helpers (unit tested) ---- */
 

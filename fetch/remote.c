@@ -3,6 +3,7 @@
  * The size of an object comes from the caller's hint (a manifest or a
  * listing) or from a HEAD; every read is one exact range GET. */
 #include "remote.h"
+#include "hedge.h"
 #include "s3.h"
 #include "util.h"
 
@@ -10,11 +11,22 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#define HEDGE_STORES_MAX 16 /* beyond: the last one is shared */
+
+typedef struct hedge_store {
+	char key[256]; /* scheme://authority of the requests */
+	rf_hedge_store policy;
+} hedge_store;
+
 typedef struct remote_state {
 	rf_fetch *fetch;
 	rf_http *http;
-	rf_s3_config s3;
-	bool s3_ready;
+	hedge_store stores[HEDGE_STORES_MAX];
+	uint32_t nstores;
+	uint64_t hedge_bytes; /* hedge buffers allocated now (<= RF_HEDGE_INFLIGHT_BYTES_MAX) */
+	uint64_t hedges, hedges_won;
+	rf_s3_config s3, gs;
+	bool s3_ready, gs_ready;
 	uint32_t list_page;
 } remote_state;
 
@@ -22,8 +34,11 @@ typedef struct remote_read remote_read;
 typedef struct remote_source {
 	rf_source base; /* first */
 	remote_state *st;
-	char *url; /* what curl fetches (encoded, path-style for S3) */
+	char *url; /* what curl fetches (encoded; virtual-hosted or path-style for S3) */
 	bool sign;
+	const char *region;    /* signed: the SigV4 region (the state's config owns it) */
+	char *bucket;          /* signed: the bucket */
+	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	int64_t open_timer;
 	rf_http_xfer *head;
 	remote_read *reads; /* in flight, doubly linked */
@@ -35,12 +50,23 @@ struct remote_read {
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
 	void *arg;
+	uint64_t offset, len;
+	void *buf;           /* the caller's: only the primary request writes into it */
+	rf_http_xfer *hedge; /* the duplicate request, into hedge_buf */
+	void *hedge_buf;
+	int64_t hedge_timer;
 };
 
 static bool remote_claims(const char *url)
 {
 	rf_url_scheme s = rf_url_scheme_of(url);
-	return s == RF_URL_HTTP || s == RF_URL_HTTPS || s == RF_URL_S3;
+	return s == RF_URL_HTTP || s == RF_URL_HTTPS || s == RF_URL_S3 || s == RF_URL_GS;
+}
+
+static bool is_bucket_url(const char *url)
+{
+	rf_url_scheme s = rf_url_scheme_of(url);
+	return s == RF_URL_S3 || s == RF_URL_GS;
 }
 
 static int remote_init(rf_fetch *f, void **state, rf_error *err)
@@ -63,6 +89,7 @@ static void remote_fini(void *state)
 	remote_state *st = state;
 	rf_http_free(st->http);
 	rf_s3_config_free(&st->s3);
+	rf_s3_config_free(&st->gs);
 	free(st);
 }
 
@@ -77,10 +104,14 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->bytes += c.bytes;
 	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
 	out->connects += c.connects;
+	out->hedges += st->hedges;
+	out->hedges_won += st->hedges_won;
 }
 
-/* S3 settings are resolved on first use, so a bad AWS_ENDPOINT_URL only
- * matters to s3:// datasets. */
+/* S3 (and GCS) settings are resolved on first use, so a bad
+ * AWS_ENDPOINT_URL only matters to s3:// datasets. Both share the http
+ * client's credentials (GCS takes HMAC keys through the same chain); each
+ * request names its own signing region. */
 static int remote_s3(remote_state *st, rf_error *err)
 {
 	if (st->s3_ready)
@@ -95,12 +126,28 @@ static int remote_s3(remote_state *st, rf_error *err)
 	return 0;
 }
 
-/* The URL curl fetches for a source URL (malloc'd). */
+static int remote_bucket_config(remote_state *st, const char *url, const rf_s3_config **c,
+                                rf_error *err)
+{
+	RF_TRY(remote_s3(st, err));
+	*c = &st->s3;
+	if (rf_url_scheme_of(url) != RF_URL_GS)
+		return 0;
+	if (!st->gs_ready) {
+		RF_TRY(rf_s3_config_resolve_gs(rf_fetch_opts(st->fetch), &st->gs, err));
+		st->gs_ready = true;
+	}
+	*c = &st->gs;
+	return 0;
+}
+
+/* The URL curl fetches for a source URL (malloc'd), and for s3:// and gs://
+ * the signing region and bucket (*bucket malloc'd). */
 static int remote_target(remote_state *st, const char *url, char **target, bool *sign,
-                         rf_error *err)
+                         const char **region, char **bucket_out, rf_error *err)
 {
 	*sign = false;
-	if (rf_url_scheme_of(url) != RF_URL_S3) {
+	if (!is_bucket_url(url)) {
 		*target = strdup(url);
 		return *target ? 0 : rf_fail(err, -ENOMEM, "out of memory");
 	}
@@ -113,12 +160,14 @@ static int remote_target(remote_state *st, const char *url, char **target, bool 
 		rc = rf_fail(err, -EISDIR, "%s names a prefix, not an object (list it first)",
 		             shown);
 	}
+	const rf_s3_config *c = NULL;
 	if (rc == 0)
-		rc = remote_s3(st, err);
+		rc = remote_bucket_config(st, url, &c, err);
 	if (rc == 0)
-		rc = rf_s3_object_url(&st->s3, bucket, key, target, err);
+		rc = rf_s3_object_url(c, bucket, key, target, err);
 	*sign = true;
-	free(bucket);
+	*region = c ? c->region : NULL;
+	*bucket_out = bucket;
 	free(key);
 	return rc;
 }
@@ -136,14 +185,155 @@ static void read_unlink(remote_read *r)
 		r->next->prev = r->prev;
 }
 
-static void on_read_done(void *arg, int64_t res, const char *msg)
+/* ------------------------------------------------------- hedged reads
+ *
+ * A read whose request has been in curl longer than its store's threshold
+ * (p95 of recent reads, at least hedge_floor) gets one duplicate request
+ * into a buffer of its own; the first complete answer wins and the other
+ * is cancelled. Only the primary writes the caller's buffer: a winning
+ * hedge cancels the primary first (curl_multi_remove_handle: no write
+ * after it returns; everything runs on the loop thread), then copies its
+ * bytes over whatever part the primary had written. Both requests are the
+ * same exact range, checked the same way, so the bytes delivered never
+ * depend on which won. */
+
+static rf_hedge_store *hedge_store_of(remote_state *st, const char *url)
 {
-	remote_read *r = arg;
+	const char *s = strstr(url, "://");
+	size_t len = s ? (size_t)(s + 3 - url) + strcspn(s + 3, "/?#") : strlen(url);
+	len = RF_MIN(len, sizeof(st->stores[0].key) - 1);
+	for (uint32_t i = 0; i < st->nstores; i++)
+		if (strlen(st->stores[i].key) == len && !strncmp(st->stores[i].key, url, len))
+			return &st->stores[i].policy;
+	if (st->nstores == HEDGE_STORES_MAX)
+		return &st->stores[HEDGE_STORES_MAX - 1].policy;
+	hedge_store *h = &st->stores[st->nstores++];
+	memcpy(h->key, url, len);
+	h->key[len] = '\0';
+	return &h->policy;
+}
+
+static uint64_t hedge_floor_ns(const remote_state *st)
+{
+	uint32_t ms = rf_fetch_opts(st->fetch)->hedge_floor_ms;
+	return (uint64_t)(ms ? ms : 50) * 1000000ull;
+}
+
+static void hedge_drop(remote_read *r)
+{
+	remote_state *st = r->src->st;
+	rf_loop_cancel(rf_fetch_loop(st->fetch), r->hedge_timer);
+	r->hedge_timer = -1;
+	if (r->hedge)
+		rf_http_cancel(st->http, r->hedge);
+	r->hedge = NULL;
+	if (r->hedge_buf) {
+		const rf_fetch_options *o = rf_fetch_opts(st->fetch);
+		free(r->hedge_buf);
+		st->hedge_bytes -= r->len;
+		if (o->mem_release)
+			o->mem_release(o->mem_ctx, r->len);
+	}
+	r->hedge_buf = NULL;
+}
+
+static void read_finish(remote_read *r, int64_t res, const char *msg)
+{
 	rf_fetch_cb cb = r->cb;
 	void *cb_arg = r->arg;
+	hedge_drop(r);
 	read_unlink(r);
 	free(r);
 	cb(cb_arg, res, msg);
+}
+
+static void hedge_arm(remote_read *r, uint64_t delay_ns);
+
+static void on_hedge_done(void *arg, int64_t res, const char *msg)
+{
+	remote_read *r = arg;
+	remote_state *st = r->src->st;
+	r->hedge = NULL;
+	if (res != (int64_t)r->len) { /* the hedge failed: the primary goes on alone */
+		hedge_drop(r);
+		return;
+	}
+	uint64_t since = 0;
+	rf_http_xfer_active(r->xfer, &since);
+	if (since)
+		rf_hedge_note(r->src->store, rf_now_ns() - since, hedge_floor_ns(st));
+	rf_http_cancel(st->http, r->xfer); /* synchronous: it writes nothing after this */
+	r->xfer = NULL;
+	memcpy(r->buf, r->hedge_buf, r->len);
+	st->hedges_won++;
+	read_finish(r, res, NULL);
+}
+
+static void hedge_issue(remote_read *r)
+{
+	remote_source *rs = r->src;
+	remote_state *st = rs->st;
+	uint64_t trouble = rf_http_host_trouble(st->http, rs->url);
+	if (st->hedge_bytes + r->len > RF_HEDGE_INFLIGHT_BYTES_MAX ||
+	    !rf_hedge_take(rs->store, trouble, rf_now_ns()))
+		return;
+	const rf_fetch_options *o = rf_fetch_opts(st->fetch);
+	if (o->mem_reserve && o->mem_reserve(o->mem_ctx, r->len) < 0)
+		return; /* the budget has no room: this read is not hedged */
+	if (!(r->hedge_buf = malloc(r->len))) {
+		if (o->mem_release)
+			o->mem_release(o->mem_ctx, r->len);
+		return;
+	}
+	st->hedge_bytes += r->len;
+	rf_http_request req = {.kind = RF_HTTP_RANGE,
+	                       .url = rs->url,
+	                       .name = rs->base.name,
+	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket,
+	                       .offset = r->offset,
+	                       .len = r->len,
+	                       .buf = r->hedge_buf,
+	                       .object_size = rs->base.size};
+	if (rf_http_start(st->http, &req, on_hedge_done, r, &r->hedge, NULL) < 0) {
+		r->hedge = NULL;
+		hedge_drop(r);
+		return;
+	}
+	st->hedges++;
+}
+
+static void on_hedge_timer(void *arg, int res)
+{
+	remote_read *r = arg;
+	r->hedge_timer = -1;
+	uint64_t threshold = rf_hedge_threshold_ns(r->src->store), since = 0;
+	if (threshold == 0) /* too few reads measured yet: look again later */
+		return hedge_arm(r, hedge_floor_ns(r->src->st));
+	if (!rf_http_xfer_active(r->xfer, &since)) /* queued for a slot: look again later */
+		return hedge_arm(r, threshold);
+	uint64_t took = rf_now_ns() - since;
+	if (took < threshold)
+		return hedge_arm(r, threshold - took);
+	hedge_issue(r);
+}
+
+static void hedge_arm(remote_read *r, uint64_t delay_ns)
+{
+	int64_t id = rf_loop_timer(rf_fetch_loop(r->src->st->fetch), delay_ns, on_hedge_timer, r);
+	r->hedge_timer = id >= 0 ? id : -1; /* no timer slot: this read is not hedged */
+}
+
+static void on_read_done(void *arg, int64_t res, const char *msg)
+{
+	remote_read *r = arg;
+	uint64_t since = 0;
+	rf_http_xfer_active(r->xfer, &since);
+	if (res >= 0 && since && r->src->store)
+		rf_hedge_note(r->src->store, rf_now_ns() - since, hedge_floor_ns(r->src->st));
+	r->xfer = NULL;
+	read_finish(r, res, msg);
 }
 
 static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
@@ -156,11 +346,19 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	remote_read *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	*r = (remote_read){.src = rs, .cb = cb, .arg = arg};
+	*r = (remote_read){.src = rs,
+	                   .cb = cb,
+	                   .arg = arg,
+	                   .offset = offset,
+	                   .len = len,
+	                   .buf = buf,
+	                   .hedge_timer = -1};
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
 	                       .url = rs->url,
 	                       .name = s->name,
 	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket,
 	                       .offset = offset,
 	                       .len = len,
 	                       .buf = buf,
@@ -175,6 +373,9 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	if (rs->reads)
 		rs->reads->prev = r;
 	rs->reads = r;
+	uint64_t threshold = rs->store ? rf_hedge_threshold_ns(rs->store) : 0;
+	if (rs->store && len <= RF_HEDGE_READ_BYTES_MAX)
+		hedge_arm(r, threshold ? threshold : hedge_floor_ns(rs->st));
 	return 0;
 }
 
@@ -187,10 +388,12 @@ static void remote_close(rf_source *s)
 	while (rs->reads) {
 		remote_read *r = rs->reads;
 		rf_http_cancel(rs->st->http, r->xfer);
+		hedge_drop(r);
 		read_unlink(r);
 		free(r);
 	}
 	free(rs->url);
+	free(rs->bucket);
 	rf_source_free_base(s);
 	free(rs);
 }
@@ -223,8 +426,12 @@ static int remote_start_open(remote_source *rs, uint64_t size_hint, rf_error *er
 		                     rs->base.name)
 		           : 0;
 	}
-	rf_http_request req = {
-	    .kind = RF_HTTP_HEAD, .url = rs->url, .name = rs->base.name, .sign = rs->sign};
+	rf_http_request req = {.kind = RF_HTTP_HEAD,
+	                       .url = rs->url,
+	                       .name = rs->base.name,
+	                       .sign = rs->sign,
+	                       .region = rs->region,
+	                       .bucket = rs->bucket};
 	return rf_http_start(rs->st->http, &req, on_head, rs, &rs->head, err);
 }
 
@@ -241,7 +448,9 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	}
 	rs->st = st;
 	rs->open_timer = -1;
-	int rc = remote_target(st, url, &rs->url, &rs->sign, err);
+	int rc = remote_target(st, url, &rs->url, &rs->sign, &rs->region, &rs->bucket, err);
+	if (rc == 0 && rf_fetch_opts(f)->hedge)
+		rs->store = hedge_store_of(st, rs->url);
 	if (rc == 0)
 		rc = remote_start_open(rs, size_hint, err);
 	if (rc < 0) {
@@ -279,7 +488,7 @@ static void on_listed(void *arg, int64_t res, const char *msg)
 
 static bool is_prefix(const char *url)
 {
-	if (rf_url_scheme_of(url) != RF_URL_S3)
+	if (!is_bucket_url(url))
 		return false;
 	const char *slash = strchr(url + 5, '/');
 	return !slash || !slash[1] || url[strlen(url) - 1] == '/';
@@ -288,11 +497,11 @@ static bool is_prefix(const char *url)
 static int list_prefix(rf_fetch *f, remote_state *st, const char *url, rf_url_list *out,
                        rf_error *err)
 {
-	RF_TRY(remote_s3(st, err));
+	const rf_s3_config *c = NULL;
+	RF_TRY(remote_bucket_config(st, url, &c, err));
 	list_wait w = {0};
 	rf_s3_lister *l = NULL;
-	RF_TRY(
-	    rf_s3_list_start(st->http, &st->s3, url, st->list_page, out, on_listed, &w, &l, err));
+	RF_TRY(rf_s3_list_start(st->http, c, url, st->list_page, out, on_listed, &w, &l, err));
 	rf_loop *loop = rf_fetch_loop(f);
 	while (!w.done) { /* bounded: every request has a deadline and bounded retries */
 		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
@@ -333,6 +542,94 @@ int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *
 	}
 	rf_url_list_free(&all);
 	return rc;
+}
+
+/* ------------------------------------------------- one request, waited for */
+
+typedef struct one_request {
+	rf_http_request req;
+	char *target, *bucket;
+} one_request;
+
+/* Runs one request on f's loop until its callback ran. */
+static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, rf_error *err)
+{
+	void *state = NULL;
+	RF_TRY(rf_fetch_kind_state(f, &rf_source_kind_remote, &state, err));
+	remote_state *st = state;
+	char shown[RF_URL_BYTES_MAX];
+	rf_url_redact(url, shown, sizeof(shown));
+	o->req.name = shown;
+	RF_TRY(remote_target(st, url, &o->target, &o->req.sign, &o->req.region, &o->bucket, err));
+	o->req.url = o->target;
+	o->req.bucket = o->bucket;
+	rf_http_xfer *x = NULL;
+	RF_TRY(rf_http_start(st->http, &o->req, on_listed, w, &x, err));
+	rf_loop *loop = rf_fetch_loop(f);
+	while (!w->done) { /* bounded: the request has a deadline and bounded retries */
+		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
+		if (rc < 0) {
+			rf_http_cancel(st->http, x);
+			return rf_fail(err, rc, "%s: the event loop failed", shown);
+		}
+		rf_fetch_tick(f);
+	}
+	return w->res < 0 ? rf_fail(err, (int)w->res, "%s", w->msg) : 0;
+}
+
+/* A private loop and fetch layer around run_one. */
+static int one_request_run(const rf_fetch_options *opt, const char *url, one_request *o,
+                           int64_t *res, rf_error *err)
+{
+	rf_loop *loop = NULL;
+	rf_fetch *f = NULL;
+	list_wait w = {0};
+	RF_TRY(rf_loop_new(&loop, err));
+	int rc = rf_fetch_new(loop, opt, &f, err);
+	if (rc == 0)
+		rc = run_one(f, url, o, &w, err);
+	*res = w.res;
+	rf_fetch_free(f);
+	rf_loop_free(loop);
+	free(o->target);
+	free(o->bucket);
+	return rc;
+}
+
+int rf_remote_peek(const rf_fetch_options *opt, const char *url, uint64_t *size, void *head,
+                   size_t cap, size_t *head_len, rf_error *err)
+{
+	one_request o = {.req = {.kind = RF_HTTP_HEAD}};
+	int64_t res = 0;
+	*head_len = 0;
+	RF_TRY(one_request_run(opt, url, &o, &res, err));
+	*size = (uint64_t)res;
+	if (cap == 0 || *size == 0)
+		return 0;
+	one_request r = {.req = {.kind = RF_HTTP_RANGE,
+	                         .offset = 0,
+	                         .len = RF_MIN((uint64_t)cap, *size),
+	                         .buf = head,
+	                         .object_size = *size}};
+	RF_TRY(one_request_run(opt, url, &r, &res, err));
+	*head_len = (size_t)res;
+	return 0;
+}
+
+int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_bytes, char **body,
+                  size_t *len, rf_error *err)
+{
+	*body = NULL;
+	one_request o = {.req = {.kind = RF_HTTP_GET_ALL, .max_bytes = max_bytes, .body = body}};
+	int64_t res = 0;
+	int rc = one_request_run(opt, url, &o, &res, err);
+	if (rc < 0) {
+		free(*body);
+		*body = NULL;
+		return rc;
+	}
+	*len = (size_t)res;
+	return 0;
 }
 
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)

@@ -22,6 +22,15 @@ bool rf_url_is_s3_prefix(const char *url);
 /* rf_url_expand of one name on a private loop and fetch layer (opt as the
  * loader's): for rf_open, which expands URLs before its loop thread runs. */
 int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err);
+/* One object on a private loop and fetch layer (opt as the loader's), for
+ * rf_open before its loop thread runs. rf_remote_peek: its size (a HEAD) and
+ * up to cap bytes of its start (fewer when it is shorter); -ENOENT when
+ * there is no such object. rf_remote_get: the whole object, at most
+ * max_bytes (-EFBIG beyond), into a malloc'd NUL-terminated *body. */
+int rf_remote_peek(const rf_fetch_options *opt, const char *url, uint64_t *size, void *head,
+                   size_t cap, size_t *head_len, rf_error *err);
+int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_bytes, char **body,
+                  size_t *len, rf_error *err);
 /* Page size of S3 listings (tests use small pages to exercise pagination). */
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys);
 

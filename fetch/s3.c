@@ -3,15 +3,19 @@
  * this file prepares what curl 7.88 does not: encoded paths, a sorted and
  * encoded query, and the credentials. */
 #include "s3.h"
+#include "aws_config.h"
 #include "util.h"
 
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define XML_DEPTH_MAX 8
 #define XML_TEXT_MAX  2048
+
+static bool configured_endpoints(void);
 
 static const char *first_set(const char *a, const char *env)
 {
@@ -30,15 +34,97 @@ static char *dup_or_null(const char *s, bool *oom)
 	return d;
 }
 
+int rf_s3_addressing_parse(const char *s, rf_s3_addressing *out)
+{
+	if (!s || !*s || !strcmp(s, "auto"))
+		*out = RF_S3_ADDR_AUTO;
+	else if (!strcmp(s, "virtual"))
+		*out = RF_S3_ADDR_VIRTUAL;
+	else if (!strcmp(s, "path"))
+		*out = RF_S3_ADDR_PATH;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int resolve_keys(const rf_fetch_options *opt, rf_s3_config *out, bool *oom)
+{
+	const char *key = first_set(opt->s3_access_key, "AWS_ACCESS_KEY_ID");
+	const char *secret = first_set(opt->s3_secret_key, "AWS_SECRET_ACCESS_KEY");
+	if (key && secret) { /* both or neither: half a key pair is anonymous */
+		out->access_key = dup_or_null(key, oom);
+		out->secret_key = dup_or_null(secret, oom);
+		out->session_token =
+		    dup_or_null(first_set(opt->s3_session_token, "AWS_SESSION_TOKEN"), oom);
+	}
+	return 0;
+}
+
+/* Trims trailing '/', checks the scheme, notes an AWS endpoint. */
+static int endpoint_check(rf_s3_config *out, const char *what, rf_error *err)
+{
+	size_t n = strlen(out->endpoint);
+	while (n > 0 && out->endpoint[n - 1] == '/')
+		out->endpoint[--n] = '\0';
+	rf_url_scheme s = rf_url_scheme_of(out->endpoint);
+	if (s != RF_URL_HTTP && s != RF_URL_HTTPS) {
+		rf_error e2;
+		rf_fail(&e2, -EINVAL, "%s endpoint '%.200s' must start with http:// or https://",
+		        what, out->endpoint);
+		rf_s3_config_free(out);
+		return rf_fail(err, e2.code, "%s", e2.msg);
+	}
+	char region[48];
+	out->endpoint_aws = rf_url_aws_s3_region(out->endpoint, region, sizeof(region));
+	return 0;
+}
+
+static int config_done(rf_s3_config *out, bool oom, const char *what, rf_error *err)
+{
+	if (oom || !out->endpoint || !out->region) {
+		rf_s3_config_free(out);
+		return rf_fail(err, -ENOMEM, "out of memory for the %s settings", what);
+	}
+	return endpoint_check(out, what, err);
+}
+
+static int addressing_of(const char *opt, const char *profile, rf_s3_addressing *out, rf_error *err)
+{
+	if (rf_s3_addressing_parse(opt, out) < 0)
+		return rf_fail(err, -EINVAL,
+		               "s3_addressing '%.40s': expected auto, virtual or path", opt);
+	if (*out == RF_S3_ADDR_AUTO && profile && rf_s3_addressing_parse(profile, out) < 0)
+		return rf_fail(err, -EINVAL,
+		               "AWS profile: s3 addressing_style '%.40s': expected auto, virtual "
+		               "or path",
+		               profile);
+	return 0;
+}
+
 int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_error *err)
 {
 	bool oom = false;
 	memset(out, 0, sizeof(*out));
+	rf_s3_profile prof;
+	RF_TRY(rf_s3_profile_settings(&prof, err));
+	int rc = addressing_of(opt->s3_addressing, prof.addressing_style, &out->addressing, err);
+	if (rc < 0) {
+		rf_s3_profile_free(&prof);
+		return rc;
+	}
 	const char *region = first_set(opt->s3_region, "AWS_REGION");
 	if (!region)
 		region = first_set(NULL, "AWS_DEFAULT_REGION");
+	if (!region)
+		region = prof.region;
 	out->region = dup_or_null(region ? region : "us-east-1", &oom);
-	const char *ep = first_set(opt->s3_endpoint, "AWS_ENDPOINT_URL");
+	const char *ep = opt->s3_endpoint && *opt->s3_endpoint ? opt->s3_endpoint : NULL;
+	if (!ep && configured_endpoints())
+		ep = first_set(NULL, "AWS_ENDPOINT_URL_S3");
+	if (!ep && configured_endpoints())
+		ep = first_set(NULL, "AWS_ENDPOINT_URL");
+	if (!ep)
+		ep = prof.s3_endpoint_url ? prof.s3_endpoint_url : prof.endpoint_url;
 	if (ep) {
 		out->endpoint = dup_or_null(ep, &oom);
 	} else if (out->region &&
@@ -46,28 +132,47 @@ int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_erro
 		out->endpoint = NULL;
 		oom = true;
 	}
-	const char *key = first_set(opt->s3_access_key, "AWS_ACCESS_KEY_ID");
-	const char *secret = first_set(opt->s3_secret_key, "AWS_SECRET_ACCESS_KEY");
-	if (key && secret) { /* both or neither: half a key pair is anonymous */
-		out->access_key = dup_or_null(key, &oom);
-		out->secret_key = dup_or_null(secret, &oom);
-		out->session_token =
-		    dup_or_null(first_set(opt->s3_session_token, "AWS_SESSION_TOKEN"), &oom);
+	rf_s3_profile_free(&prof);
+	resolve_keys(opt, out, &oom);
+	return config_done(out, oom, "S3", err);
+}
+
+int rf_s3_config_resolve_gs(const rf_fetch_options *opt, rf_s3_config *out, rf_error *err)
+{
+	bool oom = false;
+	memset(out, 0, sizeof(*out));
+	RF_TRY(addressing_of(opt->s3_addressing, NULL, &out->addressing, err));
+	out->region = dup_or_null(RF_GS_REGION, &oom);
+	out->endpoint = dup_or_null(opt->gs_endpoint && *opt->gs_endpoint ? opt->gs_endpoint
+	                                                                  : RF_GS_ENDPOINT_DEFAULT,
+	                            &oom);
+	resolve_keys(opt, out, &oom);
+	return config_done(out, oom, "GCS", err);
+}
+
+bool rf_s3_virtual(const rf_s3_config *c, const char *bucket)
+{
+	if (!rf_s3_bucket_virtual_ok(bucket) || c->addressing == RF_S3_ADDR_PATH)
+		return false;
+	return c->addressing == RF_S3_ADDR_VIRTUAL || c->endpoint_aws;
+}
+
+/* ENDPOINT with bucket in front of its host (virtual) or after it (path),
+ * then rest: malloc'd. */
+static int bucket_base(const rf_s3_config *c, const char *bucket, const char *rest, char **url,
+                       rf_error *err)
+{
+	int rc;
+	if (rf_s3_virtual(c, bucket)) {
+		const char *host = strstr(c->endpoint, "://") + 3;
+		rc = asprintf(url, "%.*s%s.%s/%s", (int)(host - c->endpoint), c->endpoint, bucket,
+		              host, rest);
+	} else {
+		rc = asprintf(url, "%s/%s/%s", c->endpoint, bucket, rest);
 	}
-	if (oom) {
-		rf_s3_config_free(out);
-		return rf_fail(err, -ENOMEM, "out of memory for the S3 settings");
-	}
-	size_t n = strlen(out->endpoint);
-	while (n > 0 && out->endpoint[n - 1] == '/')
-		out->endpoint[--n] = '\0';
-	rf_url_scheme s = rf_url_scheme_of(out->endpoint);
-	if (s != RF_URL_HTTP && s != RF_URL_HTTPS) {
-		rf_error e2;
-		rf_fail(&e2, -EINVAL, "S3 endpoint '%.200s' must start with http:// or https://",
-		        out->endpoint);
-		rf_s3_config_free(out);
-		return rf_fail(err, e2.code, "%s", e2.msg);
+	if (rc < 0) {
+		*url = NULL;
+		return rf_fail(err, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -103,11 +208,7 @@ int rf_s3_object_url(const rf_s3_config *c, const char *bucket, const char *key,
 	if (strlen(key) > RF_S3_KEY_BYTES_MAX || rf_uri_encode(key, true, enc, sizeof(enc)) < 0)
 		return rf_fail(err, -ENAMETOOLONG, "S3 key longer than %u bytes in bucket %s",
 		               RF_S3_KEY_BYTES_MAX, bucket);
-	if (asprintf(url, "%s/%s/%s", c->endpoint, bucket, enc) < 0) {
-		*url = NULL;
-		return rf_fail(err, -ENOMEM, "out of memory");
-	}
-	return 0;
+	return bucket_base(c, bucket, enc, url, err);
 }
 
 int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix, const char *token,
@@ -118,13 +219,17 @@ int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix
 	    (token && rf_uri_encode(token, false, t, sizeof(t)) < 0))
 		return rf_fail(err, -ENAMETOOLONG, "S3 prefix or continuation token too long");
 	/* Sorted by parameter name: curl 7.88 signs the query as given. */
-	int rc = asprintf(url, "%s/%s?%s%s%slist-type=2&max-keys=%u&prefix=%s", c->endpoint, bucket,
-	                  token ? "continuation-token=" : "", t, token ? "&" : "", max_keys, p);
-	if (rc < 0) {
-		*url = NULL;
+	char *q = NULL;
+	if (asprintf(&q, "?%s%s%slist-type=2&max-keys=%u&prefix=%s",
+	             token ? "continuation-token=" : "", t, token ? "&" : "", max_keys, p) < 0)
 		return rf_fail(err, -ENOMEM, "out of memory");
-	}
-	return 0;
+	int rc = 0;
+	if (rf_s3_virtual(c, bucket))
+		rc = bucket_base(c, bucket, q, url, err);
+	else if (asprintf(url, "%s/%s%s", c->endpoint, bucket, q) < 0)
+		rc = rf_fail(err, -ENOMEM, "out of memory");
+	free(q);
+	return rc;
 }
 
 /* ------------------------------------------------- ListObjectsV2 responses */
@@ -362,6 +467,7 @@ struct rf_s3_lister {
 	const rf_s3_config *c;
 	char *bucket, *prefix, *url, *body, *token;
 	uint32_t max_keys, pages;
+	bool gs;         /* gs://: entries are named gs://bucket/key */
 	rf_url_list all; /* every key of the prefix */
 	rf_url_list *out;
 	rf_http_xfer *xfer;
@@ -399,6 +505,8 @@ static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
 			qsort(l->all.v, l->all.n, sizeof(*l->all.v), cmp_entry);
 		rf_error err = {0};
 		size_t before = l->out->n;
+		for (size_t i = 0; i < l->all.n && l->gs; i++)
+			memcpy(l->all.v[i].url, "gs", 2); /* "s3://b/k" -> "gs://b/k" */
 		for (size_t i = 0; i < l->all.n && rc >= 0; i++)
 			if (is_rfs(l->all.v[i].url))
 				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint,
@@ -450,6 +558,8 @@ static int lister_next_page(rf_s3_lister *l, rf_error *err)
 	    .url = l->url,
 	    .name = l->shown,
 	    .sign = true,
+	    .region = l->c->region,
+	    .bucket = l->bucket,
 	    .max_bytes = RF_S3_LIST_BODY_MAX,
 	    .body = &l->body,
 	};
@@ -474,7 +584,9 @@ int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_
 	l->out = out;
 	l->cb = cb;
 	l->arg = arg;
-	snprintf(l->shown, sizeof(l->shown), "s3://%s/%s (listing)", l->bucket, l->prefix);
+	l->gs = rf_url_scheme_of(url) == RF_URL_GS;
+	snprintf(l->shown, sizeof(l->shown), "%s://%s/%s (listing)", l->gs ? "gs" : "s3", l->bucket,
+	         l->prefix);
 	if ((rc = lister_next_page(l, err)) < 0) {
 		lister_free(l);
 		return rc;
@@ -491,4 +603,62 @@ void rf_s3_list_cancel(rf_s3_lister *l)
 	if (l->xfer)
 		rf_http_cancel(l->h, l->xfer);
 	lister_free(l);
+}
+
+/* ------------------------------------------------------------ the profile */
+
+/* The SDKs' switch for ignoring endpoints set in the environment and files. */
+static bool configured_endpoints(void)
+{
+	const char *ignore = getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+	return !(ignore && !strcasecmp(ignore, "true"));
+}
+
+static char *profile_dup(const char *v, bool *oom)
+{
+	return v && *v ? dup_or_null(v, oom) : NULL;
+}
+
+/* The profile's services section: "services = NAME" names a [services NAME]
+ * section whose "s3 = endpoint_url = ..." is the S3 endpoint. */
+static const char *services_s3_endpoint(const rf_aws_shared *sh)
+{
+	const char *name = rf_aws_profile_get(sh, sh->profile, "services");
+	char section[300];
+	if (!name || !*name || !sh->config ||
+	    (size_t)snprintf(section, sizeof(section), "services %s", name) >= sizeof(section))
+		return NULL;
+	return rf_aws_ini_get_sub(sh->config, section, "s3", "endpoint_url");
+}
+
+int rf_s3_profile_settings(rf_s3_profile *out, rf_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	rf_aws_shared sh;
+	RF_TRY(rf_aws_shared_load(NULL, &sh, err));
+	bool oom = false;
+	bool endpoints = configured_endpoints();
+	out->region = profile_dup(rf_aws_profile_get(&sh, sh.profile, "region"), &oom);
+	if (endpoints) {
+		out->endpoint_url =
+		    profile_dup(rf_aws_profile_get(&sh, sh.profile, "endpoint_url"), &oom);
+		out->s3_endpoint_url = profile_dup(services_s3_endpoint(&sh), &oom);
+	}
+	out->addressing_style =
+	    profile_dup(rf_aws_profile_get_sub(&sh, sh.profile, "s3", "addressing_style"), &oom);
+	rf_aws_shared_free(&sh);
+	if (oom) {
+		rf_s3_profile_free(out);
+		return rf_fail(err, -ENOMEM, "out of memory reading the AWS profile");
+	}
+	return 0;
+}
+
+void rf_s3_profile_free(rf_s3_profile *p)
+{
+	free(p->region);
+	free(p->endpoint_url);
+	free(p->s3_endpoint_url);
+	free(p->addressing_style);
+	memset(p, 0, sizeof(*p));
 }

@@ -1,9 +1,10 @@
-/* s3.h - s3:// objects over HTTP(S): endpoint, region and credentials (from
- * the options, else AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), path-style URLs, SigV4 through
- * curl (see http.c), and prefix listing with ListObjectsV2 (paginated,
- * parsed with expat). Credentials live only here and in the http client;
- * they never reach a message, a log or a trace. Internal. */
+/* s3.h - s3:// (and gs://) objects over HTTP(S): endpoint, region and
+ * addressing (from the options, else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
+ * AWS_REGION, AWS_DEFAULT_REGION, else the profile's settings), credentials
+ * (options, else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
+ * virtual-hosted-style or path-style URLs, SigV4 through curl (see http.c),
+ * and prefix listing with ListObjectsV2 (paginated, parsed with expat). Credentials live only here
+ * and in the http client; they never reach a message, a log or a trace. Internal. */
 #ifndef RF_S3_H
 #define RF_S3_H
 
@@ -15,20 +16,58 @@
 #define RF_S3_LIST_BODY_MAX  (16u << 20) /* one ListObjectsV2 response */
 #define RF_S3_KEY_BYTES_MAX  1024u
 
+#define RF_GS_ENDPOINT_DEFAULT "https://storage.googleapis.com"
+#define RF_GS_REGION           "auto" /* what GCS expects in a SigV4 scope for HMAC keys */
+
+typedef enum rf_s3_addressing {
+	RF_S3_ADDR_AUTO = 0, /* virtual-hosted on AWS endpoints, path-style elsewhere */
+	RF_S3_ADDR_VIRTUAL,  /* https://BUCKET.HOST/KEY (path-style for a dotted bucket) */
+	RF_S3_ADDR_PATH,     /* https://HOST/BUCKET/KEY */
+} rf_s3_addressing;
+
 typedef struct rf_s3_config {
 	char *endpoint; /* scheme://host[:port], no trailing '/' */
 	char *region;
 	char *access_key, *secret_key, *session_token; /* NULL = anonymous */
+	rf_s3_addressing addressing;                   /* as configured */
+	bool endpoint_aws; /* an AWS S3 endpoint (s3.REGION.amazonaws.com) */
 } rf_s3_config;
 
-/* Options first, then the environment; region defaults to us-east-1 and the
- * endpoint to https://s3.REGION.amazonaws.com. */
+/* What an AWS profile (~/.aws/config, AWS_CONFIG_FILE; AWS_PROFILE, default
+ * "default"; read by aws_config.c) says about S3 addressing; each field
+ * malloc'd or NULL. Endpoints are left out when
+ * AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true, as in the SDKs. */
+typedef struct rf_s3_profile {
+	char *region;
+	char *endpoint_url;    /* the profile's endpoint_url */
+	char *s3_endpoint_url; /* its services section's "s3 = endpoint_url = ..." */
+	char *addressing_style;
+} rf_s3_profile;
+int rf_s3_profile_settings(rf_s3_profile *out, rf_error *err);
+void rf_s3_profile_free(rf_s3_profile *p);
+
+/* Parses an addressing style: "auto", "virtual" or "path" (NULL or "" = auto). */
+int rf_s3_addressing_parse(const char *s, rf_s3_addressing *out);
+
+/* Options first, then the environment, then the profile. Endpoint:
+ * s3_endpoint, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's services
+ * s3 endpoint_url, its endpoint_url, else https://s3.REGION.amazonaws.com;
+ * region: s3_region, AWS_REGION, AWS_DEFAULT_REGION, the profile's region,
+ * else us-east-1; addressing: s3_addressing unless auto, else the profile's
+ * addressing_style. */
 int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_error *err);
+/* The same for gs://: endpoint gs_endpoint or https://storage.googleapis.com,
+ * region "auto", path-style unless s3_addressing says virtual, and the
+ * credentials (HMAC keys) of the S3 chain. */
+int rf_s3_config_resolve_gs(const rf_fetch_options *opt, rf_s3_config *out, rf_error *err);
+/* Whether bucket is addressed virtual-hosted-style under c. */
+bool rf_s3_virtual(const rf_s3_config *c, const char *bucket);
 void rf_s3_config_free(rf_s3_config *c); /* wipes the secrets */
 /* Applies the credentials to the http client (anonymous when none). */
 int rf_s3_config_apply(const rf_s3_config *c, rf_http *h, rf_error *err);
 
-/* Path-style URL of an object: ENDPOINT/bucket/encoded-key (malloc'd). */
+/* URL of an object (malloc'd): ENDPOINT/bucket/encoded-key path-style, or
+ * SCHEME://bucket.HOST[:PORT]/encoded-key virtual-hosted-style. */
 int rf_s3_object_url(const rf_s3_config *c, const char *bucket, const char *key, char **url,
                      rf_error *err);
 /* ListObjectsV2 URL, query sorted and encoded as SigV4 needs (malloc'd).

@@ -34,7 +34,17 @@ typedef struct rf_fetch_options {
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
 	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	const char *inject; /* fault injection spec, NULL = none */
+	const char *s3_addressing; /* "auto" (NULL), "virtual" or "path" */
+	const char *gs_endpoint;   /* gs:// endpoint (NULL = https://storage.googleapis.com) */
+	bool hedge;                /* hedged range reads for the tail (remote stores) */
+	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
+	const char *inject;        /* fault injection spec, NULL = none */
+	/* Memory the fetch layer allocates on its own (hedge buffers) is
+	 * reserved here first, on the loop thread: reserve returns 0, or a
+	 * negative errno and the memory is not used. NULL = not accounted. */
+	int (*mem_reserve)(void *ctx, uint64_t bytes);
+	void (*mem_release)(void *ctx, uint64_t bytes);
+	void *mem_ctx;
 } rf_fetch_options;
 
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,
@@ -72,6 +82,8 @@ typedef struct rf_fetch_counters {
 	uint64_t bytes;           /* remote body bytes accepted */
 	uint64_t host_active_max; /* most requests one host had in flight at once */
 	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
+	uint64_t hedges;          /* duplicate range requests issued for slow reads */
+	uint64_t hedges_won;      /* of which answered first (their bytes delivered) */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

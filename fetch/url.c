@@ -18,10 +18,9 @@ static const struct {
 	rf_url_scheme scheme;
 	const char *name;
 } schemes[] = {
-    {"file://", RF_URL_FILE, "file"},
-    {"http://", RF_URL_HTTP, "http"},
-    {"https://", RF_URL_HTTPS, "https"},
-    {"s3://", RF_URL_S3, "s3"},
+    {"file://", RF_URL_FILE, "file"},    {"http://", RF_URL_HTTP, "http"},
+    {"https://", RF_URL_HTTPS, "https"}, {"s3://", RF_URL_S3, "s3"},
+    {"gs://", RF_URL_GS, "gs"},
 };
 
 rf_url_scheme rf_url_scheme_of(const char *url)
@@ -217,8 +216,9 @@ int rf_url_split_s3(const char *url, char **bucket, char **key, rf_error *err)
 {
 	char shown[512];
 	rf_url_redact(url, shown, sizeof(shown));
-	if (rf_url_scheme_of(url) != RF_URL_S3)
-		return rf_fail(err, -EINVAL, "'%s' is not an s3:// URL", shown);
+	rf_url_scheme sch = rf_url_scheme_of(url);
+	if (sch != RF_URL_S3 && sch != RF_URL_GS)
+		return rf_fail(err, -EINVAL, "'%s' is not an s3:// or gs:// URL", shown);
 	const char *b = url + 5, *slash = strchr(b, '/');
 	size_t blen = slash ? (size_t)(slash - b) : strlen(b);
 	if (blen < 1 || blen > 255)
@@ -238,6 +238,107 @@ int rf_url_split_s3(const char *url, char **bucket, char **key, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	}
 	return 0;
+}
+
+bool rf_s3_bucket_virtual_ok(const char *bucket)
+{
+	size_t n = strlen(bucket);
+	if (n < 3 || n > 63 || !isalnum((unsigned char)bucket[0]) ||
+	    !isalnum((unsigned char)bucket[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)bucket[i]) && !isdigit((unsigned char)bucket[i]) &&
+		    bucket[i] != '-')
+			return false;
+	return true;
+}
+
+bool rf_s3_region_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 40)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* The host of an http(s) URL: [*host, *host + *len). */
+static bool url_host(const char *url, const char **host, size_t *len)
+{
+	const char *s = strstr(url, "://");
+	if (!s)
+		return false;
+	s += 3;
+	size_t n = strcspn(s, "/?#");
+	const char *at = memchr(s, '@', n);
+	if (at) {
+		n -= (size_t)(at + 1 - s);
+		s = at + 1;
+	}
+	const char *colon = memchr(s, ':', n);
+	*host = s;
+	*len = colon ? (size_t)(colon - s) : n;
+	return *len > 0;
+}
+
+/* Finds "s3.REGION.amazonaws.com" / "s3-REGION..." / "s3.amazonaws.com" at
+ * the end of host: its offset in host and the region. */
+static bool aws_s3_suffix(const char *host, size_t len, size_t *at, char *region, size_t cap)
+{
+	static const char tail[] = ".amazonaws.com";
+	size_t tl = sizeof(tail) - 1;
+	if (len < tl + 2 || strncasecmp(host + len - tl, tail, tl) != 0)
+		return false;
+	size_t end = len - tl; /* host[0, end) = [BUCKET.]s3[.-]REGION or [BUCKET.]s3 */
+	size_t start = end;
+	while (start > 0 && host[start - 1] != '.')
+		start--;
+	const char *label = host + start;
+	size_t ll = end - start;
+	if (ll == 2 && !strncasecmp(label, "s3", 2)) {
+		*at = start;
+		snprintf(region, cap, "us-east-1");
+		return true;
+	}
+	if (ll > 3 && !strncasecmp(label, "s3-", 3) && ll - 3 < cap) { /* s3-REGION (legacy) */
+		*at = start;
+		snprintf(region, cap, "%.*s", (int)(ll - 3), label + 3);
+		return rf_s3_region_ok(region);
+	}
+	if (start < 3) /* s3.REGION: the label before REGION is "s3" */
+		return false;
+	size_t s3 = start - 1;
+	while (s3 > 0 && host[s3 - 1] != '.')
+		s3--;
+	if (start - 1 - s3 != 2 || strncasecmp(host + s3, "s3", 2) != 0 || ll >= cap)
+		return false;
+	*at = s3;
+	snprintf(region, cap, "%.*s", (int)ll, label);
+	return rf_s3_region_ok(region);
+}
+
+bool rf_url_aws_s3_region(const char *url, char *region, size_t region_cap)
+{
+	const char *host;
+	size_t len, at;
+	return url_host(url, &host, &len) && aws_s3_suffix(host, len, &at, region, region_cap);
+}
+
+char *rf_url_aws_s3_with_region(const char *url, const char *region)
+{
+	const char *host;
+	size_t len, at;
+	char old[48];
+	if (!rf_s3_region_ok(region) || !url_host(url, &host, &len) ||
+	    !aws_s3_suffix(host, len, &at, old, sizeof(old)))
+		return NULL;
+	char *out = NULL;
+	if (asprintf(&out, "%.*ss3.%s.amazonaws.com%s", (int)(host + at - url), url, region,
+	             host + len) < 0)
+		return NULL;
+	return out;
 }
 
 static int hexval(int c)

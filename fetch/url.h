@@ -21,6 +21,7 @@ typedef enum rf_url_scheme {
 	RF_URL_HTTP,
 	RF_URL_HTTPS,
 	RF_URL_S3,
+	RF_URL_GS, /* gs://bucket/key: Cloud Storage through its S3-interoperable XML API */
 	RF_URL_UNKNOWN,
 } rf_url_scheme;
 
@@ -48,8 +49,27 @@ void rf_url_list_free(rf_url_list *l);
  * unclosed or nested brace, or a malformed range is -EINVAL with a message. */
 int rf_brace_expand(const char *pattern, rf_url_list *out, rf_error *err);
 
-/* s3://bucket/key: splits into malloc'd bucket and key (key may be ""). */
+/* s3://bucket/key or gs://bucket/key: splits into malloc'd bucket and key
+ * (key may be ""). */
 int rf_url_split_s3(const char *url, char **bucket, char **key, rf_error *err);
+/* Whether a bucket name can be a DNS label of a virtual-hosted-style host:
+ * 3..63 of a-z 0-9 '-', starting and ending with a letter or digit, and no
+ * dot (a dotted name breaks the TLS wildcard *.s3.REGION.amazonaws.com, so
+ * the SDKs fall back to path-style for it). */
+bool rf_s3_bucket_virtual_ok(const char *bucket);
+/* The region of an AWS S3 endpoint host "s3.REGION.amazonaws.com" or
+ * "s3-REGION.amazonaws.com" ("us-east-1" for the global s3.amazonaws.com),
+ * optionally after "BUCKET."; false for any other host. region_cap >= 2. */
+bool rf_url_aws_s3_region(const char *url, char *region, size_t region_cap);
+/* url with its AWS S3 endpoint host moved to region (malloc'd): the
+ * "s3.REGION.amazonaws.com" part replaced, anything before it (a virtual
+ * host's bucket) and the path kept. NULL when url's host is not an AWS S3
+ * endpoint (a custom endpoint keeps its host: only the signature changes),
+ * the region is not a plausible region name, or out of memory. */
+char *rf_url_aws_s3_with_region(const char *url, const char *region);
+/* Whether s is a plausible region name: 1..40 of a-z 0-9 '-' ("auto" too). */
+bool rf_s3_region_ok(const char *s);
+
 /* file:///abs/path or file://localhost/abs/path: the path, percent-decoded (malloc'd). */
 int rf_url_file_path(const char *url, char **path, rf_error *err);
 

@@ -1,6 +1,6 @@
 /* fuzz_url.c - libFuzzer target for the URL forms (fetch/url.h): scheme
  * detection, brace expansion, s3:// splitting, file:// paths, percent
- * encoding, redaction, and manifest path joining. The input is one URL or
+ * encoding, redaction, manifest path joining, and the AWS endpoint helpers. The input is one URL or
  * pattern (cut at its first NUL). */
 #include "fuzz.h"
 #include "manifest.h"
@@ -23,13 +23,31 @@ static void expand(const char *s)
 	rf_url_list_free(&l);
 }
 
+/* The AWS endpoint helpers of region-mismatch following: a region found is
+ * a plausible name, and moving a URL to a region changes only its host. */
+static void aws_hosts(const char *s, size_t len)
+{
+	char region[48];
+	if (rf_url_aws_s3_region(s, region, sizeof(region)))
+		FUZZ_CHECK(rf_s3_region_ok(region));
+	char *moved = rf_url_aws_s3_with_region(s, "eu-west-3");
+	if (moved) {
+		FUZZ_CHECK(rf_url_aws_s3_region(moved, region, sizeof(region)) &&
+		           !strcmp(region, "eu-west-3"));
+		FUZZ_CHECK(strlen(moved) <= len + 24);
+		free(moved);
+	}
+}
+
 static void pieces(const char *s, size_t len)
 {
 	rf_error err = {0};
 	char *a = NULL, *b = NULL;
 	int rc = rf_url_split_s3(s, &a, &b, &err);
 	if (rc == 0) {
-		FUZZ_CHECK(rf_url_scheme_of(s) == RF_URL_S3 && strlen(a) >= 1);
+		rf_url_scheme sch = rf_url_scheme_of(s);
+		FUZZ_CHECK((sch == RF_URL_S3 || sch == RF_URL_GS) && strlen(a) >= 1);
+		(void)rf_s3_bucket_virtual_ok(a);
 		FUZZ_CHECK(strlen(a) + strlen(b) + 5 <= len);
 		free(a);
 		free(b);
@@ -45,6 +63,7 @@ static void pieces(const char *s, size_t len)
 		fuzz_check_error(rc, &err);
 	}
 	(void)rf_url_scheme_name(rf_url_scheme_of(s));
+	aws_hosts(s, len);
 }
 
 static void encode_redact(const char *s, size_t len)

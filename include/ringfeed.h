@@ -404,6 +404,8 @@ typedef struct rf_stats {
 	uint64_t blocks_skipped;          /* by the skip policy (records_skipped: positions) */
 	uint32_t skips_listed;            /* the last min(blocks_skipped, 8) skips, oldest first */
 	rf_skip skips[8];
+	uint64_t fetch_hedges;     /* duplicate requests for reads slower than the store's p95 */
+	uint64_t fetch_hedges_won; /* of which answered first */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -7,14 +7,190 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void clear_env(void)
 {
 	const char *v[] = {"AWS_ENDPOINT_URL",      "AWS_REGION",
 	                   "AWS_DEFAULT_REGION",    "AWS_ACCESS_KEY_ID",
-	                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"};
+	                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+	                   "AWS_ENDPOINT_URL_S3",   "AWS_PROFILE"};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		unsetenv(v[i]);
+	setenv("AWS_CONFIG_FILE", "/nonexistent/rf-test-config", 1);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/rf-test-credentials", 1);
+}
+
+static char *object_url(const rf_s3_config *c, const char *bucket, const char *key)
+{
+	char *url = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_s3_object_url(c, bucket, key, &url, &err), 0);
+	return url;
+}
+
+/* Virtual-hosted-style on AWS endpoints, path-style on custom ones, either
+ * on request; a dotted or non-DNS bucket is always path-style. */
+static void test_addressing(void **state)
+{
+	(void)state;
+	rf_fetch_options opt = {0};
+	rf_s3_config c;
+	rf_error err = {0};
+	clear_env();
+	setenv("AWS_REGION", "eu-west-3", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_true(c.endpoint_aws);
+	char *u = object_url(&c, "bkt", "d/x.rfs");
+	assert_string_equal(u, "https://bkt.s3.eu-west-3.amazonaws.com/d/x.rfs");
+	free(u);
+	u = object_url(&c, "my.bkt", "x.rfs");
+	assert_string_equal(u, "https://s3.eu-west-3.amazonaws.com/my.bkt/x.rfs");
+	free(u);
+	u = object_url(&c, "Upper_Case", "x.rfs");
+	assert_string_equal(u, "https://s3.eu-west-3.amazonaws.com/Upper_Case/x.rfs");
+	free(u);
+	assert_int_equal(rf_s3_list_url(&c, "bkt", "p/", NULL, 5, &u, &err), 0);
+	assert_string_equal(u, "https://bkt.s3.eu-west-3.amazonaws.com/?list-type=2&max-keys=5&"
+	                       "prefix=p%2F");
+	free(u);
+	rf_s3_config_free(&c);
+
+	opt.s3_addressing = "path";
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "https://s3.eu-west-3.amazonaws.com/bkt/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+
+	/* AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL; custom endpoints are path-style */
+	opt.s3_addressing = NULL;
+	setenv("AWS_ENDPOINT_URL", "http://general:1", 1);
+	setenv("AWS_ENDPOINT_URL_S3", "http://localhost:9000", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_false(c.endpoint_aws);
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://localhost:9000/bkt/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+	opt.s3_addressing = "virtual";
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://bkt.localhost:9000/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+	opt.s3_addressing = "sideways";
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "sideways"));
+
+	/* gs://: storage.googleapis.com, region auto, path-style */
+	opt.s3_addressing = NULL;
+	assert_int_equal(rf_s3_config_resolve_gs(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "auto");
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "https://storage.googleapis.com/bkt/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+	clear_env();
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A profile's region, endpoint_url, services section and s3 addressing_style,
+ * below the options and the environment. */
+static void test_profile(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rf-test-s3-profile.XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config", dir);
+	write_file(path, "[default]\nregion = eu-north-1\n"
+	                 "[profile dev]\nregion = ap-south-1\nendpoint_url = http://general:1\n"
+	                 "services = mine\ns3 =\n  addressing_style = virtual\n"
+	                 "[services mine]\ns3 =\n  endpoint_url = http://s3.local:9000\n"
+	                 "[profile odd]\ns3 =\n  addressing_style = sideways\n");
+	clear_env();
+	setenv("AWS_CONFIG_FILE", path, 1);
+	rf_fetch_options opt = {0};
+	rf_s3_config c;
+	rf_error err = {0};
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "eu-north-1");
+	assert_string_equal(c.endpoint, "https://s3.eu-north-1.amazonaws.com");
+	rf_s3_config_free(&c);
+
+	setenv("AWS_PROFILE", "dev", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "ap-south-1");
+	assert_string_equal(c.endpoint, "http://s3.local:9000"); /* services over endpoint_url */
+	char *u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://bkt.s3.local:9000/x.rfs"); /* addressing_style = virtual */
+	free(u);
+	rf_s3_config_free(&c);
+
+	setenv("AWS_REGION", "us-west-2", 1); /* the environment over the profile */
+	setenv("AWS_ENDPOINT_URL", "http://env:2", 1);
+	opt.s3_addressing = "path"; /* an explicit option over the profile */
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.region, "us-west-2");
+	assert_string_equal(c.endpoint, "http://env:2");
+	u = object_url(&c, "bkt", "x.rfs");
+	assert_string_equal(u, "http://env:2/bkt/x.rfs");
+	free(u);
+	rf_s3_config_free(&c);
+
+	unsetenv("AWS_REGION");
+	setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
+	assert_string_equal(c.endpoint, "https://s3.ap-south-1.amazonaws.com");
+	rf_s3_config_free(&c);
+	unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+
+	opt.s3_addressing = NULL;
+	setenv("AWS_PROFILE", "odd", 1);
+	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "addressing_style 'sideways'"));
+	unlink(path);
+	rmdir(dir);
+	clear_env();
+}
+
+/* The AWS endpoint helpers behind region-mismatch following. */
+static void test_aws_region_urls(void **state)
+{
+	(void)state;
+	char r[48];
+	assert_true(rf_url_aws_s3_region("https://s3.eu-west-3.amazonaws.com/b/k", r, sizeof(r)));
+	assert_string_equal(r, "eu-west-3");
+	assert_true(rf_url_aws_s3_region("https://bkt.s3.us-west-2.amazonaws.com/k", r, sizeof(r)));
+	assert_string_equal(r, "us-west-2");
+	assert_true(rf_url_aws_s3_region("https://s3.amazonaws.com/b/k", r, sizeof(r)));
+	assert_string_equal(r, "us-east-1");
+	assert_true(rf_url_aws_s3_region("https://s3-eu-west-1.amazonaws.com/b", r, sizeof(r)));
+	assert_string_equal(r, "eu-west-1");
+	assert_false(rf_url_aws_s3_region("http://localhost:9000/b/k", r, sizeof(r)));
+	assert_false(rf_url_aws_s3_region("https://evil.com/s3.x.amazonaws.com", r, sizeof(r)));
+	assert_false(rf_url_aws_s3_region("https://ec2.us-east-1.amazonaws.com/", r, sizeof(r)));
+	char *u =
+	    rf_url_aws_s3_with_region("https://bkt.s3.us-east-1.amazonaws.com/k?x", "ap-south-1");
+	assert_string_equal(u, "https://bkt.s3.ap-south-1.amazonaws.com/k?x");
+	free(u);
+	u = rf_url_aws_s3_with_region("https://s3.amazonaws.com:443/b/k", "eu-west-3");
+	assert_string_equal(u, "https://s3.eu-west-3.amazonaws.com:443/b/k");
+	free(u);
+	assert_null(rf_url_aws_s3_with_region("http://localhost:9000/b/k", "eu-west-3"));
+	assert_null(rf_url_aws_s3_with_region("https://s3.amazonaws.com/b", "evil.com/x"));
+	assert_false(rf_s3_region_ok("eu-west-3\r\nX: y"));
+	assert_true(rf_s3_bucket_virtual_ok("my-bucket-1"));
+	assert_false(rf_s3_bucket_virtual_ok("my.bucket"));
+	assert_false(rf_s3_bucket_virtual_ok("-bad"));
+	assert_false(rf_s3_bucket_virtual_ok("ab"));
 }
 
 static void test_config(void **state)
@@ -189,9 +365,9 @@ static void test_parse_hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_config),
-	    cmocka_unit_test(test_urls),
-	    cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_config),        cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_addressing),    cmocka_unit_test(test_aws_region_urls),
+	    cmocka_unit_test(test_profile),       cmocka_unit_test(test_parse_ok),
 	    cmocka_unit_test(test_parse_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,8 @@ static void test_schemes(void **state)
 	assert_int_equal(rf_url_scheme_of("http://h/a"), RF_URL_HTTP);
 	assert_int_equal(rf_url_scheme_of("HTTPS://h/a"), RF_URL_HTTPS);
 	assert_int_equal(rf_url_scheme_of("s3://b/k"), RF_URL_S3);
-	assert_int_equal(rf_url_scheme_of("gs://b/k"), RF_URL_UNKNOWN);
+	assert_int_equal(rf_url_scheme_of("gs://b/k"), RF_URL_GS); /* Cloud Storage, S3 API */
+	assert_int_equal(rf_url_scheme_of("ftp://b/k"), RF_URL_UNKNOWN);
 	assert_string_equal(rf_url_scheme_name(RF_URL_S3), "s3");
 }
 

@@ -29,6 +29,12 @@ the rest names a file under --root:
                      request of F, then correct; /429-for-N/F the same with 429
                      (throttling bursts); N = 0..3600
   /503-always/F      503 (no Retry-After), always
+  /slow-nth-N-MS/F   correct, but the Nth request of F (counting from 1, any
+                     range) waits MS ms before answering (the hedging test:
+                     a duplicate of that range is answered at once)
+  /slow-every-K-MS/F correct, but every Kth request to this server (all paths
+                     together) waits MS ms first: K=100 delays 1% of requests,
+                     deterministically (the hedging benchmark); MS <= 60000
 
 --log-requests FILE appends every request line and its headers to FILE (the
 credential tests look for secrets there); --tls-cert/--tls-key serve HTTPS.
@@ -65,15 +71,22 @@ class Counters:
         self.seen = {}  # (path, range) -> times asked
         self.per_path = {}
         self.first_at = {}  # path -> time of its first request (the -for-N modes)
+        self.total = 0  # every counted request (the slow-every mode)
 
-    def first_time(self, path, rng):
-        """Counts a request; True the first time (path, rng) is asked."""
+    def count(self, path, rng):
+        """Counts a request: (first time (path, rng) is asked, its ordinal
+        among the requests of path, its ordinal among all requests)."""
         with self.lock:
             k = (path, rng)
             self.seen[k] = self.seen.get(k, 0) + 1
             st = self.per_path.setdefault(path, {"requests": 0, "faults": 0})
             st["requests"] += 1
-            return self.seen[k] == 1
+            self.total += 1
+            return self.seen[k] == 1, st["requests"], self.total
+
+    def first_time(self, path, rng):
+        """Counts a request; True the first time (path, rng) is asked."""
+        return self.count(path, rng)[0]
 
     def since_first(self, path):
         """Seconds since the first request of path (0 for the first)."""
@@ -94,6 +107,7 @@ class Counters:
             self.seen.clear()
             self.per_path.clear()
             self.first_at.clear()
+            self.total = 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -204,7 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.plain(200, "reset")
         m = re.fullmatch(r"/([a-z0-9-]+)/(.+)", raw)
         mode = m.group(1) if m else ""
-        first = self.server.counters.first_time(raw, self.headers.get("Range"))
+        first, n_path, n_all = self.server.counters.count(raw, self.headers.get("Range"))
+        first_n = (n_path, n_all)
         if mode == "404":
             return self.fault_status(raw, 404, "not found (bad_http /404/)", None, head)
         if mode == "403":
@@ -226,6 +241,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.fault_status(raw, code, "throttled (bad_http /%s/)" % mode, None, head)
         if burst:
             return self.correct(path, size, head)
+        slow = re.fullmatch(r"slow-(nth|every)-(\d{1,7})-(\d{1,5})", mode)
+        if slow:
+            return self.slow(raw, path, size, head, first_n, slow)
         once = {"500-once": (500, None), "503-retry-after": (503, "1"), "429-once": (429, "1")}
         if mode in once:
             if first:
@@ -248,6 +266,16 @@ class Handler(BaseHTTPRequestHandler):
         if mode not in body_modes:
             return self.plain(404, "unknown bad_http mode '%s'" % mode, None, head)
         return body_modes[mode]()
+
+    def slow(self, raw, path, size, head, ordinals, m):
+        """The slow-nth / slow-every modes: a delay, then the correct answer."""
+        n_path, n_all = ordinals
+        k, ms = int(m.group(2)), min(int(m.group(3)), 60000)
+        hit = (n_path == k) if m.group(1) == "nth" else (k > 0 and n_all % k == 0)
+        if hit and not head:
+            self.server.counters.fault(raw)
+            time.sleep(ms / 1000.0)
+        return self.correct(path, size, head)
 
     def fault_status(self, raw, code, text, retry_after, head):
         self.server.counters.fault(raw)

@@ -11,6 +11,14 @@ malformed or wrong signature gets 403 with an S3-style XML error body; like
 AWS, a SignatureDoesNotMatch body carries the server's CanonicalRequest and
 StringToSign (never the secret) so a failing client can see the difference.
 
+Wrong region, as S3 answers it: a request signed for another region gets 400
+AuthorizationHeaderMalformed with the bucket's region in <Region> and in the
+x-amz-bucket-region header; with --redirect-unsigned an unsigned request gets
+301 PermanentRedirect with x-amz-bucket-region (S3's answer to an anonymous
+request sent to another region's endpoint).
+
+Virtual-hosted-style addressing: a Host of BUCKET.localhost[:PORT] (curl
+resolves *.localhost to the loopback) names the bucket, the path the key.
 Path-style addressing: /BUCKET/KEY maps to ROOT/BUCKET/KEY; keys are opaque
 as in S3, so a "." or ".." key segment is a name (stored as "%2E" / "%2E%2E").
   GET (Range: bytes=a-b | a- | -n -> 206 + exact Content-Range), HEAD,
@@ -92,9 +100,10 @@ def signing_key(secret: str, date: str, region: str, service: str) -> bytes:
 
 
 class AuthError(Exception):
-    def __init__(self, status, code, message, extra=None):
+    def __init__(self, status, code, message, extra=None, headers=None):
         super().__init__(message)
         self.status, self.code, self.message, self.extra = status, code, message, extra or {}
+        self.headers = headers or {}
 
 
 class Stats:
@@ -131,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
-    def send_error_xml(self, status, code, message, resource, extra=None, head=False):
+    def send_error_xml(self, status, code, message, resource, extra=None, head=False, headers=None):
         self.server.stats.add("error_" + code)
         parts = [
             '<?xml version="1.0" encoding="UTF-8"?>\n<Error>',
@@ -145,7 +154,10 @@ class Handler(BaseHTTPRequestHandler):
         body = "".join(parts).encode("utf-8")
         if status >= 400 and self.server.verbose:
             sys.stderr.write("sigv4: %s %s -> %d %s %s\n" % (self.command, resource, status, code, message))
-        self.send_bytes(status, body, headers={"Connection": "close"} if status == 400 else None, head=head)
+        hdrs = dict(headers or {})
+        if status == 400:
+            hdrs["Connection"] = "close"
+        self.send_bytes(status, body, headers=hdrs, head=head)
 
     # ---- signature -------------------------------------------------------
     def header_value(self, name):
@@ -156,6 +168,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def verify_signature(self, raw_path, raw_query):
         auth = self.headers.get("Authorization")
+        if auth is None and self.server.redirect_unsigned:
+            self.server.stats.add("wrong_region")
+            raise AuthError(301, "PermanentRedirect",
+                            "The bucket you are attempting to access must be addressed using the specified endpoint.",
+                            {"Endpoint": "s3.%s.amazonaws.com" % self.server.region},
+                            {"x-amz-bucket-region": self.server.region})
         if auth is None:
             raise AuthError(403, "AccessDenied", "Access Denied (no Authorization header)")
         m = AUTH_RE.match(auth.strip())
@@ -168,7 +186,14 @@ class Handler(BaseHTTPRequestHandler):
         access, date, region, service = cred[:4]
         if access != self.server.access_key:
             raise AuthError(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
-        if region != self.server.region or service != "s3":
+        if region != self.server.region and service == "s3":
+            self.server.stats.add("wrong_region")
+            raise AuthError(400, "AuthorizationHeaderMalformed",
+                            "The authorization header is malformed; the region '%s' is wrong; expecting '%s'"
+                            % (region, self.server.region),
+                            {"Region": self.server.region},
+                            {"x-amz-bucket-region": self.server.region})
+        if service != "s3":
             raise AuthError(400, "AuthorizationHeaderMalformed",
                             "scope region/service '%s/%s' (expected '%s/s3')" % (region, service, self.server.region))
         amz_date = self.headers.get("x-amz-date")
@@ -227,13 +252,10 @@ class Handler(BaseHTTPRequestHandler):
         except AuthError as e:
             self.server.stats.add("rejected")
             self.discard_body()
-            return self.send_error_xml(e.status, e.code, e.message, raw_path, e.extra, head)
+            return self.send_error_xml(e.status, e.code, e.message, raw_path, e.extra, head, e.headers)
         self.server.stats.add("accepted")
         self.server.stats.add(self.command)
-        path = urllib.parse.unquote_to_bytes(raw_path)
-        parts = path.lstrip(b"/").split(b"/", 1)
-        bucket = parts[0].decode("utf-8", "surrogateescape")
-        key = parts[1] if len(parts) > 1 else b""
+        bucket, key = self.bucket_and_key(raw_path)
         if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,62}", bucket) or not os.path.isdir(self.bucket_dir(bucket)):
             self.discard_body()
             return self.send_error_xml(404, "NoSuchBucket", "The specified bucket does not exist", raw_path, head=head)
@@ -244,6 +266,24 @@ class Handler(BaseHTTPRequestHandler):
                 return self.list_objects(bucket, raw_query)
             return self.send_bytes(200, b"", head=head)
         return self.get_object(bucket, key, raw_path, head)
+
+    def virtual_bucket(self):
+        """The bucket of a virtual-hosted-style Host (BUCKET.localhost[:PORT]), or None."""
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        suffix = "." + self.server.virtual_suffix
+        if host.endswith(suffix) and len(host) > len(suffix):
+            return host[: -len(suffix)]
+        return None
+
+    def bucket_and_key(self, raw_path):
+        path = urllib.parse.unquote_to_bytes(raw_path)
+        vb = self.virtual_bucket()
+        if vb is not None:
+            self.server.stats.add("virtual_hosted")
+            return vb, path[1:] if path.startswith(b"/") else path
+        self.server.stats.add("path_style")
+        parts = path.lstrip(b"/").split(b"/", 1)
+        return parts[0].decode("utf-8", "surrogateescape"), parts[1] if len(parts) > 1 else b""
 
     def do_GET(self):
         self.handle_any()
@@ -455,6 +495,10 @@ def main():
     ap.add_argument("--region", default="us-east-1")
     ap.add_argument("--bucket", action="append", default=[], help="create this bucket folder")
     ap.add_argument("--max-keys-cap", type=int, default=LIST_KEYS_MAX, help="largest listing page")
+    ap.add_argument("--redirect-unsigned", action="store_true",
+                    help="answer unsigned requests 301 PermanentRedirect with x-amz-bucket-region")
+    ap.add_argument("--virtual-suffix", default="localhost",
+                    help="a Host of BUCKET.SUFFIX[:PORT] is a virtual-hosted-style request")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     for b in a.bucket:
@@ -463,6 +507,7 @@ def main():
     srv.root, srv.access_key, srv.secret_key = os.path.abspath(a.root), a.access_key, a.secret_key
     srv.session_token, srv.region, srv.verbose = a.session_token, a.region, a.verbose
     srv.max_keys_cap = max(1, a.max_keys_cap)
+    srv.redirect_unsigned, srv.virtual_suffix = a.redirect_unsigned, a.virtual_suffix.lower()
     srv.stats = Stats()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.port_file:

@@ -259,6 +259,7 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	out->s3_access_key = rf_cfg_str(cfg, RF_CFG_s3_access_key);
 	out->s3_secret_key = rf_cfg_str(cfg, RF_CFG_s3_secret_key);
 	out->s3_session_token = rf_cfg_str(cfg, RF_CFG_s3_session_token);
+	out->s3_no_sign = rf_cfg(cfg, RF_CFG_s3_no_sign) != 0;
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

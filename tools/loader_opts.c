@@ -39,6 +39,8 @@ int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char 
 		return rf_cli_set(cfg, "shuffle", "0", cmd) < 0 ? -1 : 1;
 	if (!strcmp(a, "--truncate"))
 		return rf_cli_set(cfg, "truncate", "1", cmd) < 0 ? -1 : 1;
+	if (!strcmp(a, "--no-sign-request")) /* the AWS CLI's name */
+		return rf_cli_set(cfg, "s3_no_sign", "1", cmd) < 0 ? -1 : 1;
 	char key[64];
 	if (!rf_cli_key(a, key, sizeof(key)))
 		return 0;
@@ -77,6 +79,7 @@ void rf_cli_loader_help(FILE *f)
 	}
 	fprintf(f, "  %-22s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
 	fprintf(f, "  %-22s %s\n", "--truncate", "alone: same as --truncate=1");
+	fprintf(f, "  %-22s %s\n", "--no-sign-request", "same as --s3-no-sign 1 (anonymous S3)");
 	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing)\n");
 }
 

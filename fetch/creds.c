@@ -68,7 +68,7 @@ struct rf_creds {
 	/* credential_process */
 	pid_t pid;
 	int fd;
-	int64_t poll_id, reap_timer;
+	int64_t poll_id, reap_timer, deadline_timer;
 	uint64_t deadline_ns;
 	char *out;
 	size_t out_len;
@@ -466,7 +466,8 @@ static void process_stop(rf_creds *c)
 {
 	rf_loop_cancel(c->loop, c->poll_id);
 	rf_loop_cancel(c->loop, c->reap_timer);
-	c->poll_id = c->reap_timer = NO_OP;
+	rf_loop_cancel(c->loop, c->deadline_timer);
+	c->poll_id = c->reap_timer = c->deadline_timer = NO_OP;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -549,9 +550,8 @@ static void on_output(void *arg, int res)
 static void on_process_deadline(void *arg, int res)
 {
 	rf_creds *c = arg;
-	c->reap_timer = NO_OP;
-	if (c->fd >= 0)
-		process_fail(c, -ETIMEDOUT, "credential_process took too long (killed)");
+	c->deadline_timer = NO_OP;
+	process_fail(c, -ETIMEDOUT, "credential_process took too long (killed)");
 }
 
 /* Runs argv directly (no shell: nothing in the command is interpreted
@@ -579,9 +579,9 @@ static int process_start(rf_creds *c, rf_error *err)
 	c->out = malloc(RF_CREDS_BODY_BYTES_MAX);
 	c->deadline_ns = rf_now_ns() + RF_CREDS_PROCESS_TIMEOUT_MS * 1000000ull;
 	c->poll_id = c->out ? rf_loop_poll(c->loop, c->fd, POLLIN, on_output, c) : -ENOMEM;
-	c->reap_timer = rf_loop_timer(c->loop, RF_CREDS_PROCESS_TIMEOUT_MS * 1000000ull,
-	                              on_process_deadline, c);
-	if (c->poll_id < 0 || c->reap_timer < 0) {
+	c->deadline_timer = rf_loop_timer(c->loop, RF_CREDS_PROCESS_TIMEOUT_MS * 1000000ull,
+	                                  on_process_deadline, c);
+	if (c->poll_id < 0 || c->deadline_timer < 0) {
 		process_stop(c);
 		return rf_fail(err, -ENOMEM, "credential_process: no memory or loop slot");
 	}
@@ -922,7 +922,7 @@ int rf_creds_start(rf_loop *loop, rf_http *h, const rf_fetch_options *opt, const
 	c->loop = loop;
 	c->http = h;
 	c->fd = -1;
-	c->poll_id = c->reap_timer = c->refresh_timer = NO_OP;
+	c->poll_id = c->reap_timer = c->deadline_timer = c->refresh_timer = NO_OP;
 	int rc = dup_to(&c->s3_region, s3->region ? s3->region : "us-east-1", err);
 	if (rc == 0)
 		rc = start_chain(c, err);

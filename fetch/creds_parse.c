@@ -107,7 +107,8 @@ int rf_creds_parse_time(const char *s, int64_t *unix_ms)
 		for (; n < 3; n++)
 			ms *= 10;
 	}
-	bool utc = !strcmp(p, "Z") || !strcmp(p, "z") || !strcmp(p, "+00:00") || !strcmp(p, "+0000");
+	bool utc =
+	    !strcmp(p, "Z") || !strcmp(p, "z") || !strcmp(p, "+00:00") || !strcmp(p, "+0000");
 	if (!utc || y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
 	    mi > 59 || sec > 60)
 		return -EINVAL;

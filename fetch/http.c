@@ -1084,13 +1084,16 @@ static void on_expired_timer(void *arg, int res)
 		h->s3_expired(h->s3_expired_arg);
 }
 
-/* S3's answer to credentials that expired: 400 (or 403) ExpiredToken. Once
- * per request, and only where an owner can refresh them. */
+/* S3's answer to credentials that expired: 400 (or 403) ExpiredToken. A
+ * HEAD has no body to say so: with a session token, its 400/403 counts as
+ * possibly expired (one refresh and retry at worst). Once per request. */
 static bool expired_token(rf_http_xfer *x)
 {
 	char code[64];
 	if (!x->req.sign || x->expiry_retried || (x->status != 400 && x->status != 403))
 		return false;
+	if (x->req.kind == RF_HTTP_HEAD)
+		return x->h->s3_token_header != NULL;
 	s3_error_code(x->error_body, code, sizeof(code));
 	return !strcmp(code, "ExpiredToken");
 }

@@ -34,7 +34,7 @@ typedef struct rf_fetch_options {
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
 	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	bool s3_no_sign; /* anonymous S3: no credential chain (--no-sign-request) */
+	bool s3_no_sign;    /* anonymous S3: no credential chain (--no-sign-request) */
 	const char *inject; /* fault injection spec, NULL = none */
 } rf_fetch_options;
 

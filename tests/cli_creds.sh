@@ -139,13 +139,14 @@ read_ok() { # NAME: exit 0, the local digest, zero failed requests
 	ok "$1: the local digest, zero failed requests"
 }
 
-slow=(--inject latency=150ms --connections 1 --request-size 4KiB --batch 16)
+slow=(--inject latency=150ms --connections 1 --request-size 4KiB --batch 16) # ~7 s
+slower=(--inject latency=250ms --connections 1 --request-size 4KiB --batch 16) # ~12 s
 
-# 1. Web identity, 4 s credentials, a read of ~10 s: refreshed ahead, on the loop.
+# 1. Web identity, 4 s credentials, a read of ~12 s: refreshed ahead, on the loop.
 sts0=$(stat_of "$CR4" issued_AssumeRoleWithWebIdentity)
 exp0=$(stat_of "$S3" error_ExpiredToken)
 run webid AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/webtok" \
-	AWS_ROLE_SESSION_NAME=rf-test AWS_ENDPOINT_URL_STS="$CR4" -- "${slow[@]}" "$URL"
+	AWS_ROLE_SESSION_NAME=rf-test AWS_ENDPOINT_URL_STS="$CR4" -- "${slower[@]}" "$URL"
 read_ok webid
 no_secrets webid
 n=$(($(stat_of "$CR4" issued_AssumeRoleWithWebIdentity) - sts0))

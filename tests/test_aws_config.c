@@ -107,7 +107,8 @@ static void test_refusals(void **state)
 	expect_bad("[a\nk=v\n", RF_AWS_INI_CONFIG, "line 1: a section header without");
 	expect_bad("[a] x\n", RF_AWS_INI_CONFIG, "text after a section header");
 	expect_bad("[ ]\n", RF_AWS_INI_CONFIG, "empty or too long section name");
-	expect_bad("[default]\n= SECRETVALUE\n", RF_AWS_INI_CONFIG, "empty or too long setting name");
+	expect_bad("[default]\n= SECRETVALUE\n", RF_AWS_INI_CONFIG,
+	           "empty or too long setting name");
 	expect_bad("[default]\n  k = SECRETVALUE\n", RF_AWS_INI_CONFIG, "continues nothing");
 	expect_bad("[a]\nk = SECRET\x01VALUE\n", RF_AWS_INI_CONFIG, "control character");
 	char big[RF_AWS_INI_LINE_BYTES_MAX + 16];

@@ -1086,11 +1086,13 @@ static void on_expired_timer(void *arg, int res)
 
 /* S3's answer to credentials that expired: 400 (or 403) ExpiredToken. A
  * HEAD has no body to say so: with a session token, its 400/403 counts as
- * possibly expired (one refresh and retry at worst). Once per request. */
+ * possibly expired (one refresh and retry at worst). Once per request, and
+ * only for credentials an owner can refresh (static ones would fail again). */
 static bool expired_token(rf_http_xfer *x)
 {
 	char code[64];
-	if (!x->req.sign || x->expiry_retried || (x->status != 400 && x->status != 403))
+	if (!x->req.sign || x->expiry_retried || !x->h->s3_expired ||
+	    (x->status != 400 && x->status != 403))
 		return false;
 	if (x->req.kind == RF_HTTP_HEAD)
 		return x->h->s3_token_header != NULL;
@@ -1106,7 +1108,7 @@ static void wait_for_credentials(rf_http_xfer *x)
 	x->expiry_retried = true;
 	if (h->trace)
 		fprintf(stderr, "http: %s: ExpiredToken, retry with fresh credentials\n", x->name);
-	if (x->s3_gen == h->s3_gen && h->s3_expired && !h->s3_hold) {
+	if (x->s3_gen == h->s3_gen && !h->s3_hold) {
 		h->s3_hold = true;
 		if (h->s3_expired_timer < 0) {
 			int64_t id = rf_loop_timer(h->loop, 0, on_expired_timer, h);

@@ -84,9 +84,11 @@ void rf_http_s3_hold(rf_http *h);
  * names the credential source, never a secret) and ends the hold; sticky:
  * later signed requests fail the same way until rf_http_set_s3. */
 void rf_http_s3_fail(rf_http *h, int code, const char *msg, bool sticky);
-/* A signed request that meets S3's ExpiredToken (HTTP 400/403) is retried
- * once: if its credentials are still the current ones, signed requests are
- * held and expired(arg) runs (from the loop) so the owner refreshes them. */
+/* With an owner set, a signed request that meets S3's ExpiredToken (HTTP
+ * 400/403; for a HEAD, any 400/403 while a session token is in use) is
+ * retried once: if its credentials are still the current ones, signed
+ * requests are held and expired(arg) runs (from the loop) so the owner
+ * refreshes them. Without one (static keys) nothing is retried. */
 void rf_http_set_s3_expired(rf_http *h, void (*expired)(void *arg), void *arg);
 /* Backoff bounds (defaults 50 ms base, 5 s cap) and the jitter seed; both
  * policies use them: full jitter for errors (at most `retries`), equal

@@ -501,7 +501,9 @@ static void on_reap(void *arg, int res)
 	c->reap_timer = NO_OP;
 	int st;
 	pid_t p = waitpid(c->pid, &st, WNOHANG);
-	if (p == c->pid) {
+	if (p == c->pid || (p < 0 && errno == ECHILD)) { /* ECHILD: SIGCHLD ignored */
+		if (p != c->pid)
+			st = 0; /* the status is lost: the output decides */
 		c->pid = 0;
 		return process_finish(c, st);
 	}
@@ -556,7 +558,7 @@ static void on_process_deadline(void *arg, int res)
 
 /* Runs argv directly (no shell: nothing in the command is interpreted
  * beyond its quotes), stdin from /dev/null, stdout into a pipe the ring
- * polls, stderr inherited. */
+ * polls, stderr inherited, no other descriptor, signals unblocked. */
 static int process_start(rf_creds *c, rf_error *err)
 {
 	int p[2];
@@ -566,7 +568,18 @@ static int process_start(rf_creds *c, rf_error *err)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	int rc = posix_spawnp(&c->pid, c->argv[0], &fa, NULL, c->argv, environ);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* none of our sockets or rings */
+	posix_spawnattr_t at; /* the loop thread's signal mask is not the child's */
+	posix_spawnattr_init(&at);
+	sigset_t none, dflt;
+	sigemptyset(&none);
+	sigemptyset(&dflt);
+	sigaddset(&dflt, SIGPIPE);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dflt);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	int rc = posix_spawnp(&c->pid, c->argv[0], &fa, &at, c->argv, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	if (rc != 0) {

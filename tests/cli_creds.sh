@@ -240,6 +240,15 @@ run process_bad "${files[@]}" AWS_PROFILE=dead -- "$URL"
 [ $rc != 0 ] && grep -q "credential_process /bin/sh exited with status 3" "$tmp/process_bad.err" &&
 	ok "process_bad: a failing credential_process is named with its status" ||
 	bad "process_bad: rc=$rc: $(tail -n 2 "$tmp/process_bad.err")"
+# no shell: a ';' is an argument of echo, not a second command
+printf '[profile inject]\ncredential_process = /bin/echo x; touch %s/pwned\n' "$tmp" \
+	>>"$tmp/home/config"
+run process_shell "${files[@]}" AWS_PROFILE=inject -- "$URL"
+[ $rc != 0 ] && [ ! -e "$tmp/pwned" ] &&
+	grep -q "credential_process output is not JSON" "$tmp/process_shell.err" &&
+	ok "process_shell: the command runs without a shell (';' is not interpreted)" ||
+	bad "process_shell: rc=$rc, pwned=$([ -e "$tmp/pwned" ] && echo yes || echo no):" \
+		"$(tail -n 2 "$tmp/process_shell.err")"
 run noprofile "${files[@]}" AWS_PROFILE=nosuch -- "$URL"
 [ $rc != 0 ] && grep -q "AWS_PROFILE nosuch: no such profile in $tmp/home/credentials" \
 	"$tmp/noprofile.err" && ok "noprofile: a missing AWS_PROFILE is an error naming the files" ||

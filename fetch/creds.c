@@ -190,6 +190,10 @@ static void schedule_refresh(rf_creds *c, int64_t delay_ms)
 
 static int apply(rf_creds *c, rf_creds_value *v, rf_error *err)
 {
+	/* Credentials that are (nearly) expired when they arrive would bring the
+	 * refresh back at once, and again: refused, so refreshes stay bounded. */
+	if (v->expires_ms && v->expires_ms <= wall_ms() + 1000)
+		return rf_fail(err, -EPROTO, "the credentials received expire within a second");
 	rf_http_s3 s3 = {c->s3_region, v->access_key, v->secret_key, v->session_token, NULL};
 	RF_TRY(rf_http_set_s3(c->http, &s3, err));
 	rf_creds_value_wipe(&c->cur);

@@ -75,6 +75,8 @@ start creds4 $PY "$TS/creds_server.py" --ttl 4 "${creds_args[@]}"
 CR4=http://127.0.0.1:$port
 start creds3 $PY "$TS/creds_server.py" --ttl 3 "${creds_args[@]}"
 CR3=http://127.0.0.1:$port
+start creds0 $PY "$TS/creds_server.py" --ttl 0 "${creds_args[@]}"
+CR0=http://127.0.0.1:$port
 
 # Many small blocks, so the read is many range requests spread over time.
 $PY -c 'import base64, os, sys; sys.stdout.buffer.write(base64.b64encode(os.urandom(786432)))' \
@@ -140,7 +142,7 @@ read_ok() { # NAME: exit 0, the local digest, zero failed requests
 }
 
 slow=(--inject latency=150ms --connections 1 --request-size 4KiB --batch 16) # ~7 s
-slower=(--inject latency=250ms --connections 1 --request-size 4KiB --batch 16) # ~12 s
+slower=(--inject latency=400ms --connections 1 --request-size 4KiB --batch 16) # ~12 s
 
 # 1. Web identity, 4 s credentials, a read of ~12 s: refreshed ahead, on the loop.
 sts0=$(stat_of "$CR4" issued_AssumeRoleWithWebIdentity)
@@ -190,6 +192,15 @@ if [ $rc != 0 ] && grep -q "container credentials at http://127.0.0.1" "$tmp/con
 else
 	bad "container_bad: rc=$rc: $(tail -n 2 "$tmp/container_bad.err")"
 fi
+
+# credentials that arrive expired are refused (else the refresh would spin)
+run container_expired AWS_CONTAINER_CREDENTIALS_FULL_URI="$CR0/container/v2/creds" \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN="$CTOK" -- "$URL"
+n=$(stat_of "$CR0" issued_container)
+[ $rc != 0 ] && grep -q "the credentials received expire within a second" \
+	"$tmp/container_expired.err" && [ "$n" -le 2 ] &&
+	ok "container_expired: expired credentials refused ($n fetches)" ||
+	bad "container_expired: rc=$rc, $n fetches: $(tail -n 2 "$tmp/container_expired.err")"
 
 # 4. IMDSv2 at a local stand-in: token PUT first, then role, then credentials.
 i0=$(stat_of "$CR3" issued_imds)

@@ -141,10 +141,10 @@ read_ok() { # NAME: exit 0, the local digest, zero failed requests
 	ok "$1: the local digest, zero failed requests"
 }
 
-slow=(--inject latency=150ms --connections 1 --request-size 4KiB --batch 16) # ~7 s
-slower=(--inject latency=400ms --connections 1 --request-size 4KiB --batch 16) # ~12 s
+slow=(--inject latency=150ms --connections 1 --request-size 4KiB --batch 16) # ~5-7 s here
+slower=(--inject latency=400ms --connections 1 --request-size 4KiB --batch 16) # ~7+ s here
 
-# 1. Web identity, 4 s credentials, a read of ~12 s: refreshed ahead, on the loop.
+# 1. Web identity, 4 s credentials, a read of several lifetimes: refreshed ahead.
 sts0=$(stat_of "$CR4" issued_AssumeRoleWithWebIdentity)
 exp0=$(stat_of "$S3" error_ExpiredToken)
 run webid AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/webtok" \

@@ -296,6 +296,7 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	out->gs_endpoint = rf_cfg_str(cfg, RF_CFG_gs_endpoint);
 	out->hedge = rf_cfg(cfg, RF_CFG_hedge) != 0;
 	out->hedge_floor_ms = (uint32_t)(rf_cfg(cfg, RF_CFG_hedge_floor) / 1000000ull);
+	out->s3_no_sign = rf_cfg(cfg, RF_CFG_s3_no_sign) != 0;
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

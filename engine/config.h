@@ -88,6 +88,9 @@
 	X(s3_session_token, STR, "", 0, 0,                                                         \
 	  "S3 session token (else $AWS_SESSION_TOKEN; as a flag it is visible to local users "     \
 	  "in /proc/PID/cmdline and ps: prefer the variable)")                                     \
+	X(s3_no_sign, BOOL, "0", 0, 1,                                                             \
+	  "S3: send requests unsigned (public buckets) instead of looking for credentials "        \
+	  "(--no-sign-request)")                                                                   \
 	X(inject, STR, "", 0, 0, "fault injection spec (testing; else $RINGFEED_INJECT)")          \
 	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \

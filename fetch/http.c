@@ -77,6 +77,8 @@ struct rf_http_xfer {
 	uint32_t error_retries;      /* retries after errors other than throttling */
 	uint32_t throttles;          /* retries after throttling */
 	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
+	uint64_t s3_gen;             /* credentials the current attempt was signed with */
+	bool expiry_retried;         /* met ExpiredToken once already */
 	/* the current attempt's response */
 	CURLcode curl_rc;
 	long status;
@@ -110,6 +112,14 @@ struct rf_http {
 	rf_fetch_options opt;
 	char *ca_file;
 	char *s3_sigv4, *s3_userpwd, *s3_token_header;
+	char *s3_note;    /* anonymous: which credential sources were tried */
+	uint64_t s3_gen;  /* bumped by every rf_http_set_s3 */
+	bool s3_hold;     /* signed requests wait for credentials */
+	int s3_fail_code; /* sticky failure of signed requests (0 = none) */
+	char *s3_fail_msg;
+	void (*s3_expired)(void *arg);
+	void *s3_expired_arg;
+	int64_t s3_expired_timer;
 	host hosts[RF_HTTP_HOSTS_MAX];
 	uint32_t nhosts;
 	struct {
@@ -134,6 +144,8 @@ struct rf_http {
 };
 
 static void pump(rf_http *h);
+static void kick(rf_http *h);
+static void wipe_free(char *s);
 static void xfer_step(rf_http_xfer *x, xfer_event ev);
 
 /* ------------------------------------------------------------ pure helpers */
@@ -678,6 +690,7 @@ static int add_header(rf_http_xfer *x, const char *line)
 static int configure_s3(rf_http *h, rf_http_xfer *x)
 {
 	RF_TRY(add_header(x, "x-amz-content-sha256: UNSIGNED-PAYLOAD"));
+	x->s3_gen = h->s3_gen;
 	if (!h->s3_userpwd)
 		return 0; /* anonymous */
 	if (h->s3_token_header)
@@ -690,12 +703,60 @@ static int configure_s3(rf_http *h, rf_http_xfer *x)
 	return 0;
 }
 
+/* SigV4 with the request's own keys and service (STS AssumeRole). curl
+ * copies both strings; ours are wiped at once. */
+static int configure_sigv4(rf_http_xfer *x)
+{
+	const rf_http_s3 *k = x->req.sigv4;
+	if (!k->access_key || !k->secret_key)
+		return -EINVAL;
+	char *scope = dup_printf("aws:amz:%s:%s", k->region && *k->region ? k->region : "us-east-1",
+	                         x->req.sigv4_service ? x->req.sigv4_service : "s3");
+	char *userpwd = dup_printf("%s:%s", k->access_key, k->secret_key);
+	char *token = k->session_token && *k->session_token
+	                  ? dup_printf("x-amz-security-token: %s", k->session_token)
+	                  : NULL;
+	int rc =
+	    scope && userpwd && (token || !k->session_token || !*k->session_token) ? 0 : -ENOMEM;
+	if (rc == 0 && token)
+		rc = add_header(x, token);
+	if (rc == 0) {
+		curl_easy_setopt(x->easy, CURLOPT_AWS_SIGV4, scope);
+		curl_easy_setopt(x->easy, CURLOPT_USERPWD, userpwd);
+	}
+	free(scope);
+	wipe_free(userpwd);
+	wipe_free(token);
+	return rc;
+}
+
+/* Method, body and extra headers of a credential fetch. */
+static int configure_extras(rf_http_xfer *x)
+{
+	CURL *e = x->easy;
+	if (x->req.post) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->req.post_len);
+		/* Bodies here are small (curl sends Expect: 100-continue only over 1
+		 * MiB); an "Expect:" header to remove it would be signed by curl 7.88's
+		 * SigV4 although never sent. */
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->req.post);
+	}
+	if (x->req.method)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->req.method);
+	for (const char *const *l = x->req.headers; l && *l; l++)
+		RF_TRY(add_header(x, *l));
+	return x->req.sigv4 ? configure_sigv4(x) : 0;
+}
+
 static void configure_limits(rf_http *h, rf_http_xfer *x)
 {
 	CURL *e = x->easy;
 	const rf_fetch_options *o = &h->opt;
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->request_timeout_ms);
+	uint32_t connect_ms =
+	    x->req.connect_timeout_ms ? x->req.connect_timeout_ms : o->connect_timeout_ms;
+	uint32_t total_ms = x->req.timeout_ms ? x->req.timeout_ms : o->request_timeout_ms;
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, (long)o->low_speed_bytes_per_s);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_time_s);
 	/* Redirects are ours (follow_redirect): curl would carry custom headers
@@ -744,6 +805,7 @@ static int configure(rf_http *h, rf_http_xfer *x)
 		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 		RF_TRY(configure_s3(h, x));
 	}
+	RF_TRY(configure_extras(x));
 	if (x->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
 	return 0;
@@ -812,7 +874,11 @@ static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 	char code[64], region[REGION_BYTES], hint[256] = "";
 	s3_error_code(x->error_body, code, sizeof(code));
 	s3_error_region(x, region, sizeof(region));
-	if (!code[0] && x->req.sign && (x->status == 403 || x->status == 401))
+	const rf_http *h = x->h;
+	bool denied = x->req.sign && (x->status == 403 || x->status == 401);
+	/* anonymous because the credential chain found nothing: say so */
+	const char *note = denied && !h->s3_userpwd && h->s3_note ? h->s3_note : NULL;
+	if (!code[0] && denied && !note)
 		snprintf(
 		    hint, sizeof(hint),
 		    " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)");
@@ -821,7 +887,8 @@ static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 		         " (the bucket is in region %s; this request was for %s: set s3_region or "
 		         "AWS_REGION, and an endpoint of that region)",
 		         region, x->region_followed ? "it, and still refused" : xfer_region(x));
-	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, hint);
+	snprintf(why, cap, "HTTP %ld%s%s%s%s%s%s", x->status, code[0] ? " " : "", code, hint,
+	         note ? " (sent unsigned: " : "", note ? note : "", note ? ")" : "");
 	return rf_http_status_retryable(x->status) ? 0 : -1;
 }
 
@@ -865,11 +932,17 @@ static void finish(rf_http_xfer *x, int64_t result, const char *why)
 			snprintf(range, sizeof(range), " bytes %llu-%llu",
 			         (unsigned long long)x->req.offset,
 			         (unsigned long long)(x->req.offset + x->req.len - 1));
-		x->fail_msg =
-		    dup_printf("%s %s%s: %s; last HTTP status %ld, %u attempt%s",
-		               x->req.kind == RF_HTTP_HEAD ? "HEAD" : "GET", x->name, range, why,
-		               x->status, x->attempts, x->attempts == 1 ? "" : "s");
-		h->counters.errors++;
+		char tail[64] = ""; /* none when it never started (no credentials) */
+		if (x->attempts > 0)
+			snprintf(tail, sizeof(tail), "; last HTTP status %ld, %u attempt%s",
+			         x->status, x->attempts, x->attempts == 1 ? "" : "s");
+		x->fail_msg = dup_printf("%s %s%s: %s%s",
+		                         x->req.method                 ? x->req.method
+		                         : x->req.kind == RF_HTTP_HEAD ? "HEAD"
+		                         : x->req.post                 ? "POST"
+		                                                       : "GET",
+		                         x->name, range, why, tail);
+		h->counters.errors += !x->req.uncounted;
 	} else if (x->req.kind == RF_HTTP_GET_ALL) {
 		*x->req.body = x->all ? x->all : strdup("");
 		x->all = NULL;
@@ -918,7 +991,10 @@ static int64_t retry_delay_ms(rf_http_xfer *x, char *why, size_t cap)
 		x->throttle_waited_ms += (uint64_t)ms;
 		return ms;
 	}
-	if (x->error_retries >= h->opt.retries) {
+	uint32_t retries_max = x->req.retries > 0   ? (uint32_t)x->req.retries
+	                       : x->req.retries < 0 ? 0
+	                                            : h->opt.retries;
+	if (x->error_retries >= retries_max) {
 		snprintf(why + n, cap - n, ", retries exhausted");
 		return -1;
 	}
@@ -953,6 +1029,13 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 		return -EPROTO;
 	}
 	bool cross = strcmp(from, to) != 0;
+	if (cross && (x->req.sigv4 || x->req.headers)) {
+		snprintf(why, cap,
+		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: a "
+		         "credential request follows no redirect to another host",
+		         x->status, from, to);
+		return -EPROTO;
+	}
 	if (cross && x->req.sign) {
 		snprintf(why, cap,
 		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: S3 "
@@ -1109,12 +1192,12 @@ static void step_admit(rf_http_xfer *x)
 	x->host->active++;
 	h->counters.host_active_max =
 	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
-	h->counters.requests++;
+	h->counters.requests += !x->req.uncounted;
 	if (x->following) { /* a redirect hop, not another attempt */
 		x->following = false;
 		return;
 	}
-	h->counters.retries += x->attempts > 0;
+	h->counters.retries += x->attempts > 0 && !x->req.uncounted;
 	x->attempts++;
 }
 
@@ -1127,6 +1210,50 @@ static int fail_code(const rf_http_xfer *x, int verdict)
 	if (x->status == 401 || x->status == 403)
 		return -EACCES;
 	return -EPROTO;
+}
+
+static void on_expired_timer(void *arg, int res)
+{
+	rf_http *h = arg;
+	h->s3_expired_timer = NO_OP;
+	if (h->s3_expired)
+		h->s3_expired(h->s3_expired_arg);
+}
+
+/* S3's answer to credentials that expired: 400 (or 403) ExpiredToken. A
+ * HEAD has no body to say so: with a session token, its 400/403 counts as
+ * possibly expired (one refresh and retry at worst). Once per request, and
+ * only for credentials an owner can refresh (static ones would fail again). */
+static bool expired_token(rf_http_xfer *x)
+{
+	char code[64];
+	if (!x->req.sign || x->expiry_retried || !x->h->s3_expired ||
+	    (x->status != 400 && x->status != 403))
+		return false;
+	if (x->req.kind == RF_HTTP_HEAD)
+		return x->h->s3_token_header != NULL;
+	s3_error_code(x->error_body, code, sizeof(code));
+	return !strcmp(code, "ExpiredToken");
+}
+
+/* Queues x again, first in line; it starts when fresh credentials are set
+ * (at once when they already were, since x was signed). */
+static void wait_for_credentials(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	x->expiry_retried = true;
+	if (h->trace)
+		fprintf(stderr, "http: %s: ExpiredToken, retry with fresh credentials\n", x->name);
+	if (x->s3_gen == h->s3_gen && !h->s3_hold) {
+		h->s3_hold = true;
+		if (h->s3_expired_timer < 0) {
+			int64_t id = rf_loop_timer(h->loop, 0, on_expired_timer, h);
+			h->s3_expired_timer = id >= 0 ? id : NO_OP;
+		}
+	}
+	x->state = X_QUEUED;
+	list_push_front(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = true;
 }
 
 static void step_finished(rf_http_xfer *x)
@@ -1144,8 +1271,12 @@ static void step_finished(rf_http_xfer *x)
 	if (x->curl_rc == CURLE_OK && !x->problem[0] && follow_region(x))
 		return;
 	int verdict = judge(x, why, sizeof(why));
+	if (verdict < 0 && expired_token(x)) {
+		wait_for_credentials(x);
+		return;
+	}
 	if (verdict > 0) {
-		h->counters.bytes += x->got;
+		h->counters.bytes += x->req.uncounted ? 0 : x->got;
 		finish(x,
 		       x->req.kind == RF_HTTP_HEAD ? (int64_t)x->content_length : (int64_t)x->got,
 		       NULL);
@@ -1253,6 +1384,14 @@ static bool harvest(rf_http *h)
 	return any;
 }
 
+static void fail_queued(rf_http_xfer *x, int code, const char *msg)
+{
+	rf_http *h = x->h;
+	list_unlink(&h->queue_head, &h->queue_tail, x);
+	x->listed_queue = false;
+	finish(x, code, msg ? msg : "no S3 credentials");
+}
+
 static bool admit(rf_http *h)
 {
 	bool any = false, room = false;
@@ -1263,6 +1402,13 @@ static bool admit(rf_http *h)
 	rf_http_xfer *next;
 	for (rf_http_xfer *x = h->queue_head; x; x = next) {
 		next = x->next;
+		if (x->req.sign && h->s3_hold)
+			continue; /* waits for credentials */
+		if (x->req.sign && h->s3_fail_code) {
+			fail_queued(x, h->s3_fail_code, h->s3_fail_msg);
+			any = true;
+			continue;
+		}
 		if (x->host->active < h->opt.connections) {
 			xfer_step(x, EV_ADMIT);
 			any = true;
@@ -1396,7 +1542,7 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	h->opt.s3_access_key = h->opt.s3_secret_key = h->opt.s3_session_token = NULL;
 	h->opt.inject = NULL; /* no borrowed strings kept */
 	h->timer_want = -2;
-	h->timer_id = h->kick_id = NO_OP;
+	h->timer_id = h->kick_id = h->s3_expired_timer = NO_OP;
 	h->trace = getenv("RF_HTTP_TRACE") != NULL;
 	snprintf(h->region, sizeof(h->region), "us-east-1");
 	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
@@ -1444,6 +1590,9 @@ void rf_http_free(rf_http *h)
 	free(h->socks);
 	rf_loop_cancel(h->loop, h->timer_id);
 	rf_loop_cancel(h->loop, h->kick_id);
+	rf_loop_cancel(h->loop, h->s3_expired_timer);
+	free(h->s3_note);
+	free(h->s3_fail_msg);
 	for (uint32_t i = 0; i < h->npool; i++)
 		curl_easy_cleanup(h->pool[i]);
 	free(h->pool);
@@ -1460,14 +1609,27 @@ int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err)
 	wipe_free(h->s3_sigv4);
 	wipe_free(h->s3_userpwd);
 	wipe_free(h->s3_token_header);
-	h->s3_sigv4 = h->s3_userpwd = h->s3_token_header = NULL;
-	snprintf(h->region, sizeof(h->region), "%s",
-	         s3->region && *s3->region ? s3->region : "us-east-1");
-	if (!s3->access_key || !*s3->access_key || !s3->secret_key || !*s3->secret_key)
+	free(h->s3_note);
+	free(h->s3_fail_msg);
+	h->s3_sigv4 = h->s3_userpwd = h->s3_token_header = h->s3_note = h->s3_fail_msg = NULL;
+	h->s3_fail_code = 0;
+	h->s3_gen++;
+	if (h->s3_hold) {
+		h->s3_hold = false;
+		kick(h); /* held requests start with these credentials */
+	}
+	/* the default signing region: kept when only the keys change */
+	if (s3->region && *s3->region)
+		snprintf(h->region, sizeof(h->region), "%s", s3->region);
+	else if (!h->region[0])
+		snprintf(h->region, sizeof(h->region), "us-east-1");
+	if (!s3->access_key || !*s3->access_key || !s3->secret_key || !*s3->secret_key) {
+		if (s3->anonymous_note && !(h->s3_note = strdup(s3->anonymous_note)))
+			return rf_fail(err, -ENOMEM, "out of memory");
 		return 0; /* anonymous */
-	const char *region = s3->region && *s3->region ? s3->region : "us-east-1";
+	}
 	/* All four fields, or curl derives region and service from the host name. */
-	h->s3_sigv4 = dup_printf("aws:amz:%s:s3", region);
+	h->s3_sigv4 = dup_printf("aws:amz:%s:s3", h->region);
 	h->s3_userpwd = dup_printf("%s:%s", s3->access_key, s3->secret_key);
 	if (s3->session_token && *s3->session_token)
 		h->s3_token_header = dup_printf("x-amz-security-token: %s", s3->session_token);
@@ -1475,6 +1637,34 @@ int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err)
 	    (s3->session_token && *s3->session_token && !h->s3_token_header))
 		return rf_fail(err, -ENOMEM, "out of memory for S3 credentials");
 	return 0;
+}
+
+void rf_http_s3_hold(rf_http *h)
+{
+	h->s3_hold = true;
+}
+
+void rf_http_s3_fail(rf_http *h, int code, const char *msg, bool sticky)
+{
+	h->s3_hold = false;
+	rf_http_xfer *next;
+	for (rf_http_xfer *x = h->queue_head; x; x = next) {
+		next = x->next;
+		if (x->req.sign)
+			fail_queued(x, code, msg);
+	}
+	free(h->s3_fail_msg);
+	h->s3_fail_msg = NULL;
+	h->s3_fail_code = 0;
+	if (sticky && (h->s3_fail_msg = strdup(msg ? msg : "no S3 credentials")))
+		h->s3_fail_code = code < 0 ? code : -EACCES;
+	kick(h);
+}
+
+void rf_http_set_s3_expired(rf_http *h, void (*expired)(void *arg), void *arg)
+{
+	h->s3_expired = expired;
+	h->s3_expired_arg = arg;
 }
 
 void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed)

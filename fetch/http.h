@@ -41,11 +41,26 @@ typedef struct rf_http_request {
 	uint64_t object_size; /* RANGE: known object size (Content-Range total), or UINT64_MAX */
 	uint64_t max_bytes;   /* GET_ALL: largest body accepted */
 	char **body;          /* GET_ALL: receives the body (NUL-terminated; caller frees) */
+	/* Credential fetches (creds.c) also use these; such a request never
+	 * follows a redirect to another host when it has headers or sigv4. */
+	const char *method;             /* NULL: by kind; else e.g. "PUT", "POST" */
+	const char *post;               /* request body (kept by the caller until the callback) */
+	size_t post_len;                /* of post */
+	const char *const *headers;     /* NULL-terminated "Name: value" lines (may hold secrets) */
+	const struct rf_http_s3 *sigv4; /* SigV4 with these keys and sigv4_service, not S3's */
+	const char *sigv4_service;
+	uint32_t connect_timeout_ms; /* 0: the client's */
+	uint32_t timeout_ms;         /* 0: the client's */
+	int retries;                 /* 0: the client's; < 0: none; > 0: this many */
+	bool uncounted;              /* not a data request: left out of the counters */
 } rf_http_request;
 
-/* S3 signing settings (copied). All key fields NULL = anonymous. */
+/* S3 signing settings (copied). All key fields NULL = anonymous; then
+ * anonymous_note (may be NULL), e.g. which credential sources were tried,
+ * is added to the message of a signed request's 401/403. */
 typedef struct rf_http_s3 {
 	const char *region, *access_key, *secret_key, *session_token;
+	const char *anonymous_note;
 } rf_http_s3;
 
 typedef struct rf_http_counters {
@@ -60,7 +75,23 @@ typedef struct rf_http_counters {
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err);
 /* Cancels every transfer (no callbacks) and frees. Not from inside a callback. */
 void rf_http_free(rf_http *h);
+/* Sets the S3 credentials signed requests use from their next attempt on
+ * (requests in flight keep theirs), and releases signed requests held by
+ * rf_http_s3_hold. */
 int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err);
+/* Signed requests wait (queued, not started) until rf_http_set_s3 or
+ * rf_http_s3_fail: while the credential chain has not answered yet. */
+void rf_http_s3_hold(rf_http *h);
+/* Fails every signed request held for credentials with code and msg (which
+ * names the credential source, never a secret) and ends the hold; sticky:
+ * later signed requests fail the same way until rf_http_set_s3. */
+void rf_http_s3_fail(rf_http *h, int code, const char *msg, bool sticky);
+/* With an owner set, a signed request that meets S3's ExpiredToken (HTTP
+ * 400/403; for a HEAD, any 400/403 while a session token is in use) is
+ * retried once: if its credentials are still the current ones, signed
+ * requests are held and expired(arg) runs (from the loop) so the owner
+ * refreshes them. Without one (static keys) nothing is retried. */
+void rf_http_set_s3_expired(rf_http *h, void (*expired)(void *arg), void *arg);
 /* Backoff bounds (defaults 50 ms base, 5 s cap) and the jitter seed; both
  * policies use them: full jitter for errors (at most `retries`), equal
  * jitter for throttling (at most `throttle_wait_ms` of waiting in total). */

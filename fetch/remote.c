@@ -3,6 +3,7 @@
  * The size of an object comes from the caller's hint (a manifest or a
  * listing) or from a HEAD; every read is one exact range GET. */
 #include "remote.h"
+#include "creds.h"
 #include "hedge.h"
 #include "s3.h"
 #include "util.h"
@@ -26,6 +27,7 @@ typedef struct remote_state {
 	uint64_t hedge_bytes; /* hedge buffers allocated now (<= RF_HEDGE_INFLIGHT_BYTES_MAX) */
 	uint64_t hedges, hedges_won;
 	rf_s3_config s3, gs;
+	rf_creds *creds; /* NULL: static keys or anonymous */
 	bool s3_ready, gs_ready;
 	uint32_t list_page;
 } remote_state;
@@ -87,6 +89,7 @@ static int remote_init(rf_fetch *f, void **state, rf_error *err)
 static void remote_fini(void *state)
 {
 	remote_state *st = state;
+	rf_creds_free(st->creds); /* before the client it fetches with */
 	rf_http_free(st->http);
 	rf_s3_config_free(&st->s3);
 	rf_s3_config_free(&st->gs);
@@ -111,13 +114,15 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 /* S3 (and GCS) settings are resolved on first use, so a bad
  * AWS_ENDPOINT_URL only matters to s3:// datasets. Both share the http
  * client's credentials (GCS takes HMAC keys through the same chain); each
- * request names its own signing region. */
+ * request names its own signing region. The credential chain starts here
+ * too: signed requests wait in the client until it answers (creds.c). */
 static int remote_s3(remote_state *st, rf_error *err)
 {
 	if (st->s3_ready)
 		return 0;
-	RF_TRY(rf_s3_config_resolve(rf_fetch_opts(st->fetch), &st->s3, err));
-	int rc = rf_s3_config_apply(&st->s3, st->http, err);
+	const rf_fetch_options *opt = rf_fetch_opts(st->fetch);
+	RF_TRY(rf_s3_config_resolve(opt, &st->s3, err));
+	int rc = rf_creds_start(rf_fetch_loop(st->fetch), st->http, opt, &st->s3, &st->creds, err);
 	if (rc < 0) {
 		rf_s3_config_free(&st->s3);
 		return rc;

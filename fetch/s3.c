@@ -197,7 +197,7 @@ void rf_s3_config_free(rf_s3_config *c)
 
 int rf_s3_config_apply(const rf_s3_config *c, rf_http *h, rf_error *err)
 {
-	rf_http_s3 s3 = {c->region, c->access_key, c->secret_key, c->session_token};
+	rf_http_s3 s3 = {c->region, c->access_key, c->secret_key, c->session_token, NULL};
 	return rf_http_set_s3(h, &s3, err);
 }
 

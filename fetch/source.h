@@ -39,6 +39,7 @@ typedef struct rf_fetch_options {
 	bool hedge;                /* hedged range reads for the tail (remote stores) */
 	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
 	const char *inject;        /* fault injection spec, NULL = none */
+	bool s3_no_sign;           /* anonymous S3: no credential chain (--no-sign-request) */
 	/* Memory the fetch layer allocates on its own (hedge buffers) is
 	 * reserved here first, on the loop thread: reserve returns 0, or a
 	 * negative errno and the memory is not used. NULL = not accounted. */

@@ -44,6 +44,8 @@ int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char 
 		return rf_cli_set(cfg, "shuffle", "0", cmd) < 0 ? -1 : 1;
 	if (!strcmp(a, "--truncate"))
 		return rf_cli_set(cfg, "truncate", "1", cmd) < 0 ? -1 : 1;
+	if (!strcmp(a, "--no-sign-request")) /* the AWS CLI's name */
+		return rf_cli_set(cfg, "s3_no_sign", "1", cmd) < 0 ? -1 : 1;
 	char key[64];
 	if (!rf_cli_key(a, key, sizeof(key)))
 		return 0;
@@ -92,10 +94,14 @@ void rf_cli_loader_help(FILE *f)
 		k = help + strlen(help) + 1;
 	}
 	fprintf(f, "  %-24s %s\n", "--no-shuffle", "same as --shuffle 0 (manifest / shard order)");
-	fprintf(f, "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing);\n"
-	           "  AWS_ENDPOINT_URL, AWS_REGION / AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID,\n"
-	           "  AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN stand in for the --s3-* flags\n"
-	           "  not given\n");
+	fprintf(f, "  %-24s %s\n", "--no-sign-request", "same as --s3-no-sign 1 (anonymous S3)");
+	fprintf(
+	    f,
+	    "environment: RINGFEED_INJECT=SPEC sets --inject (fault injection, testing);\n"
+	    "  AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, AWS_REGION / AWS_DEFAULT_REGION and the\n"
+	    "  AWS credential chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
+	    "  web identity, AWS_PROFILE's files, container credentials, IMDS) stand in for the\n"
+	    "  --s3-* flags not given\n");
 }
 
 int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)

@@ -27,10 +27,19 @@ as in S3, so a "." or ".." key segment is a name (stored as "%2E" / "%2E%2E").
   PUT /BUCKET/KEY (Content-Length body, payload hash checked when signed).
   GET /_stats (no auth): JSON request counters, for tests.
 
+Temporary credentials (--issued-master M): an access key issued by
+creds_server.py (issued_creds.py) is accepted too, with its derived secret;
+it needs its session token (x-amz-security-token, signed), and a token past
+its expiry gets 400 ExpiredToken as S3 answers it (an altered one 400
+InvalidToken). --expire-early-s S treats tokens as expired S seconds early
+(a clock ahead of the issuer's), so a client meets ExpiredToken before it
+would refresh.
+
 Python 3 standard library only. Every thread is a daemon; SIGTERM exits.
 """
 
 import argparse
+import os.path as _p
 import base64
 import datetime
 import hashlib
@@ -41,10 +50,14 @@ import re
 import signal
 import sys
 import threading
+import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from xml.sax.saxutils import escape as xml_escape
+
+sys.path.insert(0, _p.dirname(_p.abspath(__file__)))
+import issued_creds  # noqa: E402
 
 PUT_BYTES_MAX = 1 << 32  # bound on one upload
 HEADER_BYTES_MAX = 16384
@@ -184,7 +197,8 @@ class Handler(BaseHTTPRequestHandler):
         if len(cred) != 5 or cred[4] != "aws4_request":
             raise AuthError(400, "AuthorizationHeaderMalformed", "bad Credential scope '%s'" % "/".join(cred[1:]))
         access, date, region, service = cred[:4]
-        if access != self.server.access_key:
+        secret = self.secret_of(access)
+        if secret is None:
             raise AuthError(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
         if region != self.server.region and service == "s3":
             self.server.stats.add("wrong_region")
@@ -229,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
         to_sign = "\n".join(
             ["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest()]
         )
-        key = signing_key(self.server.secret_key, date, region, "s3")
+        key = signing_key(secret, date, region, "s3")
         expected = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, signature):
             raise AuthError(
@@ -238,7 +252,28 @@ class Handler(BaseHTTPRequestHandler):
                 "Check your key and signing method.",
                 {"StringToSign": to_sign, "CanonicalRequest": canonical},
             )
+        self.check_issued_token(access)
         return payload_hash
+
+    # ---- temporary credentials (--issued-master) -------------------------
+    def secret_of(self, access):
+        if access == self.server.access_key:
+            return self.server.secret_key
+        if self.server.issued_master and access.startswith("ASIARF"):
+            return issued_creds.secret_for(self.server.issued_master, access)
+        return None
+
+    def check_issued_token(self, access):
+        if access == self.server.access_key or not self.server.issued_master:
+            return
+        verdict = issued_creds.check_token(self.server.issued_master, access,
+                                           self.headers.get("x-amz-security-token"),
+                                           time.time() + self.server.expire_early_s)
+        self.server.stats.add("issued_" + verdict)
+        if verdict == "expired":
+            raise AuthError(400, "ExpiredToken", "The provided token has expired.")
+        if verdict != "ok":
+            raise AuthError(400, "InvalidToken", "The provided token is malformed or otherwise invalid.")
 
     # ---- dispatch --------------------------------------------------------
     def handle_any(self, head=False):
@@ -493,6 +528,10 @@ def main():
     ap.add_argument("--secret-key", default="rf-test-secret/0123456789")
     ap.add_argument("--session-token", default=None, help="if set, x-amz-security-token must equal it")
     ap.add_argument("--region", default="us-east-1")
+    ap.add_argument("--issued-master", default=None,
+                    help="also accept temporary credentials issued under this master secret")
+    ap.add_argument("--expire-early-s", type=float, default=0.0,
+                    help="issued tokens count as expired this many seconds early")
     ap.add_argument("--bucket", action="append", default=[], help="create this bucket folder")
     ap.add_argument("--max-keys-cap", type=int, default=LIST_KEYS_MAX, help="largest listing page")
     ap.add_argument("--redirect-unsigned", action="store_true",
@@ -506,6 +545,7 @@ def main():
     srv = Server((a.bind, a.port), Handler)
     srv.root, srv.access_key, srv.secret_key = os.path.abspath(a.root), a.access_key, a.secret_key
     srv.session_token, srv.region, srv.verbose = a.session_token, a.region, a.verbose
+    srv.issued_master, srv.expire_early_s = a.issued_master, a.expire_early_s
     srv.max_keys_cap = max(1, a.max_keys_cap)
     srv.redirect_unsigned, srv.virtual_suffix = a.redirect_unsigned, a.virtual_suffix.lower()
     srv.stats = Stats()

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 typedef struct done {
@@ -171,6 +172,53 @@ static void test_close_in_flight(void **state)
 	assert_int_equal(d.calls, 0);
 }
 
+/* More sources than the process may hold descriptors, each with a read in
+ * flight at once: reads wait for a descriptor of the bounded set and all
+ * deliver their bytes. Before, every source kept a descriptor from open to
+ * close, and the open past the limit failed with EMFILE. */
+static void test_more_sources_than_descriptors(void **state)
+{
+	env *e = *state;
+	enum { N = 60 };
+	int probe = dup(0);
+	assert_true(probe >= 0);
+	close(probe);
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)probe + 24; /* room for fewer than N more */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	rf_fetch *f = NULL;
+	assert_int_equal(rf_fetch_new(e->loop, NULL, &f, NULL), 0);
+	static rf_source *src[N];
+	static done d[N];
+	static uint8_t buf[N][1000];
+	for (int i = 0; i < N; i++) {
+		done o = {0};
+		rf_error err = {0};
+		int rc = rf_source_open(f, e->path, UINT64_MAX, &src[i], on_done, &o, &err);
+		if (rc < 0)
+			print_error("source %d: %s\n", i, err.msg);
+		assert_int_equal(rc, 0);
+		spin(e->loop, &o.calls);
+		assert_int_equal(o.res, 0);
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(
+		    rf_source_read(src[i], (uint64_t)i * 1000, 1000, buf[i], on_done, &d[i]), 0);
+	for (int i = 0; i < N; i++) {
+		spin(e->loop, &d[i].calls);
+		if (d[i].res < 0)
+			print_error("read %d: %s\n", i, d[i].msg);
+		assert_int_equal(d[i].res, 1000);
+		assert_memory_equal(buf[i], e->data + i * 1000, 1000);
+	}
+	for (int i = 0; i < N; i++)
+		rf_source_close(src[i]);
+	rf_fetch_free(f);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 static void test_inject_unavailable(void **state)
 {
 	env *e = *state;
@@ -196,6 +244,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_short_read_then_eof, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_close_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_more_sources_than_descriptors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inject_unavailable, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,181 @@
+/* fdcache.c - the bounded, least-recently-used set of open descriptors the
+ * local file source reads through (see fdcache.h). The idle list is doubly
+ * linked through the slots: acquire, release, evict and drop are O(1). */
+#include "fdcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct rf_fdcache {
+	uint32_t files_max;
+	uint32_t open_now, open_max;
+	uint64_t opens, evictions;
+	rf_fd_slot *idle_head, *idle_tail; /* head: most recently released */
+};
+
+static uint32_t rf_fdcache_default_max(void)
+{
+	struct rlimit rl;
+	uint64_t soft = 1024;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		soft = rl.rlim_cur;
+	uint64_t n = soft / 4;
+	if (n > RF_FDCACHE_FILES_MAX)
+		n = RF_FDCACHE_FILES_MAX;
+	return n < 4 ? 4 : (uint32_t)n;
+}
+
+int rf_fdcache_new(uint32_t files_max, rf_fdcache **out)
+{
+	rf_fdcache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->files_max = files_max ? files_max : rf_fdcache_default_max();
+	*out = c;
+	return 0;
+}
+
+void rf_fdcache_free(rf_fdcache *c)
+{
+	free(c);
+}
+
+void rf_fd_slot_init(rf_fd_slot *slot)
+{
+	*slot = (rf_fd_slot){.fd = -1};
+}
+
+static void rf_idle_unlink(rf_fdcache *c, rf_fd_slot *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->idle_head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		c->idle_tail = s->prev;
+	s->prev = s->next = NULL;
+}
+
+static void rf_idle_push(rf_fdcache *c, rf_fd_slot *s)
+{
+	s->prev = NULL;
+	s->next = c->idle_head;
+	if (c->idle_head)
+		c->idle_head->prev = s;
+	else
+		c->idle_tail = s;
+	c->idle_head = s;
+}
+
+static void rf_fd_close(rf_fdcache *c, rf_fd_slot *s)
+{
+	close(s->fd);
+	s->fd = -1;
+	c->open_now--;
+}
+
+/* Closes the least recently used idle descriptor; false when none is idle. */
+static bool rf_fdcache_evict(rf_fdcache *c)
+{
+	rf_fd_slot *s = c->idle_tail;
+	if (!s)
+		return false;
+	rf_idle_unlink(c, s);
+	rf_fd_close(c, s);
+	c->evictions++;
+	return true;
+}
+
+static int rf_fd_open(rf_fdcache *c, const char *path)
+{
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+		int e = errno;
+		if ((e != EMFILE && e != ENFILE) || !rf_fdcache_evict(c))
+			return -e;
+	}
+}
+
+/* The path must still name a regular file (a changed size shows as a short
+ * read or an end of file, reported with the range). */
+static int rf_fd_check(int fd, const char *path, char *msg, size_t cap)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		snprintf(msg, cap, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(msg, cap, "%s: not a regular file", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *msg, size_t cap)
+{
+	if (slot->fd >= 0) {
+		if (slot->users++ == 0)
+			rf_idle_unlink(c, slot);
+		return slot->fd;
+	}
+	while (c->open_now >= c->files_max && rf_fdcache_evict(c)) {
+	}
+	if (c->open_now >= c->files_max)
+		return -EAGAIN; /* all busy: one is released when its read completes */
+	int fd = rf_fd_open(c, path);
+	if ((fd == -EMFILE || fd == -ENFILE) && c->open_now > 0)
+		return -EAGAIN; /* the process is out of descriptors; ours are busy */
+	if (fd < 0) {
+		snprintf(msg, cap, "%s: %s", path, strerror(-fd));
+		return fd;
+	}
+	int rc = rf_fd_check(fd, path, msg, cap);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	slot->fd = fd;
+	slot->users = 1;
+	c->opens++;
+	if (++c->open_now > c->open_max)
+		c->open_max = c->open_now;
+	return fd;
+}
+
+void rf_fdcache_release(rf_fdcache *c, rf_fd_slot *slot)
+{
+	if (slot->fd >= 0 && slot->users > 0 && --slot->users == 0)
+		rf_idle_push(c, slot);
+}
+
+void rf_fdcache_drop(rf_fdcache *c, rf_fd_slot *slot)
+{
+	if (slot->fd < 0)
+		return;
+	if (slot->users == 0)
+		rf_idle_unlink(c, slot);
+	slot->users = 0;
+	rf_fd_close(c, slot);
+}
+
+void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out)
+{
+	*out = (rf_fdcache_counters){.opens = c->opens,
+	                             .evictions = c->evictions,
+	                             .open_now = c->open_now,
+	                             .open_max = c->open_max,
+	                             .files_max = c->files_max};
+}

@@ -171,7 +171,10 @@ typedef struct rf_engine {
 	int open_code;
 	char open_msg[RF_ERROR_MSG_BYTES];
 	uint32_t open_next, open_inflight, open_done;
-	uint32_t open_waiting;         /* shards waiting for budget for their index */
+	uint32_t open_waiting;                   /* shards waiting for budget for their index */
+	uint32_t open_wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
+	uint32_t open_failed;                    /* shards whose open failed so far */
+	uint32_t open_failed_idx;      /* the lowest index of one (valid when open_failed) */
 	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
 	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	int64_t sample_timer;

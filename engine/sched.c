@@ -8,6 +8,7 @@
 #include "rfs.h"
 #include "util.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -62,6 +63,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 	rf_engine *e = s->engine;
 	s->stage = RF_OPEN_DONE;
 	if (code < 0) {
+		if (e->open_failed++ == 0 || s->idx < e->open_failed_idx)
+			e->open_failed_idx = s->idx;
 		s->err_code = code;
 		free(s->err_msg);
 		s->err_msg = strdup(msg && *msg ? msg : "failed");
@@ -200,6 +203,18 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	}
 }
 
+/* Takes shard idx off the (short) list of shards waiting for budget. */
+static void rf_open_unwait(rf_engine *e, uint32_t idx)
+{
+	uint32_t i = 0;
+	while (i < e->open_waiting && e->open_wait[i] != idx)
+		i++;
+	assert(i < e->open_waiting);
+	memmove(&e->open_wait[i], &e->open_wait[i + 1],
+	        (e->open_waiting - i - 1) * sizeof(e->open_wait[0]));
+	e->open_waiting--;
+}
+
 /* The footer is sound: reserve for the index, then read it (or wait in
  * RF_OPEN_WAIT_BUDGET until another index frees its buffer). */
 static void rf_open_index(rf_shard *s)
@@ -209,12 +224,12 @@ static void rf_open_index(rf_shard *s)
 	int rc = rf_open_reserve_index(s, &err);
 	if (rc == 1) {
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
-			e->open_waiting++;
+			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
 		s->stage = RF_OPEN_WAIT_BUDGET;
 		return;
 	}
 	if (s->stage == RF_OPEN_WAIT_BUDGET)
-		e->open_waiting--;
+		rf_open_unwait(e, s->idx);
 	s->stage = RF_OPEN_FOOTER;
 	if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
 		rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
@@ -244,18 +259,17 @@ static int rf_open_phase(rf_engine *e)
 	while (e->open_done < e->nshards) {
 		/* while an index waits for budget, open no more (their indexes would
 		 * wait too) and retry the waiting ones, oldest first */
-		for (uint32_t i = 0; e->open_waiting > 0 && i < e->open_next; i++)
-			if (e->shards[i].stage == RF_OPEN_WAIT_BUDGET)
-				rf_open_index(&e->shards[i]);
+		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
+		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+		for (uint32_t i = 0; i < nwait; i++)
+			rf_open_index(&e->shards[waiting[i]]);
 		while (e->open_waiting == 0 && e->open_next < e->nshards &&
 		       e->open_inflight < open_max)
 			rf_open_start(e, &e->shards[e->open_next++]);
-		for (uint32_t i = 0; i < e->open_next; i++) {
-			rf_shard *s = &e->shards[i];
-			if (s->stage == RF_OPEN_DONE && s->err_code < 0) {
-				snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
-				return s->err_code;
-			}
+		if (e->open_failed) {
+			rf_shard *s = &e->shards[e->open_failed_idx];
+			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+			return s->err_code;
 		}
 		if (e->open_done >= e->nshards)
 			break;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct rf_fdcache {
@@ -107,23 +106,6 @@ static int rf_fd_open(rf_fdcache *c, const char *path)
 	}
 }
 
-/* The path must still name a regular file (a changed size shows as a short
- * read or an end of file, reported with the range). */
-static int rf_fd_check(int fd, const char *path, char *msg, size_t cap)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		snprintf(msg, cap, "%s: %s", path, strerror(e));
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(msg, cap, "%s: not a regular file", path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *msg, size_t cap)
 {
 	if (slot->fd >= 0) {
@@ -141,11 +123,6 @@ int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *
 	if (fd < 0) {
 		snprintf(msg, cap, "%s: %s", path, strerror(-fd));
 		return fd;
-	}
-	int rc = rf_fd_check(fd, path, msg, cap);
-	if (rc < 0) {
-		close(fd);
-		return rc;
 	}
 	slot->fd = fd;
 	slot->users = 1;

@@ -28,8 +28,8 @@ int rf_fdcache_new(uint32_t files_max, rf_fdcache **out);
 void rf_fdcache_free(rf_fdcache *c); /* every slot must have been dropped */
 void rf_fd_slot_init(rf_fd_slot *slot);
 
-/* Returns the open descriptor of path (opened read-only, checked to be a
- * regular file); -EAGAIN when every descriptor of the set has
+/* Returns the open descriptor of path (opened read-only, non-blocking: what
+ * it is, the caller checks); -EAGAIN when every descriptor of the set has
  * reads in flight (wait for a release; msg untouched); or -errno with msg
  * (cap bytes) naming the cause. */
 int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *msg, size_t cap);

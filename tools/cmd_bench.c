@@ -5,6 +5,7 @@
  * category against the budget, and peak RSS. Uses only ringfeed.h (and the
  * demo generator in tools/). */
 #include "commands.h"
+#include "cpu_cost.h"
 #include "decode_limit.h"
 #include "demo.h"
 #include "flags.h"
@@ -239,6 +240,7 @@ typedef struct rf_bench_result {
 	char *stats_json;
 	rf_decode_limit limit;
 	bool has_limit;
+	double cpu_s; /* process user + sys from before rf_open to after rf_close */
 } rf_bench_result;
 
 /* The stall-cover measurement around one rf_next call that started at
@@ -374,6 +376,40 @@ static void rf_bench_json_tail(const rf_bench_result *r)
 	printf("],\"loader\":%s}\n", r->stats_json ? r->stats_json : "null");
 }
 
+/* CPU per decoded GB of the loader run and of the decode limit, and their
+ * ratio (the efficiency figure that holds on a loaded machine). */
+typedef struct rf_bench_cpu {
+	double loader_s_per_gb, limit_s_per_gb, ratio;
+} rf_bench_cpu;
+
+static rf_bench_cpu rf_bench_cpu_cost(const rf_bench_result *r)
+{
+	rf_bench_cpu c = {.loader_s_per_gb = rf_cpu_s_per_gb(r->cpu_s, r->st.decoded_bytes)};
+	if (r->has_limit)
+		c.limit_s_per_gb = rf_cpu_s_per_gb(r->limit.decode_cpu_s, r->limit.decoded_bytes);
+	c.ratio = c.limit_s_per_gb > 0 ? c.loader_s_per_gb / c.limit_s_per_gb : 0;
+	return c;
+}
+
+static void rf_bench_cpu_json(const rf_bench_result *r)
+{
+	rf_bench_cpu c = rf_bench_cpu_cost(r);
+	printf("\"cpu_s\":%.6f,\"cpu_s_per_decoded_gb\":%.4f,\"decode_limit_cpu_s\":%.6f,"
+	       "\"decode_limit_cpu_s_per_gb\":%.4f,\"cpu_ratio\":%.4f,",
+	       r->cpu_s, c.loader_s_per_gb, r->has_limit ? r->limit.decode_cpu_s : 0.0,
+	       c.limit_s_per_gb, c.ratio);
+}
+
+static void rf_bench_cpu_text(const rf_bench_result *r)
+{
+	rf_bench_cpu c = rf_bench_cpu_cost(r);
+	printf("  CPU %.3f s (user + sys, whole process): %.3f CPU-s per decoded GB\n", r->cpu_s,
+	       c.loader_s_per_gb);
+	if (r->has_limit)
+		printf("  decode limit CPU %.3f CPU-s per decoded GB: the loader costs %.2f x it\n",
+		       c.limit_s_per_gb, c.ratio);
+}
+
 static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
@@ -404,6 +440,7 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r)
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_METADATA],
 	       (unsigned long long)r->rss_peak, r->rc, rf_limit_rate(r),
 	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0);
+	rf_bench_cpu_json(r);
 	rf_bench_json_tail(r);
 }
 
@@ -473,6 +510,7 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r)
 		       s->threads, rf_limit_rate(r) / 1e6,
 		       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r)
 		                            : 0.0);
+	rf_bench_cpu_text(r);
 }
 
 /* The decode limit of the same shards with the loader's thread count. */
@@ -580,7 +618,7 @@ int cmd_bench(int argc, char **argv)
 	static rf_bench_result r;
 	rf_error err = {0};
 	r.rss_before_open = proc_kib_field_bytes("/proc/self/status", "VmRSS");
-	double t0 = rf_now_s();
+	double t0 = rf_now_s(), cpu0 = rf_cpu_process_s();
 	r.t_open0 = t0;
 	rf_loader *l = rf_open(cfg, &err);
 	r.open_s = rf_now_s() - t0;
@@ -592,6 +630,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	rf_bench_loop(l, &o, &r);
 	rf_close(l);
+	r.cpu_s = rf_cpu_process_s() - cpu0;
 	if (r.st.trace_error[0]) {
 		fprintf(stderr, "ringfeed bench: %s\n", r.st.trace_error);
 		r.rc = -EIO;

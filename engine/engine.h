@@ -29,6 +29,7 @@
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
 #define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
+#define RF_OPEN_TAIL_BYTES  4096u       /* first read of a shard: footer + a small index */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
@@ -93,6 +94,9 @@ typedef struct rf_shard {
 	rf_shard_index *index;
 	uint8_t footer[RF_FOOTER_BYTES];
 	uint8_t *index_buf;
+	uint8_t *tail;       /* open phase: the file's last tail_bytes (footer, and often the
+	                      * index: one read instead of two), or NULL */
+	uint32_t tail_bytes; /* RF_MEM_METADATA held for tail */
 	rf_footer footer_parsed;
 	int stage;                   /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done,
 	                                5 waiting for budget for its index */

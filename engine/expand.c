@@ -179,6 +179,7 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 		free(shards[i].name);
 		free(shards[i].err_msg);
 		free(shards[i].index_buf);
+		free(shards[i].tail);
 		rf_index_free(shards[i].index);
 	}
 	free(shards);

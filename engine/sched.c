@@ -56,6 +56,36 @@ static void rf_meta_release(rf_engine *e, uint64_t *held)
 	*held = 0;
 }
 
+/* The tail read is one read for the footer and, when it is small, the index
+ * (most shards of a many-shard dataset): reserved from the budget, or not
+ * used (the footer is read alone) when the budget has no room for it. */
+static uint64_t rf_open_tail_take(rf_shard *s, uint64_t size)
+{
+	rf_engine *e = s->engine;
+	uint32_t n = (uint32_t)RF_MIN(size, (uint64_t)RF_OPEN_TAIL_BYTES);
+	if (n <= RF_FOOTER_BYTES || rf_budget_reserve(&e->budget, RF_MEM_METADATA, n, 0) != 0)
+		return 0;
+	if (!(s->tail = malloc(n))) {
+		rf_budget_release(&e->budget, RF_MEM_METADATA, n);
+		return 0;
+	}
+	s->tail_bytes = n;
+	e->open_meta_bytes += n;
+	return n;
+}
+
+static void rf_open_tail_free(rf_shard *s)
+{
+	if (!s->tail)
+		return;
+	rf_engine *e = s->engine;
+	free(s->tail);
+	s->tail = NULL;
+	rf_budget_release(&e->budget, RF_MEM_METADATA, s->tail_bytes);
+	e->open_meta_bytes -= s->tail_bytes;
+	s->tail_bytes = 0;
+}
+
 /* The index buffer is freed once the index is parsed (or the shard fails);
  * a failed shard gives back its parsed index's reservation too. */
 static void rf_open_finish(rf_shard *s, int code, const char *msg)
@@ -72,6 +102,7 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		s->index = NULL;
 		rf_meta_release(e, &s->index_parsed_bytes);
 	}
+	rf_open_tail_free(s);
 	free(s->index_buf);
 	s->index_buf = NULL;
 	e->open_transient_bytes -= s->index_buf_bytes;
@@ -139,6 +170,7 @@ static bool rf_open_reread(rf_shard *s, int rc)
 	pthread_mutex_unlock(&e->mu);
 	rf_index_free(s->index);
 	s->index = NULL;
+	rf_open_tail_free(s); /* the same bytes again, read alone */
 	if (s->stage == RF_OPEN_INDEX)
 		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
 		             s->index_buf);
@@ -176,8 +208,15 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 			return;
 		}
 		s->stage = RF_OPEN_FOOTER;
-		rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
+		uint64_t tail = rf_open_tail_take(s, size);
+		if (tail)
+			rf_open_read(s, size - tail, tail, s->tail);
+		else
+			rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
 	} else if (s->stage == RF_OPEN_FOOTER) {
+		if (s->tail)
+			memcpy(s->footer, s->tail + s->tail_bytes - RF_FOOTER_BYTES,
+			       RF_FOOTER_BYTES);
 		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->name,
 		                         &s->footer_parsed, &err);
 		if (rc < 0 && !rf_open_reread(s, rc))
@@ -215,6 +254,21 @@ static void rf_open_unwait(rf_engine *e, uint32_t idx)
 	e->open_waiting--;
 }
 
+/* The index lies inside the tail read with the footer: copied, parsed (as
+ * if it had been read), no second read. Returns true when it did. */
+static bool rf_open_index_from_tail(rf_shard *s)
+{
+	uint64_t size = rf_source_size(s->src), at = s->footer_parsed.index_offset;
+	uint64_t n = s->footer_parsed.index_bytes;
+	bool inside = s->tail && at >= size - s->tail_bytes && n <= size - at;
+	if (inside)
+		memcpy(s->index_buf, s->tail + (at - (size - s->tail_bytes)), n);
+	rf_open_tail_free(s);
+	if (inside)
+		rf_open_cb(s, (int64_t)n, NULL);
+	return inside;
+}
+
 /* The footer is sound: reserve for the index, then read it (or wait in
  * RF_OPEN_WAIT_BUDGET until another index frees its buffer). */
 static void rf_open_index(rf_shard *s)
@@ -223,6 +277,7 @@ static void rf_open_index(rf_shard *s)
 	rf_error err = {0};
 	int rc = rf_open_reserve_index(s, &err);
 	if (rc == 1) {
+		rf_open_tail_free(s); /* waits hold nothing they can do without */
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
 			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
 		s->stage = RF_OPEN_WAIT_BUDGET;
@@ -238,6 +293,8 @@ static void rf_open_index(rf_shard *s)
 		return;
 	}
 	s->stage = RF_OPEN_INDEX;
+	if (rf_open_index_from_tail(s))
+		return;
 	rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes, s->index_buf);
 }
 

@@ -275,7 +275,11 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */
 	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
-	uint64_t slab = rf_pool_class_bytes(big_d), frame = rf_pool_class_bytes(big_c);
+	rf_fetch_options fo;
+	rf_config_fetch_options(e->cfg, &fo);
+	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */
+	uint64_t slab = rf_pool_class_bytes(big_d);
+	uint64_t frame = rf_pool_class_bytes((uint64_t)big_c + e->read_align);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
 	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;
 	if (need > e->budget.limit_bytes) {

@@ -49,6 +49,7 @@ typedef struct rf_read {
 	struct rf_engine *e;
 	uint8_t *buf;
 	uint64_t buf_bytes; /* pool class = FETCH reservation */
+	uint32_t buf_shift; /* buf is the pool buffer + this (offset modulo read_align) */
 	uint64_t offset, len;
 	uint64_t first_seq;
 	uint32_t units, units_left;
@@ -177,8 +178,10 @@ typedef struct rf_engine {
 	uint32_t open_next, open_inflight, open_done;
 	uint32_t open_waiting;                   /* shards waiting for budget for their index */
 	uint32_t open_wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
-	uint32_t open_failed;                    /* shards whose open failed so far */
-	uint32_t open_failed_idx;      /* the lowest index of one (valid when open_failed) */
+	uint32_t read_align;      /* direct_io on/auto: read buffers agree with their file offset
+	                           * modulo this (O_DIRECT reads land in place) */
+	uint32_t open_failed;     /* shards whose open failed so far */
+	uint32_t open_failed_idx; /* the lowest index of one (valid when open_failed) */
 	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
 	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	int64_t sample_timer;

@@ -365,7 +365,8 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 void rf_read_free(rf_engine *e, rf_read *rd)
 {
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
-	rf_pool_put(e->pool, rd->buf, rd->buf_bytes);
+	if (rd->buf)
+		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
 	free(rd);
 }
 
@@ -576,8 +577,11 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
  * slots in READING belong to the loop thread: mu not needed. */
 static int rf_read_memory(rf_engine *e, rf_read *rd)
 {
-	if (!(rd->buf = rf_pool_get(e->pool, rd->buf_bytes)))
+	uint8_t *base = rf_pool_get(e->pool, rd->buf_bytes);
+	if (!base)
 		return -ENOMEM;
+	rd->buf_shift = e->read_align ? (uint32_t)(rd->offset % e->read_align) : 0;
+	rd->buf = base + rd->buf_shift;
 	for (uint32_t i = 0; i < rd->units; i++) {
 		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
 		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
@@ -692,7 +696,7 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
  * nothing reserved) when the budget or memory says no. mu held. */
 static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
 {
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp + e->read_align);
 	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
 		return NULL;
 	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
@@ -751,7 +755,8 @@ static bool rf_sched_one(rf_engine *e)
 	e->budget_blocked = !rd;
 	if (!rd) {
 		if (!e->coll_final)
-			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
+			rf_sched_no_budget(e, pu, needed,
+			                   rf_pool_class_bytes(comp + e->read_align) + dec);
 		return false;
 	}
 	e->host_wait_ns = 0;

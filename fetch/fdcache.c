@@ -15,8 +15,9 @@
 struct rf_fdcache {
 	uint32_t files_max;
 	uint32_t open_now, open_max;
-	uint64_t opens, evictions;
-	rf_fd_slot *idle_head, *idle_tail; /* head: most recently released */
+	uint64_t opens, evictions, direct_refused;
+	rf_fd_slot *idle_head, *idle_tail;           /* head: most recently released */
+	int (*open_fn)(const char *path, int flags); /* tests; NULL: open(2) */
 };
 
 static uint32_t rf_fdcache_default_max(void)
@@ -94,20 +95,40 @@ static bool rf_fdcache_evict(rf_fdcache *c)
 	return true;
 }
 
-static int rf_fd_open(rf_fdcache *c, const char *path)
+static int rf_fd_open(rf_fdcache *c, const char *path, int flags)
 {
 	for (;;) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		flags |= O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+		int fd = c->open_fn ? c->open_fn(path, flags) : open(path, flags);
 		if (fd >= 0)
 			return fd;
-		int e = errno;
+		int e = c->open_fn ? -fd : errno;
 		if ((e != EMFILE && e != ENFILE) || !rf_fdcache_evict(c))
 			return -e;
 	}
 }
 
-int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *msg, size_t cap)
+/* O_DIRECT, or the page cache where the filesystem refuses it (tmpfs:
+ * EINVAL at open). */
+static int rf_fd_open_mode(rf_fdcache *c, rf_fd_slot *slot, const char *path, bool direct)
 {
+	slot->direct = false;
+	if (direct) {
+		int fd = rf_fd_open(c, path, O_DIRECT);
+		if (fd != -EINVAL) {
+			slot->direct = fd >= 0;
+			return fd;
+		}
+		c->direct_refused++;
+	}
+	return rf_fd_open(c, path, 0);
+}
+
+int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, bool direct, char *msg,
+                       size_t cap)
+{
+	if (slot->fd >= 0 && slot->users == 0 && direct && !slot->direct && !slot->refused)
+		rf_fdcache_drop(c, slot); /* idle, opened before direct I/O was on: again */
 	if (slot->fd >= 0) {
 		if (slot->users++ == 0)
 			rf_idle_unlink(c, slot);
@@ -117,7 +138,8 @@ int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *
 	}
 	if (c->open_now >= c->files_max)
 		return -EAGAIN; /* all busy: one is released when its read completes */
-	int fd = rf_fd_open(c, path);
+	int fd = rf_fd_open_mode(c, slot, path, direct);
+	slot->refused = direct && !slot->direct;
 	if ((fd == -EMFILE || fd == -ENFILE) && c->open_now > 0)
 		return -EAGAIN; /* the process is out of descriptors; ours are busy */
 	if (fd < 0) {
@@ -154,5 +176,11 @@ void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out)
 	                             .evictions = c->evictions,
 	                             .open_now = c->open_now,
 	                             .open_max = c->open_max,
+	                             .direct_refused = c->direct_refused,
 	                             .files_max = c->files_max};
+}
+
+void rf_fdcache_set_open(rf_fdcache *c, int (*fn)(const char *path, int flags))
+{
+	c->open_fn = fn;
 }

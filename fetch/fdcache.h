@@ -9,6 +9,7 @@
 #ifndef RF_FDCACHE_H
 #define RF_FDCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,8 @@ typedef struct rf_fdcache rf_fdcache;
 typedef struct rf_fd_slot {
 	int fd;                         /* -1 when not open */
 	uint32_t users;                 /* reads in flight holding fd */
+	bool direct;                    /* fd was opened with O_DIRECT */
+	bool refused;                   /* the filesystem refused O_DIRECT for it */
 	struct rf_fd_slot *prev, *next; /* in the idle list while open and unused */
 } rf_fd_slot;
 
@@ -28,22 +31,29 @@ int rf_fdcache_new(uint32_t files_max, rf_fdcache **out);
 void rf_fdcache_free(rf_fdcache *c); /* every slot must have been dropped */
 void rf_fd_slot_init(rf_fd_slot *slot);
 
-/* Returns the open descriptor of path (opened read-only, non-blocking: what
- * it is, the caller checks); -EAGAIN when every descriptor of the set has
- * reads in flight (wait for a release; msg untouched); or -errno with msg
- * (cap bytes) naming the cause. */
-int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, char *msg, size_t cap);
+/* Returns the open descriptor of path (read-only, non-blocking: what it is,
+ * the caller checks; with O_DIRECT when direct, unless the filesystem refuses
+ * it: slot->direct says which, counters.direct_refused counts); -EAGAIN when
+ * every descriptor of the set has reads in flight (wait for a release; msg
+ * untouched); or -errno with msg (cap bytes) naming the cause. */
+int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, bool direct, char *msg,
+                       size_t cap);
 void rf_fdcache_release(rf_fdcache *c, rf_fd_slot *slot);
 /* Closes slot's descriptor (its source is closing: reads were cancelled). */
 void rf_fdcache_drop(rf_fdcache *c, rf_fd_slot *slot);
 
 typedef struct rf_fdcache_counters {
-	uint64_t opens;     /* descriptors opened */
-	uint64_t evictions; /* idle descriptors closed to make room */
-	uint32_t open_now;  /* open at this moment */
-	uint32_t open_max;  /* most open at once */
-	uint32_t files_max; /* the set's size */
+	uint64_t opens;          /* descriptors opened */
+	uint64_t evictions;      /* idle descriptors closed to make room */
+	uint32_t open_now;       /* open at this moment */
+	uint32_t open_max;       /* most open at once */
+	uint32_t files_max;      /* the set's size */
+	uint64_t direct_refused; /* opens whose O_DIRECT the filesystem refused */
 } rf_fdcache_counters;
 void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out);
+
+/* Tests: opens go through fn (returns a descriptor or -errno), e.g. a
+ * filesystem that refuses O_DIRECT. */
+void rf_fdcache_set_open(rf_fdcache *c, int (*fn)(const char *path, int flags));
 
 #endif

@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RF_FILE_CHUNK_BYTES (1u << 30) /* largest single IORING_OP_READ */
-#define RF_FILE_MSG_BYTES   600
+#define RF_FILE_CHUNK_BYTES  (1u << 30) /* largest single IORING_OP_READ */
+#define RF_FILE_MSG_BYTES    600
+#define RF_FILE_DIRECT_ALIGN 4096u /* O_DIRECT offsets, lengths and memory */
+/* below this the aligned interior is not worth a read of its own: bounced */
+#define RF_FILE_DIRECT_MIN_BYTES (64u << 10)
 
 typedef struct rf_file_read rf_file_read;
 
@@ -30,6 +33,10 @@ typedef struct rf_file_state {
 	bool kicking; /* rf_file_kick is running (a finish inside it must not re-enter) */
 	rf_file_source *opened_head, *opened_tail;
 	int64_t opened_timer; /* armed while the list is not empty */
+	uint32_t direct_io;   /* RF_DIRECT_IO_* */
+	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
+	uint64_t memory_bytes;
+	uint64_t direct_bytes; /* read with O_DIRECT */
 } rf_file_state;
 
 struct rf_file_source {
@@ -42,16 +49,35 @@ struct rf_file_source {
 	rf_file_read *reads; /* in flight, doubly linked */
 };
 
+/* One read of the file into memory: the whole range (page cache), or with
+ * O_DIRECT the aligned interior straight into the caller's buffer and the
+ * unaligned edges through an aligned bounce buffer (see rf_file_plan). */
+typedef struct rf_file_part {
+	rf_file_read *r;
+	uint8_t *dst;
+	uint64_t at;         /* file offset of dst[0] */
+	uint64_t want, need; /* bytes asked; bytes that must arrive (the rest is past EOF) */
+	uint64_t done;
+	int64_t op; /* in flight, or -1 */
+} rf_file_part;
+
+#define RF_FILE_PARTS 3
+
 struct rf_file_read {
 	rf_file_read *prev, *next;   /* the source's reads */
 	rf_file_read *wprev, *wnext; /* the wait list, while waiting */
 	bool waiting;
 	rf_file_source *src;
 	uint8_t *buf;
-	uint64_t offset, len, done;
+	uint64_t offset, len;
 	int fd;       /* acquired from the set, or -1 */
+	bool direct;  /* fd is O_DIRECT */
 	int open_err; /* the descriptor's open failed (msg says why) */
-	int64_t op;   /* the read in flight, the timer delivering an open failure, or -1 */
+	int64_t op;   /* the timer delivering an open failure, or -1 */
+	rf_file_part part[RF_FILE_PARTS];
+	uint32_t parts, parts_left;
+	uint8_t *bounce;        /* aligned; the parts that are not in buf */
+	rf_loop_deferred defer; /* closed while bounce reads were in flight */
 	rf_fetch_cb cb;
 	void *arg;
 	char msg[RF_FILE_MSG_BYTES];
@@ -101,65 +127,166 @@ static void rf_wait_push(rf_file_state *st, rf_file_read *r)
 
 static void rf_file_kick(rf_file_state *st);
 
+/* on: always; auto: once the files opened outgrow memory (the page cache
+ * could not hold them, so caching them only costs a copy). */
+static bool rf_file_want_direct(const rf_file_state *st)
+{
+	return st->direct_io == RF_DIRECT_IO_ON ||
+	       (st->direct_io == RF_DIRECT_IO_AUTO && st->bytes_total > st->memory_bytes);
+}
+
+static void rf_file_read_drop(rf_loop *loop, rf_file_read *r);
+
 static void rf_file_finish(rf_file_read *r, int64_t res)
 {
 	rf_file_state *st = r->src->st;
+	rf_loop *loop = st->loop;
 	rf_file_unlink(r);
 	if (r->waiting)
 		rf_wait_unlink(st, r);
 	if (r->fd >= 0)
 		rf_fdcache_release(r->src->fds, &r->src->slot);
 	r->cb(r->arg, res, res < 0 ? r->msg : NULL);
-	free(r);
+	rf_file_read_drop(loop, r);
 	rf_file_kick(st);
 }
 
-static int rf_file_issue(rf_file_read *r);
+static int rf_file_issue(rf_file_part *p);
 
-static void rf_file_on_read(void *arg, int res)
+/* The bounce parts' bytes into the caller's buffer (direct reads only). */
+static void rf_file_unbounce(rf_file_read *r)
 {
-	rf_file_read *r = arg;
-	r->op = -1;
-	const char *path = r->src->base.name;
-	unsigned long long at = (unsigned long long)(r->offset + r->done);
-	unsigned long long end = (unsigned long long)(r->offset + r->len);
-	if (res < 0) {
-		snprintf(r->msg, sizeof(r->msg),
-		         "%s: read of bytes [%llu, %llu) failed at %llu: %s", path,
-		         (unsigned long long)r->offset, end, at, strerror(-res));
-		rf_file_finish(r, res);
-		return;
-	}
-	if (res == 0) {
-		snprintf(r->msg, sizeof(r->msg),
-		         "%s: unexpected end of file at byte %llu while reading [%llu, %llu) "
-		         "(the file shrank?)",
-		         path, at, (unsigned long long)r->offset, end);
-		rf_file_finish(r, -EIO);
-		return;
-	}
-	r->done += (uint64_t)res;
-	if (r->done >= r->len) {
-		rf_file_finish(r, (int64_t)r->len);
-		return;
-	}
-	int rc = rf_file_issue(r); /* short read: continue */
-	if (rc < 0) {
-		snprintf(r->msg, sizeof(r->msg), "%s: could not continue read at %llu: %s", path,
-		         (unsigned long long)(r->offset + r->done), strerror(-rc));
-		rf_file_finish(r, rc);
+	uint64_t end = r->offset + r->len;
+	for (uint32_t i = 0; i < r->parts; i++) {
+		rf_file_part *p = &r->part[i];
+		if (p->dst >= r->buf && p->dst < r->buf + r->len)
+			continue; /* read in place */
+		uint64_t from = RF_MAX(p->at, r->offset), to = RF_MIN(p->at + p->need, end);
+		if (from < to)
+			memcpy(r->buf + (from - r->offset), p->dst + (from - p->at), to - from);
 	}
 }
 
-static int rf_file_issue(rf_file_read *r)
+static void rf_file_part_fail(rf_file_part *p, int code, const char *why)
 {
-	uint64_t left = r->len - r->done;
+	rf_file_read *r = p->r;
+	unsigned long long at = (unsigned long long)(p->at + p->done);
+	snprintf(r->msg, sizeof(r->msg), "%s: read of bytes [%llu, %llu) failed at %llu: %s",
+	         r->src->base.name, (unsigned long long)r->offset,
+	         (unsigned long long)(r->offset + r->len), at, why);
+	for (uint32_t i = 0; i < r->parts; i++)
+		rf_loop_cancel(rf_fetch_loop(r->src->base.fetch), r->part[i].op);
+	rf_file_finish(r, code);
+}
+
+static void rf_file_on_read(void *arg, int res)
+{
+	rf_file_part *p = arg;
+	rf_file_read *r = p->r;
+	p->op = -1;
+	if (res < 0) {
+		rf_file_part_fail(p, res, strerror(-res));
+		return;
+	}
+	if (res == 0 && p->done < p->need) {
+		snprintf(r->msg, sizeof(r->msg),
+		         "%s: unexpected end of file at byte %llu while reading [%llu, %llu) "
+		         "(the file shrank?)",
+		         r->src->base.name, (unsigned long long)(p->at + p->done),
+		         (unsigned long long)r->offset, (unsigned long long)(r->offset + r->len));
+		for (uint32_t i = 0; i < r->parts; i++)
+			rf_loop_cancel(rf_fetch_loop(r->src->base.fetch), r->part[i].op);
+		rf_file_finish(r, -EIO);
+		return;
+	}
+	p->done += (uint64_t)res;
+	if (p->done < p->need) { /* short read: continue (aligned, for O_DIRECT) */
+		bool aligned = ((p->at + p->done) % RF_FILE_DIRECT_ALIGN) == 0;
+		int rc = r->direct && !aligned ? -EIO : rf_file_issue(p);
+		if (rc < 0)
+			rf_file_part_fail(p, rc, "could not continue the read");
+		return;
+	}
+	if (--r->parts_left > 0)
+		return;
+	if (r->direct)
+		rf_file_unbounce(r);
+	rf_file_finish(r, (int64_t)r->len);
+}
+
+static int rf_file_issue(rf_file_part *p)
+{
+	rf_file_read *r = p->r;
+	uint64_t left = p->want - p->done;
 	uint32_t n = (uint32_t)RF_MIN(left, (uint64_t)RF_FILE_CHUNK_BYTES);
-	int64_t id = rf_loop_read(rf_fetch_loop(r->src->base.fetch), r->fd, r->buf + r->done, n,
-	                          r->offset + r->done, rf_file_on_read, r);
+	int64_t id = rf_loop_read(rf_fetch_loop(r->src->base.fetch), r->fd, p->dst + p->done, n,
+	                          p->at + p->done, rf_file_on_read, p);
 	if (id < 0)
 		return (int)id;
-	r->op = id;
+	p->op = id;
+	return 0;
+}
+
+static void rf_file_part_set(rf_file_read *r, uint8_t *dst, uint64_t at, uint64_t want,
+                             uint64_t need)
+{
+	r->part[r->parts++] =
+	    (rf_file_part){.r = r, .dst = dst, .at = at, .want = want, .need = need, .op = -1};
+}
+
+/* How the read goes: one part for the page cache. For O_DIRECT, offsets,
+ * lengths and memory must be aligned: when buf and offset agree modulo the
+ * alignment, the aligned interior is read in place and each unaligned edge
+ * as one aligned block into the bounce buffer; otherwise the enclosing
+ * aligned range goes through the bounce buffer (a copy). */
+static int rf_file_plan(rf_file_read *r)
+{
+	const uint64_t a = RF_FILE_DIRECT_ALIGN, size = r->src->base.size;
+	uint64_t end = r->offset + r->len;
+	r->parts = 0;
+	if (!r->direct) {
+		rf_file_part_set(r, r->buf, r->offset, r->len, r->len);
+		return 0;
+	}
+	uint64_t lo = r->offset / a * a, hi = (end + a - 1) / a * a;
+	uint64_t in_lo = (r->offset + a - 1) / a * a, in_hi = end / a * a;
+	bool in_place = ((uintptr_t)r->buf - r->offset) % a == 0 && in_hi > in_lo &&
+	                in_hi - in_lo >= RF_FILE_DIRECT_MIN_BYTES;
+	uint64_t bounce = in_place ? 2 * a : hi - lo;
+	if (posix_memalign((void **)&r->bounce, a, bounce) != 0) {
+		r->bounce = NULL;
+		return -ENOMEM;
+	}
+	if (!in_place) {
+		rf_file_part_set(r, r->bounce, lo, hi - lo, end - lo);
+		return 0;
+	}
+	if (lo < in_lo)
+		rf_file_part_set(r, r->bounce, lo, a, a);
+	rf_file_part_set(r, r->buf + (in_lo - r->offset), in_lo, in_hi - in_lo, in_hi - in_lo);
+	if (in_hi < end)
+		rf_file_part_set(r, r->bounce + a, in_hi, a, RF_MIN(end, size) - in_hi);
+	return 0;
+}
+
+static int rf_file_issue_all(rf_file_read *r)
+{
+	int rc = rf_file_plan(r);
+	if (rc < 0)
+		return rc;
+	r->parts_left = r->parts;
+	for (uint32_t i = 0; i < r->parts; i++) {
+		rc = rf_file_issue(&r->part[i]);
+		if (rc < 0) {
+			for (uint32_t k = 0; k < i; k++)
+				rf_loop_cancel(rf_fetch_loop(r->src->base.fetch), r->part[k].op);
+			free(r->bounce);
+			r->bounce = NULL;
+			return rc;
+		}
+	}
+	if (r->direct)
+		r->src->st->direct_bytes += r->len;
 	return 0;
 }
 
@@ -179,12 +306,15 @@ static void rf_file_on_open_failed(void *arg, int res)
 static int rf_file_start(rf_file_read *r)
 {
 	rf_file_source *fs = r->src;
-	int fd = rf_fdcache_acquire(fs->fds, &fs->slot, fs->base.name, r->msg, sizeof(r->msg));
+	bool direct = rf_file_want_direct(fs->st);
+	int fd =
+	    rf_fdcache_acquire(fs->fds, &fs->slot, fs->base.name, direct, r->msg, sizeof(r->msg));
 	if (fd == -EAGAIN)
 		return 1;
 	if (fd >= 0) {
 		r->fd = fd;
-		int rc = rf_file_issue(r);
+		r->direct = fs->slot.direct;
+		int rc = rf_file_issue_all(r);
 		if (rc < 0) {
 			rf_fdcache_release(fs->fds, &fs->slot);
 			r->fd = -1;
@@ -250,6 +380,28 @@ static int rf_file_read_range(rf_source *s, uint64_t offset, uint64_t len, void 
 
 static void rf_file_opened_unlink(rf_file_source *fs);
 
+static void rf_file_read_free_deferred(rf_loop_deferred *node)
+{
+	rf_file_read *r = (rf_file_read *)((char *)node - offsetof(rf_file_read, defer));
+	free(r->bounce);
+	free(r);
+}
+
+/* A cancelled read's bounce buffer may still be written by the kernel: it
+ * is freed after the loop's drain (the caller's buffers are the caller's). */
+static void rf_file_read_drop(rf_loop *loop, rf_file_read *r)
+{
+	bool inflight = false;
+	for (uint32_t i = 0; i < r->parts; i++)
+		inflight |= r->part[i].op >= 0;
+	if (r->bounce && inflight) {
+		rf_loop_defer(loop, &r->defer, rf_file_read_free_deferred);
+		return;
+	}
+	free(r->bounce);
+	free(r);
+}
+
 static void rf_file_close(rf_source *s)
 {
 	rf_file_source *fs = (rf_file_source *)s;
@@ -258,10 +410,12 @@ static void rf_file_close(rf_source *s)
 	while (fs->reads) {
 		rf_file_read *r = fs->reads;
 		rf_loop_cancel(loop, r->op);
+		for (uint32_t i = 0; i < r->parts; i++)
+			rf_loop_cancel(loop, r->part[i].op);
 		rf_file_unlink(r);
 		if (r->waiting)
 			rf_wait_unlink(fs->st, r);
-		free(r);
+		rf_file_read_drop(loop, r);
 	}
 	if (fs->fds) {
 		rf_fdcache_drop(fs->fds, &fs->slot);
@@ -345,6 +499,7 @@ static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint
 		return rf_fail(err, -EIO, "%s: file is %llu bytes, the manifest says %llu", path,
 		               (unsigned long long)st.st_size, (unsigned long long)size_hint);
 	fs->base.size = (uint64_t)st.st_size;
+	fs->st->bytes_total += fs->base.size;
 	return 0;
 }
 
@@ -357,6 +512,9 @@ static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 	}
 	st->loop = rf_fetch_loop(f);
 	st->opened_timer = -1;
+	st->direct_io = rf_fetch_opts(f)->direct_io;
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	st->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
 	*state = st;
 	return 0;
 }
@@ -367,6 +525,15 @@ static void rf_file_fini(void *state)
 	rf_loop_cancel(st->loop, st->opened_timer);
 	rf_fdcache_free(st->fds);
 	free(st);
+}
+
+static void rf_file_counters(void *state, rf_fetch_counters *out)
+{
+	rf_file_state *st = state;
+	rf_fdcache_counters k;
+	rf_fdcache_counters_get(st->fds, &k);
+	out->direct_bytes += st->direct_bytes;
+	out->direct_refused += k.direct_refused;
 }
 
 static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size_hint,
@@ -401,4 +568,5 @@ const rf_source_kind rf_source_kind_file = {
     .init = rf_file_init,
     .fini = rf_file_fini,
     .open = rf_file_open,
+    .counters = rf_file_counters,
 };

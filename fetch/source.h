@@ -35,7 +35,10 @@ typedef struct rf_fetch_options {
 	const char *ca_file;
 	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
 	const char *inject; /* fault injection spec, NULL = none */
+	uint32_t direct_io; /* local files: RF_DIRECT_IO_OFF (default), _ON, _AUTO */
 } rf_fetch_options;
+
+enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
 
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,
  * request 60 s, low speed 1 KiB/s for 30 s; strings NULL. */
@@ -72,6 +75,8 @@ typedef struct rf_fetch_counters {
 	uint64_t bytes;           /* remote body bytes accepted */
 	uint64_t host_active_max; /* most requests one host had in flight at once */
 	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
+	uint64_t direct_bytes;    /* local bytes read with O_DIRECT */
+	uint64_t direct_refused;  /* local files whose filesystem refused O_DIRECT */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

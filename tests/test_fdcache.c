@@ -48,7 +48,12 @@ static int teardown(void **state)
 
 static int acquire(env *e, int i)
 {
-	return rf_fdcache_acquire(e->c, &e->slot[i], e->path[i], e->msg, sizeof(e->msg));
+	return rf_fdcache_acquire(e->c, &e->slot[i], e->path[i], false, e->msg, sizeof(e->msg));
+}
+
+static int acquire_direct(env *e, int i)
+{
+	return rf_fdcache_acquire(e->c, &e->slot[i], e->path[i], true, e->msg, sizeof(e->msg));
 }
 
 static rf_fdcache_counters counters(env *e)
@@ -113,7 +118,8 @@ static void test_errors_name_the_path(void **state)
 	rf_fd_slot_init(&s);
 	char missing[700];
 	snprintf(missing, sizeof(missing), "%s/none", e->dir);
-	assert_int_equal(rf_fdcache_acquire(e->c, &s, missing, e->msg, sizeof(e->msg)), -ENOENT);
+	assert_int_equal(rf_fdcache_acquire(e->c, &s, missing, false, e->msg, sizeof(e->msg)),
+	                 -ENOENT);
 	assert_non_null(strstr(e->msg, missing));
 	assert_int_equal(counters(e).open_now, 0);
 	assert_int_equal(s.fd, -1);
@@ -153,6 +159,44 @@ static void test_process_limit(void **state)
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 }
 
+/* A filesystem that refuses O_DIRECT at open (tmpfs before Linux 6.6). */
+static int open_refusing_direct(const char *path, int flags)
+{
+	if (flags & O_DIRECT)
+		return -EINVAL;
+	int fd = open(path, flags);
+	return fd >= 0 ? fd : -errno;
+}
+
+static void test_direct_refused_falls_back(void **state)
+{
+	env *e = *state;
+	rf_fdcache_set_open(e->c, open_refusing_direct);
+	int fd = rf_fdcache_acquire(e->c, &e->slot[0], e->path[0], true, e->msg, sizeof(e->msg));
+	assert_true(fd >= 0);
+	assert_false(e->slot[0].direct);
+	char b4[4];
+	assert_int_equal(pread(fd, b4, 4, 0), 4);
+	assert_memory_equal(b4, "abcd", 4);
+	rf_fdcache_release(e->c, &e->slot[0]);
+	/* idle and refused: not opened again for each read */
+	assert_int_equal(
+	    rf_fdcache_acquire(e->c, &e->slot[0], e->path[0], true, e->msg, sizeof(e->msg)), fd);
+	rf_fdcache_release(e->c, &e->slot[0]);
+	rf_fdcache_counters k = counters(e);
+	assert_int_equal(k.direct_refused, 1);
+	assert_int_equal(k.opens, 1);
+	/* a real open(2) with O_DIRECT where the filesystem allows it */
+	rf_fdcache_set_open(e->c, NULL);
+	int probe = open(e->path[1], O_RDONLY | O_DIRECT);
+	if (probe >= 0) {
+		close(probe);
+		assert_true(acquire_direct(e, 1) >= 0);
+		assert_true(e->slot[1].direct);
+		rf_fdcache_release(e->c, &e->slot[1]);
+	}
+}
+
 static void test_default_size(void **state)
 {
 	(void)state;
@@ -171,6 +215,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_busy_is_never_closed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_errors_name_the_path, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_process_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_direct_refused_falls_back, setup, teardown),
 	    cmocka_unit_test(test_default_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

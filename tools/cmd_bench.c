@@ -550,6 +550,21 @@ static int rf_bench_demo(const rf_bench_opts *o)
 	return rc;
 }
 
+/* direct_io: what went past the page cache, and (once) where a filesystem
+ * refused O_DIRECT. JSON: on stderr, so stdout stays one object. */
+static void rf_bench_direct_note(const rf_fetch_result *f, bool json)
+{
+	FILE *out = json ? stderr : stdout;
+	if (f->direct_bytes)
+		fprintf(out, "direct I/O: %llu bytes read with O_DIRECT\n",
+		        (unsigned long long)f->direct_bytes);
+	if (f->direct_refused_files)
+		fprintf(out,
+		        "direct I/O: the filesystem of %llu file(s) refused O_DIRECT: read through "
+		        "the page cache\n",
+		        (unsigned long long)f->direct_refused_files);
+}
+
 /* --fetch-only: every byte through the storage path, nothing decoded. */
 static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 {
@@ -573,6 +588,7 @@ static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
 		       (unsigned long long)f.reads, (unsigned long long)f.requests,
 		       (unsigned long long)f.retries, f.seconds, mbs);
+	rf_bench_direct_note(&f, o->json);
 	return 0;
 }
 

@@ -485,14 +485,27 @@ static void rf_file_on_opened_timer(void *arg, int res)
 		st->opened_timer = rf_loop_timer(st->loop, 0, rf_file_on_opened_timer, st);
 }
 
-/* The size, checked against the manifest's, from the path: no descriptor
- * is kept (reads open one through the set, and do not check again: a file
- * changed since shows as a short read or an end of file). */
+/* The size, checked against the manifest's. The descriptor the check opens
+ * stays in the set (idle), so the first read (footer and index) needs no
+ * second path lookup; when every descriptor is busy, a stat of the path
+ * instead. Reads do not check again: a file changed since shows as a short
+ * read or an end of file. */
 static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint, rf_error *err)
 {
 	struct stat st;
-	if (stat(path, &st) < 0)
+	char msg[RF_FILE_MSG_BYTES];
+	int fd = rf_fdcache_acquire(fs->fds, &fs->slot, path, rf_file_want_direct(fs->st), msg,
+	                            sizeof(msg));
+	if (fd >= 0) {
+		int rc = fstat(fd, &st) < 0 ? -errno : 0;
+		rf_fdcache_release(fs->fds, &fs->slot);
+		if (rc < 0)
+			return rf_fail(err, rc, "%s: %s", path, strerror(-rc));
+	} else if (fd != -EAGAIN) {
+		return rf_fail(err, fd, "%s", msg);
+	} else if (stat(path, &st) < 0) {
 		return rf_fail(err, -errno, "%s: %s", path, strerror(errno));
+	}
 	if (!S_ISREG(st.st_mode))
 		return rf_fail(err, -EINVAL, "%s: not a regular file", path);
 	if (size_hint != UINT64_MAX && size_hint != (uint64_t)st.st_size)

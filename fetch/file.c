@@ -13,6 +13,7 @@
 
 #define RF_FILE_CHUNK_BYTES  (1u << 30) /* largest single IORING_OP_READ */
 #define RF_FILE_MSG_BYTES    600
+#define RF_FILE_SPARE_MAX    64u
 #define RF_FILE_DIRECT_ALIGN 4096u /* O_DIRECT offsets, lengths and memory */
 /* below this the aligned interior is not worth a read of its own: bounced */
 #define RF_FILE_DIRECT_MIN_BYTES (64u << 10)
@@ -37,6 +38,8 @@ typedef struct rf_file_state {
 	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
 	uint64_t memory_bytes;
 	uint64_t direct_bytes; /* read with O_DIRECT */
+	rf_file_read *spare;   /* finished reads kept for the next ones (no malloc per read) */
+	uint32_t spare_n;      /* <= RF_FILE_SPARE_MAX */
 } rf_file_state;
 
 struct rf_file_source {
@@ -135,19 +138,18 @@ static bool rf_file_want_direct(const rf_file_state *st)
 	       (st->direct_io == RF_DIRECT_IO_AUTO && st->bytes_total > st->memory_bytes);
 }
 
-static void rf_file_read_drop(rf_loop *loop, rf_file_read *r);
+static void rf_file_read_drop(rf_file_state *st, rf_file_read *r);
 
 static void rf_file_finish(rf_file_read *r, int64_t res)
 {
 	rf_file_state *st = r->src->st;
-	rf_loop *loop = st->loop;
 	rf_file_unlink(r);
 	if (r->waiting)
 		rf_wait_unlink(st, r);
 	if (r->fd >= 0)
 		rf_fdcache_release(r->src->fds, &r->src->slot);
 	r->cb(r->arg, res, res < 0 ? r->msg : NULL);
-	rf_file_read_drop(loop, r);
+	rf_file_read_drop(st, r);
 	rf_file_kick(st);
 }
 
@@ -359,14 +361,19 @@ static int rf_file_read_range(rf_source *s, uint64_t offset, uint64_t len, void 
 	uint64_t end;
 	if (!rf_add_u64(offset, len, &end) || end > s->size || len == 0)
 		return -EINVAL;
-	rf_file_read *r = calloc(1, sizeof(*r));
-	if (!r)
+	rf_file_state *st = fs->st;
+	rf_file_read *r = st->spare;
+	if (r) {
+		st->spare = r->next;
+		st->spare_n--;
+	} else if (!(r = malloc(sizeof(*r)))) {
 		return -ENOMEM;
+	}
 	*r = (rf_file_read){
 	    .src = fs, .buf = buf, .offset = offset, .len = len, .fd = -1, .cb = cb, .arg = arg};
 	int rc = fs->st->wait_head ? 1 : rf_file_start(r);
 	if (rc < 0) {
-		free(r);
+		rf_file_read_drop(st, r);
 		return rc;
 	}
 	if (rc == 1)
@@ -389,17 +396,23 @@ static void rf_file_read_free_deferred(rf_loop_deferred *node)
 
 /* A cancelled read's bounce buffer may still be written by the kernel: it
  * is freed after the loop's drain (the caller's buffers are the caller's). */
-static void rf_file_read_drop(rf_loop *loop, rf_file_read *r)
+static void rf_file_read_drop(rf_file_state *st, rf_file_read *r)
 {
 	bool inflight = false;
 	for (uint32_t i = 0; i < r->parts; i++)
 		inflight |= r->part[i].op >= 0;
 	if (r->bounce && inflight) {
-		rf_loop_defer(loop, &r->defer, rf_file_read_free_deferred);
+		rf_loop_defer(st->loop, &r->defer, rf_file_read_free_deferred);
 		return;
 	}
 	free(r->bounce);
-	free(r);
+	if (st->spare_n >= RF_FILE_SPARE_MAX) {
+		free(r);
+		return;
+	}
+	r->next = st->spare;
+	st->spare = r;
+	st->spare_n++;
 }
 
 static void rf_file_close(rf_source *s)
@@ -415,7 +428,7 @@ static void rf_file_close(rf_source *s)
 		rf_file_unlink(r);
 		if (r->waiting)
 			rf_wait_unlink(fs->st, r);
-		rf_file_read_drop(loop, r);
+		rf_file_read_drop(fs->st, r);
 	}
 	if (fs->fds) {
 		rf_fdcache_drop(fs->fds, &fs->slot);
@@ -536,6 +549,11 @@ static void rf_file_fini(void *state)
 {
 	rf_file_state *st = state;
 	rf_loop_cancel(st->loop, st->opened_timer);
+	while (st->spare) {
+		rf_file_read *r = st->spare;
+		st->spare = r->next;
+		free(r);
+	}
 	rf_fdcache_free(st->fds);
 	free(st);
 }

@@ -261,7 +261,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
 		meta += rf_index_memory_bytes(ix) + strlen(e->shards[i].url) + 1 +
-		        strlen(e->shards[i].name) + 1 + sizeof(rf_shard);
+		        strlen(e->shards[i].name) + 1 + sizeof(rf_shard) +
+		        rf_source_memory_bytes(e->shards[i].src);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);

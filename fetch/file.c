@@ -438,7 +438,13 @@ static void rf_file_close(rf_source *s)
 	free(fs);
 }
 
-static const rf_source_ops rf_file_ops = {.read = rf_file_read_range, .close = rf_file_close};
+static uint64_t rf_file_memory_bytes(const rf_source *s)
+{
+	return sizeof(rf_file_source) + strlen(s->name) + 1;
+}
+
+static const rf_source_ops rf_file_ops = {
+    .read = rf_file_read_range, .close = rf_file_close, .memory_bytes = rf_file_memory_bytes};
 
 static void rf_file_opened_unlink(rf_file_source *fs)
 {

@@ -56,6 +56,10 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
                    rf_fetch_cb cb, void *arg, rf_error *err);
 uint64_t rf_source_size(const rf_source *s);
 const char *rf_source_name(const rf_source *s); /* never contains credentials */
+/* What the open source holds in memory (per-shard metadata: the engine
+ * counts it in RF_MEM_METADATA); a kind without its own figure gives the
+ * base struct and name. */
+uint64_t rf_source_memory_bytes(const rf_source *s);
 /* Reads [offset, offset+len) into buf; cb(arg, len, NULL) or cb(arg, -errno, msg). */
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg);
@@ -105,6 +109,8 @@ typedef struct rf_source_ops {
 	int (*read)(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
 	            void *arg);
 	void (*close)(rf_source *s);
+	/* optional: the bytes the source object holds (its struct and strings) */
+	uint64_t (*memory_bytes)(const rf_source *s);
 } rf_source_ops;
 
 struct rf_source {

@@ -145,13 +145,19 @@ static int rf_open_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error
 	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)));
 }
 
+/* A shard's entry and its strings (the name shares the URL's when equal). */
+static uint64_t rf_shard_entry_bytes(const rf_shard *s)
+{
+	uint64_t n = sizeof(*s) + strlen(s->url) + 1;
+	return s->name == s->url ? n : n + strlen(s->name) + 1;
+}
+
 /* The shard list (allocated by expand: reserved at once, before any index). */
 static int rf_open_shard_list(rf_engine *e, rf_error *err)
 {
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < e->nshards; i++)
-		bytes +=
-		    sizeof(rf_shard) + strlen(e->shards[i].url) + 1 + strlen(e->shards[i].name) + 1;
+		bytes += rf_shard_entry_bytes(&e->shards[i]);
 	char what[64];
 	snprintf(what, sizeof(what), "the list of %u shard(s)", e->nshards);
 	return rf_open_meta(e, bytes, what, err);
@@ -260,8 +266,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_memory_bytes(ix) + strlen(e->shards[i].url) + 1 +
-		        strlen(e->shards[i].name) + 1 + sizeof(rf_shard) +
+		meta += rf_index_memory_bytes(ix) + rf_shard_entry_bytes(&e->shards[i]) +
 		        rf_source_memory_bytes(e->shards[i].src);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);

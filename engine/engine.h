@@ -89,7 +89,8 @@ typedef struct rf_shard {
 	struct rf_engine *engine;
 	uint32_t idx;
 	char *url;  /* what is opened: may carry credentials (userinfo, a presigned query) */
-	char *name; /* url redacted (rf_url_redact): the only form messages and stats show */
+	char *name; /* url redacted (rf_url_redact): the only form messages and stats show;
+	             * == url when redaction changes nothing (freed once) */
 	uint64_t size_hint;
 	rf_source *src;
 	rf_shard_index *index;

@@ -1,6 +1,7 @@
-/* file.c - the local file source: stat at open time (no descriptor kept),
- * byte ranges read with IORING_OP_READ through the loop on a descriptor from
- * the bounded LRU set (fdcache.c), short reads continued until the range is
+/* file.c - the local file source: size checked at open on a descriptor of
+ * the bounded LRU set (fdcache.c; the source owns none), byte ranges read
+ * with IORING_OP_READ through the loop (with direct_io: O_DIRECT, aligned
+ * in place, edges bounced), short reads continued until the range is
  * complete. Errors name the path, the range and the cause. */
 #include "fdcache.h"
 #include "source.h"

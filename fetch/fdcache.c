@@ -98,7 +98,7 @@ static bool rf_fdcache_evict(rf_fdcache *c)
 static int rf_fd_open(rf_fdcache *c, const char *path, int flags)
 {
 	for (;;) {
-		flags |= O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+		flags |= O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 		int fd = c->open_fn ? c->open_fn(path, flags) : open(path, flags);
 		if (fd >= 0)
 			return fd;

@@ -6,7 +6,8 @@
 #   (b) `ringfeed bench --fetch-only` from nginx vs `curl --parallel
 #       --parallel-max N` downloading the same objects (goal: ratio >= 0.8).
 #       fetch-only's own clock (first open to last byte; its read buffers are
-#       allocated and touched before) against curl's wall time.
+#       allocated and touched before) against curl's wall time;
+#   and the CPU (user + sys) per GB of each reading process, side by side.
 # Env: DEMO_BYTES (default 1GiB), DEMO_SHARDS (16), CONNECTIONS (8),
 # REPEATS (3). Starts its own servers (scripts/servers.sh) unless
 # RF_NGINX_URL/RF_NGINX_ROOT are set. Prints one line per figure and a JSON
@@ -61,14 +62,30 @@ curl_all() {
 	curl -sf --parallel --parallel-max "$CONNECTIONS" "${args[@]}" 2>/dev/null
 }
 
-la=() ha=() fb=() cb=()
+# cpu CMD...: user + sys CPU-seconds of one run (the process and its children)
+cpu() {
+	/usr/bin/time -f "%U %S" -o "$tmp/cpu" "$@" >/dev/null 2>&1
+	awk '{printf "%.4f\n", $1 + $2}' "$tmp/cpu"
+}
+curl_args=()
+for ((i = 0; i < n; i++)); do
+	curl_args+=(-o /dev/null "$RF_NGINX_URL/bench-$$/shard-$(printf '%06d' $i).rfs")
+done
+la=() ha=() fb=() cb=() lc=() hc=() fc=() cc=()
 for ((r = 0; r < REPEATS; r++)); do # interleaved, so drift hits both sides alike
 	la+=("$(secs "$cli" read "$local_urls")")
 	ha+=("$(secs "$cli" read --connections "$CONNECTIONS" "$http_urls")")
 	fb+=("$("$cli" bench --fetch-only --json --connections "$CONNECTIONS" "$http_urls" |
 		/usr/bin/python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["seconds"])')")
 	cb+=("$(secs curl_all)")
+	lc+=("$(cpu "$cli" read "$local_urls")")
+	hc+=("$(cpu "$cli" read --connections "$CONNECTIONS" "$http_urls")")
+	fc+=("$(cpu "$cli" bench --fetch-only --connections "$CONNECTIONS" "$http_urls")")
+	cc+=("$(cpu curl -sf --parallel --parallel-max "$CONNECTIONS" "${curl_args[@]}")")
 done
+LC=$(median "${lc[@]}") HC=$(median "${hc[@]}") FC=$(median "${fc[@]}") CC=$(median "${cc[@]}")
+gb=$(echo "$bytes / 1000000000" | bc -l)
+per_gb() { echo "$1 / $gb" | bc -l | xargs printf '%.3f'; }
 L=$(median "${la[@]}") H=$(median "${ha[@]}") F=$(median "${fb[@]}") C=$(median "${cb[@]}")
 mbs() { echo "$bytes / $1 / 1000000" | bc -l | xargs printf '%.0f'; }
 ra=$(echo "$L / $H" | bc -l | xargs printf '%.3f')
@@ -76,5 +93,7 @@ rb=$(echo "$C / $F" | bc -l | xargs printf '%.3f')
 echo "dataset: $n shards, $bytes bytes; $CONNECTIONS connections; medians of $REPEATS"
 echo "(a) read local  $(mbs "$L") MB/s   read nginx $(mbs "$H") MB/s   ratio $ra (goal >= 0.9)"
 echo "(b) fetch-only  $(mbs "$F") MB/s   curl       $(mbs "$C") MB/s   ratio $rb (goal >= 0.8)"
+echo "CPU (user + sys of the reading process alone; nginx not counted), CPU-s per GB of shard bytes:"
+echo "    read local $(per_gb "$LC")   read nginx $(per_gb "$HC")   fetch-only $(per_gb "$FC")   curl $(per_gb "$CC")   fetch-only / curl $(echo "$FC / $CC" | bc -l | xargs printf '%.3f') (goal <= 1.1)"
 printf '{"bytes":%s,"shards":%s,"connections":%s,"repeats":%s,"read_local_s":%s,"read_http_s":%s,"ratio_read":%s,"fetch_only_s":%s,"curl_s":%s,"ratio_fetch":%s}\n' \
 	"$bytes" "$n" "$CONNECTIONS" "$REPEATS" "$L" "$H" "$ra" "$F" "$C" "$rb"

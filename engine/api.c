@@ -146,13 +146,19 @@ static int rf_open_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error
 	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)));
 }
 
+/* A shard's entry and its strings (the name shares the URL's when equal). */
+static uint64_t rf_shard_entry_bytes(const rf_shard *s)
+{
+	uint64_t n = sizeof(*s) + strlen(s->url) + 1;
+	return s->name == s->url ? n : n + strlen(s->name) + 1;
+}
+
 /* The shard list (allocated by expand: reserved at once, before any index). */
 static int rf_open_shard_list(rf_engine *e, rf_error *err)
 {
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < e->nshards; i++)
-		bytes +=
-		    sizeof(rf_shard) + strlen(e->shards[i].url) + 1 + strlen(e->shards[i].name) + 1;
+		bytes += rf_shard_entry_bytes(&e->shards[i]);
 	char what[64];
 	snprintf(what, sizeof(what), "the list of %u shard(s)", e->nshards);
 	return rf_open_meta(e, bytes, what, err);
@@ -265,8 +271,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_memory_bytes(ix) + strlen(e->shards[i].url) + 1 +
-		        strlen(e->shards[i].name) + 1 + sizeof(rf_shard);
+		meta += rf_index_memory_bytes(ix) + rf_shard_entry_bytes(&e->shards[i]) +
+		        rf_source_memory_bytes(e->shards[i].src);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
 	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
@@ -280,7 +286,11 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */
 	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
-	uint64_t slab = rf_pool_class_bytes(big_d), frame = rf_pool_class_bytes(big_c);
+	rf_fetch_options fo;
+	rf_config_fetch_options(e->cfg, &fo);
+	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */
+	uint64_t slab = rf_pool_class_bytes(big_d);
+	uint64_t frame = rf_pool_class_bytes((uint64_t)big_c + e->read_align);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
 	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;
 	if (need > e->budget.limit_bytes) {

@@ -138,11 +138,27 @@ static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out,
 	return 0;
 }
 
+/* direct_io: "off" (or unset), "on", "auto" into RF_DIRECT_IO_*. */
+static int rf_direct_io_parse(const char *value, uint32_t *out, rf_error *err)
+{
+	static const char *const names[] = {"off", "on", "auto"};
+	for (uint32_t k = 0; k < RF_ARRAY_LEN(names); k++) {
+		if (!strcmp(value, names[k])) {
+			*out = k;
+			return 0;
+		}
+	}
+	return rf_fail(err, -EINVAL, "option direct_io: '%.40s' is not auto, on or off", value);
+}
+
 static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_error *err)
 {
 	const rf_option *o = &rf_options[i];
 	if (i == RF_CFG_host_budget_name)
 		RF_TRY(rf_hostbudget_name_check(value, err));
+	uint32_t mode;
+	if (i == RF_CFG_direct_io)
+		RF_TRY(rf_direct_io_parse(value, &mode, err));
 	if (o->type == RF_T_STR) {
 		char *copy = strdup(value);
 		if (!copy)
@@ -297,6 +313,9 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	out->hedge = rf_cfg(cfg, RF_CFG_hedge) != 0;
 	out->hedge_floor_ms = (uint32_t)(rf_cfg(cfg, RF_CFG_hedge_floor) / 1000000ull);
 	out->s3_no_sign = rf_cfg(cfg, RF_CFG_s3_no_sign) != 0;
+	const char *dio = rf_cfg_str(cfg, RF_CFG_direct_io);
+	if (!dio || rf_direct_io_parse(dio, &out->direct_io, NULL) < 0)
+		out->direct_io = RF_DIRECT_IO_OFF; /* checked when set */
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

@@ -52,6 +52,9 @@
 	  "beyond skip_blocks)")                                                                   \
 	X(request_size, BYTES, "8MiB", 4096, 1ull << 30,                                           \
 	  "largest read: adjacent blocks of one shard are coalesced up to this")                   \
+	X(direct_io, STR, "off", 0, 0,                                                             \
+	  "local files: auto (O_DIRECT once the files outgrow memory), on (O_DIRECT; where the "   \
+	  "filesystem refuses it, the page cache), off (the page cache)")                          \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
 	X(retries, U32, "5", 0, 100,                                                               \
 	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \

@@ -29,6 +29,7 @@
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
 #define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
+#define RF_OPEN_TAIL_BYTES  4096u       /* first read of a shard: footer + a small index */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
@@ -52,6 +53,7 @@ typedef struct rf_read {
 	struct rf_engine *e;
 	uint8_t *buf;
 	uint64_t buf_bytes; /* pool class = FETCH reservation */
+	uint32_t buf_shift; /* buf is the pool buffer + this (offset modulo read_align) */
 	uint64_t offset, len;
 	uint64_t first_seq;
 	uint32_t units, units_left;
@@ -92,7 +94,8 @@ typedef struct rf_shard {
 	struct rf_engine *engine;
 	uint32_t idx;
 	char *url;  /* what is opened: may carry credentials (userinfo, a presigned query) */
-	char *name; /* url redacted (rf_url_redact): the only form messages and stats show */
+	char *name; /* url redacted (rf_url_redact): the only form messages and stats show;
+	             * == url when redaction changes nothing (freed once) */
 	uint64_t size_hint; /* for the source: UINT64_MAX when unknown */
 	/* what a manifest says (checked at open against the source and the
 	 * index; listed false when no manifest named the shard) */
@@ -104,6 +107,9 @@ typedef struct rf_shard {
 	rf_shard_index *index;
 	uint8_t footer[RF_FOOTER_BYTES];
 	uint8_t *index_buf;
+	uint8_t *tail;       /* open phase: the file's last tail_bytes (footer, and often the
+	                      * index: one read instead of two), or NULL */
+	uint32_t tail_bytes; /* RF_MEM_METADATA held for tail */
 	rf_footer footer_parsed;
 	int stage;                   /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done,
 	                                5 waiting for budget for its index */
@@ -185,7 +191,12 @@ typedef struct rf_engine {
 	int open_code;
 	char open_msg[RF_ERROR_MSG_BYTES];
 	uint32_t open_next, open_inflight, open_done;
-	uint32_t open_waiting;         /* shards waiting for budget for their index */
+	uint32_t open_waiting;                   /* shards waiting for budget for their index */
+	uint32_t open_wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
+	uint32_t read_align;      /* direct_io on/auto: read buffers agree with their file offset
+	                           * modulo this (O_DIRECT reads land in place) */
+	uint32_t open_failed;     /* shards whose open failed so far */
+	uint32_t open_failed_idx; /* the lowest index of one (valid when open_failed) */
 	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
 	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	int64_t sample_timer;

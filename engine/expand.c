@@ -43,6 +43,10 @@ static int rf_list_push(rf_shard_list *l, const char *url, uint64_t size_hint, r
 		free(s->name);
 		return rf_fail(err, -ENOMEM, "out of memory for the shard list");
 	}
+	if (!strcmp(s->name, s->url)) { /* nothing to redact (local paths): one copy */
+		free(s->name);
+		s->name = s->url;
+	}
 	s->size_hint = size_hint;
 	l->n++;
 	return 0;
@@ -325,12 +329,14 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 	if (!shards)
 		return;
 	for (uint32_t i = 0; i < count; i++) {
+		if (shards[i].name != shards[i].url)
+			free(shards[i].name);
 		free(shards[i].url);
-		free(shards[i].name);
 		if (shards[i].owns_manifest)
 			free((char *)shards[i].manifest);
 		free(shards[i].err_msg);
 		free(shards[i].index_buf);
+		free(shards[i].tail);
 		rf_index_free(shards[i].index);
 	}
 	free(shards);

@@ -25,6 +25,8 @@ static int rf_fetch_only_run(const rf_config *cfg, const rf_url_list *objs, rf_f
 		rf_fetch_counters_get(f, &fc);
 		out->requests = fc.requests;
 		out->retries = fc.retries;
+		out->direct_bytes = fc.direct_bytes;
+		out->direct_refused_files = fc.direct_refused;
 	}
 	out->shards = rep.objects;
 	out->bytes = rep.bytes;

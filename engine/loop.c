@@ -49,9 +49,10 @@ struct rf_loop {
 	uint64_t efd_value;
 	unsigned pending; /* slots LIVE or ZOMBIE */
 	unsigned nfree;
-	uint32_t ops_max;     /* table size, fixed at rf_loop_new_sized */
-	uint32_t *free_slots; /* ops_max */
-	rf_loop_op *ops;      /* ops_max */
+	uint32_t ops_max;           /* table size, fixed at rf_loop_new_sized */
+	uint32_t *free_slots;       /* ops_max */
+	rf_loop_op *ops;            /* ops_max */
+	rf_loop_deferred *deferred; /* freed after the drain in rf_loop_free */
 };
 
 /* Generations use 31 bits so an id is a non-negative int64_t equal to the
@@ -363,5 +364,17 @@ void rf_loop_free(rf_loop *loop)
 	}
 	io_uring_queue_exit(&loop->ring);
 	close(loop->efd);
+	while (loop->deferred) {
+		rf_loop_deferred *d = loop->deferred;
+		loop->deferred = d->next;
+		d->fn(d);
+	}
 	rf_loop_free_table(loop);
+}
+
+void rf_loop_defer(rf_loop *loop, rf_loop_deferred *node, void (*fn)(rf_loop_deferred *node))
+{
+	node->fn = fn;
+	node->next = loop->deferred;
+	loop->deferred = node;
 }

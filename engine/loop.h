@@ -32,6 +32,13 @@ int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *
 int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg);
 /* Cancels a pending op: its callback will not run. Unknown/finished ids are ignored. */
 void rf_loop_cancel(rf_loop *loop, int64_t id);
+/* Memory a cancelled read may still write (an O_DIRECT bounce buffer):
+ * fn(node) runs in rf_loop_free, after every completion has been drained. */
+typedef struct rf_loop_deferred {
+	struct rf_loop_deferred *next;
+	void (*fn)(struct rf_loop_deferred *node);
+} rf_loop_deferred;
+void rf_loop_defer(rf_loop *loop, rf_loop_deferred *node, void (*fn)(rf_loop_deferred *node));
 /* Submits pending SQEs, waits up to max_wait_ns for at least one completion
  * or a wake, and dispatches every completion. Returns completions handled or -errno. */
 int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns);

@@ -8,6 +8,7 @@
 #include "rfs.h"
 #include "util.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,6 +56,40 @@ static void rf_meta_release(rf_engine *e, uint64_t *held)
 	*held = 0;
 }
 
+/* The tail read is one read for the footer and, when it is small, the index
+ * (most shards of a many-shard dataset): reserved from the budget, or not
+ * used (the footer is read alone) when the budget has no room for it. */
+static uint64_t rf_open_tail_take(rf_shard *s, uint64_t size)
+{
+	rf_engine *e = s->engine;
+	uint32_t n = (uint32_t)RF_MIN(size, (uint64_t)RF_OPEN_TAIL_BYTES);
+	/* local files only, for now: remote shards keep their exact footer range
+	 * (one request fewer would help there too; their tests name the range) */
+	bool local = !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
+	if (!local || n <= RF_FOOTER_BYTES ||
+	    rf_budget_reserve(&e->budget, RF_MEM_METADATA, n, 0) != 0)
+		return 0;
+	if (!(s->tail = malloc(n))) {
+		rf_budget_release(&e->budget, RF_MEM_METADATA, n);
+		return 0;
+	}
+	s->tail_bytes = n;
+	e->open_meta_bytes += n;
+	return n;
+}
+
+static void rf_open_tail_free(rf_shard *s)
+{
+	if (!s->tail)
+		return;
+	rf_engine *e = s->engine;
+	free(s->tail);
+	s->tail = NULL;
+	rf_budget_release(&e->budget, RF_MEM_METADATA, s->tail_bytes);
+	e->open_meta_bytes -= s->tail_bytes;
+	s->tail_bytes = 0;
+}
+
 /* The index buffer is freed once the index is parsed (or the shard fails);
  * a failed shard gives back its parsed index's reservation too. */
 static void rf_open_finish(rf_shard *s, int code, const char *msg)
@@ -62,6 +97,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 	rf_engine *e = s->engine;
 	s->stage = RF_OPEN_DONE;
 	if (code < 0) {
+		if (e->open_failed++ == 0 || s->idx < e->open_failed_idx)
+			e->open_failed_idx = s->idx;
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
 		size_t l = strlen(m);
@@ -75,6 +112,7 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		s->index = NULL;
 		rf_meta_release(e, &s->index_parsed_bytes);
 	}
+	rf_open_tail_free(s);
 	free(s->index_buf);
 	s->index_buf = NULL;
 	e->open_transient_bytes -= s->index_buf_bytes;
@@ -154,6 +192,7 @@ static bool rf_open_reread(rf_shard *s, int rc)
 	pthread_mutex_unlock(&e->mu);
 	rf_index_free(s->index);
 	s->index = NULL;
+	rf_open_tail_free(s); /* the same bytes again, read alone */
 	if (s->stage == RF_OPEN_INDEX)
 		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
 		             s->index_buf);
@@ -198,8 +237,15 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 			return;
 		}
 		s->stage = RF_OPEN_FOOTER;
-		rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
+		uint64_t tail = rf_open_tail_take(s, size);
+		if (tail)
+			rf_open_read(s, size - tail, tail, s->tail);
+		else
+			rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
 	} else if (s->stage == RF_OPEN_FOOTER) {
+		if (s->tail)
+			memcpy(s->footer, s->tail + s->tail_bytes - RF_FOOTER_BYTES,
+			       RF_FOOTER_BYTES);
 		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->name,
 		                         &s->footer_parsed, &err);
 		if (rc < 0 && !rf_open_reread(s, rc))
@@ -233,6 +279,33 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	}
 }
 
+/* Takes shard idx off the (short) list of shards waiting for budget. */
+static void rf_open_unwait(rf_engine *e, uint32_t idx)
+{
+	uint32_t i = 0;
+	while (i < e->open_waiting && e->open_wait[i] != idx)
+		i++;
+	assert(i < e->open_waiting);
+	memmove(&e->open_wait[i], &e->open_wait[i + 1],
+	        (e->open_waiting - i - 1) * sizeof(e->open_wait[0]));
+	e->open_waiting--;
+}
+
+/* The index lies inside the tail read with the footer: copied, parsed (as
+ * if it had been read), no second read. Returns true when it did. */
+static bool rf_open_index_from_tail(rf_shard *s)
+{
+	uint64_t size = rf_source_size(s->src), at = s->footer_parsed.index_offset;
+	uint64_t n = s->footer_parsed.index_bytes;
+	bool inside = s->tail && at >= size - s->tail_bytes && n <= size - at;
+	if (inside)
+		memcpy(s->index_buf, s->tail + (at - (size - s->tail_bytes)), n);
+	rf_open_tail_free(s);
+	if (inside)
+		rf_open_cb(s, (int64_t)n, NULL);
+	return inside;
+}
+
 /* The footer is sound: reserve for the index, then read it (or wait in
  * RF_OPEN_WAIT_BUDGET until another index frees its buffer). */
 static void rf_open_index(rf_shard *s)
@@ -241,13 +314,14 @@ static void rf_open_index(rf_shard *s)
 	rf_error err = {0};
 	int rc = rf_open_reserve_index(s, &err);
 	if (rc == 1) {
+		rf_open_tail_free(s); /* waits hold nothing they can do without */
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
-			e->open_waiting++;
+			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
 		s->stage = RF_OPEN_WAIT_BUDGET;
 		return;
 	}
 	if (s->stage == RF_OPEN_WAIT_BUDGET)
-		e->open_waiting--;
+		rf_open_unwait(e, s->idx);
 	s->stage = RF_OPEN_FOOTER;
 	if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
 		rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
@@ -256,6 +330,8 @@ static void rf_open_index(rf_shard *s)
 		return;
 	}
 	s->stage = RF_OPEN_INDEX;
+	if (rf_open_index_from_tail(s))
+		return;
 	rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes, s->index_buf);
 }
 
@@ -277,18 +353,17 @@ static int rf_open_phase(rf_engine *e)
 	while (e->open_done < e->nshards) {
 		/* while an index waits for budget, open no more (their indexes would
 		 * wait too) and retry the waiting ones, oldest first */
-		for (uint32_t i = 0; e->open_waiting > 0 && i < e->open_next; i++)
-			if (e->shards[i].stage == RF_OPEN_WAIT_BUDGET)
-				rf_open_index(&e->shards[i]);
+		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
+		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+		for (uint32_t i = 0; i < nwait; i++)
+			rf_open_index(&e->shards[waiting[i]]);
 		while (e->open_waiting == 0 && e->open_next < e->nshards &&
 		       e->open_inflight < open_max)
 			rf_open_start(e, &e->shards[e->open_next++]);
-		for (uint32_t i = 0; i < e->open_next; i++) {
-			rf_shard *s = &e->shards[i];
-			if (s->stage == RF_OPEN_DONE && s->err_code < 0) {
-				snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
-				return s->err_code;
-			}
+		if (e->open_failed) {
+			rf_shard *s = &e->shards[e->open_failed_idx];
+			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+			return s->err_code;
 		}
 		if (e->open_done >= e->nshards)
 			break;
@@ -327,7 +402,8 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 void rf_read_free(rf_engine *e, rf_read *rd)
 {
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
-	rf_pool_put(e->pool, rd->buf, rd->buf_bytes);
+	if (rd->buf)
+		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
 	free(rd);
 }
 
@@ -540,8 +616,11 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
  * slots in READING belong to the loop thread: mu not needed. */
 static int rf_read_memory(rf_engine *e, rf_read *rd)
 {
-	if (!(rd->buf = rf_pool_get(e->pool, rd->buf_bytes)))
+	uint8_t *base = rf_pool_get(e->pool, rd->buf_bytes);
+	if (!base)
 		return -ENOMEM;
+	rd->buf_shift = e->read_align ? (uint32_t)(rd->offset % e->read_align) : 0;
+	rd->buf = base + rd->buf_shift;
 	for (uint32_t i = 0; i < rd->units; i++) {
 		rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
 		if (u->slab_bytes && !(u->slab = rf_pool_get(e->pool, u->slab_bytes)))
@@ -656,7 +735,7 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
  * nothing reserved) when the budget or memory says no. mu held. */
 static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
 {
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp);
+	uint64_t fetch_bytes = rf_pool_class_bytes(comp + e->read_align);
 	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
 		return NULL;
 	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
@@ -720,7 +799,8 @@ static bool rf_sched_one(rf_engine *e)
 	e->budget_blocked = !rd;
 	if (!rd) {
 		if (!e->coll_final)
-			rf_sched_no_budget(e, pu, needed, rf_pool_class_bytes(comp) + dec);
+			rf_sched_no_budget(e, pu, needed,
+			                   rf_pool_class_bytes(comp + e->read_align) + dec);
 		return false;
 	}
 	e->host_wait_ns = 0;

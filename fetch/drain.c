@@ -112,7 +112,8 @@ static int drain_setup(drain *d, uint32_t inflight, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory for %u reads", inflight);
 	for (uint32_t i = 0; i < inflight; i++) {
 		d->slots[i].d = d;
-		if (!(d->slots[i].buf = malloc(d->request_bytes)))
+		/* page-aligned, so O_DIRECT (direct_io) reads land in place */
+		if (posix_memalign((void **)&d->slots[i].buf, 4096, d->request_bytes) != 0)
 			return rf_fail(err, -ENOMEM, "out of memory for %u buffers of %llu bytes",
 			               inflight, (unsigned long long)d->request_bytes);
 		/* Touch the pages now: first-touch faults are not the storage path. */

@@ -229,6 +229,15 @@ const char *rf_source_name(const rf_source *s)
 	return s->name;
 }
 
+uint64_t rf_source_memory_bytes(const rf_source *s)
+{
+	if (!s)
+		return 0;
+	if (s->ops->memory_bytes)
+		return s->ops->memory_bytes(s);
+	return sizeof(*s) + (s->name ? strlen(s->name) + 1 : 0);
+}
+
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg)
 {

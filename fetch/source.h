@@ -46,7 +46,10 @@ typedef struct rf_fetch_options {
 	int (*mem_reserve)(void *ctx, uint64_t bytes);
 	void (*mem_release)(void *ctx, uint64_t bytes);
 	void *mem_ctx;
+	uint32_t direct_io; /* local files: RF_DIRECT_IO_OFF (default), _ON, _AUTO */
 } rf_fetch_options;
+
+enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
 
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,
  * request 60 s, low speed 1 KiB/s for 30 s; strings NULL. */
@@ -64,6 +67,10 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
                    rf_fetch_cb cb, void *arg, rf_error *err);
 uint64_t rf_source_size(const rf_source *s);
 const char *rf_source_name(const rf_source *s); /* never contains credentials */
+/* What the open source holds in memory (per-shard metadata: the engine
+ * counts it in RF_MEM_METADATA); a kind without its own figure gives the
+ * base struct and name. */
+uint64_t rf_source_memory_bytes(const rf_source *s);
 /* Reads [offset, offset+len) into buf; cb(arg, len, NULL) or cb(arg, -errno, msg). */
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg);
@@ -85,6 +92,8 @@ typedef struct rf_fetch_counters {
 	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
 	uint64_t hedges;          /* duplicate range requests issued for slow reads */
 	uint64_t hedges_won;      /* of which answered first (their bytes delivered) */
+	uint64_t direct_bytes;    /* local bytes read with O_DIRECT */
+	uint64_t direct_refused;  /* local files whose filesystem refused O_DIRECT */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
@@ -113,6 +122,8 @@ typedef struct rf_source_ops {
 	int (*read)(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
 	            void *arg);
 	void (*close)(rf_source *s);
+	/* optional: the bytes the source object holds (its struct and strings) */
+	uint64_t (*memory_bytes)(const rf_source *s);
 } rf_source_ops;
 
 struct rf_source {

@@ -472,6 +472,10 @@ typedef struct rf_fetch_result {
 	uint64_t requests; /* remote attempts (HTTP/S3), retries included */
 	uint64_t retries;
 	double seconds; /* from the first open to the last byte */
+	/* direct_io (fields added at the end: the struct only grows) */
+	uint64_t direct_bytes;         /* local bytes read with O_DIRECT */
+	uint64_t direct_refused_files; /* local files whose filesystem refused O_DIRECT
+	                                * (read through the page cache instead) */
 } rf_fetch_result;
 
 /* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte

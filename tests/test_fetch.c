@@ -5,8 +5,10 @@
 #include "testutil.h"
 #include "util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 typedef struct done {
@@ -171,6 +173,116 @@ static void test_close_in_flight(void **state)
 	assert_int_equal(d.calls, 0);
 }
 
+/* More sources than the process may hold descriptors, each with a read in
+ * flight at once: reads wait for a descriptor of the bounded set and all
+ * deliver their bytes. Before, every source kept a descriptor from open to
+ * close, and the open past the limit failed with EMFILE. */
+static void test_more_sources_than_descriptors(void **state)
+{
+	env *e = *state;
+	enum { N = 60 };
+	int probe = dup(0);
+	assert_true(probe >= 0);
+	close(probe);
+	struct rlimit old, low;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)probe + 24; /* room for fewer than N more */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	rf_fetch *f = NULL;
+	assert_int_equal(rf_fetch_new(e->loop, NULL, &f, NULL), 0);
+	static rf_source *src[N];
+	static done d[N];
+	static uint8_t buf[N][1000];
+	for (int i = 0; i < N; i++) {
+		done o = {0};
+		rf_error err = {0};
+		int rc = rf_source_open(f, e->path, UINT64_MAX, &src[i], on_done, &o, &err);
+		if (rc < 0)
+			print_error("source %d: %s\n", i, err.msg);
+		assert_int_equal(rc, 0);
+		spin(e->loop, &o.calls);
+		assert_int_equal(o.res, 0);
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(
+		    rf_source_read(src[i], (uint64_t)i * 1000, 1000, buf[i], on_done, &d[i]), 0);
+	for (int i = 0; i < N; i++) {
+		spin(e->loop, &d[i].calls);
+		if (d[i].res < 0)
+			print_error("read %d: %s\n", i, d[i].msg);
+		assert_int_equal(d[i].res, 1000);
+		assert_memory_equal(buf[i], e->data + i * 1000, 1000);
+	}
+	for (int i = 0; i < N; i++)
+		rf_source_close(src[i]);
+	rf_fetch_free(f);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
+/* direct_io on: ranges of every alignment read the same bytes as the page
+ * cache does, in place where buffer and offset agree modulo 4096 (the
+ * interior with O_DIRECT, the edges through a bounce block), through a bounce
+ * buffer where they do not; the end of the file clips the last block (the
+ * fallback where a filesystem refuses O_DIRECT: test_fdcache.c). */
+static void direct_reads(env *e, const char *path, bool want_direct)
+{
+	rf_fetch_options opt;
+	rf_fetch_options_init(&opt);
+	opt.direct_io = RF_DIRECT_IO_ON;
+	rf_fetch *f = NULL;
+	assert_int_equal(rf_fetch_new(e->loop, &opt, &f, NULL), 0);
+	rf_source *s = NULL;
+	done o = {0};
+	rf_error err = {0};
+	assert_int_equal(rf_source_open(f, path, UINT64_MAX, &s, on_done, &o, &err), 0);
+	spin(e->loop, &o.calls);
+	assert_int_equal(o.res, 0);
+	static uint8_t mem[100000 + 8192] __attribute__((aligned(4096)));
+	const uint64_t ranges[][3] = {/* offset, len, buffer offset in mem */
+	                              {0, 100000, 0},     {1000, 98000, 1000}, {5000, 95000, 904},
+	                              {4096, 65536, 0},   {1, 1, 1},           {99999, 1, 7},
+	                              {12345, 70000, 17}, {0, 4096, 0},        {90000, 10000, 0}};
+	for (size_t i = 0; i < RF_ARRAY_LEN(ranges); i++) {
+		done d = {0};
+		uint8_t *buf = mem + ranges[i][2];
+		memset(mem, 0xAA, sizeof(mem));
+		assert_int_equal(rf_source_read(s, ranges[i][0], ranges[i][1], buf, on_done, &d),
+		                 0);
+		spin(e->loop, &d.calls);
+		if (d.res < 0)
+			print_error("range %zu: %s\n", i, d.msg);
+		assert_int_equal(d.res, (int64_t)ranges[i][1]);
+		assert_memory_equal(buf, e->data + ranges[i][0], ranges[i][1]);
+		/* nothing written outside the range */
+		for (uint64_t k = 0; k < ranges[i][2]; k++)
+			assert_int_equal(mem[k], 0xAA);
+		assert_int_equal(buf[ranges[i][1]], 0xAA);
+	}
+	rf_fetch_counters c;
+	rf_fetch_counters_get(f, &c);
+	assert_int_equal(c.direct_refused, want_direct ? 0 : 1);
+	if (want_direct)
+		assert_true(c.direct_bytes >= 100000);
+	else
+		assert_int_equal(c.direct_bytes, 0);
+	rf_source_close(s);
+	rf_fetch_free(f);
+}
+
+static void test_direct_io(void **state)
+{
+	env *e = *state;
+	/* O_DIRECT where the test directory allows it (not tmpfs) */
+	int fd = open(e->path, O_RDONLY | O_DIRECT);
+	if (fd < 0) {
+		print_message("skipped: %s refuses O_DIRECT\n", e->dir);
+		skip();
+	}
+	close(fd);
+	direct_reads(e, e->path, true);
+}
+
 static void test_inject_unavailable(void **state)
 {
 	env *e = *state;
@@ -196,6 +308,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_short_read_then_eof, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_close_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_more_sources_than_descriptors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_direct_io, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inject_unavailable, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

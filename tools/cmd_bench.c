@@ -5,6 +5,7 @@
  * category against the budget, and peak RSS. Uses only ringfeed.h (and the
  * demo generator in tools/). */
 #include "commands.h"
+#include "cpu_cost.h"
 #include "decode_limit.h"
 #include "demo.h"
 #include "flags.h"
@@ -263,6 +264,7 @@ typedef struct rf_bench_result {
 	rf_decode_limit limit;
 	bool has_limit;
 	unsigned stats_slot; /* which static buffer holds stats_json */
+	double cpu_s;        /* process user + sys from before rf_open to after rf_close */
 } rf_bench_result;
 
 #define RF_BENCH_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -442,6 +444,40 @@ static void rf_bench_json_tail(const rf_bench_opts *o, const rf_bench_result *r,
 	       s->trace_error[0] ? "\"" : "", r->stats_json ? r->stats_json : "null");
 }
 
+/* CPU per decoded GB of the loader run and of the decode limit, and their
+ * ratio (the efficiency figure that holds on a loaded machine). */
+typedef struct rf_bench_cpu {
+	double loader_s_per_gb, limit_s_per_gb, ratio;
+} rf_bench_cpu;
+
+static rf_bench_cpu rf_bench_cpu_cost(const rf_bench_result *r)
+{
+	rf_bench_cpu c = {.loader_s_per_gb = rf_cpu_s_per_gb(r->cpu_s, r->st.decoded_bytes)};
+	if (r->has_limit)
+		c.limit_s_per_gb = rf_cpu_s_per_gb(r->limit.decode_cpu_s, r->limit.decoded_bytes);
+	c.ratio = c.limit_s_per_gb > 0 ? c.loader_s_per_gb / c.limit_s_per_gb : 0;
+	return c;
+}
+
+static void rf_bench_cpu_json(const rf_bench_result *r)
+{
+	rf_bench_cpu c = rf_bench_cpu_cost(r);
+	printf("\"cpu_s\":%.6f,\"cpu_s_per_decoded_gb\":%.4f,\"decode_limit_cpu_s\":%.6f,"
+	       "\"decode_limit_cpu_s_per_gb\":%.4f,\"cpu_ratio\":%.4f,",
+	       r->cpu_s, c.loader_s_per_gb, r->has_limit ? r->limit.decode_cpu_s : 0.0,
+	       c.limit_s_per_gb, c.ratio);
+}
+
+static void rf_bench_cpu_text(const rf_bench_result *r)
+{
+	rf_bench_cpu c = rf_bench_cpu_cost(r);
+	printf("  CPU %.3f s (user + sys, whole process): %.3f CPU-s per decoded GB\n", r->cpu_s,
+	       c.loader_s_per_gb);
+	if (r->has_limit)
+		printf("  decode limit CPU %.3f CPU-s per decoded GB: the loader costs %.2f x it\n",
+		       c.limit_s_per_gb, c.ratio);
+}
+
 static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
                           const rf_bench_result *base)
 {
@@ -473,6 +509,7 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_METADATA],
 	       (unsigned long long)r->rss_peak, r->rc, rf_limit_rate(r),
 	       rf_limit_rate(r) > 0 ? (double)s->decoded_bytes / w / rf_limit_rate(r) : 0.0);
+	rf_bench_cpu_json(r);
 	rf_bench_json_tail(o, r, base);
 }
 
@@ -632,6 +669,7 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
 		       rf_limit_rate(r) > 0
 		           ? (double)s->decoded_bytes / r->wall_s / rf_limit_rate(r)
 		           : 0.0);
+	rf_bench_cpu_text(r);
 	if (base)
 		rf_bench_text_compare(o, r, base);
 	printf("  diagnosis: %s\n", s->diagnosis_text);
@@ -675,6 +713,21 @@ static int rf_bench_demo(const rf_bench_opts *o)
 	return rc;
 }
 
+/* direct_io: what went past the page cache, and (once) where a filesystem
+ * refused O_DIRECT. JSON: on stderr, so stdout stays one object. */
+static void rf_bench_direct_note(const rf_fetch_result *f, bool json)
+{
+	FILE *out = json ? stderr : stdout;
+	if (f->direct_bytes)
+		fprintf(out, "direct I/O: %llu bytes read with O_DIRECT\n",
+		        (unsigned long long)f->direct_bytes);
+	if (f->direct_refused_files)
+		fprintf(out,
+		        "direct I/O: the filesystem of %llu file(s) refused O_DIRECT: read through "
+		        "the page cache\n",
+		        (unsigned long long)f->direct_refused_files);
+}
+
 /* --fetch-only: every byte through the storage path, nothing decoded. */
 static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 {
@@ -698,6 +751,7 @@ static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
 		       (unsigned long long)f.reads, (unsigned long long)f.requests,
 		       (unsigned long long)f.retries, f.seconds, mbs);
+	rf_bench_direct_note(&f, o->json);
 	return 0;
 }
 
@@ -759,7 +813,7 @@ static int rf_bench_run(rf_config *cfg, const rf_bench_opts *o, rf_bench_result 
 	rf_rss_reset_peak();
 	rf_error err = {0};
 	r->rss_before_open = proc_kib_field_bytes("/proc/self/status", "VmRSS");
-	double t0 = rf_now_s();
+	double t0 = rf_now_s(), cpu0 = rf_cpu_process_s();
 	r->t_open0 = t0;
 	rf_loader *l = rf_open(cfg, &err);
 	r->open_s = rf_now_s() - t0;
@@ -771,7 +825,9 @@ static int rf_bench_run(rf_config *cfg, const rf_bench_opts *o, rf_bench_result 
 	rf_bench_loop(l, o, r);
 	/* a trace that could not be written (mid-run or its last line at close)
 	 * is an error, and in the report */
-	if (rf_close_checked(l, &err) < 0) {
+	int closed = rf_close_checked(l, &err);
+	r->cpu_s = rf_cpu_process_s() - cpu0;
+	if (closed < 0) {
 		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
 		snprintf(r->st.trace_error, sizeof(r->st.trace_error), "%.*s",
 		         (int)sizeof(r->st.trace_error) - 1, err.msg);

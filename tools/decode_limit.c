@@ -1,5 +1,6 @@
 /* decode_limit.c - see decode_limit.h. */
 #include "decode_limit.h"
+#include "cpu_cost.h"
 #include "ringfeed.h"
 
 #include <dirent.h>
@@ -83,7 +84,7 @@ static int rf_dl_shard_run(const char *path, rf_dl_worker *w, unsigned threads,
 	rf_dl_shard sh = {.path = path, .ix = ix, .bytes = bytes};
 	int rc = bytes ? 0 : -1;
 	pthread_t t[256];
-	double t0 = rf_dl_now();
+	double t0 = rf_dl_now(), c0 = rf_cpu_process_s();
 	unsigned started = 0;
 	for (unsigned i = 0; rc == 0 && i < threads; i++) {
 		w[i].sh = &sh;
@@ -102,6 +103,7 @@ static int rf_dl_shard_run(const char *path, rf_dl_worker *w, unsigned threads,
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
 	out->decode_s += rf_dl_now() - t0;
+	out->decode_cpu_s += rf_cpu_process_s() - c0;
 	out->blocks += ix->blocks;
 	if (atomic_load(&sh.failed))
 		rc = -1;

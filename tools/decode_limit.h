@@ -10,7 +10,8 @@
 typedef struct rf_decode_limit {
 	uint64_t decoded_bytes;
 	uint64_t blocks;
-	double decode_s; /* summed over shards, wall time of the parallel decode */
+	double decode_s;     /* summed over shards, wall time of the parallel decode */
+	double decode_cpu_s; /* process CPU (user + sys) over the same spans */
 } rf_decode_limit;
 
 /* paths: local .rfs shards. Returns 0 or -1 (message on stderr). */

@@ -101,9 +101,13 @@ int rf_control_new(rf_engine *e, rf_error *err)
 	const char *path = rf_cfg_str(e->cfg, RF_CFG_trace);
 	if (path) {
 		c->trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (c->trace_fd < 0)
-			return rf_fail(err, -errno, "trace %s: cannot open: %s", path,
-			               strerror(errno));
+		if (c->trace_fd < 0) {
+			int code = errno;
+			char shown[512]; /* a URL-shaped name is shown redacted */
+			rf_url_redact(path, shown, sizeof(shown));
+			return rf_fail(err, -code, "trace %s: cannot open: %s", shown,
+			               strerror(code));
+		}
 		if (!(c->trace_path = strdup(path)))
 			return rf_fail(err, -ENOMEM, "out of memory");
 	}

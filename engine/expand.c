@@ -149,7 +149,8 @@ static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
 	return has ? rc : rf_expand_dir_shards(l, dir, err);
 }
 
-/* A local file: a manifest when it starts with the magic line, else a shard. */
+/* A local file: a manifest when it starts with the magic line, else a shard
+ * (a name ending in .rfm without the line is an error, not a shard). */
 static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
 {
 	char head[64] = {0};
@@ -161,6 +162,10 @@ static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
 	close(fd);
 	if (n > 0 && rf_manifest_is(head, (size_t)n))
 		return rf_expand_manifest(l, path, err);
+	size_t len = strlen(path);
+	if (len >= 4 && !strcmp(path + len - 4, ".rfm"))
+		return rf_fail(err, RF_E_CORRUPT, "%s: not a manifest (no '%s' line)", path,
+		               RF_MANIFEST_MAGIC);
 	return rf_list_push(l, path, UINT64_MAX, err);
 }
 

@@ -14,6 +14,7 @@
 #include "ringfeed.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -102,13 +103,31 @@ static int rf_bench_demo_dir(rf_bench_opts *o)
 	return n > 0 && (size_t)n < sizeof(o->demo_dir) ? 0 : -1;
 }
 
+/* A NAME to read (after the options or after `--`). */
+static int rf_bench_name(rf_config *cfg, rf_bench_opts *o, char *a)
+{
+	rf_error err = {0};
+	if (rf_config_add_url(cfg, a, &err) < 0) {
+		fprintf(stderr, "ringfeed bench: %s\n", err.msg);
+		return -1;
+	}
+	o->args[o->nurls++] = a;
+	return 0;
+}
+
 static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o)
 {
+	bool opts = true;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool v = i + 1 < argc;
 		char *end = NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+		} else if (!opts) {
+			if (rf_bench_name(cfg, o, argv[i]) < 0)
+				return -1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			rf_bench_usage(stdout);
 			exit(0);
 		} else if (!strcmp(a, "--json")) {
@@ -127,11 +146,8 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 		} else if (!strcmp(a, "--fetch-only")) {
 			o->fetch_only = true;
 		} else if (!strcmp(a, "--step-ms") && v) {
-			o->step_ms = strtod(argv[++i], &end);
-			if (*end || o->step_ms < 0 || o->step_ms > 60000) {
-				fprintf(stderr, "ringfeed bench: --step-ms wants 0 .. 60000\n");
+			if (!flag_double("bench", "--step-ms", argv[++i], 0, 60000, &o->step_ms))
 				return -1;
-			}
 		} else if (!strcmp(a, "--batches") && v) {
 			o->max_batches = strtoull(argv[++i], &end, 10);
 			if (*end || argv[i][0] == '-' || !argv[i][0]) {
@@ -171,13 +187,8 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 				return -1;
 			}
 			i += used - 1;
-		} else {
-			rf_error err = {0};
-			if (rf_config_add_url(cfg, a, &err) < 0) {
-				fprintf(stderr, "ringfeed bench: %s\n", err.msg);
-				return -1;
-			}
-			o->args[o->nurls++] = argv[i];
+		} else if (rf_bench_name(cfg, o, argv[i]) < 0) {
+			return -1;
 		}
 	}
 	return 0;
@@ -198,7 +209,7 @@ static bool rf_bench_duration(const char *t, size_t len, double *out)
 		double s;
 	} units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"", 1.0}};
 	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
-		if (end != buf && !strcmp(end, units[u].unit) && v >= 0) {
+		if (end != buf && !strcmp(end, units[u].unit) && isfinite(v) && v >= 0) {
 			*out = v * units[u].s;
 			return true;
 		}

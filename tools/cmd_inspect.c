@@ -1,6 +1,7 @@
 /* cmd_inspect.c - `ringfeed inspect SHARD [--json]`: a shard's figures from
  * its footer and index (reads nothing else). */
 #include "commands.h"
+#include "flags.h"
 #include "packer.h"
 #include "ringfeed.h"
 
@@ -15,7 +16,8 @@ static const char inspect_usage[] =
     "figure `pack` prints for what it wrote. --json prints one object with\n"
     "keys shard, file_bytes, records, blocks, compressed_bytes, decoded_bytes,\n"
     "payload_bytes, ratio, largest_block_compressed_bytes, largest_block_decoded_bytes,\n"
-    "largest_record_bytes, metadata.\n";
+    "largest_record_bytes, metadata.\n"
+    "SHARD is a local file (`--` ends the options); for URLs use `ringfeed verify`.\n";
 
 static void print_json(const char *path, const rf_shard_index *ix, uint64_t payload, double ratio)
 {
@@ -56,25 +58,38 @@ static void print_text(const char *path, const rf_shard_index *ix, uint64_t payl
 int cmd_inspect(int argc, char **argv)
 {
 	const char *path = NULL;
-	int json = 0;
+	int json = 0, opts = 1;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		if (opts && !strcmp(argv[i], "--"))
+			opts = 0;
+		else if (!opts || argv[i][0] != '-' || !argv[i][1]) {
+			if (path) {
+				fprintf(stderr, "ringfeed inspect: one SHARD at a time\n%s",
+				        inspect_usage);
+				return 2;
+			}
+			path = argv[i];
+		} else if (!strcmp(argv[i], "--json"))
 			json = 1;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(inspect_usage, stdout);
 			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
+		} else {
 			fprintf(stderr, "ringfeed inspect: unknown option '%s'\n%s", argv[i],
 			        inspect_usage);
 			return 2;
-		} else if (path) {
-			fprintf(stderr, "ringfeed inspect: one SHARD at a time\n%s", inspect_usage);
-			return 2;
-		} else
-			path = argv[i];
+		}
 	}
 	if (!path) {
 		fprintf(stderr, "ringfeed inspect: missing SHARD\n%s", inspect_usage);
+		return 2;
+	}
+	if (strstr(path, "://")) {
+		char shown[4200];
+		fprintf(stderr,
+		        "ringfeed inspect: %s: inspect reads local shards; use `ringfeed verify` "
+		        "for URLs\n",
+		        flag_shown(path, shown, sizeof(shown)));
 		return 2;
 	}
 	rf_shard_index *ix = NULL;
@@ -92,6 +107,12 @@ int cmd_inspect(int argc, char **argv)
 		    "manifests)\n",
 		    path);
 		return 2;
+	}
+	size_t len = strlen(path);
+	if (len >= 4 && !strcmp(path + len - 4, ".rfm")) {
+		fprintf(stderr, "ringfeed inspect: %s: not a manifest (no '%s' line)\n", path,
+		        RF_MANIFEST_MAGIC);
+		return 1;
 	}
 	if (rf_index_read_file(path, &ix, &err) < 0) {
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);

@@ -54,6 +54,7 @@ typedef struct pack_args {
 	int level, allow_short, demo, clean;
 	unsigned demo_shards;
 	int json, quiet; /* output only: --json, -q */
+	size_t out_len;  /* of out without its trailing slashes */
 } pack_args;
 
 static int read_lines(rf_pack *p, FILE *f, const char *name, rf_error *err)
@@ -298,6 +299,9 @@ static int parse_opt(int c, const char *arg, pack_args *a)
 		return 0;
 	case 'o':
 		a->out = arg;
+		a->out_len = strlen(arg);
+		while (a->out_len > 1 && arg[a->out_len - 1] == '/')
+			a->out_len--; /* "data/" joins as data/manifest.rfm */
 		return 0;
 	case 'b':
 		return size_arg("--block-size", arg, &a->block_bytes);
@@ -398,11 +402,13 @@ static int pack_input(const pack_args *a, rf_pack *p, rf_error *err)
 {
 	if (!strcmp(a->from, "files"))
 		return read_files(p, a->input, err);
+	char shown[4200]; /* a URL-shaped name is shown redacted */
+	rf_url_redact(a->input, shown, sizeof(shown));
 	FILE *f = strcmp(a->input, "-") ? fopen(a->input, "rb") : stdin;
 	if (!f)
-		return rf_tool_fail(err, -errno, "%s: cannot open: %s", a->input, strerror(errno));
-	int rc = a->fixed ? read_fixed(p, f, a->input, a->fixed, a->allow_short, err)
-	                  : read_lines(p, f, a->input, err);
+		return rf_tool_fail(err, -errno, "%s: cannot open: %s", shown, strerror(errno));
+	int rc = a->fixed ? read_fixed(p, f, shown, a->fixed, a->allow_short, err)
+	                  : read_lines(p, f, shown, err);
 	if (f != stdin)
 		fclose(f);
 	return rc;
@@ -420,14 +426,15 @@ static void pack_report(const pack_args *a, const rf_pack *p, double s)
 	if (!a->json) {
 		printf(
 		    "packed %llu records, %llu bytes into %u shards of %llu bytes (ratio %.3f) in "
-		    "%.2f s (%.1f MB/s): %s/%s\n",
+		    "%.2f s (%.1f MB/s): %.*s/%s\n",
 		    (unsigned long long)p->records, (unsigned long long)p->in_bytes, p->shard_no,
 		    (unsigned long long)p->out_bytes, pack_ratio(p), s,
-		    s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0, a->out, RF_PACK_MANIFEST);
+		    s > 0 ? (double)p->in_bytes / 1e6 / s : 0.0, (int)a->out_len, a->out,
+		    RF_PACK_MANIFEST);
 		return;
 	}
 	char manifest[4200];
-	snprintf(manifest, sizeof(manifest), "%s/%s", a->out, RF_PACK_MANIFEST);
+	snprintf(manifest, sizeof(manifest), "%.*s/%s", (int)a->out_len, a->out, RF_PACK_MANIFEST);
 	printf("{\"records\":%llu,\"payload_bytes\":%llu,\"shards\":%u,\"file_bytes\":%llu,"
 	       "\"ratio\":%.4f,\"seconds\":%.6f,\"manifest\":",
 	       (unsigned long long)p->records, (unsigned long long)p->in_bytes, p->shard_no,
@@ -454,7 +461,7 @@ static int pack_demo(const pack_args *a)
 	if (rc < 0)
 		return 1;
 	char manifest[4200];
-	snprintf(manifest, sizeof(manifest), "%s/%s", a->out, RF_PACK_MANIFEST);
+	snprintf(manifest, sizeof(manifest), "%.*s/%s", (int)a->out_len, a->out, RF_PACK_MANIFEST);
 	printf("{\"demo\":true,\"manifest\":");
 	rf_tool_json_str(stdout, manifest);
 	printf("}\n");

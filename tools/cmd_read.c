@@ -41,7 +41,9 @@ static void rf_read_usage(FILE *f)
 	        "                           the end, or when stopping\n"
 	        "  --json                   print one JSON object at the end: records, bytes,\n"
 	        "                           batches, digest (with --digest), status, error, and\n"
-	        "                           the loader's stats (needs --output none)\n"
+	        "                           the loader's stats (needs --output none); also when\n"
+	        "                           the read cannot start (status 1, or 2 for bad usage)\n"
+	        "  --                       the options end (a name may then start with -)\n"
 	        "  --help                   this text\n\n");
 	rf_cli_loader_help(f);
 }
@@ -91,10 +93,20 @@ static int rf_read_emit(const rf_read_opts *o, const rf_batch *b, rf_read_sum *s
 static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 {
 	int nurls = 0;
+	bool opts = true;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool has_val = i + 1 < argc;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+		} else if (!opts || a[0] != '-' || !a[1]) {
+			rf_error err = {0};
+			if (rf_config_add_url(cfg, a, &err) < 0) {
+				fprintf(stderr, "ringfeed read: %s\n", err.msg);
+				return -1;
+			}
+			nurls++;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			rf_read_usage(stdout);
 			exit(0);
 		} else if (!strcmp(a, "--digest")) {
@@ -127,7 +139,7 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 			o->resume = argv[++i];
 		} else if (!strcmp(a, "--stats") && has_val) {
 			o->stats = argv[++i];
-		} else if (a[0] == '-' && a[1]) {
+		} else {
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "read");
 			if (used <= 0) {
 				if (used == 0)
@@ -137,13 +149,6 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 				return -1;
 			}
 			i += used - 1;
-		} else {
-			rf_error err = {0};
-			if (rf_config_add_url(cfg, a, &err) < 0) {
-				fprintf(stderr, "ringfeed read: %s\n", err.msg);
-				return -1;
-			}
-			nurls++;
 		}
 	}
 	if (nurls == 0) {
@@ -246,40 +251,104 @@ static int rf_read_write_stats(rf_loader *l, const char *path)
 {
 	static char json[1 << 16];
 	int n = rf_stats_json(l, json, sizeof(json));
+	char shown[4200]; /* a URL-shaped name is shown redacted */
+	flag_shown(path, shown, sizeof(shown));
 	FILE *f = n < 0 ? NULL : fopen(path, "w");
 	if (!f) {
-		fprintf(stderr, "ringfeed read: %s: cannot write the stats: %s\n", path,
+		fprintf(stderr, "ringfeed read: %s: cannot write the stats: %s\n", shown,
 		        n < 0 ? strerror(-n) : strerror(errno));
 		return -1;
 	}
 	int ok = fprintf(f, "%s\n", json) > 0;
 	ok &= fclose(f) == 0;
 	if (!ok)
-		fprintf(stderr, "ringfeed read: %s: writing the stats failed\n", path);
+		fprintf(stderr, "ringfeed read: %s: writing the stats failed\n", shown);
 	return ok ? 0 : -1;
 }
 
-int cmd_read(int argc, char **argv)
+/* Whether --json is among the options (before any `--`). */
+static bool rf_read_wants_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			return true;
+	return false;
+}
+
+/* --json when the read could not start: the same object, status rc and the
+ * first message written to stderr (without its "ringfeed read: " prefix). */
+static void rf_read_json_failed(const char *msgs, int rc)
+{
+	const char *m = msgs ? msgs : "";
+	if (!strncmp(m, "ringfeed read: ", 15))
+		m += 15;
+	char line[4096];
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(m, "\n"), m);
+	printf("{\"records\":0,\"bytes\":0,\"batches\":0,\"stopped_after\":false,\"status\":%d,"
+	       "\"error\":",
+	       rc);
+	json_string(stdout, *line ? line : "the read could not start");
+	printf(",\"loader\":null}\n");
+	fflush(stdout);
+}
+
+/* The loader from the options, or NULL with *rc the exit status (printed). */
+static rf_loader *rf_read_open(int argc, char **argv, rf_read_opts *o, int *rc)
 {
 	rf_config *cfg = rf_config_new();
 	if (!cfg) {
 		fprintf(stderr, "ringfeed read: out of memory\n");
-		return 1;
+		*rc = 1;
+		return NULL;
 	}
-	rf_read_opts o = {0};
-	if (rf_cli_loader_env(cfg, "read") < 0 || rf_read_args(argc, argv, cfg, &o) < 0) {
+	if (rf_cli_loader_env(cfg, "read") < 0 || rf_read_args(argc, argv, cfg, o) < 0) {
 		rf_config_free(cfg);
-		return 2;
+		*rc = 2;
+		return NULL;
 	}
-	static char outbuf[1 << 20];
-	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	rf_error err = {0};
 	rf_loader *l = rf_open(cfg, &err);
 	rf_config_free(cfg);
 	if (!l) {
 		fprintf(stderr, "ringfeed read: %s\n", err.msg);
-		return 1;
+		*rc = 1;
 	}
+	return l;
+}
+
+/* rf_read_open, with --json: what it says on stderr is kept for the JSON
+ * object printed when it fails, and then written to stderr as well. */
+static rf_loader *rf_read_open_json(int argc, char **argv, rf_read_opts *o, int *rc)
+{
+	char *msgs = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&msgs, &len);
+	FILE *err_out = stderr;
+	if (mem)
+		stderr = mem;
+	rf_loader *l = rf_read_open(argc, argv, o, rc);
+	if (mem) {
+		stderr = err_out;
+		fclose(mem);
+		fputs(msgs, stderr);
+	}
+	if (!l)
+		rf_read_json_failed(msgs, *rc);
+	free(msgs);
+	return l;
+}
+
+int cmd_read(int argc, char **argv)
+{
+	rf_read_opts o = {0};
+	int rc = 0;
+	rf_loader *l = rf_read_wants_json(argc, argv) ? rf_read_open_json(argc, argv, &o, &rc)
+	                                              : rf_read_open(argc, argv, &o, &rc);
+	if (!l)
+		return rc;
+	static char outbuf[1 << 20];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	rf_error err = {0};
 	int status = rf_read_run(l, &o);
 	rf_read_report_skips(l);
 	if (o.stats && rf_read_write_stats(l, o.stats) < 0)

@@ -195,7 +195,10 @@ static void print_fluid_text(const sim_opts *o, const sim_result *r)
 	printf("%12s %12s %10s  %s\n", "t_s", "inventory", "wait_s", "event");
 	for (size_t i = 0; i < r->points; i++) {
 		const sim_point *pt = &r->point[i];
-		printf("%12.6g %12.6g %10.6g  %s\n", pt->t_s, pt->inventory, pt->wait_s, pt->event);
+		/* |x| < 1e-9 is the arithmetic's rounding, shown as 0 */
+		double inv = fabs(pt->inventory) < 1e-9 ? 0 : pt->inventory;
+		double wait_s = fabs(pt->wait_s) < 1e-9 ? 0 : pt->wait_s;
+		printf("%12.6g %12.6g %10.6f  %s\n", pt->t_s, inv, wait_s, pt->event);
 	}
 	if (isnan(r->empty_at_s))
 		printf("never empties within %g s\n", r->point[r->points - 1].t_s);

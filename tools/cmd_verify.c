@@ -4,8 +4,10 @@
  * brace ranges), expanded by the library as a loader expands it, and each
  * shard is read through the library's sources; what a manifest says of a
  * shard (size, records) is checked too. Exit 0 when every shard is sound,
- * 1 otherwise (or when nothing was verified), 2 for usage. */
+ * 1 otherwise (or when nothing was verified), 2 for usage. Names are shown
+ * redacted (rf_url_redact): a URL's password or query never appears. */
 #include "commands.h"
+#include "flags.h"
 #include "loader_opts.h"
 #include "packer.h"
 #include "ringfeed.h"
@@ -25,16 +27,19 @@ static const char verify_usage[] =
     "ranges; loader options such as --s3-endpoint or --ca-file apply to remote shards.\n"
     "Each problem is printed with the shard, block, byte offset and the check that\n"
     "failed (at most N per shard, default 100), then 'ok SHARD' or 'DAMAGED SHARD'\n"
-    "(--quiet: only damaged shards).\n"
-    "--json: one JSON object instead: {\"shards\", \"damaged\", \"results\": [{\"path\",\n"
-    "\"ok\", \"problems\": [...]}]} (with --quiet, only the damaged shards' results).\n"
-    "Exit status: 0 all sound, 1 a shard is damaged or unreadable or no shard was\n"
-    "named, 2 bad usage.\n";
+    "(--quiet: only damaged shards). A NAME that cannot be expanded (an unreachable\n"
+    "or empty manifest) is reported as DAMAGED NAME and counted as a failed name, not\n"
+    "as a shard. `--` ends the options.\n"
+    "--json: one JSON object instead: {\"shards\", \"damaged\", \"names_failed\",\n"
+    "\"results\": [{\"path\", \"ok\", \"problems\": [...]}]} (with --quiet, only the\n"
+    "damaged shards' results).\n"
+    "Exit status: 0 all sound, 1 a shard is damaged or unreadable or a NAME expands\n"
+    "to no shard, 2 bad usage (no NAME given included).\n";
 
 typedef struct verify_state {
 	uint32_t max_reports;
 	int quiet, json;
-	uint64_t shards, damaged;
+	uint64_t shards, damaged, names_failed;
 } verify_state;
 
 typedef struct verify_name_run {
@@ -49,13 +54,28 @@ static void report(void *ctx, const rf_error *e)
 	printf("  %s\n", e->msg);
 }
 
+static void say(const verify_state *v, const char *name, int rc)
+{
+	char shown[4200];
+	if (rc < 0 || !v->quiet)
+		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED",
+		       flag_shown(name, shown, sizeof(shown)));
+}
+
 static void verdict(verify_state *v, const char *name, int rc)
 {
 	v->shards++;
 	if (rc < 0)
 		v->damaged++;
-	if (rc < 0 || !v->quiet)
-		printf("%s %s\n", rc == 0 ? "ok" : "DAMAGED", name);
+	say(v, name, rc);
+}
+
+/* A NAME that did not expand to shards: reported, not counted as a shard. */
+static void name_failed(verify_state *v, const char *name, const char *msg)
+{
+	printf("  %s\n", msg); /* the library's messages show names redacted */
+	v->names_failed++;
+	say(v, name, -EINVAL);
 }
 
 static void on_done(void *ctx, size_t i, int rc)
@@ -73,8 +93,7 @@ static void verify_name(verify_state *v, rf_config *cfg, const char *name)
 	rf_shard_ref *refs = NULL;
 	size_t n = 0;
 	if (rf_config_add_url(cfg, name, &err) < 0 || rf_config_shards(cfg, &refs, &n, &err) < 0) {
-		printf("  %s\n", err.msg);
-		verdict(v, name, err.code ? err.code : -EINVAL);
+		name_failed(v, name, err.msg);
 		return;
 	}
 	verify_name_run r = {.v = v, .refs = refs};
@@ -101,8 +120,13 @@ static int parse_count(const char *text, uint32_t *out)
 static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, char **names)
 {
 	int n = 0;
+	bool opts = true;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (!opts || argv[i][0] != '-' || !argv[i][1])
+			names[n++] = argv[i];
+		else if (!strcmp(argv[i], "--"))
+			opts = false;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(verify_usage, stdout);
 			return -2;
 		} else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
@@ -115,7 +139,7 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 				        "ringfeed verify: --max-reports needs 0..1000000\n");
 				return -1;
 			}
-		} else if (argv[i][0] == '-' && argv[i][1]) {
+		} else {
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "verify");
 			if (used == 0)
 				fprintf(stderr, "ringfeed verify: unknown option '%s'\n%s", argv[i],
@@ -123,8 +147,7 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 			if (used <= 0)
 				return -1;
 			i += used - 1;
-		} else
-			names[n++] = argv[i];
+		}
 	}
 	return n;
 }
@@ -145,9 +168,15 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
 		}
 		rf_config_free(one);
 	}
-	printf("verify: %llu shards, %llu damaged\n", (unsigned long long)v.shards,
+	printf("verify: %llu shards, %llu damaged", (unsigned long long)v.shards,
 	       (unsigned long long)v.damaged);
+	if (v.names_failed)
+		printf(", %llu name%s failed", (unsigned long long)v.names_failed,
+		       v.names_failed == 1 ? "" : "s");
+	printf("\n");
 	*vp = v;
+	if (v.names_failed)
+		return 1;
 	if (v.shards == 0) {
 		printf("verify: nothing was verified\n");
 		return 1;
@@ -159,10 +188,11 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
  * shape (each problem indented by two spaces, then "ok PATH" or "DAMAGED
  * PATH" for its shard, a "verify: ..." summary last), so the JSON always says
  * what the text says. */
-static void json_results(const char *text, size_t len, uint64_t shards, uint64_t damaged)
+static void json_results(const char *text, size_t len, const verify_state *v)
 {
-	printf("{\"shards\":%llu,\"damaged\":%llu,\"results\":[", (unsigned long long)shards,
-	       (unsigned long long)damaged);
+	printf("{\"shards\":%llu,\"damaged\":%llu,\"names_failed\":%llu,\"results\":[",
+	       (unsigned long long)v->shards, (unsigned long long)v->damaged,
+	       (unsigned long long)v->names_failed);
 	const char *p = text, *end = text + len;
 	int results = 0, problems = 0;
 	while (p < end) {
@@ -209,7 +239,7 @@ static int verify_json(int argc, char **argv, verify_state *v, char **names, int
 	int rc = verify_all(argc, argv, v, names, n);
 	stdout = out;
 	fclose(mem);
-	json_results(text, len, v->shards, v->damaged);
+	json_results(text, len, v);
 	free(text);
 	return rc;
 }
@@ -222,7 +252,7 @@ int cmd_verify(int argc, char **argv)
 	int n = names && cfg ? verify_args(argc, argv, &v, cfg, names) : -1;
 	rf_config_free(cfg);
 	if (n == 0)
-		fprintf(stderr, "ringfeed verify: missing SHARD\n%s", verify_usage);
+		fprintf(stderr, "ringfeed verify: missing NAME\n%s", verify_usage);
 	int rc = n == -2 ? 0 : 2;
 	if (n > 0)
 		rc = v.json ? verify_json(argc, argv, &v, names, n)

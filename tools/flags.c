@@ -78,6 +78,12 @@ bool flag_bytes(const char *cmd, const char *flag, const char *text, uint64_t mi
 	return true;
 }
 
+const char *flag_shown(const char *name, char *buf, size_t cap)
+{
+	rf_url_redact(name ? name : "", buf, cap);
+	return buf;
+}
+
 void json_number(FILE *f, double v)
 {
 	if (isfinite(v))

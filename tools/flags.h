@@ -20,6 +20,10 @@ bool flag_bytes(const char *cmd, const char *flag, const char *text, uint64_t mi
 /* Prints "ringfeed CMD: message" to stderr; returns 2 (the usage exit code). */
 int flag_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* name as messages may show it: a URL without its user:password@ and its
+ * query (rf_url_redact), any other name unchanged. Returns buf. */
+const char *flag_shown(const char *name, char *buf, size_t cap);
+
 /* Writes a double as JSON (null when not finite). */
 void json_number(FILE *f, double v);
 /* Writes s as a JSON string literal (quotes included). */

@@ -1,5 +1,6 @@
 /* loader_opts.c - see loader_opts.h. */
 #include "loader_opts.h"
+#include "flags.h"
 
 /* Largest state file (ringfeed.h: a few bytes, plus 16 per segment of a
  * re-split epoch, at most 4096 of them). */
@@ -106,9 +107,11 @@ void rf_cli_loader_help(FILE *f)
 
 int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)
 {
+	char shown[4200];
+	flag_shown(path, shown, sizeof(shown));
 	FILE *fp = fopen(path, "rb");
 	if (!fp) {
-		fprintf(stderr, "ringfeed %s: %s: cannot open: %m\n", cmd, path);
+		fprintf(stderr, "ringfeed %s: %s: cannot open: %m\n", cmd, shown);
 		return -1;
 	}
 	static unsigned char buf[RF_CLI_STATE_MAX + 1]; /* one more: a longer file is refused */
@@ -116,7 +119,7 @@ int rf_cli_resume(rf_config *cfg, const char *path, const char *cmd)
 	fclose(fp);
 	rf_error err = {0};
 	if (rf_config_set_resume(cfg, buf, n, &err) < 0) {
-		fprintf(stderr, "ringfeed %s: %s: %s\n", cmd, path, err.msg);
+		fprintf(stderr, "ringfeed %s: %s: %s\n", cmd, shown, err.msg);
 		return -1;
 	}
 	return 0;
@@ -139,7 +142,9 @@ int rf_cli_save_state(rf_loader *l, const char *path, const char *cmd)
 	if (fp && fclose(fp) != 0)
 		ok = false;
 	if (!ok) {
-		fprintf(stderr, "ringfeed %s: %s: cannot write: %m\n", cmd, path);
+		char shown[4200];
+		fprintf(stderr, "ringfeed %s: %s: cannot write: %m\n", cmd,
+		        flag_shown(path, shown, sizeof(shown)));
 		return -1;
 	}
 	return 0;

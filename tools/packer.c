@@ -147,6 +147,8 @@ int rf_pack_begin(rf_pack *p, const char *dir, const rf_writer_options *wopt, ui
 	if (!p->dir) {
 		return rf_tool_fail(err, -ENOMEM, "no memory");
 	}
+	for (size_t n = strlen(p->dir); n > 1 && p->dir[n - 1] == '/'; n--)
+		p->dir[n - 1] = '\0'; /* "data/" joins as data/shard-000000.rfs */
 	p->wopt = *wopt;
 	p->shard_bytes = shard_bytes;
 	p->progress = progress;

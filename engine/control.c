@@ -554,6 +554,7 @@ void rf_control_explain(rf_engine *e, rf_stats *s)
 	    .depth = s->depth_batches,
 	    .inventory_batches = s->inventory_batches,
 	    .wait_fraction = s->elapsed_s > 0 ? RF_MIN(1.0, s->consumer_wait_s / s->elapsed_s) : 0,
+	    .wait_s = s->consumer_wait_s,
 	    .decode_busy_fraction = s->decode_busy_fraction,
 	    .fetch_p50_ms = s->fetch_latency_p50_ms,
 	    .fetch_p99_ms = s->fetch_latency_p99_ms};

@@ -72,7 +72,7 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
 	if (!rf_budget_host_bound(&e->budget, bytes))
 		return false;
 	rf_error herr = {0};
-	if (rf_hostbudget_broken(e->host) && rf_hostbudget_check(e->host, &herr) < 0) {
+	if (rf_hostbudget_error(e->host, &herr) < 0) {
 		rf_engine_finish(e, herr.code, herr.msg); /* waiting cannot mend it */
 		return true;
 	}
@@ -460,10 +460,22 @@ static int rf_collate_one(rf_engine *e)
 	return rf_coll_emit(e, n, bytes) > 0;
 }
 
+/* A host budget object that shrank or was re-initialised under this loader
+ * no longer enforces anything: the stream ends naming it, whether or not a
+ * reservation is waiting on the host total (each batch taken runs the
+ * collator, so the check follows the consumer). mu held. */
+static void rf_host_check(rf_engine *e)
+{
+	rf_error herr = {0};
+	if (e->host && !e->coll_final && rf_hostbudget_verify(e->host, &herr) < 0)
+		rf_engine_finish(e, herr.code, herr.msg);
+}
+
 void rf_collate_run(rf_engine *e)
 {
 	if (e->collating)
 		return;
+	rf_host_check(e);
 	e->collating = true;
 	do {
 		e->coll_kick = false;

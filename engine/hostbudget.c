@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define HB_MAGIC      0x31424852u /* "RHB1" */
-#define HB_VERSION    1u
+#define HB_VERSION    2u
 #define HB_PREFIX     "/ringfeed-hb-"
 #define HB_OPEN_TRIES 16   /* re-opens when the object was unlinked under us */
 #define HB_FLOCK_MS   5000 /* longest wait for another process's open/close */
@@ -37,6 +37,7 @@ typedef struct hb_shared {
 	uint64_t total_bytes;
 	uint32_t ready; /* set last by the initialiser (under flock) */
 	uint32_t reclaims;
+	uint64_t generation;   /* stamped at initialisation: a re-initialised object differs */
 	pthread_mutex_t mutex; /* process-shared, robust; guards what follows */
 	uint64_t used_bytes, peak_used_bytes, reclaimed_bytes;
 	uint64_t last_scan_ns;
@@ -49,9 +50,13 @@ typedef struct hb_shared {
 struct rf_hostbudget {
 	hb_shared *sh;
 	int fd;
-	pid_t pid;           /* the process that attached; a forked child is not it */
-	bool broken;         /* the object shrank under the mapping: never touched again */
-	int64_t broken_size; /* its size then (-1 unknown) */
+	pid_t pid;             /* the process that attached; a forked child is not it */
+	bool broken;           /* the object shrank or was re-initialised: never touched again */
+	int64_t broken_size;   /* its size then (-1 unknown) */
+	uint32_t broken_magic; /* the magic found then (shrank: unread) */
+	uint64_t broken_generation; /* the generation found then */
+	uint64_t generation;        /* the object's generation when this handle attached */
+	uint64_t verified_ns;       /* last rf_hostbudget_verify that took the lock */
 	uint32_t slot;
 	uint64_t start_ticks;
 	char name[RF_HOSTBUDGET_NAME_MAX + 1];
@@ -180,9 +185,28 @@ static int hb_size_ok(rf_hostbudget *hb)
 	return hb->broken ? -EIO : 0;
 }
 
+/* The object is still the one this handle attached to: a truncate-and-regrow
+ * leaves it zeroed (magic 0), a re-initialisation stamps another generation.
+ * Checked before the lock (a zeroed mutex is not ours to take) and again
+ * under it. An attaching handle (generation 0) checks the magic only. */
+static int hb_same_object(rf_hostbudget *hb)
+{
+	const hb_shared *sh = hb->sh;
+	uint32_t magic = __atomic_load_n(&sh->magic, __ATOMIC_ACQUIRE);
+	uint64_t gen = __atomic_load_n(&sh->generation, __ATOMIC_ACQUIRE);
+	if (!hb->broken && (magic != HB_MAGIC || (hb->generation && gen != hb->generation))) {
+		hb->broken = true;
+		hb->broken_size = (int64_t)sizeof(hb_shared);
+		hb->broken_magic = magic;
+		hb->broken_generation = gen;
+	}
+	return hb->broken ? -EIO : 0;
+}
+
 static int hb_lock(rf_hostbudget *hb)
 {
 	RF_TRY(hb_size_ok(hb));
+	RF_TRY(hb_same_object(hb));
 	hb_shared *sh = hb->sh;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -196,6 +220,10 @@ static int hb_lock(rf_hostbudget *hb)
 	if (rc == EOWNERDEAD) {
 		repair(sh);
 		rc = pthread_mutex_consistent(&sh->mutex);
+	}
+	if (rc == 0 && hb_same_object(hb) < 0) {
+		pthread_mutex_unlock(&sh->mutex);
+		return -EIO;
 	}
 	return -rc;
 }
@@ -219,6 +247,13 @@ static int flock_bounded(int fd)
 	return -ETIMEDOUT;
 }
 
+/* Never 0 (0 is "not attached yet" in a handle). */
+static uint64_t new_generation(void)
+{
+	uint64_t g = rf_now_ns() ^ ((uint64_t)getpid() << 40);
+	return g ? g : 1;
+}
+
 static int init_shared(hb_shared *sh, uint64_t total_bytes)
 {
 	memset(sh, 0, sizeof(*sh));
@@ -228,6 +263,7 @@ static int init_shared(hb_shared *sh, uint64_t total_bytes)
 	sh->slots = RF_HOSTBUDGET_SLOTS;
 	sh->pidns = pidns_id();
 	sh->total_bytes = total_bytes;
+	sh->generation = new_generation();
 	pthread_mutexattr_t a;
 	int rc = pthread_mutexattr_init(&a);
 	if (rc == 0)
@@ -356,6 +392,8 @@ static int attach(rf_hostbudget *hb, uint64_t total_bytes, rf_error *err)
 	rc = agree_total(hb, total_bytes, err);
 	if (rc >= 0)
 		rc = take_slot(hb, err);
+	if (rc >= 0)
+		hb->generation = hb->sh->generation;
 	hb_unlock(hb->sh);
 	return rc;
 }
@@ -636,15 +674,43 @@ int64_t rf_hostbudget_reclaim(rf_hostbudget *hb)
 	return (int64_t)RF_MIN(got, (uint64_t)INT64_MAX);
 }
 
+int rf_hostbudget_error(const rf_hostbudget *hb, rf_error *err)
+{
+	if (!hb->broken)
+		return 0;
+	if (hb->broken_size < (int64_t)sizeof(hb_shared))
+		return rf_fail(err, -EIO,
+		               "host budget '%s': /dev/shm%s shrank to %lld bytes under this "
+		               "loader (expected %zu): another process truncated it; the "
+		               "host-wide budget is no longer enforced",
+		               hb->name, hb->path, (long long)hb->broken_size, sizeof(hb_shared));
+	return rf_fail(err, -EIO,
+	               "host budget '%s': /dev/shm%s was re-initialised under this loader "
+	               "(magic now %08x, expected %08x; generation now %016llx, expected "
+	               "%016llx): another process truncated or rewrote it; the host-wide "
+	               "budget is no longer enforced",
+	               hb->name, hb->path, hb->broken_magic, HB_MAGIC,
+	               (unsigned long long)hb->broken_generation,
+	               (unsigned long long)hb->generation);
+}
+
+int rf_hostbudget_verify(rf_hostbudget *hb, rf_error *err)
+{
+	uint64_t now = rf_now_ns(), last = __atomic_load_n(&hb->verified_ns, __ATOMIC_RELAXED);
+	if (!rf_hostbudget_broken(hb) && now - last >= RF_HOSTBUDGET_VERIFY_MS * 1000000ull &&
+	    __atomic_compare_exchange_n(&hb->verified_ns, &last, now, false, __ATOMIC_RELAXED,
+	                                __ATOMIC_RELAXED) &&
+	    hb_lock(hb) == 0)
+		hb_unlock(hb->sh);
+	return rf_hostbudget_error(hb, err);
+}
+
 int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err)
 {
 	hb_shared *sh = hb->sh;
 	int rc = hb_lock(hb);
 	if (rc < 0 && hb->broken)
-		return rf_fail(err, rc,
-		               "host budget '%s': /dev/shm%s shrank to %lld bytes under this "
-		               "loader (it needs %zu): another process truncated it",
-		               hb->name, hb->path, (long long)hb->broken_size, sizeof(hb_shared));
+		return rf_hostbudget_error(hb, err);
 	if (rc < 0)
 		return rf_fail(err, rc, "host budget '%s': lock: %s", hb->name, strerror(-rc));
 	uint64_t sum = 0, want = 0;
@@ -676,7 +742,7 @@ const char *rf_hostbudget_name(const rf_hostbudget *hb)
 
 bool rf_hostbudget_broken(const rf_hostbudget *hb)
 {
-	return hb->broken;
+	return __atomic_load_n(&hb->broken, __ATOMIC_ACQUIRE);
 }
 
 void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes)

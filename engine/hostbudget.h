@@ -2,7 +2,8 @@
  * local rank), so that N ranks do not multiply their budgets by N.
  *
  * The shared state is a POSIX shared memory object /dev/shm/ringfeed-hb-NAME:
- * a header (magic, version, layout size, total, pid namespace, used, peak)
+ * a header (magic, version, layout size, total, pid namespace, generation
+ * stamped at initialisation, used, peak)
  * and a bounded table of RF_HOSTBUDGET_SLOTS slots, one per attached loader
  * (pid, process start time, reserved bytes). A process-shared robust mutex
  * guards it; a loader that dies, even while holding the mutex, leaves a state
@@ -85,11 +86,20 @@ int64_t rf_hostbudget_reclaim(rf_hostbudget *hb);
 /* Verifies the invariant; 0 or -EUCLEAN with a message. */
 int rf_hostbudget_check(rf_hostbudget *hb, rf_error *err);
 const char *rf_hostbudget_name(const rf_hostbudget *hb);
-/* True once the object shrank under this handle (every call fails with
- * -EIO; rf_hostbudget_check says what happened). */
+/* True once the object shrank under this handle, or was re-initialised
+ * (its magic or generation changed: a truncate-and-regrow zeroes it): every
+ * call fails with -EIO and rf_hostbudget_error says what happened. */
 bool rf_hostbudget_broken(const rf_hostbudget *hb);
+/* 0, or -EIO with a message naming the object and what happened to it (its
+ * size now and the size expected, or its magic / generation now and then). */
+int rf_hostbudget_error(const rf_hostbudget *hb, rf_error *err);
+/* Takes and drops the lock, checking the object on the way (a refresh for a
+ * loader whose reservations do not change), at most every
+ * RF_HOSTBUDGET_VERIFY_MS: 0 or rf_hostbudget_error's. */
+int rf_hostbudget_verify(rf_hostbudget *hb, rf_error *err);
 
 #define RF_HOSTBUDGET_RECLAIM_MS 20    /* a failing reserve scans for the dead this often */
+#define RF_HOSTBUDGET_VERIFY_MS  20    /* rf_hostbudget_verify locks this often at most */
 #define RF_HOSTBUDGET_LOCK_MS    5000  /* longest wait for the lock (a stopped holder) */
 #define RF_HOSTBUDGET_FLOOR_MS   10000 /* a loader's open waits this long for its floor */
 

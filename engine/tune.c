@@ -12,7 +12,14 @@
 #define FULL_FRACTION         0.9  /* queue "stayed full" in an interval */
 #define ALWAYS_FULL_FRACTION  0.95
 #define ALWAYS_FULL_INTERVALS 8
-#define LAT_MEMORY_FACTOR     10.0 /* latency memory, in smoothing time constants */
+/* Consumer waits below this, summed over the recent intervals, are noise
+ * (a wake-up, a lock); it is also the floor of the per-call wait that bench's
+ * stall measurement still counts as "covered". */
+#define WAIT_NOISE_S 0.005
+/* A wait that a report prints as nonzero (%.3f s or %.1f%%). */
+#define WAIT_SHOWN_S        0.0005
+#define WAIT_SHOWN_FRACTION 0.0005
+#define LAT_MEMORY_FACTOR   10.0 /* latency memory, in smoothing time constants */
 
 static double finite_or_zero(double v)
 {
@@ -145,6 +152,7 @@ static void update_history(rf_tune *t, const rf_tune_interval *in)
 	        ? (double)RF_MIN(in->queue_full, in->queue_samples) / in->queue_samples
 	        : 0;
 	t->wait_s[slot] = finite_or_zero(in->consumer_wait_s);
+	t->wall_s[slot] = finite_or_zero(in->wall_s);
 	t->intervals++;
 }
 
@@ -278,6 +286,71 @@ uint32_t rf_tune_depth(const rf_tune *t)
 
 /* ------------------------------------------------------------- in words */
 
+/* The consumer's wait and the wall time over the last n intervals (at most
+ * those known): the span a recent verdict was reached over. */
+static void recent_wait(const rf_tune *t, uint64_t n, double *wait_s, double *wall_s)
+{
+	*wait_s = *wall_s = 0;
+	n = RF_MIN(RF_MIN(n, t->intervals), (uint64_t)RF_TUNE_HISTORY);
+	for (uint64_t k = 1; k <= n; k++) {
+		size_t slot = (t->intervals - k) % RF_TUNE_HISTORY;
+		*wait_s += t->wait_s[slot];
+		*wall_s += t->wall_s[slot];
+	}
+}
+
+/* Whether the figures show a wait at all, as a report prints them. */
+static bool waited(const rf_tune_figures *f)
+{
+	return f->wait_s >= WAIT_SHOWN_S || f->wait_fraction >= WAIT_SHOWN_FRACTION;
+}
+
+/* The verdict is over the last intervals; the figures may span the whole
+ * run, where the consumer may have waited before the queue filled. */
+static int explain_always_full(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap)
+{
+	double r = f->r_bps, wait, wall;
+	recent_wait(t, ALWAYS_FULL_INTERVALS, &wait, &wall);
+	int n = snprintf(buf, cap,
+	                 "over the last %.1f s the queue stayed full and the consumer did not "
+	                 "wait: the producer (%.1f batches/s) keeps ahead of the consumer "
+	                 "(%.1f batches/s); more depth buys nothing (depth %u covers %.2f s)",
+	                 wall, f->c_bps, r, f->depth, r > 0 ? f->depth / r : 0.0);
+	size_t used = n > 0 ? RF_MIN((size_t)n, cap ? cap - 1 : 0) : 0;
+	int m = waited(f) ? snprintf(buf + used, cap - used,
+	                             "; earlier the consumer waited %.1f%% of the time (%.3f "
+	                             "s), during pauses or while the queue first filled",
+	                             100 * f->wait_fraction, f->wait_s)
+	                  : snprintf(buf + used, cap - used, "; the consumer never waited");
+	return n < 0 || m < 0 ? -1 : n + m;
+}
+
+/* "Too short" only with the wait that shows it: a fixed depth that the
+ * consumer never waited behind (over the intervals the pauses were seen in)
+ * covered them, whatever margin the automatic depth would add. */
+static int explain_depth_short(const rf_tune *t, const rf_tune_figures *f, char *buf, size_t cap)
+{
+	const rf_tune_decision *d = &t->last;
+	double r = f->r_bps, wait, wall;
+	recent_wait(t, t->p.pause_memory, &wait, &wall);
+	if (wait >= WAIT_NOISE_S && waited(f))
+		return snprintf(
+		    buf, cap,
+		    "fixed depth too short for the pauses: depth %u covers %.2f s at the "
+		    "consumer's %.1f batches/s, the pauses seen (longest recent %.2f s) call "
+		    "for %.2f s, %u batches (automatic depth, the default, sizes it); the "
+		    "consumer waited %.1f%% of the time (%.3f s), %.3f s of it in the last %.1f s",
+		    f->depth, r > 0 ? f->depth / r : 0.0, r, d->pause_recent_s, d->cover_target_s,
+		    d->depth_target, 100 * f->wait_fraction, f->wait_s, wait, wall);
+	return snprintf(buf, cap,
+	                "fixed depth %u covers %.2f s at the consumer's %.1f batches/s and held "
+	                "through the pauses seen (longest recent %.2f s): the consumer waited "
+	                "%.3f s in the last %.1f s and %.1f%% of the time (%.3f s) over the run; "
+	                "the automatic depth would keep %.2f s, %u batches, for margin",
+	                f->depth, r > 0 ? f->depth / r : 0.0, r, d->pause_recent_s, wait, wall,
+	                100 * f->wait_fraction, f->wait_s, d->cover_target_s, d->depth_target);
+}
+
 const char *rf_tune_diagnosis_name(rf_tune_diagnosis d)
 {
 	static const char *const names[RF_TUNE_DIAGNOSES] = {
@@ -350,21 +423,9 @@ int rf_tune_explain_figures(const rf_tune *t, const rf_tune_figures *f, char *bu
 		                t->p.depth_max, r > 0 ? t->p.depth_max / r : 0.0, r, c,
 		                d->cover_target_s, d->pause_recent_s);
 	case RF_TUNE_ALWAYS_FULL:
-		return snprintf(
-		    buf, cap,
-		    "queue always full and the consumer never waits: the producer "
-		    "(%.1f batches/s) keeps ahead of the consumer (%.1f batches/s); more "
-		    "depth buys nothing (depth %u covers %.2f s)",
-		    c, r, f->depth, r > 0 ? f->depth / r : 0.0);
+		return explain_always_full(t, f, buf, cap);
 	case RF_TUNE_DEPTH_SHORT:
-		return snprintf(
-		    buf, cap,
-		    "fixed depth too short for the pauses: depth %u covers %.2f s at the "
-		    "consumer's %.1f batches/s, the pauses seen (longest recent %.2f s) "
-		    "call for %.2f s, %u batches (automatic depth, the default, sizes "
-		    "it); the consumer waited %.1f%% of the time",
-		    f->depth, r > 0 ? f->depth / r : 0.0, r, d->pause_recent_s, d->cover_target_s,
-		    d->depth_target, 100 * f->wait_fraction);
+		return explain_depth_short(t, f, buf, cap);
 	case RF_TUNE_OK:
 		return snprintf(
 		    buf, cap,
@@ -388,6 +449,7 @@ int rf_tune_explain(const rf_tune *t, char *buf, size_t cap)
 	                     .depth = d->depth,
 	                     .inventory_batches = d->coverage_s * d->r_bps,
 	                     .wait_fraction = d->wait_fraction,
+	                     .wait_s = d->wait_fraction * t->last_in.wall_s,
 	                     .decode_busy_fraction = t->last_in.decode_busy_fraction,
 	                     .fetch_p50_ms = 1e3 * rf_tune_latency_quantile(t, 0.5),
 	                     .fetch_p99_ms = 1e3 * rf_tune_latency_quantile(t, 0.99)};

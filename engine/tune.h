@@ -107,6 +107,7 @@ typedef struct rf_tune {
 	double pause_s[RF_TUNE_HISTORY];
 	double full_fraction[RF_TUNE_HISTORY];
 	double wait_s[RF_TUNE_HISTORY];
+	double wall_s[RF_TUNE_HISTORY];
 	/* fetch latency: decayed counts per log bucket, decayed sum for the mean */
 	double lat_count[RF_TUNE_LAT_BUCKETS];
 	double lat_total, lat_sum_s, lat_max_s;
@@ -138,6 +139,7 @@ typedef struct rf_tune_figures {
 	uint32_t depth;      /* depth now; it covers depth / r seconds */
 	double inventory_batches;
 	double wait_fraction;        /* consumer wait / wall, 0..1 */
+	double wait_s;               /* consumer wait, seconds (over the same span) */
 	double decode_busy_fraction; /* 0..1 */
 	double fetch_p50_ms, fetch_p99_ms;
 } rf_tune_figures;

@@ -5,7 +5,9 @@
 # fixed-depth run (--compare-depth): the consumer's r and the producer's c,
 # the wait, the depth and what it covers (depth / r), the cover target, the
 # pauses (one per stall, not one per stalled read), peak memory against the
-# budget, and the diagnosis text (the same words and numbers as the JSON's).
+# budget, and the diagnosis text (the same words and numbers as the JSON's,
+# and never against the figures next to it: "never waits" beside a wait,
+# "too short" beside a fixed depth that covered every stall with no wait).
 # Pass/fail rests on figures the run reports, never on how fast it ran.
 set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
@@ -108,6 +110,48 @@ if not re.search(r"depth 2 covers", fd):
 print("figures agree: r", r, "c", c, "depth", d, "pauses", pauses, "for", windows, "stalls")
 PYEOF
 
+# check_words REPORT: the diagnoses never contradict the figures printed
+# beside them (issue 16 item 5).
+check_words() {
+	$PY - "$1" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+def fail(msg):
+    sys.exit("FAIL: " + msg + "\n--- report\n" + text)
+m = re.search(r"^  consumer: .* waited ([\d.]+) s, ([\d.]+)% of the time$", text, re.M)
+diag = re.search(r"^  diagnosis: (.*)$", text, re.M)
+if not m or not diag:
+    fail("no consumer line or diagnosis")
+wait, pct, diag = float(m.group(1)), m.group(2), diag.group(1)
+stall_waits = len(re.findall(r"^  stall \d+ .*then the consumer waited", text, re.M))
+if (wait > 0 or stall_waits) and re.search(r"never wait", diag):
+    fail(f"the consumer waited {wait} s ({stall_waits} stalls not covered), "
+         f"the diagnosis says it never waits: {diag}")
+if wait > 0 and "always full" in diag:
+    fail(f"the consumer waited {wait} s, the diagnosis says the queue was always full: {diag}")
+w = re.search(r"waited ([\d.]+)% of the time \(([\d.]+) s\)", diag)
+if w and (w.group(1) != pct or float(w.group(2)) != wait):
+    fail(f"diagnosis: waited {w.group(1)}% ({w.group(2)} s), the report {pct}% ({wait} s)")
+fd = re.search(r"^    diagnosis, fixed depth\s+(.*)$", text, re.M)
+row = re.search(r"^    consumer waited\s+[\d.]+ s \([\d.]+%\)\s+([\d.]+) s \(([\d.]+)%\)$",
+                text, re.M)
+if fd and row:
+    fd, fwait = fd.group(1), float(row.group(1))
+    cov = re.search(r"^    stalls covered\s+\d+ of \d+\s+(\d+) of (\d+)$", text, re.M)
+    if cov and cov.group(1) == cov.group(2) and fwait == 0 and "too short" in fd:
+        fail(f"fixed depth covered {cov.group(1)} of {cov.group(2)} stalls and waited "
+             f"0 s, the diagnosis says it is too short: {fd}")
+    if "too short" in fd:
+        fw = re.search(r"waited ([\d.]+)% of the time \(([\d.]+) s\), ([\d.]+) s of it", fd)
+        if not fw or float(fw.group(2)) != fwait or float(fw.group(3)) <= 0:
+            fail(f"'too short' without the wait that shows it (fixed run waited {fwait} s): {fd}")
+    if fwait > 0 and re.search(r"never wait", fd):
+        fail(f"the fixed-depth run waited {fwait} s, its diagnosis says never: {fd}")
+print("words agree with the figures:", diag[:60], "...")
+PYEOF
+}
+check_words "$T/report.txt" || fail "the report contradicts itself"
+
 # scripts/main.sh's story settings are accepted by bench and give the side by
 # side table and a diagnosis (shortened here to a few hundred batches).
 SRC=${RF_SOURCE_DIR:?}
@@ -118,4 +162,12 @@ story=$(sed -n '/exec "$top\/build\/ringfeed" bench --step-ms/,/"\$@"$/p' "$SRC/
 	fail "main.sh's flags ($story): $(cat "$T/err")"
 grep -q "^    consumer waited " "$T/story.txt" || fail "story run has no side-by-side table: $(cat "$T/story.txt")"
 grep -q "^  diagnosis: " "$T/story.txt" || fail "story run has no diagnosis"
+cat "$T/story.txt"
+check_words "$T/story.txt" || fail "the story's report contradicts itself"
+# A fixed depth of 2 that covers 0.5 s stalls every 1.5 s (the consumer's
+# 2 ms per batch): its column must not call it too short without a wait.
+"$CLI" bench --step-ms 2 --inject stall=500ms/1500ms --batches 1200 --budget 32MiB \
+	--compare-depth 2 -q "$M" >"$T/fixed.txt" 2>"$T/err" || fail "fixed-depth run: $(cat "$T/err")"
+cat "$T/fixed.txt"
+check_words "$T/fixed.txt" || fail "the fixed-depth report contradicts itself"
 echo "cli_bench_report: ok"

@@ -11,7 +11,10 @@
 #    total meanwhile is refused naming both totals; the next loader reclaims
 #    the dead one's bytes on open;
 #  - bench takes the flags and reports the host figures (text and --json);
-#  - a host budget below one loader's minimum, and a bad name, are refused.
+#  - a host budget below one loader's minimum, and a bad name, are refused;
+#  - the object truncated (or truncated and grown back, zeroed) under a
+#    running loader ends its stream with an error naming the object, even
+#    though nothing waits on the host total (it used to carry on, unbounded).
 set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
 PY=/usr/bin/python3
@@ -21,7 +24,8 @@ killpid=""
 cleanup() {
 	[ -z "$killpid" ] || kill -9 "$killpid" 2>/dev/null || true
 	rm -rf "$T"
-	rm -f "/dev/shm/ringfeed-hb-$name" "/dev/shm/ringfeed-hb-$name-kill"
+	rm -f "/dev/shm/ringfeed-hb-$name" "/dev/shm/ringfeed-hb-$name-kill" \
+		"/dev/shm/ringfeed-hb-$name-trunc" "/dev/shm/ringfeed-hb-$name-regrow"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -176,4 +180,44 @@ set -e
 [ $rc = 2 ] && grep -q "host budget name" "$T/out" || fail "bad name: exit $rc: $(cat "$T/out")"
 ok "bad name refused: $(cat "$T/out")"
 [ ! -e "/dev/shm/ringfeed-hb-$name" ] || fail "a refused loader left the object behind"
+# The object truncated mid-run. The consumer's 20 ms per batch makes the run
+# last well over 9 s (469 batches), so the truncate lands while it streams;
+# what is checked is the exit status and the message, not when it came.
+# truncated TAG REGROW: REGROW=1 grows it back to its size (zeroed).
+truncated() {
+	local tag=$1 regrow=$2 obj="/dev/shm/ringfeed-hb-$name-$1" size
+	"$CLI" bench "$T/ds" --budget 16MiB --threads 1 --depth 8 --batch 512 --step-ms 20 \
+		--host-budget 10MiB --host-budget-name "$name-$tag" >"$T/out.$tag" 2>&1 &
+	killpid=$!
+	for _ in $(seq 1 300); do # bounded: 30 s
+		[ -s "$obj" ] && break
+		sleep 0.1
+	done
+	[ -s "$obj" ] || fail "$tag: the loader never created the host budget"
+	sleep 0.5 # creation and joining are serialised: attached, and streaming
+	size=$(stat -c %s "$obj")
+	truncate -s 0 "$obj"
+	[ "$regrow" = 0 ] || truncate -s "$size" "$obj"
+	set +e
+	wait "$killpid"
+	rc=$?
+	set -e
+	killpid=""
+	[ $rc = 1 ] || fail "$tag: bench exited $rc, want 1: $(cat "$T/out.$tag")"
+	grep -q "host budget '$name-$tag': /dev/shm/ringfeed-hb-$name-$tag" "$T/out.$tag" ||
+		fail "$tag: the error does not name the object: $(cat "$T/out.$tag")"
+	if [ "$regrow" = 0 ]; then
+		grep -q "shrank to 0 bytes under this loader (expected $size)" "$T/out.$tag" ||
+			fail "$tag: $(cat "$T/out.$tag")"
+	else # it may have been seen short or already grown back
+		grep -Eq "shrank to 0 bytes|re-initialised under this loader \(magic now 00000000" \
+			"$T/out.$tag" || fail "$tag: $(cat "$T/out.$tag")"
+	fi
+	! grep -q "peak 0.0 MiB of 0.0 MiB" "$T/out.$tag" ||
+		fail "$tag: a zeroed host budget was reported as in use: $(cat "$T/out.$tag")"
+	rm -f "$obj"
+	ok "$tag: $(grep "host budget '$name-$tag'" "$T/out.$tag" | head -1)"
+}
+truncated trunc 0
+truncated regrow 1
 echo "all ok"

@@ -864,6 +864,69 @@ static void test_truncated_is_an_error(void **state)
 	shm_remove(name);
 }
 
+/* Truncated to 0 and grown back to its size: the pages are zeroed (magic 0,
+ * an unlocked plain mutex). The handle must see that the object is no longer
+ * the one it attached to, not carry on with a zeroed budget. */
+static void test_regrown_zeroed_is_an_error(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "regrow");
+	rf_hostbudget *hb = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_hostbudget_open(name, 1 << 20, &hb, &err), 0);
+	assert_int_equal(rf_hostbudget_reserve(hb, 1000), 0);
+	char path[128];
+	snprintf(path, sizeof(path), "/ringfeed-hb-%s", name);
+	int fd = shm_open(path, O_RDWR, 0);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(ftruncate(fd, st.st_size), 0);
+	close(fd);
+	assert_int_equal(rf_hostbudget_reserve(hb, 1000), -EIO);
+	assert_true(rf_hostbudget_broken(hb));
+	assert_int_equal(rf_hostbudget_release(hb, 10), -EIO);
+	rf_hostbudget_info info;
+	assert_int_equal(rf_hostbudget_info_get(hb, &info), -EIO);
+	assert_int_equal(rf_hostbudget_error(hb, &err), -EIO);
+	assert_non_null(strstr(err.msg, name));
+	assert_non_null(strstr(err.msg, "re-initialised"));
+	assert_non_null(strstr(err.msg, "magic now 00000000"));
+	assert_int_equal(rf_hostbudget_verify(hb, &err), -EIO);
+	rf_hostbudget_close(hb);
+	shm_remove(name);
+}
+
+/* A release-only loader (or one whose reservations do not change) still
+ * finds out: rf_hostbudget_verify is the refresh, and its error names the
+ * object with its size now and the size expected. */
+static void test_truncated_found_by_verify(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "verify");
+	rf_hostbudget *hb = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_hostbudget_open(name, 1 << 20, &hb, &err), 0);
+	assert_int_equal(rf_hostbudget_verify(hb, &err), 0);
+	char path[128];
+	snprintf(path, sizeof(path), "/ringfeed-hb-%s", name);
+	int fd = shm_open(path, O_RDWR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+	for (int i = 0; i < 200 && rf_hostbudget_verify(hb, &err) == 0; i++)
+		usleep(1000 * RF_HOSTBUDGET_VERIFY_MS / 4); /* rate-limited: bounded retries */
+	assert_int_equal(rf_hostbudget_verify(hb, &err), -EIO);
+	assert_non_null(strstr(err.msg, name));
+	assert_non_null(strstr(err.msg, "shrank to 0 bytes"));
+	assert_non_null(strstr(err.msg, "(expected "));
+	rf_hostbudget_close(hb);
+	shm_remove(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -886,6 +949,8 @@ int main(void)
 	    cmocka_unit_test(test_refuses_open_mode),
 	    cmocka_unit_test(test_refuses_other_owner),
 	    cmocka_unit_test(test_truncated_is_an_error),
+	    cmocka_unit_test(test_regrown_zeroed_is_an_error),
+	    cmocka_unit_test(test_truncated_found_by_verify),
 	};
 	return cmocka_run_group_tests(tests, NULL, remove_objects);
 }

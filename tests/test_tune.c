@@ -367,9 +367,10 @@ static void test_explain_in_given_figures(void **state)
 	if (!strstr(msg, "depth 40 covers 0.50 s") || !strstr(msg, "consumer's 80.0 batches/s") ||
 	    !strstr(msg, "producer 300.0 batches/s") || !strstr(msg, "waited 12.5%"))
 		fail_msg("not in the given figures: %s", msg);
-	/* a fixed depth of 2 under 0.8 s pauses */
+	/* a fixed depth of 2 under 0.8 s pauses, the consumer waiting behind it */
 	rf_tune d = new_tune((rf_tune_params){.depth_fixed = 2, .depth_max = 500});
 	in.pause_max_s = 0.8;
+	in.consumer_wait_s = 0.1;
 	rf_tune_step(&d, &in);
 	assert_int_equal(d.last.diagnosis, RF_TUNE_DEPTH_SHORT);
 	assert_string_equal(rf_tune_diagnosis_name(RF_TUNE_DEPTH_SHORT), "depth_short");
@@ -377,6 +378,63 @@ static void test_explain_in_given_figures(void **state)
 	rf_tune_explain_figures(&d, &f, msg, sizeof(msg));
 	if (!strstr(msg, "fixed depth too short") || !strstr(msg, "depth 2 covers 0.03 s"))
 		fail_msg("depth_short words: %s", msg);
+}
+
+/* The words never contradict the figures printed next to them: a verdict
+ * reached over the last intervals is said to be that, not the whole run's,
+ * and "too short" needs a wait to show it (issue 16 item 5). */
+static void test_words_agree_with_figures(void **state)
+{
+	(void)state;
+	rf_tune o =
+	    new_tune((rf_tune_params){.cover_s = 0.5, .depth_max = 500, .depth_initial = 50});
+	rf_tune_interval in = {.wall_s = 0.1,
+	                       .batches_consumed = 10,
+	                       .consumer_busy_s = 0.1,
+	                       .batches_produced = 10,
+	                       .producer_busy_s = 0.05,
+	                       .queue_samples = 10,
+	                       .queue_full = 10,
+	                       .inventory_batches = 40};
+	for (int i = 0; i < 8; i++)
+		rf_tune_step(&o, &in);
+	assert_int_equal(o.last.diagnosis, RF_TUNE_ALWAYS_FULL);
+	/* the run's consumer waited 0.308 s (5.2%) earlier, during stalls */
+	rf_tune_figures f = {
+	    .r_bps = 100, .c_bps = 200, .depth = 50, .wait_fraction = 0.052, .wait_s = 0.308};
+	char msg[600];
+	rf_tune_explain_figures(&o, &f, msg, sizeof(msg));
+	if (strstr(msg, "never wait") || strstr(msg, "always full") ||
+	    !strstr(msg, "over the last 0.8 s the queue stayed full") ||
+	    !strstr(msg, "waited 5.2% of the time (0.308 s)") ||
+	    !strstr(msg, "more depth buys nothing"))
+		fail_msg("always_full words against a run that waited: %s", msg);
+	f.wait_fraction = 0, f.wait_s = 0;
+	rf_tune_explain_figures(&o, &f, msg, sizeof(msg));
+	if (!strstr(msg, "the consumer never waited"))
+		fail_msg("always_full words, nobody waited: %s", msg);
+
+	/* A fixed depth of 2 under 0.5 s pauses, nobody waiting: it covered them. */
+	rf_tune d = new_tune((rf_tune_params){.depth_fixed = 2, .depth_max = 500});
+	in.queue_full = 5;
+	in.pause_max_s = 0.5;
+	in.consumer_wait_s = 0;
+	for (int i = 0; i < 4; i++)
+		rf_tune_step(&d, &in);
+	assert_int_equal(d.last.diagnosis, RF_TUNE_DEPTH_SHORT);
+	f = (rf_tune_figures){.r_bps = 100, .c_bps = 200, .depth = 2};
+	rf_tune_explain_figures(&d, &f, msg, sizeof(msg));
+	if (strstr(msg, "too short") || !strstr(msg, "depth 2 covers 0.02 s") ||
+	    !strstr(msg, "waited 0.000 s in the last 0.4 s"))
+		fail_msg("depth_short words, nobody waited: %s", msg);
+	/* the same, the consumer waiting behind it: now it is too short */
+	in.consumer_wait_s = 0.05;
+	rf_tune_step(&d, &in);
+	f.wait_fraction = 0.1, f.wait_s = 0.05;
+	rf_tune_explain_figures(&d, &f, msg, sizeof(msg));
+	if (!strstr(msg, "fixed depth too short") || !strstr(msg, "waited 10.0% of the time") ||
+	    !strstr(msg, "0.050 s of it in the last 0.5 s"))
+		fail_msg("depth_short words, the consumer waited: %s", msg);
 }
 
 int main(void)
@@ -391,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_diagnosis_words),
 	    cmocka_unit_test(test_bad_params),
 	    cmocka_unit_test(test_explain_in_given_figures),
+	    cmocka_unit_test(test_words_agree_with_figures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

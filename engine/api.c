@@ -236,13 +236,14 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
 	return best;
 }
 
-/* Units that must be resident together for one batch: every shuffle window
+/* The plan positions whose units must be resident together for one batch
+ * (a span starting at a multiple of *align): every shuffle window
  * its records fall in (a batch of more records than a window spans several
  * windows; the collator plans it only once all of them are resident), plus
  * the next window when a batch can straddle a window boundary; without a
  * window, the blocks one batch covers (two batch-sized spans when batches
  * need not start at multiples of the batch size). */
-static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
+static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uint64_t *align)
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
 	/* With world > 1 (or a re-split resume) the rank's local plan positions
@@ -254,9 +255,26 @@ static uint32_t rf_batch_units(const rf_engine *e, uint64_t avg_record_bytes)
 	if (w > 1) {
 		uint64_t span = (b + w - 1) / w * w;
 		bool straddle = !fixed || (b % w != 0 && w % b != 0);
-		return rf_span_units(e->p_sched, w, straddle ? span + w : span);
+		*align = w;
+		return straddle ? span + w : span;
 	}
-	return rf_span_units(e->p_sched, b, fixed ? b : 2 * b);
+	*align = b;
+	return fixed ? b : 2 * b;
+}
+
+/* The unit ring holds every unit from the oldest one not released to the
+ * end of what the collator waits for: all the units one batch's windows
+ * touch, in any epoch (a window of 5000 one-block records that a batch
+ * straddles is 10000 units, more than RF_UNITS_RING: the scheduler stopped
+ * at the ring's end while the collator waited for the window's last units).
+ * At least RF_UNITS_RING (room to read ahead), a power of 2. */
+static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
+{
+	uint64_t need = rf_plan_span_units_max(e->p_sched, span_records) + 2ull * e->threads + 2;
+	uint64_t ring = RF_UNITS_RING;
+	while (ring < need)
+		ring *= 2;
+	return ring;
 }
 
 /* Budget check at open: one window of the largest blocks (compressed +
@@ -275,17 +293,19 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		        rf_source_memory_bytes(e->shards[i].src);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
-	meta += (uint64_t)RF_UNITS_RING * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
 	uint64_t blocks = 0, decoded = 0;
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		blocks += e->indexes[i]->blocks;
 		decoded += e->indexes[i]->decoded_bytes;
 	}
+	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
+	e->ring_units = rf_ring_units(e, span);
+	meta += e->ring_units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */
-	uint32_t units = RF_MAX(1, rf_batch_units(e, decoded / RF_MAX(records, 1)));
+	uint32_t units = RF_MAX(1, rf_span_units(e->p_sched, align, span));
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
 	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */
@@ -475,9 +495,9 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 
 static int rf_open_threads(rf_engine *e, rf_error *err)
 {
-	e->ring = calloc(RF_UNITS_RING, sizeof(*e->ring));
-	e->jobs = calloc(RF_UNITS_RING, sizeof(*e->jobs));
-	e->rereads = calloc(RF_UNITS_RING, sizeof(*e->rereads));
+	e->ring = calloc(e->ring_units, sizeof(*e->ring));
+	e->jobs = calloc(e->ring_units, sizeof(*e->jobs));
+	e->rereads = calloc(e->ring_units, sizeof(*e->rereads));
 	e->workers = calloc(e->threads, sizeof(*e->workers));
 	if (!e->ring || !e->jobs || !e->rereads || !e->workers)
 		return rf_fail(err, -ENOMEM, "out of memory");

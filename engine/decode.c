@@ -504,7 +504,7 @@ static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 	u->state = RF_U_READING;
 	e->st_rereads++;
 	e->reads_inflight++;
-	e->rereads[e->rereads_tail++ & (RF_UNITS_RING - 1)] = u->seq;
+	e->rereads[e->rereads_tail++ & (e->ring_units - 1)] = u->seq;
 	rf_engine_wake_loop(e);
 	return true;
 }
@@ -591,7 +591,7 @@ void *rf_worker_main(void *arg)
 			continue;
 		}
 		if (dec && e->jobs_head != e->jobs_tail) {
-			uint64_t seq = e->jobs[e->jobs_head++ & (RF_UNITS_RING - 1)];
+			uint64_t seq = e->jobs[e->jobs_head++ & (e->ring_units - 1)];
 			rf_decode_one(e, dec, seq);
 			e->coll_kick = true;
 		}

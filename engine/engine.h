@@ -25,7 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define RF_UNITS_RING       8192        /* units admitted and not yet released (power of 2) */
+#define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
 #define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
@@ -219,12 +219,14 @@ typedef struct rf_engine {
 
 	/* unit ring */
 	rf_unit_slot *ring;
+	uint64_t ring_units;   /* slots: units admitted and not yet released (power of 2,
+	                          at least what one batch's windows span: rf_open_budget) */
 	uint64_t tail_seq;     /* oldest unit not released */
 	uint64_t frontier_seq; /* first unit not DECODED */
-	uint64_t *jobs;        /* decode queue of seqs (RF_UNITS_RING) */
+	uint64_t *jobs;        /* decode queue of seqs (ring_units) */
 	uint64_t jobs_head, jobs_tail;
 	uint64_t *rereads; /* units whose frame failed its checksum: the loop thread
-	                      reads them again (RF_UNITS_RING; a unit is queued once) */
+	                      reads them again (ring_units; a unit is queued once) */
 	uint64_t rereads_head, rereads_tail;
 	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
 	uint32_t decoding;
@@ -351,7 +353,7 @@ void rf_frontier_advance(rf_engine *e);
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {
-	return &e->ring[seq & (RF_UNITS_RING - 1)];
+	return &e->ring[seq & (e->ring_units - 1)];
 }
 static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
 {

@@ -778,6 +778,45 @@ uint32_t rf_plan_units_in_window_max(const rf_plan *plan)
 	return (uint32_t)RF_MIN(bound, UINT32_MAX);
 }
 
+/* Over the non-empty blocks of at most `t` records: how many, their records,
+ * and the fewest records of a block above t (UINT64_MAX: none). */
+static uint64_t plan_blocks_upto(const rf_plan *plan, uint64_t t, uint64_t *count, uint64_t *next)
+{
+	uint64_t blocks = plan->shard_first[plan->nshards], sum = 0;
+	*count = 0;
+	*next = UINT64_MAX;
+	for (uint64_t b = 0; b < blocks; b++) {
+		uint64_t r = plan->block_records[b];
+		if (r > 0 && r <= t) {
+			sum += r;
+			(*count)++;
+		} else if (r > t && r < *next) {
+			*next = r;
+		}
+	}
+	return sum;
+}
+
+uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records)
+{
+	/* Inside the span lie whole blocks holding at most span_records records,
+	 * at most the fewest-record ones side by side, and two more cut by its
+	 * ends (0-record blocks are no units). Taking the fewest-record blocks first:
+	 * every block of at most t records, for the largest t whose blocks fit
+	 * (a binary search, no memory), then as many of the next size as fit. */
+	uint64_t lo = 0, hi = UINT32_MAX, count, next;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (plan_blocks_upto(plan, mid, &count, &next) <= span_records)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	uint64_t sum = plan_blocks_upto(plan, lo, &count, &next);
+	uint64_t inside = count + (next == UINT64_MAX ? 0 : (span_records - sum) / next);
+	return RF_MIN(plan->nonempty_blocks, inside + 2);
+}
+
 uint64_t rf_plan_memory_bytes(const rf_plan *plan)
 {
 	return plan->memory_bytes;

@@ -134,6 +134,10 @@ size_t rf_plan_first_unit_needed(const rf_plan *plan, uint64_t stream_pos);
  * by the non-empty blocks; 1 without a window, 0 when no block holds a
  * record. */
 uint32_t rf_plan_units_in_window_max(const rf_plan *plan);
+/* The most units (unused ones too) that any span of span_records
+ * consecutive plan positions touches, in any epoch and on any rank: what
+ * the unit ring must hold for the collator to wait on such a span. */
+uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records);
 /* Bytes of memory the plan holds (metadata budget). */
 uint64_t rf_plan_memory_bytes(const rf_plan *plan);
 /* Hash of the dataset's shape: shard count, blocks per shard and records

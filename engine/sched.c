@@ -444,7 +444,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		e->st_fetched_bytes += rd->len;
 		for (uint32_t i = 0; i < rd->units; i++) {
 			rf_slot(e, rd->first_seq + i)->state = RF_U_FETCHED;
-			e->jobs[e->jobs_tail++ & (RF_UNITS_RING - 1)] = rd->first_seq + i;
+			e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = rd->first_seq + i;
 		}
 	}
 	pthread_cond_broadcast(&e->work_cv);
@@ -475,7 +475,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	} else {
 		e->st_fetched_bytes += u->src_len;
 		u->state = RF_U_FETCHED;
-		e->jobs[e->jobs_tail++ & (RF_UNITS_RING - 1)] = u->seq;
+		e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = u->seq;
 	}
 	pthread_cond_broadcast(&e->work_cv);
 	pthread_mutex_unlock(&e->mu);
@@ -484,7 +484,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 void rf_sched_rereads(rf_engine *e)
 {
 	while (!e->stop && e->rereads_head != e->rereads_tail) {
-		uint64_t seq = e->rereads[e->rereads_head++ & (RF_UNITS_RING - 1)];
+		uint64_t seq = e->rereads[e->rereads_head++ & (e->ring_units - 1)];
 		rf_unit_slot *u = rf_slot(e, seq);
 		rf_read *rd = u->read;
 		rf_source *src = e->shards[u->shard].src;
@@ -594,7 +594,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
 	while (e->sched_unit + n < ep->units && n < max &&
-	       e->sched_seq + n - e->tail_seq < RF_UNITS_RING) {
+	       e->sched_seq + n - e->tail_seq < e->ring_units) {
 		const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit + n);
 		const rf_block_info *bi = &ix->block[pu->block];
 		uint64_t g = ep->global_start + pu->first_plan_record;
@@ -766,7 +766,7 @@ static bool rf_sched_one(rf_engine *e)
 		return false;
 	if (!rf_sched_epoch_ready(e))
 		return false;
-	if (e->sched_seq - e->tail_seq >= RF_UNITS_RING)
+	if (e->sched_seq - e->tail_seq >= e->ring_units)
 		return false;
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit);

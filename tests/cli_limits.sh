@@ -8,7 +8,9 @@
 # 384 MiB index, fail early with the bytes needed, peak RSS within the budget
 # plus the stated fixed overhead (docs/design.md: the RSS before rf_open +
 # 16 MiB; here the peak of a small read with a 4 MiB budget stands for the
-# RSS before rf_open). RSS is not checked in a sanitizer build (shadow
+# RSS before rf_open); a shuffle window of more units than the unit ring's
+# 8192 slots (or two such windows a batch straddles) reads to the end, the
+# same records, each once. RSS is not checked in a sanitizer build (shadow
 # memory and ASan's quarantine of freed blocks are not ours).
 set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
@@ -94,5 +96,40 @@ PYEOF
 check_open_fails "384 MiB index" "$CLI" read --digest --budget 64MiB "$T/huge.rfs"
 grep -q "shard .*huge.rfs needs [0-9]* bytes for its 402653184-byte index" "$T/err" ||
 	{ cat "$T/err" >&2; fail "384 MiB index: the message names neither shard nor bytes"; }
+
+# 4. 10,000 one-record blocks: a window that a batch of 64 straddles (5000,
+#    6000) makes the collator wait for two windows at once, 10,000+ units,
+#    and a window over the whole epoch (20000) is 10,000 units: more than the
+#    unit ring's 8192 slots. The scheduler stopped at the ring's end while
+#    the collator waited for the window's last units: the read hung (timeout
+#    only guards against that hang). The same records come out, each once.
+head -c 1000000 /dev/urandom >"$T/w10k.bin"
+"$CLI" pack --from fixed:100 "$T/w10k.bin" -o "$T/w10k" --block-size 64 >/dev/null
+records_of() { # raw read output -> its records, sorted, as hex lines
+	/usr/bin/python3 -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read(); i = 0; out = []
+while i < len(d):
+    n = struct.unpack_from("<I", d, i)[0]; out.append(d[i + 4:i + 4 + n].hex()); i += 4 + n
+print("\n".join(sorted(out)))' "$1"
+}
+expect_rc 0 timeout 120 "$CLI" read --output raw --shuffle 0 "$T/w10k"
+records_of "$T/out" >"$T/w10k.want"
+[ "$(wc -l <"$T/w10k.want")" = 10000 ] || fail "10k blocks: $(wc -l <"$T/w10k.want") records unshuffled"
+for w in 5000 6000 20000; do
+	expect_rc 0 timeout 120 "$CLI" read --output raw --shuffle-window "$w" "$T/w10k"
+	records_of "$T/out" | cmp -s - "$T/w10k.want" || fail "10k blocks, window $w: other records"
+done
+expect_rc 0 timeout 120 "$CLI" read --digest --shuffle-window 5000 "$T/w10k"
+ref=$(cat "$T/out")
+expect_rc 0 timeout 120 "$CLI" read --digest --shuffle-window 5000 --threads 1 --depth 1 "$T/w10k"
+[ "$(cat "$T/out")" = "$ref" ] || fail "10k blocks: threads 1 read $(cat "$T/out"), not $ref"
+: >"$T/w10k.ranks"
+for r in 0 1; do
+	expect_rc 0 timeout 120 "$CLI" read --output raw --shuffle-window 5000 --world 2 --rank "$r" \
+		"$T/w10k"
+	cat "$T/out" >>"$T/w10k.ranks"
+done
+records_of "$T/w10k.ranks" | cmp -s - "$T/w10k.want" || fail "10k blocks, world 2: other records"
 
 echo "cli_limits: ok"

@@ -447,6 +447,50 @@ static void test_units_in_window_bound(void **state)
 	free_dataset(&d);
 }
 
+/* The most units any span of `span` plan positions touches in the plan's
+ * current epoch, counted unit by unit. */
+static uint64_t span_units_seen(const rf_plan *plan, uint64_t span)
+{
+	size_t n = rf_plan_unit_count(plan);
+	uint64_t best = 0;
+	for (size_t a = 0; a < n; a++) {
+		uint64_t start = rf_plan_unit(plan, a)->first_plan_record, count = 0;
+		for (size_t u = a; u < n && rf_plan_unit(plan, u)->first_plan_record < start + span;
+		     u++)
+			count++;
+		/* the span may also start inside unit a - 1 */
+		if (count + (a > 0) > best)
+			best = count + (a > 0);
+	}
+	return best < n ? best : n;
+}
+
+static void test_span_units_bound(void **state)
+{
+	(void)state;
+	/* The unit ring's size: nine 2-record blocks, two of 8 and one of 30
+	 * over two shards (0-record blocks are no units). 10 records hold at
+	 * most five 2-record blocks, plus two cut by the span's ends; 20 hold
+	 * nine; 1000 all twelve. */
+	static const int shape[] = {2, 0, 8, 8, -1, 0, 30, 2, 2, 2, 2, 2, 2, 2, 2};
+	dataset d = make_dataset(shape, RF_ARRAY_LEN_T(shape));
+	rf_plan *plan = new_plan(&d, 3, 0, 1, true, 10);
+	assert_int_equal(rf_plan_span_units_max(plan, 1), 2);
+	assert_int_equal(rf_plan_span_units_max(plan, 10), 7);
+	assert_int_equal(rf_plan_span_units_max(plan, 20), 11);
+	assert_int_equal(rf_plan_span_units_max(plan, 1000), 12);
+	static const uint64_t spans[] = {1, 3, 10, 20, 40};
+	for (uint64_t epoch = 0; epoch < 20; epoch++) {
+		rf_error err = {0};
+		assert_int_equal(rf_plan_epoch(plan, epoch, &err), 0);
+		for (size_t i = 0; i < RF_ARRAY_LEN_T(spans); i++)
+			assert_true(span_units_seen(plan, spans[i]) <=
+			            rf_plan_span_units_max(plan, spans[i]));
+	}
+	rf_plan_free(plan);
+	free_dataset(&d);
+}
+
 static void test_more_ranks_than_blocks(void **state)
 {
 	(void)state;
@@ -531,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_window_permutation),
 	    cmocka_unit_test(test_release_and_resume_points),
 	    cmocka_unit_test(test_units_in_window_bound),
+	    cmocka_unit_test(test_span_units_bound),
 	    cmocka_unit_test(test_more_ranks_than_blocks),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_too_many_blocks),

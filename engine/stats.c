@@ -29,19 +29,23 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
-/* `s` as a JSON string body: quotes, backslashes and control bytes become
- * escapes or '?'. */
-static void rf_stats_escape(char *out, size_t cap, const char *s)
+/* A JSON string (quoted, escaped) into buf. */
+static const char *rf_json_str(char *buf, size_t cap, const char *s)
 {
-	size_t k = 0;
-	for (; *s && k + 3 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			out[k++] = '\\', out[k++] = (char)c;
+	size_t n = 0;
+	buf[n++] = '"';
+	for (; *s && n + 8 < cap; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			n += (size_t)snprintf(buf + n, cap - n, "\\%c", ch);
+		else if (ch < 0x20)
+			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
 		else
-			out[k++] = c < 0x20 ? '?' : (char)c;
+			buf[n++] = (char)ch;
 	}
-	out[k] = '\0';
+	buf[n++] = '"';
+	buf[n] = '\0';
+	return buf;
 }
 
 /* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
@@ -51,11 +55,11 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 	                 (unsigned long long)s->blocks_skipped);
 	for (uint32_t i = 0; i < s->skips_listed && n >= 0 && (size_t)n < cap; i++) {
 		const rf_skip *k = &s->skips[i];
-		char esc[2 * sizeof(k->error)];
-		rf_stats_escape(esc, sizeof(esc), k->error);
+		char esc[6 * sizeof(k->error) + 3];
+		rf_json_str(esc, sizeof(esc), k->error);
 		n += snprintf(buf + n, cap - (size_t)n,
 		              "%s{\"shard\":%u,\"block\":%u,\"records\":%u,\"epoch\":%llu,"
-		              "\"position\":%llu,\"error\":\"%s\"}",
+		              "\"position\":%llu,\"error\":%s}",
 		              i ? "," : "", k->shard, k->block, k->records,
 		              (unsigned long long)k->epoch, (unsigned long long)k->position, esc);
 	}
@@ -167,25 +171,6 @@ RF_API int rf_stats_get(rf_loader *l, rf_stats *out, size_t out_bytes)
 	RF_TRY(rf_stats_fill(l, &s));
 	rf_stats_copy_out(&s, out, out_bytes);
 	return 0;
-}
-
-/* A JSON string (quoted, escaped) into buf. */
-static const char *rf_json_str(char *buf, size_t cap, const char *s)
-{
-	size_t n = 0;
-	buf[n++] = '"';
-	for (; *s && n + 8 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			n += (size_t)snprintf(buf + n, cap - n, "\\%c", ch);
-		else if (ch < 0x20)
-			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
-		else
-			buf[n++] = (char)ch;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
-	return buf;
 }
 
 /* The controller's part of the JSON object (after the base keys). */

@@ -62,11 +62,7 @@ static int dispatch(int argc, char **argv)
 /* `ringfeed help` (the command list) or `ringfeed help COMMAND` (its --help). */
 static int help(int argc, char **argv)
 {
-	if (argc < 3) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[2], "version") || !strcmp(argv[2], "help")) {
+	if (argc < 3 || !strcmp(argv[2], "version") || !strcmp(argv[2], "help")) {
 		usage(stdout);
 		return 0;
 	}

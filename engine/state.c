@@ -9,18 +9,6 @@
 
 enum { FLAG_SHUFFLE = 1, FLAG_PAD = 2, FLAG_SEQ = 4 };
 
-uint32_t rf_state_crc32c(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t crc = 0xffffffffu;
-	for (size_t i = 0; i < len; i++) {
-		crc ^= p[i];
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
-	}
-	return ~crc;
-}
-
 void rf_state_identity(const rf_plan *plan, rf_position *out)
 {
 	const rf_plan_params *pp = rf_plan_params_of(plan);

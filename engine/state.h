@@ -15,6 +15,7 @@
 #define RF_STATE_H
 
 #include "collate.h"
+#include "crc32c.h"
 #include "plan.h"
 
 #define RF_STATE_MAGIC     "RFSTATE2"
@@ -33,7 +34,10 @@ int rf_state_check(const rf_position *saved, const rf_position *now, rf_error *e
  * merged segments of the global stream (*segs malloc'd, *nsegs may be 0).
  * -E2BIG (named) past RF_PLAN_SEGMENTS_MAX segments. */
 int rf_state_remaining(const rf_position *saved, rf_segment **segs, uint32_t *nsegs, rf_error *err);
-/* CRC-32C (Castagnoli), bitwise: for the few bytes of a state. */
-uint32_t rf_state_crc32c(const void *buf, size_t len);
+/* The state's checksum: CRC-32C, the one implementation in base/crc32c.c. */
+static inline uint32_t rf_state_crc32c(const void *buf, size_t len)
+{
+	return rf_crc32c(0, buf, len);
+}
 
 #endif

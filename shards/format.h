@@ -1,0 +1,169 @@
+/* format.h - the format seam: what a shard format implements so that the
+ * engine (open phase, planner, budget, decoder), the URL expansion and the
+ * store listings can use it without knowing it. `.rfs` is the first
+ * implementation (rfs_format.c); a new format is one file plus one row of
+ * the registry (format.c). See docs/design.md, "How to add a format".
+ *
+ * A format describes a shard as a *layout*: an rf_shard_index (include/
+ * ringfeed.h) whose entries are its read units (`block[u]`: offset, stored
+ * bytes = compressed_bytes, decoded bytes, records, first record) plus the
+ * dataset figures the budget sizes from (largest unit stored / decoded,
+ * largest record). The planner orders units and records; the scheduler
+ * reads a unit's stored bytes with one ranged read; a worker asks the
+ * format to decode them into a record table.
+ *
+ * Contracts:
+ * - Everything a format reads is untrusted. Every count, offset and length
+ *   is checked against the object's size before use; errors are negative
+ *   errno (RF_E_CORRUPT for bad bytes) with a message naming the shard (the
+ *   redacted `name`), what was wrong and where (unit, offset).
+ * - Memory: open asks for bytes through `want` and says beforehand the most
+ *   it will allocate when it parses them (`parse_bound`); the engine
+ *   reserves both from the budget before either exists, and holds
+ *   `rf_fmt_open.held_bytes` (what the format reports it keeps) after.
+ * - Threads: open steps run on the loop thread (one shard at a time per
+ *   rf_fmt_open); decode runs on any worker, concurrently for different
+ *   units of one shard: it must not write the layout or `priv`.
+ * - Formats include only base/ and shards/ headers: they know nothing of
+ *   scheduling, budgets or stores. */
+#ifndef RF_FORMAT_H
+#define RF_FORMAT_H
+
+#include "ringfeed.h"
+#include "util.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rf_fmt_options;
+
+/* How strongly a format claims a name (an object's file name or key). */
+enum {
+	RF_FMT_NO = 0,    /* not this format's */
+	RF_FMT_MAYBE = 1, /* an explicitly named object of unknown kind: try it */
+	RF_FMT_YES = 2,   /* this format's name (suffix): listings and directories take it */
+};
+
+/* open_step's answers (errors are negative) */
+enum {
+	RF_FMT_DONE = 0, /* o->index (and o->priv) are set: the layout is known */
+	RF_FMT_NEED = 1, /* read o->want, then call open_step again */
+};
+
+/* A byte range an open step asks for. */
+typedef struct rf_fmt_want {
+	/* NULL: the shard's own object. Otherwise another object's URL, made
+	 * by the format from o->url (a sidecar: Megatron's PREFIX.idx beside
+	 * PREFIX.bin); owned by the format state, valid until the next step. */
+	const char *object;
+	uint64_t offset, len; /* [offset, offset + len) of that object */
+	/* The engine may deliver a shorter range ending at the same byte
+	 * (offset + len - got_len), never shorter than min_len: a format asks
+	 * for a generous first read (the last 4 KiB: footer and a small index
+	 * in one read) and copes with the least it needs when the budget or
+	 * the store prefers. 0 = exactly len. */
+	uint64_t min_len;
+	/* The most the format allocates when it parses these bytes (the
+	 * engine reserves it with the buffer, before the read). */
+	uint64_t parse_bound;
+} rf_fmt_want;
+
+/* One shard's open, step by step. The engine fills the inputs and the
+ * delivered bytes; the format fills want, and at DONE index and priv. */
+typedef struct rf_fmt_open {
+	/* inputs (constant during the open) */
+	const char *url;  /* what is opened: may carry credentials: never print it */
+	const char *name; /* the redacted name: the only one messages show */
+	uint64_t size;    /* the shard object's bytes */
+	bool local;       /* a local file (a larger first read is cheap) */
+	const struct rf_fmt_options *opt; /* format options (the engine fills them from its
+	                                   * config; the first format with an option
+	                                   * defines the struct here); NULL = defaults */
+	/* the last request's bytes (NULL on the first call) */
+	const uint8_t *got;
+	uint64_t got_offset, got_len;
+	uint64_t got_object_size; /* size of want.object when it was another object */
+	/* outputs */
+	rf_fmt_want want;
+	/* Set with an error the same bytes read again cannot change (the magic
+	 * is absent: not a shard of this format). Otherwise an RF_E_CORRUPT
+	 * step is retried by reading the same range again (damage in transit),
+	 * at most `retries` times. */
+	bool final;
+	rf_shard_index *index; /* at DONE: the layout (freed with rf_fmt_close) */
+	void *priv;            /* at DONE: the format's per-shard state, or NULL */
+	uint64_t held_bytes;   /* at DONE: what index + priv take (<= the bounds given) */
+	/* the format's own, between steps */
+	void *state;
+	uint32_t step;
+} rf_fmt_open;
+
+/* What a decoded unit is: `records` records whose bytes are
+ * base[end(i-1) .. end(i)), end(-1) = 0, with the ends read through
+ * rf_record_end (the table may be unaligned). `base` is inside the unit's
+ * decoded slab, or inside its stored bytes for a format whose units are
+ * stored as they decode (`rf_format.in_place`). */
+typedef struct rf_unit_records {
+	const uint8_t *base;
+	const uint32_t *ends;
+	uint32_t records;
+} rf_unit_records;
+
+typedef struct rf_format {
+	const char *name; /* "rfs": shown in messages, inspect, stats */
+	/* RF_FMT_NO / MAYBE / YES for an object's name (a path or URL path:
+	 * the format looks at its last component). Pure. */
+	int (*claim)(const char *name);
+	/* One open step (see rf_fmt_open). Returns RF_FMT_NEED, RF_FMT_DONE,
+	 * or a negative errno with err set. */
+	int (*open_step)(rf_fmt_open *o, rf_error *err);
+	/* Frees what an unfinished open holds (o->state); the engine calls it
+	 * once when an open stops before DONE or after DONE (then it frees
+	 * only the state, not index/priv). May be NULL. */
+	void (*open_abort)(rf_fmt_open *o);
+	/* Frees a layout and its private state (from DONE). */
+	void (*close)(rf_shard_index *index, void *priv);
+	/* Decodes unit u from its stored bytes (src, src_len = the unit's
+	 * stored bytes) into dst (dst_cap >= the unit's decoded bytes; for an
+	 * in_place format dst holds only the record table, dst_cap >=
+	 * rf_fmt_table_bytes(records)), checks everything it can (checksums,
+	 * sizes, the record table), and fills *out. RF_E_CORRUPT when the
+	 * bytes are bad: the engine reads them again (they may have been
+	 * damaged in transit), then fails or skips the unit. */
+	int (*decode)(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+	              const void *src, size_t src_len, void *dst, size_t dst_cap,
+	              rf_unit_records *out, const char *name, rf_error *err);
+	/* Units are stored as they decode (no compression): the engine keeps
+	 * the read's buffer as the records' bytes and reserves only the table,
+	 * never the unit's bytes twice. */
+	bool in_place;
+} rf_format;
+
+/* The record table an in_place unit needs in its slab: a u32 end per record. */
+static inline uint64_t rf_fmt_table_bytes(uint32_t records)
+{
+	return 4 * (uint64_t)records + 4;
+}
+
+/* ------------------------------------------------------------- registry */
+
+/* The formats, in claim order (format.c). */
+const rf_format *const *rf_formats(uint32_t *count);
+/* The format that claims name most strongly (ties: registry order), or
+ * NULL when none does. With `explicit_name` (the user named this object),
+ * a MAYBE claim counts; a listing or a directory takes YES only. */
+const rf_format *rf_format_for(const char *name, bool explicit_name);
+/* True when a listing or a directory should take this name as a shard. */
+bool rf_format_is_shard_name(const char *name);
+/* The format called `name` ("rfs"), or NULL. */
+const rf_format *rf_format_by_name(const char *name);
+/* The names a listing takes, for messages: "*.rfs" (static). */
+const char *rf_format_patterns(void);
+
+/* Opens a local file's layout synchronously (pread), driving open_step to
+ * DONE: for tools (inspect, verify, the decode limit) and tests. fmt may
+ * be NULL (the registry picks by name, explicit). */
+int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
+                        const rf_format **fmt_out, rf_shard_index **index, void **priv,
+                        rf_error *err);
+
+#endif

@@ -106,7 +106,26 @@ typedef struct rf_unit_records {
 	const uint8_t *base;
 	const uint32_t *ends;
 	uint32_t records;
+	/* Multi-field records (a WebDataset sample's members, an MDS sample's
+	 * columns); all NULL for a single-field format (.rfs), whose record is
+	 * its bytes. Record i's fields are fields[field_first[i] ..
+	 * field_first[i + 1]), each name at most once, their bytes inside the
+	 * record's; its key is keys[key_first[i] .. key_first[i + 1]) (not
+	 * NUL-terminated). The arrays may live in the format's per-shard state
+	 * (read-only) or in dst. A format that fills this struct sets every
+	 * field (designated initialisers: what it does not know is NULL). */
+	const struct rf_rec_field *fields;
+	const uint32_t *field_first; /* records + 1 entries */
+	const char *keys;
+	const uint32_t *key_first; /* records + 1 entries */
 } rf_unit_records;
+
+/* One field of a multi-field record. */
+typedef struct rf_rec_field {
+	uint32_t name;   /* index into the shard's field names (rf_format.field_names) */
+	uint32_t offset; /* its bytes: base[offset, offset + len) */
+	uint32_t len;
+} rf_rec_field;
 
 typedef struct rf_format {
 	const char *name; /* "rfs": shown in messages, inspect, stats */
@@ -136,6 +155,11 @@ typedef struct rf_format {
 	 * the read's buffer as the records' bytes and reserves only the table,
 	 * never the unit's bytes twice. */
 	bool in_place;
+	/* Multi-field formats: the shard's field names (names[i] is the name
+	 * of rf_rec_field.name == i, NUL-terminated, distinct), valid until
+	 * close; returns their count. NULL for a single-field format. The
+	 * engine interns them per dataset at open. */
+	uint32_t (*field_names)(const void *priv, const char *const **names);
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

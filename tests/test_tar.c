@@ -1,0 +1,429 @@
+/* test_tar.c - the WebDataset tar format (shards/tar.c) through its seam
+ * calls: grouping members into samples as webdataset does, GNU/PAX/ustar
+ * names and base-256 sizes, units of whole samples decoded in place, and
+ * hostile headers answered with errors that name the shard and the byte. */
+#include "tar.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------- a small tar builder */
+
+typedef struct tarbuf {
+	uint8_t *p;
+	size_t n, cap;
+} tarbuf;
+
+static void tb_put(tarbuf *t, const void *d, size_t n)
+{
+	size_t need = t->n + n + 512;
+	if (need > t->cap) {
+		t->cap = need * 2;
+		t->p = realloc(t->p, t->cap);
+		assert_non_null(t->p);
+	}
+	memcpy(t->p + t->n, d, n);
+	t->n += n;
+	while (t->n % 512)
+		t->p[t->n++] = 0;
+}
+
+static void tb_header(tarbuf *t, const char *name, uint64_t size, char type, bool base256)
+{
+	uint8_t h[512] = {0};
+	snprintf((char *)h, 100, "%s", name);
+	memcpy(h + 100, "0000644", 7);
+	memcpy(h + 108, "0000000", 7);
+	memcpy(h + 116, "0000000", 7);
+	if (base256) {
+		h[124] = 0x80;
+		for (int i = 0; i < 8; i++)
+			h[135 - i] = (uint8_t)(size >> (8 * i));
+	} else {
+		snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+	}
+	memcpy(h + 136, "00000000000", 11);
+	h[156] = (uint8_t)type;
+	memcpy(h + 257,
+	       "ustar\0"
+	       "00",
+	       8);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+	tb_put(t, h, 512);
+}
+
+static void tb_file(tarbuf *t, const char *name, const void *data, size_t len)
+{
+	if (strlen(name) >= 100) { /* GNU long name */
+		tb_header(t, "././@LongLink", strlen(name) + 1, 'L', false);
+		tb_put(t, name, strlen(name) + 1);
+	}
+	tb_header(t, name, len, '0', false);
+	if (len)
+		tb_put(t, data, len);
+}
+
+static void tb_pax_file(tarbuf *t, const char *name, const void *data, size_t len)
+{
+	char rec[5000];
+	int body = (int)strlen(name) + 7; /* " path=" + name + "\n" */
+	int digits = body + 3 >= 1000 ? 4 : body + 2 >= 100 ? 3 : 2;
+	int n = snprintf(rec, sizeof(rec), "%d path=%s\n", body + digits, name);
+	tb_header(t, "PaxHeader", (uint64_t)n, 'x', false);
+	tb_put(t, rec, (size_t)n);
+	tb_header(t, "placeholder.bin", len, '0', false);
+	if (len)
+		tb_put(t, data, len);
+}
+
+static void tb_end(tarbuf *t)
+{
+	uint8_t z[1024] = {0};
+	tb_put(t, z, sizeof(z));
+}
+
+/* ------------------------------------------------- the open, driven here */
+
+static int open_buf(const uint8_t *buf, size_t len, bool local, rf_shard_index **ix, void **priv,
+                    uint32_t *steps, rf_error *err)
+{
+	rf_fmt_open o = {.url = "t.tar", .name = "t.tar", .size = len, .local = local};
+	*steps = 0;
+	for (;;) {
+		int rc = rf_tar_format.open_step(&o, err);
+		if (rc == RF_FMT_NEED) {
+			assert_true(o.want.offset + o.want.len <= len);
+			assert_true(o.want.parse_bound > 0);
+			o.got = buf + o.want.offset;
+			o.got_offset = o.want.offset;
+			o.got_len = o.want.len;
+			(*steps)++;
+			continue;
+		}
+		rf_tar_format.open_abort(&o);
+		if (rc == RF_FMT_DONE) {
+			*ix = o.index;
+			*priv = o.priv;
+			assert_true(o.held_bytes > 0);
+		} else {
+			assert_true(rc < 0);
+			assert_int_equal(err->code, rc);
+		}
+		return rc;
+	}
+}
+
+typedef struct decoded {
+	rf_unit_records r;
+	uint8_t *table;
+} decoded;
+
+static void decode_unit(const uint8_t *buf, const rf_shard_index *ix, const void *priv, uint32_t u,
+                        decoded *d)
+{
+	rf_error err = {0};
+	const rf_block_info *b = &ix->block[u];
+	d->table = malloc(rf_fmt_table_bytes(b->records));
+	int rc =
+	    rf_tar_format.decode(NULL, ix, priv, u, buf + b->offset, b->compressed_bytes, d->table,
+	                         rf_fmt_table_bytes(b->records), &d->r, "t.tar", &err);
+	if (rc)
+		fail_msg("decode: %s", err.msg);
+}
+
+static const char *field_name(const void *priv, uint32_t id)
+{
+	const char *const *names;
+	uint32_t n = rf_tar_format.field_names(priv, &names);
+	assert_true(id < n);
+	return names[id];
+}
+
+/* Record i's field called `name` (NULL: absent), its length in *len. */
+static const uint8_t *rec_field(const decoded *d, const void *priv, uint32_t i, const char *name,
+                                uint32_t *len)
+{
+	for (uint32_t f = d->r.field_first[i]; f < d->r.field_first[i + 1]; f++)
+		if (strcmp(field_name(priv, d->r.fields[f].name), name) == 0) {
+			*len = d->r.fields[f].len;
+			return d->r.base + d->r.fields[f].offset;
+		}
+	return NULL;
+}
+
+static void assert_key(const decoded *d, uint32_t i, const char *key)
+{
+	uint32_t a = d->r.key_first[i], b = d->r.key_first[i + 1];
+	assert_int_equal(b - a, strlen(key));
+	assert_memory_equal(d->r.keys + a, key, b - a);
+}
+
+/* ------------------------------------------------------------ the tests */
+
+static void test_claim(void **state)
+{
+	(void)state;
+	assert_int_equal(rf_tar_format.claim("a/b/shard-000.tar"), RF_FMT_YES);
+	assert_int_equal(rf_tar_format.claim("s3://b/x.tar"), RF_FMT_YES);
+	assert_int_equal(rf_tar_format.claim("x.rfs"), RF_FMT_NO);
+	assert_int_equal(rf_tar_format.claim(".tar"), RF_FMT_NO);
+	assert_int_equal(rf_tar_format.claim("x.tar/y"), RF_FMT_NO);
+}
+
+static void test_samples(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_header(&t, "__meta__", 3, '0', false);
+	tb_put(&t, "abc", 3);
+	tb_file(&t, "s/000.jpg", "JPEG0", 5);
+	tb_file(&t, "s/000.CLS", "7", 1);
+	tb_file(&t, "s/000.meta.json", "{}", 2);
+	tb_header(&t, "s/", 0, '5', false); /* a directory between members of one sample */
+	tb_file(&t, "s/.hidden", "x", 1);
+	tb_file(&t, "s/001.jpg", "JPEG1", 5); /* no cls: absent, not empty */
+	tb_file(&t, "s/001.json", "", 0);     /* empty, present */
+	tb_file(&t, "noext", "zz", 2);
+	tb_file(&t, "s/002.cls", "9", 1);
+	tb_end(&t);
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &ix, &priv, &steps, &err), 0);
+	assert_int_equal(ix->records, 3);
+	assert_int_equal(ix->blocks, 1);
+	decoded d;
+	decode_unit(t.p, ix, priv, 0, &d);
+	assert_int_equal(d.r.records, 3);
+	assert_key(&d, 0, "s/000");
+	assert_key(&d, 1, "s/001");
+	assert_key(&d, 2, "s/002");
+	uint32_t len;
+	const uint8_t *p = rec_field(&d, priv, 0, "jpg", &len);
+	assert_non_null(p);
+	assert_int_equal(len, 5);
+	assert_memory_equal(p, "JPEG0", 5);
+	assert_non_null(p = rec_field(&d, priv, 0, "cls", &len)); /* lowercased */
+	assert_memory_equal(p, "7", 1);
+	assert_non_null(p = rec_field(&d, priv, 0, "meta.json", &len));
+	assert_memory_equal(p, "{}", 2);
+	assert_null(rec_field(&d, priv, 1, "cls", &len));
+	assert_non_null(rec_field(&d, priv, 1, "json", &len));
+	assert_int_equal(len, 0);
+	assert_non_null(p = rec_field(&d, priv, 2, "cls", &len));
+	assert_memory_equal(p, "9", 1);
+	/* records tile the unit: the last ends where the unit does */
+	assert_int_equal(rf_record_end(d.r.ends, 2), ix->block[0].compressed_bytes);
+	free(d.table);
+	rf_tar_format.close(ix, priv);
+	free(t.p);
+}
+
+static void test_long_names(void **state)
+{
+	(void)state;
+	char gnu[300], pax[300];
+	memset(gnu, 'g', 200);
+	strcpy(gnu + 200, "/k.TXT");
+	memset(pax, 'p', 250);
+	strcpy(pax + 250, "/k.bin");
+	tarbuf t = {0};
+	tb_file(&t, gnu, "gnu", 3);
+	tb_pax_file(&t, pax, "pax", 3);
+	/* a base-256 size */
+	tb_header(&t, "z.dat", 4, '0', true);
+	tb_put(&t, "b256", 4);
+	tb_end(&t);
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, true, &ix, &priv, &steps, &err), 0);
+	assert_int_equal(ix->records, 3);
+	decoded d;
+	decode_unit(t.p, ix, priv, 0, &d);
+	gnu[202] = '\0';
+	assert_key(&d, 0, gnu);
+	uint32_t len;
+	const uint8_t *p = rec_field(&d, priv, 0, "txt", &len);
+	assert_non_null(p);
+	assert_memory_equal(p, "gnu", 3);
+	pax[252] = '\0';
+	assert_key(&d, 1, pax);
+	assert_non_null(p = rec_field(&d, priv, 1, "bin", &len));
+	assert_memory_equal(p, "pax", 3);
+	assert_non_null(p = rec_field(&d, priv, 2, "dat", &len));
+	assert_memory_equal(p, "b256", 4);
+	free(d.table);
+	rf_tar_format.close(ix, priv);
+	free(t.p);
+}
+
+/* Many samples over several steps and units: every unit holds whole
+ * samples, spans about RF_TAR_UNIT_BYTES, and gives back each byte. */
+static void test_units(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	enum { N = 60, LEN = 100000 };
+	uint8_t *data = malloc(LEN);
+	for (int i = 0; i < N; i++) {
+		char name[64];
+		for (int j = 0; j < LEN; j++)
+			data[j] = (uint8_t)(i * 31 + j);
+		snprintf(name, sizeof(name), "%06d.jpg", i);
+		tb_file(&t, name, data, LEN - (size_t)i);
+		snprintf(name, sizeof(name), "%06d.cls", i);
+		tb_file(&t, name, name, 6);
+	}
+	tb_end(&t);
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &ix, &priv, &steps, &err), 0);
+	assert_true(steps >= t.n / RF_TAR_STEP_BYTES); /* sequential large ranges */
+	assert_int_equal(ix->records, N);
+	assert_true(ix->blocks >= 5 && ix->blocks <= 7);
+	uint64_t rec = 0;
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		const rf_block_info *b = &ix->block[u];
+		assert_int_equal(b->first_record, rec);
+		assert_true(u + 1 == ix->blocks || b->compressed_bytes >= RF_TAR_UNIT_BYTES);
+		decoded d;
+		decode_unit(t.p, ix, priv, u, &d);
+		for (uint32_t i = 0; i < b->records; i++, rec++) {
+			uint32_t len;
+			const uint8_t *p = rec_field(&d, priv, i, "jpg", &len);
+			assert_non_null(p);
+			assert_int_equal(len, LEN - rec);
+			for (uint32_t j = 0; j < len; j += 997)
+				assert_int_equal(p[j], (uint8_t)(rec * 31 + j));
+		}
+		free(d.table);
+	}
+	assert_int_equal(rec, N);
+	rf_tar_format.close(ix, priv);
+	free(data);
+	free(t.p);
+}
+
+static void expect_error(tarbuf *t, const char *want1, const char *want2)
+{
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	int rc = open_buf(t->p, t->n, false, &ix, &priv, &steps, &err);
+	if (rc >= 0)
+		fail_msg("opened, expected an error with '%s'", want1);
+	if (!strstr(err.msg, want1) || (want2 && !strstr(err.msg, want2)))
+		fail_msg("error '%s' lacks '%s' / '%s'", err.msg, want1, want2 ? want2 : "");
+	assert_non_null(strstr(err.msg, "t.tar"));
+	free(t->p);
+	*t = (tarbuf){0};
+}
+
+static void test_hostile(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "a.jpg", "1", 1);
+	tb_file(&t, "a.JPG", "2", 1);
+	tb_end(&t);
+	expect_error(&t, "repeats field 'jpg'", "sample 'a'");
+
+	tb_file(&t, "a.jpg", "1", 1);
+	tb_file(&t, "b.jpg", "2", 1);
+	t.p[512 + 512 + 10] ^= 1; /* second header's name: checksum no longer matches */
+	expect_error(&t, "header at byte 1024", "checksum");
+
+	tb_header(&t, "big.jpg", 1 << 20, '0', false); /* says 1 MiB, the file is shorter */
+	tb_put(&t, "x", 1);
+	expect_error(&t, "runs past the end", "byte 0");
+
+	tb_file(&t, "a.jpg", "1", 1);
+	t.n += 100; /* a partial header at the end */
+	memset(t.p + 1024, 'x', 100);
+	expect_error(&t, "truncated header", "byte 1024");
+
+	uint8_t junk[512];
+	memset(junk, 'j', sizeof(junk));
+	tb_put(&t, junk, sizeof(junk));
+	expect_error(&t, "byte 0", "checksum");
+
+	tb_header(&t, "PaxHeader", 12, 'x', false);
+	tb_put(&t, "99 path=x\n\0\0", 12);
+	tb_file(&t, "a.jpg", "1", 1);
+	expect_error(&t, "PAX header at byte 0", "malformed");
+
+	tb_header(&t, "s.bin", 0, 'S', false);
+	expect_error(&t, "sparse", NULL);
+}
+
+/* Names are names: `..`, absolute and odd names are kept as keys. */
+static void test_names_are_names(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "../../etc/passwd.txt", "p", 1);
+	tb_file(&t, "/abs/k.txt", "a", 1);
+	tb_end(&t);
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &ix, &priv, &steps, &err), 0);
+	decoded d;
+	decode_unit(t.p, ix, priv, 0, &d);
+	assert_key(&d, 0, "../../etc/passwd");
+	assert_key(&d, 1, "/abs/k");
+	free(d.table);
+	rf_tar_format.close(ix, priv);
+	free(t.p);
+}
+
+/* A unit whose header changed after the open (damage in transit) is corrupt. */
+static void test_decode_checks_headers(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "a.jpg", "1", 1);
+	tb_file(&t, "a.cls", "2", 1);
+	tb_end(&t);
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &ix, &priv, &steps, &err), 0);
+	t.p[1024 + 3] ^= 0x40;
+	uint8_t table[64];
+	rf_unit_records r;
+	int rc = rf_tar_format.decode(NULL, ix, priv, 0, t.p, ix->block[0].compressed_bytes, table,
+	                              sizeof(table), &r, "t.tar", &err);
+	assert_int_equal(rc, RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "byte 1024"));
+	rf_tar_format.close(ix, priv);
+	free(t.p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_claim),
+	    cmocka_unit_test(test_samples),
+	    cmocka_unit_test(test_long_names),
+	    cmocka_unit_test(test_units),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_names_are_names),
+	    cmocka_unit_test(test_decode_checks_headers),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -271,9 +271,31 @@ int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, rf_error
  * "name\0help\0name\0help\0\0". */
 const char *rf_config_keys(void);
 
+/* One field of a batch of multi-field samples (rf_batch.field): a ragged
+ * section. Record i's field is payload[offsets[i] .. offsets[i + 1]) when
+ * present[i] is 1. A field the sample lacks is absent (present[i] == 0, no
+ * bytes), which is not the same as a present, empty one. */
+typedef struct rf_batch_field {
+	const char *name; /* "jpg": a tar member's extension (lowercased), an MDS column */
+	const uint8_t *payload;
+	uint64_t payload_bytes;
+	const int64_t *offsets; /* records + 1 entries, offsets[0] == 0 */
+	const uint8_t *present; /* records entries: 1 present, 0 absent */
+} rf_batch_field;
+
 /* A collated batch. Ragged: record i is payload[offsets[i] .. offsets[i+1]).
  * Padded (row_bytes > 0): record i is the row payload[i*row_bytes ..], of
- * true length lengths[i], zero-filled to row_bytes. */
+ * true length lengths[i], zero-filled to row_bytes.
+ *
+ * Multi-field samples (WebDataset .tar, MDS): a record is a sample, several
+ * named fields under one key; `fields` > 0, and the batch holds one ragged
+ * section per field name of the dataset (rf_batch.field, in the order the
+ * loader met the names at open: every batch of a loader lists the same
+ * fields), laid out one after another inside payload (payload_bytes covers
+ * them all), plus the samples' keys. The single-field view above then says
+ * nothing of the samples: offsets are all 0 and lengths 0 (read the
+ * fields). Single-field shards (.rfs) have fields == 0 and field, keys,
+ * key_offsets NULL. */
 typedef struct rf_batch {
 	uint32_t records;
 	uint32_t row_bytes; /* 0 when ragged */
@@ -284,7 +306,15 @@ typedef struct rf_batch {
 	uint64_t epoch;
 	uint64_t index;        /* batch number within the epoch */
 	uint64_t first_record; /* position of record 0 within the epoch's stream */
+	/* multi-field samples (fields added at the end: the struct only grows) */
+	uint32_t fields;             /* 0: single-field records */
+	const rf_batch_field *field; /* fields entries */
+	const char *keys;            /* record i's key: keys[key_offsets[i] .. key_offsets[i+1]) */
+	const int64_t *key_offsets;  /* records + 1 entries (not NUL-terminated keys) */
 } rf_batch;
+
+/* The field called name in b (NULL when the batch has none of that name). */
+const rf_batch_field *rf_batch_field_get(const rf_batch *b, const char *name);
 
 rf_loader *rf_open(const rf_config *cfg, rf_error *err);
 /* Waits up to timeout_ms (-1 = forever) for the next batch. Returns 0 with

@@ -6,6 +6,7 @@
 #include "flags.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
+#include "tar_out.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -14,37 +15,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum rf_read_output { RF_OUT_NONE, RF_OUT_LINES, RF_OUT_RAW };
+enum rf_read_output { RF_OUT_NONE, RF_OUT_LINES, RF_OUT_RAW, RF_OUT_TAR };
 
 typedef struct rf_read_opts {
 	enum rf_read_output output;
 	bool digest;
 	uint64_t stop_after;
 	const char *save_state, *resume;
-	const char *stats; /* file for rf_stats_json at the end */
-	bool json;         /* one JSON object on stdout at the end (with --output none) */
+	const char *stats;     /* file for rf_stats_json at the end */
+	bool json;             /* one JSON object on stdout at the end (with --output none) */
+	const char *tar_field; /* --output tar: a single-field record's member extension */
 } rf_read_opts;
 
 static void rf_read_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: ringfeed read [options] SHARDS|DIRS|MANIFESTS...\n\n"
-	        "Reads records through the loader, in the order a consumer gets them.\n\n"
-	        "  --output none|lines|raw  none (default); lines: each record then a newline;\n"
-	        "                           raw: u32 little-endian length then the bytes\n"
-	        "  --digest                 print `records=N bytes=M digest=HEX` last (FNV-1a 64\n"
-	        "                           over each record's u32 LE length and bytes, in order)\n"
-	        "  --stop-after N           stop after N batches (with --save-state FILE)\n"
-	        "  --save-state FILE        write the consumer's state when stopping\n"
-	        "  --resume FILE            continue from a saved state\n"
-	        "  --stats FILE             write the loader's stats (one JSON object) to FILE at\n"
-	        "                           the end, or when stopping\n"
-	        "  --json                   print one JSON object at the end: records, bytes,\n"
-	        "                           batches, digest (with --digest), status, error, and\n"
-	        "                           the loader's stats (needs --output none); also when\n"
-	        "                           the read cannot start (status 1, or 2 for bad usage)\n"
-	        "  --                       the options end (a name may then start with -)\n"
-	        "  --help                   this text\n\n");
+	fprintf(
+	    f, "usage: ringfeed read [options] SHARDS|DIRS|MANIFESTS...\n\n"
+	       "Reads records through the loader, in the order a consumer gets them.\n\n"
+	       "  --output none|lines|raw|tar\n"
+	       "                           none (default); lines: each record then a newline;\n"
+	       "                           raw: u32 little-endian length then the bytes; tar: a\n"
+	       "                           WebDataset tar stream, members KEY.FIELD in delivery\n"
+	       "                           order (a single-field record is POSITION.bin)\n"
+	       "                           (lines and raw give a sample's present fields in turn)\n"
+	       "  --tar-field NAME         --output tar: the extension of a single-field record's\n"
+	       "                           member (default bin)\n"
+	       "  --digest                 print `records=N bytes=M digest=HEX` last (FNV-1a 64\n"
+	       "                           over each record's u32 LE length and bytes, in order;\n"
+	       "                           a sample: u32 LE key length, key, then per field of\n"
+	       "                           the dataset u32 LE name length, name, and, when\n"
+	       "                           present, u32 LE length and bytes, else 0xffffffff)\n"
+	       "  --stop-after N           stop after N batches (with --save-state FILE)\n"
+	       "  --save-state FILE        write the consumer's state when stopping\n"
+	       "  --resume FILE            continue from a saved state\n"
+	       "  --stats FILE             write the loader's stats (one JSON object) to FILE at\n"
+	       "                           the end, or when stopping\n"
+	       "  --json                   print one JSON object at the end: records, bytes,\n"
+	       "                           batches, digest (with --digest), status, error, and\n"
+	       "                           the loader's stats (needs --output none); also when\n"
+	       "                           the read cannot start (status 1, or 2 for bad usage)\n"
+	       "  --                       the options end (a name may then start with -)\n"
+	       "  --help                   this text\n\n");
 	rf_cli_loader_help(f);
 }
 
@@ -62,8 +73,75 @@ typedef struct rf_read_sum {
 	uint64_t records, bytes, digest;
 } rf_read_sum;
 
+static uint64_t rf_fnv_u32(uint64_t h, uint32_t v)
+{
+	uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	return rf_fnv(h, le, 4);
+}
+
+/* A member KEY.FIELD of --output tar. */
+static int rf_read_member(const char *key, size_t key_len, const char *field, const uint8_t *p,
+                          uint64_t len)
+{
+	char name[8192];
+	int n = snprintf(name, sizeof(name), "%.*s.%s", (int)key_len, key, field);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return -1;
+	return rf_tar_out_member(stdout, name, (size_t)n, p, len);
+}
+
+static int rf_read_emit_field(const rf_read_opts *o, const char *key, size_t key_len,
+                              const char *name, const uint8_t *p, uint32_t len)
+{
+	if (o->output == RF_OUT_TAR)
+		return rf_read_member(key, key_len, name, p, len);
+	uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
+	                 (uint8_t)(len >> 24)};
+	if (o->output == RF_OUT_RAW && fwrite(le, 1, 4, stdout) != 4)
+		return -1;
+	if (o->output != RF_OUT_NONE && len && fwrite(p, 1, len, stdout) != len)
+		return -1;
+	if (o->output == RF_OUT_LINES && putchar('\n') == EOF)
+		return -1;
+	return 0;
+}
+
+/* A batch of multi-field samples: each sample's present fields in turn. */
+static int rf_read_emit_samples(const rf_read_opts *o, const rf_batch *b, rf_read_sum *sum)
+{
+	for (uint32_t i = 0; i < b->records; i++) {
+		const char *key = b->keys + b->key_offsets[i];
+		size_t key_len = (size_t)(b->key_offsets[i + 1] - b->key_offsets[i]);
+		if (o->digest)
+			sum->digest = rf_fnv(rf_fnv_u32(sum->digest, (uint32_t)key_len),
+			                     (const uint8_t *)key, key_len);
+		sum->records++;
+		for (uint32_t f = 0; f < b->fields; f++) {
+			const rf_batch_field *fd = &b->field[f];
+			const uint8_t *p = fd->payload + fd->offsets[i];
+			uint32_t len = (uint32_t)(fd->offsets[i + 1] - fd->offsets[i]);
+			if (o->digest) {
+				size_t nl = strlen(fd->name);
+				sum->digest = rf_fnv(rf_fnv_u32(sum->digest, (uint32_t)nl),
+				                     (const uint8_t *)fd->name, nl);
+				sum->digest = fd->present[i]
+				                  ? rf_fnv(rf_fnv_u32(sum->digest, len), p, len)
+				                  : rf_fnv_u32(sum->digest, UINT32_MAX);
+			}
+			if (!fd->present[i])
+				continue;
+			sum->bytes += len;
+			if (rf_read_emit_field(o, key, key_len, fd->name, p, len) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static int rf_read_emit(const rf_read_opts *o, const rf_batch *b, rf_read_sum *sum)
 {
+	if (b->fields)
+		return rf_read_emit_samples(o, b, sum);
 	for (uint32_t i = 0; i < b->records; i++) {
 		const uint8_t *p;
 		uint32_t len;
@@ -80,11 +158,12 @@ static int rf_read_emit(const rf_read_opts *o, const rf_batch *b, rf_read_sum *s
 			sum->digest = rf_fnv(rf_fnv(sum->digest, le, 4), p, len);
 		sum->records++;
 		sum->bytes += len;
-		if (o->output == RF_OUT_RAW && fwrite(le, 1, 4, stdout) != 4)
-			return -1;
-		if (o->output != RF_OUT_NONE && len && fwrite(p, 1, len, stdout) != len)
-			return -1;
-		if (o->output == RF_OUT_LINES && putchar('\n') == EOF)
+		char key[32] = "";
+		int kl = 0;
+		if (o->output == RF_OUT_TAR) /* POSITION.bin: the record's place in the epoch */
+			kl = snprintf(key, sizeof(key), "%09llu",
+			              (unsigned long long)(b->first_record + i));
+		if (rf_read_emit_field(o, key, (size_t)kl, o->tar_field, p, len) < 0)
 			return -1;
 	}
 	return 0;
@@ -121,9 +200,20 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 				o->output = RF_OUT_LINES;
 			else if (!strcmp(v, "raw"))
 				o->output = RF_OUT_RAW;
+			else if (!strcmp(v, "tar"))
+				o->output = RF_OUT_TAR;
 			else {
-				fprintf(stderr,
-				        "ringfeed read: --output must be none, lines or raw\n");
+				fprintf(
+				    stderr,
+				    "ringfeed read: --output must be none, lines, raw or tar\n");
+				return -1;
+			}
+		} else if (!strcmp(a, "--tar-field") && has_val) {
+			o->tar_field = argv[++i];
+			if (!*o->tar_field || strpbrk(o->tar_field, "/.") ||
+			    strlen(o->tar_field) > 64) {
+				fprintf(stderr, "ringfeed read: --tar-field needs a name of 1..64 "
+				                "bytes without '/' or '.'\n");
 				return -1;
 			}
 		} else if (!strcmp(a, "--stop-after") && has_val) {
@@ -218,6 +308,8 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 			break;
 		}
 	}
+	if (o->output == RF_OUT_TAR && status == 0 && rf_tar_out_end(stdout) < 0)
+		status = 1;
 	if (o->json)
 		rf_read_json(l, o, &sum, batches, status);
 	else if (o->digest)
@@ -340,7 +432,7 @@ static rf_loader *rf_read_open_json(int argc, char **argv, rf_read_opts *o, int 
 
 int cmd_read(int argc, char **argv)
 {
-	rf_read_opts o = {0};
+	rf_read_opts o = {.tar_field = "bin"};
 	int rc = 0;
 	rf_loader *l = rf_read_wants_json(argc, argv) ? rf_read_open_json(argc, argv, &o, &rc)
 	                                              : rf_read_open(argc, argv, &o, &rc);

@@ -160,6 +160,21 @@ typedef struct rf_format {
 	 * close; returns their count. NULL for a single-field format. The
 	 * engine interns them per dataset at open. */
 	uint32_t (*field_names)(const void *priv, const char *const **names);
+	/* An in_place format whose decode writes more than the record table
+	 * into dst (fields, keys: MDS): the bytes unit u needs there. NULL:
+	 * rf_fmt_table_bytes(records). */
+	uint64_t (*table_bytes)(const rf_shard_index *ix, const void *priv, uint32_t u);
+	/* Dataset-level indexes (MDS's index.json): the file name such an
+	 * index has (a directory holding one stands for it), or NULL. */
+	const char *expand_name;
+	/* Lists the shards an index's bytes name, calling add for each in
+	 * order with its name relative to the index's directory (one name
+	 * component: never a path) and its size when the index says it
+	 * (UINT64_MAX when not). Pure: the engine reads the index. */
+	int (*expand)(const uint8_t *buf, size_t len, const char *name,
+	              int (*add)(void *ctx, const char *basename, uint64_t size_hint,
+	                         rf_error *err),
+	              void *ctx, rf_error *err);
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

@@ -1,0 +1,828 @@
+/* mds.c - MosaicML Streaming's MDS shards behind the format seam, as
+ * MDSWriter writes them (streaming/base/format/mds/writer.py):
+ *
+ *   u32 num_samples, u32 offsets[num_samples + 1] (absolute byte positions),
+ *   the writer's config JSON (column_names / _encodings / _sizes), then the
+ *   samples: sample i is [offsets[i], offsets[i + 1]) = u32 sizes of its
+ *   variable-size columns (in column order), then every column's bytes.
+ *
+ * An uncompressed shard (`.mds`) is ranged-readable: the open reads its
+ * header (the offset table and the config) and lays the samples out as
+ * units of about RF_MDS_UNIT_BYTES, read in place. A zstd shard
+ * (`.mds.zstd`) is one unit, the whole shard: the open decompresses just
+ * its header from the first bytes (the frame says the decoded size, so the
+ * budget admits the unit before its download) and decode decompresses it
+ * whole. A sample's columns become its fields (raw bytes: str and json as
+ * their UTF-8, numbers little-endian, ndarray its values, with MDS's own
+ * dtype/shape prefix when the encoding leaves them dynamic); its key is
+ * SHARD/NNNNNNNN. index.json lists a dataset's shards (rf_mds_index_parse,
+ * the format's expansion). All JSON through jansson. */
+#include "mds.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_getFrameHeader, ZSTD_estimateDStreamSize */
+#include <zstd.h>
+
+#define U64(x) ((unsigned long long)(x))
+
+/* ------------------------------------------------------------ encodings */
+
+static const struct {
+	const char *name;
+	int64_t size; /* -1 variable */
+} encodings[] = {
+    {"bytes", -1},  {"str", -1},    {"json", -1},    {"pkl", -1},       {"jpeg", -1},
+    {"png", -1},    {"pil", -1},    {"str_int", -1}, {"str_float", -1}, {"str_decimal", -1},
+    {"int", 8},     {"uint8", 1},   {"uint16", 2},   {"uint32", 4},     {"uint64", 8},
+    {"int8", 1},    {"int16", 2},   {"int32", 4},    {"int64", 8},      {"float16", 2},
+    {"float32", 4}, {"float64", 8},
+};
+
+static int64_t dtype_size(const char *d, size_t len)
+{
+	static const char *const names[] = {"uint8",   "int8",   "uint16", "int16",
+	                                    "float16", "uint32", "int32",  "float32",
+	                                    "uint64",  "int64",  "float64"};
+	static const int sizes[] = {1, 1, 2, 2, 2, 4, 4, 4, 8, 8, 8};
+	for (size_t i = 0; i < RF_ARRAY_LEN(names); i++)
+		if (strlen(names[i]) == len && memcmp(names[i], d, len) == 0)
+			return sizes[i];
+	return -2;
+}
+
+/* "ndarray[:dtype[:d0,d1,...]]": fixed only with both dtype and shape. */
+static int64_t ndarray_size(const char *args)
+{
+	if (!*args)
+		return -1;
+	if (*args++ != ':')
+		return -2;
+	const char *colon = strchr(args, ':');
+	int64_t item = dtype_size(args, colon ? (size_t)(colon - args) : strlen(args));
+	if (item < 0 || !colon)
+		return item < 0 ? -2 : -1; /* no shape: each value says its own */
+	uint64_t n = (uint64_t)item;
+	const char *p = colon + 1;
+	do {
+		if (*p < '0' || *p > '9')
+			return -2;
+		uint64_t dim = 0;
+		while (*p >= '0' && *p <= '9' && dim < RF_BLOCK_DECODED_MAX)
+			dim = dim * 10 + (uint64_t)(*p++ - '0');
+		if (dim == 0 || !rf_mul_u64(n, dim, &n) || n > RF_BLOCK_DECODED_MAX)
+			return -2;
+	} while (*p == ',' && *++p);
+	return *p ? -2 : (int64_t)n;
+}
+
+int64_t rf_mds_encoding_size(const char *e)
+{
+	if (strncmp(e, "ndarray", 7) == 0)
+		return ndarray_size(e + 7);
+	if (strncmp(e, "jpeg:", 5) == 0) /* jpeg:QUALITY */
+		return -1;
+	for (size_t i = 0; i < RF_ARRAY_LEN(encodings); i++)
+		if (strcmp(encodings[i].name, e) == 0)
+			return encodings[i].size;
+	return -2;
+}
+
+/* ------------------------------------------------------------ config JSON */
+
+void rf_mds_columns_free(rf_mds_columns *c)
+{
+	for (uint32_t i = 0; c->names && i < c->n; i++)
+		free(c->names[i]);
+	for (uint32_t i = 0; c->encodings && i < c->n; i++)
+		free(c->encodings[i]);
+	free(c->names);
+	free(c->encodings);
+	free(c->sizes);
+	memset(c, 0, sizeof(*c));
+}
+
+static const char *jstr(json_t *v, size_t max)
+{
+	if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > max ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return NULL;
+	return json_string_value(v);
+}
+
+static int column(rf_mds_columns *c, uint32_t i, json_t *name, json_t *enc, json_t *size,
+                  const char *shard, rf_error *err)
+{
+	const char *n = jstr(name, RF_MDS_NAME_MAX), *e = jstr(enc, 64);
+	if (!n || !e)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: config: column %u: name or encoding is not a string of "
+		               "1..%u bytes",
+		               shard, i, RF_MDS_NAME_MAX);
+	for (uint32_t j = 0; j < i; j++)
+		if (strcmp(c->names[j], n) == 0)
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: config: column '%s' twice",
+			               shard, n);
+	int64_t want = rf_mds_encoding_size(e);
+	if (want == -2)
+		return rf_fail(err, -ENOTSUP,
+		               "shard %s: config: column '%s': unknown encoding '%s'", shard, n, e);
+	bool ok = want < 0 ? json_is_null(size)
+	                   : json_is_integer(size) && json_integer_value(size) == want;
+	if (!ok)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: config: column '%s' (%s): size is not %s", shard, n, e,
+		               want < 0 ? "null (variable)" : "the encoding's");
+	c->sizes[i] = want;
+	c->variable += want < 0;
+	if (!(c->names[i] = strdup(n)) || !(c->encodings[i] = strdup(e)))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", shard);
+	return 0;
+}
+
+static int config_columns(json_t *o, rf_mds_columns *c, const char *shard, rf_error *err)
+{
+	json_t *names = json_object_get(o, "column_names");
+	json_t *encs = json_object_get(o, "column_encodings");
+	json_t *sizes = json_object_get(o, "column_sizes");
+	json_t *ver = json_object_get(o, "version"), *fmt = json_object_get(o, "format");
+	if (!json_is_integer(ver) || json_integer_value(ver) != 2 || !jstr(fmt, 16) ||
+	    strcmp(json_string_value(fmt), "mds") != 0)
+		return rf_fail(err, -EPROTONOSUPPORT,
+		               "shard %s: config: not version 2 of format \"mds\"", shard);
+	size_t n = json_array_size(names);
+	if (!json_is_array(names) || !json_is_array(encs) || !json_is_array(sizes) || n == 0 ||
+	    n > RF_MDS_COLUMNS_MAX || json_array_size(encs) != n || json_array_size(sizes) != n)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: config: column_names, column_encodings and column_sizes "
+		               "are not arrays of one length in 1..%u",
+		               shard, RF_MDS_COLUMNS_MAX);
+	c->names = calloc(n, sizeof(char *));
+	c->encodings = calloc(n, sizeof(char *));
+	c->sizes = calloc(n, sizeof(int64_t));
+	if (!c->names || !c->encodings || !c->sizes)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", shard);
+	c->n = (uint32_t)n;
+	for (uint32_t i = 0; i < n; i++)
+		RF_TRY(column(c, i, json_array_get(names, i), json_array_get(encs, i),
+		              json_array_get(sizes, i), shard, err));
+	return 0;
+}
+
+int rf_mds_config_parse(const char *text, size_t len, rf_mds_columns *c, const char *shard,
+                        rf_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	json_error_t je;
+	json_t *o =
+	    len <= RF_MDS_CONFIG_MAX ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: config: not a JSON object of at most %u bytes", shard,
+		               RF_MDS_CONFIG_MAX);
+	}
+	int rc = config_columns(o, c, shard, err);
+	json_decref(o);
+	if (rc < 0)
+		rf_mds_columns_free(c);
+	return rc;
+}
+
+/* ------------------------------------------------------------ samples */
+
+int rf_mds_sample(const rf_mds_columns *c, const uint8_t *s, uint32_t len, uint32_t base,
+                  rf_rec_field *out, const char *shard, uint64_t at, rf_error *err)
+{
+	uint64_t head = 4ull * c->variable;
+	if (len < head)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: sample at byte %llu: %u bytes, shorter than its %u column "
+		    "sizes",
+		    shard, U64(at), len, c->variable);
+	uint64_t pos = head;
+	uint32_t v = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		uint64_t size =
+		    c->sizes[i] >= 0 ? (uint64_t)c->sizes[i] : rf_load_le32(s + 4 * v++);
+		if (size > len - pos)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: sample at byte %llu: column '%s' of %llu bytes at "
+			    "its byte %llu runs past the sample's %u bytes",
+			    shard, U64(at), c->names[i], U64(size), U64(pos), len);
+		out[i] = (rf_rec_field){
+		    .name = i, .offset = base + (uint32_t)pos, .len = (uint32_t)size};
+		pos += size;
+	}
+	if (pos != len)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: sample at byte %llu: columns take %llu of its %u bytes",
+		               shard, U64(at), U64(pos), len);
+	return 0;
+}
+
+/* ------------------------------------------------------------ shard header */
+
+/* What the header of a shard of raw_bytes says, from its first `avail`
+ * decoded bytes: 0 with *need = 0 when complete (offsets copied to *offs,
+ * columns parsed), 0 with *need = the bytes it needs, or an error. */
+typedef struct mds_header {
+	uint32_t n;
+	uint32_t *offs; /* n + 1 */
+	rf_mds_columns cols;
+	uint32_t largest;
+} mds_header;
+
+static void header_free(mds_header *h)
+{
+	free(h->offs);
+	rf_mds_columns_free(&h->cols);
+	memset(h, 0, sizeof(*h));
+}
+
+static int header_parse(const uint8_t *p, uint64_t avail, uint64_t raw, mds_header *h,
+                        uint64_t *need, const char *shard, rf_error *err)
+{
+	*need = 0;
+	if (raw < 8 || raw > UINT32_MAX)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: %llu decoded bytes: not an MDS shard (8 bytes .. 4 GiB)",
+		               shard, U64(raw));
+	if (avail < 4)
+		return *need = 4, 0;
+	uint64_t n = rf_load_le32(p), table = 4 + 4 * (n + 1);
+	if (table > raw)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: at byte 0: %llu samples need a %llu-byte offset table, the "
+		    "shard has %llu bytes",
+		    shard, U64(n), U64(table), U64(raw));
+	if (avail < table)
+		return *need = table, 0;
+	uint64_t start = rf_load_le32(p + 4);
+	if (start < table || start - table > RF_MDS_CONFIG_MAX || start > raw)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: at byte 4: samples start at byte %llu: not after the "
+		    "offset table (%llu) and a config of at most %u bytes inside the shard",
+		    shard, U64(start), U64(table), RF_MDS_CONFIG_MAX);
+	if (avail < start)
+		return *need = start, 0;
+	uint32_t largest = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t a = rf_load_le32(p + 4 + 4 * i), b = rf_load_le32(p + 8 + 4 * i);
+		if (b < a || b > raw)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: offset table at byte %llu: sample %llu ends at %u, "
+			    "before it starts (%u) or past the shard (%llu bytes)",
+			    shard, U64(8 + 4 * i), U64(i), b, a, U64(raw));
+		largest = RF_MAX(largest, b - a);
+	}
+	if (rf_load_le32(p + 4 + 4 * n) != raw)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: offset table: the last sample ends at %u, the shard has "
+		               "%llu bytes",
+		               shard, rf_load_le32(p + 4 + 4 * n), U64(raw));
+	if (largest > RF_BLOCK_DECODED_MAX)
+		return rf_fail(err, RF_E_CORRUPT, "shard %s: a sample of %u bytes (more than %u)",
+		               shard, largest, RF_BLOCK_DECODED_MAX);
+	RF_TRY(rf_mds_config_parse((const char *)p + table, start - table, &h->cols, shard, err));
+	if (!(h->offs = malloc(4 * (n + 1)))) {
+		rf_mds_columns_free(&h->cols);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the offset table", shard);
+	}
+	for (uint64_t i = 0; i <= n; i++)
+		h->offs[i] = rf_load_le32(p + 4 + 4 * i);
+	h->n = (uint32_t)n;
+	h->largest = largest;
+	return 0;
+}
+
+/* ------------------------------------------------------------ layouts */
+
+typedef struct mds_layout {
+	mds_header h;
+	char stem[48]; /* the shard's name without .mds[.zstd]: the keys' prefix */
+	uint64_t raw;  /* decoded bytes */
+} mds_layout;
+
+/* A unit's table in dst (after the decoded shard for a zstd unit): ends,
+ * field_first, key_first, fields, keys. */
+static uint64_t table_bytes(uint64_t r, uint32_t cols)
+{
+	return 4 * r + 4 + 8 * (r + 1) + 12ull * cols * r + r * RF_MDS_KEY_MAX;
+}
+
+static uint64_t align4(uint64_t v)
+{
+	return (v + 3) & ~3ull;
+}
+
+static void layout_free(mds_layout *L)
+{
+	if (L) {
+		header_free(&L->h);
+		free(L);
+	}
+}
+
+static void mds_close(rf_shard_index *ix, void *priv)
+{
+	layout_free(priv);
+	if (ix) {
+		free(ix->block);
+		free(ix->metadata);
+		free(ix);
+	}
+}
+
+static uint32_t mds_field_names(const void *priv, const char *const **names)
+{
+	const mds_layout *L = priv;
+	*names = (const char *const *)L->h.cols.names;
+	return L->h.cols.n;
+}
+
+static uint64_t mds_table_bytes(const rf_shard_index *ix, const void *priv, uint32_t u)
+{
+	const mds_layout *L = priv;
+	return u < ix->blocks ? table_bytes(ix->block[u].records, L->h.cols.n) : 0;
+}
+
+static void set_stem(mds_layout *L, const char *url)
+{
+	const char *b = strrchr(url, '/');
+	b = b ? b + 1 : url;
+	size_t n = strcspn(b, "?");
+	const char *dot = memmem(b, n, ".mds", 4);
+	if (dot)
+		n = (size_t)(dot - b);
+	snprintf(L->stem, sizeof(L->stem), "%.*s", (int)RF_MIN(n, sizeof(L->stem) - 1), b);
+}
+
+static rf_shard_index *index_new(uint32_t units, uint64_t size)
+{
+	rf_shard_index *ix = calloc(1, sizeof(*ix));
+	if (ix) {
+		ix->metadata = strdup("");
+		ix->block = calloc(units ? units : 1, sizeof(rf_block_info));
+		ix->file_bytes = size;
+		ix->blocks = units;
+	}
+	if (ix && (!ix->metadata || !ix->block)) {
+		mds_close(ix, NULL);
+		ix = NULL;
+	}
+	return ix;
+}
+
+static void index_sums(rf_shard_index *ix, uint32_t largest_record)
+{
+	ix->largest_record_bytes = largest_record;
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		const rf_block_info *b = &ix->block[u];
+		ix->records += b->records;
+		ix->largest_block_compressed_bytes =
+		    RF_MAX(ix->largest_block_compressed_bytes, b->compressed_bytes);
+		ix->largest_block_decoded_bytes =
+		    RF_MAX(ix->largest_block_decoded_bytes, b->decoded_bytes);
+		ix->compressed_bytes += b->compressed_bytes;
+		ix->decoded_bytes += b->decoded_bytes;
+	}
+}
+
+/* An uncompressed shard's units: runs of samples of about RF_MDS_UNIT_BYTES. */
+static uint32_t plain_units(const mds_header *h, rf_block_info *out)
+{
+	uint32_t units = 0;
+	rf_block_info *b = NULL;
+	for (uint32_t i = 0; i < h->n; i++) {
+		uint64_t end = h->offs[i + 1];
+		if (!b || end - b->offset > RF_BLOCK_DECODED_MAX) {
+			b = out ? &out[units] : &(rf_block_info){0};
+			*b = (rf_block_info){.offset = h->offs[i], .first_record = i};
+			units++;
+		}
+		b->records++;
+		b->compressed_bytes = b->decoded_bytes = (uint32_t)(end - b->offset);
+		if (end - b->offset >= RF_MDS_UNIT_BYTES)
+			b = NULL;
+	}
+	return units;
+}
+
+static int done(rf_fmt_open *o, mds_layout *L, rf_shard_index *ix)
+{
+	if (!ix) {
+		layout_free(L);
+		return rf_fail(NULL, -ENOMEM, "out of memory");
+	}
+	o->index = ix;
+	o->priv = L;
+	o->held_bytes = sizeof(*ix) + sizeof(*L) + ix->blocks * sizeof(rf_block_info) +
+	                4ull * (L->h.n + 1) + L->h.cols.n * (uint64_t)(2 * RF_MDS_NAME_MAX + 32);
+	return RF_FMT_DONE;
+}
+
+/* ------------------------------------------------------------ uncompressed */
+
+static int mds_claim(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 4 && strcmp(name + n - 4, ".mds") == 0 && name[n - 5] != '/' ? RF_FMT_YES
+	                                                                        : RF_FMT_NO;
+}
+
+static int want_header(rf_fmt_open *o, uint64_t len)
+{
+	len = RF_MIN(len, o->size);
+	o->want =
+	    (rf_fmt_want){.offset = 0, .len = len, .parse_bound = 4 * len + 16 * RF_MDS_CONFIG_MAX};
+	return RF_FMT_NEED;
+}
+
+static int mds_open_step(rf_fmt_open *o, rf_error *err)
+{
+	if (!o->got)
+		return want_header(o, o->local ? RF_MDS_UNIT_BYTES : RF_MDS_STEP_BYTES);
+	if (o->got_offset != 0 || o->got_len != o->want.len)
+		return rf_fail(err, -EIO, "shard %s: open got [%llu, +%llu), asked for [0, +%llu)",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(o->want.len));
+	mds_layout *L = calloc(1, sizeof(*L));
+	if (!L)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	uint64_t need;
+	int rc = header_parse(o->got, o->got_len, o->size, &L->h, &need, o->name, err);
+	if (rc < 0 || need) {
+		layout_free(L);
+		o->final = rc < 0 && o->got_len >= 8 && rf_load_le32(o->got) > o->size / 4;
+		return rc < 0 ? rc : want_header(o, need);
+	}
+	L->raw = o->size;
+	set_stem(L, o->url);
+	rf_shard_index *ix = index_new(plain_units(&L->h, NULL), o->size);
+	if (ix) {
+		plain_units(&L->h, ix->block);
+		index_sums(ix, L->h.largest);
+	}
+	rc = done(o, L, ix);
+	return rc < 0 ? rf_fail(err, rc, "shard %s: out of memory for the layout", o->name) : rc;
+}
+
+/* The table of r records at t: fields for each sample from its bytes. */
+typedef struct mds_table {
+	uint8_t *ends;
+	uint32_t *field_first, *key_first;
+	rf_rec_field *fields;
+	char *keys;
+} mds_table;
+
+static mds_table table_at(uint8_t *t, uint64_t r, uint32_t cols)
+{
+	mds_table m = {.ends = t};
+	m.field_first = (uint32_t *)(t + 4 * r + 4);
+	m.key_first = m.field_first + r + 1;
+	m.fields = (rf_rec_field *)(m.key_first + r + 1);
+	m.keys = (char *)(m.fields + (uint64_t)cols * r);
+	return m;
+}
+
+/* Samples [first, first + r) of L, whose bytes start at base + offs[i] -
+ * origin, into the table m; rf_unit_records out. */
+static int fill_samples(const mds_layout *L, uint64_t first, uint32_t r, const uint8_t *base,
+                        uint32_t origin, mds_table *m, rf_unit_records *out, const char *name,
+                        rf_error *err)
+{
+	uint32_t c = L->h.cols.n, keys = 0;
+	for (uint32_t i = 0; i < r; i++) {
+		uint64_t s = first + i;
+		uint32_t a = L->h.offs[s] - origin, b = L->h.offs[s + 1] - origin;
+		RF_TRY(rf_mds_sample(&L->h.cols, base + a, b - a, a, m->fields + (uint64_t)c * i,
+		                     name, L->h.offs[s], err));
+		rf_store_le32(m->ends + 4 * i, b);
+		m->field_first[i] = c * i;
+		m->key_first[i] = keys;
+		keys += (uint32_t)snprintf(m->keys + keys, RF_MDS_KEY_MAX, "%s/%08llu", L->stem,
+		                           U64(s));
+	}
+	rf_store_le32(m->ends + 4 * r, r);
+	m->field_first[r] = c * r;
+	m->key_first[r] = keys;
+	*out = (rf_unit_records){.base = base,
+	                         .ends = (const uint32_t *)m->ends,
+	                         .records = r,
+	                         .fields = m->fields,
+	                         .field_first = m->field_first,
+	                         .keys = m->keys,
+	                         .key_first = m->key_first};
+	return 0;
+}
+
+static int mds_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+                      const void *src, size_t src_len, void *dst, size_t dst_cap,
+                      rf_unit_records *out, const char *name, rf_error *err)
+{
+	const mds_layout *L = priv;
+	if (u >= ix->blocks)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
+	const rf_block_info *b = &ix->block[u];
+	if (src_len != b->compressed_bytes || dst_cap < table_bytes(b->records, L->h.cols.n))
+		return rf_fail(err, -EINVAL,
+		               "shard %s: unit %u: %zu stored bytes (expected %u), "
+		               "table room %zu",
+		               name, u, src_len, b->compressed_bytes, dst_cap);
+	mds_table m = table_at(dst, b->records, L->h.cols.n);
+	return fill_samples(L, b->first_record, b->records, src, (uint32_t)b->offset, &m, out, name,
+	                    err);
+}
+
+/* ------------------------------------------------------------ zstd */
+
+static int zstd_claim(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 9 && strcmp(name + n - 9, ".mds.zstd") == 0 && name[n - 10] != '/' ? RF_FMT_YES
+	                                                                              : RF_FMT_NO;
+}
+
+typedef struct zstd_open {
+	uint64_t raw, window;
+	uint64_t need; /* decoded header bytes the next step decompresses */
+} zstd_open;
+
+/* The first `need` decoded bytes from the compressed prefix got (NULL with
+ * *short_input when the prefix holds fewer). malloc'd. */
+static uint8_t *zstd_prefix(const rf_fmt_open *o, uint64_t need, bool *short_input, rf_error *err)
+{
+	*short_input = false;
+	ZSTD_DStream *z = ZSTD_createDStream();
+	uint8_t *out = malloc(need ? need : 1);
+	if (!z || !out) {
+		ZSTD_freeDStream(z);
+		free(out);
+		rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		return NULL;
+	}
+	ZSTD_DCtx_setParameter(z, ZSTD_d_windowLogMax, 27);
+	ZSTD_inBuffer in = {o->got, o->got_len, 0};
+	ZSTD_outBuffer ob = {out, need, 0};
+	bool failed = false;
+	while (ob.pos < need && in.pos < in.size) {
+		size_t r = ZSTD_decompressStream(z, &ob, &in);
+		if (ZSTD_isError(r)) {
+			rf_fail(err, RF_E_CORRUPT, "shard %s: zstd frame: %s", o->name,
+			        ZSTD_getErrorName(r));
+			failed = true;
+			break;
+		}
+		if (r == 0)
+			break;
+	}
+	ZSTD_freeDStream(z);
+	if (ob.pos < need) {
+		*short_input = !failed;
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int zstd_want(rf_fmt_open *o, const zstd_open *z, uint64_t len, uint64_t out)
+{
+	len = RF_MIN(len, o->size);
+	o->want = (rf_fmt_want){
+	    .offset = 0,
+	    .len = len,
+	    .parse_bound = (z ? ZSTD_estimateDStreamSize((size_t)z->window) : 0) + out +
+	                   16 * RF_MDS_CONFIG_MAX,
+	};
+	return RF_FMT_NEED;
+}
+
+/* The frame header: the decoded size (required) and the window. */
+static int zstd_frame(rf_fmt_open *o, zstd_open *z, rf_error *err)
+{
+	ZSTD_frameHeader fh;
+	size_t r = ZSTD_getFrameHeader(&fh, o->got, o->got_len);
+	o->final = true; /* not a zstd frame: reading again cannot change it */
+	if (ZSTD_isError(r) || r != 0)
+		return rf_fail(err, RF_E_CORRUPT, "shard %s: at byte 0: not a zstd frame", o->name);
+	if (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || fh.frameType != ZSTD_frame)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: the zstd frame does not say its decoded size (the budget "
+		               "needs it before the download)",
+		               o->name);
+	if (fh.windowSize > RF_MDS_WINDOW_MAX || fh.frameContentSize + 64 > RF_BLOCK_DECODED_MAX)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: decodes to %llu bytes with a %llu-byte window (at most %u "
+		    "and %u)",
+		    o->name, U64(fh.frameContentSize), U64(fh.windowSize), RF_BLOCK_DECODED_MAX,
+		    RF_MDS_WINDOW_MAX);
+	o->final = false;
+	z->raw = fh.frameContentSize;
+	z->window = fh.windowSize;
+	return 0;
+}
+
+static int zstd_layout(rf_fmt_open *o, const zstd_open *z, mds_header *h, rf_error *err)
+{
+	mds_layout *L = calloc(1, sizeof(*L));
+	if (!L) {
+		header_free(h);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	}
+	L->h = *h;
+	L->raw = z->raw;
+	set_stem(L, o->url);
+	uint64_t dec = align4(z->raw) + table_bytes(h->n, h->cols.n);
+	if (dec > RF_BLOCK_DECODED_MAX || o->size > UINT32_MAX) {
+		layout_free(L);
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: %u samples decode to more than a unit holds (%u bytes)",
+		               o->name, h->n, RF_BLOCK_DECODED_MAX);
+	}
+	rf_shard_index *ix = index_new(h->n ? 1 : 0, o->size);
+	if (ix && h->n)
+		ix->block[0] = (rf_block_info){.offset = 0,
+		                               .compressed_bytes = (uint32_t)o->size,
+		                               .decoded_bytes = (uint32_t)dec,
+		                               .records = h->n};
+	if (ix)
+		index_sums(ix, h->largest);
+	int rc = done(o, L, ix);
+	return rc < 0 ? rf_fail(err, rc, "shard %s: out of memory for the layout", o->name) : rc;
+}
+
+static int zstd_open_step(rf_fmt_open *o, rf_error *err)
+{
+	zstd_open *z = o->state;
+	uint64_t first = o->local ? RF_MDS_UNIT_BYTES : RF_MDS_STEP_BYTES;
+	if (!o->got)
+		return zstd_want(o, NULL, first, 0);
+	if (o->got_offset != 0 || o->got_len != o->want.len)
+		return rf_fail(err, -EIO, "shard %s: open got [%llu, +%llu), asked for [0, +%llu)",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(o->want.len));
+	if (!z) { /* the first step: the frame header alone */
+		if (!(z = o->state = calloc(1, sizeof(*z))))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		RF_TRY(zstd_frame(o, z, err));
+		z->need = RF_MIN(z->raw, RF_MDS_STEP_BYTES);
+		return zstd_want(o, z, o->got_len, z->need);
+	}
+	bool short_input;
+	uint8_t *p = zstd_prefix(o, z->need, &short_input, err);
+	if (!p && !short_input)
+		return err->code;
+	if (!p) {
+		if (o->got_len >= o->size)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: the zstd frame ends before its %llu-byte header",
+			               o->name, U64(z->need));
+		return zstd_want(o, z, 2 * o->got_len, z->need);
+	}
+	mds_header h = {0};
+	uint64_t more = 0;
+	int rc = header_parse(p, z->need, z->raw, &h, &more, o->name, err);
+	free(p);
+	if (rc < 0)
+		return rc;
+	if (!more)
+		return zstd_layout(o, z, &h, err);
+	if (more <= z->need)
+		return rf_fail(err, RF_E_CORRUPT, "shard %s: header does not add up", o->name);
+	z->need = more;
+	return zstd_want(o, z, o->got_len, more);
+}
+
+static void zstd_open_abort(rf_fmt_open *o)
+{
+	free(o->state);
+	o->state = NULL;
+}
+
+static int zstd_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+                       const void *src, size_t src_len, void *dst, size_t dst_cap,
+                       rf_unit_records *out, const char *name, rf_error *err)
+{
+	const mds_layout *L = priv;
+	if (u != 0 || ix->blocks != 1 || dst_cap < ix->block[0].decoded_bytes ||
+	    src_len != ix->block[0].compressed_bytes)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u: bad decode arguments", name, u);
+	size_t r = ZSTD_decompress(dst, (size_t)L->raw, src, src_len);
+	if (ZSTD_isError(r) || r != L->raw)
+		return rf_fail(err, RF_E_CORRUPT, "shard %s: unit 0: zstd: %s", name,
+		               ZSTD_isError(r) ? ZSTD_getErrorName(r) : "decoded size differs");
+	const uint8_t *p = dst;
+	if (rf_load_le32(p) != L->h.n ||
+	    memcmp(p + 4, L->h.offs, 4 * ((uint64_t)L->h.n + 1)) != 0) /* LE hosts only */
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit 0: the offset table differs from the one the open "
+		               "read",
+		               name);
+	mds_table m = table_at((uint8_t *)dst + align4(L->raw), L->h.n, L->h.cols.n);
+	return fill_samples(L, 0, L->h.n, (const uint8_t *)dst + L->h.offs[0], L->h.offs[0], &m,
+	                    out, name, err);
+}
+
+/* ------------------------------------------------------------ index.json */
+
+static bool one_component(const char *b)
+{
+	return *b && !strchr(b, '/') && !strchr(b, '\\') && strcmp(b, ".") && strcmp(b, "..");
+}
+
+static int index_shard(json_t *s, size_t i, const char *name,
+                       int (*add)(void *, const char *, uint64_t, rf_error *), void *ctx,
+                       rf_error *err)
+{
+	json_t *raw = json_object_get(s, "raw_data"), *zip = json_object_get(s, "zip_data");
+	json_t *fmt = json_object_get(s, "format"), *comp = json_object_get(s, "compression");
+	json_t *file = json_is_object(zip) ? zip : raw;
+	const char *base = jstr(json_object_get(file, "basename"), 255);
+	json_t *bytes = json_object_get(file, "bytes");
+	if (!json_is_object(s) || !jstr(fmt, 16) || strcmp(json_string_value(fmt), "mds") != 0)
+		return rf_fail(err, -ENOTSUP, "%s: shard %zu: format is not \"mds\"", name, i);
+	if (!json_is_object(raw) || !(json_is_null(zip) || json_is_object(zip)) || !base ||
+	    !one_component(base) || !json_is_integer(bytes) || json_integer_value(bytes) < 0)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "%s: shard %zu: raw_data / zip_data need a basename (one name, no "
+		               "'/') and bytes",
+		               name, i);
+	bool zstd = json_is_object(zip);
+	const char *c = json_is_string(comp) ? json_string_value(comp) : NULL;
+	if (zstd != (c != NULL) || (c && strcmp(c, "zstd") && strncmp(c, "zstd:", 5)))
+		return rf_fail(err, -ENOTSUP,
+		               "%s: shard %zu (%s): compression %s is not none or zstd (with "
+		               "zip_data when zstd)",
+		               name, i, base, c ? c : "null");
+	if ((zstd ? zstd_claim(base) : mds_claim(base)) != RF_FMT_YES)
+		return rf_fail(err, RF_E_CORRUPT, "%s: shard %zu: '%s' does not end in %s", name, i,
+		               base, zstd ? ".mds.zstd" : ".mds");
+	return add(ctx, base, (uint64_t)json_integer_value(bytes), err);
+}
+
+int rf_mds_index_parse(const uint8_t *buf, size_t len, const char *name,
+                       int (*add)(void *ctx, const char *basename, uint64_t size_hint,
+                                  rf_error *err),
+                       void *ctx, rf_error *err)
+{
+	json_error_t je;
+	json_t *o = len <= RF_MDS_INDEX_MAX
+	                ? json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je)
+	                : NULL;
+	if (!json_is_object(o)) {
+		int rc = rf_fail(err, RF_E_CORRUPT, "%s: not a JSON object of at most %u bytes%s%s",
+		                 name, RF_MDS_INDEX_MAX, o || len > RF_MDS_INDEX_MAX ? "" : ": ",
+		                 o || len > RF_MDS_INDEX_MAX ? "" : je.text);
+		json_decref(o);
+		return rc;
+	}
+	json_t *ver = json_object_get(o, "version"), *shards = json_object_get(o, "shards");
+	int rc = 0;
+	if (!json_is_integer(ver) || json_integer_value(ver) != 2 || !json_is_array(shards))
+		rc = rf_fail(err, -EPROTONOSUPPORT,
+		             "%s: not an MDS index (version 2 with a shards array)", name);
+	else if (json_array_size(shards) == 0)
+		rc = rf_fail(err, -ENOENT, "%s: the index lists no shards", name);
+	for (size_t i = 0; rc == 0 && i < json_array_size(shards); i++)
+		rc = index_shard(json_array_get(shards, i), i, name, add, ctx, err);
+	json_decref(o);
+	return rc;
+}
+
+static int mds_expand(const uint8_t *buf, size_t len, const char *name,
+                      int (*add)(void *ctx, const char *basename, uint64_t size_hint,
+                                 rf_error *err),
+                      void *ctx, rf_error *err)
+{
+	return rf_mds_index_parse(buf, len, name, add, ctx, err);
+}
+
+const rf_format rf_mds_format = {
+    .name = "mds",
+    .claim = mds_claim,
+    .open_step = mds_open_step,
+    .close = mds_close,
+    .decode = mds_decode,
+    .in_place = true,
+    .field_names = mds_field_names,
+    .table_bytes = mds_table_bytes,
+    .expand_name = "index.json",
+    .expand = mds_expand,
+};
+
+const rf_format rf_mds_zstd_format = {
+    .name = "mds-zstd",
+    .claim = zstd_claim,
+    .open_step = zstd_open_step,
+    .open_abort = zstd_open_abort,
+    .close = mds_close,
+    .decode = zstd_decode,
+    .in_place = false,
+    .field_names = mds_field_names,
+};

@@ -69,6 +69,7 @@ static void test_open_file_matches_reader(void **state)
 	fmt->close(ix, priv);
 	rf_index_free(direct);
 	rf_test_rmtree(dir);
+	free(dir);
 }
 
 /* Drives the rfs open by hand: the first ask is the last 4 KiB (at least
@@ -119,6 +120,7 @@ static void test_rfs_steps(void **state)
 	free(bad);
 	free(file);
 	rf_test_rmtree(dir);
+	free(dir);
 }
 
 /* A file without the magic is final (re-reading it cannot help); a short
@@ -162,6 +164,7 @@ static void test_open_file_errors(void **state)
 	assert_true(rf_format_open_file(path, NULL, NULL, NULL, &ix, &priv, &err) < 0);
 	assert_non_null(strstr(err.msg, "missing.rfs"));
 	rf_test_rmtree(dir);
+	free(dir);
 }
 
 int main(void)

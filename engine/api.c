@@ -88,6 +88,7 @@ static void rf_engine_free(rf_engine *e)
 	free(e->rereads);
 	free(e->workers);
 	free(e->indexes);
+	rf_fields_free(&e->fields);
 	rf_shards_free(e->shards, e->nshards);
 	rf_pool_free(e->pool);
 	rf_budget_destroy(&e->budget); /* gives its host bytes back first */
@@ -192,7 +193,8 @@ static uint64_t rf_batch_worst(const rf_engine *e, uint32_t largest_record, uint
 		payload = RF_MIN(n * largest_record, RF_MAX(e->cp.batch_bytes, largest_record));
 	else
 		payload = n * largest_record;
-	uint64_t bytes = rf_collate_bytes((uint32_t)n, payload);
+	uint64_t bytes =
+	    rf_collate_bytes((uint32_t)n, payload) + rf_fields_extra_bytes(&e->fields, n);
 	return e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 }
 
@@ -306,7 +308,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		meta += e->shards[i].fmt_held + rf_shard_entry_bytes(&e->shards[i]) +
 		        rf_source_memory_bytes(e->shards[i].src);
 	}
-	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	meta +=
+	    rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll) + e->fields.bytes;
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
 	uint64_t blocks = 0, decoded = 0;
 	for (uint32_t i = 0; i < e->nshards; i++) {
@@ -587,6 +590,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
 	RF_TRY(rf_open_shard_list(e, err));
 	RF_TRY(rf_open_indexes(e, err));
+	RF_TRY(rf_fields_open(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_open_budget(e, err));
 	RF_TRY(rf_control_new(e, err));

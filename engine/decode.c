@@ -112,9 +112,8 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
  * is tried before the plan's binary search. The hint is only ever a unit the
  * collator found resident, and only the collator releases units (moving
  * tail_seq), so the slot is stable while seq >= tail_seq. */
-static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
+static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec)
 {
-	rf_engine *e = ctx;
 	uint64_t p = rf_plan_stream_to_plan(e->p_coll, pos);
 	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -128,6 +127,14 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 		e->coll_hint_unit = unit;
 		u = rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
 	}
+	*rec = r;
+	return u;
+}
+
+static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
+{
+	uint32_t r;
+	rf_unit_slot *u = rf_coll_locate(ctx, pos, &r);
 	if (u->state == RF_U_SKIPPED) { /* left out of the batch (rf_coll_emit) */
 		*data = NULL;
 		*len = 0;
@@ -348,8 +355,14 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
 	long kept = 0;
 	for (long i = 0; mem && i < n; i++) {
+		uint32_t r;
+		rf_unit_slot *u = rf_coll_locate(e, pos + (uint64_t)i, &r);
+		if (u->state == RF_U_SKIPPED) /* a skipped block's record is left out */
+			continue;
 		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
-		kept += refs[kept].data != NULL; /* a skipped block's record is left out */
+		if (e->fields.n)
+			rf_fields_ref(u, r, &refs[kept]);
+		kept++;
 	}
 	pthread_mutex_lock(&e->mu);
 	if (!mem) {
@@ -391,8 +404,11 @@ static void rf_fill_one(rf_engine *e, rf_ebatch *b)
 {
 	pthread_mutex_unlock(&e->mu);
 	rf_batch pub = b->pub;
-	rf_collate_fill(&e->cp, rf_ref_record, b, pub.first_record, b->n, b->mem, b->mem_bytes,
-	                &b->pub);
+	if (e->fields.n)
+		rf_fields_fill(&e->fields, b);
+	else
+		rf_collate_fill(&e->cp, rf_ref_record, b, pub.first_record, b->n, b->mem,
+		                b->mem_bytes, &b->pub);
 	b->pub.epoch = pub.epoch;
 	b->pub.index = pub.index;
 	b->pub.first_record = pub.first_record;
@@ -460,6 +476,7 @@ static int rf_collate_one(rf_engine *e)
 			rf_need(e, e->coll_pos + avail + 1);
 		return 0;
 	}
+	bytes += rf_fields_extra_bytes(&e->fields, (uint64_t)n);
 	return rf_coll_emit(e, n, bytes) > 0;
 }
 
@@ -556,6 +573,8 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		             u->block, recs.records, ix->block[u->block].records);
 	if (rc == 0) {
 		rc = rf_records_check(ix, u->block, recs.ends, sh->name, &err);
+		if (rc == 0)
+			rc = rf_fields_check(&e->fields, u->shard, &recs, sh->name, u->block, &err);
 		index_lies = rc < 0;
 	}
 	uint64_t t1 = rf_now_ns();
@@ -577,6 +596,10 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		u->slab = slab;
 		u->base = recs.base;
 		u->ends = recs.ends;
+		u->fields = recs.fields;
+		u->field_first = recs.field_first;
+		u->keys = recs.keys;
+		u->key_first = recs.key_first;
 		u->state = RF_U_DECODED;
 		e->st_decoded_bytes += ix->block[u->block].decoded_bytes;
 		e->st_blocks++;

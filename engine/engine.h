@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "collate.h"
 #include "config.h"
+#include "fields.h"
 #include "format.h"
 #include "loop.h"
 #include "plan.h"
@@ -77,6 +78,10 @@ typedef struct rf_unit_slot {
 	const uint8_t *base; /* decoded: the records' bytes (the slab, or the read's
 	                      * buffer for an in_place format: read kept until release) */
 	const uint32_t *ends;
+	/* multi-field records (rf_unit_records; NULL for single-field formats) */
+	const rf_rec_field *fields;
+	const uint32_t *field_first, *key_first;
+	const char *keys;
 	int err_code;
 	char *err_msg;
 } rf_unit_slot;
@@ -123,6 +128,12 @@ typedef struct rf_shard {
 typedef struct rf_rec_ref {
 	const uint8_t *data;
 	uint32_t len;
+	/* multi-field records (rf_fields_ref) */
+	const uint8_t *base; /* the unit's records' base: the fields' offsets start there */
+	const rf_rec_field *fields;
+	uint32_t nfields, shard;
+	const char *key;
+	uint32_t key_len;
 } rf_rec_ref;
 
 typedef struct rf_ebatch {
@@ -146,6 +157,7 @@ typedef struct rf_engine {
 	uint32_t magic;
 	rf_config *cfg;
 	rf_collate_params cp;
+	rf_fields fields;                /* multi-field samples' names (fields.c; set at open) */
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
@@ -332,8 +344,12 @@ void rf_open_slots_free(rf_engine *e);
  * read's buffer holds the bytes, reserved once (RF_MEM_FETCH). */
 static inline uint64_t rf_unit_slab_bytes(const rf_shard *s, const rf_block_info *bi)
 {
-	return rf_pool_class_bytes(s->fmt->in_place ? rf_fmt_table_bytes(bi->records)
-	                                            : bi->decoded_bytes);
+	if (!s->fmt->in_place)
+		return rf_pool_class_bytes(bi->decoded_bytes);
+	if (s->fmt->table_bytes) /* a table with fields and keys (MDS) */
+		return rf_pool_class_bytes(
+		    s->fmt->table_bytes(s->index, s->fmt_priv, (uint32_t)(bi - s->index->block)));
+	return rf_pool_class_bytes(rf_fmt_table_bytes(bi->records));
 }
 
 static inline bool rf_shard_is_local(const rf_shard *s)

@@ -9,10 +9,16 @@
 #include <unistd.h>
 
 extern const rf_format rf_format_rfs;
+extern const rf_format rf_tar_format;
+extern const rf_format rf_mds_format;
+extern const rf_format rf_mds_zstd_format;
 
 /* Claim order: on equal claims the earlier row wins (rfs, the fallback for
  * an explicitly named object of unknown kind, stays last). */
 static const rf_format *const formats[] = {
+    &rf_tar_format,
+    &rf_mds_format,
+    &rf_mds_zstd_format,
     &rf_format_rfs,
 };
 
@@ -65,7 +71,7 @@ const rf_format *rf_format_by_name(const char *name)
 
 const char *rf_format_patterns(void)
 {
-	return ".rfs";
+	return ".rfs, .tar, .mds, .mds.zstd";
 }
 
 /* ------------------------------------------------- synchronous driver */
@@ -158,8 +164,9 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 	*index = NULL;
 	*priv = NULL;
 	if (!fmt && !(fmt = rf_format_for(path, true)))
-		return rf_fail(err, -EPROTONOSUPPORT, "shard %s: no format reads this name (the formats read %s)",
-		               path, rf_format_patterns());
+		return rf_fail(err, -EPROTONOSUPPORT,
+		               "shard %s: no format reads this name (the formats read %s)", path,
+		               rf_format_patterns());
 	uint64_t size = 0;
 	int fd = rf_open_regular(path, "shard", &size, err);
 	if (fd < 0)

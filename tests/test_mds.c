@@ -36,7 +36,8 @@ static void put32(buf *b, uint32_t v)
 	put(b, le, 4);
 }
 
-/* Sample i: arr = i..i+3, cls = i * 7, img = (i % 50) * 1000 + 1 bytes of i, label = i / 2, name. */
+/* Sample i: arr = i..i+3, cls = i * 7, img = (i % 50) * 1000 + 1 bytes of i, label = i / 2, name.
+ */
 static buf sample(uint32_t i)
 {
 	buf s = {0};

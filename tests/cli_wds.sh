@@ -32,3 +32,119 @@ if "$CLI" read --output tar --tar-field a.b "$T/rfs" >/dev/null 2>"$T/err"; then
 fi
 grep -q -- "--tar-field" "$T/err" || fail "--tar-field error unclear"
 echo "ok: --output tar of .rfs records (POSITION.bin, --tar-field)"
+
+# ---------------------------------------------------------------- WebDataset
+# A dataset written with Python's tarfile as webdataset users write one:
+# several fields per sample, a sample missing a field, names needing GNU and
+# PAX long-name headers, __meta__ members, an empty member, an uppercase
+# extension (fields are lowercased), directories and dot-files (skipped).
+mkdir -p "$T/wds"
+"$PY" - "$T/wds" <<'PYEOF'
+import io, json, os, random, sys, tarfile
+rng = random.Random(7)
+out = sys.argv[1]
+expect = []
+def add(t, name, data):
+    ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 0
+    t.addfile(ti, io.BytesIO(data))
+for s, fmt in enumerate([tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT]):
+    with tarfile.open(f"{out}/shard-{s:03d}.tar", "w", format=fmt) as t:
+        add(t, "__meta__", b"shard metadata")
+        d = tarfile.TarInfo("train"); d.type = tarfile.DIRTYPE; t.addfile(d)
+        for i in range(40):
+            key = f"train/{s:03d}{i:05d}"
+            if i == 3 and fmt != tarfile.USTAR_FORMAT:
+                key = "train/" + "long" * 40 + f"{s}{i}"  # > 100 bytes: L or PAX
+            fields = {"jpg": rng.randbytes(rng.randint(1000, 90000)),
+                      "cls": str(i % 10).encode(),
+                      "json": json.dumps({"i": i, "s": s}).encode()}
+            if i % 7 == 5:
+                del fields["cls"]          # a sample missing a field
+            if i == 11:
+                fields["json"] = b""       # one empty member, present
+            for ext, data in fields.items():
+                add(t, f"{key}.{'JPG' if ext == 'jpg' and i == 9 else ext}", data)
+            if i == 20:
+                add(t, "train/.DS_Store", b"x")
+            expect.append((key, fields))
+json.dump([[k, {e: v.hex() for e, v in f.items()}] for k, f in expect], open(f"{out}/../expect.json", "w"))
+PYEOF
+# the samples back, one by one, in shard order: keys, fields, bytes; absent
+# cls stays absent; --output tar round-trips names and bytes
+"$CLI" read --no-shuffle --output tar --batch 7 "$T/wds" >"$T/wds-out.tar"
+"$PY" - "$T/wds-out.tar" "$T/expect.json" <<'PYEOF' || fail "--no-shuffle --output tar of the WebDataset"
+import json, sys, tarfile
+want = json.load(open(sys.argv[2]))
+got = []
+with tarfile.open(sys.argv[1]) as t:
+    for m in t:
+        key, _, ext = m.name.rpartition(".")
+        data = t.extractfile(m).read()
+        if got and got[-1][0] == key:
+            assert ext not in got[-1][1], m.name
+            got[-1][1][ext] = data.hex()
+        else:
+            got.append([key, {ext: data.hex()}])
+assert len(got) == len(want) == 120, (len(got), len(want))
+for (gk, gf), (wk, wf) in zip(got, want):
+    assert gk == wk, (gk, wk)
+    assert gf == wf, (gk, sorted(gf), sorted(wf))
+PYEOF
+echo "ok: a tarfile-written WebDataset reads back sample by sample (GNU/PAX/ustar, absent and empty fields)"
+
+digest() { "$CLI" read --digest "$@" | tail -1; }
+base=$(digest --seed 3 --batch 5 "$T/wds")
+for v in "--threads 1 --depth 1" "--threads 3 --depth 6" "--budget 24MiB --threads 2" "--request-size 64KiB"; do
+	# shellcheck disable=SC2086
+	[ "$(digest --seed 3 --batch 5 $v "$T/wds")" = "$base" ] || fail "shuffled digest differs with $v"
+done
+[ "$(digest --seed 4 --batch 5 "$T/wds")" != "$base" ] || fail "another seed gives the same order"
+echo "ok: shuffled samples in one order for any threads, depth, budget, request size"
+
+# resume after every batch: the rest equals the uninterrupted run
+"$CLI" read --seed 3 --batch 9 --output tar "$T/wds" | tar tf - >"$T/full.names"
+batches=$(( (120 + 8) / 9 ))
+for k in $(seq 1 $((batches - 1))); do
+	"$CLI" read --seed 3 --batch 9 --output tar --stop-after "$k" --save-state "$T/st" "$T/wds" |
+		tar tf - >"$T/head.names"
+	"$CLI" read --seed 3 --batch 9 --output tar --resume "$T/st" "$T/wds" | tar tf - >"$T/tail.names"
+	cat "$T/head.names" "$T/tail.names" | cmp -s - "$T/full.names" || fail "resume after batch $k differs"
+done
+echo "ok: resume after each of $((batches - 1)) batches continues exactly"
+
+# ranks: equal counts, disjoint, together the whole (minus the tail drop)
+: >"$T/ranks.names"
+for r in 0 1 2; do
+	"$CLI" read --seed 3 --batch 4 --world 3 --rank "$r" --output tar "$T/wds" | tar tf - |
+		sed 's/\.[^.]*$//' | uniq >"$T/rank$r.keys"
+	[ "$(wc -l <"$T/rank$r.keys")" = 40 ] || fail "rank $r got $(wc -l <"$T/rank$r.keys") samples, not 40"
+	cat "$T/rank$r.keys" >>"$T/ranks.names"
+done
+[ "$(sort "$T/ranks.names" | uniq | wc -l)" = 120 ] || fail "ranks overlap or lose samples"
+echo "ok: 3 ranks take 40 samples each, disjoint"
+
+# hostile tars: clear errors naming the shard, member and byte
+mkdir -p "$T/bad"
+"$PY" - "$T/bad" <<'PYEOF'
+import io, sys, tarfile
+d = sys.argv[1]
+def tar(name, members):
+    with tarfile.open(f"{d}/{name}", "w", format=tarfile.GNU_FORMAT) as t:
+        for n, b in members:
+            ti = tarfile.TarInfo(n); ti.size = len(b); t.addfile(ti, io.BytesIO(b))
+tar("dup.tar", [("a.jpg", b"1"), ("a.JPG", b"2")])
+tar("sum.tar", [("a.jpg", b"1"), ("b.jpg", b"2")])
+b = bytearray(open(f"{d}/sum.tar", "rb").read()); b[1024 + 5] ^= 1
+open(f"{d}/sum.tar", "wb").write(b)
+tar("cut.tar", [("a.jpg", b"x" * 5000)])
+b = open(f"{d}/cut.tar", "rb").read()[:2048]
+open(f"{d}/cut.tar", "wb").write(b)
+PYEOF
+expect_fail() {
+	if "$CLI" read --digest "$1" >/dev/null 2>"$T/err"; then fail "$1 was read"; fi
+	for w in "${@:2}"; do grep -q -- "$w" "$T/err" || { cat "$T/err" >&2; fail "$1: error lacks '$w'"; }; done
+}
+expect_fail "$T/bad/dup.tar" "dup.tar" "member 'a.JPG' at byte 1024 repeats field 'jpg' of sample 'a'"
+expect_fail "$T/bad/sum.tar" "sum.tar" "header at byte 1024" "checksum"
+expect_fail "$T/bad/cut.tar" "cut.tar" "member at byte 0" "runs past the end"
+echo "ok: hostile tars: repeated field, checksum, size past the end"

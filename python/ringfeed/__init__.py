@@ -17,11 +17,12 @@ ringfeed.torch has the PyTorch IterableDataset.
 """
 
 from ._lib import Error, LibraryNotFound, config_keys
-from ._loader import STATE_VERSION, Batch, Loader
+from ._loader import STATE_VERSION, Batch, Field, Loader
 from ._writer import write_manifest, write_shard
 
 __all__ = [
     "Batch",
+    "Field",
     "Error",
     "LibraryNotFound",
     "Loader",

@@ -71,6 +71,16 @@ class rf_error(ctypes.Structure):
         return self.msg.decode("utf-8", "replace")
 
 
+class rf_batch_field(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("payload", ctypes.c_void_p),
+        ("payload_bytes", ctypes.c_uint64),
+        ("offsets", ctypes.c_void_p),
+        ("present", ctypes.c_void_p),
+    ]
+
+
 class rf_batch(ctypes.Structure):
     _fields_ = [
         ("records", ctypes.c_uint32),
@@ -82,6 +92,11 @@ class rf_batch(ctypes.Structure):
         ("epoch", ctypes.c_uint64),
         ("index", ctypes.c_uint64),
         ("first_record", ctypes.c_uint64),
+        # multi-field samples (the struct only grows at its end)
+        ("fields", ctypes.c_uint32),
+        ("field", ctypes.POINTER(rf_batch_field)),
+        ("keys", ctypes.c_void_p),
+        ("key_offsets", ctypes.c_void_p),
     ]
 
 

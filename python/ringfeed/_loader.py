@@ -13,6 +13,7 @@ batch is out. See Batch for the release contract.
 
 import ctypes
 import errno
+import io
 import json
 import os
 import threading
@@ -118,12 +119,87 @@ class _View:
             b._give_back()
 
 
+class _ViewFile(io.RawIOBase):
+    """A read-only, seekable file over a memoryview: a decoder (PIL's
+    Image.open) reads the batch's bytes where they are, no copy made first."""
+
+    def __init__(self, view):
+        super().__init__()
+        self._v = view
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._v)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b):
+        n = max(0, min(len(b), len(self._v) - self._pos))
+        b[:n] = self._v[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+
+class Field(tuple):
+    """One field of a batch of multi-field samples (WebDataset tar, MDS):
+    unpacks as (payload, offsets), read-only numpy views of engine memory;
+    sample i's field is payload[offsets[i]:offsets[i+1]] when present[i] is
+    1. A sample without the field has present[i] == 0 (absent, not empty)."""
+
+    __slots__ = ()
+
+    def __new__(cls, name, payload, offsets, present):
+        return super().__new__(cls, (payload, offsets, present, name))
+
+    def __iter__(self):
+        return iter(tuple.__getitem__(self, slice(0, 2)))
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return tuple.__getitem__(self, slice(0, 2))[i]
+
+    payload = property(lambda self: tuple.__getitem__(self, 0))
+    offsets = property(lambda self: tuple.__getitem__(self, 1))
+    present = property(lambda self: tuple.__getitem__(self, 2))
+    name = property(lambda self: tuple.__getitem__(self, 3))
+
+    def view(self, i):
+        """Sample i's bytes as a memoryview (no copy), or None when absent."""
+        if not self.present[i]:
+            return None
+        return memoryview(self.payload[self.offsets[i] : self.offsets[i + 1]])
+
+    def file(self, i):
+        """Sample i's bytes as a read-only binary file (for PIL's
+        Image.open, soundfile, ...), reading the batch's memory in place;
+        None when absent."""
+        v = self.view(i)
+        return None if v is None else io.BufferedReader(_ViewFile(v))
+
+    def __repr__(self):
+        return f"<ringfeed.Field {self.name!r} {int(self.present.sum())}/{len(self.present)} present>"
+
+
 class Batch:
     """One collated batch, viewing engine memory without a copy.
 
     Ragged batches: record i is payload[offsets[i]:offsets[i+1]].
     Padded batches (pad_to=N): `rows` is a [records, N] uint8 array, record i
     is rows[i, :lengths[i]] (zero-filled after it).
+    Multi-field samples (.tar, MDS): batch["jpg"] is a Field, unpacking as
+    (payload, offsets) views; batch.keys the samples' keys (str);
+    batch.field_names the fields every batch of the loader has.
 
     Release contract:
       * The batch's memory goes back to the loader's byte budget when you call
@@ -153,6 +229,17 @@ class Batch:
         self._payload = b.payload
         self._offsets = b.offsets
         self._lengths = b.lengths
+        self._fields = {}
+        for f in range(int(b.fields)):
+            fd = b.field[f]
+            self._fields[fd.name.decode("utf-8", "surrogateescape")] = (
+                fd.payload,
+                int(fd.payload_bytes),
+                fd.offsets,
+                fd.present,
+            )
+        self._keys = b.keys
+        self._key_offsets = b.key_offsets if b.fields else None
 
     # -- release -------------------------------------------------------
     def release(self):
@@ -237,6 +324,42 @@ class Batch:
 
     def __len__(self):
         return self.records
+
+    # -- multi-field samples ------------------------------------------
+    @property
+    def field_names(self):
+        """The fields of the batch's samples ([] for single-field records)."""
+        return list(self._fields)
+
+    def __getitem__(self, name):
+        """Field `name` as a Field: (payload, offsets) views, .present."""
+        return self.field(name)
+
+    def field(self, name, writable=False):
+        """batch[name], with writable views when asked (as for tensors)."""
+        self._check()
+        if name not in self._fields:
+            raise KeyError(name)
+        payload, nbytes, offsets, present = self._fields[name]
+        return Field(
+            name,
+            self._array(payload, nbytes, "|u1", writable),
+            self._array(offsets, self.records + 1, "<i8", writable),
+            self._array(present, self.records, "|u1", writable),
+        )
+
+    def __contains__(self, name):
+        return name in self._fields
+
+    @property
+    def keys(self):
+        """The samples' keys as str (a copy; [] for single-field records)."""
+        self._check()
+        if self._key_offsets is None:
+            return []
+        off = self._array(self._key_offsets, self.records + 1, "<i8").tolist()
+        raw = self._array(self._keys, off[-1], "|u1").tobytes() if off[-1] else b""
+        return [raw[off[i] : off[i + 1]].decode("utf-8", "surrogateescape") for i in range(self.records)]
 
     def record(self, i):
         """Record i as bytes (a copy)."""

@@ -152,9 +152,25 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._loader = Loader(self.urls, resume=resume, **opts)
         return self._loader
 
+    def _fields_item(self, batch):
+        """Multi-field samples: {"__key__": [str], FIELD: (payload, offsets,
+        present) tensors} per field of the dataset."""
+        out = {"__key__": batch.keys}
+        for name in batch.field_names:
+            f = batch.field(name, writable=True)
+            out[name] = (
+                torch.from_numpy(f.payload),
+                torch.from_numpy(f.offsets),
+                torch.from_numpy(f.present.astype("bool")),
+            )
+        batch.release()
+        return out
+
     def _item(self, batch):
         """The batch's tensors; releases the batch, so from here on only the
         tensors keep its memory out of the budget."""
+        if batch.field_names:
+            return self._fields_item(batch)
         if batch.row_bytes:
             rows = torch.from_numpy(batch.payload_array(writable=True))
             rows = rows[: batch.records * batch.row_bytes].view(batch.records, batch.row_bytes)

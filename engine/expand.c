@@ -136,9 +136,100 @@ static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 	return rc;
 }
 
+/* ------------------------------------ dataset indexes (MDS index.json) */
+
+#define RF_DATASET_INDEX_BYTES_MAX (64ull << 20)
+
+static char *rf_remote_entry_url(const char *murl, const char *entry);
+
+/* The format whose dataset index has the last component of name, or NULL. */
+static const rf_format *rf_index_format(const char *name)
+{
+	size_t end = strcspn(name, "?#"), start = end;
+	while (start > 0 && name[start - 1] != '/')
+		start--;
+	uint32_t n;
+	const rf_format *const *f = rf_formats(&n);
+	for (uint32_t i = 0; i < n; i++)
+		if (f[i]->expand && f[i]->expand_name && strlen(f[i]->expand_name) == end - start &&
+		    !memcmp(name + start, f[i]->expand_name, end - start))
+			return f[i];
+	return NULL;
+}
+
+typedef struct rf_index_ctx {
+	rf_shard_list *l;
+	const char *index; /* the index's path or URL: its entries are its siblings */
+	bool remote;
+} rf_index_ctx;
+
+static int rf_index_add(void *ctx, const char *basename, uint64_t size, rf_error *err)
+{
+	rf_index_ctx *c = ctx;
+	char *u = NULL;
+	if (c->remote) {
+		u = rf_remote_entry_url(c->index, basename);
+	} else {
+		const char *slash = strrchr(c->index, '/');
+		char *dir = slash ? strndup(c->index, (size_t)(slash - c->index) + 1) : strdup(".");
+		u = dir ? rf_manifest_join(dir, basename) : NULL;
+		free(dir);
+	}
+	int rc = u ? rf_list_push(c->l, u, size, err)
+	           : rf_fail(err, -ENOMEM, "out of memory for the shard list");
+	free(u);
+	return rc;
+}
+
+static int rf_read_small_file(const char *path, char **buf, size_t *len, rf_error *err)
+{
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "", &size, err);
+	if (fd < 0)
+		return fd;
+	if (size > RF_DATASET_INDEX_BYTES_MAX || !(*buf = malloc(size ? size : 1))) {
+		close(fd);
+		return rf_fail(err, -EFBIG, "%s: %llu bytes, more than an index may be (%llu)",
+		               path, (unsigned long long)size,
+		               (unsigned long long)RF_DATASET_INDEX_BYTES_MAX);
+	}
+	ssize_t n = 0;
+	for (*len = 0; *len < size && (n = read(fd, *buf + *len, size - *len)) > 0;)
+		*len += (size_t)n;
+	close(fd);
+	if (n < 0) {
+		free(*buf);
+		return rf_fail(err, -errno, "%s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+/* A dataset index (a path, or a URL fetched whole): its format lists the
+ * shards, each resolved beside the index. */
+static int rf_expand_index(rf_shard_list *l, const rf_format *fmt, const rf_config *cfg,
+                           const char *where, bool remote, rf_error *err)
+{
+	char shown[RF_URL_BYTES_MAX];
+	rf_url_redact(where, shown, sizeof(shown));
+	char *buf = NULL;
+	size_t len = 0;
+	if (remote) {
+		rf_fetch_options fo;
+		rf_config_fetch_options(cfg, &fo);
+		RF_TRY(rf_remote_get(&fo, where, RF_DATASET_INDEX_BYTES_MAX, &buf, &len, err));
+	} else {
+		RF_TRY(rf_read_small_file(where, &buf, &len, err));
+	}
+	rf_index_ctx c = {.l = l, .index = where, .remote = remote};
+	int rc = fmt->expand((const uint8_t *)buf, len, shown, rf_index_add, &c, err);
+	free(buf);
+	return rc;
+}
+
 /* A directory that holds a manifest (RF_DIR_MANIFEST, what pack writes) is
- * that manifest: shards left from another pack are not read with it. */
-static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
+ * that manifest: shards left from another pack are not read with it. One
+ * that holds a format's dataset index (index.json) is that index. */
+static int rf_expand_dir(rf_shard_list *l, const rf_config *cfg, const char *dir, rf_error *err)
 {
 	char *m = rf_manifest_join(dir, RF_DIR_MANIFEST);
 	if (!m)
@@ -147,13 +238,32 @@ static int rf_expand_dir(rf_shard_list *l, const char *dir, rf_error *err)
 	int has = lstat(m, &st) == 0;
 	int rc = has ? rf_expand_manifest(l, m, err) : 0;
 	free(m);
-	return has ? rc : rf_expand_dir_shards(l, dir, err);
+	if (has)
+		return rc;
+	uint32_t n;
+	const rf_format *const *f = rf_formats(&n);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!f[i]->expand || !f[i]->expand_name)
+			continue;
+		char *ix = rf_manifest_join(dir, f[i]->expand_name);
+		if (!ix)
+			return rf_fail(err, -ENOMEM, "out of memory");
+		has = stat(ix, &st) == 0 && S_ISREG(st.st_mode);
+		rc = has ? rf_expand_index(l, f[i], cfg, ix, false, err) : 0;
+		free(ix);
+		if (has)
+			return rc;
+	}
+	return rf_expand_dir_shards(l, dir, err);
 }
 
 /* A local file: a manifest when it starts with the magic line, else a shard
  * (a name ending in .rfm without the line is an error, not a shard). */
-static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
+static int rf_expand_file(rf_shard_list *l, const rf_config *cfg, const char *path, rf_error *err)
 {
+	const rf_format *ixf = rf_index_format(path);
+	if (ixf)
+		return rf_expand_index(l, ixf, cfg, path, false, err);
 	char head[64] = {0};
 	uint64_t size = 0;
 	int fd = rf_open_regular(path, "", &size, err);
@@ -290,6 +400,9 @@ static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *
 	snprintf(path, sizeof(path), "%.*s", (int)(end - url), url);
 	if (rf_ends_with(path, ".rfm"))
 		return rf_expand_remote_manifest(l, &fo, url, err);
+	const rf_format *ixf = rf_index_format(path);
+	if (ixf)
+		return rf_expand_index(l, ixf, cfg, url, true, err);
 	if (rf_is_bucket_url(url) && !rf_format_is_shard_name(path))
 		return rf_expand_bucket_name(l, cfg, &fo, url, err);
 	return rf_list_push(l, url, UINT64_MAX, err);
@@ -306,11 +419,11 @@ static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url
 	if (stat(path, &st) < 0)
 		return rf_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return rf_expand_dir(l, path, err);
+		return rf_expand_dir(l, cfg, path, err);
 	if (!S_ISREG(st.st_mode))
 		return rf_fail(err, -EINVAL, "%s: not a file, directory or manifest (it is %s)",
 		               path, rf_file_kind(st.st_mode));
-	return rf_expand_file(l, path, err);
+	return rf_expand_file(l, cfg, path, err);
 }
 
 int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err)

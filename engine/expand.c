@@ -1,5 +1,7 @@
 /* expand.c - turns the configured URLs into the shard list: local files,
- * directories (their manifest.rfm, else the files a format claims, sorted), manifests (their
+ * directories (their manifest.rfm, else a format's dataset index such as MDS's
+ * index.json, else the files a format claims, sorted), dataset indexes (local or
+ * fetched whole: their format lists the shards beside them), manifests (their
  * entries, with sizes the file source checks), remote manifests (fetched, entries resolved against
  * their URL) and remote URLs (kept as they are, or listed when an s3:// name without a trailing '/'
  * is no object but a prefix). */

@@ -670,6 +670,7 @@ static int zstd_open_step(rf_fmt_open *o, rf_error *err)
 	if (!z) { /* the first step: the frame header alone */
 		if (!(z = o->state = calloc(1, sizeof(*z))))
 			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		o->held_bytes = sizeof(*z);
 		RF_TRY(zstd_frame(o, z, err));
 		z->need = RF_MIN(z->raw, RF_MDS_STEP_BYTES);
 		return zstd_want(o, z, o->got_len, z->need);

@@ -470,6 +470,7 @@ static int want_from(rf_fmt_open *o, tar_scan *s)
 	/* parsing allocates at most: the tables doubling once past their size
 	 * now, plus a name and a key per header in the range */
 	uint64_t headers = len / RF_TAR_BLOCK + 1;
+	o->held_bytes = sizeof(*s) + scan_bytes(s); /* the scan's tables, kept between steps */
 	o->want = (rf_fmt_want){
 	    .object = NULL,
 	    .offset = s->pos,
@@ -662,17 +663,22 @@ static void tar_open_abort(rf_fmt_open *o)
 static int tar_open_step(rf_fmt_open *o, rf_error *err)
 {
 	tar_scan *s = o->state;
-	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
-			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
-		s->member_start = UINT64_MAX;
-		o->state = s;
+	if (!o->got) { /* the first step: nothing allocated before a bound is declared */
 		if (o->size == 0) {
 			o->final = true;
 			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a tar",
 			               o->name);
 		}
-		return want_from(o, s);
+		tar_scan first = {0};
+		int rc = want_from(o, &first);
+		o->held_bytes = 0;
+		return rc;
+	}
+	if (!s) {
+		if (!(s = calloc(1, sizeof(*s))))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		s->member_start = UINT64_MAX;
+		o->state = s;
 	}
 	if (!o->got || o->got_offset != o->want.offset || o->got_len != o->want.len)
 		return rf_fail(err, -EIO,

@@ -90,7 +90,11 @@ static int open_buf(const rf_format *f, const char *url, const uint8_t *p, size_
 {
 	rf_fmt_open o = {.url = url, .name = url, .size = len, .local = local};
 	for (int steps = 0; steps < 64; steps++) {
+		uint64_t may_hold = o.held_bytes + (o.got ? o.want.parse_bound : 0);
 		int rc = f->open_step(&o, err);
+		/* the engine's rule: a step holds at most what it held plus its bound */
+		if (rc >= 0)
+			assert_true(o.held_bytes <= may_hold);
 		if (rc == RF_FMT_NEED) {
 			assert_true(o.want.object == NULL);
 			assert_true(o.want.offset + o.want.len <= len);

@@ -96,7 +96,11 @@ static int open_buf(const uint8_t *buf, size_t len, bool local, rf_shard_index *
 	rf_fmt_open o = {.url = "t.tar", .name = "t.tar", .size = len, .local = local};
 	*steps = 0;
 	for (;;) {
+		uint64_t may_hold = o.held_bytes + (o.got ? o.want.parse_bound : 0);
 		int rc = rf_tar_format.open_step(&o, err);
+		/* the engine's rule: a step holds at most what it held plus its bound */
+		if (rc >= 0)
+			assert_true(o.held_bytes <= may_hold);
 		if (rc == RF_FMT_NEED) {
 			assert_true(o.want.offset + o.want.len <= len);
 			assert_true(o.want.parse_bound > 0);

@@ -399,11 +399,11 @@ static void index_sums(rf_shard_index *ix, uint32_t largest_record)
 static uint32_t plain_units(const mds_header *h, rf_block_info *out)
 {
 	uint32_t units = 0;
-	rf_block_info *b = NULL;
+	rf_block_info *b = NULL, counting; /* out NULL: count the units only */
 	for (uint32_t i = 0; i < h->n; i++) {
 		uint64_t end = h->offs[i + 1];
 		if (!b || end - b->offset > RF_BLOCK_DECODED_MAX) {
-			b = out ? &out[units] : &(rf_block_info){0};
+			b = out ? &out[units] : &counting;
 			*b = (rf_block_info){.offset = h->offs[i], .first_record = i};
 			units++;
 		}

@@ -562,8 +562,11 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	uint64_t t0 = rf_now_ns();
 	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	rf_unit_records recs = {0};
+	/* a multi-field unit's slab ends in its rf_unit_fields: not the format's */
+	uint64_t dst_cap =
+	    sh->fmt->field_names ? rf_unit_fields_at(sh, &ix->block[u->block]) : u->slab_bytes;
 	int rc = slab ? sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
-	                                u->src_len, slab, u->slab_bytes, &recs, sh->name, &err)
+	                                u->src_len, slab, dst_cap, &recs, sh->name, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                        sh->name, u->block);
 	bool index_lies = false; /* the frame passed its checksum: re-reading cannot help */
@@ -596,10 +599,16 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		u->slab = slab;
 		u->base = recs.base;
 		u->ends = recs.ends;
-		u->fields = recs.fields;
-		u->field_first = recs.field_first;
-		u->keys = recs.keys;
-		u->key_first = recs.key_first;
+		if (sh->fmt
+		        ->field_names) { /* the slab has room for them after the format's bytes */
+			rf_unit_fields *uf =
+			    (rf_unit_fields *)(slab + rf_unit_fields_at(sh, &ix->block[u->block]));
+			*uf = (rf_unit_fields){.fields = recs.fields,
+			                       .field_first = recs.field_first,
+			                       .key_first = recs.key_first,
+			                       .keys = recs.keys};
+			u->uf = uf;
+		}
 		u->state = RF_U_DECODED;
 		e->st_decoded_bytes += ix->block[u->block].decoded_bytes;
 		e->st_blocks++;

@@ -78,10 +78,9 @@ typedef struct rf_unit_slot {
 	const uint8_t *base; /* decoded: the records' bytes (the slab, or the read's
 	                      * buffer for an in_place format: read kept until release) */
 	const uint32_t *ends;
-	/* multi-field records (rf_unit_records; NULL for single-field formats) */
-	const rf_rec_field *fields;
-	const uint32_t *field_first, *key_first;
-	const char *keys;
+	/* multi-field records: their fields and keys (kept at the slab's end;
+	 * NULL for single-field formats) */
+	const rf_unit_fields *uf;
 	int err_code;
 	char *err_msg;
 } rf_unit_slot;
@@ -342,14 +341,27 @@ void rf_open_slots_free(rf_engine *e);
 /* The decoded slab a unit needs: its decoded bytes, or, for a format whose
  * units are stored as they decode (in_place), only the record table: the
  * read's buffer holds the bytes, reserved once (RF_MEM_FETCH). */
-static inline uint64_t rf_unit_slab_bytes(const rf_shard *s, const rf_block_info *bi)
+static inline uint64_t rf_unit_dst_bytes(const rf_shard *s, const rf_block_info *bi)
 {
 	if (!s->fmt->in_place)
-		return rf_pool_class_bytes(bi->decoded_bytes);
+		return bi->decoded_bytes;
 	if (s->fmt->table_bytes) /* a table with fields and keys (MDS) */
-		return rf_pool_class_bytes(
-		    s->fmt->table_bytes(s->index, s->fmt_priv, (uint32_t)(bi - s->index->block)));
-	return rf_pool_class_bytes(rf_fmt_table_bytes(bi->records));
+		return s->fmt->table_bytes(s->index, s->fmt_priv, (uint32_t)(bi - s->index->block));
+	return rf_fmt_table_bytes(bi->records);
+}
+
+/* Where a multi-field unit's rf_unit_fields lies in its slab: after what
+ * the format writes (8-aligned). */
+static inline uint64_t rf_unit_fields_at(const rf_shard *s, const rf_block_info *bi)
+{
+	return (rf_unit_dst_bytes(s, bi) + 7) & ~7ull;
+}
+
+static inline uint64_t rf_unit_slab_bytes(const rf_shard *s, const rf_block_info *bi)
+{
+	if (s->fmt->field_names)
+		return rf_pool_class_bytes(rf_unit_fields_at(s, bi) + sizeof(rf_unit_fields));
+	return rf_pool_class_bytes(rf_unit_dst_bytes(s, bi));
 }
 
 static inline bool rf_shard_is_local(const rf_shard *s)

@@ -184,11 +184,12 @@ int rf_fields_check(const rf_fields *f, uint32_t shard, const rf_unit_records *r
 
 void rf_fields_ref(const rf_unit_slot *u, uint32_t r, rf_rec_ref *ref)
 {
+	const rf_unit_fields *f = u->uf;
 	ref->base = u->base;
-	ref->fields = u->fields + u->field_first[r];
-	ref->nfields = u->field_first[r + 1] - u->field_first[r];
-	ref->key = u->keys + u->key_first[r];
-	ref->key_len = u->key_first[r + 1] - u->key_first[r];
+	ref->fields = f->fields + f->field_first[r];
+	ref->nfields = f->field_first[r + 1] - f->field_first[r];
+	ref->key = f->keys + f->key_first[r];
+	ref->key_len = f->key_first[r + 1] - f->key_first[r];
 	ref->shard = u->shard;
 }
 

@@ -12,6 +12,13 @@
 #define RF_FIELDS_MAX     1024 /* field names in a dataset */
 #define RF_FIELDS_KEY_MAX 80   /* a key's bytes beyond its record's (MDS: SHARD/N) */
 
+/* A decoded unit's fields and keys (rf_unit_records' multi-field part). */
+typedef struct rf_unit_fields {
+	const rf_rec_field *fields;
+	const uint32_t *field_first, *key_first;
+	const char *keys;
+} rf_unit_fields;
+
 typedef struct rf_fields {
 	uint32_t n;     /* the dataset's field names (0: single-field records) */
 	char **names;   /* n, in the order the shards' layouts met them */

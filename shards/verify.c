@@ -5,6 +5,7 @@
  * manifest says of the shard. A damaged block is reported and the walk goes
  * on, so one run names every damaged block (up to a bound). */
 #include "verify.h"
+#include "format.h"
 #include "rfs.h"
 
 #include <stdio.h>
@@ -130,6 +131,9 @@ static void check_listed(verify_run *v, const rf_shard_index *ix)
 
 int rf_verify_run(const rf_verify_walk *w, rf_error *err)
 {
+	const rf_format *f = rf_format_for(w->name, true);
+	if (f && f != rf_format_by_name("rfs"))
+		return rf_format_verify_run(f, w, err);
 	verify_run v = {.w = w};
 	rf_shard_index *ix = NULL;
 	rf_error e = {0};

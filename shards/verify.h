@@ -32,5 +32,10 @@ typedef struct rf_verify_walk {
  * when sound, RF_E_CORRUPT when not (err: the first problem), or another
  * negative errno when reading failed (err says why). */
 int rf_verify_run(const rf_verify_walk *w, rf_error *err);
+/* The same walk for a shard of another format behind the seam (tar, MDS):
+ * its open, then every unit decoded (format_verify.c); rf_verify_run hands
+ * such a shard (by name, the registry's claim) to it. */
+struct rf_format;
+int rf_format_verify_run(const struct rf_format *f, const rf_verify_walk *w, rf_error *err);
 
 #endif

@@ -151,3 +151,20 @@ PYEOF
 if "$CLI" read --digest "$T/bad2" >/dev/null 2>"$T/err"; then fail "lying offsets were read"; fi
 grep -q "shard.00000.mds" "$T/err" && grep -q "offset table at byte" "$T/err" || { cat "$T/err"; fail "offset error unclear"; }
 echo "ok: hostile index.json and offsets named"
+
+# verify: the sound dataset is sound; a sample whose column size runs past it
+# is named (a check only a full decode makes)
+"$CLI" verify "$T/mds" >"$T/verify.out" 2>&1 || { cat "$T/verify.out"; fail "verify of the MDS dataset failed"; }
+grep -q "verify: 2 shards, 0 damaged" "$T/verify.out" || { cat "$T/verify.out"; fail "verify summary"; }
+cp -r "$T/mds" "$T/bad3"
+"$PY" - "$T/bad3/shard.00000.mds" <<'PYEOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+first = struct.unpack_from("<I", b, 4 + 4 * 5)[0]   # sample 5's first byte: its img size
+struct.pack_into("<I", b, first, 1 << 30)
+open(sys.argv[1], "wb").write(b)
+PYEOF
+if "$CLI" verify "$T/bad3" >"$T/verify.out" 2>&1; then fail "verify passed a lying column size"; fi
+grep -q "DAMAGED $T/bad3/shard.00000.mds" "$T/verify.out" && grep -q "column 'img'" "$T/verify.out" ||
+	{ cat "$T/verify.out"; fail "verify of a lying column size unclear"; }
+echo "ok: verify checks MDS offsets and column sizes"

@@ -148,3 +148,11 @@ expect_fail "$T/bad/dup.tar" "dup.tar" "member 'a.JPG' at byte 1024 repeats fiel
 expect_fail "$T/bad/sum.tar" "sum.tar" "header at byte 1024" "checksum"
 expect_fail "$T/bad/cut.tar" "cut.tar" "member at byte 0" "runs past the end"
 echo "ok: hostile tars: repeated field, checksum, size past the end"
+
+# verify: a sound WebDataset is sound; a damaged tar is named with its problem
+"$CLI" verify "$T/wds" >"$T/verify.out" 2>&1 || { cat "$T/verify.out"; fail "verify of the WebDataset failed"; }
+grep -q "verify: 3 shards, 0 damaged" "$T/verify.out" || { cat "$T/verify.out"; fail "verify summary"; }
+if "$CLI" verify "$T/bad/sum.tar" >"$T/verify.out" 2>&1; then fail "verify passed a damaged tar"; fi
+grep -q "DAMAGED $T/bad/sum.tar" "$T/verify.out" && grep -q "header at byte 1024" "$T/verify.out" ||
+	{ cat "$T/verify.out"; fail "verify of a damaged tar unclear"; }
+echo "ok: verify checks tar shards (header checksums, sizes) through the format"

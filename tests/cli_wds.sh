@@ -156,3 +156,15 @@ if "$CLI" verify "$T/bad/sum.tar" >"$T/verify.out" 2>&1; then fail "verify passe
 grep -q "DAMAGED $T/bad/sum.tar" "$T/verify.out" && grep -q "header at byte 1024" "$T/verify.out" ||
 	{ cat "$T/verify.out"; fail "verify of a damaged tar unclear"; }
 echo "ok: verify checks tar shards (header checksums, sizes) through the format"
+
+# inspect: samples, and per field the samples that have it
+"$CLI" inspect "$T/wds/shard-000.tar" >"$T/inspect.out" || fail "inspect of a tar shard failed"
+grep -q "^samples           40$" "$T/inspect.out" && grep -q "^field cls         35 present (5 absent)" "$T/inspect.out" ||
+	{ cat "$T/inspect.out"; fail "inspect of a tar shard: counts"; }
+"$CLI" inspect --json "$T/wds/shard-001.tar" | "$PY" -c '
+import json, sys
+o = json.load(sys.stdin)
+f = {x["name"]: x for x in o["fields"]}
+assert o["samples"] == 40 and f["jpg"]["present"] == 40 and f["json"]["present"] == 40, o
+assert f["cls"]["present"] == 35 and f["cls"]["largest_bytes"] == 1, o' || fail "inspect --json of a tar shard"
+echo "ok: inspect counts samples and fields of a tar shard"

@@ -2,6 +2,7 @@
  * its footer and index (reads nothing else). */
 #include "commands.h"
 #include "flags.h"
+#include "inspect_samples.h"
 #include "packer.h"
 #include "ringfeed.h"
 
@@ -17,6 +18,9 @@ static const char inspect_usage[] =
     "keys shard, file_bytes, records, blocks, compressed_bytes, decoded_bytes,\n"
     "payload_bytes, ratio, largest_block_compressed_bytes, largest_block_decoded_bytes,\n"
     "largest_record_bytes, metadata.\n"
+    "A WebDataset .tar or MDS .mds / .mds.zstd shard is read whole (it holds no index of\n"
+    "its fields): its layout, samples, and per field the samples that have it, its bytes\n"
+    "and its largest value (--json: shard, file_bytes, samples, layout, fields[]).\n"
     "SHARD is a local file (`--` ends the options); for URLs use `ringfeed verify`.\n";
 
 static void print_json(const char *path, const rf_shard_index *ix, uint64_t payload, double ratio)
@@ -114,6 +118,8 @@ int cmd_inspect(int argc, char **argv)
 		        RF_MANIFEST_MAGIC);
 		return 1;
 	}
+	if (rf_inspect_is_samples(path)) /* no index of its fields: read through a loader */
+		return rf_inspect_samples(path, json);
 	if (rf_index_read_file(path, &ix, &err) < 0) {
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);
 		return 1;

@@ -443,7 +443,8 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	e->open_inflight++;
 	s->fmt = rf_format_for(s->url, true);
 	if (!s->fmt) {
-		rf_fail(&err, -EPROTONOSUPPORT, "shard %s: no format reads this name (the formats read %s)", s->name,
+		rf_fail(&err, -EPROTONOSUPPORT,
+		        "shard %s: no format reads this name (the formats read %s)", s->name,
 		        rf_format_patterns());
 		rf_open_finish(s, err.code, err.msg);
 		return;

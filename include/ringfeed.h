@@ -125,6 +125,16 @@ void rf_index_free(rf_shard_index *index);
 /* Read footer + index of a local file (pread). */
 int rf_index_read_file(const char *path, rf_shard_index **out, rf_error *err);
 
+/* A shard of any format the library reads (.rfs, ...: see docs/format.md),
+ * opened from a local file the way the loader opens it: its read units
+ * (index->block[]) and figures. */
+typedef struct rf_layout rf_layout;
+int rf_layout_open(const char *path, rf_layout **out, rf_error *err);
+const rf_shard_index *rf_layout_index(const rf_layout *l);
+const char *rf_layout_format(const rf_layout *l);     /* "rfs" */
+uint64_t rf_layout_payload_bytes(const rf_layout *l); /* the records' bytes */
+void rf_layout_free(rf_layout *l);
+
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;
 rf_decoder *rf_decoder_new(void);

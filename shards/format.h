@@ -158,6 +158,9 @@ typedef struct rf_format {
 	int (*decode)(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
 	              const void *src, size_t src_len, void *dst, size_t dst_cap,
 	              rf_unit_records *out, const char *name, rf_error *err);
+	/* The records' payload bytes of a layout (what `inspect` reports);
+	 * NULL: its decoded bytes. */
+	uint64_t (*payload_bytes)(const rf_shard_index *ix);
 	/* Units are stored as they decode (no compression): the engine keeps
 	 * the read's buffer as the records' bytes and reserves only the table,
 	 * never the unit's bytes twice. */
@@ -204,6 +207,18 @@ bool rf_format_is_shard_name(const char *name);
 const rf_format *rf_format_by_name(const char *name);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
+
+/* Reads [offset, +len) of the shard (object NULL) or of another object
+ * into buf; with object and len 0, only *size (that object's bytes). */
+typedef int (*rf_fmt_read_fn)(void *ctx, const char *object, uint64_t offset, uint64_t len,
+                              void *buf, uint64_t *size, rf_error *err);
+/* Drives fmt's open steps to DONE synchronously through read (o's inputs
+ * set by the caller): a want inside the last bytes read is served from
+ * them; a remote one (o->local false) with a min_len reads only that. No
+ * budget: for tools, the verifier and tests. Returns RF_FMT_DONE (o->index,
+ * o->priv set) or a negative errno. */
+int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
+                        rf_error *err);
 
 /* Opens a local file's layout synchronously (pread), driving open_step to
  * DONE: for tools (inspect, verify, the decode limit) and tests. fmt may

@@ -96,7 +96,7 @@ int cmd_inspect(int argc, char **argv)
 		        flag_shown(path, shown, sizeof(shown)));
 		return 2;
 	}
-	rf_shard_index *ix = NULL;
+	rf_layout *lay = NULL;
 	rf_error err = {0};
 	char head[64];
 	int n = rf_tool_read_head(path, head, sizeof(head), &err);
@@ -120,16 +120,17 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (rf_inspect_is_samples(path)) /* no index of its fields: read through a loader */
 		return rf_inspect_samples(path, json);
-	if (rf_index_read_file(path, &ix, &err) < 0) {
+	if (rf_layout_open(path, &lay, &err) < 0) {
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);
 		return 1;
 	}
-	uint64_t payload = ix->decoded_bytes - 4 * ix->records - 4 * (uint64_t)ix->blocks;
+	const rf_shard_index *ix = rf_layout_index(lay);
+	uint64_t payload = rf_layout_payload_bytes(lay);
 	double ratio = rf_tool_ratio(payload, ix->file_bytes);
 	if (json)
 		print_json(path, ix, payload, ratio);
 	else
 		print_text(path, ix, payload, ratio);
-	rf_index_free(ix);
+	rf_layout_free(lay);
 	return 0;
 }

@@ -467,8 +467,10 @@ static int want_from(rf_fmt_open *o, tar_scan *s)
 {
 	uint64_t step = o->local ? RF_TAR_STEP_LOCAL_BYTES : RF_TAR_STEP_BYTES;
 	uint64_t len = RF_MIN(step, o->size - s->pos);
-	/* parsing allocates at most: the tables doubling once past their size
-	 * now, plus a name and a key per header in the range */
+	/* parsing allocates at most: the tables doubling past their size now,
+	 * a field and a sample per header in the range (twice: doubling), and
+	 * the keys, at most half the range (a ustar name is under half its
+	 * header; a long name lies in the range), twice */
 	uint64_t headers = len / RF_TAR_BLOCK + 1;
 	o->held_bytes = sizeof(*s) + scan_bytes(s); /* the scan's tables, kept between steps */
 	o->want = (rf_fmt_want){
@@ -476,8 +478,8 @@ static int want_from(rf_fmt_open *o, tar_scan *s)
 	    .offset = s->pos,
 	    .len = len,
 	    .min_len = 0,
-	    .parse_bound = 2 * scan_bytes(s) +
-	                   4 * headers * (sizeof(tar_field) + sizeof(tar_sample)) + 2 * len,
+	    .parse_bound =
+	        2 * scan_bytes(s) + 2 * headers * (sizeof(tar_field) + sizeof(tar_sample)) + len,
 	};
 	return RF_FMT_NEED;
 }

@@ -718,11 +718,14 @@ static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, c
 	for (uint32_t f = f0; f < f1; f++) {
 		const rf_rec_field *rf = &L->fields[f];
 		uint64_t at = b->offset + rf->offset - RF_TAR_BLOCK;
+		if (rf->offset < RF_TAR_BLOCK) /* never: a member's data follows its header */
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: unit %u: a field at its byte %u", name, u,
+			               rf->offset);
 		const uint8_t *h = src + rf->offset - RF_TAR_BLOCK;
 		uint64_t size;
 		char type = (char)h[156];
-		if (rf->offset < RF_TAR_BLOCK || !rf_tar_checksum_ok(h) ||
-		    !(type == '0' || type == '\0' || type == '7') ||
+		if (!rf_tar_checksum_ok(h) || !(type == '0' || type == '\0' || type == '7') ||
 		    !rf_tar_number(h + 124, 12, &size) || size != rf->len)
 			return rf_fail(err, RF_E_CORRUPT,
 			               "shard %s: unit %u: header at byte %llu is not the one the "

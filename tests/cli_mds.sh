@@ -123,8 +123,13 @@ want = pickle.load(open(sys.argv[2], "rb"))
 i = 0
 with ringfeed.Loader(sys.argv[1], batch=32, shuffle=False, budget="64MiB") as L:
     for b in L:
-        cls = b["cls"].payload.view("<i8")        # a numeric column: one numpy array
-        score = b["score"].payload.view("<f4")
+        cls = b["cls"].array("<i8")               # a numeric column: one numpy array
+        score = b["score"].array("<f4")
+        try:
+            b["name"].array("<i8")
+            raise AssertionError("a str column passed as int64")
+        except ValueError:
+            pass
         assert len(cls) == b.records and b["cls"].present.all()
         for k in range(b.records):
             assert cls[k] == want[i + k][2]["cls"] and score[k] == np.float32(want[i + k][2]["score"])

@@ -180,6 +180,18 @@ class Field(tuple):
             return None
         return memoryview(self.payload[self.offsets[i] : self.offsets[i + 1]])
 
+    def array(self, dtype):
+        """A fixed-size numeric field (an MDS int / float32 column) as one
+        numpy array of dtype over the section, one value per sample (no
+        copy); ValueError when a sample lacks it or its size is not dtype's."""
+        dt = np.dtype(dtype)
+        n = len(self.present)
+        if not self.present.all() or len(self.payload) != n * dt.itemsize or not (
+            np.diff(self.offsets) == dt.itemsize
+        ).all():
+            raise ValueError(f"field {self.name!r} is not one {dt} per sample")
+        return self.payload.view(dt)
+
     def file(self, i):
         """Sample i's bytes as a read-only binary file (for PIL's
         Image.open, soundfile, ...), reading the batch's memory in place;

@@ -168,3 +168,18 @@ f = {x["name"]: x for x in o["fields"]}
 assert o["samples"] == 40 and f["jpg"]["present"] == 40 and f["json"]["present"] == 40, o
 assert f["cls"]["present"] == 35 and f["cls"]["largest_bytes"] == 1, o' || fail "inspect --json of a tar shard"
 echo "ok: inspect counts samples and fields of a tar shard"
+
+# elastic resume: 2 ranks take 3 batches each, the state resumes 3 ranks;
+# together every sample exactly once
+: >"$T/elastic.keys"
+for r in 0 1; do
+	"$CLI" read --seed 3 --batch 4 --world 2 --rank $r --stop-after 3 --save-state "$T/el$r" \
+		--output tar "$T/wds" | tar tf - | sed 's/\.[^.]*$//' | uniq >>"$T/elastic.keys"
+done
+for r in 0 1 2; do
+	"$CLI" read --seed 3 --batch 4 --world 3 --rank $r --resume "$T/el0" --output tar "$T/wds" |
+		tar tf - | sed 's/\.[^.]*$//' | uniq >>"$T/elastic.keys"
+done
+[ "$(wc -l <"$T/elastic.keys")" = 120 ] && [ "$(sort -u "$T/elastic.keys" | wc -l)" = 120 ] ||
+	fail "elastic resume 2 -> 3 ranks: $(wc -l <"$T/elastic.keys") samples, $(sort -u "$T/elastic.keys" | wc -l) distinct"
+echo "ok: elastic resume from 2 to 3 ranks: every sample once"

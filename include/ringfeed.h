@@ -1,7 +1,8 @@
 /* ringfeed.h - the one public header of libringfeed.
  *
  * ringfeed is a storage read-ahead engine for training data: it reads dataset
- * shards (.rfs) from local files and HTTP/S3 object storage through one
+ * shards (.rfs; WebDataset .tar and MosaicML MDS samples with fields, see
+ * rf_batch_field) from local files and HTTP/S3 object storage through one
  * io_uring loop, decodes them into a bounded pool, collates records into
  * batches and keeps just enough ready batches to hide read pauses, inside a
  * byte budget that covers every copy of the data.
@@ -267,8 +268,9 @@ void rf_config_free(rf_config *cfg);
  * "64"), ("shuffle", "0"). Names and values are checked; an unknown name or
  * bad value is -EINVAL with a message. rf_config_keys() lists the names. */
 int rf_config_set(rf_config *cfg, const char *key, const char *value, rf_error *err);
-/* Adds a shard source: a path, directory, manifest, file://, http(s)://,
- * s3://bucket/key or s3://bucket/prefix/, with {000..063} brace ranges. */
+/* Adds a shard source: a path, directory, manifest, MDS index.json,
+ * file://, http(s)://, s3://bucket/key or s3://bucket/prefix/, with
+ * {000..063} brace ranges. */
 int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err);
 int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
 /* Resume from a state produced by rf_state_save (copied). A state saved by
@@ -470,8 +472,9 @@ int rf_stats_get_json(rf_loader *l, rf_stats *out, size_t out_bytes, char *buf, 
 
 /* The shards a configuration names (rf_config_add_url), expanded as rf_open
  * expands them: files, directories (their manifest.rfm when there is one,
- * else their *.rfs in name order), manifests, brace ranges, http(s):// and
- * s3:// URLs, s3:// prefixes (listed). */
+ * else an MDS index.json, else their *.rfs, *.tar, *.mds, *.mds.zstd in name
+ * order), manifests, MDS index.json files (local or http(s)/s3), brace
+ * ranges, http(s):// and s3:// URLs, s3:// prefixes (listed). */
 typedef struct rf_shard_ref {
 	char *url;          /* as rf_open reads it (may hold credentials) */
 	char *name;         /* the url for messages: credentials and queries removed */

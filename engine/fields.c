@@ -102,7 +102,8 @@ int rf_fields_open(rf_engine *e, rf_error *err)
 		               "budget too small for the field names (%llu bytes)",
 		               (unsigned long long)bytes);
 	e->open_meta_bytes += bytes;
-	f->bytes = bytes - RF_FIELDS_MAX * (sizeof(char *) + 256);
+	f->bytes =
+	    bytes - RF_FIELDS_MAX * 256; /* the names array stays; their text is added as met */
 	f->names = calloc(RF_FIELDS_MAX, sizeof(char *));
 	f->map = calloc(e->nshards, sizeof(uint32_t *));
 	f->nmap = calloc(e->nshards, sizeof(uint32_t));

@@ -37,6 +37,9 @@ deps=$(ldd "$T/consumer")
 so=$(sed -n 's/.*libringfeed.so.0 => \([^ ]*\).*/\1/p' <<<"$deps")
 [ -n "$so" ] && [ "$(readlink -f "$so")" = "$(readlink -f "$libdir/libringfeed.so.0")" ] ||
 	fail "consumer does not load the installed $libdir/libringfeed.so.0 without LD_LIBRARY_PATH: $deps"
+# Test infrastructure (tests/faultproxy, tests/servers) is not the product.
+left=$(find "$T/prefix" \( -name 'rf-faultproxy*' -o -name '*_server.py' -o -name 'bad_http.py' \) -print)
+[ -z "$left" ] || fail "test infrastructure installed: $left"
 # The installed command runs from its prefix and reports its version.
 "$T/prefix/bin/ringfeed" version | grep -q "libringfeed" || fail "installed ringfeed version"
 readelf -d "$T/prefix/bin/ringfeed" | grep -q 'R.*PATH.*\$ORIGIN' ||

@@ -4,7 +4,7 @@
 # *.localhost to the loopback), path-style fallback for a dotted bucket, a
 # wrong region followed once from the server's answer (and named when it
 # cannot be), gs:// through the S3-interoperable API, and the CA-bundle
-# variables. Private SigV4 verifiers (tools/testservers/sigv4_server.py) play
+# variables. Private SigV4 verifiers (tests/servers/sigv4_server.py) play
 # S3 in region eu-west-3 and GCS (region "auto"); nothing leaves the host.
 # Every read is compared with the local read's digest; no secret may appear
 # in any output.
@@ -42,7 +42,7 @@ start_verifier() {
 	local name=$1 region=$2
 	shift 2
 	mkdir -p "$tmp/$name/$BKT" "$tmp/$name/$DOTS"
-	python3 "$src/tools/testservers/sigv4_server.py" --root "$tmp/$name" --port 0 \
+	python3 "$src/tests/servers/sigv4_server.py" --root "$tmp/$name" --port 0 \
 		--port-file "$tmp/$name.port" --access-key "$ACCESS" --secret-key "$SECRET" \
 		--region "$region" "$@" >"$tmp/$name.log" 2>&1 &
 	echo $! >"$tmp/$name.pid"

@@ -52,8 +52,11 @@ typedef struct rf_fdcache_counters {
 } rf_fdcache_counters;
 void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out);
 
-/* Tests: opens go through fn (returns a descriptor or -errno), e.g. a
- * filesystem that refuses O_DIRECT. */
+#ifdef RF_TEST_HOOKS
+/* Test hook (test builds only, never in the shipped library): opens go
+ * through fn (returns a descriptor or -errno), e.g. a filesystem that
+ * refuses O_DIRECT. */
 void rf_fdcache_set_open(rf_fdcache *c, int (*fn)(const char *path, int flags));
+#endif
 
 #endif

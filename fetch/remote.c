@@ -637,12 +637,14 @@ int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_byt
 	return 0;
 }
 
+#ifdef RF_TEST_HOOKS
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 {
 	void *state = NULL;
 	if (rf_fetch_kind_state(f, &rf_source_kind_remote, &state, NULL) == 0)
 		((remote_state *)state)->list_page = max_keys;
 }
+#endif
 
 int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err)
 {

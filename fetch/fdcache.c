@@ -16,7 +16,7 @@ struct rf_fdcache {
 	uint32_t files_max;
 	uint32_t open_now, open_max;
 	uint64_t opens, evictions, direct_refused;
-	rf_fd_slot *idle_head, *idle_tail; /* head: most recently released */
+	rf_list idle; /* of rf_fd_slot; head: most recently released */
 #ifdef RF_TEST_HOOKS
 	int (*open_fn)(const char *path, int flags); /* rf_fdcache_set_open; NULL: open(2) */
 #endif
@@ -56,26 +56,12 @@ void rf_fd_slot_init(rf_fd_slot *slot)
 
 static void rf_idle_unlink(rf_fdcache *c, rf_fd_slot *s)
 {
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		c->idle_head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		c->idle_tail = s->prev;
-	s->prev = s->next = NULL;
+	rf_list_remove(&c->idle, &s->idle);
 }
 
 static void rf_idle_push(rf_fdcache *c, rf_fd_slot *s)
 {
-	s->prev = NULL;
-	s->next = c->idle_head;
-	if (c->idle_head)
-		c->idle_head->prev = s;
-	else
-		c->idle_tail = s;
-	c->idle_head = s;
+	rf_list_push_front(&c->idle, &s->idle);
 }
 
 static void rf_fd_close(rf_fdcache *c, rf_fd_slot *s)
@@ -88,7 +74,7 @@ static void rf_fd_close(rf_fdcache *c, rf_fd_slot *s)
 /* Closes the least recently used idle descriptor; false when none is idle. */
 static bool rf_fdcache_evict(rf_fdcache *c)
 {
-	rf_fd_slot *s = c->idle_tail;
+	rf_fd_slot *s = rf_list_entry_or_null(c->idle.tail, rf_fd_slot, idle);
 	if (!s)
 		return false;
 	rf_idle_unlink(c, s);

@@ -9,6 +9,8 @@
 #ifndef RF_FDCACHE_H
 #define RF_FDCACHE_H
 
+#include "list.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,11 +18,11 @@
 typedef struct rf_fdcache rf_fdcache;
 
 typedef struct rf_fd_slot {
-	int fd;                         /* -1 when not open */
-	uint32_t users;                 /* reads in flight holding fd */
-	bool direct;                    /* fd was opened with O_DIRECT */
-	bool refused;                   /* the filesystem refused O_DIRECT for it */
-	struct rf_fd_slot *prev, *next; /* in the idle list while open and unused */
+	int fd;            /* -1 when not open */
+	uint32_t users;    /* reads in flight holding fd */
+	bool direct;       /* fd was opened with O_DIRECT */
+	bool refused;      /* the filesystem refused O_DIRECT for it */
+	rf_list_node idle; /* in the idle list while open and unused */
 } rf_fd_slot;
 
 #define RF_FDCACHE_FILES_MAX 256u /* descriptors kept open at most (fewer at a low ulimit) */

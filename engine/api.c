@@ -64,11 +64,8 @@ static void rf_engine_free(rf_engine *e)
 	/* Threads are gone and the ring is drained: every buffer is ours. */
 	while (e->ready_head != e->ready_tail)
 		rf_batch_free(e, e->ready[e->ready_head++ % RF_READY_MAX]);
-	for (rf_ebatch *b = e->held_list; b;) {
-		rf_ebatch *next = b->next;
-		rf_batch_free(e, b);
-		b = next;
-	}
+	rf_list_for_each(n, next, &e->held_list)
+	    rf_batch_free(e, rf_list_entry(n, rf_ebatch, held));
 	if (e->ring) {
 		for (uint64_t s = e->tail_seq; s < e->sched_seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
@@ -698,8 +695,8 @@ static bool rf_held_stalled(rf_engine *e)
 static void rf_held_stall_message(rf_engine *e)
 {
 	uint64_t bytes = 0;
-	for (const rf_ebatch *b = e->held_list; b; b = b->next)
-		bytes += b->reserved_bytes;
+	rf_list_for_each(n, next, &e->held_list) bytes +=
+	    rf_list_entry(n, rf_ebatch, held)->reserved_bytes;
 	char lim[32], held[32];
 	snprintf(e->last_error, sizeof(e->last_error),
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
@@ -758,11 +755,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (rc == 0 && e->ready_head != e->ready_tail &&
 	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
-		b->prev = NULL;
-		b->next = e->held_list;
-		if (e->held_list)
-			e->held_list->prev = b;
-		e->held_list = b;
+		rf_list_push_front(&e->held_list, &b->held);
 		e->held++;
 		e->st_batches++;
 		e->st_records += b->pub.records;
@@ -811,12 +804,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	if (!e || !b || b->magic != RF_BATCH_MAGIC)
 		return;
 	pthread_mutex_lock(&e->mu);
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		e->held_list = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
+	rf_list_remove(&e->held_list, &b->held);
 	e->held--;
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;

@@ -9,6 +9,7 @@
  * applies them, counts the changes and writes one trace line per interval
  * (docs/trace.md) from the loop thread. */
 #include "engine.h"
+#include "json.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -125,8 +126,6 @@ void rf_control_free(rf_engine *e)
 	free(c);
 	e->ctl = NULL;
 }
-
-static int rf_json_escape(char *out, size_t cap, const char *s);
 
 /* --------------------------------------------------------- measuring */
 
@@ -339,22 +338,6 @@ int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
 }
 
 /* ------------------------------------------------------------- trace */
-
-static int rf_json_escape(char *out, size_t cap, const char *s)
-{
-	size_t n = 0;
-	for (; *s && n + 7 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			n += (size_t)snprintf(out + n, cap - n, "\\%c", ch);
-		else if (ch < 0x20)
-			n += (size_t)snprintf(out + n, cap - n, "\\u%04x", ch);
-		else
-			out[n++] = (char)ch;
-	}
-	out[n] = '\0';
-	return (int)n;
-}
 
 /* "null" for an unknown (zero) rate, else the number. */
 static const char *rf_num_or_null(char *buf, size_t cap, double v, bool known)

@@ -18,6 +18,7 @@
 #include "collate.h"
 #include "config.h"
 #include "format.h"
+#include "list.h"
 #include "loop.h"
 #include "plan.h"
 #include "pool.h"
@@ -139,7 +140,7 @@ typedef struct rf_ebatch {
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	struct rf_ebatch *prev, *next; /* held by the consumer */
+	rf_list_node held; /* in e->held_list while the consumer holds it */
 } rf_ebatch;
 
 typedef struct rf_engine {
@@ -259,8 +260,8 @@ typedef struct rf_engine {
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];
 	uint64_t ready_head, ready_tail;
-	uint32_t held; /* batches handed out, not yet released */
-	rf_ebatch *held_list;
+	uint32_t held;     /* batches handed out, not yet released */
+	rf_list held_list; /* of rf_ebatch (held) */
 
 	/* skip policy (collator; mu): bounds, this epoch's counts, the log */
 	uint32_t skip_blocks_max;

@@ -1,6 +1,7 @@
 /* stats.c - rf_stats_get and rf_stats_json: rates, waits, queue occupancy
  * (sampled by the loop thread), bytes per budget category, fetch latency. */
 #include "engine.h"
+#include "json.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -29,25 +30,6 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
-/* A JSON string (quoted, escaped) into buf. */
-static const char *rf_json_str(char *buf, size_t cap, const char *s)
-{
-	size_t n = 0;
-	buf[n++] = '"';
-	for (; *s && n + 8 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			n += (size_t)snprintf(buf + n, cap - n, "\\%c", ch);
-		else if (ch < 0x20)
-			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
-		else
-			buf[n++] = (char)ch;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
-	return buf;
-}
-
 /* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
 static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 {
@@ -56,7 +38,7 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 	for (uint32_t i = 0; i < s->skips_listed && n >= 0 && (size_t)n < cap; i++) {
 		const rf_skip *k = &s->skips[i];
 		char esc[6 * sizeof(k->error) + 3];
-		rf_json_str(esc, sizeof(esc), k->error);
+		rf_json_quote(esc, sizeof(esc), k->error);
 		n += snprintf(buf + n, cap - (size_t)n,
 		              "%s{\"shard\":%u,\"block\":%u,\"records\":%u,\"epoch\":%llu,"
 		              "\"position\":%llu,\"error\":%s}",
@@ -190,14 +172,15 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 	    s->depth_auto ? "true" : "false", s->depth_target_batches, s->depth_peak_batches,
 	    s->inflight_target, (unsigned long long)s->depth_changes,
 	    (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
-	    rf_json_str(reason, sizeof(reason), s->depth_reason), s->cover_target_s,
+	    rf_json_quote(reason, sizeof(reason), s->depth_reason), s->cover_target_s,
 	    s->consumer_busy_s, s->decode_busy_fraction, s->inventory_batches, s->decoded_batches,
 	    s->inflight_batches, s->fetch_latency_p90_ms, (unsigned long long)s->pauses,
-	    s->pause_longest_s, rf_json_str(src, sizeof(src), s->pause_longest_source),
+	    s->pause_longest_s, rf_json_quote(src, sizeof(src), s->pause_longest_source),
 	    s->stall_in_s, (unsigned long long)s->batch_bytes_avg,
-	    rf_json_str(diag, sizeof(diag), s->diagnosis),
-	    rf_json_str(text, sizeof(text), s->diagnosis_text), (unsigned long long)s->trace_lines,
-	    s->trace_error[0] ? rf_json_str(terr, sizeof(terr), s->trace_error) : "null");
+	    rf_json_quote(diag, sizeof(diag), s->diagnosis),
+	    rf_json_quote(text, sizeof(text), s->diagnosis_text),
+	    (unsigned long long)s->trace_lines,
+	    s->trace_error[0] ? rf_json_quote(terr, sizeof(terr), s->trace_error) : "null");
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

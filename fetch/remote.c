@@ -5,6 +5,7 @@
 #include "remote.h"
 #include "creds.h"
 #include "hedge.h"
+#include "list.h"
 #include "s3.h"
 #include "util.h"
 
@@ -43,11 +44,11 @@ typedef struct remote_source {
 	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	int64_t open_timer;
 	rf_http_xfer *head;
-	remote_read *reads; /* in flight, doubly linked */
+	rf_list reads; /* of remote_read (in_source), in flight */
 } remote_source;
 
 struct remote_read {
-	remote_read *prev, *next;
+	rf_list_node in_source;
 	remote_source *src;
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
@@ -181,13 +182,7 @@ static int remote_target(remote_state *st, const char *url, char **target, bool 
 
 static void read_unlink(remote_read *r)
 {
-	remote_source *rs = r->src;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		rs->reads = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	rf_list_remove(&r->src->reads, &r->in_source);
 }
 
 /* ------------------------------------------------------- hedged reads
@@ -374,10 +369,7 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 		free(r);
 		return rc;
 	}
-	r->next = rs->reads;
-	if (rs->reads)
-		rs->reads->prev = r;
-	rs->reads = r;
+	rf_list_push_front(&rs->reads, &r->in_source);
 	uint64_t threshold = rs->store ? rf_hedge_threshold_ns(rs->store) : 0;
 	if (rs->store && len <= RF_HEDGE_READ_BYTES_MAX)
 		hedge_arm(r, threshold ? threshold : hedge_floor_ns(rs->st));
@@ -390,8 +382,8 @@ static void remote_close(rf_source *s)
 	rf_loop_cancel(rf_fetch_loop(s->fetch), rs->open_timer);
 	if (rs->head)
 		rf_http_cancel(rs->st->http, rs->head);
-	while (rs->reads) {
-		remote_read *r = rs->reads;
+	while (!rf_list_empty(&rs->reads)) {
+		remote_read *r = rf_list_entry(rs->reads.head, remote_read, in_source);
 		rf_http_cancel(rs->st->http, r->xfer);
 		hedge_drop(r);
 		read_unlink(r);
@@ -637,12 +629,14 @@ int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_byt
 	return 0;
 }
 
+#ifdef RF_TEST_HOOKS
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 {
 	void *state = NULL;
 	if (rf_fetch_kind_state(f, &rf_source_kind_remote, &state, NULL) == 0)
 		((remote_state *)state)->list_page = max_keys;
 }
+#endif
 
 int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err)
 {

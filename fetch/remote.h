@@ -31,7 +31,10 @@ int rf_remote_peek(const rf_fetch_options *opt, const char *url, uint64_t *size,
                    size_t cap, size_t *head_len, rf_error *err);
 int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_bytes, char **body,
                   size_t *len, rf_error *err);
-/* Page size of S3 listings (tests use small pages to exercise pagination). */
+#ifdef RF_TEST_HOOKS
+/* Test hook (test builds only, never in the shipped library): the page size
+ * of S3 listings (small pages exercise pagination). */
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys);
+#endif
 
 #endif

@@ -181,15 +181,17 @@ static bool rf_open_reread(rf_shard *s, int rc)
 		return false;
 	if (o->fo.final && rf_shard_is_plain_file(e, s))
 		return false;
+	/* the step's bytes (the want, or the shorter tail delivered) lie in
+	 * the buffer: read them again in place */
+	const rf_fmt_open *fo = &o->fo;
+	if (fo->got_len == 0 || !o->buf || fo->got_offset < o->buf_offset ||
+	    fo->got_offset + fo->got_len > o->buf_offset + o->buf_len)
+		return false;
 	s->rereads++;
 	pthread_mutex_lock(&e->mu);
 	e->st_rereads++;
 	pthread_mutex_unlock(&e->mu);
-	const rf_fmt_want *w = &o->fo.want;
-	if (w->len == 0 || !rf_want_in_buf(o))
-		return false;
-	/* the step's bytes lie in the buffer: read them again in place */
-	rf_open_read(s, w->object != NULL, w->offset, w->len);
+	rf_open_read(s, o->buf_side, fo->got_offset, fo->got_len);
 	return true;
 }
 

@@ -345,34 +345,42 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 		rf_open_finish(s, rc, err.msg);
 }
 
+static bool rf_open_all_done(void *ctx)
+{
+	rf_engine *e = ctx;
+	return e->open_done >= e->nshards;
+}
+
+/* Between ticks of the open phase: retries the indexes waiting for budget
+ * and starts more opens; stops at the first failure or when all are done. */
+static uint64_t rf_open_before_sleep(void *ctx)
+{
+	rf_engine *e = ctx;
+	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
+	/* while an index waits for budget, open no more (their indexes would
+	 * wait too) and retry the waiting ones, oldest first */
+	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
+	memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+	for (uint32_t i = 0; i < nwait; i++)
+		rf_open_index(&e->shards[waiting[i]]);
+	while (e->open_waiting == 0 && e->open_next < e->nshards && e->open_inflight < open_max)
+		rf_open_start(e, &e->shards[e->open_next++]);
+	return e->open_failed || e->open_done >= e->nshards ? RF_LOOP_STOP : RF_LOOP_WAIT_NS;
+}
+
 /* Reads every index (RF_OPEN_CONCURRENCY at a time); stops at the first
  * error. Returns 0 or the error (message in e->open_msg). */
 static int rf_open_phase(rf_engine *e)
 {
-	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
-	while (e->open_done < e->nshards) {
-		/* while an index waits for budget, open no more (their indexes would
-		 * wait too) and retry the waiting ones, oldest first */
-		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
-		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
-		for (uint32_t i = 0; i < nwait; i++)
-			rf_open_index(&e->shards[waiting[i]]);
-		while (e->open_waiting == 0 && e->open_next < e->nshards &&
-		       e->open_inflight < open_max)
-			rf_open_start(e, &e->shards[e->open_next++]);
-		if (e->open_failed) {
-			rf_shard *s = &e->shards[e->open_failed_idx];
-			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
-			return s->err_code;
-		}
-		if (e->open_done >= e->nshards)
-			break;
-		int rc = rf_loop_run_once(e->loop, RF_LOOP_WAIT_NS);
-		if (rc < 0) {
-			snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
-			return rc;
-		}
-		rf_fetch_tick(e->fetch);
+	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	if (rc < 0) {
+		snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
+		return rc;
+	}
+	if (e->open_failed) {
+		rf_shard *s = &e->shards[e->open_failed_idx];
+		snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+		return s->err_code;
 	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		if (e->shards[i].err_code < 0) {
@@ -849,33 +857,38 @@ static void rf_on_sample(void *arg, int res)
 	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
 
+/* Between ticks of the run phase: schedules as far as depth and budget
+ * allow; stops once the engine stopped and its workers are done. */
+static uint64_t rf_run_before_sleep(void *ctx)
+{
+	rf_engine *e = ctx;
+	atomic_store(&e->wake_pending, false);
+	pthread_mutex_lock(&e->mu);
+	if (e->stop && e->workers_done) {
+		pthread_mutex_unlock(&e->mu);
+		return RF_LOOP_STOP;
+	}
+	e->sched_wait_budget = false;
+	rf_sched_rereads(e);
+	while (!e->stop && rf_sched_one(e)) {
+	}
+	if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
+		e->coll_kick = true; /* retry the batch the host total refused */
+		pthread_cond_signal(&e->work_cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return RF_LOOP_WAIT_NS;
+}
+
 static void rf_run_phase(rf_engine *e)
 {
 	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 	rf_control_start(e);
-	for (;;) {
-		atomic_store(&e->wake_pending, false);
+	int rc;
+	while ((rc = rf_loop_drive(e->loop, NULL, rf_run_before_sleep, e)) < 0) {
 		pthread_mutex_lock(&e->mu);
-		if (e->stop && e->workers_done) {
-			pthread_mutex_unlock(&e->mu);
-			break;
-		}
-		e->sched_wait_budget = false;
-		rf_sched_rereads(e);
-		while (!e->stop && rf_sched_one(e)) {
-		}
-		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
-			e->coll_kick = true; /* retry the batch the host total refused */
-			pthread_cond_signal(&e->work_cv);
-		}
+		rf_engine_finish(e, rc, "event loop failed");
 		pthread_mutex_unlock(&e->mu);
-		uint64_t next = rf_fetch_tick(e->fetch);
-		int rc = rf_loop_run_once(e->loop, RF_MIN(next, RF_LOOP_WAIT_NS));
-		if (rc < 0) {
-			pthread_mutex_lock(&e->mu);
-			rf_engine_finish(e, rc, "event loop failed");
-			pthread_mutex_unlock(&e->mu);
-		}
 	}
 }
 

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RF_VERIFY_WAIT_NS 100000000ull
-
 RF_API void rf_shard_refs_free(rf_shard_ref *refs, size_t count)
 {
 	if (!refs)
@@ -90,15 +88,16 @@ static void rf_vsrc_done(void *arg, int64_t res, const char *msg)
 }
 
 /* Runs the loop until the pending open or read has called back. */
+static bool rf_vsrc_done_yet(void *ctx)
+{
+	return ((rf_vsrc *)ctx)->done;
+}
+
 static int rf_vsrc_wait(rf_vsrc *v, rf_error *err)
 {
-	rf_loop *loop = rf_fetch_loop(v->fetch);
-	while (!v->done) {
-		uint64_t next = rf_fetch_tick(v->fetch);
-		int rc = rf_loop_run_once(loop, RF_MIN(next, RF_VERIFY_WAIT_NS));
-		if (rc < 0)
-			return rf_fail(err, rc, "the event loop failed: %s", strerror(-rc));
-	}
+	int rc = rf_loop_drive(rf_fetch_loop(v->fetch), rf_vsrc_done_yet, NULL, v);
+	if (rc < 0)
+		return rf_fail(err, rc, "the event loop failed: %s", strerror(-rc));
 	if (v->res < 0)
 		return rf_fail(err, (int)v->res, "%s", v->msg);
 	return 0;

@@ -103,15 +103,6 @@ void rf_fetch_free(rf_fetch *f)
 	free(f);
 }
 
-uint64_t rf_fetch_tick(rf_fetch *f)
-{
-	uint64_t next = UINT64_MAX;
-	for (size_t i = 0; i < RF_ARRAY_LEN(rf_kinds); i++)
-		if (f->ready[i] && rf_kinds[i]->tick)
-			next = RF_MIN(next, rf_kinds[i]->tick(f->state[i]));
-	return next;
-}
-
 int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, rf_error *err)
 {
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++) {

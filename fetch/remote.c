@@ -491,6 +491,11 @@ static void on_listed(void *arg, int64_t res, const char *msg)
 	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
 }
 
+static bool list_waited(void *ctx)
+{
+	return ((list_wait *)ctx)->done;
+}
+
 static bool is_prefix(const char *url)
 {
 	if (!is_bucket_url(url))
@@ -507,16 +512,13 @@ static int list_prefix(rf_fetch *f, remote_state *st, const char *url, rf_url_li
 	list_wait w = {0};
 	rf_s3_lister *l = NULL;
 	RF_TRY(rf_s3_list_start(st->http, c, url, st->list_page, out, on_listed, &w, &l, err));
-	rf_loop *loop = rf_fetch_loop(f);
-	while (!w.done) { /* bounded: every request has a deadline and bounded retries */
-		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
-		if (rc < 0) {
-			rf_s3_list_cancel(l);
-			char shown[512];
-			rf_url_redact(url, shown, sizeof(shown));
-			return rf_fail(err, rc, "listing %s: the event loop failed", shown);
-		}
-		rf_fetch_tick(f);
+	/* bounded: every request has a deadline and bounded retries */
+	int rc = rf_loop_drive(rf_fetch_loop(f), list_waited, NULL, &w);
+	if (rc < 0) {
+		rf_s3_list_cancel(l);
+		char shown[512];
+		rf_url_redact(url, shown, sizeof(shown));
+		return rf_fail(err, rc, "listing %s: the event loop failed", shown);
 	}
 	if (w.res < 0)
 		return rf_fail(err, (int)w.res, "%s", w.msg);
@@ -570,14 +572,11 @@ static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, r
 	o->req.bucket = o->bucket;
 	rf_http_xfer *x = NULL;
 	RF_TRY(rf_http_start(st->http, &o->req, on_listed, w, &x, err));
-	rf_loop *loop = rf_fetch_loop(f);
-	while (!w->done) { /* bounded: the request has a deadline and bounded retries */
-		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
-		if (rc < 0) {
-			rf_http_cancel(st->http, x);
-			return rf_fail(err, rc, "%s: the event loop failed", shown);
-		}
-		rf_fetch_tick(f);
+	/* bounded: the request has a deadline and bounded retries */
+	int rc = rf_loop_drive(rf_fetch_loop(f), list_waited, NULL, w);
+	if (rc < 0) {
+		rf_http_cancel(st->http, x);
+		return rf_fail(err, rc, "%s: the event loop failed", shown);
 	}
 	return w->res < 0 ? rf_fail(err, (int)w->res, "%s", w->msg) : 0;
 }

@@ -57,9 +57,6 @@ void rf_fetch_options_init(rf_fetch_options *opt);
 
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err);
 void rf_fetch_free(rf_fetch *f); /* closes sources, cancels transfers */
-/* Drives protocol state after the loop ran (e.g. curl timeouts); called by
- * the loop owner every tick. Returns the next wanted wake-up in ns (or UINT64_MAX). */
-uint64_t rf_fetch_tick(rf_fetch *f);
 
 /* Starts opening url (size_hint = UINT64_MAX when unknown: a HEAD or fstat
  * finds it). cb(arg, 0, NULL) once the size is known. */
@@ -107,8 +104,9 @@ uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
  * `claims` accepts the URL (the file kind claims "file://" URLs and plain
  * paths; a URL with any other "scheme://" that no kind claims is an error
  * naming the scheme). A kind's per-loader state (e.g. a curl multi handle) is
- * created by `init` on first use and destroyed by `fini` in rf_fetch_free;
- * `tick` (optional) runs every loop tick and returns the next wanted wake-up.
+ * created by `init` on first use and destroyed by `fini` in rf_fetch_free.
+ * A kind needs no tick of its own: its timers and polls are loop ops (curl's
+ * timer is an rf_loop timer), so any owner's rf_loop_drive drives it.
  *
  * A source object starts with struct rf_source (embed it first); its `ops`
  * implement reads and close. The kind's `open` must eventually call
@@ -140,7 +138,6 @@ typedef struct rf_source_kind {
 	bool (*claims)(const char *url);
 	int (*init)(rf_fetch *f, void **state, rf_error *err); /* optional */
 	void (*fini)(void *state);                             /* optional */
-	uint64_t (*tick)(void *state);                         /* optional */
 	int (*open)(rf_fetch *f, void *state, const char *url, uint64_t size_hint, rf_source **out,
 	            rf_error *err);
 	void (*counters)(void *state, rf_fetch_counters *out); /* optional: adds its counts */

@@ -53,7 +53,6 @@ static void spin(done *d)
 	uint64_t deadline = rf_now_ns() + 60000000000ull;
 	while (d->calls == 0 && rf_now_ns() < deadline) {
 		assert_true(rf_loop_run_once(E.loop, 50000000ull) >= 0);
-		rf_fetch_tick(E.fetch);
 	}
 	assert_int_equal(d->calls, 1);
 }
@@ -185,7 +184,6 @@ static void spin_all(done *d, size_t n)
 		if (left == 0 || rf_now_ns() > deadline)
 			break;
 		assert_true(rf_loop_run_once(E.loop, 50000000ull) >= 0);
-		rf_fetch_tick(E.fetch);
 	}
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(d[i].calls, 1);

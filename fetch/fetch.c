@@ -64,9 +64,9 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 	else
 		rf_fetch_options_init(&f->opt);
 	const char **fields[] = {
-	    &f->opt.ca_file,       &f->opt.s3_endpoint,   &f->opt.s3_region,
-	    &f->opt.s3_access_key, &f->opt.s3_secret_key, &f->opt.s3_session_token,
-	    &f->opt.s3_addressing, &f->opt.gs_endpoint,   &f->opt.inject};
+	    &f->opt.ca_file,       &f->opt.s3.endpoint,   &f->opt.s3.region,
+	    &f->opt.s3.access_key, &f->opt.s3.secret_key, &f->opt.s3.session_token,
+	    &f->opt.s3.addressing, &f->opt.gs.endpoint,   &f->opt.inject};
 	for (size_t i = 0; i < RF_ARRAY_LEN(fields); i++) {
 		if (rf_fetch_copy(f, fields[i], i) < 0) {
 			rf_fetch_free(f);

@@ -283,9 +283,9 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	h->loop = loop;
 	h->opt = *opt;
 	defaults(&h->opt);
-	h->opt.ca_file = h->opt.s3_endpoint = h->opt.s3_region = NULL;
-	h->opt.s3_addressing = h->opt.gs_endpoint = NULL;
-	h->opt.s3_access_key = h->opt.s3_secret_key = h->opt.s3_session_token = NULL;
+	h->opt.ca_file = NULL;
+	memset(&h->opt.s3, 0, sizeof(h->opt.s3));
+	memset(&h->opt.gs, 0, sizeof(h->opt.gs));
 	h->opt.inject = NULL; /* no borrowed strings kept */
 	h->timer_want = -2;
 	h->timer_id = h->kick_id = h->s3_expired_timer = NO_OP;

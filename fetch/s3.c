@@ -49,13 +49,13 @@ int rf_s3_addressing_parse(const char *s, rf_s3_addressing *out)
 
 static int resolve_keys(const rf_fetch_options *opt, rf_s3_config *out, bool *oom)
 {
-	const char *key = first_set(opt->s3_access_key, "AWS_ACCESS_KEY_ID");
-	const char *secret = first_set(opt->s3_secret_key, "AWS_SECRET_ACCESS_KEY");
+	const char *key = first_set(opt->s3.access_key, "AWS_ACCESS_KEY_ID");
+	const char *secret = first_set(opt->s3.secret_key, "AWS_SECRET_ACCESS_KEY");
 	if (key && secret) { /* both or neither: half a key pair is anonymous */
 		out->access_key = dup_or_null(key, oom);
 		out->secret_key = dup_or_null(secret, oom);
 		out->session_token =
-		    dup_or_null(first_set(opt->s3_session_token, "AWS_SESSION_TOKEN"), oom);
+		    dup_or_null(first_set(opt->s3.session_token, "AWS_SESSION_TOKEN"), oom);
 	}
 	return 0;
 }
@@ -107,18 +107,18 @@ int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_erro
 	memset(out, 0, sizeof(*out));
 	rf_s3_profile prof;
 	RF_TRY(rf_s3_profile_settings(&prof, err));
-	int rc = addressing_of(opt->s3_addressing, prof.addressing_style, &out->addressing, err);
+	int rc = addressing_of(opt->s3.addressing, prof.addressing_style, &out->addressing, err);
 	if (rc < 0) {
 		rf_s3_profile_free(&prof);
 		return rc;
 	}
-	const char *region = first_set(opt->s3_region, "AWS_REGION");
+	const char *region = first_set(opt->s3.region, "AWS_REGION");
 	if (!region)
 		region = first_set(NULL, "AWS_DEFAULT_REGION");
 	if (!region)
 		region = prof.region;
 	out->region = dup_or_null(region ? region : "us-east-1", &oom);
-	const char *ep = opt->s3_endpoint && *opt->s3_endpoint ? opt->s3_endpoint : NULL;
+	const char *ep = opt->s3.endpoint && *opt->s3.endpoint ? opt->s3.endpoint : NULL;
 	if (!ep && configured_endpoints())
 		ep = first_set(NULL, "AWS_ENDPOINT_URL_S3");
 	if (!ep && configured_endpoints())
@@ -141,9 +141,9 @@ int rf_s3_config_resolve_gs(const rf_fetch_options *opt, rf_s3_config *out, rf_e
 {
 	bool oom = false;
 	memset(out, 0, sizeof(*out));
-	RF_TRY(addressing_of(opt->s3_addressing, NULL, &out->addressing, err));
+	RF_TRY(addressing_of(opt->s3.addressing, NULL, &out->addressing, err));
 	out->region = dup_or_null(RF_GS_REGION, &oom);
-	out->endpoint = dup_or_null(opt->gs_endpoint && *opt->gs_endpoint ? opt->gs_endpoint
+	out->endpoint = dup_or_null(opt->gs.endpoint && *opt->gs.endpoint ? opt->gs.endpoint
 	                                                                  : RF_GS_ENDPOINT_DEFAULT,
 	                            &oom);
 	resolve_keys(opt, out, &oom);

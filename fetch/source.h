@@ -33,13 +33,17 @@ typedef struct rf_fetch_options {
 	uint32_t request_timeout_ms;
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
-	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	const char *s3_addressing; /* "auto" (NULL), "virtual" or "path" */
-	const char *gs_endpoint;   /* gs:// endpoint (NULL = https://storage.googleapis.com) */
-	bool hedge;                /* hedged range reads for the tail (remote stores) */
-	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
-	const char *inject;        /* fault injection spec, NULL = none */
-	bool s3_no_sign;           /* anonymous S3: no credential chain (--no-sign-request) */
+	struct { /* the S3 store (s3.c): NULL strings = the environment and profile */
+		const char *endpoint, *region, *access_key, *secret_key, *session_token;
+		const char *addressing; /* "auto" (NULL), "virtual" or "path" */
+		bool no_sign;           /* anonymous: no credential chain (--no-sign-request) */
+	} s3;
+	struct {                      /* gs:// (the S3 store with HMAC keys of the S3 chain) */
+		const char *endpoint; /* NULL = https://storage.googleapis.com */
+	} gs;
+	bool hedge;              /* hedged range reads for the tail (remote stores) */
+	uint32_t hedge_floor_ms; /* never hedge a read younger than this (0 = 50 ms) */
+	const char *inject;      /* fault injection spec, NULL = none */
 	/* Memory the fetch layer allocates on its own (hedge buffers) is
 	 * reserved here first, on the loop thread: reserve returns 0, or a
 	 * negative errno and the memory is not used. NULL = not accounted. */

@@ -289,11 +289,11 @@ static void s3_fetch(const char *endpoint, const char *key, const char *secret, 
 {
 	rf_fetch_options o;
 	default_fetch(&o);
-	o.s3_endpoint = endpoint;
-	o.s3_region = "us-east-1";
-	o.s3_access_key = key;
-	o.s3_secret_key = secret;
-	o.s3_session_token = token;
+	o.s3.endpoint = endpoint;
+	o.s3.region = "us-east-1";
+	o.s3.access_key = key;
+	o.s3.secret_key = secret;
+	o.s3.session_token = token;
 	fetch_with(&o);
 }
 

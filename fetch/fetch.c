@@ -3,6 +3,7 @@
  * call runs on the loop thread. See source.h for how to add a kind. */
 #include "inject.h"
 #include "source.h"
+#include "store.h"
 #include "url.h"
 #include "util.h"
 
@@ -14,6 +15,12 @@ static const rf_source_kind *const rf_kinds[] = {
     &rf_source_kind_remote,
 };
 #define RF_KINDS_MAX 8
+
+/* Object stores behind the remote kind (bucket URLs: credentials, signing,
+ * listing), tried in order. A store is one file and a row here (store.h). */
+static const rf_store *const rf_stores[] = {
+    &rf_store_s3,
+};
 
 /* Fault injection wrapper (inject.c; NULL would mean: not built in). */
 static const rf_source_wrap_fn rf_wrap_hook = rf_inject_wrap;
@@ -54,6 +61,7 @@ static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err)
 {
 	_Static_assert(RF_ARRAY_LEN(rf_kinds) <= RF_KINDS_MAX, "too many source kinds");
+	_Static_assert(RF_ARRAY_LEN(rf_stores) <= RF_STORES_MAX, "too many stores");
 	*out = NULL;
 	rf_fetch *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -123,6 +131,29 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
 		if (f->ready[k] && rf_kinds[k]->counters)
 			rf_kinds[k]->counters(f->state[k], out);
+}
+
+const rf_store *rf_store_of(const char *url, size_t *row)
+{
+	for (size_t i = 0; i < RF_ARRAY_LEN(rf_stores); i++) {
+		if (rf_stores[i]->claims(url)) {
+			if (row)
+				*row = i;
+			return rf_stores[i];
+		}
+	}
+	return NULL;
+}
+
+const rf_store *rf_store_at(size_t row)
+{
+	return row < RF_ARRAY_LEN(rf_stores) ? rf_stores[row] : NULL;
+}
+
+bool rf_store_is_prefix(const char *url)
+{
+	const rf_store *s = rf_store_of(url, NULL);
+	return s && s->is_prefix(url);
 }
 
 rf_loop *rf_fetch_loop(const rf_fetch *f)

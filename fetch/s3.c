@@ -1,9 +1,10 @@
 /* s3.c - s3:// configuration, URLs, ListObjectsV2 parsing and prefix listing
- * (see s3.h). Signing itself is curl's (CURLOPT_AWS_SIGV4, set in http.c);
- * this file prepares what curl 7.88 does not: encoded paths, a sorted and
- * encoded query, and the credentials. */
+ * (see s3.h), for the S3 store (s3_store.c). Signing itself is curl's
+ * (CURLOPT_AWS_SIGV4, set in s3_sign.c); this file prepares what curl 7.88
+ * does not: encoded paths, a sorted and encoded query, and the credentials. */
 #include "s3.h"
 #include "aws_config.h"
+#include "store.h"
 #include "util.h"
 
 #include <expat.h>
@@ -467,8 +468,9 @@ struct rf_s3_lister {
 	const rf_s3_config *c;
 	char *bucket, *prefix, *url, *body, *token;
 	uint32_t max_keys, pages;
-	bool gs;         /* gs://: entries are named gs://bucket/key */
-	rf_url_list all; /* every key of the prefix */
+	bool gs;               /* gs://: entries are named gs://bucket/key */
+	rf_list_filter filter; /* take == NULL: every key */
+	rf_url_list all;       /* every key of the prefix */
 	rf_url_list *out;
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
@@ -492,10 +494,12 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(((const rf_url_entry *)a)->url, ((const rf_url_entry *)b)->url);
 }
 
-static bool is_rfs(const char *url)
+/* Whether the caller wants url, an entry "s3://bucket/key" of l's bucket. */
+static bool lister_takes(const rf_s3_lister *l, const char *url)
 {
-	size_t n = strlen(url);
-	return n > 4 && !strcmp(url + n - 4, ".rfs");
+	size_t skip = strlen("s3://") + strlen(l->bucket) + 1, n = strlen(url);
+	const char *key = url + (n >= skip ? skip : n);
+	return !l->filter.take || l->filter.take(key, l->filter.ctx);
 }
 
 static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
@@ -508,7 +512,7 @@ static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
 		for (size_t i = 0; i < l->all.n && l->gs; i++)
 			memcpy(l->all.v[i].url, "gs", 2); /* "s3://b/k" -> "gs://b/k" */
 		for (size_t i = 0; i < l->all.n && rc >= 0; i++)
-			if (is_rfs(l->all.v[i].url))
+			if (lister_takes(l, l->all.v[i].url))
 				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint,
 				                     &err);
 		msg = rc < 0 ? err.msg : NULL;
@@ -567,8 +571,8 @@ static int lister_next_page(rf_s3_lister *l, rf_error *err)
 }
 
 int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_t max_keys,
-                     rf_url_list *out, rf_fetch_cb cb, void *arg, rf_s3_lister **lister,
-                     rf_error *err)
+                     const rf_list_filter *filter, rf_url_list *out, rf_fetch_cb cb, void *arg,
+                     rf_s3_lister **lister, rf_error *err)
 {
 	rf_s3_lister *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -585,6 +589,8 @@ int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_
 	l->cb = cb;
 	l->arg = arg;
 	l->gs = rf_url_scheme_of(url) == RF_URL_GS;
+	if (filter)
+		l->filter = *filter;
 	snprintf(l->shown, sizeof(l->shown), "%s://%s/%s (listing)", l->gs ? "gs" : "s3", l->bucket,
 	         l->prefix);
 	if ((rc = lister_next_page(l, err)) < 0) {

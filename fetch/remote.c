@@ -106,8 +106,7 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 }
 
 /* The store of a bucket URL and its per-loader state (created on first
- * use), with its credential chain started: signed requests wait in the
- * client until it answers. */
+ * use, given the shared client). */
 static int remote_store(remote_state *st, const char *url, const rf_store **store, void **state,
                         rf_error *err)
 {
@@ -124,7 +123,8 @@ static int remote_store(remote_state *st, const char *url, const rf_store **stor
 }
 
 /* How a source URL is fetched: a plain http(s) URL as written; a bucket URL
- * as its store says (the store's strings malloc'd). */
+ * as its store says (strings malloc'd, also on failure), its credentials
+ * started before the first request (signed requests wait for them). */
 static int remote_target(remote_state *st, const char *url, rf_store_target *t, rf_error *err)
 {
 	*t = (rf_store_target){0};

@@ -7,6 +7,7 @@
 #include "url.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Source kinds, tried in order. HTTP(S) and S3 add their entries here. */
@@ -154,6 +155,24 @@ bool rf_store_is_prefix(const char *url)
 {
 	const rf_store *s = rf_store_of(url, NULL);
 	return s && s->is_prefix(url);
+}
+
+void rf_fetch_wait_cb(void *arg, int64_t res, const char *msg)
+{
+	rf_fetch_wait *w = arg;
+	w->done = true;
+	w->res = res;
+	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "failed");
+}
+
+static bool rf_fetch_waited(void *ctx)
+{
+	return ((rf_fetch_wait *)ctx)->done;
+}
+
+int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w)
+{
+	return rf_loop_drive(f->loop, rf_fetch_waited, NULL, w);
 }
 
 rf_loop *rf_fetch_loop(const rf_fetch *f)

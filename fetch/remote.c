@@ -444,25 +444,6 @@ const rf_source_kind rf_source_kind_remote = {
 
 /* ------------------------------------------------------------ expansion */
 
-typedef struct list_wait {
-	bool done;
-	int64_t res;
-	char msg[RF_ERROR_MSG_BYTES];
-} list_wait;
-
-static void on_listed(void *arg, int64_t res, const char *msg)
-{
-	list_wait *w = arg;
-	w->done = true;
-	w->res = res;
-	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
-}
-
-static bool list_waited(void *ctx)
-{
-	return ((list_wait *)ctx)->done;
-}
-
 /* Lists a store prefix through its store, on f's loop. */
 static int list_prefix(rf_fetch *f, remote_state *st, const char *url, const rf_list_filter *filter,
                        rf_url_list *out, rf_error *err)
@@ -471,10 +452,11 @@ static int list_prefix(rf_fetch *f, remote_state *st, const char *url, const rf_
 	void *state = NULL, *l = NULL;
 	RF_TRY(remote_store(st, url, &store, &state, err));
 	RF_TRY(store->credentials(state, url, err));
-	list_wait w = {0};
-	RF_TRY(store->list_start(state, url, st->list_page, filter, out, on_listed, &w, &l, err));
+	rf_fetch_wait w = {0};
+	RF_TRY(store->list_start(state, url, st->list_page, filter, out, rf_fetch_wait_cb, &w, &l,
+	                         err));
 	/* bounded: every request has a deadline and bounded retries */
-	int rc = rf_loop_drive(rf_fetch_loop(f), list_waited, NULL, &w);
+	int rc = rf_fetch_wait_run(f, &w);
 	if (rc < 0) {
 		store->list_cancel(l);
 		char shown[512];
@@ -521,7 +503,7 @@ typedef struct one_request {
 } one_request;
 
 /* Runs one request on f's loop until its callback ran. */
-static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, rf_error *err)
+static int run_one(rf_fetch *f, const char *url, one_request *o, rf_fetch_wait *w, rf_error *err)
 {
 	void *state = NULL;
 	RF_TRY(rf_fetch_kind_state(f, &rf_source_kind_remote, &state, err));
@@ -539,9 +521,9 @@ static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, r
 	o->req.url = o->target;
 	o->req.bucket = o->bucket;
 	rf_http_xfer *x = NULL;
-	RF_TRY(rf_http_start(st->http, &o->req, on_listed, w, &x, err));
+	RF_TRY(rf_http_start(st->http, &o->req, rf_fetch_wait_cb, w, &x, err));
 	/* bounded: the request has a deadline and bounded retries */
-	rc = rf_loop_drive(rf_fetch_loop(f), list_waited, NULL, w);
+	rc = rf_fetch_wait_run(f, w);
 	if (rc < 0) {
 		rf_http_cancel(st->http, x);
 		return rf_fail(err, rc, "%s: the event loop failed", shown);
@@ -555,7 +537,7 @@ static int one_request_run(const rf_fetch_options *opt, const char *url, one_req
 {
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
-	list_wait w = {0};
+	rf_fetch_wait w = {0};
 	RF_TRY(rf_loop_new(&loop, err));
 	int rc = rf_fetch_new(loop, opt, &f, err);
 	if (rc == 0)

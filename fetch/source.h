@@ -83,6 +83,18 @@ void rf_source_close(rf_source *s);
 
 rf_loop *rf_fetch_loop(const rf_fetch *f);
 
+/* Waiting on the loop for one callback (a listing, a one-off request, a
+ * verify read): rf_fetch_wait_cb is the rf_fetch_cb (arg: the wait), and
+ * rf_fetch_wait_run drives f's loop (rf_loop_drive) until it ran. Returns 0
+ * or the loop's -errno; the callback's outcome is in the wait. */
+typedef struct rf_fetch_wait {
+	bool done;
+	int64_t res;
+	char msg[RF_ERROR_MSG_BYTES]; /* the callback's message ("failed" when none) */
+} rf_fetch_wait;
+void rf_fetch_wait_cb(void *arg, int64_t res, const char *msg);
+int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w);
+
 /* Storage counters summed over the source kinds (for rf_stats). */
 typedef struct rf_fetch_counters {
 	uint64_t requests;        /* remote requests started (attempts) */

@@ -492,33 +492,38 @@ static void rf_on_sample(void *arg, int res)
 	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
 
+/* Between ticks of the run phase: schedules as far as depth and budget
+ * allow; stops once the engine stopped and its workers are done. */
+static uint64_t rf_run_before_sleep(void *ctx)
+{
+	rf_engine *e = ctx;
+	atomic_store(&e->wake_pending, false);
+	pthread_mutex_lock(&e->mu);
+	if (e->stop && e->workers_done) {
+		pthread_mutex_unlock(&e->mu);
+		return RF_LOOP_STOP;
+	}
+	e->sched_wait_budget = false;
+	rf_sched_rereads(e);
+	while (!e->stop && rf_sched_one(e)) {
+	}
+	if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
+		e->coll_kick = true; /* retry the batch the host total refused */
+		pthread_cond_signal(&e->work_cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return RF_LOOP_WAIT_NS;
+}
+
 static void rf_run_phase(rf_engine *e)
 {
 	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 	rf_control_start(e);
-	for (;;) {
-		atomic_store(&e->wake_pending, false);
+	int rc;
+	while ((rc = rf_loop_drive(e->loop, NULL, rf_run_before_sleep, e)) < 0) {
 		pthread_mutex_lock(&e->mu);
-		if (e->stop && e->workers_done) {
-			pthread_mutex_unlock(&e->mu);
-			break;
-		}
-		e->sched_wait_budget = false;
-		rf_sched_rereads(e);
-		while (!e->stop && rf_sched_one(e)) {
-		}
-		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
-			e->coll_kick = true; /* retry the batch the host total refused */
-			pthread_cond_signal(&e->work_cv);
-		}
+		rf_engine_finish(e, rc, "event loop failed");
 		pthread_mutex_unlock(&e->mu);
-		uint64_t next = rf_fetch_tick(e->fetch);
-		int rc = rf_loop_run_once(e->loop, RF_MIN(next, RF_LOOP_WAIT_NS));
-		if (rc < 0) {
-			pthread_mutex_lock(&e->mu);
-			rf_engine_finish(e, rc, "event loop failed");
-			pthread_mutex_unlock(&e->mu);
-		}
 	}
 }
 

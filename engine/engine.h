@@ -44,6 +44,7 @@ enum rf_unit_state {
 	RF_U_DECODED, /* records resident */
 	RF_U_FAILED,  /* read or decode failed: message in error */
 	RF_U_SKIPPED, /* failed, and skipped by the skip policy: its records are left out */
+	RF_U_STATES
 };
 
 /* One skip of the skip policy, for the stats. */
@@ -220,7 +221,7 @@ typedef struct rf_engine {
 	/* unit ring */
 	rf_unit_slot *ring;
 	uint64_t ring_units;   /* slots: units admitted and not yet released (power of 2,
-	                          at least what one batch's windows span: rf_open_budget) */
+	                          at least what one batch's windows span: rf_memory_check) */
 	uint64_t tail_seq;     /* oldest unit not released */
 	uint64_t frontier_seq; /* first unit not DECODED */
 	uint64_t *jobs;        /* decode queue of seqs (ring_units) */
@@ -317,39 +318,67 @@ typedef struct rf_engine {
 	struct rf_control *ctl;
 } rf_engine;
 
+/* lifecycle.c: builds a loader (NULL and err on failure, everything
+ * undone), stops its threads (idempotent), frees it. */
+rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err);
+void rf_engine_stop_threads(rf_engine *e);
+void rf_engine_free(rf_engine *e);
+
+/* memory.c: the open-time memory model. Reserves open-phase metadata
+ * (RF_MEM_METADATA) before it is allocated (what: the message's subject). */
+int rf_memory_reserve_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error *err);
+/* The shard list (allocated by expand: reserved at once, before any index). */
+int rf_memory_shard_list(rf_engine *e, rf_error *err);
+/* The most one plan of these shards can take (reserved before planning). */
+uint64_t rf_memory_plan_bound(const rf_engine *e, uint64_t window);
+/* The budget check once indexes and plans are in: sizes the unit ring, the
+ * worst batch and the stage, joins the host budget, trues metadata up. */
+int rf_memory_check(rf_engine *e, rf_error *err);
+
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
 /* Memory of a parsed index (what the budget holds for it). */
 uint64_t rf_index_memory_bytes(const rf_shard_index *ix);
-/* Makes the loop thread run its scheduler soon (any thread; coalesced). */
-void rf_engine_wake_loop(rf_engine *e);
-
-/* Marks a unit failed (message copied) and returns its decoded reservation. */
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
-/* Returns a read's buffer to the pool and its bytes to the budget. */
-void rf_read_free(rf_engine *e, rf_read *rd);
-
 /* Issues the re-reads queued by the workers (corrupt frames). mu held;
  * dropped around the source calls. */
 void rf_sched_rereads(rf_engine *e);
 
-/* api.c: changes the read-ahead depth at run time (the controller's hook:
- * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the
- * collator and the scheduler. mu held. */
-void rf_engine_depth_set(rf_engine *e, uint32_t depth);
-
 /* decode.c (workers) */
 void *rf_worker_main(void *arg);
-/* Collates what it can; called with mu held by a worker. */
+
+/* collation.c (one worker at a time). Collates what it can; mu held. */
 void rf_collate_run(rf_engine *e);
-/* Marks the stream's end (code RF_END) or error after the batches queued so
- * far; mu held. */
-void rf_engine_finish(rf_engine *e, int code, const char *msg);
-bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
-/* Frees a unit's slab and reservation and clears its slot; mu held. */
+/* Copies one planned batch's records (any worker); mu held, dropped while
+ * copying. */
+void rf_fill_one(rf_engine *e, rf_ebatch *b);
+
+/* units.c: shared by every side; all with mu held. */
+/* Makes the loop thread run its scheduler soon (coalesced). */
+void rf_engine_wake_loop(rf_engine *e);
+/* Moves a unit to state `to` (debug builds assert the move is allowed). */
+void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to);
+/* The state's name, for messages and tests ("?" when out of range). */
+const char *rf_unit_state_name(int state);
+/* Whether a unit may move from one state to another (rf_unit_set's check). */
+bool rf_unit_move_allowed(int from, int to);
+/* Marks a unit failed (message copied) and returns its decoded reservation. */
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
+/* Returns a read's buffer to the pool and its bytes to the budget. */
+void rf_read_free(rf_engine *e, rf_read *rd);
+/* Frees a unit's slab and reservation and clears its slot. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u);
-/* Advances frontier_seq over decoded units; mu held. */
+/* Advances frontier_seq over decoded (or skipped) units. */
 void rf_frontier_advance(rf_engine *e);
+/* Marks the stream's end (code RF_END) or error after the batches queued so
+ * far. */
+void rf_engine_finish(rf_engine *e, int code, const char *msg);
+/* Needed work did not fit only because of the host total: true while it
+ * waits (ends the stream naming the host budget when waiting cannot help). */
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
+/* Changes the read-ahead depth at run time (the controller's hook: tune.c's
+ * answer goes here). Clamped to [1, RF_READY_MAX]; kicks the collator and
+ * the scheduler. */
+void rf_engine_depth_set(rf_engine *e, uint32_t depth);
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {

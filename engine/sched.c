@@ -15,13 +15,6 @@
 #define RF_COALESCE_UNITS_MAX 64
 #define RF_LOOP_WAIT_NS       100000000ull
 
-/* Called with mu held (e->loop is set and cleared under mu). */
-void rf_engine_wake_loop(rf_engine *e)
-{
-	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
-		rf_loop_wake(e->loop);
-}
-
 /* ------------------------------------------------------------ open phase */
 
 enum {
@@ -385,28 +378,6 @@ static int rf_open_phase(rf_engine *e)
 
 /* ------------------------------------------------------------- run phase */
 
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
-{
-	u->state = RF_U_FAILED;
-	u->err_code = code < 0 ? code : -EIO;
-	free(u->err_msg);
-	u->err_msg = strdup(msg ? msg : "failed");
-	if (u->slab_bytes) {
-		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-		rf_pool_put(e->pool, u->slab, u->slab_bytes);
-		u->slab = NULL;
-		u->slab_bytes = 0;
-	}
-}
-
-void rf_read_free(rf_engine *e, rf_read *rd)
-{
-	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
-	if (rd->buf)
-		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
-	free(rd);
-}
-
 static void rf_latency_add(rf_engine *e, uint64_t ns)
 {
 	e->lat_ms[e->lat_count % RF_LATENCY_SAMPLES] = (double)ns / 1e6;
@@ -443,7 +414,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	} else {
 		e->st_fetched_bytes += rd->len;
 		for (uint32_t i = 0; i < rd->units; i++) {
-			rf_slot(e, rd->first_seq + i)->state = RF_U_FETCHED;
+			rf_unit_set(e, rf_slot(e, rd->first_seq + i), RF_U_FETCHED);
 			e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = rd->first_seq + i;
 		}
 	}
@@ -474,7 +445,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		e->coll_kick = true;
 	} else {
 		e->st_fetched_bytes += u->src_len;
-		u->state = RF_U_FETCHED;
+		rf_unit_set(e, u, RF_U_FETCHED);
 		e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = u->seq;
 	}
 	pthread_cond_broadcast(&e->work_cv);
@@ -569,12 +540,12 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	                    .records = pu->records,
 	                    .first_plan_record = pu->first_plan_record,
 	                    .release_pos = pu->release_pos,
-	                    .state = rd ? RF_U_READING : RF_U_DECODED,
 	                    .read = rd,
 	                    .src_at = rd ? bi->offset - rd->offset : 0,
 	                    .src_len = bi->compressed_bytes,
 	                    .slab_bytes = rd ? rf_pool_class_bytes(bi->decoded_bytes) : 0};
 	(void)k;
+	rf_unit_set(e, u, rd ? RF_U_READING : RF_U_DECODED);
 	e->sched_seq++;
 	e->sched_unit++;
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);

@@ -34,6 +34,7 @@ static rf_engine *rf_engine_of(rf_loader *l)
  * (or it waits for memory). mu held. */
 static void rf_consumer_moved(rf_engine *e, bool released)
 {
+	RF_MU_HELD(e);
 	uint64_t ready = e->ready_tail - e->ready_head;
 	if (ready <= e->depth / 2 || (released && e->coll_wait_budget)) {
 		e->coll_kick = true;
@@ -61,6 +62,7 @@ static bool rf_ready_or_done(const rf_engine *e)
  * free. (A host budget's refusals have their own wait and message.) mu held. */
 static bool rf_held_stall(const rf_engine *e)
 {
+	RF_MU_HELD(e);
 	return e->held > 0 && e->ready_head == e->ready_tail && !e->coll_final && !e->stop &&
 	       (e->coll_wait_budget || e->sched_wait_budget) && e->reads_inflight == 0 &&
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating &&
@@ -71,6 +73,7 @@ static bool rf_held_stall(const rf_engine *e)
  * calls: a caller may wait in short slices). mu held. */
 static bool rf_held_stalled(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (!rf_held_stall(e)) {
 		e->held_stall_ns = 0;
 		return false;
@@ -100,6 +103,7 @@ static void rf_held_stall_message(rf_engine *e)
  * stall (RF_E_BUDGET) or the timeout (-ETIMEDOUT). mu held. */
 static int rf_wait_ready(rf_engine *e, int timeout_ms)
 {
+	RF_MU_HELD(e);
 	uint64_t t_end = timeout_ms >= 0 ? rf_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 	while (!rf_ready_or_done(e)) {
 		if (rf_held_stalled(e))
@@ -115,7 +119,7 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		uint64_t ns = (uint64_t)dl.tv_nsec + slice_ns;
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
-		pthread_cond_timedwait(&e->ready_cv, &e->mu, &dl);
+		rf_cond_timedwait(e, &e->ready_cv, &dl);
 	}
 	return 0;
 }
@@ -126,7 +130,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (!e || !out)
 		return -EINVAL;
 	*out = NULL;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	uint64_t t0 = rf_now_ns();
 	if (e->last_return_ns) { /* the consumer's own time since the last batch */
 		e->st_busy_ns += t0 - e->last_return_ns;
@@ -186,7 +190,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 			    e->held, e->reads_inflight,
 			    (unsigned long long)(e->jobs_tail - e->jobs_head));
 	}
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return rc;
 }
 
@@ -196,7 +200,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	rf_ebatch *b = (rf_ebatch *)batch;
 	if (!e || !b || b->magic != RF_BATCH_MAGIC)
 		return;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (b->prev)
 		b->prev->next = b->next;
 	else
@@ -208,7 +212,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	b->reserved_bytes = 0;
 	b->magic = 0;
 	rf_consumer_moved(e, true);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
 	free(b);
 }
@@ -218,9 +222,9 @@ RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 	rf_engine *e = rf_engine_of(l);
 	if (!e || !len)
 		return -EINVAL;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	rf_position p = e->pos;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	p.has_seq = e->seq_set && p.epoch == e->seq_epoch; /* seq: set at open, read-only */
 	size_t need = rf_state_bytes(&p);
 	if (!buf || *len < need) {

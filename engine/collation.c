@@ -17,6 +17,7 @@
  * Only the collator calls it (it alone moves tail_seq). mu held. */
 static void rf_release_emitted(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	bool any = false;
 	while (e->tail_seq < e->frontier_seq) {
 		rf_unit_slot *u = rf_slot(e, e->tail_seq);
@@ -75,6 +76,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
  * when all its units are (its records are permuted across them). mu held. */
 static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 {
+	RF_MU_HELD(e);
 	uint64_t epoch, first;
 	*failed = NULL;
 	if (e->frontier_seq < e->sched_seq) {
@@ -98,6 +100,7 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
  * window's end is decoded or failed. mu held. */
 static bool rf_window_settled(rf_engine *e, uint64_t window_end)
 {
+	RF_MU_HELD(e);
 	for (uint64_t s = e->frontier_seq; s < e->sched_seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
 		if (u->epoch != e->coll_epoch || u->first_plan_record >= window_end)
@@ -113,6 +116,7 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
  * mu held. */
 static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
 {
+	RF_MU_HELD(e);
 	uint64_t wplan = rf_plan_window_end(e->p_coll, f->first_plan_record);
 	if (!rf_window_settled(e, wplan)) {
 		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wplan);
@@ -133,6 +137,7 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 
 static void rf_need(rf_engine *e, uint64_t pos)
 {
+	RF_MU_HELD(e);
 	uint64_t g = e->coll_global_start + rf_plan_need(e->p_coll, pos);
 	if (g > e->need_global) {
 		e->need_global = g;
@@ -143,6 +148,7 @@ static void rf_need(rf_engine *e, uint64_t pos)
 /* Moves the collator to the next epoch. mu held (dropped while planning). */
 static int rf_coll_next_epoch(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t next = e->coll_epoch + 1;
 	if (next >= e->epoch_end) {
 		rf_engine_finish(e, RF_END, NULL);
@@ -152,9 +158,9 @@ static int rf_coll_next_epoch(rf_engine *e)
 	if (!ep->valid || ep->epoch != next)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	int rc = rf_plan_epoch(e->p_coll, next, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
 		return 0;
@@ -181,6 +187,7 @@ static int rf_coll_next_epoch(rf_engine *e)
  * of its first record. mu held. */
 static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
 {
+	RF_MU_HELD(e);
 	const rf_plan *p = e->p_coll;
 	uint64_t a = rf_plan_resident_stream(p, u->first_plan_record);
 	uint64_t b = rf_plan_resident_stream(p, rf_plan_window_end(p, u->first_plan_record));
@@ -199,6 +206,7 @@ static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
  * resumed counts. Returns true when skipped. mu held. */
 static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 {
+	RF_MU_HELD(e);
 	if (e->skip_blocks_max == 0)
 		return false;
 	bool counted = e->coll_epoch == e->resume_epoch && e->resume_pos > 0 &&
@@ -223,6 +231,7 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 
 static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
 {
+	RF_MU_HELD(e);
 	char m[RF_ERROR_MSG_BYTES];
 	snprintf(m, sizeof(m), "%s (epoch %llu, batch %llu, stream position %llu)",
 	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll_epoch,
@@ -242,6 +251,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
  * free any; else the next release kicks the collator. mu held. */
 static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 {
+	RF_MU_HELD(e);
 	e->wait_budget_bytes = reserve;
 	if (e->ready_head == e->ready_tail && e->held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
@@ -265,6 +275,7 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
  * budget) or a negative error (finished). */
 static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 {
+	RF_MU_HELD(e);
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
 		e->budget_blocked = true;
@@ -274,7 +285,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->st_batch_reserved += reserve;
 	e->host_wait_ns = 0;
 	uint64_t pos = e->coll_pos;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_ebatch *b = calloc(1, sizeof(*b));
 	rf_rec_ref *refs = b ? malloc((size_t)n * sizeof(*refs)) : NULL;
 	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
@@ -283,7 +294,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
 		kept += refs[kept].data != NULL; /* a skipped block's record is left out */
 	}
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (!mem) {
 		free(refs);
 		free(b);
@@ -321,7 +332,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
  * dropped while copying. */
 void rf_fill_one(rf_engine *e, rf_ebatch *b)
 {
-	pthread_mutex_unlock(&e->mu);
+	RF_MU_HELD(e);
+	rf_engine_unlock(e);
 	rf_batch pub = b->pub;
 	rf_collate_fill(&e->cp, rf_ref_record, b, pub.first_record, b->n, b->mem, b->mem_bytes,
 	                &b->pub);
@@ -329,7 +341,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 	b->pub.index = pub.index;
 	b->pub.first_record = pub.first_record;
 	free(b->refs);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	b->refs = NULL;
 	b->filled = true;
 	bool moved = false;
@@ -350,6 +362,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
  * or an epoch change), 0 when it must wait. mu held. */
 static int rf_collate_one(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->stop || e->coll_final || e->ready_tail - e->ready_head >= e->depth)
 		return 0;
 	if (e->coll_pos >= e->coll_records)
@@ -374,10 +387,10 @@ static int rf_collate_one(rf_engine *e)
 	}
 	uint64_t bytes = 0;
 	rf_error err = {0};
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll_pos, avail, e->coll_records,
 	                         &bytes, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (n < 0) {
 		rf_engine_finish(e, (int)n, err.msg);
 		return 0;
@@ -401,6 +414,7 @@ static int rf_collate_one(rf_engine *e)
  * collator, so the check follows the consumer). mu held. */
 static void rf_host_check(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	rf_error herr = {0};
 	if (e->host && !e->coll_final && rf_hostbudget_verify(e->host, &herr) < 0)
 		rf_engine_finish(e, herr.code, herr.msg);
@@ -408,6 +422,7 @@ static void rf_host_check(rf_engine *e)
 
 void rf_collate_run(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->collating)
 		return;
 	rf_host_check(e);

@@ -16,6 +16,7 @@
  * check waits for it. Returns false when out of re-reads. mu held. */
 static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 {
+	RF_MU_HELD(e);
 	if (u->rereads >= e->rereads_max || e->stop || !e->rereads)
 		return false;
 	u->rereads++;
@@ -53,7 +54,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	rf_unit_slot *u = rf_slot(e, seq);
 	u->state = RF_U_DECODING;
 	e->decoding++;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_error err = {0};
 	const rf_shard_index *ix = e->indexes[u->shard];
 	uint64_t t0 = rf_now_ns();
@@ -69,7 +70,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		index_lies = rc < 0;
 	}
 	uint64_t t1 = rf_now_ns();
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->st_decode_ns += t1 - t0;
 	e->decoding--;
 	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
@@ -100,7 +101,7 @@ void *rf_worker_main(void *arg)
 {
 	rf_engine *e = arg;
 	rf_decoder *dec = rf_decoder_new();
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (!dec)
 		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
 	while (!e->stop) {
@@ -122,9 +123,9 @@ void *rf_worker_main(void *arg)
 		            (e->coll_kick && !e->collating);
 		/* stop may have been set (and broadcast) while mu was dropped above */
 		if (!work && !e->stop)
-			pthread_cond_wait(&e->work_cv, &e->mu);
+			rf_cond_wait(e, &e->work_cv);
 	}
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_decoder_free(dec);
 	return NULL;
 }

@@ -22,8 +22,10 @@
 #include "pool.h"
 #include "source.h"
 #include "tune.h"
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
@@ -172,10 +174,11 @@ typedef struct rf_engine {
 	struct rf_hostbudget *host; /* host_budget > 0: shared with the host's loaders */
 
 	/* threads */
-	pthread_mutex_t mu;
-	pthread_cond_t work_cv;  /* workers: decode jobs, collation */
-	pthread_cond_t ready_cv; /* consumer: ready batches */
-	pthread_cond_t open_cv;  /* rf_open waits for the loop thread's open phase */
+	pthread_mutex_t mu;         /* taken only through rf_engine_lock and friends */
+	_Atomic uintptr_t mu_owner; /* debug builds: rf_thread_self() of the holder, 0 */
+	pthread_cond_t work_cv;     /* workers: decode jobs, collation */
+	pthread_cond_t ready_cv;    /* consumer: ready batches */
+	pthread_cond_t open_cv;     /* rf_open waits for the loop thread's open phase */
 	pthread_t loop_thread;
 	bool loop_started;
 	pthread_t *workers;
@@ -379,6 +382,50 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
  * answer goes here). Clamped to [1, RF_READY_MAX]; kicks the collator and
  * the scheduler. */
 void rf_engine_depth_set(rf_engine *e, uint32_t depth);
+
+/* ------------------------------------------------------------ the mutex
+ * Every take of mu goes through these. Debug builds (NDEBUG unset: the
+ * sanitizer build is Debug) record the holding thread, so RF_MU_HELD(e) at
+ * the top of a function that runs with mu held, and RF_MU_NOT_HELD(e) where
+ * it must run without, are checked; a release build compiles both out and
+ * the wrappers are the bare pthread calls. */
+uintptr_t rf_thread_self(void); /* units.c: a per-thread identity, never 0 */
+#ifndef NDEBUG
+#define RF_MU_HELD(e)     assert(atomic_load(&(e)->mu_owner) == rf_thread_self())
+#define RF_MU_NOT_HELD(e) assert(atomic_load(&(e)->mu_owner) != rf_thread_self())
+#define RF_MU_TAKEN(e)                                                                             \
+	(assert(atomic_load(&(e)->mu_owner) == 0), atomic_store(&(e)->mu_owner, rf_thread_self()))
+#define RF_MU_GIVEN(e) (RF_MU_HELD(e), atomic_store(&(e)->mu_owner, 0))
+#else
+#define RF_MU_HELD(e)     ((void)0)
+#define RF_MU_NOT_HELD(e) ((void)0)
+#define RF_MU_TAKEN(e)    ((void)0)
+#define RF_MU_GIVEN(e)    ((void)0)
+#endif
+static inline void rf_engine_lock(rf_engine *e)
+{
+	RF_MU_NOT_HELD(e); /* not recursive: a second take would deadlock */
+	pthread_mutex_lock(&e->mu);
+	RF_MU_TAKEN(e);
+}
+static inline void rf_engine_unlock(rf_engine *e)
+{
+	RF_MU_GIVEN(e);
+	pthread_mutex_unlock(&e->mu);
+}
+static inline void rf_cond_wait(rf_engine *e, pthread_cond_t *cv)
+{
+	RF_MU_GIVEN(e);
+	pthread_cond_wait(cv, &e->mu);
+	RF_MU_TAKEN(e);
+}
+static inline int rf_cond_timedwait(rf_engine *e, pthread_cond_t *cv, const struct timespec *dl)
+{
+	RF_MU_GIVEN(e);
+	int rc = pthread_cond_timedwait(cv, &e->mu, dl);
+	RF_MU_TAKEN(e);
+	return rc;
+}
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {

@@ -33,22 +33,22 @@ static void rf_batch_free(rf_engine *e, rf_ebatch *b)
 
 void rf_engine_stop_threads(rf_engine *e)
 {
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->stop = true;
 	pthread_cond_broadcast(&e->work_cv);
 	pthread_cond_broadcast(&e->ready_cv);
 	pthread_cond_broadcast(&e->open_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	for (uint32_t i = 0; i < e->workers_started; i++)
 		pthread_join(e->workers[i], NULL);
 	e->workers_started = 0;
 	/* The loop thread tears down only after seeing workers_done under mu, and
 	 * clears e->loop under mu: waking it here cannot touch a freed loop. */
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->workers_done = true;
 	if (e->loop)
 		rf_loop_wake(e->loop);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (e->loop_started) {
 		pthread_join(e->loop_thread, NULL);
 		e->loop_started = false;
@@ -66,6 +66,7 @@ void rf_engine_free(rf_engine *e)
 		rf_batch_free(e, b);
 		b = next;
 	}
+	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
 	if (e->ring) {
 		for (uint64_t s = e->tail_seq; s < e->sched_seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
@@ -76,6 +77,7 @@ void rf_engine_free(rf_engine *e)
 			rf_unit_release(e, u);
 		}
 	}
+	rf_engine_unlock(e);
 	rf_control_free(e);
 	rf_plan_free(e->p_sched);
 	rf_plan_free(e->p_coll);
@@ -110,10 +112,10 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 	if (rc != 0)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
 	e->loop_started = true;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	while (e->open_stage == 0)
-		pthread_cond_wait(&e->open_cv, &e->mu);
-	pthread_mutex_unlock(&e->mu);
+		rf_cond_wait(e, &e->open_cv);
+	rf_engine_unlock(e);
 	if (e->open_code < 0)
 		return rf_fail(err, e->open_code, "%s", e->open_msg);
 	e->indexes = calloc(e->nshards, sizeof(*e->indexes));
@@ -293,13 +295,13 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 			               strerror(rc));
 		e->workers_started++;
 	}
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->t_open_ns = rf_now_ns();
 	e->go = true;
 	e->coll_kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
 	pthread_cond_signal(&e->work_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return 0;
 }
 

@@ -388,7 +388,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 {
 	rf_read *rd = arg;
 	rf_engine *e = rd->e;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->reads_inflight--;
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
@@ -419,7 +419,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		}
 	}
 	pthread_cond_broadcast(&e->work_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 }
 
 /* A re-read of one unit's frame finished (arg: its slot, which stays put
@@ -429,7 +429,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	rf_unit_slot *u = arg;
 	rf_read *rd = u->read;
 	rf_engine *e = rd->e;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
@@ -449,28 +449,29 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = u->seq;
 	}
 	pthread_cond_broadcast(&e->work_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 }
 
 void rf_sched_rereads(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	while (!e->stop && e->rereads_head != e->rereads_tail) {
 		uint64_t seq = e->rereads[e->rereads_head++ & (e->ring_units - 1)];
 		rf_unit_slot *u = rf_slot(e, seq);
 		rf_read *rd = u->read;
 		rf_source *src = e->shards[u->shard].src;
-		pthread_mutex_unlock(&e->mu);
+		rf_engine_unlock(e);
 		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
 		                        rd->buf + u->src_at, rf_on_reread, u);
-		pthread_mutex_lock(&e->mu);
+		rf_engine_lock(e);
 		if (rc == -EAGAIN && e->reads_inflight > 1) {
 			e->rereads_head--; /* no room in the loop: again when a read completes */
 			break;
 		}
 		if (rc < 0) {
-			pthread_mutex_unlock(&e->mu);
+			rf_engine_unlock(e);
 			rf_on_reread(u, rc, "could not start the re-read");
-			pthread_mutex_lock(&e->mu);
+			rf_engine_lock(e);
 		}
 	}
 }
@@ -480,6 +481,7 @@ void rf_sched_rereads(rf_engine *e)
  * while computing the plan. */
 static bool rf_sched_epoch_ready(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->sched_unit < rf_epoch_slot(e, e->sched_epoch)->units)
 		return true;
 	uint64_t next = e->sched_epoch + 1;
@@ -490,9 +492,9 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	if (next > e->coll_epoch + 1)
 		return false; /* at most one epoch ahead of the collator */
 	rf_error err = {0};
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	int rc = rf_plan_epoch(e->p_sched, next, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
 		return false;
@@ -520,6 +522,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 /* Batches' worth of records ahead of the consumer that the scheduler fetches. */
 static uint64_t rf_lookahead_global(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t per_batch = e->cp.batch_records;
 	if (e->cp.batch_bytes > 0 && e->coll_batches > 0)
 		per_batch = RF_MAX(1, e->coll_total_records / e->coll_batches);
@@ -530,6 +533,7 @@ static uint64_t rf_lookahead_global(rf_engine *e)
 
 static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t k)
 {
+	RF_MU_HELD(e);
 	rf_unit_slot *u = rf_slot(e, e->sched_seq);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	*u = (rf_unit_slot){.seq = e->sched_seq,
@@ -559,6 +563,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
                               uint64_t *comp_bytes, uint64_t *dec_bytes)
 {
+	RF_MU_HELD(e);
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *first = rf_plan_unit(e->p_sched, e->sched_unit);
 	const rf_shard_index *ix = e->indexes[first->shard];
@@ -604,6 +609,7 @@ static int rf_read_memory(rf_engine *e, rf_read *rd)
  * nothing held anywhere can free memory. mu held. */
 static bool rf_budget_deadlocked(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	return e->ready_head == e->ready_tail && e->held == 0 && e->reads_inflight == 0 &&
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
 }
@@ -612,6 +618,7 @@ static bool rf_budget_deadlocked(rf_engine *e)
  * stream when nothing anywhere can free memory. mu held. */
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
 {
+	RF_MU_HELD(e);
 	e->sched_wait_budget = true;
 	if (needed)
 		e->wait_budget_bytes = bytes;
@@ -637,11 +644,12 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
  * parked. mu not held. */
 static bool rf_read_park(rf_engine *e, rf_read *rd)
 {
-	pthread_mutex_lock(&e->mu);
+	RF_MU_NOT_HELD(e);
+	rf_engine_lock(e);
 	bool park = e->reads_inflight > 1 && !e->stop;
 	if (park)
 		e->parked = rd;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return park;
 }
 
@@ -649,6 +657,7 @@ static bool rf_read_park(rf_engine *e, rf_read *rd)
  * when `memory`). mu not held. */
 static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 {
+	RF_MU_NOT_HELD(e);
 	int rc = memory ? rf_read_memory(e, rd) : 0;
 	if (rc == 0) {
 		rc = rf_source_read(e->shards[rd->shard].src, rd->offset, rd->len, rd->buf,
@@ -669,13 +678,14 @@ static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
  * room. mu held; dropped around the source call. */
 static bool rf_sched_unpark(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	rf_read *rd = e->parked;
 	if (!rd)
 		return true;
 	e->parked = NULL;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_read_start(e, rd, false);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	return e->parked == NULL;
 }
 
@@ -683,6 +693,7 @@ static bool rf_sched_unpark(rf_engine *e)
  * the source call. */
 static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
 {
+	RF_MU_HELD(e);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	rd->e = e;
 	rd->offset = bi->offset;
@@ -697,15 +708,16 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	}
 	e->reads_inflight++;
 	e->st_reads++;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_read_start(e, rd, true);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 }
 
 /* Reserves the bytes of a run of units and its read buffer; NULL (and
  * nothing reserved) when the budget or memory says no. mu held. */
 static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
 {
+	RF_MU_HELD(e);
 	uint64_t fetch_bytes = rf_pool_class_bytes(comp + e->read_align);
 	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
 		return NULL;
@@ -730,6 +742,7 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	/* A parked read goes first, also when it holds the last units. Needed
 	 * reads skip the in-flight target, not reads_max: a window of more
 	 * blocks than the loop has slots is read as slots free. */
@@ -790,6 +803,7 @@ static bool rf_queue_full(const rf_engine *e, uint64_t n)
 
 static void rf_sample_queue(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t n = e->ready_tail - e->ready_head;
 	bool full = rf_queue_full(e, n);
 	e->q_samples++;
@@ -811,11 +825,11 @@ static void rf_sample_queue(rf_engine *e)
 static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	bool live = !e->coll_final || e->ready_tail != e->ready_head;
 	if (live)
 		rf_sample_queue(e);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	/* Once the stream has ended and been taken, nothing is left to sample. */
 	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
 }
@@ -826,9 +840,9 @@ static void rf_run_phase(rf_engine *e)
 	rf_control_start(e);
 	for (;;) {
 		atomic_store(&e->wake_pending, false);
-		pthread_mutex_lock(&e->mu);
+		rf_engine_lock(e);
 		if (e->stop && e->workers_done) {
-			pthread_mutex_unlock(&e->mu);
+			rf_engine_unlock(e);
 			break;
 		}
 		e->sched_wait_budget = false;
@@ -839,13 +853,13 @@ static void rf_run_phase(rf_engine *e)
 			e->coll_kick = true; /* retry the batch the host total refused */
 			pthread_cond_signal(&e->work_cv);
 		}
-		pthread_mutex_unlock(&e->mu);
+		rf_engine_unlock(e);
 		uint64_t next = rf_fetch_tick(e->fetch);
 		int rc = rf_loop_run_once(e->loop, RF_MIN(next, RF_LOOP_WAIT_NS));
 		if (rc < 0) {
-			pthread_mutex_lock(&e->mu);
+			rf_engine_lock(e);
 			rf_engine_finish(e, rc, "event loop failed");
-			pthread_mutex_unlock(&e->mu);
+			rf_engine_unlock(e);
 		}
 	}
 }
@@ -857,12 +871,14 @@ static void rf_run_phase(rf_engine *e)
 static int rf_fetch_mem_reserve(void *ctx, uint64_t bytes)
 {
 	rf_engine *e = ctx;
+	RF_MU_NOT_HELD(e);
 	return rf_budget_reserve(&e->budget, RF_MEM_FETCH, bytes, bytes);
 }
 
 static void rf_fetch_mem_release(void *ctx, uint64_t bytes)
 {
 	rf_engine *e = ctx;
+	RF_MU_NOT_HELD(e);
 	rf_budget_release(&e->budget, RF_MEM_FETCH, bytes);
 }
 
@@ -875,10 +891,10 @@ static void rf_sched_teardown(rf_engine *e)
 	}
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	rf_loop *loop = e->loop;
 	e->loop = NULL; /* wakers (all under mu) no longer reach it */
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
 }
 
@@ -894,24 +910,24 @@ void *rf_sched_main(void *arg)
 	rf_loop *loop = NULL;
 	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
 	int rc = rf_loop_new_sized(&loop, ops, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->loop = loop; /* published under mu: rf_close may look at it */
 	e->reads_max = e->cfg->test_reads_max ? e->cfg->test_reads_max : RF_MAX(1u, ops / 2);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
 	if (rc < 0)
 		snprintf(e->open_msg, sizeof(e->open_msg), "%s", err.msg);
 	else
 		rc = rf_open_phase(e);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->open_code = rc;
 	e->open_stage = rc < 0 ? -1 : 1;
 	pthread_cond_broadcast(&e->open_cv);
 	while (!e->go && !e->stop)
-		pthread_cond_wait(&e->open_cv, &e->mu);
+		rf_cond_wait(e, &e->open_cv);
 	bool go = e->go && !e->stop;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (go)
 		rf_run_phase(e);
 	if (e->loop)

@@ -14,6 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+uintptr_t rf_thread_self(void)
+{
+	static _Thread_local char self; /* its address is this thread's */
+	return (uintptr_t)&self;
+}
+
 /* ---------------------------------------------------------- unit states */
 
 static const char *const rf_unit_state_names[RF_U_STATES] = {
@@ -48,6 +54,7 @@ bool rf_unit_move_allowed(int from, int to)
 /* The one place a unit changes state (rf_unit_release clears a slot whole). */
 void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
 {
+	RF_MU_HELD(e);
 #ifndef NDEBUG
 	if (!rf_unit_move_allowed(u->state, (int)to)) {
 		fprintf(stderr,
@@ -66,12 +73,14 @@ void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
 /* Called with mu held (e->loop is set and cleared under mu). */
 void rf_engine_wake_loop(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
 		rf_loop_wake(e->loop);
 }
 
 void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 {
+	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_FAILED);
 	u->err_code = code < 0 ? code : -EIO;
 	free(u->err_msg);
@@ -86,6 +95,7 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 
 void rf_read_free(rf_engine *e, rf_read *rd)
 {
+	RF_MU_HELD(e);
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
 	if (rd->buf)
 		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
@@ -94,6 +104,7 @@ void rf_read_free(rf_engine *e, rf_read *rd)
 
 void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 {
+	RF_MU_HELD(e);
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
 		if (u->slab)
@@ -105,6 +116,7 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 
 void rf_frontier_advance(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	for (; e->frontier_seq < e->sched_seq; e->frontier_seq++) {
 		uint8_t st = rf_slot(e, e->frontier_seq)->state;
 		if (st != RF_U_DECODED && st != RF_U_SKIPPED) /* skipped: resident as nothing */
@@ -114,6 +126,7 @@ void rf_frontier_advance(rf_engine *e)
 
 void rf_engine_finish(rf_engine *e, int code, const char *msg)
 {
+	RF_MU_HELD(e);
 	if (e->coll_final)
 		return;
 	e->coll_final = true;
@@ -130,6 +143,7 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
  * the stream naming the host budget. Returns true while waiting. mu held. */
 bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
 {
+	RF_MU_HELD(e);
 	if (!rf_budget_host_bound(&e->budget, bytes))
 		return false;
 	rf_error herr = {0};
@@ -158,6 +172,7 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
 
 void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 {
+	RF_MU_HELD(e);
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
 	e->coll_kick = true;
 	if (!e->collating)

@@ -203,7 +203,6 @@ typedef struct rf_engine {
 	uint32_t open_failed_idx; /* the lowest index of one (valid when open_failed) */
 	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
 	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
-	int64_t sample_timer;
 
 	/* plans */
 	rf_plan *p_sched, *p_coll;
@@ -283,7 +282,6 @@ typedef struct rf_engine {
 	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
 	uint64_t consumer_global;
 	char last_error[RF_ERROR_MSG_BYTES];
-	bool in_call; /* re-entry guard */
 
 	/* stats */
 	struct rf_epoch_count {
@@ -342,9 +340,6 @@ int rf_memory_check(rf_engine *e, rf_error *err);
 void *rf_sched_main(void *arg);
 /* Memory of a parsed index (what the budget holds for it). */
 uint64_t rf_index_memory_bytes(const rf_shard_index *ix);
-/* Issues the re-reads queued by the workers (corrupt frames). mu held;
- * dropped around the source calls. */
-void rf_sched_rereads(rf_engine *e);
 
 /* decode.c (workers) */
 void *rf_worker_main(void *arg);

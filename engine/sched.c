@@ -452,7 +452,9 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	rf_engine_unlock(e);
 }
 
-void rf_sched_rereads(rf_engine *e)
+/* Issues the re-reads queued by the workers (corrupt frames). mu held;
+ * dropped around the source calls. */
+static void rf_sched_rereads(rf_engine *e)
 {
 	RF_MU_HELD(e);
 	while (!e->stop && e->rereads_head != e->rereads_tail) {
@@ -531,7 +533,7 @@ static uint64_t rf_lookahead_global(rf_engine *e)
 	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
 }
 
-static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t k)
+static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd)
 {
 	RF_MU_HELD(e);
 	rf_unit_slot *u = rf_slot(e, e->sched_seq);
@@ -548,7 +550,6 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	                    .src_at = rd ? bi->offset - rd->offset : 0,
 	                    .src_len = bi->compressed_bytes,
 	                    .slab_bytes = rd ? rf_pool_class_bytes(bi->decoded_bytes) : 0};
-	(void)k;
 	rf_unit_set(e, u, rd ? RF_U_READING : RF_U_DECODED);
 	e->sched_seq++;
 	e->sched_unit++;
@@ -704,7 +705,7 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	for (uint32_t k = 0; k < n; k++) {
 		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
 		e->st_read_records += ku->records;
-		rf_slot_init(e, ku, rd, k);
+		rf_slot_init(e, ku, rd);
 	}
 	e->reads_inflight++;
 	e->st_reads++;
@@ -764,7 +765,7 @@ static bool rf_sched_one(rf_engine *e)
 	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
-		rf_slot_init(e, pu, NULL, 0);
+		rf_slot_init(e, pu, NULL);
 		rf_frontier_advance(e);
 		if (pu->unused) { /* its plan positions count as resident now */
 			e->coll_kick = true;
@@ -831,12 +832,13 @@ static void rf_on_sample(void *arg, int res)
 		rf_sample_queue(e);
 	rf_engine_unlock(e);
 	/* Once the stream has ended and been taken, nothing is left to sample. */
-	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
+	if (live)
+		rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 }
 
 static void rf_run_phase(rf_engine *e)
 {
-	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 	rf_control_start(e);
 	for (;;) {
 		atomic_store(&e->wake_pending, false);

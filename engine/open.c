@@ -188,9 +188,9 @@ static bool rf_open_reread(rf_shard *s, int rc)
 	    fo->got_offset + fo->got_len > o->buf_offset + o->buf_len)
 		return false;
 	s->rereads++;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->st_rereads++;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_open_read(s, o->buf_side, fo->got_offset, fo->got_len);
 	return true;
 }

@@ -53,6 +53,7 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 /* This rank's counts for the consumer's epoch. mu held. */
 static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 {
+	RF_MU_HELD(e);
 	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
 	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
 	s->epoch = e->pos.epoch;
@@ -78,7 +79,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	memset(s, 0, sizeof(*s));
 	rf_budget_snapshot b;
 	rf_budget_snapshot_get(&e->budget, &b);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	double elapsed = (double)(rf_now_ns() - e->t_open_ns) / 1e9;
 	s->elapsed_s = elapsed;
 	s->batches = e->st_batches;
@@ -131,7 +132,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->rereads = e->st_rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return 0;
 }
 
@@ -243,9 +244,9 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	n += m;
 	char pauses[6144]; /* RF_PAUSE_SOURCES entries, URLs escaped */
 	rf_engine *e = (rf_engine *)l;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	m = snprintf(buf + n, cap - (size_t)n,
 	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,

@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "inspect_samples.h"
+#include "json.h"
 #include "packer.h"
 #include "ringfeed.h"
 
@@ -26,7 +27,7 @@ static const char inspect_usage[] =
 static void print_json(const char *path, const rf_shard_index *ix, uint64_t payload, double ratio)
 {
 	printf("{\"shard\":");
-	rf_tool_json_str(stdout, path);
+	rf_json_fput(stdout, path);
 	printf(",\"file_bytes\":%llu,\"records\":%llu,\"blocks\":%u,\"compressed_bytes\":%llu,"
 	       "\"decoded_bytes\":%llu,\"payload_bytes\":%llu,\"ratio\":%.4f,"
 	       "\"largest_block_compressed_bytes\":%u,\"largest_block_decoded_bytes\":%u,"
@@ -35,7 +36,7 @@ static void print_json(const char *path, const rf_shard_index *ix, uint64_t payl
 	       (unsigned long long)ix->compressed_bytes, (unsigned long long)ix->decoded_bytes,
 	       (unsigned long long)payload, ratio, ix->largest_block_compressed_bytes,
 	       ix->largest_block_decoded_bytes, ix->largest_record_bytes);
-	rf_tool_json_str(stdout, ix->metadata);
+	rf_json_fput(stdout, ix->metadata);
 	printf("}\n");
 }
 
@@ -55,7 +56,7 @@ static void print_text(const char *path, const rf_shard_index *ix, uint64_t payl
 	       ix->largest_block_decoded_bytes);
 	printf("largest record    %u bytes\n", ix->largest_record_bytes);
 	printf("metadata          ");
-	rf_tool_json_str(stdout, ix->metadata);
+	rf_json_fput(stdout, ix->metadata);
 	printf("\n");
 }
 

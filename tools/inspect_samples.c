@@ -4,7 +4,7 @@
  * and counts, per field, the samples that have it, its bytes and its
  * largest value. Uses only ringfeed.h. */
 #include "inspect_samples.h"
-#include "packer.h"
+#include "json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,14 +60,14 @@ static void print(const char *path, int json, uint64_t size, uint64_t samples, c
 {
 	if (json) {
 		printf("{\"shard\":");
-		rf_tool_json_str(stdout, path);
+		rf_json_fput(stdout, path);
 		printf(",\"file_bytes\":%llu,\"samples\":%llu,\"layout\":",
 		       (unsigned long long)size, (unsigned long long)samples);
-		rf_tool_json_str(stdout, layout_of(path));
+		rf_json_fput(stdout, layout_of(path));
 		printf(",\"fields\":[");
 		for (uint32_t k = 0; k < nf; k++) {
 			printf("%s{\"name\":", k ? "," : "");
-			rf_tool_json_str(stdout, f[k].name);
+			rf_json_fput(stdout, f[k].name);
 			printf(",\"present\":%llu,\"bytes\":%llu,\"largest_bytes\":%llu}",
 			       (unsigned long long)f[k].present, (unsigned long long)f[k].bytes,
 			       (unsigned long long)f[k].largest);

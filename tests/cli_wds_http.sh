@@ -3,7 +3,7 @@
 # what it gives from local files: the same shuffled digest (samples, keys,
 # fields and bytes) from nginx (HTTP range reads: the open's header scan in
 # sequential ranges, units of whole samples) and from s3rver (S3 keys by
-# brace range), and the same --output tar stream.
+# brace range, and a prefix listing), and the same --output tar stream.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -59,6 +59,8 @@ for f in "$tmp"/ds/shard-*.tar; do
 		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$tag/$(basename "$f")" || bad "upload $f"
 done
 same "s3 digest" "$want" "$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/$brace")"
+same "s3 prefix digest (the listing takes .tar)" "$want" \
+	"$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/")"
 
 [ $fails -eq 0 ] || {
 	echo "$fails check(s) failed" >&2

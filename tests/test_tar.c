@@ -178,6 +178,15 @@ static void test_claim(void **state)
 	assert_int_equal(rf_tar_format.claim("x.rfs"), RF_FMT_NO);
 	assert_int_equal(rf_tar_format.claim(".tar"), RF_FMT_NO);
 	assert_int_equal(rf_tar_format.claim("x.tar/y"), RF_FMT_NO);
+	/* compressed tars are claimed to be refused by name, not read as .rfs */
+	assert_int_equal(rf_tar_format.claim("a/s.tar.gz"), RF_FMT_YES);
+	assert_int_equal(rf_tar_format.claim("s.tar.zst"), RF_FMT_YES);
+	rf_fmt_open o = {.url = "d/s.tar.zst?sig=1", .name = "d/s.tar.zst?...", .size = 1024};
+	rf_error err = {0};
+	assert_int_equal(rf_tar_format.open_step(&o, &err), -ENOTSUP);
+	assert_true(o.final);
+	assert_non_null(strstr(err.msg, "compressed tar"));
+	assert_non_null(strstr(err.msg, "d/s.tar.zst?..."));
 }
 
 static void test_samples(void **state)

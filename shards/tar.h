@@ -1,4 +1,5 @@
-/* tar.h - WebDataset tar shards as a format (tar.c): the format's table row
+/* tar.h - WebDataset tar shards as a format (tar.c; its header scan in
+ * tar_scan.c): the format's table row, the scan's state shared by the two,
  * and the pieces its tests and fuzz target reach directly. Internal; see
  * docs/format.md, "WebDataset tar". */
 #ifndef RF_TAR_H
@@ -24,5 +25,53 @@ bool rf_tar_number(const uint8_t *field, size_t len, uint64_t *out);
 /* True when the 512-byte header's checksum (bytes 148..155 counted as
  * spaces) matches the stored one, summed unsigned or (old tars) signed. */
 bool rf_tar_checksum_ok(const uint8_t *hdr);
+
+/* ------------------------------------ the scan (tar_scan.c), for tar.c */
+
+static inline uint64_t rf_tar_pad512(uint64_t n)
+{
+	return (n + RF_TAR_BLOCK - 1) / RF_TAR_BLOCK * RF_TAR_BLOCK;
+}
+
+typedef struct tar_field {
+	uint64_t offset, len; /* absolute in the shard during the scan */
+	uint32_t name;
+} tar_field;
+
+typedef struct tar_sample {
+	uint64_t start, end; /* first header of its first member .. its last member's padded end */
+	uint32_t field_first;
+	uint32_t key_at, key_len;
+} tar_sample;
+
+typedef struct tar_scan {
+	uint64_t pos;          /* the next header's offset */
+	uint64_t member_start; /* UINT64_MAX, or where the pending extension headers began */
+	char *long_name;       /* GNU L or PAX path for the next member, or NULL */
+	size_t long_len;
+	bool pax_size_set;
+	uint64_t pax_size;
+	tar_field *fv;
+	size_t fn, fcap;
+	tar_sample *sv;
+	size_t sn, scap;
+	char *keys;
+	size_t kn, kcap;
+	char **names;
+	uint32_t names_n;
+	bool in_sample;
+	uint64_t skipped; /* members left out (metadata, dot-files, no extension, not files) */
+} tar_scan;
+
+enum { RF_TAR_SCAN_MORE = 1, RF_TAR_SCAN_END = 2 };
+
+/* What the scan's tables take (held between open steps). */
+uint64_t rf_tar_scan_bytes(const tar_scan *s);
+void rf_tar_scan_free(tar_scan *s);
+/* Asks for the next range from the header at s->pos (RF_FMT_NEED). */
+int rf_tar_want_from(rf_fmt_open *o, tar_scan *s);
+/* Scans the delivered range: RF_TAR_SCAN_MORE (ask again), RF_TAR_SCAN_END
+ * (the layout is known) or an error. */
+int rf_tar_scan_chunk(rf_fmt_open *o, tar_scan *s, rf_error *err);
 
 #endif

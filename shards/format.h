@@ -34,7 +34,36 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct rf_fmt_options;
+/* Token dtypes: the codes of Megatron's indexed_dataset.py (DType), plus
+ * uint32 for llm.c's version 7 files. */
+enum {
+	RF_TOK_NONE = 0,
+	RF_TOK_U8 = 1,
+	RF_TOK_I8 = 2,
+	RF_TOK_I16 = 3,
+	RF_TOK_I32 = 4,
+	RF_TOK_I64 = 5,
+	RF_TOK_F64 = 6,
+	RF_TOK_F32 = 7,
+	RF_TOK_U16 = 8,
+	RF_TOK_U32 = 9,
+	RF_TOK_DTYPES
+};
+/* "uint16" for RF_TOK_U16; NULL for an unknown code. */
+const char *rf_tok_dtype_name(int code);
+/* Bytes of one token (0 for an unknown code). */
+unsigned rf_tok_dtype_bytes(int code);
+/* The code of "uint16", "int32", ... ; RF_TOK_NONE when unknown. */
+int rf_tok_dtype_parse(const char *name);
+
+/* Options a format may read at open (the engine copies them from its
+ * config; rf_fmt_open.opt). Zero = defaults. */
+struct rf_fmt_options {
+	uint8_t token_dtype; /* a headerless token file's dtype (RF_TOK_*); 0 = uint16 */
+	bool has_eot;        /* documents of a headerless file end at eot_token */
+	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
+	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
+};
 
 /* How strongly a format claims a name (an object's file name or key). */
 enum {
@@ -165,5 +194,21 @@ const char *rf_format_patterns(void);
 int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
                         const rf_format **fmt_out, rf_shard_index **index, void **priv,
                         rf_error *err);
+
+/* An object held in memory, for rf_format_open_mem. */
+typedef struct rf_fmt_object {
+	const char *url; /* matched exactly against want.object (objs[0]: the shard) */
+	const uint8_t *data;
+	uint64_t size;
+} rf_fmt_object;
+
+/* Drives fmt's open_step to DONE over objects in memory (objs[0] is the
+ * shard; a sidecar is found by its URL among the others): for fuzz targets
+ * and tests. Every request is checked to lie inside its object and the
+ * bounds summed into *reserved_bytes (may be NULL): what the engine would
+ * reserve. On success *index, *priv and *held_bytes are the format's. */
+int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t nobjs,
+                       const struct rf_fmt_options *opt, rf_shard_index **index, void **priv,
+                       uint64_t *held_bytes, uint64_t *reserved_bytes, rf_error *err);
 
 #endif

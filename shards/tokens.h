@@ -1,0 +1,46 @@
+/* tokens.h - what the token-file formats (megatron.c, llmc.c) share: token
+ * dtypes (named and numbered as Megatron's indexed_dataset.py numbers them,
+ * plus uint32 for llm.c v7), and cutting a run of records into read units
+ * of about RF_TOK_UNIT_BYTES stored bytes, each unit whole records, stored
+ * as they decode (in place). Internal to shards/. */
+#ifndef RF_TOKENS_H
+#define RF_TOKENS_H
+
+#include "format.h"
+
+#include <stdint.h>
+
+#define RF_TOK_UNIT_BYTES       (1u << 20)   /* a read unit's target stored bytes */
+#define RF_TOK_UNIT_RECORDS_MAX (1u << 16)   /* records in one unit (its table: 256 KiB) */
+#define RF_TOK_RECORDS_MAX      (1ull << 31) /* sequences / documents in one file */
+
+/* The unit table of n records of rec_bytes[i] bytes each (contiguous, from
+ * byte `base` of the object) can have at most this many units. */
+uint64_t rf_tok_units_bound(uint64_t stored_bytes, uint64_t records);
+
+/* Fills ix (blocks, block[], records, sizes, largest_*) with the units of
+ * n contiguous records from byte `base`: a unit is a run of whole records
+ * of about RF_TOK_UNIT_BYTES (a record larger than that is its own unit).
+ * rec_tokens[i] * itemsize is record i's bytes (each <= RF_BLOCK_DECODED_MAX,
+ * checked by the caller). Allocates ix->block (at most rf_tok_units_bound
+ * entries) and ix->metadata ("" : the caller sets it). */
+int rf_tok_units_build(rf_shard_index *ix, const uint32_t *rec_tokens, uint64_t n,
+                       unsigned itemsize, uint64_t base, const char *name, rf_error *err);
+
+/* Writes the record table of unit u (u32 little-endian ends, from
+ * rec_tokens) into dst, after checking src_len and dst_cap. */
+int rf_tok_unit_table(const rf_shard_index *ix, const uint32_t *rec_tokens, unsigned itemsize,
+                      uint32_t u, size_t src_len, void *dst, size_t dst_cap, rf_unit_records *out,
+                      const void *src, const char *name, rf_error *err);
+
+/* Frees an index built here (block, metadata, the index). */
+void rf_tok_index_free(rf_shard_index *ix);
+
+/* "PREFIX.idx" for "PREFIX.bin", "PREFIX.idx" or "PREFIX" (a query string
+ * after '?' stays at the end). Caller frees; NULL when out of memory. */
+char *rf_tok_sibling(const char *url, const char *suffix);
+
+/* The token formats (registered in format.c). */
+extern const rf_format rf_format_megatron;
+
+#endif

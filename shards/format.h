@@ -63,6 +63,7 @@ struct rf_fmt_options {
 	bool has_eot;        /* documents of a headerless file end at eot_token */
 	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
 	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
+	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */

@@ -23,16 +23,9 @@
 #define MG_MAGIC_BYTES   9
 #define MG_HEADER_BYTES  34
 #define MG_CHUNK_ENTRIES (1u << 19) /* entries per request: at most 4 MiB */
-#define MG_METADATA_MAX  256
+#define MG_METADATA_MAX  320        /* rf_tok_metadata's most */
 
 enum { MG_HEADER, MG_LENGTHS, MG_POINTERS, MG_DOCS };
-
-/* What decode needs (read-only after DONE). */
-typedef struct mg_priv {
-	uint32_t *len_tokens; /* per sequence */
-	uint8_t dtype;
-	uint64_t sequences, documents, tokens;
-} mg_priv;
 
 typedef struct mg_state {
 	char *idx_url, *idx_name;
@@ -43,7 +36,7 @@ typedef struct mg_state {
 	uint64_t done;     /* entries of the phase's array parsed */
 	uint64_t ptr_next; /* the byte the next sequence must start at */
 	uint64_t doc_prev;
-	mg_priv *priv;
+	rf_tok_priv *priv;
 } mg_state;
 
 static int mg_claim(const char *name)
@@ -75,7 +68,9 @@ static uint64_t array_at(const mg_state *s, int phase, unsigned *entry_bytes)
 
 static uint64_t units_bound_bytes(const mg_state *s)
 {
-	return rf_tok_units_bound(s->ptr_next, s->priv->sequences) * sizeof(rf_block_info) +
+	/* windows: at most as many as tokens, so the same bound covers them */
+	uint64_t records = RF_MAX(s->priv->sequences, s->ptr_next / s->itemsize);
+	return rf_tok_units_bound(s->ptr_next, records) * sizeof(rf_block_info) +
 	       sizeof(rf_shard_index) + MG_METADATA_MAX;
 }
 
@@ -132,12 +127,12 @@ static int header_parse(rf_fmt_open *o, const uint8_t *h, rf_error *err)
 	s->docs1 = D1;
 	s->idx_bytes = o->got_object_size;
 	s->itemsize = rf_tok_dtype_bytes(code);
-	return 0;
+	return rf_tok_options(s->priv, o->opt, o->name, err);
 }
 
 static int lengths_parse(mg_state *s, const uint8_t *p, uint64_t n, rf_error *err)
 {
-	mg_priv *pv = s->priv;
+	rf_tok_priv *pv = s->priv;
 	if (!pv->len_tokens && !(pv->len_tokens = malloc(4 * (pv->sequences ? pv->sequences : 1))))
 		return rf_fail(err, -ENOMEM, "%s: no memory for %" PRIu64 " sequence lengths",
 		               s->idx_name, pv->sequences);
@@ -208,27 +203,24 @@ static int docs_parse(rf_fmt_open *o, const uint8_t *p, uint64_t n, rf_error *er
 static int layout_build(rf_fmt_open *o, rf_error *err)
 {
 	mg_state *s = o->state;
-	mg_priv *pv = s->priv;
+	rf_tok_priv *pv = s->priv;
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return rf_fail(err, -ENOMEM, "%s: no memory for the layout", o->name);
 	ix->file_bytes = o->size;
-	int rc =
-	    rf_tok_units_build(ix, pv->len_tokens, pv->sequences, s->itemsize, 0, o->name, err);
-	if (rc == 0) {
-		pv->documents = s->docs1 - 1;
-		pv->tokens = s->ptr_next / s->itemsize;
-		char meta[MG_METADATA_MAX];
-		snprintf(meta, sizeof(meta),
-		         "{\"format\":\"megatron\",\"dtype\":\"%s\",\"tokens\":%" PRIu64
-		         ",\"sequences\":%" PRIu64 ",\"documents\":%" PRIu64 "}",
-		         rf_tok_dtype_name(pv->dtype), pv->tokens, pv->sequences, pv->documents);
-		char *m = strdup(meta);
-		if (!m)
-			rc = rf_fail(err, -ENOMEM, "%s: no memory", o->name);
-		free(ix->metadata);
-		ix->metadata = m;
+	pv->documents = s->docs1 - 1;
+	pv->tokens = s->ptr_next / s->itemsize;
+	int rc;
+	if (pv->seq_len) {
+		free(pv->len_tokens); /* windows need only the token count */
+		pv->len_tokens = NULL;
+		rc = rf_tok_windows_build(ix, pv, o->name, err);
+	} else {
+		rc = rf_tok_units_build(ix, pv->len_tokens, pv->sequences, s->itemsize, 0, o->name,
+		                        err);
 	}
+	if (rc == 0)
+		rc = rf_tok_metadata(ix, "megatron", pv, o->name, err);
 	if (rc < 0) {
 		rf_tok_index_free(ix);
 		return rc;
@@ -236,7 +228,7 @@ static int layout_build(rf_fmt_open *o, rf_error *err)
 	o->index = ix;
 	o->priv = pv;
 	s->priv = NULL;
-	o->held_bytes = sizeof(*pv) + 4 * pv->sequences + sizeof(*ix) +
+	o->held_bytes = sizeof(*pv) + (pv->len_tokens ? 4 * pv->sequences : 0) + sizeof(*ix) +
 	                (uint64_t)ix->blocks * sizeof(rf_block_info) + strlen(ix->metadata) + 1;
 	return RF_FMT_DONE;
 }
@@ -326,20 +318,12 @@ static int mg_open_step(rf_fmt_open *o, rf_error *err)
 	return next_phase(o, err);
 }
 
-static void priv_free(mg_priv *pv)
-{
-	if (pv) {
-		free(pv->len_tokens);
-		free(pv);
-	}
-}
-
 static void mg_open_abort(rf_fmt_open *o)
 {
 	mg_state *s = o->state;
 	if (!s)
 		return;
-	priv_free(s->priv);
+	rf_tok_priv_free(s->priv);
 	free(s->idx_url);
 	free(s->idx_name);
 	free(s);
@@ -349,16 +333,7 @@ static void mg_open_abort(rf_fmt_open *o)
 static void mg_close(rf_shard_index *index, void *priv)
 {
 	rf_tok_index_free(index);
-	priv_free(priv);
-}
-
-static int mg_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
-                     const void *src, size_t src_len, void *dst, size_t dst_cap,
-                     rf_unit_records *out, const char *name, rf_error *err)
-{
-	const mg_priv *pv = priv;
-	return rf_tok_unit_table(ix, pv->len_tokens, rf_tok_dtype_bytes(pv->dtype), u, src_len, dst,
-	                         dst_cap, out, src, name, err);
+	rf_tok_priv_free(priv);
 }
 
 const rf_format rf_format_megatron = {
@@ -367,6 +342,6 @@ const rf_format rf_format_megatron = {
     .open_step = mg_open_step,
     .open_abort = mg_open_abort,
     .close = mg_close,
-    .decode = mg_decode,
+    .decode = rf_tok_decode,
     .in_place = true,
 };

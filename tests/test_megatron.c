@@ -166,6 +166,47 @@ static void test_units(void **state)
 	free(lens);
 }
 
+/* Windows over the concatenation of the sequences (seq_len 4, 26 tokens:
+ * 6 windows of 5, the last token dropped), widened to int64. */
+static void test_windows(void **state)
+{
+	(void)state;
+	uint32_t lens[] = {5, 0, 17, 3, 1};
+	dataset d = build(RF_TOK_U16, lens, 5);
+	uint64_t cat[26], t = 0;
+	for (uint64_t i = 0; i < 5; i++)
+		for (uint32_t j = 0; j < lens[i]; j++)
+			cat[t++] = i * 1000 + j;
+	rf_fmt_object objs[2] = {{"data/x.bin", d.bin, d.bin_len},
+	                         {"data/x.idx", d.idx, d.idx_len}};
+	struct rf_fmt_options opt = {.seq_len = 4, .token_out = RF_TOK_I64};
+	rf_shard_index *ix = NULL;
+	void *priv = NULL;
+	rf_error err = {0};
+	assert_int_equal(
+	    rf_format_open_mem(&rf_format_megatron, objs, 2, &opt, &ix, &priv, NULL, NULL, &err),
+	    0);
+	assert_int_equal(ix->records, 6);
+	assert_int_equal(ix->blocks, 1);
+	assert_non_null(strstr(ix->metadata, "\"windows\":6"));
+	const rf_block_info *b = &ix->block[0];
+	assert_int_equal(b->compressed_bytes, 25 * 2);
+	uint8_t *dst = malloc(b->decoded_bytes);
+	rf_unit_records out;
+	assert_int_equal(rf_format_megatron.decode(NULL, ix, priv, 0, d.bin, b->compressed_bytes,
+	                                           dst, b->decoded_bytes, &out, "x.bin", &err),
+	                 0);
+	assert_int_equal(out.records, 6);
+	for (uint32_t w = 0; w < 6; w++) {
+		assert_int_equal(rf_record_end(out.ends, w), (w + 1) * 5 * 8);
+		for (uint32_t k = 0; k < 5; k++)
+			assert_int_equal(rf_load_le64(out.base + (w * 5 + k) * 8), cat[w * 4 + k]);
+	}
+	free(dst);
+	rf_format_megatron.close(ix, priv);
+	dataset_free(&d);
+}
+
 static void test_claim(void **state)
 {
 	(void)state;
@@ -318,6 +359,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_small_uint16_and_int32),
 	    cmocka_unit_test(test_units),
+	    cmocka_unit_test(test_windows),
 	    cmocka_unit_test(test_claim),
 	    cmocka_unit_test(test_hostile),
 	};

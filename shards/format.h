@@ -205,9 +205,11 @@ typedef struct rf_fmt_object {
 
 /* Drives fmt's open_step to DONE over objects in memory (objs[0] is the
  * shard; a sidecar is found by its URL among the others): for fuzz targets
- * and tests. Every request is checked to lie inside its object and the
- * bounds summed into *reserved_bytes (may be NULL): what the engine would
- * reserve. On success *index, *priv and *held_bytes are the format's. */
+ * and tests. Every request is checked to lie inside its object, and what
+ * the format holds after each step against what it held plus the step's
+ * parse_bound (as the engine checks); *reserved_bytes (may be NULL) is the
+ * most reserved at once (held + buffer + bound). On success *index, *priv
+ * and *held_bytes are the format's. */
 int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t nobjs,
                        const struct rf_fmt_options *opt, rf_shard_index **index, void **priv,
                        uint64_t *held_bytes, uint64_t *reserved_bytes, rf_error *err);

@@ -34,7 +34,7 @@ static int deliver(rf_fmt_open *o, const rf_fmt_object *objs, size_t n, rf_error
 	o->got = ob->data + w->offset;
 	o->got_offset = w->offset;
 	o->got_len = w->len;
-	o->got_object_size = ob->size;
+	o->got_object_size = w->object ? ob->size : 0; /* as the engine */
 	return 0;
 }
 
@@ -47,16 +47,27 @@ int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t n
 	                 .size = objs[0].size,
 	                 .local = true,
 	                 .opt = opt};
-	uint64_t reserved = 0;
+	uint64_t reserved = 0, had = 0, bound = 0;
 	int rc = -ELOOP;
 	for (uint32_t step = 0; step < RF_FMT_MEM_STEPS_MAX; step++) {
 		rc = fmt->open_step(&o, err);
+		/* as the engine: what it holds now is at most what it held plus the bound */
+		if (rc >= 0 && o.held_bytes > had + bound)
+			rc = rf_fail(err, -EOVERFLOW,
+			             "%s: the %s format holds %" PRIu64
+			             " bytes, more than the %" PRIu64 " it declared (step %u)",
+			             o.name, fmt->name, o.held_bytes, had + bound, step);
+		if (rc >= 0)
+			had = o.held_bytes;
 		if (rc != RF_FMT_NEED)
 			break;
-		reserved += o.want.len + o.want.parse_bound;
+		bound = o.want.parse_bound;
+		reserved = RF_MAX(reserved, had + o.want.len + bound);
 		if ((rc = deliver(&o, objs, nobjs, err)) < 0)
 			break;
 	}
+	if (rc == RF_FMT_DONE && reserved < had)
+		reserved = had;
 	if (rc == -ELOOP)
 		rf_fail(err, rc, "%s: the open did not finish in %u steps", o.name,
 		        RF_FMT_MEM_STEPS_MAX);

@@ -154,8 +154,12 @@ static void want_scan(rf_fmt_open *o)
 	llmc_state *s = o->state;
 	unsigned isz = rf_tok_dtype_bytes(s->priv->dtype);
 	uint64_t n = RF_MIN(s->priv->tokens - s->at, LLMC_SCAN_BYTES / isz);
+	uint64_t bound = 4 * (n + 1);     /* at most one document per token */
+	if (s->at + n == s->priv->tokens) /* the layout, built after the last */
+		bound += rf_tok_units_bound(o->size, s->priv->tokens) * sizeof(rf_block_info) +
+		         sizeof(rf_shard_index) + RF_TOK_METADATA_MAX;
 	o->want = (rf_fmt_want){
-	    .offset = s->priv->base + s->at * isz, .len = n * isz, .parse_bound = 4 * (n + 1)};
+	    .offset = s->priv->base + s->at * isz, .len = n * isz, .parse_bound = bound};
 }
 
 /* The most the layout takes for a file of `size` bytes (any dtype, runs,
@@ -164,7 +168,7 @@ static uint64_t layout_bound(uint64_t size)
 {
 	return sizeof(rf_tok_priv) + 4 * (size / RF_TOK_RUN_TOKENS + 1) +
 	       rf_tok_units_bound(size, size) * sizeof(rf_block_info) + sizeof(rf_shard_index) +
-	       320;
+	       RF_TOK_METADATA_MAX;
 }
 
 /* Fixed runs of RF_TOK_RUN_TOKENS (no end-of-text token named). */
@@ -229,10 +233,16 @@ static int after_header(rf_fmt_open *o, rf_error *err)
 static int llmc_open_step(rf_fmt_open *o, rf_error *err)
 {
 	llmc_state *s = o->state;
+	if (!s && !o->got) {
+		/* a step that reads nothing and declares the state it allocates next */
+		o->want = (rf_fmt_want){.parse_bound = sizeof(*s) + sizeof(*s->priv)};
+		return RF_FMT_NEED;
+	}
 	if (!s) {
 		if (!(s = o->state = calloc(1, sizeof(*s))) ||
 		    !(s->priv = calloc(1, sizeof(*s->priv))))
 			return rf_fail(err, -ENOMEM, "%s: no memory to open", o->name);
+		o->held_bytes = sizeof(*s) + sizeof(*s->priv);
 		/* the header, or as much of a small file as there is */
 		o->want = (rf_fmt_want){.len = RF_MIN(o->size, LLMC_HEADER_BYTES),
 		                        .parse_bound = layout_bound(o->size)};
@@ -253,6 +263,7 @@ static int llmc_open_step(rf_fmt_open *o, rf_error *err)
 		return after_header(o, err);
 	}
 	RF_TRY(scan_parse(o, err));
+	o->held_bytes = sizeof(*s) + sizeof(*s->priv) + 4 * s->docs_cap;
 	if (s->at < s->priv->tokens) {
 		want_scan(o);
 		return RF_FMT_NEED;

@@ -23,9 +23,9 @@
 #define MG_MAGIC_BYTES   9
 #define MG_HEADER_BYTES  34
 #define MG_CHUNK_ENTRIES (1u << 19) /* entries per request: at most 4 MiB */
-#define MG_METADATA_MAX  320        /* rf_tok_metadata's most */
+#define MG_METADATA_MAX  RF_TOK_METADATA_MAX
 
-enum { MG_HEADER, MG_LENGTHS, MG_POINTERS, MG_DOCS };
+enum { MG_SIZE, MG_HEADER, MG_LENGTHS, MG_POINTERS, MG_DOCS };
 
 typedef struct mg_state {
 	char *idx_url, *idx_name;
@@ -125,7 +125,6 @@ static int header_parse(rf_fmt_open *o, const uint8_t *h, rf_error *err)
 	s->priv->dtype = code;
 	s->priv->sequences = S;
 	s->docs1 = D1;
-	s->idx_bytes = o->got_object_size;
 	s->itemsize = rf_tok_dtype_bytes(code);
 	return rf_tok_options(s->priv, o->opt, o->name, err);
 }
@@ -255,6 +254,19 @@ static int next_phase(rf_fmt_open *o, rf_error *err)
 	return RF_FMT_NEED;
 }
 
+/* What the open state takes (declared before it exists: the first step
+ * asks for no bytes, only this bound). */
+static uint64_t state_bytes(const rf_fmt_open *o)
+{
+	return sizeof(mg_state) + sizeof(rf_tok_priv) + strlen(o->url) + strlen(o->name) + 10;
+}
+
+static uint64_t held_now(const rf_fmt_open *o)
+{
+	const mg_state *s = o->state;
+	return state_bytes(o) + (s->priv->len_tokens ? 4 * s->priv->sequences : 0);
+}
+
 static int state_new(rf_fmt_open *o, rf_error *err)
 {
 	mg_state *s = calloc(1, sizeof(*s));
@@ -266,17 +278,46 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 	}
 	if (!s || !s->priv || !s->idx_url || !s->idx_name)
 		return rf_fail(err, -ENOMEM, "%s: no memory to open", o->name);
+	o->held_bytes = held_now(o);
 	if (strcmp(s->idx_url, o->url) == 0) {
-		o->final = true; /* the layout names the .bin as the shard (see claim) */
+		o->final = true; /* the shard is PREFIX.bin (see claim) */
 		return rf_fail(err, -EINVAL, "%s: open PREFIX.bin (the index is read beside it)",
 		               o->name);
 	}
-	want_idx(o, 0, MG_HEADER_BYTES, 0);
+	want_idx(o, 0, 0, 0); /* no bytes yet: the .idx's size */
 	return RF_FMT_NEED;
+}
+
+/* Parses the delivered chunk of the current phase. */
+static int phase_parse(rf_fmt_open *o, uint64_t n, rf_error *err)
+{
+	mg_state *s = o->state;
+	switch (s->phase) {
+	case MG_SIZE:
+		if (o->got_object_size < MG_HEADER_BYTES)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "%s: is %" PRIu64 " bytes, less than a header (%d)",
+			               s->idx_name, o->got_object_size, MG_HEADER_BYTES);
+		s->idx_bytes = o->got_object_size;
+		return 0;
+	case MG_HEADER:
+		return header_parse(o, o->got, err);
+	case MG_LENGTHS:
+		return lengths_parse(s, o->got, n, err);
+	case MG_POINTERS:
+		return pointers_parse(o, o->got, n, err);
+	default:
+		return docs_parse(o, o->got, n, err);
+	}
 }
 
 static int mg_open_step(rf_fmt_open *o, rf_error *err)
 {
+	if (!o->state && !o->got) {
+		/* a step that reads nothing and declares the state it allocates next */
+		o->want = (rf_fmt_want){.len = 0, .parse_bound = state_bytes(o)};
+		return RF_FMT_NEED;
+	}
 	if (!o->state)
 		return state_new(o, err);
 	mg_state *s = o->state;
@@ -286,30 +327,20 @@ static int mg_open_step(rf_fmt_open *o, rf_error *err)
 		               "%s: got bytes [%" PRIu64 ", +%" PRIu64
 		               ") for a request of [%" PRIu64 ", +%" PRIu64 ")",
 		               s->idx_name, o->got_offset, o->got_len, w->offset, w->len);
-	if (o->got_object_size < MG_HEADER_BYTES)
+	if (s->phase > MG_SIZE && o->got_object_size != s->idx_bytes)
 		return rf_fail(err, RF_E_CORRUPT,
-		               "%s: is %" PRIu64 " bytes, less than a header (%d)", s->idx_name,
-		               o->got_object_size, MG_HEADER_BYTES);
-	if (o->got_object_size != (s->phase == MG_HEADER ? o->got_object_size : s->idx_bytes))
-		return rf_fail(err, RF_E_CORRUPT, "%s: changed size during the open", s->idx_name);
-	int rc = 0;
+		               "%s: changed size during the open (%" PRIu64 " bytes, then %" PRIu64
+		               ")",
+		               s->idx_name, s->idx_bytes, o->got_object_size);
 	unsigned eb = s->phase == MG_LENGTHS ? 4 : 8;
 	uint64_t n = o->got_len / eb;
-	switch (s->phase) {
-	case MG_HEADER:
-		rc = header_parse(o, o->got, err);
-		break;
-	case MG_LENGTHS:
-		rc = lengths_parse(s, o->got, n, err);
-		break;
-	case MG_POINTERS:
-		rc = pointers_parse(o, o->got, n, err);
-		break;
-	default:
-		rc = docs_parse(o, o->got, n, err);
+	RF_TRY(phase_parse(o, n, err));
+	o->held_bytes = held_now(o);
+	if (s->phase == MG_SIZE) {
+		s->phase = MG_HEADER;
+		want_idx(o, 0, MG_HEADER_BYTES, 0);
+		return RF_FMT_NEED;
 	}
-	if (rc < 0)
-		return rc;
 	uint64_t count = s->phase == MG_DOCS ? s->docs1 : s->priv->sequences;
 	if (s->phase != MG_HEADER && (s->done += n) < count) {
 		want_chunk(o);

@@ -325,7 +325,7 @@ void rf_tok_priv_free(rf_tok_priv *p)
 int rf_tok_metadata(rf_shard_index *ix, const char *format, const rf_tok_priv *p, const char *name,
                     rf_error *err)
 {
-	char meta[320];
+	char meta[RF_TOK_METADATA_MAX];
 	int n =
 	    snprintf(meta, sizeof(meta),
 	             "{\"format\":\"%s\",\"dtype\":\"%s\",\"tokens\":%" PRIu64

@@ -14,7 +14,8 @@
 #define RF_TOK_UNIT_RECORDS_MAX (1u << 16)   /* records in one unit (its table: 256 KiB) */
 #define RF_TOK_RECORDS_MAX      (1ull << 31) /* sequences / documents in one file */
 
-#define RF_TOK_RUN_TOKENS 1024 /* a headerless file without an EOT token: records of this */
+#define RF_TOK_METADATA_MAX 320  /* rf_tok_metadata's string, at most */
+#define RF_TOK_RUN_TOKENS   1024 /* a headerless file without an EOT token: records of this */
 
 /* What a token format keeps per shard (its priv), read-only after DONE. */
 typedef struct rf_tok_priv {

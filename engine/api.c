@@ -277,6 +277,20 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
 	return ring;
 }
 
+/* What the largest resident unit of an in_place shard holds: its stored
+ * bytes (the read's buffer, kept as its records' bytes) and its record
+ * table; 0 for other formats (their slab is the decoded bytes). */
+static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
+{
+	if (!s->fmt->in_place)
+		return 0;
+	uint64_t most = 0;
+	for (uint32_t b = 0; b < s->index->blocks; b++)
+		most = RF_MAX(most, rf_unit_slab_bytes(s, &s->index->block[b]));
+	return most + rf_pool_class_bytes((uint64_t)s->index->largest_block_compressed_bytes +
+	                                  e->read_align);
+}
+
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
 static int rf_open_budget(rf_engine *e, rf_error *err)
@@ -289,7 +303,7 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 		big_d = RF_MAX(big_d, ix->largest_block_decoded_bytes);
 		big_r = RF_MAX(big_r, ix->largest_record_bytes);
 		records += ix->records;
-		meta += rf_index_memory_bytes(ix) + rf_shard_entry_bytes(&e->shards[i]) +
+		meta += e->shards[i].fmt_held + rf_shard_entry_bytes(&e->shards[i]) +
 		        rf_source_memory_bytes(e->shards[i].src);
 	}
 	meta += rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
@@ -310,6 +324,8 @@ static int rf_open_budget(rf_engine *e, rf_error *err)
 	rf_config_fetch_options(e->cfg, &fo);
 	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */
 	uint64_t slab = rf_pool_class_bytes(big_d);
+	for (uint32_t i = 0; i < e->nshards; i++)
+		slab = RF_MAX(slab, rf_resident_unit_bytes(e, &e->shards[i]));
 	uint64_t frame = rf_pool_class_bytes((uint64_t)big_c + e->read_align);
 	e->batch_worst_bytes = rf_batch_worst(e, big_r, records);
 	uint64_t need = units * slab + frame + e->batch_worst_bytes + meta + scratch;

@@ -14,6 +14,9 @@
 
 void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 {
+	rf_read *rd = u->read; /* a decoded in_place unit's records are its bytes */
+	if (rd && --rd->units_left == 0)
+		rf_read_free(e, rd);
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
 		if (u->slab)
@@ -131,7 +134,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 		return;
 	}
 	uint32_t start = rf_record_end(u->ends, (int64_t)r - 1);
-	*data = u->slab + start;
+	*data = u->base + start;
 	*len = rf_record_end(u->ends, r) - start;
 }
 
@@ -537,17 +540,22 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	e->decoding++;
 	pthread_mutex_unlock(&e->mu);
 	rf_error err = {0};
-	const rf_shard_index *ix = e->indexes[u->shard];
+	const rf_shard *sh = &e->shards[u->shard];
+	const rf_shard_index *ix = sh->index;
 	uint64_t t0 = rf_now_ns();
 	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
-	const uint32_t *ends = NULL;
-	int rc = slab ? rf_block_decode(dec, ix, u->block, u->read->buf + u->src_at, u->src_len,
-	                                slab, u->slab_bytes, &ends, e->shards[u->shard].name, &err)
+	rf_unit_records recs = {0};
+	int rc = slab ? sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
+	                                u->src_len, slab, u->slab_bytes, &recs, sh->name, &err)
 	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
-	                        e->shards[u->shard].name, u->block);
+	                        sh->name, u->block);
 	bool index_lies = false; /* the frame passed its checksum: re-reading cannot help */
+	if (rc == 0 && recs.records != ix->block[u->block].records)
+		rc = rf_fail(&err, RF_E_CORRUPT,
+		             "shard %s: block %u: decoded %u records, the layout says %u", sh->name,
+		             u->block, recs.records, ix->block[u->block].records);
 	if (rc == 0) {
-		rc = rf_records_check(ix, u->block, ends, e->shards[u->shard].name, &err);
+		rc = rf_records_check(ix, u->block, recs.ends, sh->name, &err);
 		index_lies = rc < 0;
 	}
 	uint64_t t1 = rf_now_ns();
@@ -567,12 +575,17 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;
-		u->ends = ends;
+		u->base = recs.base;
+		u->ends = recs.ends;
 		u->state = RF_U_DECODED;
 		e->st_decoded_bytes += ix->block[u->block].decoded_bytes;
 		e->st_blocks++;
+		if (sh->fmt->in_place) {
+			u->read = rd; /* its bytes are the records: kept until the unit goes */
+			rd = NULL;
+		}
 	}
-	if (--rd->units_left == 0)
+	if (rd && --rd->units_left == 0)
 		rf_read_free(e, rd);
 	rf_frontier_advance(e);
 	rf_engine_wake_loop(e);

@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "collate.h"
 #include "config.h"
+#include "format.h"
 #include "loop.h"
 #include "plan.h"
 #include "pool.h"
@@ -29,7 +30,6 @@
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
 #define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
-#define RF_OPEN_TAIL_BYTES  4096u       /* first read of a shard: footer + a small index */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
@@ -74,6 +74,8 @@ typedef struct rf_unit_slot {
 	uint32_t src_len;
 	uint8_t *slab;
 	uint64_t slab_bytes; /* pool class = DECODED reservation */
+	const uint8_t *base; /* decoded: the records' bytes (the slab, or the read's
+	                      * buffer for an in_place format: read kept until release) */
 	const uint32_t *ends;
 	int err_code;
 	char *err_msg;
@@ -104,18 +106,15 @@ typedef struct rf_shard {
 	const char *manifest; /* path, owned by the first shard it lists (owns_manifest) */
 	bool owns_manifest;
 	rf_source *src;
+	/* its format (shards/format.h), the layout the format made of it, the
+	 * format's per-shard state, and the RF_MEM_METADATA both hold */
+	const struct rf_format *fmt;
 	rf_shard_index *index;
-	uint8_t footer[RF_FOOTER_BYTES];
-	uint8_t *index_buf;
-	uint8_t *tail;       /* open phase: the file's last tail_bytes (footer, and often the
-	                      * index: one read instead of two), or NULL */
-	uint32_t tail_bytes; /* RF_MEM_METADATA held for tail */
-	rf_footer footer_parsed;
-	int stage;                   /* open phase: 0 idle, 1 opening, 2 footer, 3 index, 4 done,
-	                                5 waiting for budget for its index */
-	uint64_t index_buf_bytes;    /* RF_MEM_METADATA held for index_buf (transient) */
-	uint64_t index_parsed_bytes; /* RF_MEM_METADATA held for index (its bound until parsed) */
-	uint32_t rereads;            /* footer/index re-reads after a failed checksum */
+	void *fmt_priv;
+	uint64_t fmt_held;
+	struct rf_open_slot *open; /* open phase: the open in progress (open.c) */
+	int stage;                 /* open phase: open.c's RF_OPEN_* */
+	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
 } rf_shard;
@@ -191,6 +190,8 @@ typedef struct rf_engine {
 	int open_code;
 	char open_msg[RF_ERROR_MSG_BYTES];
 	uint32_t open_next, open_inflight, open_done;
+	struct rf_open_slot *open_slots;         /* the opens in progress (open.c) */
+	uint32_t open_slots_n, open_free;        /* slots; the first free one (UINT32_MAX: none) */
 	uint32_t open_waiting;                   /* shards waiting for budget for their index */
 	uint32_t open_wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
 	uint32_t read_align;      /* direct_io on/auto: read buffers agree with their file offset
@@ -319,8 +320,26 @@ typedef struct rf_engine {
 
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
-/* Memory of a parsed index (what the budget holds for it). */
-uint64_t rf_index_memory_bytes(const rf_shard_index *ix);
+
+/* open.c (loop thread): learns every shard's layout through its format.
+ * 0, or the first failure (message in e->open_msg). */
+int rf_open_phase(rf_engine *e);
+/* Frees what unfinished opens hold, once no read is in flight (the loop is gone). */
+void rf_open_slots_free(rf_engine *e);
+
+/* The decoded slab a unit needs: its decoded bytes, or, for a format whose
+ * units are stored as they decode (in_place), only the record table: the
+ * read's buffer holds the bytes, reserved once (RF_MEM_FETCH). */
+static inline uint64_t rf_unit_slab_bytes(const rf_shard *s, const rf_block_info *bi)
+{
+	return rf_pool_class_bytes(s->fmt->in_place ? rf_fmt_table_bytes(bi->records)
+	                                            : bi->decoded_bytes);
+}
+
+static inline bool rf_shard_is_local(const rf_shard *s)
+{
+	return !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
+}
 /* Makes the loop thread run its scheduler soon (any thread; coalesced). */
 void rf_engine_wake_loop(rf_engine *e);
 

@@ -1,9 +1,10 @@
 /* expand.c - turns the configured URLs into the shard list: local files,
- * directories (their manifest.rfm, else their *.rfs files, sorted), manifests (their entries, with
- * sizes the file source checks), remote manifests (fetched, entries resolved
- * against their URL) and remote URLs (kept as they are, or listed when an
- * s3:// name without a trailing '/' is no object but a prefix). */
+ * directories (their manifest.rfm, else the files a format claims, sorted), manifests (their
+ * entries, with sizes the file source checks), remote manifests (fetched, entries resolved against
+ * their URL) and remote URLs (kept as they are, or listed when an s3:// name without a trailing '/'
+ * is no object but a prefix). */
 #include "engine.h"
+#include "format.h"
 #include "manifest.h"
 #include "remote.h"
 #include "util.h"
@@ -67,8 +68,7 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 	int rc = 0;
 	struct dirent *de;
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		size_t len = strlen(de->d_name);
-		if (len < 5 || strcmp(de->d_name + len - 4, ".rfs") != 0)
+		if (!rf_format_is_shard_name(de->d_name)) /* the registry decides */
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -86,7 +86,8 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 	}
 	closedir(d);
 	if (rc == 0 && n == 0)
-		rc = rf_fail(err, -ENOENT, "%s: directory holds no .rfs shards", dir);
+		rc = rf_fail(err, -ENOENT, "%s: directory holds no shards (no %s files)", dir,
+		             rf_format_patterns());
 	if (n > 1)
 		qsort(names, n, sizeof(*names), rf_name_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -277,9 +278,9 @@ static int rf_expand_bucket_name(rf_shard_list *l, const rf_config *cfg, const r
 	return rc;
 }
 
-/* A remote name: *.rfm is a manifest, *.rfs a shard; an s3:// or gs:// name
- * with neither suffix is looked at (rf_expand_bucket_name); any other URL is
- * a shard (the fetch layer decides). */
+/* A remote name: *.rfm is a manifest, a name a format claims (*.rfs) a
+ * shard; an s3:// or gs:// name that is neither is looked at (rf_expand_bucket_name); any other URL
+ * is a shard (the fetch layer decides). */
 static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
 {
 	rf_fetch_options fo;
@@ -289,7 +290,7 @@ static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *
 	snprintf(path, sizeof(path), "%.*s", (int)(end - url), url);
 	if (rf_ends_with(path, ".rfm"))
 		return rf_expand_remote_manifest(l, &fo, url, err);
-	if (rf_is_bucket_url(url) && !rf_ends_with(path, ".rfs"))
+	if (rf_is_bucket_url(url) && !rf_format_is_shard_name(path))
 		return rf_expand_bucket_name(l, cfg, &fo, url, err);
 	return rf_list_push(l, url, UINT64_MAX, err);
 }
@@ -340,9 +341,8 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 		if (shards[i].owns_manifest)
 			free((char *)shards[i].manifest);
 		free(shards[i].err_msg);
-		free(shards[i].index_buf);
-		free(shards[i].tail);
-		rf_index_free(shards[i].index);
+		if (shards[i].index)
+			shards[i].fmt->close(shards[i].index, shards[i].fmt_priv);
 	}
 	free(shards);
 }

@@ -1,11 +1,9 @@
-/* sched.c - the loop thread: reads every shard's footer and index through
- * the fetch layer (open phase), then walks the plan ahead of the consumer as
- * far as depth and budget allow, reserving bytes before each read and
- * coalescing adjacent blocks of one shard into one read (run phase). Read
- * completions hand units to the decode workers. Nothing here blocks except
- * the wait inside rf_loop_run_once. */
+/* sched.c - the loop thread: runs the open phase (open.c), then walks the
+ * plan ahead of the consumer as far as depth and budget allow, reserving
+ * bytes before each read and coalescing adjacent blocks of one shard into one read (run phase).
+ * Read completions hand units to the decode workers. Nothing here blocks except the wait inside
+ * rf_loop_run_once. */
 #include "engine.h"
-#include "rfs.h"
 #include "util.h"
 
 #include <assert.h>
@@ -20,367 +18,6 @@ void rf_engine_wake_loop(rf_engine *e)
 {
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
 		rf_loop_wake(e->loop);
-}
-
-/* ------------------------------------------------------------ open phase */
-
-enum {
-	RF_OPEN_IDLE = 0,
-	RF_OPEN_OPENING,
-	RF_OPEN_FOOTER,
-	RF_OPEN_INDEX,
-	RF_OPEN_DONE,
-	RF_OPEN_WAIT_BUDGET
-};
-
-uint64_t rf_index_memory_bytes(const rf_shard_index *ix)
-{
-	return sizeof(*ix) + (uint64_t)RF_MAX(ix->blocks, 1) * sizeof(rf_block_info) +
-	       strlen(ix->metadata) + 1;
-}
-
-/* The most a parsed index of index_bytes can take: every byte after the
- * header as block entries, or as metadata (rf_index_parse's allocations). */
-static uint64_t rf_index_parsed_bound(uint64_t index_bytes)
-{
-	uint64_t rest =
-	    index_bytes > RF_INDEX_HEADER_BYTES ? index_bytes - RF_INDEX_HEADER_BYTES : 0;
-	return sizeof(rf_shard_index) + (rest / RF_INDEX_ENTRY_BYTES + 1) * sizeof(rf_block_info) +
-	       rest + 1;
-}
-
-static void rf_meta_release(rf_engine *e, uint64_t *held)
-{
-	rf_budget_release(&e->budget, RF_MEM_METADATA, *held);
-	e->open_meta_bytes -= *held;
-	*held = 0;
-}
-
-/* The tail read is one read for the footer and, when it is small, the index
- * (most shards of a many-shard dataset): reserved from the budget, or not
- * used (the footer is read alone) when the budget has no room for it. */
-static uint64_t rf_open_tail_take(rf_shard *s, uint64_t size)
-{
-	rf_engine *e = s->engine;
-	uint32_t n = (uint32_t)RF_MIN(size, (uint64_t)RF_OPEN_TAIL_BYTES);
-	/* local files only, for now: remote shards keep their exact footer range
-	 * (one request fewer would help there too; their tests name the range) */
-	bool local = !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
-	if (!local || n <= RF_FOOTER_BYTES ||
-	    rf_budget_reserve(&e->budget, RF_MEM_METADATA, n, 0) != 0)
-		return 0;
-	if (!(s->tail = malloc(n))) {
-		rf_budget_release(&e->budget, RF_MEM_METADATA, n);
-		return 0;
-	}
-	s->tail_bytes = n;
-	e->open_meta_bytes += n;
-	return n;
-}
-
-static void rf_open_tail_free(rf_shard *s)
-{
-	if (!s->tail)
-		return;
-	rf_engine *e = s->engine;
-	free(s->tail);
-	s->tail = NULL;
-	rf_budget_release(&e->budget, RF_MEM_METADATA, s->tail_bytes);
-	e->open_meta_bytes -= s->tail_bytes;
-	s->tail_bytes = 0;
-}
-
-/* The index buffer is freed once the index is parsed (or the shard fails);
- * a failed shard gives back its parsed index's reservation too. */
-static void rf_open_finish(rf_shard *s, int code, const char *msg)
-{
-	rf_engine *e = s->engine;
-	s->stage = RF_OPEN_DONE;
-	if (code < 0) {
-		if (e->open_failed++ == 0 || s->idx < e->open_failed_idx)
-			e->open_failed_idx = s->idx;
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
-		size_t l = strlen(m);
-		if (s->listed) /* name the line that listed it */
-			snprintf(m + l, sizeof(m) - l, " (listed in manifest %s line %llu)",
-			         s->manifest, (unsigned long long)s->listed_line);
-		s->err_code = code;
-		free(s->err_msg);
-		s->err_msg = strdup(m);
-		rf_index_free(s->index);
-		s->index = NULL;
-		rf_meta_release(e, &s->index_parsed_bytes);
-	}
-	rf_open_tail_free(s);
-	free(s->index_buf);
-	s->index_buf = NULL;
-	e->open_transient_bytes -= s->index_buf_bytes;
-	rf_meta_release(e, &s->index_buf_bytes);
-	e->open_inflight--;
-	e->open_done++;
-}
-
-/* Reserves (RF_MEM_METADATA) a shard's index buffer and the most its parsed
- * index can take, before either is allocated. Returns 0, 1 when it must wait
- * (other index buffers, freed as they parse, hold the room), or the error:
- * nothing transient is left to free, so the indexes do not fit the budget. */
-static int rf_open_reserve_index(rf_shard *s, rf_error *err)
-{
-	rf_engine *e = s->engine;
-	uint64_t buf = s->footer_parsed.index_bytes + 1;
-	uint64_t parsed = rf_index_parsed_bound(s->footer_parsed.index_bytes);
-	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, buf + parsed, 0) == 0) {
-		s->index_buf_bytes = buf;
-		s->index_parsed_bytes = parsed;
-		e->open_transient_bytes += buf;
-		e->open_meta_bytes += buf + parsed;
-		return 0;
-	}
-	if (e->open_transient_bytes > 0)
-		return 1;
-	char lim[32], held[32];
-	return rf_fail(err, RF_E_BUDGET,
-	               "budget %s is too small for the shard indexes: shard %s needs %llu bytes "
-	               "for its %llu-byte index (read and parsed) while %s of metadata is held "
-	               "for the %u shard(s) opened so far (raise budget)",
-	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
-	               (unsigned long long)(buf + parsed),
-	               (unsigned long long)s->footer_parsed.index_bytes,
-	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)), e->open_done);
-}
-
-static void rf_open_cb(void *arg, int64_t res, const char *msg);
-static void rf_open_index(rf_shard *s);
-
-static void rf_open_read(rf_shard *s, uint64_t offset, uint64_t len, void *buf)
-{
-	int rc = rf_source_read(s->src, offset, len, buf, rf_open_cb, s);
-	if (rc < 0) {
-		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu): %s", s->name,
-		         (unsigned long long)offset, (unsigned long long)(offset + len),
-		         strerror(-rc));
-		rf_open_finish(s, rc, m);
-	}
-}
-
-/* A local file read as it is (no injector in between to damage bytes). */
-static bool rf_shard_is_plain_file(const rf_engine *e, const rf_shard *s)
-{
-	const char *inject = rf_cfg_str(e->cfg, RF_CFG_inject);
-	bool local = !strncmp(s->url, "file://", 7) || !strstr(s->url, "://");
-	return local && !(inject && *inject);
-}
-
-/* The footer or index failed a check: the bytes may have been damaged in
- * transit, so read the same bytes again, at most retries times per shard (a
- * footer that passed its CRC is sound, so a bad index is read alone).
- * A local file whose footer lacks the magic is not a shard: no re-read.
- * Returns true when a re-read started. */
-static bool rf_open_reread(rf_shard *s, int rc)
-{
-	rf_engine *e = s->engine;
-	if (rc != RF_E_CORRUPT || s->rereads >= e->rereads_max)
-		return false;
-	if (s->stage == RF_OPEN_FOOTER && !rf_footer_magic_ok(s->footer) &&
-	    rf_shard_is_plain_file(e, s))
-		return false; /* not a shard: the same bytes of a file say the same again */
-	s->rereads++;
-	pthread_mutex_lock(&e->mu);
-	e->st_rereads++;
-	pthread_mutex_unlock(&e->mu);
-	rf_index_free(s->index);
-	s->index = NULL;
-	rf_open_tail_free(s); /* the same bytes again, read alone */
-	if (s->stage == RF_OPEN_INDEX)
-		rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes,
-		             s->index_buf);
-	else
-		rf_open_read(s, rf_source_size(s->src) - RF_FOOTER_BYTES, RF_FOOTER_BYTES,
-		             s->footer);
-	return true;
-}
-
-static void rf_open_fail(rf_shard *s, int rc, rf_error *err)
-{
-	if (s->rereads) {
-		size_t l = strlen(err->msg);
-		snprintf(err->msg + l, sizeof(err->msg) - l, " (still after %u re-reads)",
-		         s->rereads);
-	}
-	rf_open_finish(s, rc, err->msg);
-}
-
-/* One step of a shard's open: opened -> footer read -> index read -> done. */
-static void rf_open_cb(void *arg, int64_t res, const char *msg)
-{
-	rf_shard *s = arg;
-	rf_error err = {0};
-	if (res < 0) {
-		rf_open_finish(s, (int)res, msg);
-		return;
-	}
-	uint64_t size = rf_source_size(s->src);
-	if (s->stage == RF_OPEN_OPENING) {
-		if (size < RF_FOOTER_BYTES) {
-			rf_fail(&err, RF_E_CORRUPT, "shard %s: %llu bytes is too small for a shard",
-			        s->name, (unsigned long long)size);
-			rf_open_finish(s, err.code, err.msg);
-			return;
-		}
-		if (s->listed && size != s->listed_bytes) {
-			rf_fail(&err, -EIO, "shard %s: file is %llu bytes, the manifest says %llu",
-			        rf_source_name(s->src), (unsigned long long)size,
-			        (unsigned long long)s->listed_bytes);
-			rf_open_finish(s, err.code, err.msg);
-			return;
-		}
-		s->stage = RF_OPEN_FOOTER;
-		uint64_t tail = rf_open_tail_take(s, size);
-		if (tail)
-			rf_open_read(s, size - tail, tail, s->tail);
-		else
-			rf_open_read(s, size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, s->footer);
-	} else if (s->stage == RF_OPEN_FOOTER) {
-		if (s->tail)
-			memcpy(s->footer, s->tail + s->tail_bytes - RF_FOOTER_BYTES,
-			       RF_FOOTER_BYTES);
-		int rc = rf_footer_parse(s->footer, RF_FOOTER_BYTES, size, s->name,
-		                         &s->footer_parsed, &err);
-		if (rc < 0 && !rf_open_reread(s, rc))
-			rf_open_fail(s, rc, &err);
-		else if (rc == 0)
-			rf_open_index(s);
-	} else if (s->stage == RF_OPEN_INDEX) {
-		int rc = rf_index_parse(s->index_buf, s->footer_parsed.index_bytes,
-		                        &s->footer_parsed, size, s->name, &s->index, &err);
-		if (rc < 0 && rf_open_reread(s, rc))
-			return;
-		if (rc < 0) {
-			rf_open_fail(s, rc, &err);
-			return;
-		}
-		if (s->listed && s->index->records != s->listed_records) {
-			rf_fail(&err, RF_E_CORRUPT,
-			        "shard %s: holds %llu records, the manifest says %llu",
-			        rf_source_name(s->src), (unsigned long long)s->index->records,
-			        (unsigned long long)s->listed_records);
-			rf_open_finish(s, err.code, err.msg);
-			return;
-		}
-		/* hold what the index takes, not its bound */
-		rf_engine *e = s->engine;
-		uint64_t actual = RF_MIN(rf_index_memory_bytes(s->index), s->index_parsed_bytes);
-		rf_budget_release(&e->budget, RF_MEM_METADATA, s->index_parsed_bytes - actual);
-		e->open_meta_bytes -= s->index_parsed_bytes - actual;
-		s->index_parsed_bytes = actual;
-		rf_open_finish(s, 0, NULL);
-	}
-}
-
-/* Takes shard idx off the (short) list of shards waiting for budget. */
-static void rf_open_unwait(rf_engine *e, uint32_t idx)
-{
-	uint32_t i = 0;
-	while (i < e->open_waiting && e->open_wait[i] != idx)
-		i++;
-	assert(i < e->open_waiting);
-	memmove(&e->open_wait[i], &e->open_wait[i + 1],
-	        (e->open_waiting - i - 1) * sizeof(e->open_wait[0]));
-	e->open_waiting--;
-}
-
-/* The index lies inside the tail read with the footer: copied, parsed (as
- * if it had been read), no second read. Returns true when it did. */
-static bool rf_open_index_from_tail(rf_shard *s)
-{
-	uint64_t size = rf_source_size(s->src), at = s->footer_parsed.index_offset;
-	uint64_t n = s->footer_parsed.index_bytes;
-	bool inside = s->tail && at >= size - s->tail_bytes && n <= size - at;
-	if (inside)
-		memcpy(s->index_buf, s->tail + (at - (size - s->tail_bytes)), n);
-	rf_open_tail_free(s);
-	if (inside)
-		rf_open_cb(s, (int64_t)n, NULL);
-	return inside;
-}
-
-/* The footer is sound: reserve for the index, then read it (or wait in
- * RF_OPEN_WAIT_BUDGET until another index frees its buffer). */
-static void rf_open_index(rf_shard *s)
-{
-	rf_engine *e = s->engine;
-	rf_error err = {0};
-	int rc = rf_open_reserve_index(s, &err);
-	if (rc == 1) {
-		rf_open_tail_free(s); /* waits hold nothing they can do without */
-		if (s->stage != RF_OPEN_WAIT_BUDGET)
-			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
-		s->stage = RF_OPEN_WAIT_BUDGET;
-		return;
-	}
-	if (s->stage == RF_OPEN_WAIT_BUDGET)
-		rf_open_unwait(e, s->idx);
-	s->stage = RF_OPEN_FOOTER;
-	if (rc == 0 && !(s->index_buf = malloc(s->footer_parsed.index_bytes + 1)))
-		rc = rf_fail(&err, -ENOMEM, "shard %s: no memory for its index", s->name);
-	if (rc < 0) {
-		rf_open_finish(s, rc, err.msg);
-		return;
-	}
-	s->stage = RF_OPEN_INDEX;
-	if (rf_open_index_from_tail(s))
-		return;
-	rf_open_read(s, s->footer_parsed.index_offset, s->footer_parsed.index_bytes, s->index_buf);
-}
-
-static void rf_open_start(rf_engine *e, rf_shard *s)
-{
-	rf_error err = {0};
-	s->stage = RF_OPEN_OPENING;
-	e->open_inflight++;
-	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
-	if (rc < 0)
-		rf_open_finish(s, rc, err.msg);
-}
-
-/* Reads every index (RF_OPEN_CONCURRENCY at a time); stops at the first
- * error. Returns 0 or the error (message in e->open_msg). */
-static int rf_open_phase(rf_engine *e)
-{
-	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
-	while (e->open_done < e->nshards) {
-		/* while an index waits for budget, open no more (their indexes would
-		 * wait too) and retry the waiting ones, oldest first */
-		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
-		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
-		for (uint32_t i = 0; i < nwait; i++)
-			rf_open_index(&e->shards[waiting[i]]);
-		while (e->open_waiting == 0 && e->open_next < e->nshards &&
-		       e->open_inflight < open_max)
-			rf_open_start(e, &e->shards[e->open_next++]);
-		if (e->open_failed) {
-			rf_shard *s = &e->shards[e->open_failed_idx];
-			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
-			return s->err_code;
-		}
-		if (e->open_done >= e->nshards)
-			break;
-		int rc = rf_loop_run_once(e->loop, RF_LOOP_WAIT_NS);
-		if (rc < 0) {
-			snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
-			return rc;
-		}
-		rf_fetch_tick(e->fetch);
-	}
-	for (uint32_t i = 0; i < e->nshards; i++) {
-		if (e->shards[i].err_code < 0) {
-			snprintf(e->open_msg, sizeof(e->open_msg), "%s", e->shards[i].err_msg);
-			return e->shards[i].err_code;
-		}
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------- run phase */
@@ -573,7 +210,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	                    .read = rd,
 	                    .src_at = rd ? bi->offset - rd->offset : 0,
 	                    .src_len = bi->compressed_bytes,
-	                    .slab_bytes = rd ? rf_pool_class_bytes(bi->decoded_bytes) : 0};
+	                    .slab_bytes = rd ? rf_unit_slab_bytes(&e->shards[pu->shard], bi) : 0};
 	(void)k;
 	e->sched_seq++;
 	e->sched_unit++;
@@ -584,15 +221,21 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 }
 
 /* Counts units from sched_unit that one read can cover: same shard,
- * consecutive blocks, same need class, within request_size. */
+ * consecutive blocks, same need class, within request_size. A format whose
+ * units are stored as they decode keeps each read's buffer as its records'
+ * bytes until the unit is released: one unit per read, so a unit's bytes
+ * never pin its neighbours'. */
 static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
                               uint64_t *comp_bytes, uint64_t *dec_bytes)
 {
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *first = rf_plan_unit(e->p_sched, e->sched_unit);
-	const rf_shard_index *ix = e->indexes[first->shard];
+	const rf_shard *sh = &e->shards[first->shard];
+	const rf_shard_index *ix = sh->index;
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
+	if (sh->fmt->in_place)
+		max = 1;
 	while (e->sched_unit + n < ep->units && n < max &&
 	       e->sched_seq + n - e->tail_seq < e->ring_units) {
 		const rf_unit *pu = rf_plan_unit(e->p_sched, e->sched_unit + n);
@@ -604,7 +247,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 		     g >= limit_global || *comp_bytes + bi->compressed_bytes > e->request_bytes))
 			break;
 		*comp_bytes += bi->compressed_bytes;
-		*dec_bytes += rf_pool_class_bytes(bi->decoded_bytes);
+		*dec_bytes += rf_unit_slab_bytes(sh, bi);
 		n++;
 	}
 	return n;
@@ -945,5 +588,6 @@ void *rf_sched_main(void *arg)
 		rf_run_phase(e);
 	if (e->loop)
 		rf_sched_teardown(e);
+	rf_open_slots_free(e); /* after the loop: no open read writes into them now */
 	return NULL;
 }

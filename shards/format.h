@@ -86,7 +86,9 @@ typedef struct rf_fmt_want {
 	 * PREFIX.bin); owned by the format state, valid until the next step. */
 	const char *object;
 	uint64_t offset, len; /* [offset, offset + len) of that object */
-	/* The engine may deliver a shorter range ending at the same byte
+	/* A range inside the bytes the previous step received is served from
+	 * them (no second read). The engine may deliver a shorter range ending
+	 * at the same byte
 	 * (offset + len - got_len), never shorter than min_len: a format asks
 	 * for a generous first read (the last 4 KiB: footer and a small index
 	 * in one read) and copes with the least it needs when the budget or
@@ -119,10 +121,15 @@ typedef struct rf_fmt_open {
 	 * step is retried by reading the same range again (damage in transit),
 	 * at most `retries` times. */
 	bool final;
-	rf_shard_index *index; /* at DONE: the layout (freed with rf_fmt_close) */
+	rf_shard_index *index; /* at DONE: the layout (freed with the format's close) */
 	void *priv;            /* at DONE: the format's per-shard state, or NULL */
-	uint64_t held_bytes;   /* at DONE: what index + priv take (<= the bounds given) */
-	/* the format's own, between steps */
+	/* After every step: what the format holds now (its state, and at DONE
+	 * the layout and priv), never more than it held before the step plus
+	 * the step's parse_bound. The engine keeps exactly this reserved. */
+	uint64_t held_bytes;
+	/* the format's own, between steps: a small inline area (a format that
+	 * needs more allocates `state` and counts it in held_bytes) */
+	uint64_t scratch[8];
 	void *state;
 	uint32_t step;
 } rf_fmt_open;
@@ -186,7 +193,7 @@ const rf_format *rf_format_for(const char *name, bool explicit_name);
 bool rf_format_is_shard_name(const char *name);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
-/* The names a listing takes, for messages: "*.rfs" (static). */
+/* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
 
 /* Opens a local file's layout synchronously (pread), driving open_step to

@@ -1,0 +1,546 @@
+/* open.c - the open phase on the loop thread: every shard's layout learned
+ * through its format (shards/format.h), RF_OPEN_CONCURRENCY shards at a
+ * time, through the fetch layer. The engine knows no format here: a format
+ * asks for byte ranges step by step (of the shard, or of a sidecar object),
+ * and says beforehand the most it will allocate; every buffer and bound is
+ * reserved (RF_MEM_METADATA) before it exists. A range inside the bytes the
+ * previous step received is served from them. Nothing here blocks except
+ * the wait inside the loop. */
+#include "engine.h"
+#include "format.h"
+#include "util.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RF_OPEN_WAIT_NS   100000000ull
+#define RF_OPEN_STEPS_MAX (1u << 20) /* a format asking for more is broken */
+
+enum {
+	RF_OPEN_IDLE = 0,
+	RF_OPEN_OPENING,      /* the shard's source is opening */
+	RF_OPEN_SIDE_OPENING, /* the sidecar object's source is opening */
+	RF_OPEN_READING,      /* a range the format asked for is being read */
+	RF_OPEN_DONE,
+	RF_OPEN_WAIT_BUDGET, /* the next range waits for budget (others hold it) */
+};
+
+/* One shard's open in progress (a slot of e->open_slots). */
+typedef struct rf_open_slot {
+	rf_fmt_open fo;
+	uint8_t *buf; /* the last delivered range (owned), RF_MEM_METADATA buf_res */
+	uint64_t buf_offset, buf_len, buf_res;
+	bool buf_side;      /* buf holds bytes of the sidecar object */
+	uint64_t bound_res; /* held for want.parse_bound until the step returns */
+	uint64_t read_offset, read_len;
+	bool read_side;
+	rf_source *side; /* the sidecar being read, and its URL (may carry credentials) */
+	char *side_url;
+	uint32_t steps;
+	uint32_t next_free;
+} rf_open_slot;
+
+static void rf_meta_take(rf_engine *e, uint64_t *held, uint64_t n)
+{
+	*held += n;
+	e->open_meta_bytes += n;
+}
+
+static void rf_meta_release(rf_engine *e, uint64_t *held, uint64_t n)
+{
+	assert(n <= *held);
+	rf_budget_release(&e->budget, RF_MEM_METADATA, n);
+	e->open_meta_bytes -= n;
+	*held -= n;
+}
+
+static void rf_slot_buf_free(rf_engine *e, rf_open_slot *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+	o->buf_len = 0;
+	e->open_transient_bytes -= o->buf_res;
+	rf_meta_release(e, &o->buf_res, o->buf_res);
+}
+
+/* The slot back to the free list; what it holds goes back to the budget.
+ * Its buffer is freed only when no read is in flight into it. */
+static void rf_slot_put(rf_engine *e, rf_shard *s)
+{
+	rf_open_slot *o = s->open;
+	if (!o)
+		return;
+	if (s->fmt && s->fmt->open_abort)
+		s->fmt->open_abort(&o->fo);
+	rf_slot_buf_free(e, o);
+	rf_meta_release(e, &o->bound_res, o->bound_res);
+	rf_source_close(o->side);
+	o->side = NULL;
+	free(o->side_url);
+	o->side_url = NULL;
+	o->next_free = e->open_free;
+	e->open_free = (uint32_t)(o - e->open_slots);
+	s->open = NULL;
+}
+
+/* A failed shard gives back its layout's reservation too. */
+static void rf_open_finish(rf_shard *s, int code, const char *msg)
+{
+	rf_engine *e = s->engine;
+	s->stage = RF_OPEN_DONE;
+	if (code < 0) {
+		if (e->open_failed++ == 0 || s->idx < e->open_failed_idx)
+			e->open_failed_idx = s->idx;
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
+		size_t l = strlen(m);
+		if (s->listed) /* name the line that listed it */
+			snprintf(m + l, sizeof(m) - l, " (listed in manifest %s line %llu)",
+			         s->manifest, (unsigned long long)s->listed_line);
+		s->err_code = code;
+		free(s->err_msg);
+		s->err_msg = strdup(m);
+		if (s->index)
+			s->fmt->close(s->index, s->fmt_priv);
+		s->index = NULL;
+		s->fmt_priv = NULL;
+		rf_meta_release(e, &s->fmt_held, s->fmt_held);
+	}
+	rf_slot_put(e, s); /* no read of this shard is in flight now */
+	e->open_inflight--;
+	e->open_done++;
+}
+
+static void rf_open_fail(rf_shard *s, int rc, rf_error *err)
+{
+	if (s->rereads) {
+		size_t l = strlen(err->msg);
+		snprintf(err->msg + l, sizeof(err->msg) - l, " (still after %u re-reads)",
+		         s->rereads);
+	}
+	rf_open_finish(s, rc, err->msg);
+}
+
+static void rf_open_cb(void *arg, int64_t res, const char *msg);
+
+static void rf_open_read(rf_shard *s, bool side, uint64_t offset, uint64_t len)
+{
+	rf_open_slot *o = s->open;
+	o->read_side = side;
+	o->read_offset = offset;
+	o->read_len = len;
+	s->stage = RF_OPEN_READING;
+	uint8_t *dst = o->buf + (offset - o->buf_offset); /* [offset, +len) lies in buf */
+	int rc = rf_source_read(side ? o->side : s->src, offset, len, dst, rf_open_cb, s);
+	if (rc < 0) {
+		char m[RF_ERROR_MSG_BYTES];
+		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu)%s%s: %s", s->name,
+		         (unsigned long long)offset, (unsigned long long)(offset + len),
+		         side ? " of " : "", side ? rf_source_name(o->side) : "", strerror(-rc));
+		s->stage = RF_OPEN_IDLE; /* nothing in flight */
+		rf_open_finish(s, rc, m);
+	}
+}
+
+/* A local file read as it is (no injector in between to damage bytes). */
+static bool rf_shard_is_plain_file(const rf_engine *e, const rf_shard *s)
+{
+	const char *inject = rf_cfg_str(e->cfg, RF_CFG_inject);
+	return rf_shard_is_local(s) && !(inject && *inject);
+}
+
+static bool rf_want_in_buf(const rf_open_slot *o)
+{
+	const rf_fmt_want *w = &o->fo.want;
+	return o->buf && (w->object != NULL) == o->buf_side && w->offset >= o->buf_offset &&
+	       w->offset + w->len <= o->buf_offset + o->buf_len;
+}
+
+/* Takes shard idx off the (short) list of shards waiting for budget. */
+static void rf_open_unwait(rf_engine *e, uint32_t idx)
+{
+	uint32_t i = 0;
+	while (i < e->open_waiting && e->open_wait[i] != idx)
+		i++;
+	assert(i < e->open_waiting);
+	memmove(&e->open_wait[i], &e->open_wait[i + 1],
+	        (e->open_waiting - i - 1) * sizeof(e->open_wait[0]));
+	e->open_waiting--;
+}
+
+/* A step failed a check: the bytes may have been damaged in transit, so
+ * read the same range again, exactly, at most retries times per shard. An
+ * error the format calls final (the magic is absent) on a plain local file
+ * is not re-read: the same bytes say the same again. True when it started. */
+static bool rf_open_reread(rf_shard *s, int rc)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	if (rc != RF_E_CORRUPT || s->rereads >= e->rereads_max)
+		return false;
+	if (o->fo.final && rf_shard_is_plain_file(e, s))
+		return false;
+	s->rereads++;
+	pthread_mutex_lock(&e->mu);
+	e->st_rereads++;
+	pthread_mutex_unlock(&e->mu);
+	const rf_fmt_want *w = &o->fo.want;
+	if (w->len == 0 || !rf_want_in_buf(o))
+		return false;
+	/* the step's bytes lie in the buffer: read them again in place */
+	rf_open_read(s, w->object != NULL, w->offset, w->len);
+	return true;
+}
+
+static int rf_open_budget_fail(rf_shard *s, uint64_t need, uint64_t len, rf_error *err)
+{
+	rf_engine *e = s->engine;
+	char lim[32], held[32];
+	return rf_fail(err, RF_E_BUDGET,
+	               "budget %s is too small for the shard indexes: shard %s needs %llu bytes "
+	               "for its %llu-byte index (read and parsed) while %s of metadata is held "
+	               "for the %u shard(s) opened so far (raise budget)",
+	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
+	               (unsigned long long)need, (unsigned long long)len,
+	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)), e->open_done);
+}
+
+/* Reserves the next range's buffer and the parse bound. Returns 0, 1 when
+ * it must wait (other shards' buffers, freed as they parse, hold the room),
+ * or the error: nothing transient is left to free. *len: the bytes to read
+ * (the want's, or its min_len when the budget or the store prefers). */
+static int rf_open_reserve(rf_shard *s, bool from_buf, uint64_t *len, rf_error *err)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	const rf_fmt_want *w = &o->fo.want;
+	uint64_t bound = w->parse_bound;
+	if (from_buf) {
+		*len = 0;
+	} else if (w->min_len && !rf_shard_is_local(s)) {
+		*len = w->min_len; /* remote: the least, one exact range */
+	} else {
+		*len = w->len;
+		if (w->min_len &&
+		    rf_budget_reserve(&e->budget, RF_MEM_METADATA, *len + bound, 0) == 0)
+			goto reserved;
+		if (w->min_len)
+			*len = w->min_len;
+	}
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, *len + bound, 0) != 0) {
+		if (e->open_transient_bytes > 0)
+			return 1;
+		return rf_open_budget_fail(s, *len + bound, w->len, err);
+	}
+reserved:
+	rf_meta_take(e, &o->buf_res, *len);
+	rf_meta_take(e, &o->bound_res, bound);
+	e->open_transient_bytes += *len;
+	return 0;
+}
+
+/* Checks the format's request against the object it names. */
+static int rf_want_check(rf_shard *s, uint64_t size, rf_error *err)
+{
+	const rf_fmt_want *w = &s->open->fo.want;
+	uint64_t end;
+	if (!rf_add_u64(w->offset, w->len, &end) || end > size || w->min_len > w->len ||
+	    s->open->steps > RF_OPEN_STEPS_MAX)
+		return rf_fail(err, -EINVAL,
+		               "shard %s: the %s format asked for bytes [%llu, +%llu) of a "
+		               "%llu-byte object (step %u)",
+		               s->name, s->fmt->name, (unsigned long long)w->offset,
+		               (unsigned long long)w->len, (unsigned long long)size,
+		               s->open->steps);
+	return 0;
+}
+
+static void rf_open_want(rf_shard *s);
+
+/* Runs the format's step on the delivered bytes (o->fo.got...), then does
+ * what it asks: another range, done, or the error. */
+static void rf_open_step(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	rf_error err = {0};
+	o->steps++;
+	int rc = s->fmt->open_step(&o->fo, &err);
+	/* the format now holds held_bytes: at most what it held plus the bound */
+	uint64_t had = s->fmt_held + o->bound_res;
+	if (rc >= 0 && o->fo.held_bytes > had)
+		rc = rf_fail(&err, -EOVERFLOW,
+		             "shard %s: the %s format holds %llu bytes, more than the %llu it "
+		             "declared",
+		             s->name, s->fmt->name, (unsigned long long)o->fo.held_bytes,
+		             (unsigned long long)had);
+	if (rc >= 0) { /* keep what it holds; the rest of the bound goes back */
+		rf_budget_release(&e->budget, RF_MEM_METADATA, had - o->fo.held_bytes);
+		e->open_meta_bytes -= had - o->fo.held_bytes;
+		s->fmt_held = o->fo.held_bytes;
+		o->bound_res = 0;
+	}
+	if (rc < 0) {
+		if (!rf_open_reread(s, rc))
+			rf_open_fail(s, rc, &err);
+		return;
+	}
+	if (rc == RF_FMT_NEED) {
+		rf_open_want(s);
+		return;
+	}
+	s->index = o->fo.index;
+	s->fmt_priv = o->fo.priv;
+	if (s->listed && s->index->records != s->listed_records) {
+		rf_fail(&err, RF_E_CORRUPT, "shard %s: holds %llu records, the manifest says %llu",
+		        rf_source_name(s->src), (unsigned long long)s->index->records,
+		        (unsigned long long)s->listed_records);
+		rf_open_finish(s, err.code, err.msg);
+		return;
+	}
+	rf_open_finish(s, 0, NULL);
+}
+
+/* Delivers [want) from the buffer (it lies inside): no read. */
+static void rf_open_serve(rf_shard *s)
+{
+	rf_open_slot *o = s->open;
+	const rf_fmt_want *w = &o->fo.want;
+	static const uint8_t none[1];
+	o->fo.got = w->len ? o->buf + (w->offset - o->buf_offset) : none;
+	o->fo.got_offset = w->offset;
+	o->fo.got_len = w->len;
+	rf_open_step(s);
+}
+
+/* The sidecar named by the want, opened (or already open). True when it is
+ * ready; false when its open is in flight or failed (finished). */
+static bool rf_open_side(rf_shard *s)
+{
+	rf_open_slot *o = s->open;
+	const char *url = o->fo.want.object;
+	if (o->side && !strcmp(o->side_url, url))
+		return true;
+	rf_source_close(o->side);
+	o->side = NULL;
+	free(o->side_url);
+	rf_error err = {0};
+	if (!(o->side_url = strdup(url))) {
+		rf_open_finish(s, -ENOMEM, "out of memory");
+		return false;
+	}
+	s->stage = RF_OPEN_SIDE_OPENING;
+	int rc = rf_source_open(s->engine->fetch, url, UINT64_MAX, &o->side, rf_open_cb, s, &err);
+	if (rc < 0) {
+		s->stage = RF_OPEN_IDLE;
+		rf_open_finish(s, rc, err.msg);
+	}
+	return false;
+}
+
+/* The format asked for a range: serve it from the buffer, or reserve and
+ * read it (after opening the sidecar it names), or wait for budget. */
+static void rf_open_want(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	const rf_fmt_want *w = &o->fo.want;
+	rf_error err = {0};
+	if (w->object && !rf_open_side(s))
+		return; /* rf_open_cb comes back here once it is open */
+	uint64_t size = w->object ? rf_source_size(o->side) : rf_source_size(s->src);
+	o->fo.got_object_size = w->object ? size : 0;
+	int rc = rf_want_check(s, size, &err);
+	if (rc < 0) {
+		rf_open_finish(s, rc, err.msg);
+		return;
+	}
+	bool from_buf = rf_want_in_buf(o) || w->len == 0;
+	uint64_t len = 0;
+	if (from_buf && rf_open_reserve(s, true, &len, &err) != 0)
+		from_buf = false; /* no room for its bound beside the buffer: read again */
+	if (!from_buf) {
+		rf_slot_buf_free(e, o); /* a wait holds nothing it can do without */
+		rc = rf_open_reserve(s, false, &len, &err);
+	} else {
+		rc = 0;
+	}
+	if (rc == 1) {
+		if (s->stage != RF_OPEN_WAIT_BUDGET)
+			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
+		s->stage = RF_OPEN_WAIT_BUDGET;
+		return;
+	}
+	if (s->stage == RF_OPEN_WAIT_BUDGET)
+		rf_open_unwait(e, s->idx);
+	s->stage = RF_OPEN_IDLE;
+	if (rc < 0) {
+		rf_open_finish(s, rc, err.msg);
+		return;
+	}
+	if (from_buf) {
+		rf_open_serve(s);
+		return;
+	}
+	if (!(o->buf = malloc(len ? len : 1))) {
+		rf_open_finish(s, -ENOMEM, "out of memory for a shard's layout");
+		return;
+	}
+	o->buf_side = w->object != NULL;
+	o->buf_offset = w->offset + w->len - len; /* a shorter range ends where it would */
+	o->buf_len = len;
+	rf_open_read(s, o->buf_side, o->buf_offset, len);
+}
+
+/* The shard's source is open: its size is known; the format's first step. */
+static void rf_open_begin(rf_shard *s)
+{
+	rf_error err = {0};
+	uint64_t size = rf_source_size(s->src);
+	if (s->listed && size != s->listed_bytes) {
+		rf_fail(&err, -EIO, "shard %s: file is %llu bytes, the manifest says %llu",
+		        rf_source_name(s->src), (unsigned long long)size,
+		        (unsigned long long)s->listed_bytes);
+		rf_open_finish(s, err.code, err.msg);
+		return;
+	}
+	rf_open_slot *o = s->open;
+	o->fo = (rf_fmt_open){
+	    .url = s->url, .name = s->name, .size = size, .local = rf_shard_is_local(s)};
+	rf_open_step(s);
+}
+
+/* Every callback of the open: a source opened, or a range read. */
+static void rf_open_cb(void *arg, int64_t res, const char *msg)
+{
+	rf_shard *s = arg;
+	rf_open_slot *o = s->open;
+	int stage = s->stage;
+	if (res < 0) {
+		s->stage = RF_OPEN_IDLE; /* nothing in flight now */
+		rf_open_finish(s, (int)res, msg);
+		return;
+	}
+	if (stage == RF_OPEN_OPENING) {
+		rf_open_begin(s);
+	} else if (stage == RF_OPEN_SIDE_OPENING) {
+		s->stage = RF_OPEN_IDLE;
+		rf_open_want(s);
+	} else {
+		assert(stage == RF_OPEN_READING);
+		s->stage = RF_OPEN_IDLE;
+		o->fo.got = o->buf + (o->read_offset - o->buf_offset);
+		o->fo.got_offset = o->read_offset;
+		o->fo.got_len = o->read_len;
+		rf_open_step(s);
+	}
+}
+
+static void rf_open_start(rf_engine *e, rf_shard *s)
+{
+	rf_error err = {0};
+	e->open_inflight++;
+	s->fmt = rf_format_for(s->url, true);
+	if (!s->fmt) {
+		rf_fail(&err, -EPROTONOSUPPORT, "shard %s: no format reads this name (the formats read %s)", s->name,
+		        rf_format_patterns());
+		rf_open_finish(s, err.code, err.msg);
+		return;
+	}
+	assert(e->open_free != UINT32_MAX); /* open_inflight < the slots */
+	rf_open_slot *o = &e->open_slots[e->open_free];
+	e->open_free = o->next_free;
+	s->open = o;
+	s->stage = RF_OPEN_OPENING;
+	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
+	if (rc < 0) {
+		s->stage = RF_OPEN_IDLE;
+		rf_open_finish(s, rc, err.msg);
+	}
+}
+
+/* The slots, reserved before they exist. */
+static int rf_open_slots_new(rf_engine *e, uint32_t n)
+{
+	uint64_t bytes = (uint64_t)n * sizeof(rf_open_slot);
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
+		char lim[32];
+		snprintf(e->open_msg, sizeof(e->open_msg),
+		         "budget %s is too small to open shards (%llu bytes of open state)",
+		         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)),
+		         (unsigned long long)bytes);
+		return RF_E_BUDGET;
+	}
+	if (!(e->open_slots = calloc(n, sizeof(rf_open_slot)))) {
+		rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
+		snprintf(e->open_msg, sizeof(e->open_msg), "out of memory");
+		return -ENOMEM;
+	}
+	e->open_meta_bytes += bytes;
+	e->open_slots_n = n;
+	e->open_free = 0;
+	for (uint32_t i = 0; i < n; i++)
+		e->open_slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
+	return 0;
+}
+
+/* After the loop is gone (no read in flight): what the slots still hold. */
+void rf_open_slots_free(rf_engine *e)
+{
+	if (!e->open_slots)
+		return;
+	for (uint32_t i = 0; i < e->open_slots_n; i++) {
+		rf_open_slot *o = &e->open_slots[i];
+		free(o->buf);
+		free(o->side_url);
+		o->buf = NULL;
+		o->side_url = NULL;
+	}
+	uint64_t bytes = (uint64_t)e->open_slots_n * sizeof(rf_open_slot);
+	rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
+	e->open_meta_bytes -= bytes;
+	free(e->open_slots);
+	e->open_slots = NULL;
+	e->open_slots_n = 0;
+}
+
+/* Learns every layout (RF_OPEN_CONCURRENCY at a time); stops at the first
+ * error. Returns 0 or the error (message in e->open_msg). */
+int rf_open_phase(rf_engine *e)
+{
+	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
+	RF_TRY(rf_open_slots_new(e, open_max));
+	while (e->open_done < e->nshards) {
+		/* while a range waits for budget, open no more (theirs would wait
+		 * too) and retry the waiting ones, oldest first */
+		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
+		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+		for (uint32_t i = 0; i < nwait; i++)
+			rf_open_want(&e->shards[waiting[i]]);
+		while (e->open_waiting == 0 && e->open_next < e->nshards &&
+		       e->open_inflight < open_max)
+			rf_open_start(e, &e->shards[e->open_next++]);
+		if (e->open_failed) {
+			rf_shard *s = &e->shards[e->open_failed_idx];
+			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+			return s->err_code;
+		}
+		if (e->open_done >= e->nshards)
+			break;
+		int rc = rf_loop_run_once(e->loop, RF_OPEN_WAIT_NS);
+		if (rc < 0) {
+			snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
+			return rc;
+		}
+		rf_fetch_tick(e->fetch);
+	}
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		if (e->shards[i].err_code < 0) {
+			snprintf(e->open_msg, sizeof(e->open_msg), "%s", e->shards[i].err_msg);
+			return e->shards[i].err_code;
+		}
+	}
+	rf_open_slots_free(e); /* every open finished: nothing in flight */
+	return 0;
+}

@@ -1,0 +1,105 @@
+/* rfs_format.c - .rfs behind the format seam (format.h): the open asks
+ * for the file's last 4 KiB (the footer and, for most shards, the index in
+ * one read; the footer's 40 bytes when the engine prefers), then for the
+ * index, parses it into the layout; decode is rf_block_decode. */
+#include "format.h"
+#include "rfs.h"
+
+#include <stdlib.h>
+
+#define RFS_TAIL_BYTES 4096u
+
+enum { RFS_STEP_TAIL = 0, RFS_STEP_FOOTER, RFS_STEP_INDEX };
+
+/* What the first step keeps between steps: the parsed footer. */
+typedef struct rfs_open_state {
+	rf_footer footer;
+} rfs_open_state;
+
+_Static_assert(sizeof(rfs_open_state) <= sizeof(((rf_fmt_open *)0)->scratch),
+               "the footer fits the open's inline scratch");
+
+static int rfs_claim(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 4 && !strcmp(name + n - 4, ".rfs") ? RF_FMT_YES : RF_FMT_MAYBE;
+}
+
+/* The most a parsed index of index_bytes can take: every byte after the
+ * header as block entries, or as metadata (rf_index_parse's allocations). */
+static uint64_t rfs_index_parsed_bound(uint64_t index_bytes)
+{
+	uint64_t rest =
+	    index_bytes > RF_INDEX_HEADER_BYTES ? index_bytes - RF_INDEX_HEADER_BYTES : 0;
+	return sizeof(rf_shard_index) + (rest / RF_INDEX_ENTRY_BYTES + 1) * sizeof(rf_block_info) +
+	       rest + 1;
+}
+
+static uint64_t rfs_index_memory_bytes(const rf_shard_index *ix)
+{
+	return sizeof(*ix) + (uint64_t)RF_MAX(ix->blocks, 1) * sizeof(rf_block_info) +
+	       strlen(ix->metadata) + 1;
+}
+
+static int rfs_open_step(rf_fmt_open *o, rf_error *err)
+{
+	rfs_open_state *st = (rfs_open_state *)o->scratch;
+	if (o->step == RFS_STEP_TAIL) {
+		if (o->size < RF_FOOTER_BYTES) {
+			o->final = true;
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: %llu bytes is too small for a shard", o->name,
+			               (unsigned long long)o->size);
+		}
+		uint64_t n = o->size < RFS_TAIL_BYTES ? o->size : RFS_TAIL_BYTES;
+		o->want =
+		    (rf_fmt_want){.offset = o->size - n, .len = n, .min_len = RF_FOOTER_BYTES};
+		o->step = RFS_STEP_FOOTER;
+		return RF_FMT_NEED;
+	}
+	if (o->step == RFS_STEP_FOOTER) {
+		/* the delivered range ends at the file's end: its last 40 bytes */
+		const uint8_t *f = o->got + o->got_len - RF_FOOTER_BYTES;
+		o->final = !rf_footer_magic_ok(f);
+		RF_TRY(rf_footer_parse(f, RF_FOOTER_BYTES, o->size, o->name, &st->footer, err));
+		o->final = false;
+		o->want =
+		    (rf_fmt_want){.offset = st->footer.index_offset,
+		                  .len = st->footer.index_bytes,
+		                  .parse_bound = rfs_index_parsed_bound(st->footer.index_bytes)};
+		o->step = RFS_STEP_INDEX;
+		return RF_FMT_NEED;
+	}
+	RF_TRY(rf_index_parse(o->got, o->got_len, &st->footer, o->size, o->name, &o->index, err));
+	uint64_t bound = rfs_index_parsed_bound(st->footer.index_bytes);
+	uint64_t held = rfs_index_memory_bytes(o->index);
+	o->held_bytes = held < bound ? held : bound;
+	return RF_FMT_DONE;
+}
+
+static void rfs_close(rf_shard_index *ix, void *priv)
+{
+	(void)priv;
+	rf_index_free(ix);
+}
+
+static int rfs_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+                      const void *src, size_t src_len, void *dst, size_t dst_cap,
+                      rf_unit_records *out, const char *name, rf_error *err)
+{
+	(void)priv;
+	const uint32_t *ends = NULL;
+	RF_TRY(rf_block_decode(d, ix, u, src, src_len, dst, dst_cap, &ends, name, err));
+	*out = (rf_unit_records){.base = dst, .ends = ends, .records = ix->block[u].records};
+	return 0;
+}
+
+const rf_format rf_format_rfs = {
+    .name = "rfs",
+    .claim = rfs_claim,
+    .open_step = rfs_open_step,
+    .open_abort = NULL,
+    .close = rfs_close,
+    .decode = rfs_decode,
+    .in_place = false,
+};

@@ -282,7 +282,7 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
  * table; 0 for other formats (their slab is the decoded bytes). */
 static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
 {
-	if (!s->fmt->in_place)
+	if (!s->in_place)
 		return 0;
 	uint64_t most = 0;
 	for (uint32_t b = 0; b < s->index->blocks; b++)
@@ -564,6 +564,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 		               (unsigned long long)rf_cfg(c, RF_CFG_world));
 	rf_config_collate_params(c, &e->cp);
 	RF_TRY(rf_collate_check(&e->cp, err));
+	RF_TRY(rf_config_format_options(c, &e->fmt_opt, err));
 	RF_TRY(rf_open_check_batches(e, err));
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);

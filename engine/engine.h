@@ -112,6 +112,7 @@ typedef struct rf_shard {
 	rf_shard_index *index;
 	void *fmt_priv;
 	uint64_t fmt_held;
+	bool in_place;             /* its units are stored as they decode (rf_fmt_open.in_place) */
 	struct rf_open_slot *open; /* open phase: the open in progress (open.c) */
 	int stage;                 /* open phase: open.c's RF_OPEN_* */
 	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
@@ -146,6 +147,7 @@ typedef struct rf_engine {
 	uint32_t magic;
 	rf_config *cfg;
 	rf_collate_params cp;
+	struct rf_fmt_options fmt_opt;   /* what formats read at open (seq_len, token dtype) */
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
@@ -332,8 +334,8 @@ void rf_open_slots_free(rf_engine *e);
  * read's buffer holds the bytes, reserved once (RF_MEM_FETCH). */
 static inline uint64_t rf_unit_slab_bytes(const rf_shard *s, const rf_block_info *bi)
 {
-	return rf_pool_class_bytes(s->fmt->in_place ? rf_fmt_table_bytes(bi->records)
-	                                            : bi->decoded_bytes);
+	return rf_pool_class_bytes(s->in_place ? rf_fmt_table_bytes(bi->records)
+	                                       : bi->decoded_bytes);
 }
 
 static inline bool rf_shard_is_local(const rf_shard *s)

@@ -234,7 +234,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 	const rf_shard_index *ix = sh->index;
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
-	if (sh->fmt->in_place)
+	if (sh->in_place)
 		max = 1;
 	while (e->sched_unit + n < ep->units && n < max &&
 	       e->sched_seq + n - e->tail_seq < e->ring_units) {

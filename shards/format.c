@@ -9,11 +9,19 @@
 #include <unistd.h>
 
 extern const rf_format rf_format_rfs;
+extern const rf_format rf_format_llmc;
+extern const rf_format rf_format_megatron;
 
-/* Claim order: on equal claims the earlier row wins (rfs, the fallback for
- * an explicitly named object of unknown kind, stays last). */
+/* Claim order: on equal claims the earlier row wins. llmc first: an
+ * explicitly named *.bin is a token file (its open refuses one without
+ * llm.c's header unless a dtype is named); rfs, the fallback for an
+ * explicitly named object of unknown kind, before megatron, whose MAYBE
+ * (PREFIX.bin, PREFIX) never takes a bare name from it: Megatron datasets
+ * are named by their .idx. */
 static const rf_format *const formats[] = {
+    &rf_format_llmc,
     &rf_format_rfs,
+    &rf_format_megatron,
 };
 
 const rf_format *const *rf_formats(uint32_t *count)
@@ -63,9 +71,19 @@ const rf_format *rf_format_by_name(const char *name)
 	return NULL;
 }
 
+char *rf_format_local_name(const char *path)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		char *n = formats[i]->local_name ? formats[i]->local_name(path) : NULL;
+		if (n)
+			return n;
+	}
+	return NULL;
+}
+
 const char *rf_format_patterns(void)
 {
-	return ".rfs";
+	return ".rfs or .idx";
 }
 
 /* ------------------------------------------------- synchronous driver */
@@ -158,13 +176,25 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 	*index = NULL;
 	*priv = NULL;
 	if (!fmt && !(fmt = rf_format_for(path, true)))
-		return rf_fail(err, -EPROTONOSUPPORT, "shard %s: no format reads this name (the formats read %s)",
-		               path, rf_format_patterns());
+		return rf_fail(err, -EPROTONOSUPPORT,
+		               "shard %s: no format reads this name (the formats read %s)", path,
+		               rf_format_patterns());
+	/* the object the units lie in (a Megatron PREFIX.idx names PREFIX.bin) */
+	char *object = fmt->shard_object ? fmt->shard_object(path) : NULL;
+	if (object)
+		path = object;
 	uint64_t size = 0;
 	int fd = rf_open_regular(path, "shard", &size, err);
-	if (fd < 0)
+	if (fd < 0) {
+		free(object);
 		return fd;
-	rf_fmt_open o = {.url = path, .name = path, .size = size, .local = true, .opt = opt};
+	}
+	rf_fmt_open o = {.url = path,
+	                 .name = path,
+	                 .size = size,
+	                 .local = true,
+	                 .opt = opt,
+	                 .in_place = fmt->in_place};
 	file_obj side = {.fd = -1};
 	uint8_t *buf = NULL;
 	int rc;
@@ -184,5 +214,6 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 	free(buf);
 	file_obj_close(&side);
 	close(fd);
+	free(object);
 	return rc < 0 ? rc : 0;
 }

@@ -123,6 +123,10 @@ typedef struct rf_fmt_open {
 	bool final;
 	rf_shard_index *index; /* at DONE: the layout (freed with the format's close) */
 	void *priv;            /* at DONE: the format's per-shard state, or NULL */
+	/* This shard's units are stored as they decode: the engine sets it to
+	 * the format's `in_place` before the first step; a format may clear it
+	 * for a layout that decodes by copy (token windows overlap). */
+	bool in_place;
 	/* After every step: what the format holds now (its state, and at DONE
 	 * the layout and priv), never more than it held before the step plus
 	 * the step's parse_bound. The engine keeps exactly this reserved. */
@@ -169,6 +173,14 @@ typedef struct rf_format {
 	int (*decode)(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
 	              const void *src, size_t src_len, void *dst, size_t dst_cap,
 	              rf_unit_records *out, const char *name, rf_error *err);
+	/* The URL (malloc'd) of the object whose bytes the units are, when it
+	 * is not the named one: Megatron's PREFIX.bin for PREFIX.idx or PREFIX.
+	 * NULL (or a NULL hook): the name itself. The URL expansion calls it. */
+	char *(*shard_object)(const char *url);
+	/* For a local path the user named: the name this format reads it by,
+	 * when that is another (malloc'd): Megatron's PREFIX.idx for PREFIX.bin
+	 * or a bare PREFIX when PREFIX.idx exists. NULL: not this format's. */
+	char *(*local_name)(const char *path);
 	/* Units are stored as they decode (no compression): the engine keeps
 	 * the read's buffer as the records' bytes and reserves only the table,
 	 * never the unit's bytes twice. */
@@ -193,6 +205,9 @@ const rf_format *rf_format_for(const char *name, bool explicit_name);
 bool rf_format_is_shard_name(const char *name);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
+/* The name a format reads a named local path by, when another
+ * (rf_format.local_name; malloc'd), or NULL. */
+char *rf_format_local_name(const char *path);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
 

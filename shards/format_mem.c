@@ -46,7 +46,8 @@ int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t n
 	                 .name = objs[0].url,
 	                 .size = objs[0].size,
 	                 .local = true,
-	                 .opt = opt};
+	                 .opt = opt,
+	                 .in_place = fmt->in_place};
 	uint64_t reserved = 0, had = 0, bound = 0;
 	int rc = -ELOOP;
 	for (uint32_t step = 0; step < RF_FMT_MEM_STEPS_MAX; step++) {

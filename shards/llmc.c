@@ -195,6 +195,7 @@ static int layout_build(rf_fmt_open *o, rf_error *err)
 	int rc = 0;
 	if (p->seq_len) {
 		rc = rf_tok_windows_build(ix, p, o->name, err);
+		o->in_place = false; /* windows overlap: decoded by copy */
 	} else {
 		if (!p->len_tokens)
 			rc = runs_fill(p, o->name, err);
@@ -262,7 +263,15 @@ static int llmc_open_step(rf_fmt_open *o, rf_error *err)
 			RF_TRY(raw_parse(o, s->priv, err));
 		return after_header(o, err);
 	}
-	RF_TRY(scan_parse(o, err));
+	/* a failed step leaves the state as it was (the engine may read the
+	 * same bytes again and call it once more) */
+	uint64_t docs = s->priv->sequences, doc_at = s->doc_at;
+	int rc = scan_parse(o, err);
+	if (rc < 0) {
+		s->priv->sequences = docs;
+		s->doc_at = doc_at;
+		return rc;
+	}
 	o->held_bytes = sizeof(*s) + sizeof(*s->priv) + 4 * s->docs_cap;
 	if (s->at < s->priv->tokens) {
 		want_scan(o);

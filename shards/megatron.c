@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MG_MAGIC         "MMIDIDX\0\0"
 #define MG_MAGIC_BYTES   9
@@ -45,6 +46,30 @@ static int mg_claim(const char *name)
 	if (n >= 4 && memcmp(name + n - 4, ".idx", 4) == 0)
 		return RF_FMT_YES;
 	return RF_FMT_MAYBE; /* PREFIX.bin or a bare PREFIX, named explicitly */
+}
+
+/* The units are PREFIX.bin's bytes, whichever name was given. */
+static char *mg_shard_object(const char *url)
+{
+	return rf_tok_sibling(url, ".bin");
+}
+
+/* PREFIX.bin or a bare PREFIX (no such file) beside PREFIX.idx: the dataset. */
+static char *mg_local_name(const char *path)
+{
+	size_t n = strlen(path);
+	struct stat st;
+	bool bin = n >= 4 && strcmp(path + n - 4, ".bin") == 0;
+	if (!bin && (n >= 4 && strcmp(path + n - 4, ".idx") == 0))
+		return NULL;
+	if (!bin && stat(path, &st) == 0)
+		return NULL; /* a file of its own */
+	char *idx = rf_tok_sibling(path, ".idx");
+	if (idx && (stat(idx, &st) != 0 || !S_ISREG(st.st_mode))) {
+		free(idx);
+		idx = NULL;
+	}
+	return idx;
 }
 
 static void want_idx(rf_fmt_open *o, uint64_t offset, uint64_t len, uint64_t parse_bound)
@@ -214,6 +239,7 @@ static int layout_build(rf_fmt_open *o, rf_error *err)
 		free(pv->len_tokens); /* windows need only the token count */
 		pv->len_tokens = NULL;
 		rc = rf_tok_windows_build(ix, pv, o->name, err);
+		o->in_place = false; /* windows overlap: decoded by copy */
 	} else {
 		rc = rf_tok_units_build(ix, pv->len_tokens, pv->sequences, s->itemsize, 0, o->name,
 		                        err);
@@ -334,7 +360,15 @@ static int mg_open_step(rf_fmt_open *o, rf_error *err)
 		               s->idx_name, s->idx_bytes, o->got_object_size);
 	unsigned eb = s->phase == MG_LENGTHS ? 4 : 8;
 	uint64_t n = o->got_len / eb;
-	RF_TRY(phase_parse(o, n, err));
+	/* a failed step leaves the state as it was: the engine may read the
+	 * same bytes again (damage in transit) and call it once more */
+	uint64_t ptr_next = s->ptr_next, doc_prev = s->doc_prev;
+	int rc = phase_parse(o, n, err);
+	if (rc < 0) {
+		s->ptr_next = ptr_next;
+		s->doc_prev = doc_prev;
+		return rc;
+	}
 	o->held_bytes = held_now(o);
 	if (s->phase == MG_SIZE) {
 		s->phase = MG_HEADER;
@@ -370,6 +404,8 @@ static void mg_close(rf_shard_index *index, void *priv)
 const rf_format rf_format_megatron = {
     .name = "megatron",
     .claim = mg_claim,
+    .shard_object = mg_shard_object,
+    .local_name = mg_local_name,
     .open_step = mg_open_step,
     .open_abort = mg_open_abort,
     .close = mg_close,

@@ -52,6 +52,17 @@ int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t n
 	int rc = -ELOOP;
 	for (uint32_t step = 0; step < RF_FMT_MEM_STEPS_MAX; step++) {
 		rc = fmt->open_step(&o, err);
+		if (rc == RF_E_CORRUPT && o.got) {
+			/* the engine reads the same bytes again and calls the step once
+			 * more: a failed step must have left the state as it was */
+			rf_error again = {0};
+			int rc2 = fmt->open_step(&o, &again);
+			if (rc2 != rc || strcmp(again.msg, err->msg) != 0)
+				rc = rf_fail(err, -EPROTO,
+				             "%s: the %s format answered the same bytes twice "
+				             "differently (%d, then %d: %s)",
+				             o.name, fmt->name, rc, rc2, again.msg);
+		}
 		/* as the engine: what it holds now is at most what it held plus the bound */
 		if (rc >= 0 && o.held_bytes > had + bound)
 			rc = rf_fail(err, -EOVERFLOW,

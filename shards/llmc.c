@@ -73,7 +73,8 @@ static int raw_parse(rf_fmt_open *o, rf_tok_priv *p, rf_error *err)
 		return rf_fail(
 		    err, RF_E_CORRUPT,
 		    "%s: not an llm.c token file (its first int32 is %u; llm.c writes %u or "
-		    "%u); a headerless (nanoGPT) file needs its token dtype named",
+		    "%u); a headerless (nanoGPT) file needs its token dtype named; for a "
+		    "Megatron dataset name its .idx",
 		    o->name, magic, LLMC_MAGIC_U16, LLMC_MAGIC_U32);
 	}
 	p->dtype = o->opt->token_dtype;
@@ -254,13 +255,14 @@ static int llmc_open_step(rf_fmt_open *o, rf_error *err)
 		               "%s: got bytes [%" PRIu64 ", +%" PRIu64 ") for [%" PRIu64
 		               ", +%" PRIu64 ")",
 		               o->name, o->got_offset, o->got_len, o->want.offset, o->want.len);
-	if (o->step++ == 0) {
+	if (o->step == 0) { /* only a step that succeeds moves on: a failed one is retried */
 		int rc = header_parse(o, o->got, s->priv, err);
 		if (rc < 0)
 			return rc;
 		s->header = rc == 1;
 		if (!s->header)
 			RF_TRY(raw_parse(o, s->priv, err));
+		o->step = 1;
 		return after_header(o, err);
 	}
 	/* a failed step leaves the state as it was (the engine may read the

@@ -337,6 +337,8 @@ static int phase_parse(rf_fmt_open *o, uint64_t n, rf_error *err)
 	}
 }
 
+static int step_advance(rf_fmt_open *o, rf_error *err);
+
 static int mg_open_step(rf_fmt_open *o, rf_error *err)
 {
 	if (!o->state && !o->got) {
@@ -358,17 +360,22 @@ static int mg_open_step(rf_fmt_open *o, rf_error *err)
 		               "%s: changed size during the open (%" PRIu64 " bytes, then %" PRIu64
 		               ")",
 		               s->idx_name, s->idx_bytes, o->got_object_size);
-	unsigned eb = s->phase == MG_LENGTHS ? 4 : 8;
-	uint64_t n = o->got_len / eb;
 	/* a failed step leaves the state as it was: the engine may read the
 	 * same bytes again (damage in transit) and call it once more */
-	uint64_t ptr_next = s->ptr_next, doc_prev = s->doc_prev;
-	int rc = phase_parse(o, n, err);
-	if (rc < 0) {
-		s->ptr_next = ptr_next;
-		s->doc_prev = doc_prev;
-		return rc;
-	}
+	mg_state saved = *s;
+	int rc = step_advance(o, err);
+	if (rc < 0)
+		*s = saved;
+	return rc;
+}
+
+/* Parses the delivered bytes and asks for the next (or builds the layout). */
+static int step_advance(rf_fmt_open *o, rf_error *err)
+{
+	mg_state *s = o->state;
+	unsigned eb = s->phase == MG_LENGTHS ? 4 : 8;
+	uint64_t n = o->got_len / eb;
+	RF_TRY(phase_parse(o, n, err));
 	o->held_bytes = held_now(o);
 	if (s->phase == MG_SIZE) {
 		s->phase = MG_HEADER;

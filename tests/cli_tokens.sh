@@ -107,6 +107,21 @@ done
 check "elastic 3 -> 2: each window once, none lost but the tail" disjoint-cover \
 	"$tmp/w100" 3 "$tmp"/el?.first "$tmp"/el?.rest
 
+# ---- budget: an in-place unit's bytes are reserved once (the read's buffer),
+# its slab is only the record table; windows decode by copy (a slab each)
+$W "$tmp/big" uint16 9 2000 3000 >/dev/null # ~6 MB: several 1 MiB units
+peaks() {
+	"$cli" read --no-shuffle --json --depth 1 --threads 1 "$@" "$tmp/big.idx" |
+		$py -c 'import json,sys; p=json.load(sys.stdin)["loader"]["mem_peak_bytes"]; print(p["fetch"], p["decoded"])'
+}
+read -r fetch dec <<<"$(peaks)"
+[ "$fetch" -ge 1000000 ] && [ "$dec" -lt 100000 ] &&
+	ok "in place: fetch peak $fetch, decoded peak $dec (tables only)" ||
+	bad "in place: fetch peak $fetch, decoded peak $dec (expected tables only)"
+read -r fetch dec <<<"$(peaks --seq-len 1024)"
+[ "$dec" -ge 1000000 ] && ok "windows: decoded by copy (decoded peak $dec)" ||
+	bad "windows: decoded peak $dec"
+
 # ---- llm.c and nanoGPT files -------------------------------------------------------
 L="$py $src/tests/tokens/llmc_write.py"
 $L llmc16 "$tmp/fw16.bin" 3 30 2000 >/dev/null

@@ -125,6 +125,19 @@ void rf_index_free(rf_shard_index *index);
 /* Read footer + index of a local file (pread). */
 int rf_index_read_file(const char *path, rf_shard_index **out, rf_error *err);
 
+/* What rf_layout_read_file says of a shard beside its layout. */
+typedef struct rf_layout_info {
+	const char *format;     /* "rfs", "megatron", "llmc" (static) */
+	uint64_t payload_bytes; /* the records' bytes (tables excluded) */
+} rf_layout_info;
+struct rf_config;
+/* The layout of a local shard of any format (an .rfs, a Megatron PREFIX.idx
+ * / PREFIX.bin / PREFIX, a token .bin), as the loader would see it with
+ * cfg's format options (seq_len, token_dtype, eot_token, token_out; cfg
+ * may be NULL). Free *out with rf_index_free. */
+int rf_layout_read_file(const char *path, const struct rf_config *cfg, rf_shard_index **out,
+                        rf_layout_info *info, rf_error *err);
+
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;
 rf_decoder *rf_decoder_new(void);

@@ -143,6 +143,23 @@ rc=0
 	grep -q "token dtype" "$tmp/err" && ok "a headerless file without a dtype: clear error" ||
 	bad "headerless without dtype: rc $rc, $(cat "$tmp/err")"
 
+# ---- inspect and bench take them --------------------------------------------------
+tokens=$($W "$tmp/insp" uint16 1 60 3000)
+out=$("$cli" inspect "$tmp/insp.idx")
+grep -q "^format *megatron" <<<"$out" && grep -q "^dtype *uint16" <<<"$out" &&
+	grep -q "^tokens *$tokens\$" <<<"$out" && grep -q "^documents *60\$" <<<"$out" &&
+	grep -q "^file bytes *$((tokens * 2))\$" <<<"$out" &&
+	ok "inspect: format, dtype, tokens, documents, size" || bad "inspect: $out"
+out=$("$cli" inspect --seq-len 100 --token-out int64 "$tmp/insp.bin")
+grep -q "^records *$(((tokens - 1) / 100)) windows of 101 tokens (int64)" <<<"$out" &&
+	ok "inspect --seq-len: the windows" || bad "inspect --seq-len: $out"
+out=$("$cli" inspect --json --token-dtype uint16 --eot-token 50256 "$tmp/owt.bin")
+$py -c 'import json,sys; d=json.loads(sys.argv[1]); m=json.loads(d["metadata"]);
+assert d["format"] == "llmc" and m["dtype"] == "uint16" and m["documents"] == 30, d' "$out" &&
+	ok "inspect --json: a nanoGPT file's documents" || bad "inspect --json: $out"
+"$cli" bench --seq-len 1024 --token-out int64 "$tmp/u16.idx" >"$tmp/bench" 2>&1 &&
+	grep -q "records" "$tmp/bench" && ok "bench reads windows" || bad "bench: $(cat "$tmp/bench")"
+
 # ---- hostile .idx: truncated, lying -------------------------------------------------
 cp "$tmp/u16.bin" "$tmp/bad.bin"
 head -c -8 "$tmp/u16.idx" >"$tmp/bad.idx"

@@ -207,6 +207,32 @@ static void test_windows(void **state)
 	dataset_free(&d);
 }
 
+/* A multimodal index (int8 modes[S] after the document indices) and an
+ * empty dataset (no sequences, an empty .bin) open. */
+static void test_modes_and_empty(void **state)
+{
+	(void)state;
+	uint32_t lens[] = {3, 4};
+	dataset d = build(RF_TOK_I32, lens, 2);
+	d.idx = realloc(d.idx, d.idx_len + 2);
+	d.idx[d.idx_len] = 0;
+	d.idx[d.idx_len + 1] = 1;
+	d.idx_len += 2;
+	rf_shard_index *ix = NULL;
+	void *priv = NULL;
+	rf_error err = {0};
+	assert_int_equal(open_ds(&d, &ix, &priv, NULL, NULL, &err), 0);
+	assert_int_equal(ix->records, 2);
+	rf_format_megatron.close(ix, priv);
+	dataset_free(&d);
+	d = build(RF_TOK_U16, lens, 0);
+	assert_int_equal(open_ds(&d, &ix, &priv, NULL, NULL, &err), 0);
+	assert_int_equal(ix->records, 0);
+	assert_int_equal(ix->blocks, 0);
+	rf_format_megatron.close(ix, priv);
+	dataset_free(&d);
+}
+
 static void test_claim(void **state)
 {
 	(void)state;
@@ -360,6 +386,7 @@ int main(void)
 	    cmocka_unit_test(test_small_uint16_and_int32),
 	    cmocka_unit_test(test_units),
 	    cmocka_unit_test(test_windows),
+	    cmocka_unit_test(test_modes_and_empty),
 	    cmocka_unit_test(test_claim),
 	    cmocka_unit_test(test_hostile),
 	};

@@ -322,6 +322,10 @@ static bool rf_read_park(rf_engine *e, rf_read *rd)
 static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 {
 	int rc = memory ? rf_read_memory(e, rd) : 0;
+	if (rc == 0 && rd->len == 0) { /* a unit of empty records (token files): done */
+		rf_on_read(rd, 0, NULL);
+		return;
+	}
 	if (rc == 0) {
 		rc = rf_source_read(e->shards[rd->shard].src, rd->offset, rd->len, rd->buf,
 		                    rf_on_read, rd);

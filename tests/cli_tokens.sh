@@ -52,6 +52,20 @@ rd --no-shuffle "$tmp/dir" >"$tmp/dir.docs" || bad "read a directory"
 cmp -s "$tmp/u16.docs" "$tmp/dir.docs" && ok "a directory takes the .idx once" ||
 	bad "a directory read differs"
 
+# a unit of empty sequences only (a dataset of one empty document; 70000 empty
+# then one of 3 tokens: more than a unit's 65536 records) is read, not failed
+$py - "$src/tests/tokens" "$tmp" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import megatron_write as m
+m.write(sys.argv[2] + "/one", "uint16", [[]])
+m.write(sys.argv[2] + "/empties", "uint16", [[]] * 70000 + [[1, 2, 3]])
+EOF
+same "one empty document" "records=1 bytes=0" \
+	"$("$cli" read --digest "$tmp/one.idx" | tail -n 1 | cut -d' ' -f1-2)"
+same "70000 empty documents and one" "records=70001 bytes=6" \
+	"$("$cli" read --digest "$tmp/empties.idx" | tail -n 1 | cut -d' ' -f1-2)"
+
 # ---- windows: --no-shuffle gives tokens[iL : iL+L+1] for every i -------------
 for L in 1 100 1024 5000; do
 	rd --no-shuffle --seq-len $L "$tmp/u16.idx" >"$tmp/w$L" || bad "read --seq-len $L"

@@ -152,6 +152,9 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 		rc = rf_vsrc_wait(v, e);
 	if (rc == 0) {
 		rf_verify_walk w = {.name = rf_source_name(v->src),
+		                    .url = ref->url,
+		                    .local = !strstr(ref->url, "://") ||
+		                             !strncmp(ref->url, "file://", 7),
 		                    .size = rf_source_size(v->src),
 		                    .read = rf_vsrc_read,
 		                    .read_ctx = v,

@@ -125,18 +125,21 @@ void rf_index_free(rf_shard_index *index);
 /* Read footer + index of a local file (pread). */
 int rf_index_read_file(const char *path, rf_shard_index **out, rf_error *err);
 
-/* What rf_layout_read_file says of a shard beside its layout. */
-typedef struct rf_layout_info {
-	const char *format;     /* "rfs", "megatron", "llmc" (static) */
-	uint64_t payload_bytes; /* the records' bytes (tables excluded) */
-} rf_layout_info;
+/* A shard of any format the library reads (.rfs, ...: see docs/format.md),
+ * opened from a local file the way the loader opens it: its read units
+ * (index->block[]) and figures. */
+typedef struct rf_layout rf_layout;
+int rf_layout_open(const char *path, rf_layout **out, rf_error *err);
+const rf_shard_index *rf_layout_index(const rf_layout *l);
+const char *rf_layout_format(const rf_layout *l);     /* "rfs" */
+uint64_t rf_layout_payload_bytes(const rf_layout *l); /* the records' bytes */
+void rf_layout_free(rf_layout *l);
 struct rf_config;
-/* The layout of a local shard of any format (an .rfs, a Megatron PREFIX.idx
- * / PREFIX.bin / PREFIX, a token .bin), as the loader would see it with
- * cfg's format options (seq_len, token_dtype, eot_token, token_out; cfg
- * may be NULL). Free *out with rf_index_free. */
-int rf_layout_read_file(const char *path, const struct rf_config *cfg, rf_shard_index **out,
-                        rf_layout_info *info, rf_error *err);
+/* rf_layout_open with a loader config's format options (seq_len,
+ * token_dtype, eot_token, token_out: token files read as `read` would);
+ * cfg may be NULL. */
+int rf_layout_open_config(const char *path, const struct rf_config *cfg, rf_layout **out,
+                          rf_error *err);
 
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;

@@ -88,6 +88,74 @@ const char *rf_format_patterns(void)
 
 /* ------------------------------------------------- synchronous driver */
 
+int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
+                        rf_error *err)
+{
+	uint8_t *buf = NULL;
+	uint64_t buf_off = 0, buf_len = 0;
+	const char *buf_obj = NULL; /* the object buf holds (NULL: the shard) */
+	char *obj_copy = NULL;
+	uint32_t steps = 0;
+	int rc;
+	while ((rc = fmt->open_step(o, err)) == RF_FMT_NEED) {
+		const rf_fmt_want *w = &o->want;
+		uint64_t size = o->size, end;
+		if (w->object && (rc = read(ctx, w->object, 0, 0, NULL, &size, err)) < 0)
+			break;
+		o->got_object_size = w->object ? size : 0;
+		if (!rf_add_u64(w->offset, w->len, &end) || end > size || w->min_len > w->len ||
+		    ++steps > (1u << 20)) {
+			rc = rf_fail(err, -EINVAL,
+			             "shard %s: the %s format asked for bytes [%llu, +%llu) of a "
+			             "%llu-byte object (step %u)",
+			             o->name, fmt->name, (unsigned long long)w->offset,
+			             (unsigned long long)w->len, (unsigned long long)size, steps);
+			break;
+		}
+		bool same = (w->object == NULL && buf_obj == NULL) ||
+		            (w->object && buf_obj && !strcmp(w->object, buf_obj));
+		if (!(buf && same && w->offset >= buf_off && end <= buf_off + buf_len)) {
+			uint64_t len = !o->local && w->min_len ? w->min_len : w->len;
+			uint8_t *b = malloc(len ? len : 1);
+			char *oc = w->object ? strdup(w->object) : NULL;
+			if (!b || (w->object && !oc)) {
+				free(b);
+				free(oc);
+				rc = rf_fail(err, -ENOMEM, "shard %s: no memory for %llu bytes",
+				             o->name, (unsigned long long)len);
+				break;
+			}
+			rc = read(ctx, w->object, end - len, len, b, NULL, err);
+			free(buf);
+			free(obj_copy);
+			buf = b;
+			obj_copy = oc;
+			buf_obj = oc;
+			buf_off = end - len;
+			buf_len = len;
+			if (rc < 0)
+				break;
+		}
+		/* the want, or its shorter tail when only that was read */
+		o->got_offset = w->offset >= buf_off ? w->offset : buf_off;
+		o->got = buf + (o->got_offset - buf_off);
+		o->got_len = end - o->got_offset;
+	}
+	if (fmt->open_abort)
+		fmt->open_abort(o);
+	free(buf);
+	free(obj_copy);
+	return rc;
+}
+
+typedef struct file_reader {
+	int fd;
+	const char *name;
+	int side_fd;
+	uint64_t side_size;
+	char *side_path;
+} file_reader;
+
 static int pread_all(int fd, uint8_t *buf, uint64_t len, uint64_t off, const char *name,
                      rf_error *err)
 {
@@ -111,62 +179,26 @@ static int pread_all(int fd, uint8_t *buf, uint64_t len, uint64_t off, const cha
 	return 0;
 }
 
-typedef struct file_obj {
-	int fd;
-	uint64_t size;
-	char *url;
-} file_obj;
-
-static void file_obj_close(file_obj *f)
+static int file_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                     uint64_t *size, rf_error *err)
 {
-	if (f->fd >= 0)
-		close(f->fd);
-	free(f->url);
-	f->fd = -1;
-	f->url = NULL;
-}
-
-/* One NEED answered from the file (or its sidecar): the bytes land in *buf. */
-static int serve_want(const rf_format *fmt, rf_fmt_open *o, int fd, file_obj *side, uint8_t **buf,
-                      rf_error *err)
-{
-	const rf_fmt_want *w = &o->want;
-	uint64_t size = o->size;
-	if (w->object) {
-		if (!side->url || strcmp(side->url, w->object) != 0) {
-			file_obj_close(side);
-			side->fd = rf_open_regular(w->object, "shard", &side->size, err);
-			if (side->fd < 0)
-				return side->fd;
-			if (!(side->url = strdup(w->object)))
-				return rf_fail(err, -ENOMEM, "out of memory");
-		}
-		fd = side->fd;
-		size = side->size;
-		o->got_object_size = size;
+	file_reader *f = ctx;
+	if (!object)
+		return pread_all(f->fd, buf, len, offset, f->name, err);
+	if (!f->side_path || strcmp(f->side_path, object) != 0) {
+		if (f->side_fd >= 0)
+			close(f->side_fd);
+		free(f->side_path);
+		f->side_path = NULL;
+		f->side_fd = rf_open_regular(object, "shard", &f->side_size, err);
+		if (f->side_fd < 0)
+			return f->side_fd;
+		if (!(f->side_path = strdup(object)))
+			return rf_fail(err, -ENOMEM, "out of memory");
 	}
-	uint64_t end;
-	if (!rf_add_u64(w->offset, w->len, &end) || end > size)
-		return rf_fail(err, -EINVAL,
-		               "shard %s: the %s format asked for bytes [%llu, +%llu) of a "
-		               "%llu-byte object",
-		               o->name, fmt->name, (unsigned long long)w->offset,
-		               (unsigned long long)w->len, (unsigned long long)size);
-	uint8_t *b = malloc(w->len ? w->len : 1);
-	if (!b)
-		return rf_fail(err, -ENOMEM, "shard %s: no memory for %llu bytes", o->name,
-		               (unsigned long long)w->len);
-	int rc = pread_all(fd, b, w->len, w->offset, o->name, err);
-	if (rc < 0) {
-		free(b);
-		return rc;
-	}
-	free(*buf);
-	*buf = b;
-	o->got = b;
-	o->got_offset = w->offset;
-	o->got_len = w->len;
-	return 0;
+	if (size)
+		*size = f->side_size;
+	return len ? pread_all(f->side_fd, buf, len, offset, object, err) : 0;
 }
 
 int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
@@ -195,25 +227,74 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 	                 .local = true,
 	                 .opt = opt,
 	                 .in_place = fmt->in_place};
-	file_obj side = {.fd = -1};
-	uint8_t *buf = NULL;
-	int rc;
-	while ((rc = fmt->open_step(&o, err)) == RF_FMT_NEED) {
-		rc = serve_want(fmt, &o, fd, &side, &buf, err);
-		if (rc < 0)
-			break;
-	}
-	if (fmt->open_abort)
-		fmt->open_abort(&o);
+	file_reader fr = {.fd = fd, .name = path, .side_fd = -1};
+	/* a local file: every want read whole (min_len is for remote stores) */
+	int rc = rf_format_open_with(fmt, &o, file_read, &fr, err);
 	if (rc == RF_FMT_DONE) {
 		*index = o.index;
 		*priv = o.priv;
 		if (fmt_out)
 			*fmt_out = fmt;
 	}
-	free(buf);
-	file_obj_close(&side);
+	if (fr.side_fd >= 0)
+		close(fr.side_fd);
+	free(fr.side_path);
 	close(fd);
 	free(object);
 	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------ public layouts */
+
+struct rf_layout {
+	const rf_format *fmt;
+	rf_shard_index *index;
+	void *priv;
+};
+
+int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, rf_layout **out,
+                        rf_error *err)
+{
+	*out = NULL;
+	rf_layout *l = calloc(1, sizeof(*l));
+	if (!l)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	char *alias = rf_format_local_name(path); /* PREFIX.bin -> PREFIX.idx */
+	int rc =
+	    rf_format_open_file(alias ? alias : path, NULL, opt, &l->fmt, &l->index, &l->priv, err);
+	free(alias);
+	if (rc < 0) {
+		free(l);
+		return rc;
+	}
+	*out = l;
+	return 0;
+}
+
+RF_API int rf_layout_open(const char *path, rf_layout **out, rf_error *err)
+{
+	return rf_layout_open_opts(path, NULL, out, err);
+}
+
+RF_API const rf_shard_index *rf_layout_index(const rf_layout *l)
+{
+	return l->index;
+}
+
+RF_API const char *rf_layout_format(const rf_layout *l)
+{
+	return l->fmt->name;
+}
+
+RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
+{
+	return l->fmt->payload_bytes ? l->fmt->payload_bytes(l->index) : l->index->decoded_bytes;
+}
+
+RF_API void rf_layout_free(rf_layout *l)
+{
+	if (!l)
+		return;
+	l->fmt->close(l->index, l->priv);
+	free(l);
 }

@@ -181,6 +181,9 @@ typedef struct rf_format {
 	 * when that is another (malloc'd): Megatron's PREFIX.idx for PREFIX.bin
 	 * or a bare PREFIX when PREFIX.idx exists. NULL: not this format's. */
 	char *(*local_name)(const char *path);
+	/* The records' payload bytes of a layout (what `inspect` reports);
+	 * NULL: its decoded bytes. */
+	uint64_t (*payload_bytes)(const rf_shard_index *ix);
 	/* Units are stored as they decode (no compression): the engine keeps
 	 * the read's buffer as the records' bytes and reserves only the table,
 	 * never the unit's bytes twice. */
@@ -210,6 +213,24 @@ const rf_format *rf_format_by_name(const char *name);
 char *rf_format_local_name(const char *path);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
+
+/* Reads [offset, +len) of the shard (object NULL) or of another object
+ * into buf; with object and len 0, only *size (that object's bytes). */
+typedef int (*rf_fmt_read_fn)(void *ctx, const char *object, uint64_t offset, uint64_t len,
+                              void *buf, uint64_t *size, rf_error *err);
+/* Drives fmt's open steps to DONE synchronously through read (o's inputs
+ * set by the caller): a want inside the last bytes read is served from
+ * them; a remote one (o->local false) with a min_len reads only that. No
+ * budget: for tools, the verifier and tests. Returns RF_FMT_DONE (o->index,
+ * o->priv set) or a negative errno. */
+int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
+                        rf_error *err);
+
+/* rf_layout_open (include/ringfeed.h) with format options (the engine's
+ * rf_layout_open_config fills them from a config). */
+struct rf_layout;
+int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, struct rf_layout **out,
+                        rf_error *err);
 
 /* Opens a local file's layout synchronously (pread), driving open_step to
  * DONE: for tools (inspect, verify, the decode limit) and tests. fmt may

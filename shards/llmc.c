@@ -306,5 +306,6 @@ const rf_format rf_format_llmc = {
     .open_abort = llmc_open_abort,
     .close = llmc_close,
     .decode = rf_tok_decode,
+    .payload_bytes = rf_tok_payload_bytes,
     .in_place = true,
 };

@@ -417,5 +417,6 @@ const rf_format rf_format_megatron = {
     .open_abort = mg_open_abort,
     .close = mg_close,
     .decode = rf_tok_decode,
+    .payload_bytes = rf_tok_payload_bytes,
     .in_place = true,
 };

@@ -45,11 +45,11 @@ static int rfs_open_step(rf_fmt_open *o, rf_error *err)
 {
 	rfs_open_state *st = (rfs_open_state *)o->scratch;
 	if (o->step == RFS_STEP_TAIL) {
-		if (o->size < RF_FOOTER_BYTES) {
+		if (o->size < RF_FOOTER_BYTES) { /* the footer parser names it */
 			o->final = true;
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: %llu bytes is too small for a shard", o->name,
-			               (unsigned long long)o->size);
+			uint8_t none[RF_FOOTER_BYTES] = {0};
+			return rf_footer_parse(none, sizeof(none), o->size, o->name, &st->footer,
+			                       err);
 		}
 		uint64_t n = o->size < RFS_TAIL_BYTES ? o->size : RFS_TAIL_BYTES;
 		o->want =
@@ -94,6 +94,12 @@ static int rfs_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	return 0;
 }
 
+/* Decoded blocks hold a u32 end per record and a u32 count besides the payload. */
+static uint64_t rfs_payload_bytes(const rf_shard_index *ix)
+{
+	return ix->decoded_bytes - 4 * ix->records - 4 * (uint64_t)ix->blocks;
+}
+
 const rf_format rf_format_rfs = {
     .name = "rfs",
     .claim = rfs_claim,
@@ -101,5 +107,6 @@ const rf_format rf_format_rfs = {
     .open_abort = NULL,
     .close = rfs_close,
     .decode = rfs_decode,
+    .payload_bytes = rfs_payload_bytes,
     .in_place = false,
 };

@@ -314,6 +314,13 @@ int rf_tok_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uin
 	                         dst_cap, out, src, name, err);
 }
 
+uint64_t rf_tok_payload_bytes(const rf_shard_index *ix)
+{
+	bool windows = ix->blocks && ix->block[0].decoded_bytes != ix->block[0].compressed_bytes;
+	return windows ? ix->decoded_bytes - 4 * ix->records - 4 * (uint64_t)ix->blocks
+	               : ix->decoded_bytes;
+}
+
 void rf_tok_priv_free(rf_tok_priv *p)
 {
 	if (p) {

@@ -43,6 +43,9 @@ int rf_tok_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uin
                   const void *src, size_t src_len, void *dst, size_t dst_cap, rf_unit_records *out,
                   const char *name, rf_error *err);
 void rf_tok_priv_free(rf_tok_priv *p);
+/* The records' bytes of a token layout: in place, the units' bytes; windows,
+ * their decoded bytes less the record tables. */
+uint64_t rf_tok_payload_bytes(const rf_shard_index *ix);
 /* The metadata string: a JSON object (format, dtype, tokens, documents, ...). */
 int rf_tok_metadata(rf_shard_index *ix, const char *format, const rf_tok_priv *p, const char *name,
                     rf_error *err);

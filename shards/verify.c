@@ -5,6 +5,7 @@
  * manifest says of the shard. A damaged block is reported and the walk goes
  * on, so one run names every damaged block (up to a bound). */
 #include "verify.h"
+#include "format.h"
 #include "rfs.h"
 
 #include <stdio.h>
@@ -38,12 +39,26 @@ static uint32_t largest_in_block(const uint32_t *ends, uint32_t records)
 	return m;
 }
 
-/* Decodes every block; returns a negative code only for I/O or memory errors. */
-static int walk_blocks(verify_run *v, const rf_shard_index *ix, rf_error *err)
+/* The slab a unit decodes into: its decoded bytes, or its record table
+ * for a format whose units are stored as they decode. */
+static uint64_t slab_bytes_most(const rf_format *fmt, const rf_shard_index *ix)
+{
+	if (!fmt->in_place)
+		return ix->largest_block_decoded_bytes;
+	uint64_t most = 0;
+	for (uint32_t b = 0; b < ix->blocks; b++)
+		most = RF_MAX(most, rf_fmt_table_bytes(ix->block[b].records));
+	return most;
+}
+
+/* Decodes every unit; returns a negative code only for I/O or memory errors. */
+static int walk_blocks(verify_run *v, const rf_format *fmt, const rf_shard_index *ix,
+                       const void *priv, rf_error *err)
 {
 	const rf_verify_walk *w = v->w;
+	uint64_t cap = slab_bytes_most(fmt, ix);
 	uint8_t *src = malloc(ix->largest_block_compressed_bytes + 1ul);
-	uint8_t *dst = malloc(ix->largest_block_decoded_bytes + 1ul);
+	uint8_t *dst = malloc(cap + 1);
 	rf_decoder *d = rf_decoder_new();
 	int rc = 0;
 	if (!src || !dst || !d)
@@ -53,7 +68,7 @@ static int walk_blocks(verify_run *v, const rf_shard_index *ix, rf_error *err)
 	for (uint32_t b = 0; rc == 0 && b < ix->blocks; b++) {
 		const rf_block_info *bi = &ix->block[b];
 		rf_error e = {0};
-		const uint32_t *ends = NULL;
+		rf_unit_records recs = {0};
 		int r = w->read(w->read_ctx, bi->offset, bi->compressed_bytes, src, &e);
 		if (r < 0 && r != RF_E_CORRUPT) {
 			rc = r;
@@ -61,14 +76,18 @@ static int walk_blocks(verify_run *v, const rf_shard_index *ix, rf_error *err)
 			break;
 		}
 		if (r == 0)
-			r = rf_block_decode(d, ix, b, src, bi->compressed_bytes, dst,
-			                    ix->largest_block_decoded_bytes, &ends, w->name, &e);
+			r = fmt->decode(d, ix, priv, b, src, bi->compressed_bytes, dst, cap, &recs,
+			                w->name, &e);
+		if (r == 0 && recs.records != bi->records)
+			r = rf_fail(&e, RF_E_CORRUPT,
+			            "shard %s: block %u: decoded %u records, the layout says %u",
+			            w->name, b, recs.records, bi->records);
 		if (r < 0) {
 			problem(v, &e);
 			continue;
 		}
 		sound++;
-		largest = RF_MAX(largest, largest_in_block(ends, bi->records));
+		largest = RF_MAX(largest, largest_in_block(recs.ends, bi->records));
 	}
 	if (rc == 0 && sound == ix->blocks && largest != ix->largest_record_bytes) {
 		rf_error e;
@@ -83,23 +102,35 @@ static int walk_blocks(verify_run *v, const rf_shard_index *ix, rf_error *err)
 	return rc;
 }
 
-/* Footer and index through w->read: 0, RF_E_CORRUPT (a problem), or an I/O error. */
-static int read_index(const rf_verify_walk *w, rf_shard_index **out, rf_error *err)
+static int walk_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                     uint64_t *size, rf_error *err)
 {
-	uint8_t fbuf[RF_FOOTER_BYTES];
-	rf_footer ft;
-	if (w->size >= RF_FOOTER_BYTES)
-		RF_TRY(w->read(w->read_ctx, w->size - RF_FOOTER_BYTES, RF_FOOTER_BYTES, fbuf, err));
-	RF_TRY(rf_footer_parse(fbuf, sizeof(fbuf), w->size, w->name, &ft, err));
-	/* footer parse bounded index_bytes by the size and RF_INDEX_BYTES_MAX */
-	uint8_t *ib = malloc(ft.index_bytes);
-	if (!ib)
-		return rf_fail(err, -ENOMEM, "shard %s: no memory for a %llu-byte index", w->name,
-		               U64(ft.index_bytes));
-	int rc = w->read(w->read_ctx, ft.index_offset, ft.index_bytes, ib, err);
-	if (rc == 0)
-		rc = rf_index_parse(ib, ft.index_bytes, &ft, w->size, w->name, out, err);
-	free(ib);
+	const rf_verify_walk *w = ctx;
+	if (!object)
+		return w->read(w->read_ctx, offset, len, buf, err);
+	if (!w->read_object)
+		return rf_fail(err, -EPROTONOSUPPORT,
+		               "shard %s: its layout lies in another object, which this verifier "
+		               "cannot reach",
+		               w->name);
+	return w->read_object(w->read_ctx, object, offset, len, buf, size, err);
+}
+
+/* The layout through the shard's format: 0, RF_E_CORRUPT (a problem), or an I/O error. */
+static int read_index(const rf_verify_walk *w, const rf_format **fmt, rf_shard_index **out,
+                      void **priv, rf_error *err)
+{
+	if (!(*fmt = rf_format_for(w->url ? w->url : w->name, true)))
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: no format reads this name (the formats read %s)", w->name,
+		               rf_format_patterns());
+	rf_fmt_open o = {
+	    .url = w->url ? w->url : w->name, .name = w->name, .size = w->size, .local = w->local};
+	int rc = rf_format_open_with(*fmt, &o, walk_read, (void *)w, err);
+	if (rc == RF_FMT_DONE) {
+		*out = o.index;
+		*priv = o.priv;
+	}
 	return rc;
 }
 
@@ -132,8 +163,10 @@ int rf_verify_run(const rf_verify_walk *w, rf_error *err)
 {
 	verify_run v = {.w = w};
 	rf_shard_index *ix = NULL;
+	const rf_format *fmt = NULL;
+	void *priv = NULL;
 	rf_error e = {0};
-	int rc = read_index(w, &ix, &e);
+	int rc = read_index(w, &fmt, &ix, &priv, &e);
 	if (rc < 0 && rc != RF_E_CORRUPT) {
 		if (w->report && w->max_reports)
 			w->report(w->ctx, &e);
@@ -145,8 +178,9 @@ int rf_verify_run(const rf_verify_walk *w, rf_error *err)
 		problem(&v, &e);
 	check_listed(&v, ix);
 	if (ix)
-		rc = walk_blocks(&v, ix, err ? err : &e);
-	rf_index_free(ix);
+		rc = walk_blocks(&v, fmt, ix, priv, err ? err : &e);
+	if (ix)
+		fmt->close(ix, priv);
 	if (rc < 0 && rc != RF_E_CORRUPT)
 		return rc;
 	if (v.problems > v.reported && w->report) {
@@ -185,6 +219,24 @@ static int pread_range(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_e
 	return 0;
 }
 
+/* A sidecar of a local shard (another local file), opened for each range:
+ * the verifier reads a sidecar once, in a few ranges. */
+static int pread_object(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                        uint64_t *size, rf_error *err)
+{
+	(void)ctx;
+	uint64_t n = 0;
+	int fd = rf_open_regular(object, "shard", &n, err);
+	if (fd < 0)
+		return fd;
+	if (size)
+		*size = n;
+	pread_ctx pc = {.fd = fd, .path = object};
+	int rc = len ? pread_range(&pc, offset, len, buf, err) : 0;
+	close(fd);
+	return rc;
+}
+
 RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e),
                            void *ctx, uint32_t max_reports, rf_error *err)
 {
@@ -200,7 +252,10 @@ RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_
 	}
 	pread_ctx pc = {.fd = fd, .path = path};
 	rf_verify_walk w = {.name = path,
+	                    .url = path,
+	                    .local = true,
 	                    .size = size,
+	                    .read_object = pread_object,
 	                    .read = pread_range,
 	                    .read_ctx = &pc,
 	                    .report = report,

@@ -13,10 +13,18 @@
 typedef int (*rf_verify_read_fn)(void *ctx, uint64_t offset, uint64_t len, void *buf,
                                  rf_error *err);
 
+/* A sidecar object's range ([offset, +len) into buf), or with len 0 only
+ * its *size. */
+typedef int (*rf_verify_read_object_fn)(void *ctx, const char *object, uint64_t offset,
+                                        uint64_t len, void *buf, uint64_t *size, rf_error *err);
+
 typedef struct rf_verify_walk {
 	const char *name; /* shown in every message (no credentials) */
+	const char *url;  /* what was opened (may carry credentials: never shown); NULL = name */
+	bool local;       /* a local file (the format may read more at once) */
 	uint64_t size;    /* the object's size */
 	rf_verify_read_fn read;
+	rf_verify_read_object_fn read_object; /* NULL: sidecars cannot be read */
 	void *read_ctx;
 	void (*report)(void *ctx, const rf_error *e);
 	void *ctx;
@@ -27,7 +35,7 @@ typedef struct rf_verify_walk {
 	const char *manifest;
 } rf_verify_walk;
 
-/* Reads footer, index and every block through w->read and checks each rule
+/* Reads the layout (through the shard's format) and every unit through w->read and checks each rule
  * the reader checks plus the figures only a full decode confirms. Returns 0
  * when sound, RF_E_CORRUPT when not (err: the first problem), or another
  * negative errno when reading failed (err says why). */

@@ -10,6 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What inspect prints beside the layout. */
+typedef struct inspect_info {
+	const char *format;
+	uint64_t payload_bytes;
+} inspect_info;
+
 static const char inspect_usage[] =
     "usage: ringfeed inspect SHARD [--json]\n"
     "Prints a shard's records, blocks, compressed and decoded bytes, ratio, largest\n"
@@ -24,7 +30,7 @@ static const char inspect_usage[] =
     "print their format, dtype, tokens, documents and size; --token-dtype T,\n"
     "--eot-token N, --seq-len L and --token-out T read them as `read` would.\n";
 
-static void print_json(const char *path, const rf_shard_index *ix, const rf_layout_info *info,
+static void print_json(const char *path, const rf_shard_index *ix, const inspect_info *info,
                        double ratio)
 {
 	uint64_t payload = info->payload_bytes;
@@ -68,7 +74,7 @@ static const char *meta_str(const char *meta, const char *key, char *buf, size_t
 }
 
 /* A token file: its figures are in the layout's metadata. */
-static void print_tokens(const char *path, const rf_shard_index *ix, const rf_layout_info *info)
+static void print_tokens(const char *path, const rf_shard_index *ix, const inspect_info *info)
 {
 	const char *m = ix->metadata;
 	char dtype[32], wdtype[32];
@@ -94,7 +100,7 @@ static void print_tokens(const char *path, const rf_shard_index *ix, const rf_la
 	printf("largest record    %u bytes\n", ix->largest_record_bytes);
 }
 
-static void print_text(const char *path, const rf_shard_index *ix, const rf_layout_info *info,
+static void print_text(const char *path, const rf_shard_index *ix, const inspect_info *info,
                        double ratio)
 {
 	uint64_t payload = info->payload_bytes;
@@ -197,7 +203,7 @@ int cmd_inspect(int argc, char **argv)
 		        flag_shown(path, shown, sizeof(shown)));
 		return 2;
 	}
-	rf_shard_index *ix = NULL;
+	rf_layout *lay = NULL;
 	rf_error err = {0};
 	char head[64];
 	int n = rf_tool_read_head(path, head, sizeof(head), &err);
@@ -222,18 +228,19 @@ int cmd_inspect(int argc, char **argv)
 	rf_config *cfg = NULL;
 	if (token_config(token_vals, &cfg) < 0)
 		return 2;
-	rf_layout_info info = {0};
-	int rc = rf_layout_read_file(path, cfg, &ix, &info, &err);
+	int rc = rf_layout_open_config(path, cfg, &lay, &err);
 	rf_config_free(cfg);
 	if (rc < 0) {
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);
 		return 1;
 	}
+	const rf_shard_index *ix = rf_layout_index(lay);
+	inspect_info info = {rf_layout_format(lay), rf_layout_payload_bytes(lay)};
 	double ratio = rf_tool_ratio(info.payload_bytes, ix->file_bytes);
 	if (json)
 		print_json(path, ix, &info, ratio);
 	else
 		print_text(path, ix, &info, ratio);
-	rf_index_free(ix);
+	rf_layout_free(lay);
 	return 0;
 }

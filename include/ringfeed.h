@@ -455,6 +455,8 @@ typedef struct rf_shard_ref {
 	int listed;         /* 1: a manifest lists it, with the next four fields */
 	uint64_t listed_bytes, listed_records, listed_line;
 	const char *manifest; /* the manifest's path (owned by the list) */
+	const char *format;   /* the format the name given chose ("megatron"; static), NULL:
+	                       * the url's */
 } rf_shard_ref;
 
 /* Fills *out with *count refs (rf_shard_refs_free); an expansion that fails

@@ -112,6 +112,13 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 			             (unsigned long long)w->len, (unsigned long long)size, steps);
 			break;
 		}
+		if (w->len == 0) { /* no bytes (a size, or a bound declared): no read */
+			static const uint8_t none[1];
+			o->got = none;
+			o->got_offset = w->offset;
+			o->got_len = 0;
+			continue;
+		}
 		bool same = (w->object == NULL && buf_obj == NULL) ||
 		            (w->object && buf_obj && !strcmp(w->object, buf_obj));
 		if (!(buf && same && w->offset >= buf_off && end <= buf_off + buf_len)) {

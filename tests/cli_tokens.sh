@@ -157,6 +157,19 @@ rc=0
 	grep -q "token dtype" "$tmp/err" && ok "a headerless file without a dtype: clear error" ||
 	bad "headerless without dtype: rc $rc, $(cat "$tmp/err")"
 
+# ---- verify reads them as the loader does (the .idx beside, the options) -------
+"$cli" verify "$tmp/u16.idx" >"$tmp/v" 2>&1 && grep -q "1 shards, 0 damaged" "$tmp/v" &&
+	ok "verify a Megatron dataset" || bad "verify: $(cat "$tmp/v")"
+"$cli" verify --seq-len 100 --token-out int64 "$tmp/u16.idx" >"$tmp/v" 2>&1 &&
+	ok "verify its windows" || bad "verify --seq-len: $(cat "$tmp/v")"
+"$cli" verify "$tmp/empties.idx" >"$tmp/v" 2>&1 && ok "verify units of empty sequences" ||
+	bad "verify empties: $(cat "$tmp/v")"
+cp "$tmp/u16.idx" "$tmp/short.idx" && head -c -2 "$tmp/u16.bin" >"$tmp/short.bin"
+rc=0
+"$cli" verify "$tmp/short.idx" >"$tmp/v" 2>&1 || rc=$?
+[ $rc -ne 0 ] && grep -q "short.idx: sequence 59 ends at byte" "$tmp/v" &&
+	ok "verify a truncated .bin: named with the sequence" || bad "verify short: rc $rc $(cat "$tmp/v")"
+
 # ---- inspect and bench take them --------------------------------------------------
 tokens=$($W "$tmp/insp" uint16 1 60 3000)
 out=$("$cli" inspect "$tmp/insp.idx")

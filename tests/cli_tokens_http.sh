@@ -54,6 +54,14 @@ for m in "${modes[@]}"; do
 	same "s3 llm.c ($m)" "${want["fw $m"]}" "$(dg "${s3[@]}" $m "s3://$RF_S3_BUCKET/$tag/fw.bin")"
 done
 
+for m in "" "--seq-len 1024"; do
+	"$cli" verify $m "$RF_NGINX_URL/$tag/ds.idx" >"$tmp/v" 2>&1 &&
+		grep -q "1 shards, 0 damaged" "$tmp/v" && ok "verify over http ($m)" ||
+		bad "verify over http ($m): $(cat "$tmp/v")"
+	"$cli" verify "${s3[@]}" $m "s3://$RF_S3_BUCKET/$tag/ds.idx" >"$tmp/v" 2>&1 &&
+		ok "verify over s3 ($m)" || bad "verify over s3 ($m): $(cat "$tmp/v")"
+done
+
 # a remote PREFIX.bin of a Megatron dataset is not looked beside: the error says
 # to name the .idx
 rc=0

@@ -327,6 +327,20 @@ int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns)
 	return handled;
 }
 
+int rf_loop_drive(rf_loop *loop, rf_loop_until_fn until, rf_loop_before_sleep_fn before_sleep,
+                  void *ctx)
+{
+	while (!until || !until(ctx)) {
+		uint64_t wait_ns = before_sleep ? before_sleep(ctx) : RF_LOOP_DRIVE_WAIT_NS;
+		if (wait_ns == RF_LOOP_STOP)
+			break;
+		int rc = rf_loop_run_once(loop, wait_ns);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 void rf_loop_wake(rf_loop *loop)
 {
 	uint64_t one = 1;

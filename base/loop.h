@@ -11,6 +11,7 @@
 #define RF_LOOP_H
 
 #include "ringfeed.h"
+#include <stdbool.h>
 #include <stdint.h>
 
 #define RF_LOOP_OPS_MAX   4096       /* rf_loop_new's table */
@@ -42,6 +43,20 @@ void rf_loop_defer(rf_loop *loop, rf_loop_deferred *node, void (*fn)(rf_loop_def
 /* Submits pending SQEs, waits up to max_wait_ns for at least one completion
  * or a wake, and dispatches every completion. Returns completions handled or -errno. */
 int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns);
+/* The one loop driver, for every owner of a loop: until until(ctx) holds,
+ * runs before_sleep(ctx) (the owner's work between ticks: scheduling, starting
+ * requests; it returns the longest wait in ns before the next tick, or
+ * RF_LOOP_STOP to return at once) and then rf_loop_run_once with that wait.
+ * Either hook may be NULL (no condition: only RF_LOOP_STOP ends it; no work:
+ * RF_LOOP_DRIVE_WAIT_NS). Every wait ends early on a completion or a wake, so
+ * the wait only bounds how late a condition set outside the loop is seen.
+ * Returns 0, or the loop's -errno (calling it again goes on). */
+#define RF_LOOP_DRIVE_WAIT_NS 100000000ull /* 100 ms */
+#define RF_LOOP_STOP          UINT64_MAX
+typedef bool (*rf_loop_until_fn)(void *ctx);
+typedef uint64_t (*rf_loop_before_sleep_fn)(void *ctx);
+int rf_loop_drive(rf_loop *loop, rf_loop_until_fn until, rf_loop_before_sleep_fn before_sleep,
+                  void *ctx);
 /* Thread-safe: makes a waiting rf_loop_run_once return (eventfd). */
 void rf_loop_wake(rf_loop *loop);
 unsigned rf_loop_pending(const rf_loop *loop); /* ops in flight */

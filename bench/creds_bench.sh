@@ -2,7 +2,7 @@
 # creds_bench.sh - the figure for credential refresh: a read of about
 # SECONDS (default 60) through S3 with temporary credentials that expire
 # every TTL seconds (default 15), from web identity (STS
-# AssumeRoleWithWebIdentity at tools/testservers/creds_server.py), against
+# AssumeRoleWithWebIdentity at tests/servers/creds_server.py), against
 # the SigV4 verifier that answers ExpiredToken after expiry. Reports the
 # elapsed time, STS calls, requests, ExpiredToken answers met, failed
 # requests, and whether the digest equals the local read. The read is
@@ -17,7 +17,7 @@ seconds=${2:-60}
 ttl=${3:-15}
 CLI=$build/ringfeed
 PY=/usr/bin/python3
-TS=$top/tools/testservers
+TS=$top/tests/servers
 [ -x "$CLI" ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/rf-creds-bench-XXXXXX")
 pids=()

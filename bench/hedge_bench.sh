@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hedge_bench.sh - what hedged reads do to the tail. A private bad_http
-# server (tools/testservers/bad_http.py, /slow-every-K-MS/ mode) serves a
+# server (tests/servers/bad_http.py, /slow-every-K-MS/ mode) serves a
 # demo dataset and holds every Kth request for MS ms (K=100, MS=500: 1% of
 # requests 500 ms late, per request, not per read: the in-engine injector
 # would delay the whole read, hedge included). The loader reads it with
@@ -43,7 +43,7 @@ head -c $((64 << 20)) /dev/urandom >"$tmp/data.bin" # incompressible: 64 KiB blo
 "$CLI" pack --from fixed:4096 --block-size 64KiB --shard-size 8MiB "$tmp/data.bin" \
 	-o "$tmp/www" >/dev/null
 rm -f "$tmp/data.bin"
-"$PY" "$top/tools/testservers/bad_http.py" --root "$tmp/www" --port 0 \
+"$PY" "$top/tests/servers/bad_http.py" --root "$tmp/www" --port 0 \
 	--port-file "$tmp/port" >"$tmp/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done

@@ -305,16 +305,16 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	out->low_speed_bytes_per_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_bytes_per_s);
 	out->low_speed_time_s = (uint32_t)rf_cfg(cfg, RF_CFG_low_speed_time_s);
 	out->ca_file = rf_cfg_str(cfg, RF_CFG_ca_file);
-	out->s3_endpoint = rf_cfg_str(cfg, RF_CFG_s3_endpoint);
-	out->s3_region = rf_cfg_str(cfg, RF_CFG_s3_region);
-	out->s3_access_key = rf_cfg_str(cfg, RF_CFG_s3_access_key);
-	out->s3_secret_key = rf_cfg_str(cfg, RF_CFG_s3_secret_key);
-	out->s3_session_token = rf_cfg_str(cfg, RF_CFG_s3_session_token);
-	out->s3_addressing = rf_cfg_str(cfg, RF_CFG_s3_addressing);
-	out->gs_endpoint = rf_cfg_str(cfg, RF_CFG_gs_endpoint);
+	out->s3.endpoint = rf_cfg_str(cfg, RF_CFG_s3_endpoint);
+	out->s3.region = rf_cfg_str(cfg, RF_CFG_s3_region);
+	out->s3.access_key = rf_cfg_str(cfg, RF_CFG_s3_access_key);
+	out->s3.secret_key = rf_cfg_str(cfg, RF_CFG_s3_secret_key);
+	out->s3.session_token = rf_cfg_str(cfg, RF_CFG_s3_session_token);
+	out->s3.addressing = rf_cfg_str(cfg, RF_CFG_s3_addressing);
+	out->gs.endpoint = rf_cfg_str(cfg, RF_CFG_gs_endpoint);
 	out->hedge = rf_cfg(cfg, RF_CFG_hedge) != 0;
 	out->hedge_floor_ms = (uint32_t)(rf_cfg(cfg, RF_CFG_hedge_floor) / 1000000ull);
-	out->s3_no_sign = rf_cfg(cfg, RF_CFG_s3_no_sign) != 0;
+	out->s3.no_sign = rf_cfg(cfg, RF_CFG_s3_no_sign) != 0;
 	const char *dio = rf_cfg_str(cfg, RF_CFG_direct_io);
 	if (!dio || rf_direct_io_parse(dio, &out->direct_io, NULL) < 0)
 		out->direct_io = RF_DIRECT_IO_OFF; /* checked when set */

@@ -9,6 +9,7 @@
  * applies them, counts the changes and writes one trace line per interval
  * (docs/trace.md) from the loop thread. */
 #include "engine.h"
+#include "json.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -59,6 +60,7 @@ typedef struct rf_control {
  * worst case. mu held. */
 static uint64_t rf_batch_bytes(const rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->coll_batches > 0)
 		return RF_MAX(1, e->st_batch_reserved / e->coll_batches);
 	return RF_MAX(1, e->batch_worst_bytes);
@@ -69,6 +71,7 @@ static uint64_t rf_batch_bytes(const rf_engine *e)
  * consumer. mu held. */
 static uint32_t rf_depth_max(const rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t limit = e->budget.limit_bytes, taken = e->fixed_bytes + e->stage_bytes;
 	uint64_t spare = limit > taken ? limit - taken : 0;
 	uint64_t n = spare / rf_batch_bytes(e);
@@ -86,7 +89,9 @@ int rf_control_new(rf_engine *e, rf_error *err)
 	c->fixed = (uint32_t)rf_cfg(e->cfg, RF_CFG_depth);
 	c->auto_depth = c->fixed == 0;
 	c->interval_ns = rf_cfg(e->cfg, RF_CFG_tune_interval);
+	rf_engine_lock(e); /* the loop thread waits for go: no one else looks */
 	c->depth_max = rf_depth_max(e);
+	rf_engine_unlock(e);
 	rf_tune_params p = {.cover_s = (double)rf_cfg(e->cfg, RF_CFG_cover) / 1e9,
 	                    .depth_max = RF_MAX(c->depth_max, c->fixed),
 	                    .depth_fixed = c->fixed,
@@ -126,8 +131,6 @@ void rf_control_free(rf_engine *e)
 	e->ctl = NULL;
 }
 
-static int rf_json_escape(char *out, size_t cap, const char *s);
-
 /* --------------------------------------------------------- measuring */
 
 /* A pause is an episode, not a fetch: the slow fetches that overlap in time
@@ -162,6 +165,7 @@ static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t now, ui
 
 void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	if (!c)
 		return;
@@ -184,6 +188,7 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
  * unit when seq is the scheduler's. mu held. */
 static uint64_t rf_unit_global(rf_engine *e, uint64_t seq)
 {
+	RF_MU_HELD(e);
 	if (seq >= e->sched_seq) {
 		const rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 		return ep->global_start + e->sched_next_first;
@@ -197,6 +202,7 @@ static uint64_t rf_unit_global(rf_engine *e, uint64_t seq)
 
 void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight)
 {
+	RF_MU_HELD(e);
 	double per_batch = e->coll_batches ? (double)e->coll_total_records / (double)e->coll_batches
 	                                   : (double)RF_MAX(1, e->cp.batch_records);
 	per_batch = RF_MAX(per_batch, 1.0);
@@ -211,6 +217,7 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
 /* Fills one interval's measurements and moves the snapshots. mu held. */
 static void rf_control_measure(rf_engine *e, uint64_t now, rf_tune_interval *in)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	double wall = (double)(now - c->t_last_ns) / 1e9;
 	uint64_t busy = e->st_busy_ns + (e->last_return_ns ? now - e->last_return_ns : 0);
@@ -283,6 +290,7 @@ static void rf_control_event(rf_control *c, const rf_tune_decision *d, uint32_t 
 /* Requests per batch: records per batch over records per read. mu held. */
 static double rf_requests_per_batch(const rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->st_read_records == 0 || e->coll_batches == 0)
 		return 1.0;
 	double per_batch = (double)e->coll_total_records / (double)e->coll_batches;
@@ -293,6 +301,7 @@ static double rf_requests_per_batch(const rf_engine *e)
 /* One interval: measure, decide, apply. mu held. */
 static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	rf_tune_interval in;
 	rf_control_measure(e, now, &in);
@@ -318,6 +327,7 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 
 int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	size_t n = 0;
 	int k = snprintf(buf, cap, "[");
@@ -340,22 +350,6 @@ int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
 
 /* ------------------------------------------------------------- trace */
 
-static int rf_json_escape(char *out, size_t cap, const char *s)
-{
-	size_t n = 0;
-	for (; *s && n + 7 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			n += (size_t)snprintf(out + n, cap - n, "\\%c", ch);
-		else if (ch < 0x20)
-			n += (size_t)snprintf(out + n, cap - n, "\\u%04x", ch);
-		else
-			out[n++] = (char)ch;
-	}
-	out[n] = '\0';
-	return (int)n;
-}
-
 /* "null" for an unknown (zero) rate, else the number. */
 static const char *rf_num_or_null(char *buf, size_t cap, double v, bool known)
 {
@@ -369,6 +363,7 @@ static const char *rf_num_or_null(char *buf, size_t cap, double v, bool known)
 static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tune_interval *in,
                            char *line, size_t cap)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	double ready, dec, fl;
 	rf_control_inventory(e, &ready, &dec, &fl);
@@ -417,6 +412,7 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
  * page cache; a failure stops the trace and is reported in the stats. */
 static void rf_trace_write(rf_engine *e, const char *line, size_t len)
 {
+	RF_MU_NOT_HELD(e);
 	rf_control *c = e->ctl;
 	size_t done = 0;
 	while (done < len) {
@@ -425,20 +421,20 @@ static void rf_trace_write(rf_engine *e, const char *line, size_t len)
 			continue;
 		if (n <= 0) {
 			int err = n < 0 ? errno : EIO;
-			pthread_mutex_lock(&e->mu);
+			rf_engine_lock(e);
 			c->trace_err_code = -err;
 			snprintf(c->trace_err, sizeof(c->trace_err), "trace %s: write failed: %s",
 			         c->trace_path, strerror(err));
 			close(c->trace_fd);
 			c->trace_fd = -1;
-			pthread_mutex_unlock(&e->mu);
+			rf_engine_unlock(e);
 			return;
 		}
 		done += (size_t)n;
 	}
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	c->trace_lines++;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 }
 
 static void rf_control_interval(rf_engine *e)
@@ -446,11 +442,11 @@ static void rf_control_interval(rf_engine *e)
 	rf_control *c = e->ctl;
 	char line[RF_TRACE_LINE_MAX];
 	int n = -1;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	const rf_tune_decision *d = rf_control_step(e, rf_now_ns());
 	if (c->trace_fd >= 0)
 		n = rf_trace_format(e, d, &c->t.last_in, line, sizeof(line));
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (n > 0 && (size_t)n < sizeof(line))
 		rf_trace_write(e, line, (size_t)n);
 }
@@ -460,9 +456,9 @@ static void rf_on_tune_timer(void *arg, int res)
 	rf_engine *e = arg;
 	(void)res;
 	rf_control_interval(e);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	bool live = !e->coll_final || e->ready_tail != e->ready_head;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	/* Once the stream has ended and been taken, the last line comes at close. */
 	e->ctl->timer =
 	    live ? rf_loop_timer(e->loop, e->ctl->interval_ns, rf_on_tune_timer, e) : -1;
@@ -471,9 +467,9 @@ static void rf_on_tune_timer(void *arg, int res)
 void rf_control_start(rf_engine *e)
 {
 	rf_control *c = e->ctl;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	c->t_last_ns = e->t_open_ns;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	c->timer = rf_loop_timer(e->loop, c->interval_ns, rf_on_tune_timer, e);
 }
 
@@ -484,9 +480,9 @@ void rf_control_finish(rf_engine *e)
 	rf_control *c = e->ctl;
 	if (!c || c->trace_fd < 0)
 		return;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	bool some = rf_now_ns() > c->t_last_ns + 1000000ull;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (some)
 		rf_control_interval(e);
 	if (c->trace_fd < 0)
@@ -494,11 +490,11 @@ void rf_control_finish(rf_engine *e)
 	int rc = close(c->trace_fd) < 0 && errno != EINTR ? -errno : 0;
 	c->trace_fd = -1;
 	if (rc < 0) {
-		pthread_mutex_lock(&e->mu);
+		rf_engine_lock(e);
 		c->trace_err_code = rc;
 		snprintf(c->trace_err, sizeof(c->trace_err), "trace %s: write failed: %s",
 		         c->trace_path, strerror(-rc));
-		pthread_mutex_unlock(&e->mu);
+		rf_engine_unlock(e);
 	}
 }
 
@@ -514,6 +510,7 @@ int rf_control_output_error(const rf_engine *e, rf_error *err)
 
 void rf_control_stats(rf_engine *e, rf_stats *s)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	if (!c)
 		return;
@@ -545,6 +542,7 @@ void rf_control_stats(rf_engine *e, rf_stats *s)
  * printing both never shows two values for one figure. mu held. */
 void rf_control_explain(rf_engine *e, rf_stats *s)
 {
+	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	if (!c)
 		return;

@@ -18,13 +18,16 @@
 #include "collate.h"
 #include "config.h"
 #include "format.h"
+#include "list.h"
 #include "loop.h"
 #include "plan.h"
 #include "pool.h"
 #include "source.h"
 #include "tune.h"
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
@@ -44,6 +47,7 @@ enum rf_unit_state {
 	RF_U_DECODED, /* records resident */
 	RF_U_FAILED,  /* read or decode failed: message in error */
 	RF_U_SKIPPED, /* failed, and skipped by the skip policy: its records are left out */
+	RF_U_STATES
 };
 
 /* One skip of the skip policy, for the stats. */
@@ -140,7 +144,7 @@ typedef struct rf_ebatch {
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	struct rf_ebatch *prev, *next; /* held by the consumer */
+	rf_list_node held; /* in e->held_list while the consumer holds it */
 } rf_ebatch;
 
 typedef struct rf_engine {
@@ -172,10 +176,11 @@ typedef struct rf_engine {
 	struct rf_hostbudget *host; /* host_budget > 0: shared with the host's loaders */
 
 	/* threads */
-	pthread_mutex_t mu;
-	pthread_cond_t work_cv;  /* workers: decode jobs, collation */
-	pthread_cond_t ready_cv; /* consumer: ready batches */
-	pthread_cond_t open_cv;  /* rf_open waits for the loop thread's open phase */
+	pthread_mutex_t mu;         /* taken only through rf_engine_lock and friends */
+	_Atomic uintptr_t mu_owner; /* debug builds: rf_thread_self() of the holder, 0 */
+	pthread_cond_t work_cv;     /* workers: decode jobs, collation */
+	pthread_cond_t ready_cv;    /* consumer: ready batches */
+	pthread_cond_t open_cv;     /* rf_open waits for the loop thread's open phase */
 	pthread_t loop_thread;
 	bool loop_started;
 	pthread_t *workers;
@@ -202,7 +207,6 @@ typedef struct rf_engine {
 	uint32_t open_failed_idx; /* the lowest index of one (valid when open_failed) */
 	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
 	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
-	int64_t sample_timer;
 
 	/* plans */
 	rf_plan *p_sched, *p_coll;
@@ -223,7 +227,7 @@ typedef struct rf_engine {
 	/* unit ring */
 	rf_unit_slot *ring;
 	uint64_t ring_units;   /* slots: units admitted and not yet released (power of 2,
-	                          at least what one batch's windows span: rf_open_budget) */
+	                          at least what one batch's windows span: rf_memory_check) */
 	uint64_t tail_seq;     /* oldest unit not released */
 	uint64_t frontier_seq; /* first unit not DECODED */
 	uint64_t *jobs;        /* decode queue of seqs (ring_units) */
@@ -261,8 +265,8 @@ typedef struct rf_engine {
 	/* ready queue */
 	rf_ebatch *ready[RF_READY_MAX];
 	uint64_t ready_head, ready_tail;
-	uint32_t held; /* batches handed out, not yet released */
-	rf_ebatch *held_list;
+	uint32_t held;     /* batches handed out, not yet released */
+	rf_list held_list; /* of rf_ebatch (held) */
 
 	/* skip policy (collator; mu): bounds, this epoch's counts, the log */
 	uint32_t skip_blocks_max;
@@ -282,7 +286,6 @@ typedef struct rf_engine {
 	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
 	uint64_t consumer_global;
 	char last_error[RF_ERROR_MSG_BYTES];
-	bool in_call; /* re-entry guard */
 
 	/* stats */
 	struct rf_epoch_count {
@@ -320,6 +323,23 @@ typedef struct rf_engine {
 	struct rf_control *ctl;
 } rf_engine;
 
+/* lifecycle.c: builds a loader (NULL and err on failure, everything
+ * undone), stops its threads (idempotent), frees it. */
+rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err);
+void rf_engine_stop_threads(rf_engine *e);
+void rf_engine_free(rf_engine *e);
+
+/* memory.c: the open-time memory model. Reserves open-phase metadata
+ * (RF_MEM_METADATA) before it is allocated (what: the message's subject). */
+int rf_memory_reserve_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error *err);
+/* The shard list (allocated by expand: reserved at once, before any index). */
+int rf_memory_shard_list(rf_engine *e, rf_error *err);
+/* The most one plan of these shards can take (reserved before planning). */
+uint64_t rf_memory_plan_bound(const rf_engine *e, uint64_t window);
+/* The budget check once indexes and plans are in: sizes the unit ring, the
+ * worst batch and the stage, joins the host budget, trues metadata up. */
+int rf_memory_check(rf_engine *e, rf_error *err);
+
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
 
@@ -342,35 +362,87 @@ static inline bool rf_shard_is_local(const rf_shard *s)
 {
 	return !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
 }
-/* Makes the loop thread run its scheduler soon (any thread; coalesced). */
-void rf_engine_wake_loop(rf_engine *e);
 
+/* decode.c (workers) */
+void *rf_worker_main(void *arg);
+
+/* collation.c (one worker at a time). Collates what it can; mu held. */
+void rf_collate_run(rf_engine *e);
+/* Copies one planned batch's records (any worker); mu held, dropped while
+ * copying. */
+void rf_fill_one(rf_engine *e, rf_ebatch *b);
+
+/* units.c: shared by every side; all with mu held. */
+/* Makes the loop thread run its scheduler soon (coalesced). */
+void rf_engine_wake_loop(rf_engine *e);
+/* Moves a unit to state `to` (debug builds assert the move is allowed). */
+void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to);
+/* The state's name, for messages and tests ("?" when out of range). */
+const char *rf_unit_state_name(int state);
+/* Whether a unit may move from one state to another (rf_unit_set's check). */
+bool rf_unit_move_allowed(int from, int to);
 /* Marks a unit failed (message copied) and returns its decoded reservation. */
 void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
 void rf_read_free(rf_engine *e, rf_read *rd);
-
-/* Issues the re-reads queued by the workers (corrupt frames). mu held;
- * dropped around the source calls. */
-void rf_sched_rereads(rf_engine *e);
-
-/* api.c: changes the read-ahead depth at run time (the controller's hook:
- * tune.c's answer goes here). Clamped to [1, RF_READY_MAX]; kicks the
- * collator and the scheduler. mu held. */
+/* Frees a unit's slab and reservation and clears its slot. */
+void rf_unit_release(rf_engine *e, rf_unit_slot *u);
+/* Advances frontier_seq over decoded (or skipped) units. */
+void rf_frontier_advance(rf_engine *e);
+/* Marks the stream's end (code RF_END) or error after the batches queued so
+ * far. */
+void rf_engine_finish(rf_engine *e, int code, const char *msg);
+/* Needed work did not fit only because of the host total: true while it
+ * waits (ends the stream naming the host budget when waiting cannot help). */
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
+/* Changes the read-ahead depth at run time (the controller's hook: tune.c's
+ * answer goes here). Clamped to [1, RF_READY_MAX]; kicks the collator and
+ * the scheduler. */
 void rf_engine_depth_set(rf_engine *e, uint32_t depth);
 
-/* decode.c (workers) */
-void *rf_worker_main(void *arg);
-/* Collates what it can; called with mu held by a worker. */
-void rf_collate_run(rf_engine *e);
-/* Marks the stream's end (code RF_END) or error after the batches queued so
- * far; mu held. */
-void rf_engine_finish(rf_engine *e, int code, const char *msg);
-bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
-/* Frees a unit's slab and reservation and clears its slot; mu held. */
-void rf_unit_release(rf_engine *e, rf_unit_slot *u);
-/* Advances frontier_seq over decoded units; mu held. */
-void rf_frontier_advance(rf_engine *e);
+/* ------------------------------------------------------------ the mutex
+ * Every take of mu goes through these. Debug builds (NDEBUG unset: the
+ * sanitizer build is Debug) record the holding thread, so RF_MU_HELD(e) at
+ * the top of a function that runs with mu held, and RF_MU_NOT_HELD(e) where
+ * it must run without, are checked; a release build compiles both out and
+ * the wrappers are the bare pthread calls. */
+uintptr_t rf_thread_self(void); /* units.c: a per-thread identity, never 0 */
+#ifndef NDEBUG
+#define RF_MU_HELD(e)     assert(atomic_load(&(e)->mu_owner) == rf_thread_self())
+#define RF_MU_NOT_HELD(e) assert(atomic_load(&(e)->mu_owner) != rf_thread_self())
+#define RF_MU_TAKEN(e)                                                                             \
+	(assert(atomic_load(&(e)->mu_owner) == 0), atomic_store(&(e)->mu_owner, rf_thread_self()))
+#define RF_MU_GIVEN(e) (RF_MU_HELD(e), atomic_store(&(e)->mu_owner, 0))
+#else
+#define RF_MU_HELD(e)     ((void)0)
+#define RF_MU_NOT_HELD(e) ((void)0)
+#define RF_MU_TAKEN(e)    ((void)0)
+#define RF_MU_GIVEN(e)    ((void)0)
+#endif
+static inline void rf_engine_lock(rf_engine *e)
+{
+	RF_MU_NOT_HELD(e); /* not recursive: a second take would deadlock */
+	pthread_mutex_lock(&e->mu);
+	RF_MU_TAKEN(e);
+}
+static inline void rf_engine_unlock(rf_engine *e)
+{
+	RF_MU_GIVEN(e);
+	pthread_mutex_unlock(&e->mu);
+}
+static inline void rf_cond_wait(rf_engine *e, pthread_cond_t *cv)
+{
+	RF_MU_GIVEN(e);
+	pthread_cond_wait(cv, &e->mu);
+	RF_MU_TAKEN(e);
+}
+static inline int rf_cond_timedwait(rf_engine *e, pthread_cond_t *cv, const struct timespec *dl)
+{
+	RF_MU_GIVEN(e);
+	int rc = pthread_cond_timedwait(cv, &e->mu, dl);
+	RF_MU_TAKEN(e);
+	return rc;
+}
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {

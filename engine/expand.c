@@ -179,14 +179,24 @@ static int rf_expand_file(rf_shard_list *l, const char *path, rf_error *err)
 	return rf_list_push(l, path, UINT64_MAX, err);
 }
 
-/* s3://bucket/prefix/: its .rfs objects in key order, sizes from the listing. */
+/* Which listed keys are shards: the format registry says (the listing
+ * does not know). */
+static bool rf_is_shard_key(const char *key, void *ctx)
+{
+	(void)ctx;
+	return rf_format_is_shard_name(key);
+}
+
+/* s3://bucket/prefix/: its shard objects (names a format claims) in key
+ * order, sizes from the listing. */
 static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const char *url,
                                rf_error *err)
 {
 	rf_fetch_options fo;
 	rf_config_fetch_options(cfg, &fo);
 	rf_url_list objs = {0};
-	int rc = rf_remote_list(&fo, url, &objs, err);
+	const rf_list_filter shards = {.take = rf_is_shard_key, .what = rf_format_patterns()};
+	int rc = rf_fetch_list(&fo, url, &shards, &objs, err);
 	for (size_t i = 0; rc == 0 && i < objs.n; i++)
 		rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
 	rf_url_list_free(&objs);
@@ -306,7 +316,7 @@ static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *
 
 static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url, rf_error *err)
 {
-	if (rf_url_is_s3_prefix(url))
+	if (rf_store_is_prefix(url))
 		return rf_expand_s3_prefix(l, cfg, url, err);
 	if (strstr(url, "://") && strncmp(url, "file://", 7) != 0)
 		return rf_expand_remote(l, cfg, url, err);

@@ -745,6 +745,7 @@ bool rf_hostbudget_broken(const rf_hostbudget *hb)
 	return __atomic_load_n(&hb->broken, __ATOMIC_ACQUIRE);
 }
 
+#ifdef RF_TEST_HOOKS
 void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes)
 {
 	if (hb_lock(hb) == 0) {
@@ -757,3 +758,4 @@ void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes)
 		pause();
 	}
 }
+#endif

@@ -103,9 +103,12 @@ int rf_hostbudget_verify(rf_hostbudget *hb, rf_error *err);
 #define RF_HOSTBUDGET_LOCK_MS    5000  /* longest wait for the lock (a stopped holder) */
 #define RF_HOSTBUDGET_FLOOR_MS   10000 /* a loader's open waits this long for its floor */
 
-/* Test hook: takes the lock, adds `bytes` to this handle's slot without
- * updating the header (a half-done update), and kills the process with
- * SIGKILL. Lets tests check the EOWNERDEAD repair. Never returns. */
+#ifdef RF_TEST_HOOKS
+/* Test hook (test builds only, never in the shipped library): takes the
+ * lock, adds `bytes` to this handle's slot without updating the header (a
+ * half-done update), and kills the process with SIGKILL. Lets tests check
+ * the EOWNERDEAD repair. Never returns. */
 void rf_hostbudget_test_die_locked(rf_hostbudget *hb, uint64_t bytes) __attribute__((noreturn));
+#endif
 
 #endif

@@ -181,15 +181,17 @@ static bool rf_open_reread(rf_shard *s, int rc)
 		return false;
 	if (o->fo.final && rf_shard_is_plain_file(e, s))
 		return false;
-	s->rereads++;
-	pthread_mutex_lock(&e->mu);
-	e->st_rereads++;
-	pthread_mutex_unlock(&e->mu);
-	const rf_fmt_want *w = &o->fo.want;
-	if (w->len == 0 || !rf_want_in_buf(o))
+	/* the step's bytes (the want, or the shorter tail delivered) lie in
+	 * the buffer: read them again in place */
+	const rf_fmt_open *fo = &o->fo;
+	if (fo->got_len == 0 || !o->buf || fo->got_offset < o->buf_offset ||
+	    fo->got_offset + fo->got_len > o->buf_offset + o->buf_len)
 		return false;
-	/* the step's bytes lie in the buffer: read them again in place */
-	rf_open_read(s, w->object != NULL, w->offset, w->len);
+	s->rereads++;
+	rf_engine_lock(e);
+	e->st_rereads++;
+	rf_engine_unlock(e);
+	rf_open_read(s, o->buf_side, fo->got_offset, fo->got_len);
 	return true;
 }
 
@@ -512,35 +514,44 @@ void rf_open_slots_free(rf_engine *e)
 	e->open_slots_n = 0;
 }
 
+static bool rf_open_all_done(void *ctx)
+{
+	rf_engine *e = ctx;
+	return e->open_done >= e->nshards;
+}
+
+/* Between ticks of the open phase: retries the ranges waiting for budget
+ * and starts more opens; stops at the first failure or when all are done. */
+static uint64_t rf_open_before_sleep(void *ctx)
+{
+	rf_engine *e = ctx;
+	/* while a range waits for budget, open no more (theirs would wait
+	 * too) and retry the waiting ones, oldest first */
+	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
+	memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+	for (uint32_t i = 0; i < nwait; i++)
+		rf_open_want(&e->shards[waiting[i]]);
+	while (e->open_waiting == 0 && e->open_next < e->nshards &&
+	       e->open_inflight < e->open_slots_n)
+		rf_open_start(e, &e->shards[e->open_next++]);
+	return e->open_failed || e->open_done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
+}
+
 /* Learns every layout (RF_OPEN_CONCURRENCY at a time); stops at the first
  * error. Returns 0 or the error (message in e->open_msg). */
 int rf_open_phase(rf_engine *e)
 {
 	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	RF_TRY(rf_open_slots_new(e, open_max));
-	while (e->open_done < e->nshards) {
-		/* while a range waits for budget, open no more (theirs would wait
-		 * too) and retry the waiting ones, oldest first */
-		uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
-		memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
-		for (uint32_t i = 0; i < nwait; i++)
-			rf_open_want(&e->shards[waiting[i]]);
-		while (e->open_waiting == 0 && e->open_next < e->nshards &&
-		       e->open_inflight < open_max)
-			rf_open_start(e, &e->shards[e->open_next++]);
-		if (e->open_failed) {
-			rf_shard *s = &e->shards[e->open_failed_idx];
-			snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
-			return s->err_code;
-		}
-		if (e->open_done >= e->nshards)
-			break;
-		int rc = rf_loop_run_once(e->loop, RF_OPEN_WAIT_NS);
-		if (rc < 0) {
-			snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
-			return rc;
-		}
-		rf_fetch_tick(e->fetch);
+	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	if (rc < 0) {
+		snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
+		return rc;
+	}
+	if (e->open_failed) {
+		rf_shard *s = &e->shards[e->open_failed_idx];
+		snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+		return s->err_code;
 	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		if (e->shards[i].err_code < 0) {

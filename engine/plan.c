@@ -617,21 +617,9 @@ uint64_t rf_plan_total_records(const rf_plan *plan)
 	return plan->total_records;
 }
 
-uint64_t rf_plan_epoch_slice(const rf_plan *plan)
-{
-	return plan->slice;
-}
-
 void rf_plan_epoch_tail(const rf_plan *plan, rf_plan_tail *out)
 {
 	*out = plan->tail;
-}
-
-const rf_segment *rf_plan_sequence(const rf_plan *plan, uint32_t *nsegs)
-{
-	bool over = plan->epoch == plan->seq_epoch && plan->seq;
-	*nsegs = over ? plan->nseq : 1;
-	return over ? plan->seq : &plan->whole;
 }
 
 const rf_plan_params *rf_plan_params_of(const rf_plan *plan)

@@ -102,10 +102,6 @@ void rf_plan_epoch_tail(const rf_plan *plan, rf_plan_tail *out);
  * there), and the tail. The whole stream: length = rf_plan_total_records. */
 uint64_t rf_plan_partition(const rf_plan *plan, uint64_t length, uint64_t start,
                            rf_plan_tail *tail);
-/* S before drop_last: records per rank in the epoch's partition. */
-uint64_t rf_plan_epoch_slice(const rf_plan *plan);
-/* The epoch's sequence (segments, count). */
-const rf_segment *rf_plan_sequence(const rf_plan *plan, uint32_t *nsegs);
 size_t rf_plan_unit_count(const rf_plan *plan);
 const rf_unit *rf_plan_unit(const rf_plan *plan, size_t i);
 /* Local stream position -> (unit index, record index within the unit's

@@ -1,5 +1,6 @@
 /* pool.c - size-classed, mmap-backed buffer pool (see pool.h). */
 #include "pool.h"
+#include "list.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -19,8 +20,8 @@
  * buffer by age (oldest first, what rf_pool_trim unmaps), so that the sizes
  * in steady use stay mapped and rarely needed ones go. */
 typedef struct rf_pool_free_buf {
-	struct rf_pool_free_buf *next, *prev;   /* class list */
-	struct rf_pool_free_buf *older, *newer; /* age list */
+	rf_list_node in_class; /* its class's list */
+	rf_list_node by_age;   /* the age list (head: oldest) */
 	uint64_t bytes;
 } rf_pool_free_buf;
 
@@ -28,8 +29,8 @@ struct rf_pool {
 	pthread_mutex_t mu;
 	rf_budget *budget;
 	uint64_t mapped_bytes, idle_bytes;
-	rf_pool_free_buf *idle[RF_POOL_CLASSES];
-	rf_pool_free_buf *oldest, *newest;
+	rf_list idle[RF_POOL_CLASSES]; /* of rf_pool_free_buf, most recently put first */
+	rf_list age;                   /* of rf_pool_free_buf, oldest first */
 };
 
 int rf_pool_new(rf_budget *budget, rf_pool **out)
@@ -65,38 +66,16 @@ static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
 {
 	unsigned c = rf_pool_class_index(bytes);
 	b->bytes = bytes;
-	b->prev = NULL;
-	b->next = p->idle[c];
-	if (b->next)
-		b->next->prev = b;
-	p->idle[c] = b;
-	b->newer = NULL;
-	b->older = p->newest;
-	if (b->older)
-		b->older->newer = b;
-	else
-		p->oldest = b;
-	p->newest = b;
+	rf_list_push_front(&p->idle[c], &b->in_class);
+	rf_list_push_back(&p->age, &b->by_age);
 	p->idle_bytes += bytes;
 }
 
 /* Takes an idle buffer out of both lists. */
 static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
 {
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		p->idle[rf_pool_class_index(b->bytes)] = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
-	if (b->older)
-		b->older->newer = b->newer;
-	else
-		p->oldest = b->newer;
-	if (b->newer)
-		b->newer->older = b->older;
-	else
-		p->newest = b->older;
+	rf_list_remove(&p->idle[rf_pool_class_index(b->bytes)], &b->in_class);
+	rf_list_remove(&p->age, &b->by_age);
 	p->idle_bytes -= b->bytes;
 }
 
@@ -104,8 +83,8 @@ static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
  * stay idle. Called with the lock held. */
 static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 {
-	while (p->oldest && p->idle_bytes > keep_bytes) {
-		rf_pool_free_buf *b = p->oldest;
+	while (!rf_list_empty(&p->age) && p->idle_bytes > keep_bytes) {
+		rf_pool_free_buf *b = rf_list_entry(p->age.head, rf_pool_free_buf, by_age);
 		uint64_t bytes = b->bytes;
 		rf_pool_unlink(p, b);
 		munmap(b, bytes);
@@ -129,7 +108,7 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 {
 	unsigned c = rf_pool_class_index(class_bytes);
 	pthread_mutex_lock(&p->mu);
-	rf_pool_free_buf *b = p->idle[c];
+	rf_pool_free_buf *b = rf_list_entry_or_null(p->idle[c].head, rf_pool_free_buf, in_class);
 	if (b) {
 		rf_pool_unlink(p, b);
 		pthread_mutex_unlock(&p->mu);

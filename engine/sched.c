@@ -1,8 +1,8 @@
 /* sched.c - the loop thread: runs the open phase (open.c), then walks the
  * plan ahead of the consumer as far as depth and budget allow, reserving
- * bytes before each read and coalescing adjacent blocks of one shard into one read (run phase).
- * Read completions hand units to the decode workers. Nothing here blocks except the wait inside
- * rf_loop_run_once. */
+ * bytes before each read and coalescing adjacent blocks of one shard into
+ * one read (run phase). Read completions hand units to the decode workers.
+ * Nothing here blocks except the wait inside the loop driver. */
 #include "engine.h"
 #include "util.h"
 
@@ -13,36 +13,7 @@
 #define RF_COALESCE_UNITS_MAX 64
 #define RF_LOOP_WAIT_NS       100000000ull
 
-/* Called with mu held (e->loop is set and cleared under mu). */
-void rf_engine_wake_loop(rf_engine *e)
-{
-	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
-		rf_loop_wake(e->loop);
-}
-
 /* ------------------------------------------------------------- run phase */
-
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
-{
-	u->state = RF_U_FAILED;
-	u->err_code = code < 0 ? code : -EIO;
-	free(u->err_msg);
-	u->err_msg = strdup(msg ? msg : "failed");
-	if (u->slab_bytes) {
-		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-		rf_pool_put(e->pool, u->slab, u->slab_bytes);
-		u->slab = NULL;
-		u->slab_bytes = 0;
-	}
-}
-
-void rf_read_free(rf_engine *e, rf_read *rd)
-{
-	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
-	if (rd->buf)
-		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
-	free(rd);
-}
 
 static void rf_latency_add(rf_engine *e, uint64_t ns)
 {
@@ -54,7 +25,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 {
 	rf_read *rd = arg;
 	rf_engine *e = rd->e;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->reads_inflight--;
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
@@ -80,12 +51,12 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	} else {
 		e->st_fetched_bytes += rd->len;
 		for (uint32_t i = 0; i < rd->units; i++) {
-			rf_slot(e, rd->first_seq + i)->state = RF_U_FETCHED;
+			rf_unit_set(e, rf_slot(e, rd->first_seq + i), RF_U_FETCHED);
 			e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = rd->first_seq + i;
 		}
 	}
 	pthread_cond_broadcast(&e->work_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 }
 
 /* A re-read of one unit's frame finished (arg: its slot, which stays put
@@ -95,7 +66,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	rf_unit_slot *u = arg;
 	rf_read *rd = u->read;
 	rf_engine *e = rd->e;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
@@ -111,32 +82,35 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		e->coll_kick = true;
 	} else {
 		e->st_fetched_bytes += u->src_len;
-		u->state = RF_U_FETCHED;
+		rf_unit_set(e, u, RF_U_FETCHED);
 		e->jobs[e->jobs_tail++ & (e->ring_units - 1)] = u->seq;
 	}
 	pthread_cond_broadcast(&e->work_cv);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 }
 
-void rf_sched_rereads(rf_engine *e)
+/* Issues the re-reads queued by the workers (corrupt frames). mu held;
+ * dropped around the source calls. */
+static void rf_sched_rereads(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	while (!e->stop && e->rereads_head != e->rereads_tail) {
 		uint64_t seq = e->rereads[e->rereads_head++ & (e->ring_units - 1)];
 		rf_unit_slot *u = rf_slot(e, seq);
 		rf_read *rd = u->read;
 		rf_source *src = e->shards[u->shard].src;
-		pthread_mutex_unlock(&e->mu);
+		rf_engine_unlock(e);
 		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
 		                        rd->buf + u->src_at, rf_on_reread, u);
-		pthread_mutex_lock(&e->mu);
+		rf_engine_lock(e);
 		if (rc == -EAGAIN && e->reads_inflight > 1) {
 			e->rereads_head--; /* no room in the loop: again when a read completes */
 			break;
 		}
 		if (rc < 0) {
-			pthread_mutex_unlock(&e->mu);
+			rf_engine_unlock(e);
 			rf_on_reread(u, rc, "could not start the re-read");
-			pthread_mutex_lock(&e->mu);
+			rf_engine_lock(e);
 		}
 	}
 }
@@ -146,6 +120,7 @@ void rf_sched_rereads(rf_engine *e)
  * while computing the plan. */
 static bool rf_sched_epoch_ready(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	if (e->sched_unit < rf_epoch_slot(e, e->sched_epoch)->units)
 		return true;
 	uint64_t next = e->sched_epoch + 1;
@@ -156,9 +131,9 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	if (next > e->coll_epoch + 1)
 		return false; /* at most one epoch ahead of the collator */
 	rf_error err = {0};
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	int rc = rf_plan_epoch(e->p_sched, next, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
 		return false;
@@ -186,6 +161,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 /* Batches' worth of records ahead of the consumer that the scheduler fetches. */
 static uint64_t rf_lookahead_global(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t per_batch = e->cp.batch_records;
 	if (e->cp.batch_bytes > 0 && e->coll_batches > 0)
 		per_batch = RF_MAX(1, e->coll_total_records / e->coll_batches);
@@ -194,8 +170,9 @@ static uint64_t rf_lookahead_global(rf_engine *e)
 	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
 }
 
-static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t k)
+static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd)
 {
+	RF_MU_HELD(e);
 	rf_unit_slot *u = rf_slot(e, e->sched_seq);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	*u = (rf_unit_slot){.seq = e->sched_seq,
@@ -206,12 +183,11 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 	                    .records = pu->records,
 	                    .first_plan_record = pu->first_plan_record,
 	                    .release_pos = pu->release_pos,
-	                    .state = rd ? RF_U_READING : RF_U_DECODED,
 	                    .read = rd,
 	                    .src_at = rd ? bi->offset - rd->offset : 0,
 	                    .src_len = bi->compressed_bytes,
 	                    .slab_bytes = rd ? rf_unit_slab_bytes(&e->shards[pu->shard], bi) : 0};
-	(void)k;
+	rf_unit_set(e, u, rd ? RF_U_READING : RF_U_DECODED);
 	e->sched_seq++;
 	e->sched_unit++;
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
@@ -228,6 +204,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd, uint32_t 
 static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
                               uint64_t *comp_bytes, uint64_t *dec_bytes)
 {
+	RF_MU_HELD(e);
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched_epoch);
 	const rf_unit *first = rf_plan_unit(e->p_sched, e->sched_unit);
 	const rf_shard *sh = &e->shards[first->shard];
@@ -276,6 +253,7 @@ static int rf_read_memory(rf_engine *e, rf_read *rd)
  * nothing held anywhere can free memory. mu held. */
 static bool rf_budget_deadlocked(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	return e->ready_head == e->ready_tail && e->held == 0 && e->reads_inflight == 0 &&
 	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating;
 }
@@ -284,6 +262,7 @@ static bool rf_budget_deadlocked(rf_engine *e)
  * stream when nothing anywhere can free memory. mu held. */
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
 {
+	RF_MU_HELD(e);
 	e->sched_wait_budget = true;
 	if (needed)
 		e->wait_budget_bytes = bytes;
@@ -309,11 +288,12 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
  * parked. mu not held. */
 static bool rf_read_park(rf_engine *e, rf_read *rd)
 {
-	pthread_mutex_lock(&e->mu);
+	RF_MU_NOT_HELD(e);
+	rf_engine_lock(e);
 	bool park = e->reads_inflight > 1 && !e->stop;
 	if (park)
 		e->parked = rd;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return park;
 }
 
@@ -321,6 +301,7 @@ static bool rf_read_park(rf_engine *e, rf_read *rd)
  * when `memory`). mu not held. */
 static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 {
+	RF_MU_NOT_HELD(e);
 	int rc = memory ? rf_read_memory(e, rd) : 0;
 	if (rc == 0 && rd->len == 0) { /* a unit of empty records (token files): done */
 		rf_on_read(rd, 0, NULL);
@@ -345,13 +326,14 @@ static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
  * room. mu held; dropped around the source call. */
 static bool rf_sched_unpark(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	rf_read *rd = e->parked;
 	if (!rd)
 		return true;
 	e->parked = NULL;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_read_start(e, rd, false);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	return e->parked == NULL;
 }
 
@@ -359,6 +341,7 @@ static bool rf_sched_unpark(rf_engine *e)
  * the source call. */
 static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
 {
+	RF_MU_HELD(e);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	rd->e = e;
 	rd->offset = bi->offset;
@@ -369,19 +352,20 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	for (uint32_t k = 0; k < n; k++) {
 		const rf_unit *ku = rf_plan_unit(e->p_sched, e->sched_unit);
 		e->st_read_records += ku->records;
-		rf_slot_init(e, ku, rd, k);
+		rf_slot_init(e, ku, rd);
 	}
 	e->reads_inflight++;
 	e->st_reads++;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_read_start(e, rd, true);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 }
 
 /* Reserves the bytes of a run of units and its read buffer; NULL (and
  * nothing reserved) when the budget or memory says no. mu held. */
 static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
 {
+	RF_MU_HELD(e);
 	uint64_t fetch_bytes = rf_pool_class_bytes(comp + e->read_align);
 	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
 		return NULL;
@@ -406,6 +390,7 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
  * scheduler must wait. mu held; dropped around the source call. */
 static bool rf_sched_one(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	/* A parked read goes first, also when it holds the last units. Needed
 	 * reads skip the in-flight target, not reads_max: a window of more
 	 * blocks than the loop has slots is read as slots free. */
@@ -427,7 +412,7 @@ static bool rf_sched_one(rf_engine *e)
 	if (!needed && (g >= limit || e->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
-		rf_slot_init(e, pu, NULL, 0);
+		rf_slot_init(e, pu, NULL);
 		rf_frontier_advance(e);
 		if (pu->unused) { /* its plan positions count as resident now */
 			e->coll_kick = true;
@@ -466,6 +451,7 @@ static bool rf_queue_full(const rf_engine *e, uint64_t n)
 
 static void rf_sample_queue(rf_engine *e)
 {
+	RF_MU_HELD(e);
 	uint64_t n = e->ready_tail - e->ready_head;
 	bool full = rf_queue_full(e, n);
 	e->q_samples++;
@@ -487,42 +473,48 @@ static void rf_sample_queue(rf_engine *e)
 static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	bool live = !e->coll_final || e->ready_tail != e->ready_head;
 	if (live)
 		rf_sample_queue(e);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	/* Once the stream has ended and been taken, nothing is left to sample. */
-	e->sample_timer = live ? rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e) : -1;
+	if (live)
+		rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+}
+
+/* Between ticks of the run phase: schedules as far as depth and budget
+ * allow; stops once the engine stopped and its workers are done. */
+static uint64_t rf_run_before_sleep(void *ctx)
+{
+	rf_engine *e = ctx;
+	atomic_store(&e->wake_pending, false);
+	rf_engine_lock(e);
+	if (e->stop && e->workers_done) {
+		rf_engine_unlock(e);
+		return RF_LOOP_STOP;
+	}
+	e->sched_wait_budget = false;
+	rf_sched_rereads(e);
+	while (!e->stop && rf_sched_one(e)) {
+	}
+	if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
+		e->coll_kick = true; /* retry the batch the host total refused */
+		pthread_cond_signal(&e->work_cv);
+	}
+	rf_engine_unlock(e);
+	return RF_LOOP_WAIT_NS;
 }
 
 static void rf_run_phase(rf_engine *e)
 {
-	e->sample_timer = rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
+	rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 	rf_control_start(e);
-	for (;;) {
-		atomic_store(&e->wake_pending, false);
-		pthread_mutex_lock(&e->mu);
-		if (e->stop && e->workers_done) {
-			pthread_mutex_unlock(&e->mu);
-			break;
-		}
-		e->sched_wait_budget = false;
-		rf_sched_rereads(e);
-		while (!e->stop && rf_sched_one(e)) {
-		}
-		if (e->host_wait_ns && e->coll_wait_budget && !e->collating) {
-			e->coll_kick = true; /* retry the batch the host total refused */
-			pthread_cond_signal(&e->work_cv);
-		}
-		pthread_mutex_unlock(&e->mu);
-		uint64_t next = rf_fetch_tick(e->fetch);
-		int rc = rf_loop_run_once(e->loop, RF_MIN(next, RF_LOOP_WAIT_NS));
-		if (rc < 0) {
-			pthread_mutex_lock(&e->mu);
-			rf_engine_finish(e, rc, "event loop failed");
-			pthread_mutex_unlock(&e->mu);
-		}
+	int rc;
+	while ((rc = rf_loop_drive(e->loop, NULL, rf_run_before_sleep, e)) < 0) {
+		rf_engine_lock(e);
+		rf_engine_finish(e, rc, "event loop failed");
+		rf_engine_unlock(e);
 	}
 }
 
@@ -533,12 +525,14 @@ static void rf_run_phase(rf_engine *e)
 static int rf_fetch_mem_reserve(void *ctx, uint64_t bytes)
 {
 	rf_engine *e = ctx;
+	RF_MU_NOT_HELD(e);
 	return rf_budget_reserve(&e->budget, RF_MEM_FETCH, bytes, bytes);
 }
 
 static void rf_fetch_mem_release(void *ctx, uint64_t bytes)
 {
 	rf_engine *e = ctx;
+	RF_MU_NOT_HELD(e);
 	rf_budget_release(&e->budget, RF_MEM_FETCH, bytes);
 }
 
@@ -551,10 +545,10 @@ static void rf_sched_teardown(rf_engine *e)
 	}
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	rf_loop *loop = e->loop;
 	e->loop = NULL; /* wakers (all under mu) no longer reach it */
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	rf_loop_free(loop); /* drains every read: their buffers are safe to free after */
 }
 
@@ -570,24 +564,24 @@ void *rf_sched_main(void *arg)
 	rf_loop *loop = NULL;
 	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
 	int rc = rf_loop_new_sized(&loop, ops, &err);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->loop = loop; /* published under mu: rf_close may look at it */
 	e->reads_max = e->cfg->test_reads_max ? e->cfg->test_reads_max : RF_MAX(1u, ops / 2);
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
 	if (rc < 0)
 		snprintf(e->open_msg, sizeof(e->open_msg), "%s", err.msg);
 	else
 		rc = rf_open_phase(e);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	e->open_code = rc;
 	e->open_stage = rc < 0 ? -1 : 1;
 	pthread_cond_broadcast(&e->open_cv);
 	while (!e->go && !e->stop)
-		pthread_cond_wait(&e->open_cv, &e->mu);
+		rf_cond_wait(e, &e->open_cv);
 	bool go = e->go && !e->stop;
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	if (go)
 		rf_run_phase(e);
 	if (e->loop)

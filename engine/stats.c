@@ -1,6 +1,7 @@
 /* stats.c - rf_stats_get and rf_stats_json: rates, waits, queue occupancy
  * (sampled by the loop thread), bytes per budget category, fetch latency. */
 #include "engine.h"
+#include "json.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -29,25 +30,6 @@ static void rf_latency_stats(rf_engine *e, rf_stats *s)
 	free(v);
 }
 
-/* A JSON string (quoted, escaped) into buf. */
-static const char *rf_json_str(char *buf, size_t cap, const char *s)
-{
-	size_t n = 0;
-	buf[n++] = '"';
-	for (; *s && n + 8 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			n += (size_t)snprintf(buf + n, cap - n, "\\%c", ch);
-		else if (ch < 0x20)
-			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
-		else
-			buf[n++] = (char)ch;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
-	return buf;
-}
-
 /* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
 static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 {
@@ -56,7 +38,7 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 	for (uint32_t i = 0; i < s->skips_listed && n >= 0 && (size_t)n < cap; i++) {
 		const rf_skip *k = &s->skips[i];
 		char esc[6 * sizeof(k->error) + 3];
-		rf_json_str(esc, sizeof(esc), k->error);
+		rf_json_quote(esc, sizeof(esc), k->error);
 		n += snprintf(buf + n, cap - (size_t)n,
 		              "%s{\"shard\":%u,\"block\":%u,\"records\":%u,\"epoch\":%llu,"
 		              "\"position\":%llu,\"error\":%s}",
@@ -71,6 +53,7 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 /* This rank's counts for the consumer's epoch. mu held. */
 static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 {
+	RF_MU_HELD(e);
 	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
 	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
 	s->epoch = e->pos.epoch;
@@ -96,7 +79,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	memset(s, 0, sizeof(*s));
 	rf_budget_snapshot b;
 	rf_budget_snapshot_get(&e->budget, &b);
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	double elapsed = (double)(rf_now_ns() - e->t_open_ns) / 1e9;
 	s->elapsed_s = elapsed;
 	s->batches = e->st_batches;
@@ -149,7 +132,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->rereads = e->st_rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	return 0;
 }
 
@@ -190,14 +173,15 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 	    s->depth_auto ? "true" : "false", s->depth_target_batches, s->depth_peak_batches,
 	    s->inflight_target, (unsigned long long)s->depth_changes,
 	    (unsigned long long)s->depth_direction_changes, (unsigned long long)s->intervals,
-	    rf_json_str(reason, sizeof(reason), s->depth_reason), s->cover_target_s,
+	    rf_json_quote(reason, sizeof(reason), s->depth_reason), s->cover_target_s,
 	    s->consumer_busy_s, s->decode_busy_fraction, s->inventory_batches, s->decoded_batches,
 	    s->inflight_batches, s->fetch_latency_p90_ms, (unsigned long long)s->pauses,
-	    s->pause_longest_s, rf_json_str(src, sizeof(src), s->pause_longest_source),
+	    s->pause_longest_s, rf_json_quote(src, sizeof(src), s->pause_longest_source),
 	    s->stall_in_s, (unsigned long long)s->batch_bytes_avg,
-	    rf_json_str(diag, sizeof(diag), s->diagnosis),
-	    rf_json_str(text, sizeof(text), s->diagnosis_text), (unsigned long long)s->trace_lines,
-	    s->trace_error[0] ? rf_json_str(terr, sizeof(terr), s->trace_error) : "null");
+	    rf_json_quote(diag, sizeof(diag), s->diagnosis),
+	    rf_json_quote(text, sizeof(text), s->diagnosis_text),
+	    (unsigned long long)s->trace_lines,
+	    s->trace_error[0] ? rf_json_quote(terr, sizeof(terr), s->trace_error) : "null");
 }
 
 /* The JSON object of the snapshot snap, taken from l. */
@@ -260,9 +244,9 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	n += m;
 	char pauses[6144]; /* RF_PAUSE_SOURCES entries, URLs escaped */
 	rf_engine *e = (rf_engine *)l;
-	pthread_mutex_lock(&e->mu);
+	rf_engine_lock(e);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
-	pthread_mutex_unlock(&e->mu);
+	rf_engine_unlock(e);
 	m = snprintf(buf + n, cap - (size_t)n,
 	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RF_VERIFY_WAIT_NS 100000000ull
-
 RF_API void rf_shard_refs_free(rf_shard_ref *refs, size_t count)
 {
 	if (!refs)
@@ -77,42 +75,28 @@ RF_API int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *co
 typedef struct rf_vsrc {
 	rf_fetch *fetch;
 	rf_source *src;
+	rf_fetch_wait w; /* the pending open or read */
 	rf_source *side; /* a sidecar the format reads (a Megatron .idx) */
 	char *side_url;
 	struct rf_fmt_options opt; /* the config's format options */
-	bool done;
-	int64_t res;
-	char msg[RF_ERROR_MSG_BYTES];
 } rf_vsrc;
-
-static void rf_vsrc_done(void *arg, int64_t res, const char *msg)
-{
-	rf_vsrc *v = arg;
-	v->done = true;
-	v->res = res;
-	snprintf(v->msg, sizeof(v->msg), "%s", msg ? msg : "failed");
-}
 
 /* Runs the loop until the pending open or read has called back. */
 static int rf_vsrc_wait(rf_vsrc *v, rf_error *err)
 {
-	rf_loop *loop = rf_fetch_loop(v->fetch);
-	while (!v->done) {
-		uint64_t next = rf_fetch_tick(v->fetch);
-		int rc = rf_loop_run_once(loop, RF_MIN(next, RF_VERIFY_WAIT_NS));
-		if (rc < 0)
-			return rf_fail(err, rc, "the event loop failed: %s", strerror(-rc));
-	}
-	if (v->res < 0)
-		return rf_fail(err, (int)v->res, "%s", v->msg);
+	int rc = rf_fetch_wait_run(v->fetch, &v->w);
+	if (rc < 0)
+		return rf_fail(err, rc, "the event loop failed: %s", strerror(-rc));
+	if (v->w.res < 0)
+		return rf_fail(err, (int)v->w.res, "%s", v->w.msg);
 	return 0;
 }
 
 static int rf_vsrc_read(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_error *err)
 {
 	rf_vsrc *v = ctx;
-	v->done = false;
-	int rc = rf_source_read(v->src, offset, len, buf, rf_vsrc_done, v);
+	v->w.done = false;
+	int rc = rf_source_read(v->src, offset, len, buf, rf_fetch_wait_cb, &v->w);
 	if (rc < 0)
 		return rf_fail(err, rc, "%s: could not start a read of [%llu, +%llu): %s",
 		               rf_source_name(v->src), (unsigned long long)offset,
@@ -131,9 +115,9 @@ static int rf_vsrc_read_object(void *ctx, const char *object, uint64_t offset, u
 		free(v->side_url);
 		if (!(v->side_url = strdup(object)))
 			return rf_fail(err, -ENOMEM, "out of memory");
-		v->done = false;
-		int rc =
-		    rf_source_open(v->fetch, object, UINT64_MAX, &v->side, rf_vsrc_done, v, err);
+		v->w.done = false;
+		int rc = rf_source_open(v->fetch, object, UINT64_MAX, &v->side, rf_fetch_wait_cb,
+		                        &v->w, err);
 		if (rc == 0)
 			rc = rf_vsrc_wait(v, err);
 		if (rc < 0) {
@@ -146,8 +130,8 @@ static int rf_vsrc_read_object(void *ctx, const char *object, uint64_t offset, u
 		*size = rf_source_size(v->side);
 	if (len == 0)
 		return 0;
-	v->done = false;
-	int rc = rf_source_read(v->side, offset, len, buf, rf_vsrc_done, v);
+	v->w.done = false;
+	int rc = rf_source_read(v->side, offset, len, buf, rf_fetch_wait_cb, &v->w);
 	if (rc < 0)
 		return rf_fail(err, rc, "%s: could not start a read of [%llu, +%llu): %s",
 		               rf_source_name(v->side), (unsigned long long)offset,
@@ -184,10 +168,10 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
                          uint32_t max_reports, rf_error *e)
 {
 	v->src = NULL;
-	v->done = false;
+	v->w.done = false;
 	/* a listed size is checked, not trusted: the source finds the real one */
 	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
-	int rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_vsrc_done, v, e);
+	int rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_fetch_wait_cb, &v->w, e);
 	if (rc == 0)
 		rc = rf_vsrc_wait(v, e);
 	if (rc == 0) {

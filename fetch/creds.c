@@ -929,7 +929,7 @@ int rf_creds_start(rf_loop *loop, rf_http *h, const rf_fetch_options *opt, const
 {
 	*out = NULL;
 	rf_http_s3 keys = {s3->region, s3->access_key, s3->secret_key, s3->session_token, NULL};
-	if (opt->s3_no_sign) /* asked: unsigned, whatever keys there are */
+	if (opt->s3.no_sign) /* asked: unsigned, whatever keys there are */
 		return rf_http_set_s3(h, &(rf_http_s3){.region = s3->region}, err);
 	if (s3->access_key) /* explicit or environment keys */
 		return rf_http_set_s3(h, &keys, err);

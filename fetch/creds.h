@@ -12,7 +12,7 @@
  * stdout pipe the ring polls; nothing blocks. Temporary credentials are
  * refreshed before they expire (min(5 min, a third of their lifetime)
  * ahead) while reads go on with the old ones; a request that still meets
- * ExpiredToken waits for the refresh and is retried once (http.c). Failures
+ * ExpiredToken waits for the refresh and is retried once (s3_sign.c). Failures
  * name the source tried, never a secret; secrets are wiped on free.
  * Internal. */
 #ifndef RF_CREDS_H

@@ -81,25 +81,21 @@ static void issue(drain *d)
 	}
 }
 
-static int run_until(drain *d, bool (*done)(const drain *))
+static int run_until(drain *d, rf_loop_until_fn done)
 {
-	rf_loop *loop = rf_fetch_loop(d->fetch);
-	while (!done(d)) {
-		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
-		if (rc < 0)
-			return rf_fail(d->err, rc, "the event loop failed: %s", strerror(-rc));
-		rf_fetch_tick(d->fetch);
-	}
-	return 0;
+	int rc = rf_loop_drive(rf_fetch_loop(d->fetch), done, NULL, d);
+	return rc < 0 ? rf_fail(d->err, rc, "the event loop failed: %s", strerror(-rc)) : 0;
 }
 
-static bool all_opened(const drain *d)
+static bool all_opened(void *ctx)
 {
+	const drain *d = ctx;
 	return d->opened == d->open_next;
 }
 
-static bool all_read(const drain *d)
+static bool all_read(void *ctx)
 {
+	const drain *d = ctx;
 	return d->busy == 0 && (d->rc < 0 || d->cursor >= d->objs->n);
 }
 

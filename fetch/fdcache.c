@@ -16,8 +16,10 @@ struct rf_fdcache {
 	uint32_t files_max;
 	uint32_t open_now, open_max;
 	uint64_t opens, evictions, direct_refused;
-	rf_fd_slot *idle_head, *idle_tail;           /* head: most recently released */
-	int (*open_fn)(const char *path, int flags); /* tests; NULL: open(2) */
+	rf_list idle; /* of rf_fd_slot; head: most recently released */
+#ifdef RF_TEST_HOOKS
+	int (*open_fn)(const char *path, int flags); /* rf_fdcache_set_open; NULL: open(2) */
+#endif
 };
 
 static uint32_t rf_fdcache_default_max(void)
@@ -54,26 +56,12 @@ void rf_fd_slot_init(rf_fd_slot *slot)
 
 static void rf_idle_unlink(rf_fdcache *c, rf_fd_slot *s)
 {
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		c->idle_head = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	else
-		c->idle_tail = s->prev;
-	s->prev = s->next = NULL;
+	rf_list_remove(&c->idle, &s->idle);
 }
 
 static void rf_idle_push(rf_fdcache *c, rf_fd_slot *s)
 {
-	s->prev = NULL;
-	s->next = c->idle_head;
-	if (c->idle_head)
-		c->idle_head->prev = s;
-	else
-		c->idle_tail = s;
-	c->idle_head = s;
+	rf_list_push_front(&c->idle, &s->idle);
 }
 
 static void rf_fd_close(rf_fdcache *c, rf_fd_slot *s)
@@ -86,7 +74,7 @@ static void rf_fd_close(rf_fdcache *c, rf_fd_slot *s)
 /* Closes the least recently used idle descriptor; false when none is idle. */
 static bool rf_fdcache_evict(rf_fdcache *c)
 {
-	rf_fd_slot *s = c->idle_tail;
+	rf_fd_slot *s = rf_list_entry_or_null(c->idle.tail, rf_fd_slot, idle);
 	if (!s)
 		return false;
 	rf_idle_unlink(c, s);
@@ -95,14 +83,25 @@ static bool rf_fdcache_evict(rf_fdcache *c)
 	return true;
 }
 
+/* open(2): a descriptor or -errno (in test builds, through the test's opener). */
+static int rf_fd_open_once(rf_fdcache *c, const char *path, int flags)
+{
+#ifdef RF_TEST_HOOKS
+	if (c->open_fn)
+		return c->open_fn(path, flags);
+#endif
+	int fd = open(path, flags);
+	return fd >= 0 ? fd : -errno;
+}
+
 static int rf_fd_open(rf_fdcache *c, const char *path, int flags)
 {
 	for (;;) {
 		flags |= O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-		int fd = c->open_fn ? c->open_fn(path, flags) : open(path, flags);
+		int fd = rf_fd_open_once(c, path, flags);
 		if (fd >= 0)
 			return fd;
-		int e = c->open_fn ? -fd : errno;
+		int e = -fd;
 		if ((e != EMFILE && e != ENFILE) || !rf_fdcache_evict(c))
 			return -e;
 	}
@@ -180,7 +179,9 @@ void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out)
 	                             .files_max = c->files_max};
 }
 
+#ifdef RF_TEST_HOOKS
 void rf_fdcache_set_open(rf_fdcache *c, int (*fn)(const char *path, int flags))
 {
 	c->open_fn = fn;
 }
+#endif

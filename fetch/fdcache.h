@@ -9,6 +9,8 @@
 #ifndef RF_FDCACHE_H
 #define RF_FDCACHE_H
 
+#include "list.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,11 +18,11 @@
 typedef struct rf_fdcache rf_fdcache;
 
 typedef struct rf_fd_slot {
-	int fd;                         /* -1 when not open */
-	uint32_t users;                 /* reads in flight holding fd */
-	bool direct;                    /* fd was opened with O_DIRECT */
-	bool refused;                   /* the filesystem refused O_DIRECT for it */
-	struct rf_fd_slot *prev, *next; /* in the idle list while open and unused */
+	int fd;            /* -1 when not open */
+	uint32_t users;    /* reads in flight holding fd */
+	bool direct;       /* fd was opened with O_DIRECT */
+	bool refused;      /* the filesystem refused O_DIRECT for it */
+	rf_list_node idle; /* in the idle list while open and unused */
 } rf_fd_slot;
 
 #define RF_FDCACHE_FILES_MAX 256u /* descriptors kept open at most (fewer at a low ulimit) */
@@ -52,8 +54,11 @@ typedef struct rf_fdcache_counters {
 } rf_fdcache_counters;
 void rf_fdcache_counters_get(const rf_fdcache *c, rf_fdcache_counters *out);
 
-/* Tests: opens go through fn (returns a descriptor or -errno), e.g. a
- * filesystem that refuses O_DIRECT. */
+#ifdef RF_TEST_HOOKS
+/* Test hook (test builds only, never in the shipped library): opens go
+ * through fn (returns a descriptor or -errno), e.g. a filesystem that
+ * refuses O_DIRECT. */
 void rf_fdcache_set_open(rf_fdcache *c, int (*fn)(const char *path, int flags));
+#endif
 
 #endif

@@ -3,9 +3,11 @@
  * call runs on the loop thread. See source.h for how to add a kind. */
 #include "inject.h"
 #include "source.h"
+#include "store.h"
 #include "url.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Source kinds, tried in order. HTTP(S) and S3 add their entries here. */
@@ -14,6 +16,12 @@ static const rf_source_kind *const rf_kinds[] = {
     &rf_source_kind_remote,
 };
 #define RF_KINDS_MAX 8
+
+/* Object stores behind the remote kind (bucket URLs: credentials, signing,
+ * listing), tried in order. A store is one file and a row here (store.h). */
+static const rf_store *const rf_stores[] = {
+    &rf_store_s3,
+};
 
 /* Fault injection wrapper (inject.c; NULL would mean: not built in). */
 static const rf_source_wrap_fn rf_wrap_hook = rf_inject_wrap;
@@ -54,6 +62,7 @@ static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err)
 {
 	_Static_assert(RF_ARRAY_LEN(rf_kinds) <= RF_KINDS_MAX, "too many source kinds");
+	_Static_assert(RF_ARRAY_LEN(rf_stores) <= RF_STORES_MAX, "too many stores");
 	*out = NULL;
 	rf_fetch *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -64,9 +73,9 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 	else
 		rf_fetch_options_init(&f->opt);
 	const char **fields[] = {
-	    &f->opt.ca_file,       &f->opt.s3_endpoint,   &f->opt.s3_region,
-	    &f->opt.s3_access_key, &f->opt.s3_secret_key, &f->opt.s3_session_token,
-	    &f->opt.s3_addressing, &f->opt.gs_endpoint,   &f->opt.inject};
+	    &f->opt.ca_file,       &f->opt.s3.endpoint,   &f->opt.s3.region,
+	    &f->opt.s3.access_key, &f->opt.s3.secret_key, &f->opt.s3.session_token,
+	    &f->opt.s3.addressing, &f->opt.gs.endpoint,   &f->opt.inject};
 	for (size_t i = 0; i < RF_ARRAY_LEN(fields); i++) {
 		if (rf_fetch_copy(f, fields[i], i) < 0) {
 			rf_fetch_free(f);
@@ -103,15 +112,6 @@ void rf_fetch_free(rf_fetch *f)
 	free(f);
 }
 
-uint64_t rf_fetch_tick(rf_fetch *f)
-{
-	uint64_t next = UINT64_MAX;
-	for (size_t i = 0; i < RF_ARRAY_LEN(rf_kinds); i++)
-		if (f->ready[i] && rf_kinds[i]->tick)
-			next = RF_MIN(next, rf_kinds[i]->tick(f->state[i]));
-	return next;
-}
-
 int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, rf_error *err)
 {
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++) {
@@ -132,6 +132,47 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
 		if (f->ready[k] && rf_kinds[k]->counters)
 			rf_kinds[k]->counters(f->state[k], out);
+}
+
+const rf_store *rf_store_of(const char *url, size_t *row)
+{
+	for (size_t i = 0; i < RF_ARRAY_LEN(rf_stores); i++) {
+		if (rf_stores[i]->claims(url)) {
+			if (row)
+				*row = i;
+			return rf_stores[i];
+		}
+	}
+	return NULL;
+}
+
+const rf_store *rf_store_at(size_t row)
+{
+	return row < RF_ARRAY_LEN(rf_stores) ? rf_stores[row] : NULL;
+}
+
+bool rf_store_is_prefix(const char *url)
+{
+	const rf_store *s = rf_store_of(url, NULL);
+	return s && s->is_prefix(url);
+}
+
+void rf_fetch_wait_cb(void *arg, int64_t res, const char *msg)
+{
+	rf_fetch_wait *w = arg;
+	w->done = true;
+	w->res = res;
+	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "failed");
+}
+
+static bool rf_fetch_waited(void *ctx)
+{
+	return ((rf_fetch_wait *)ctx)->done;
+}
+
+int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w)
+{
+	return rf_loop_drive(f->loop, rf_fetch_waited, NULL, w);
 }
 
 rf_loop *rf_fetch_loop(const rf_fetch *f)

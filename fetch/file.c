@@ -4,6 +4,7 @@
  * in place, edges bounced), short reads continued until the range is
  * complete. Errors name the path, the range and the cause. */
 #include "fdcache.h"
+#include "list.h"
 #include "source.h"
 #include "util.h"
 
@@ -31,16 +32,17 @@ typedef struct rf_file_source rf_file_source;
 typedef struct rf_file_state {
 	rf_loop *loop;
 	rf_fdcache *fds;
-	rf_file_read *wait_head, *wait_tail;
-	bool kicking; /* rf_file_kick is running (a finish inside it must not re-enter) */
-	rf_file_source *opened_head, *opened_tail;
+	rf_list waiting;      /* of rf_file_read (in_wait), oldest first */
+	bool kicking;         /* rf_file_kick is running (a finish inside it must not re-enter) */
+	rf_list opened;       /* of rf_file_source (in_opened), oldest first */
 	int64_t opened_timer; /* armed while the list is not empty */
 	uint32_t direct_io;   /* RF_DIRECT_IO_* */
 	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
 	uint64_t memory_bytes;
 	uint64_t direct_bytes; /* read with O_DIRECT */
-	rf_file_read *spare;   /* finished reads kept for the next ones (no malloc per read) */
-	uint32_t spare_n;      /* <= RF_FILE_SPARE_MAX */
+	rf_list
+	    spare; /* of rf_file_read: finished reads kept for the next ones (no malloc per read) */
+	uint32_t spare_n; /* <= RF_FILE_SPARE_MAX */
 } rf_file_state;
 
 struct rf_file_source {
@@ -49,8 +51,8 @@ struct rf_file_source {
 	rf_fdcache *fds; /* st->fds */
 	rf_fd_slot slot; /* this file's descriptor while open */
 	bool opening;    /* in st's opened list */
-	rf_file_source *oprev, *onext;
-	rf_file_read *reads; /* in flight, doubly linked */
+	rf_list_node in_opened;
+	rf_list reads; /* of rf_file_read (in_source), in flight */
 };
 
 /* One read of the file into memory: the whole range (page cache), or with
@@ -68,8 +70,8 @@ typedef struct rf_file_part {
 #define RF_FILE_PARTS 3
 
 struct rf_file_read {
-	rf_file_read *prev, *next;   /* the source's reads */
-	rf_file_read *wprev, *wnext; /* the wait list, while waiting */
+	rf_list_node in_source; /* the source's reads (or st's spare ones) */
+	rf_list_node in_wait;   /* the wait list, while waiting */
 	bool waiting;
 	rf_file_source *src;
 	uint8_t *buf;
@@ -94,39 +96,19 @@ static bool rf_file_claims(const char *url)
 
 static void rf_file_unlink(rf_file_read *r)
 {
-	rf_file_source *fs = r->src;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		fs->reads = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	rf_list_remove(&r->src->reads, &r->in_source);
 }
 
 static void rf_wait_unlink(rf_file_state *st, rf_file_read *r)
 {
-	if (r->wprev)
-		r->wprev->wnext = r->wnext;
-	else
-		st->wait_head = r->wnext;
-	if (r->wnext)
-		r->wnext->wprev = r->wprev;
-	else
-		st->wait_tail = r->wprev;
-	r->wprev = r->wnext = NULL;
+	rf_list_remove(&st->waiting, &r->in_wait);
 	r->waiting = false;
 }
 
 static void rf_wait_push(rf_file_state *st, rf_file_read *r)
 {
 	r->waiting = true;
-	r->wnext = NULL;
-	r->wprev = st->wait_tail;
-	if (st->wait_tail)
-		st->wait_tail->wnext = r;
-	else
-		st->wait_head = r;
-	st->wait_tail = r;
+	rf_list_push_back(&st->waiting, &r->in_wait);
 }
 
 static void rf_file_kick(rf_file_state *st);
@@ -338,8 +320,8 @@ static void rf_file_kick(rf_file_state *st)
 	if (st->kicking)
 		return;
 	st->kicking = true;
-	while (st->wait_head) {
-		rf_file_read *r = st->wait_head;
+	while (!rf_list_empty(&st->waiting)) {
+		rf_file_read *r = rf_list_entry(st->waiting.head, rf_file_read, in_wait);
 		int rc = rf_file_start(r);
 		if (rc == 1)
 			break;
@@ -363,26 +345,23 @@ static int rf_file_read_range(rf_source *s, uint64_t offset, uint64_t len, void 
 	if (!rf_add_u64(offset, len, &end) || end > s->size || len == 0)
 		return -EINVAL;
 	rf_file_state *st = fs->st;
-	rf_file_read *r = st->spare;
+	rf_file_read *r = rf_list_entry_or_null(st->spare.head, rf_file_read, in_source);
 	if (r) {
-		st->spare = r->next;
+		rf_list_remove(&st->spare, &r->in_source);
 		st->spare_n--;
 	} else if (!(r = malloc(sizeof(*r)))) {
 		return -ENOMEM;
 	}
 	*r = (rf_file_read){
 	    .src = fs, .buf = buf, .offset = offset, .len = len, .fd = -1, .cb = cb, .arg = arg};
-	int rc = fs->st->wait_head ? 1 : rf_file_start(r);
+	int rc = !rf_list_empty(&fs->st->waiting) ? 1 : rf_file_start(r);
 	if (rc < 0) {
 		rf_file_read_drop(st, r);
 		return rc;
 	}
 	if (rc == 1)
 		rf_wait_push(fs->st, r);
-	r->next = fs->reads;
-	if (fs->reads)
-		fs->reads->prev = r;
-	fs->reads = r;
+	rf_list_push_front(&fs->reads, &r->in_source);
 	return 0;
 }
 
@@ -411,8 +390,7 @@ static void rf_file_read_drop(rf_file_state *st, rf_file_read *r)
 		free(r);
 		return;
 	}
-	r->next = st->spare;
-	st->spare = r;
+	rf_list_push_front(&st->spare, &r->in_source);
 	st->spare_n++;
 }
 
@@ -421,8 +399,8 @@ static void rf_file_close(rf_source *s)
 	rf_file_source *fs = (rf_file_source *)s;
 	rf_loop *loop = rf_fetch_loop(s->fetch);
 	rf_file_opened_unlink(fs);
-	while (fs->reads) {
-		rf_file_read *r = fs->reads;
+	while (!rf_list_empty(&fs->reads)) {
+		rf_file_read *r = rf_list_entry(fs->reads.head, rf_file_read, in_source);
 		rf_loop_cancel(loop, r->op);
 		for (uint32_t i = 0; i < r->parts; i++)
 			rf_loop_cancel(loop, r->part[i].op);
@@ -452,15 +430,7 @@ static void rf_file_opened_unlink(rf_file_source *fs)
 	rf_file_state *st = fs->st;
 	if (!fs->opening)
 		return;
-	if (fs->oprev)
-		fs->oprev->onext = fs->onext;
-	else
-		st->opened_head = fs->onext;
-	if (fs->onext)
-		fs->onext->oprev = fs->oprev;
-	else
-		st->opened_tail = fs->oprev;
-	fs->oprev = fs->onext = NULL;
+	rf_list_remove(&st->opened, &fs->in_opened);
 	fs->opening = false;
 }
 
@@ -476,13 +446,7 @@ static int rf_file_opened_push(rf_file_source *fs)
 			return (int)st->opened_timer;
 	}
 	fs->opening = true;
-	fs->onext = NULL;
-	fs->oprev = st->opened_tail;
-	if (st->opened_tail)
-		st->opened_tail->onext = fs;
-	else
-		st->opened_head = fs;
-	st->opened_tail = fs;
+	rf_list_push_back(&st->opened, &fs->in_opened);
 	return 0;
 }
 
@@ -493,15 +457,15 @@ static void rf_file_on_opened_timer(void *arg, int res)
 	(void)res;
 	rf_file_state *st = arg;
 	st->opened_timer = -1;
-	rf_file_source *last = st->opened_tail;
+	rf_file_source *last = rf_list_entry_or_null(st->opened.tail, rf_file_source, in_opened);
 	bool more = last != NULL;
-	while (more && st->opened_head) {
-		rf_file_source *fs = st->opened_head;
+	while (more && !rf_list_empty(&st->opened)) {
+		rf_file_source *fs = rf_list_entry(st->opened.head, rf_file_source, in_opened);
 		more = fs != last;
 		rf_file_opened_unlink(fs);
 		rf_source_opened(&fs->base, 0, NULL);
 	}
-	if (st->opened_head && st->opened_timer < 0)
+	if (!rf_list_empty(&st->opened) && st->opened_timer < 0)
 		st->opened_timer = rf_loop_timer(st->loop, 0, rf_file_on_opened_timer, st);
 }
 
@@ -557,11 +521,7 @@ static void rf_file_fini(void *state)
 {
 	rf_file_state *st = state;
 	rf_loop_cancel(st->loop, st->opened_timer);
-	while (st->spare) {
-		rf_file_read *r = st->spare;
-		st->spare = r->next;
-		free(r);
-	}
+	rf_list_for_each(n, next, &st->spare) free(rf_list_entry(n, rf_file_read, in_source));
 	rf_fdcache_free(st->fds);
 	free(st);
 }

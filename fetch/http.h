@@ -3,22 +3,23 @@
  * no thread). Each transfer is an explicit state machine (queued -> active ->
  * backoff -> ... -> done) with bounded retries, per-host connection limits
  * and strict acceptance of range responses. Used by the http(s):// and s3://
- * sources. Every call and callback happens on the loop thread. Internal. */
+ * sources. Every call and callback happens on the loop thread. Internal.
+ * The code: http.c (state machine), http_loop.c (curl on the loop),
+ * http_check.c (responses), http_parse.c (pure parsers), s3_sign.c (SigV4). */
 #ifndef RF_HTTP_H
 #define RF_HTTP_H
 
+#include "http_parse.h"
 #include "loop.h"
 #include "ringfeed.h"
 #include "source.h"
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RF_HTTP_HOSTS_MAX            64    /* distinct hosts one rf_http talks to */
-#define RF_HTTP_TRANSFERS_MAX        65536 /* transfers queued or in flight */
-#define RF_HTTP_HEADER_BYTES_MAX     65536 /* all response headers of one response */
-#define RF_HTTP_REDIRECTS_MAX        3
-#define RF_HTTP_RETRY_AFTER_MAX_MS   30000
-#define RF_HTTP_THROTTLE_RETRIES_MAX 1000 /* a bound even for a tiny backoff base */
+#define RF_HTTP_HOSTS_MAX        64    /* distinct hosts one rf_http talks to */
+#define RF_HTTP_TRANSFERS_MAX    65536 /* transfers queued or in flight */
+#define RF_HTTP_HEADER_BYTES_MAX 65536 /* all response headers of one response */
+#define RF_HTTP_REDIRECTS_MAX    3
 
 typedef struct rf_http rf_http;
 typedef struct rf_http_xfer rf_http_xfer;
@@ -115,41 +116,5 @@ bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns);
 /* Failed attempts (retried or not) of url's host so far: a store that
  * errs or throttles is not hedged. */
 uint64_t rf_http_host_trouble(rf_http *h, const char *url);
-
-/* ---- pure helpers (unit tested) ---- */
-
-/* Parses a Content-Range value "bytes FIRST-LAST/TOTAL" (TOTAL may be '*' ->
- * UINT64_MAX) or "bytes * /TOTAL" (unsatisfied; first = last = UINT64_MAX). */
-int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total);
-/* Full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)] ms, from a
- * splitmix64 state. */
-uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng);
-/* Throttling backoff ("equal jitter"): uniform in [c/2, c] ms, at least 1,
- * c = min(cap, base * 2^attempt): every wait makes progress, so a time
- * budget is spent in a bounded number of attempts. */
-uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
-                                     uint64_t *rng);
-/* The wait before throttle retry number n (0-based) of a request that has
- * waited waited_ms out of budget_ms: the throttling backoff, or the server's
- * Retry-After (retry_after_ms, < 0 = none) when longer, cut to what is left
- * of the budget; -1 when the budget is spent (or n reached
- * RF_HTTP_THROTTLE_RETRIES_MAX). Riding out throttling therefore waits
- * exactly budget_ms in total before the request fails. */
-int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budget_ms,
-                                  int64_t retry_after_ms, uint32_t base_ms, uint32_t cap_ms,
-                                  uint64_t *rng);
-/* Whether a response is throttling: 429, 503, or the S3 code SlowDown. */
-bool rf_http_throttled(long status, const char *s3_code);
-/* Retry-After as delta seconds; -1 when absent or not a plain number (HTTP
- * dates are handled by the caller). Capped at RF_HTTP_RETRY_AFTER_MAX_MS. */
-int64_t rf_http_retry_after_ms(const char *v);
-/* The status code of a status line ("HTTP/1.1 206 Partial Content"),
- * NUL-terminated; 0 when it has none. */
-long rf_http_status_line(const char *line);
-/* A Content-Length value (leading blanks skipped, digits read): false when
- * it does not start with a digit or overflows. */
-bool rf_http_parse_content_length(const char *v, uint64_t *out);
-/* Whether an HTTP status is worth retrying (408, 429, 5xx). */
-bool rf_http_status_retryable(long status);
 
 #endif

@@ -11,6 +11,7 @@
  * Nothing sleeps: every wait is a loop timer, and the consumer's callback
  * never runs inside rf_source_read (the first step is always a timer). */
 #include "inject.h"
+#include "list.h"
 #include "rng.h"
 #include "util.h"
 
@@ -51,11 +52,11 @@ typedef struct rf_inj_source {
 	uint32_t retries;
 	uint64_t next_index;
 	rf_inject_stats stats;
-	rf_inj_read *reads; /* in flight, doubly linked */
+	rf_list reads; /* of rf_inj_read (in_source), in flight */
 } rf_inj_source;
 
 struct rf_inj_read {
-	rf_inj_read *prev, *next;
+	rf_list_node in_source;
 	rf_inj_source *src;
 	uint8_t *buf;
 	uint64_t offset, len;
@@ -121,13 +122,7 @@ static uint64_t rf_inj_stall_left(const rf_inj_source *s)
 
 static void rf_inj_unlink(rf_inj_read *r)
 {
-	rf_inj_source *s = r->src;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		s->reads = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	rf_list_remove(&r->src->reads, &r->in_source);
 }
 
 /* Ends a read: the consumer's callback runs last, after the read left the
@@ -301,10 +296,7 @@ static int rf_inj_read_range(rf_source *base, uint64_t offset, uint64_t len, voi
 	                   .index = s->next_index++,
 	                   .cb = cb,
 	                   .arg = arg};
-	r->next = s->reads;
-	if (s->reads)
-		s->reads->prev = r;
-	s->reads = r;
+	rf_list_push_front(&s->reads, &r->in_source);
 	/* Always a timer first: the callback never runs inside this call. */
 	int rc = rf_inj_start_attempt(r, true);
 	if (rc < 0) {
@@ -320,8 +312,8 @@ static void rf_inj_close(rf_source *base)
 {
 	rf_inj_source *s = (rf_inj_source *)base;
 	rf_source_close(s->inner); /* its reads are cancelled: no callbacks after this */
-	while (s->reads) {
-		rf_inj_read *r = s->reads;
+	while (!rf_list_empty(&s->reads)) {
+		rf_inj_read *r = rf_list_entry(s->reads.head, rf_inj_read, in_source);
 		rf_loop_cancel(s->loop, r->timer);
 		rf_inj_unlink(r);
 		free(r);

@@ -3,9 +3,9 @@
  * The size of an object comes from the caller's hint (a manifest or a
  * listing) or from a HEAD; every read is one exact range GET. */
 #include "remote.h"
-#include "creds.h"
 #include "hedge.h"
-#include "s3.h"
+#include "list.h"
+#include "store.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -26,9 +26,8 @@ typedef struct remote_state {
 	uint32_t nstores;
 	uint64_t hedge_bytes; /* hedge buffers allocated now (<= RF_HEDGE_INFLIGHT_BYTES_MAX) */
 	uint64_t hedges, hedges_won;
-	rf_s3_config s3, gs;
-	rf_creds *creds; /* NULL: static keys or anonymous */
-	bool s3_ready, gs_ready;
+	void *store_state[RF_STORES_MAX]; /* per store of fetch.c's table, on first use */
+	bool store_ready[RF_STORES_MAX];
 	uint32_t list_page;
 } remote_state;
 
@@ -43,11 +42,11 @@ typedef struct remote_source {
 	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	int64_t open_timer;
 	rf_http_xfer *head;
-	remote_read *reads; /* in flight, doubly linked */
+	rf_list reads; /* of remote_read (in_source), in flight */
 } remote_source;
 
 struct remote_read {
-	remote_read *prev, *next;
+	rf_list_node in_source;
 	remote_source *src;
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
@@ -62,13 +61,7 @@ struct remote_read {
 static bool remote_claims(const char *url)
 {
 	rf_url_scheme s = rf_url_scheme_of(url);
-	return s == RF_URL_HTTP || s == RF_URL_HTTPS || s == RF_URL_S3 || s == RF_URL_GS;
-}
-
-static bool is_bucket_url(const char *url)
-{
-	rf_url_scheme s = rf_url_scheme_of(url);
-	return s == RF_URL_S3 || s == RF_URL_GS;
+	return s == RF_URL_HTTP || s == RF_URL_HTTPS || rf_store_of(url, NULL);
 }
 
 static int remote_init(rf_fetch *f, void **state, rf_error *err)
@@ -89,10 +82,12 @@ static int remote_init(rf_fetch *f, void **state, rf_error *err)
 static void remote_fini(void *state)
 {
 	remote_state *st = state;
-	rf_creds_free(st->creds); /* before the client it fetches with */
+	for (size_t i = 0; i < RF_STORES_MAX; i++) { /* before the client they fetch with */
+		const rf_store *store = NULL;
+		if (st->store_ready[i] && (store = rf_store_at(i)) && store->fini)
+			store->fini(st->store_state[i]);
+	}
 	rf_http_free(st->http);
-	rf_s3_config_free(&st->s3);
-	rf_s3_config_free(&st->gs);
 	free(st);
 }
 
@@ -111,83 +106,45 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->hedges_won += st->hedges_won;
 }
 
-/* S3 (and GCS) settings are resolved on first use, so a bad
- * AWS_ENDPOINT_URL only matters to s3:// datasets. Both share the http
- * client's credentials (GCS takes HMAC keys through the same chain); each
- * request names its own signing region. The credential chain starts here
- * too: signed requests wait in the client until it answers (creds.c). */
-static int remote_s3(remote_state *st, rf_error *err)
+/* The store of a bucket URL and its per-loader state (created on first
+ * use, given the shared client). */
+static int remote_store(remote_state *st, const char *url, const rf_store **store, void **state,
+                        rf_error *err)
 {
-	if (st->s3_ready)
-		return 0;
-	const rf_fetch_options *opt = rf_fetch_opts(st->fetch);
-	RF_TRY(rf_s3_config_resolve(opt, &st->s3, err));
-	int rc = rf_creds_start(rf_fetch_loop(st->fetch), st->http, opt, &st->s3, &st->creds, err);
-	if (rc < 0) {
-		rf_s3_config_free(&st->s3);
-		return rc;
+	size_t row = 0;
+	*store = rf_store_of(url, &row);
+	if (!*store)
+		return rf_fail(err, -EPROTONOSUPPORT, "no store lists or signs this URL");
+	if (!st->store_ready[row]) {
+		RF_TRY((*store)->init(st->fetch, st->http, &st->store_state[row], err));
+		st->store_ready[row] = true;
 	}
-	st->s3_ready = true;
+	*state = st->store_state[row];
 	return 0;
 }
 
-static int remote_bucket_config(remote_state *st, const char *url, const rf_s3_config **c,
-                                rf_error *err)
+/* How a source URL is fetched: a plain http(s) URL as written; a bucket URL
+ * as its store says (strings malloc'd, also on failure), its credentials
+ * started before the first request (signed requests wait for them). */
+static int remote_target(remote_state *st, const char *url, rf_store_target *t, rf_error *err)
 {
-	RF_TRY(remote_s3(st, err));
-	*c = &st->s3;
-	if (rf_url_scheme_of(url) != RF_URL_GS)
-		return 0;
-	if (!st->gs_ready) {
-		RF_TRY(rf_s3_config_resolve_gs(rf_fetch_opts(st->fetch), &st->gs, err));
-		st->gs_ready = true;
+	*t = (rf_store_target){0};
+	if (!rf_store_of(url, NULL)) {
+		t->url = strdup(url);
+		return t->url ? 0 : rf_fail(err, -ENOMEM, "out of memory");
 	}
-	*c = &st->gs;
-	return 0;
-}
-
-/* The URL curl fetches for a source URL (malloc'd), and for s3:// and gs://
- * the signing region and bucket (*bucket malloc'd). */
-static int remote_target(remote_state *st, const char *url, char **target, bool *sign,
-                         const char **region, char **bucket_out, rf_error *err)
-{
-	*sign = false;
-	if (!is_bucket_url(url)) {
-		*target = strdup(url);
-		return *target ? 0 : rf_fail(err, -ENOMEM, "out of memory");
-	}
-	char *bucket = NULL, *key = NULL;
-	RF_TRY(rf_url_split_s3(url, &bucket, &key, err));
-	int rc = 0;
-	if (!*key || key[strlen(key) - 1] == '/') {
-		char shown[512];
-		rf_url_redact(url, shown, sizeof(shown));
-		rc = rf_fail(err, -EISDIR, "%s names a prefix, not an object (list it first)",
-		             shown);
-	}
-	const rf_s3_config *c = NULL;
-	if (rc == 0)
-		rc = remote_bucket_config(st, url, &c, err);
-	if (rc == 0)
-		rc = rf_s3_object_url(c, bucket, key, target, err);
-	*sign = true;
-	*region = c ? c->region : NULL;
-	*bucket_out = bucket;
-	free(key);
-	return rc;
+	const rf_store *store = NULL;
+	void *state = NULL;
+	RF_TRY(remote_store(st, url, &store, &state, err));
+	RF_TRY(store->target(state, url, t, err));
+	return store->credentials(state, url, err);
 }
 
 /* ------------------------------------------------------------ the source */
 
 static void read_unlink(remote_read *r)
 {
-	remote_source *rs = r->src;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		rs->reads = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	rf_list_remove(&r->src->reads, &r->in_source);
 }
 
 /* ------------------------------------------------------- hedged reads
@@ -374,10 +331,7 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 		free(r);
 		return rc;
 	}
-	r->next = rs->reads;
-	if (rs->reads)
-		rs->reads->prev = r;
-	rs->reads = r;
+	rf_list_push_front(&rs->reads, &r->in_source);
 	uint64_t threshold = rs->store ? rf_hedge_threshold_ns(rs->store) : 0;
 	if (rs->store && len <= RF_HEDGE_READ_BYTES_MAX)
 		hedge_arm(r, threshold ? threshold : hedge_floor_ns(rs->st));
@@ -390,8 +344,8 @@ static void remote_close(rf_source *s)
 	rf_loop_cancel(rf_fetch_loop(s->fetch), rs->open_timer);
 	if (rs->head)
 		rf_http_cancel(rs->st->http, rs->head);
-	while (rs->reads) {
-		remote_read *r = rs->reads;
+	while (!rf_list_empty(&rs->reads)) {
+		remote_read *r = rf_list_entry(rs->reads.head, remote_read, in_source);
 		rf_http_cancel(rs->st->http, r->xfer);
 		hedge_drop(r);
 		read_unlink(r);
@@ -453,7 +407,12 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	}
 	rs->st = st;
 	rs->open_timer = -1;
-	int rc = remote_target(st, url, &rs->url, &rs->sign, &rs->region, &rs->bucket, err);
+	rf_store_target t;
+	int rc = remote_target(st, url, &t, err);
+	rs->url = t.url;
+	rs->sign = t.sign;
+	rs->region = t.region;
+	rs->bucket = t.bucket;
 	if (rc == 0 && rf_fetch_opts(f)->hedge)
 		rs->store = hedge_store_of(st, rs->url);
 	if (rc == 0)
@@ -477,58 +436,37 @@ const rf_source_kind rf_source_kind_remote = {
 
 /* ------------------------------------------------------------ expansion */
 
-typedef struct list_wait {
-	bool done;
-	int64_t res;
-	char msg[RF_ERROR_MSG_BYTES];
-} list_wait;
-
-static void on_listed(void *arg, int64_t res, const char *msg)
+/* Lists a store prefix through its store, on f's loop. */
+static int list_prefix(rf_fetch *f, remote_state *st, const char *url, const rf_list_filter *filter,
+                       rf_url_list *out, rf_error *err)
 {
-	list_wait *w = arg;
-	w->done = true;
-	w->res = res;
-	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
-}
-
-static bool is_prefix(const char *url)
-{
-	if (!is_bucket_url(url))
-		return false;
-	const char *slash = strchr(url + 5, '/');
-	return !slash || !slash[1] || url[strlen(url) - 1] == '/';
-}
-
-static int list_prefix(rf_fetch *f, remote_state *st, const char *url, rf_url_list *out,
-                       rf_error *err)
-{
-	const rf_s3_config *c = NULL;
-	RF_TRY(remote_bucket_config(st, url, &c, err));
-	list_wait w = {0};
-	rf_s3_lister *l = NULL;
-	RF_TRY(rf_s3_list_start(st->http, c, url, st->list_page, out, on_listed, &w, &l, err));
-	rf_loop *loop = rf_fetch_loop(f);
-	while (!w.done) { /* bounded: every request has a deadline and bounded retries */
-		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
-		if (rc < 0) {
-			rf_s3_list_cancel(l);
-			char shown[512];
-			rf_url_redact(url, shown, sizeof(shown));
-			return rf_fail(err, rc, "listing %s: the event loop failed", shown);
-		}
-		rf_fetch_tick(f);
+	const rf_store *store = NULL;
+	void *state = NULL, *l = NULL;
+	RF_TRY(remote_store(st, url, &store, &state, err));
+	RF_TRY(store->credentials(state, url, err));
+	rf_fetch_wait w = {0};
+	RF_TRY(store->list_start(state, url, st->list_page, filter, out, rf_fetch_wait_cb, &w, &l,
+	                         err));
+	/* bounded: every request has a deadline and bounded retries */
+	int rc = rf_fetch_wait_run(f, &w);
+	if (rc < 0) {
+		store->list_cancel(l);
+		char shown[512];
+		rf_url_redact(url, shown, sizeof(shown));
+		return rf_fail(err, rc, "listing %s: the event loop failed", shown);
 	}
 	if (w.res < 0)
 		return rf_fail(err, (int)w.res, "%s", w.msg);
 	if (w.res == 0) {
 		char shown[512];
 		rf_url_redact(url, shown, sizeof(shown));
-		return rf_fail(err, -ENOENT, "no .rfs objects under %s", shown);
+		return rf_fail(err, -ENOENT, "no %s objects under %s", filter->what, shown);
 	}
 	return 0;
 }
 
-int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *out, rf_error *err)
+int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, const rf_list_filter *filter,
+                  rf_url_list *out, rf_error *err)
 {
 	rf_url_list all = {0};
 	int rc = 0;
@@ -536,14 +474,14 @@ int rf_url_expand(rf_fetch *f, const char *const *names, size_t n, rf_url_list *
 		rc = rf_brace_expand(names[i], &all, err);
 	void *state = NULL;
 	for (size_t i = 0; i < all.n && rc == 0; i++) {
-		if (!is_prefix(all.v[i].url)) {
+		if (!rf_store_is_prefix(all.v[i].url)) {
 			rc = rf_url_list_add(out, all.v[i].url, RF_SIZE_UNKNOWN, err);
 			continue;
 		}
 		if (!state)
 			rc = rf_fetch_kind_state(f, &rf_source_kind_remote, &state, err);
 		if (rc == 0)
-			rc = list_prefix(f, state, all.v[i].url, out, err);
+			rc = list_prefix(f, state, all.v[i].url, filter, out, err);
 	}
 	rf_url_list_free(&all);
 	return rc;
@@ -557,7 +495,7 @@ typedef struct one_request {
 } one_request;
 
 /* Runs one request on f's loop until its callback ran. */
-static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, rf_error *err)
+static int run_one(rf_fetch *f, const char *url, one_request *o, rf_fetch_wait *w, rf_error *err)
 {
 	void *state = NULL;
 	RF_TRY(rf_fetch_kind_state(f, &rf_source_kind_remote, &state, err));
@@ -565,19 +503,22 @@ static int run_one(rf_fetch *f, const char *url, one_request *o, list_wait *w, r
 	char shown[RF_URL_BYTES_MAX];
 	rf_url_redact(url, shown, sizeof(shown));
 	o->req.name = shown;
-	RF_TRY(remote_target(st, url, &o->target, &o->req.sign, &o->req.region, &o->bucket, err));
+	rf_store_target t;
+	int rc = remote_target(st, url, &t, err);
+	o->target = t.url;
+	o->bucket = t.bucket;
+	o->req.sign = t.sign;
+	o->req.region = t.region;
+	RF_TRY(rc);
 	o->req.url = o->target;
 	o->req.bucket = o->bucket;
 	rf_http_xfer *x = NULL;
-	RF_TRY(rf_http_start(st->http, &o->req, on_listed, w, &x, err));
-	rf_loop *loop = rf_fetch_loop(f);
-	while (!w->done) { /* bounded: the request has a deadline and bounded retries */
-		int rc = rf_loop_run_once(loop, 100 * 1000000ull);
-		if (rc < 0) {
-			rf_http_cancel(st->http, x);
-			return rf_fail(err, rc, "%s: the event loop failed", shown);
-		}
-		rf_fetch_tick(f);
+	RF_TRY(rf_http_start(st->http, &o->req, rf_fetch_wait_cb, w, &x, err));
+	/* bounded: the request has a deadline and bounded retries */
+	rc = rf_fetch_wait_run(f, w);
+	if (rc < 0) {
+		rf_http_cancel(st->http, x);
+		return rf_fail(err, rc, "%s: the event loop failed", shown);
 	}
 	return w->res < 0 ? rf_fail(err, (int)w->res, "%s", w->msg) : 0;
 }
@@ -588,7 +529,7 @@ static int one_request_run(const rf_fetch_options *opt, const char *url, one_req
 {
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
-	list_wait w = {0};
+	rf_fetch_wait w = {0};
 	RF_TRY(rf_loop_new(&loop, err));
 	int rc = rf_fetch_new(loop, opt, &f, err);
 	if (rc == 0)
@@ -637,14 +578,17 @@ int rf_remote_get(const rf_fetch_options *opt, const char *url, uint64_t max_byt
 	return 0;
 }
 
+#ifdef RF_TEST_HOOKS
 void rf_remote_set_list_page(rf_fetch *f, uint32_t max_keys)
 {
 	void *state = NULL;
 	if (rf_fetch_kind_state(f, &rf_source_kind_remote, &state, NULL) == 0)
 		((remote_state *)state)->list_page = max_keys;
 }
+#endif
 
-int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *out, rf_error *err)
+int rf_fetch_list(const rf_fetch_options *opt, const char *url, const rf_list_filter *filter,
+                  rf_url_list *out, rf_error *err)
 {
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
@@ -652,14 +596,9 @@ int rf_remote_list(const rf_fetch_options *opt, const char *url, rf_url_list *ou
 	int rc = rf_fetch_new(loop, opt, &f, err);
 	if (rc == 0) {
 		const char *names[] = {url};
-		rc = rf_url_expand(f, names, 1, out, err);
+		rc = rf_url_expand(f, names, 1, filter, out, err);
 	}
 	rf_fetch_free(f);
 	rf_loop_free(loop);
 	return rc;
-}
-
-bool rf_url_is_s3_prefix(const char *url)
-{
-	return is_prefix(url);
 }

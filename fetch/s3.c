@@ -1,9 +1,10 @@
 /* s3.c - s3:// configuration, URLs, ListObjectsV2 parsing and prefix listing
- * (see s3.h). Signing itself is curl's (CURLOPT_AWS_SIGV4, set in http.c);
- * this file prepares what curl 7.88 does not: encoded paths, a sorted and
- * encoded query, and the credentials. */
+ * (see s3.h), for the S3 store (s3_store.c). Signing itself is curl's
+ * (CURLOPT_AWS_SIGV4, set in s3_sign.c); this file prepares what curl 7.88
+ * does not: encoded paths, a sorted and encoded query, and the credentials. */
 #include "s3.h"
 #include "aws_config.h"
+#include "store.h"
 #include "util.h"
 
 #include <expat.h>
@@ -49,13 +50,13 @@ int rf_s3_addressing_parse(const char *s, rf_s3_addressing *out)
 
 static int resolve_keys(const rf_fetch_options *opt, rf_s3_config *out, bool *oom)
 {
-	const char *key = first_set(opt->s3_access_key, "AWS_ACCESS_KEY_ID");
-	const char *secret = first_set(opt->s3_secret_key, "AWS_SECRET_ACCESS_KEY");
+	const char *key = first_set(opt->s3.access_key, "AWS_ACCESS_KEY_ID");
+	const char *secret = first_set(opt->s3.secret_key, "AWS_SECRET_ACCESS_KEY");
 	if (key && secret) { /* both or neither: half a key pair is anonymous */
 		out->access_key = dup_or_null(key, oom);
 		out->secret_key = dup_or_null(secret, oom);
 		out->session_token =
-		    dup_or_null(first_set(opt->s3_session_token, "AWS_SESSION_TOKEN"), oom);
+		    dup_or_null(first_set(opt->s3.session_token, "AWS_SESSION_TOKEN"), oom);
 	}
 	return 0;
 }
@@ -107,18 +108,18 @@ int rf_s3_config_resolve(const rf_fetch_options *opt, rf_s3_config *out, rf_erro
 	memset(out, 0, sizeof(*out));
 	rf_s3_profile prof;
 	RF_TRY(rf_s3_profile_settings(&prof, err));
-	int rc = addressing_of(opt->s3_addressing, prof.addressing_style, &out->addressing, err);
+	int rc = addressing_of(opt->s3.addressing, prof.addressing_style, &out->addressing, err);
 	if (rc < 0) {
 		rf_s3_profile_free(&prof);
 		return rc;
 	}
-	const char *region = first_set(opt->s3_region, "AWS_REGION");
+	const char *region = first_set(opt->s3.region, "AWS_REGION");
 	if (!region)
 		region = first_set(NULL, "AWS_DEFAULT_REGION");
 	if (!region)
 		region = prof.region;
 	out->region = dup_or_null(region ? region : "us-east-1", &oom);
-	const char *ep = opt->s3_endpoint && *opt->s3_endpoint ? opt->s3_endpoint : NULL;
+	const char *ep = opt->s3.endpoint && *opt->s3.endpoint ? opt->s3.endpoint : NULL;
 	if (!ep && configured_endpoints())
 		ep = first_set(NULL, "AWS_ENDPOINT_URL_S3");
 	if (!ep && configured_endpoints())
@@ -141,9 +142,9 @@ int rf_s3_config_resolve_gs(const rf_fetch_options *opt, rf_s3_config *out, rf_e
 {
 	bool oom = false;
 	memset(out, 0, sizeof(*out));
-	RF_TRY(addressing_of(opt->s3_addressing, NULL, &out->addressing, err));
+	RF_TRY(addressing_of(opt->s3.addressing, NULL, &out->addressing, err));
 	out->region = dup_or_null(RF_GS_REGION, &oom);
-	out->endpoint = dup_or_null(opt->gs_endpoint && *opt->gs_endpoint ? opt->gs_endpoint
+	out->endpoint = dup_or_null(opt->gs.endpoint && *opt->gs.endpoint ? opt->gs.endpoint
 	                                                                  : RF_GS_ENDPOINT_DEFAULT,
 	                            &oom);
 	resolve_keys(opt, out, &oom);
@@ -467,8 +468,9 @@ struct rf_s3_lister {
 	const rf_s3_config *c;
 	char *bucket, *prefix, *url, *body, *token;
 	uint32_t max_keys, pages;
-	bool gs;         /* gs://: entries are named gs://bucket/key */
-	rf_url_list all; /* every key of the prefix */
+	bool gs;               /* gs://: entries are named gs://bucket/key */
+	rf_list_filter filter; /* take == NULL: every key */
+	rf_url_list all;       /* every key of the prefix */
 	rf_url_list *out;
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
@@ -492,10 +494,12 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(((const rf_url_entry *)a)->url, ((const rf_url_entry *)b)->url);
 }
 
-static bool is_rfs(const char *url)
+/* Whether the caller wants url, an entry "s3://bucket/key" of l's bucket. */
+static bool lister_takes(const rf_s3_lister *l, const char *url)
 {
-	size_t n = strlen(url);
-	return n > 4 && !strcmp(url + n - 4, ".rfs");
+	size_t skip = strlen("s3://") + strlen(l->bucket) + 1, n = strlen(url);
+	const char *key = url + (n >= skip ? skip : n);
+	return !l->filter.take || l->filter.take(key, l->filter.ctx);
 }
 
 static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
@@ -508,7 +512,7 @@ static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
 		for (size_t i = 0; i < l->all.n && l->gs; i++)
 			memcpy(l->all.v[i].url, "gs", 2); /* "s3://b/k" -> "gs://b/k" */
 		for (size_t i = 0; i < l->all.n && rc >= 0; i++)
-			if (is_rfs(l->all.v[i].url))
+			if (lister_takes(l, l->all.v[i].url))
 				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint,
 				                     &err);
 		msg = rc < 0 ? err.msg : NULL;
@@ -567,8 +571,8 @@ static int lister_next_page(rf_s3_lister *l, rf_error *err)
 }
 
 int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_t max_keys,
-                     rf_url_list *out, rf_fetch_cb cb, void *arg, rf_s3_lister **lister,
-                     rf_error *err)
+                     const rf_list_filter *filter, rf_url_list *out, rf_fetch_cb cb, void *arg,
+                     rf_s3_lister **lister, rf_error *err)
 {
 	rf_s3_lister *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -585,6 +589,8 @@ int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_
 	l->cb = cb;
 	l->arg = arg;
 	l->gs = rf_url_scheme_of(url) == RF_URL_GS;
+	if (filter)
+		l->filter = *filter;
 	snprintf(l->shown, sizeof(l->shown), "%s://%s/%s (listing)", l->gs ? "gs" : "s3", l->bucket,
 	         l->prefix);
 	if ((rc = lister_next_page(l, err)) < 0) {

@@ -11,6 +11,8 @@
 #include "http.h"
 #include "url.h"
 
+typedef struct rf_list_filter rf_list_filter; /* store.h */
+
 #define RF_S3_LIST_KEYS_MAX  1000000u /* objects one prefix may list */
 #define RF_S3_LIST_PAGES_MAX 100000u
 #define RF_S3_LIST_BODY_MAX  (16u << 20) /* one ListObjectsV2 response */
@@ -82,13 +84,14 @@ int rf_s3_list_url(const rf_s3_config *c, const char *bucket, const char *prefix
 int rf_s3_list_parse(const char *xml, size_t len, const char *bucket, rf_url_list *out,
                      bool *truncated, char **next_token, rf_error *err);
 
-/* Lists s3://bucket/prefix/ asynchronously: appends its ".rfs" objects, in
- * key order, with their sizes, to out; then cb(arg, count, NULL) or
- * cb(arg, -errno, msg). max_keys = page size (0 = 1000). */
+/* Lists s3://bucket/prefix/ asynchronously: appends the objects whose keys
+ * filter takes (NULL: all), in key order, with their sizes, to out; then
+ * cb(arg, count, NULL) or cb(arg, -errno, msg). max_keys = page size (0 =
+ * 1000). The S3 store's listing (s3_store.c). */
 typedef struct rf_s3_lister rf_s3_lister;
 int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_t max_keys,
-                     rf_url_list *out, rf_fetch_cb cb, void *arg, rf_s3_lister **lister,
-                     rf_error *err);
+                     const rf_list_filter *filter, rf_url_list *out, rf_fetch_cb cb, void *arg,
+                     rf_s3_lister **lister, rf_error *err);
 void rf_s3_list_cancel(rf_s3_lister *l);
 
 #endif

@@ -33,13 +33,17 @@ typedef struct rf_fetch_options {
 	uint32_t request_timeout_ms;
 	uint32_t low_speed_bytes_per_s, low_speed_time_s;
 	const char *ca_file;
-	const char *s3_endpoint, *s3_region, *s3_access_key, *s3_secret_key, *s3_session_token;
-	const char *s3_addressing; /* "auto" (NULL), "virtual" or "path" */
-	const char *gs_endpoint;   /* gs:// endpoint (NULL = https://storage.googleapis.com) */
-	bool hedge;                /* hedged range reads for the tail (remote stores) */
-	uint32_t hedge_floor_ms;   /* never hedge a read younger than this (0 = 50 ms) */
-	const char *inject;        /* fault injection spec, NULL = none */
-	bool s3_no_sign;           /* anonymous S3: no credential chain (--no-sign-request) */
+	struct { /* the S3 store (s3.c): NULL strings = the environment and profile */
+		const char *endpoint, *region, *access_key, *secret_key, *session_token;
+		const char *addressing; /* "auto" (NULL), "virtual" or "path" */
+		bool no_sign;           /* anonymous: no credential chain (--no-sign-request) */
+	} s3;
+	struct {                      /* gs:// (the S3 store with HMAC keys of the S3 chain) */
+		const char *endpoint; /* NULL = https://storage.googleapis.com */
+	} gs;
+	bool hedge;              /* hedged range reads for the tail (remote stores) */
+	uint32_t hedge_floor_ms; /* never hedge a read younger than this (0 = 50 ms) */
+	const char *inject;      /* fault injection spec, NULL = none */
 	/* Memory the fetch layer allocates on its own (hedge buffers) is
 	 * reserved here first, on the loop thread: reserve returns 0, or a
 	 * negative errno and the memory is not used. NULL = not accounted. */
@@ -57,9 +61,6 @@ void rf_fetch_options_init(rf_fetch_options *opt);
 
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err);
 void rf_fetch_free(rf_fetch *f); /* closes sources, cancels transfers */
-/* Drives protocol state after the loop ran (e.g. curl timeouts); called by
- * the loop owner every tick. Returns the next wanted wake-up in ns (or UINT64_MAX). */
-uint64_t rf_fetch_tick(rf_fetch *f);
 
 /* Starts opening url (size_hint = UINT64_MAX when unknown: a HEAD or fstat
  * finds it). cb(arg, 0, NULL) once the size is known. */
@@ -81,6 +82,18 @@ int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fe
 void rf_source_close(rf_source *s);
 
 rf_loop *rf_fetch_loop(const rf_fetch *f);
+
+/* Waiting on the loop for one callback (a listing, a one-off request, a
+ * verify read): rf_fetch_wait_cb is the rf_fetch_cb (arg: the wait), and
+ * rf_fetch_wait_run drives f's loop (rf_loop_drive) until it ran. Returns 0
+ * or the loop's -errno; the callback's outcome is in the wait. */
+typedef struct rf_fetch_wait {
+	bool done;
+	int64_t res;
+	char msg[RF_ERROR_MSG_BYTES]; /* the callback's message ("failed" when none) */
+} rf_fetch_wait;
+void rf_fetch_wait_cb(void *arg, int64_t res, const char *msg);
+int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w);
 
 /* Storage counters summed over the source kinds (for rf_stats). */
 typedef struct rf_fetch_counters {
@@ -107,8 +120,9 @@ uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
  * `claims` accepts the URL (the file kind claims "file://" URLs and plain
  * paths; a URL with any other "scheme://" that no kind claims is an error
  * naming the scheme). A kind's per-loader state (e.g. a curl multi handle) is
- * created by `init` on first use and destroyed by `fini` in rf_fetch_free;
- * `tick` (optional) runs every loop tick and returns the next wanted wake-up.
+ * created by `init` on first use and destroyed by `fini` in rf_fetch_free.
+ * A kind needs no tick of its own: its timers and polls are loop ops (curl's
+ * timer is an rf_loop timer), so any owner's rf_loop_drive drives it.
  *
  * A source object starts with struct rf_source (embed it first); its `ops`
  * implement reads and close. The kind's `open` must eventually call
@@ -140,7 +154,6 @@ typedef struct rf_source_kind {
 	bool (*claims)(const char *url);
 	int (*init)(rf_fetch *f, void **state, rf_error *err); /* optional */
 	void (*fini)(void *state);                             /* optional */
-	uint64_t (*tick)(void *state);                         /* optional */
 	int (*open)(rf_fetch *f, void *state, const char *url, uint64_t size_hint, rf_source **out,
 	            rf_error *err);
 	void (*counters)(void *state, rf_fetch_counters *out); /* optional: adds its counts */

@@ -3,8 +3,8 @@
 # tests run against, all on 127.0.0.1 at free ports, all state under DIR:
 #   nginx (plain HTTP and HTTPS with a self-signed cert made here) over DIR/www
 #   s3rver (npm, installed by scripts/deps.sh --test into .cache/npm), bucket ringfeed
-#   tools/testservers/sigv4_server.py: S3-like, checks every SigV4 signature
-#   tools/testservers/bad_http.py: misbehaves by path prefix (error tests)
+#   tests/servers/sigv4_server.py: S3-like, checks every SigV4 signature
+#   tests/servers/bad_http.py: misbehaves by path prefix (error tests)
 # `start` waits (bounded) until each answers, then writes DIR/env (shell
 # exports, see the end of this file; `. DIR/env` to use them). `stop` ends
 # everything `start` started (pid files under DIR/run) and is idempotent.
@@ -152,7 +152,7 @@ start_s3rver() {
 }
 
 start_sigv4() {
-	$PY "$top/tools/testservers/sigv4_server.py" --root "$D/sigv4" --port 0 \
+	$PY "$top/tests/servers/sigv4_server.py" --root "$D/sigv4" --port 0 \
 		--port-file "$D/run/sigv4.port" --access-key "$SIGV4_ACCESS" \
 		--secret-key "$SIGV4_SECRET" --bucket "$SIGV4_BUCKET" \
 		--max-keys-cap "$SIGV4_PAGE_KEYS" --verbose >"$D/logs/sigv4.log" 2>&1 &
@@ -163,7 +163,7 @@ start_sigv4() {
 }
 
 start_bad() {
-	$PY "$top/tools/testservers/bad_http.py" --root "$D/bad" --port 0 \
+	$PY "$top/tests/servers/bad_http.py" --root "$D/bad" --port 0 \
 		--port-file "$D/run/bad.port" --stall-s "$BAD_STALL_S" \
 		>"$D/logs/bad_http.log" 2>&1 &
 	echo $! >"$D/run/bad.pid"

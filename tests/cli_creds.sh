@@ -24,7 +24,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 PY=/usr/bin/python3
-TS=$src/tools/testservers
+TS=$src/tests/servers
 guard_s=90 # a hang guard far above the seconds expected
 
 fails=0

@@ -17,7 +17,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-hostile-http.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
 if [ -z "${RF_BAD_URL:-}" ] && [ "${RF_REQUIRE_SERVERS:-0}" != 1 ]; then
 	mkdir -p "$tmp/bad"
-	/usr/bin/python3 "$src/tools/testservers/bad_http.py" --root "$tmp/bad" --port 0 \
+	/usr/bin/python3 "$src/tests/servers/bad_http.py" --root "$tmp/bad" --port 0 \
 		--port-file "$tmp/bad.port" >"$tmp/bad.log" 2>&1 &
 	bad_pid=$!
 	rf_at_exit "kill $bad_pid 2>/dev/null; wait $bad_pid 2>/dev/null"

@@ -63,6 +63,15 @@ cp "$tmp"/ds/shard-*.rfs "$RF_BAD_ROOT/$tag/"
 rf_at_exit "rm -rf '$RF_BAD_ROOT/$tag'"
 same "500 once, then the same digest" "$want" \
 	"$(read_digest "$RF_BAD_URL/500-once/$tag/$brace")"
+# every range (footer, index, blocks) arrives damaged once, then sound: the
+# loader reads the same bytes again (the footer alone is a remote shard's
+# first read) and delivers the same records; the server counts the damage
+flips=$(curl -sf "$RF_BAD_URL/_stats" | python3 -c "import json,sys; print(sum(v['faults'] for k,v in json.load(sys.stdin).items() if '/flip-once/' in k))")
+same "a flipped byte once per range, then the same digest" "$want" \
+	"$(read_digest "$RF_BAD_URL/flip-once/$tag/$brace")"
+flips2=$(curl -sf "$RF_BAD_URL/_stats" | python3 -c "import json,sys; print(sum(v['faults'] for k,v in json.load(sys.stdin).items() if '/flip-once/' in k))")
+[ "$flips2" -gt "$((flips + 2))" ] && ok "flip-once: $((flips2 - flips)) damaged answers were read again" ||
+	bad "flip-once: the server damaged $((flips2 - flips)) answers (want footers, indexes and blocks)"
 rc=0
 "$cli" read --digest --retries 2 "$RF_BAD_URL/reset-always/$tag/shard-000000.rfs" \
 	>/dev/null 2>"$tmp/err" || rc=$?

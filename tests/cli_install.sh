@@ -37,6 +37,26 @@ deps=$(ldd "$T/consumer")
 so=$(sed -n 's/.*libringfeed.so.0 => \([^ ]*\).*/\1/p' <<<"$deps")
 [ -n "$so" ] && [ "$(readlink -f "$so")" = "$(readlink -f "$libdir/libringfeed.so.0")" ] ||
 	fail "consumer does not load the installed $libdir/libringfeed.so.0 without LD_LIBRARY_PATH: $deps"
+# Test infrastructure (tests/faultproxy, tests/servers) is not the product.
+left=$(find "$T/prefix" \( -name 'rf-faultproxy*' -o -name '*_server.py' -o -name 'bad_http.py' \) -print)
+[ -z "$left" ] || fail "test infrastructure installed: $left"
+# The shipped libraries: the shared one exports exactly the RF_API functions
+# (sanitizer runtime names, "_..." aside), and neither holds a test hook: those
+# are compiled only under RF_TEST_HOOKS into ringfeed_test, which only tests link.
+want=$(grep -hE '^RF_API ' "$SRC"/{base,engine,shards,fetch}/*.c | sed -E 's/\(.*//' |
+	grep -oE 'rf_[a-z0-9_]+$' | sort -u)
+got=$(nm -D --defined-only "$libdir/libringfeed.so.0" | awk '$3 !~ /^_/ {print $3}' | sort -u)
+[ "$want" = "$got" ] || fail "libringfeed.so exports other than the RF_API functions:" \
+	"$(diff <(echo "$want") <(echo "$got") | grep '^[<>]' | tr '\n' ' ')"
+hooks=$(awk '/^#ifdef RF_TEST_HOOKS/ {h = 1; next} /^#endif/ {h = 0} h' \
+	"$SRC"/{base,engine,shards,fetch}/*.h | grep -oE '\brf_[a-z0-9_]+\(' | tr -d '(' | sort -u)
+for lib in "$libdir/libringfeed.so.0" "$libdir/libringfeed.a"; do
+	syms=$(nm "$lib" 2>/dev/null | awk '{print $NF}' | sort -u)
+	grep -q '^rf_open$' <<<"$syms" || fail "$lib: no symbol table to check"
+	leak=$(grep -E '^rf_.*test' <<<"$syms" || true)
+	for h in $hooks; do leak+=$(grep -x "$h" <<<"$syms" || true); done
+	[ -z "$leak" ] || fail "$lib holds test hooks: $leak"
+done
 # The installed command runs from its prefix and reports its version.
 "$T/prefix/bin/ringfeed" version | grep -q "libringfeed" || fail "installed ringfeed version"
 readelf -d "$T/prefix/bin/ringfeed" | grep -q 'R.*PATH.*\$ORIGIN' ||

@@ -51,7 +51,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
 start_bad() {
 	local name=$1 bind=$2
 	shift 2
-	$PY "$src/tools/testservers/bad_http.py" --root "$tmp/root" --bind "$bind" --port 0 \
+	$PY "$src/tests/servers/bad_http.py" --root "$tmp/root" --bind "$bind" --port 0 \
 		--port-file "$tmp/$name.port" --stall-s 1 "$@" >"$tmp/$name.log" 2>&1 &
 	rf_at_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
 	for _ in $(seq 100); do

@@ -562,10 +562,10 @@ static void test_depth_change_mid_stream(void **state)
 	const uint32_t depths[] = {64, 1, 17, 3, 4096, 9};
 	for (size_t i = 0; i < RF_ARRAY_LEN(depths); i++) {
 		read_loader(l, &r, r.batches + 11, NULL, NULL);
-		pthread_mutex_lock(&e->mu);
+		rf_engine_lock(e);
 		rf_engine_depth_set(e, depths[i]);
 		assert_int_equal(e->depth, depths[i]);
-		pthread_mutex_unlock(&e->mu);
+		rf_engine_unlock(e);
 	}
 	read_loader(l, &r, ALL, NULL, NULL);
 	rf_close(l);

@@ -276,8 +276,7 @@ static void test_direct_io(void **state)
 	/* O_DIRECT where the test directory allows it (not tmpfs) */
 	int fd = open(e->path, O_RDONLY | O_DIRECT);
 	if (fd < 0) {
-		print_message("skipped: %s refuses O_DIRECT\n", e->dir);
-		skip();
+		rf_test_skip("skipped: %s refuses O_DIRECT\n", e->dir);
 	}
 	close(fd);
 	direct_reads(e, e->path, true);
@@ -312,5 +311,5 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_direct_io, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inject_unavailable, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rf_test_run_group(tests, NULL, NULL);
 }

@@ -805,8 +805,7 @@ static void test_refuses_other_owner(void **state)
 	(void)state;
 	struct passwd *nobody = getpwnam("nobody");
 	if (geteuid() != 0 || !nobody) {
-		print_message("skipped: needs root and a 'nobody' user to chown the object\n");
-		skip();
+		rf_test_skip("skipped: needs root and a 'nobody' user to chown the object\n");
 	}
 	char name[64];
 	unique_name(name, sizeof(name), "owner");
@@ -952,5 +951,5 @@ int main(void)
 	    cmocka_unit_test(test_regrown_zeroed_is_an_error),
 	    cmocka_unit_test(test_truncated_found_by_verify),
 	};
-	return cmocka_run_group_tests(tests, NULL, remove_objects);
+	return rf_test_run_group(tests, NULL, remove_objects);
 }

@@ -53,7 +53,6 @@ static void spin(done *d)
 	uint64_t deadline = rf_now_ns() + 60000000000ull;
 	while (d->calls == 0 && rf_now_ns() < deadline) {
 		assert_true(rf_loop_run_once(E.loop, 50000000ull) >= 0);
-		rf_fetch_tick(E.fetch);
 	}
 	assert_int_equal(d->calls, 1);
 }
@@ -185,7 +184,6 @@ static void spin_all(done *d, size_t n)
 		if (left == 0 || rf_now_ns() > deadline)
 			break;
 		assert_true(rf_loop_run_once(E.loop, 50000000ull) >= 0);
-		rf_fetch_tick(E.fetch);
 	}
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(d[i].calls, 1);
@@ -291,12 +289,31 @@ static void s3_fetch(const char *endpoint, const char *key, const char *secret, 
 {
 	rf_fetch_options o;
 	default_fetch(&o);
-	o.s3_endpoint = endpoint;
-	o.s3_region = "us-east-1";
-	o.s3_access_key = key;
-	o.s3_secret_key = secret;
-	o.s3_session_token = token;
+	o.s3.endpoint = endpoint;
+	o.s3.region = "us-east-1";
+	o.s3.access_key = key;
+	o.s3.secret_key = secret;
+	o.s3.session_token = token;
 	fetch_with(&o);
+}
+
+static bool is_rfs_key(const char *key, void *ctx)
+{
+	size_t n = strlen(key);
+	return n >= 4 && !strcmp(key + n - 4, ".rfs");
+}
+
+static const rf_list_filter rfs_only = {.take = is_rfs_key, .what = ".rfs"};
+
+static bool is_txt_key(const char *key, void *ctx)
+{
+	size_t n = strlen(key);
+	return n >= 4 && !strcmp(key + n - 4, ".txt");
+}
+
+static bool take_none(const char *key, void *ctx)
+{
+	return false;
 }
 
 /* Expands names; returns the count or a negative error (message in err). */
@@ -304,7 +321,7 @@ static int expand(const char *name, uint32_t page, rf_url_list *out, rf_error *e
 {
 	rf_remote_set_list_page(E.fetch, page);
 	const char *names[] = {name};
-	int rc = rf_url_expand(E.fetch, names, 1, out, err);
+	int rc = rf_url_expand(E.fetch, names, 1, &rfs_only, out, err);
 	return rc < 0 ? rc : (int)out->n;
 }
 
@@ -368,6 +385,19 @@ static void test_s3rver(void **state)
 		assert_string_equal(l.v[i].url, want);
 	}
 	read_back_listed(&l, N);
+	rf_url_list_free(&l);
+	/* the store keeps what the caller's filter takes: it knows no shard names */
+	const char *names[] = {url};
+	const rf_list_filter txt = {.take = is_txt_key, .what = ".txt"};
+	assert_int_equal(rf_url_expand(E.fetch, names, 1, &txt, &l, &err), 0);
+	assert_int_equal(l.n, 1);
+	char readme[256];
+	snprintf(readme, sizeof(readme), "s3://%s/%s/ds/README.txt", bucket, E.tag);
+	assert_string_equal(l.v[0].url, readme);
+	rf_url_list_free(&l);
+	const rf_list_filter none = {.take = take_none, .what = ".none"};
+	assert_int_equal(rf_url_expand(E.fetch, names, 1, &none, &l, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "no .none objects under"));
 	rf_url_list_free(&l);
 	/* single keys by brace range: sizes from HEAD */
 	snprintf(url, sizeof(url), "s3://%s/%s/ds/shard-{000000..000006}.rfs", bucket, E.tag);

@@ -315,6 +315,46 @@ static void test_free_in_flight(void **state)
 	close(p[1]);
 }
 
+/* rf_loop_drive: before_sleep runs before every wait and bounds it;
+ * RF_LOOP_STOP returns before any wait or dispatch; until ends the drive. */
+typedef struct drive_ctx {
+	hit h;
+	int sleeps, stop_after;
+} drive_ctx;
+
+static bool drive_until(void *arg)
+{
+	return ((drive_ctx *)arg)->h.calls >= 3;
+}
+
+static uint64_t drive_before_sleep(void *arg)
+{
+	drive_ctx *d = arg;
+	d->sleeps++;
+	return d->sleeps > d->stop_after ? RF_LOOP_STOP : 1000000ull;
+}
+
+static void test_drive(void **state)
+{
+	(void)state;
+	rf_loop *loop;
+	assert_int_equal(rf_loop_new(&loop, NULL), 0);
+	drive_ctx d = {.stop_after = 0};
+	assert_true(rf_loop_timer(loop, 0, on_hit, &d.h) >= 0);
+	assert_int_equal(rf_loop_drive(loop, drive_until, drive_before_sleep, &d), 0);
+	assert_int_equal(d.sleeps, 1);  /* asked once, stopped at once */
+	assert_int_equal(d.h.calls, 0); /* nothing ran: no tick happened */
+	d.stop_after = 1000;
+	for (int i = 0; i < 2; i++)
+		assert_true(rf_loop_timer(loop, 2000000ull * (uint64_t)(i + 1), on_hit, &d.h) >= 0);
+	assert_int_equal(rf_loop_drive(loop, drive_until, drive_before_sleep, &d), 0);
+	assert_int_equal(d.h.calls, 3); /* until held: the drive returned */
+	assert_true(d.sleeps >= 3);     /* the 1 ms waits did not cover the 4 ms timer in one */
+	assert_true(d.sleeps <= 1000);
+	assert_int_equal(rf_loop_drive(loop, drive_until, NULL, &d), 0); /* holds: no tick */
+	rf_loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,7 +362,7 @@ int main(void)
 	    cmocka_unit_test(test_stale_completion), cmocka_unit_test(test_cancel_in_same_tick),
 	    cmocka_unit_test(test_slots_full),       cmocka_unit_test(test_sized_table),
 	    cmocka_unit_test(test_wake_from_thread), cmocka_unit_test(test_other_thread),
-	    cmocka_unit_test(test_free_in_flight),
+	    cmocka_unit_test(test_free_in_flight),   cmocka_unit_test(test_drive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,7 +56,7 @@ static void test_addressing(void **state)
 	free(u);
 	rf_s3_config_free(&c);
 
-	opt.s3_addressing = "path";
+	opt.s3.addressing = "path";
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
 	u = object_url(&c, "bkt", "x.rfs");
 	assert_string_equal(u, "https://s3.eu-west-3.amazonaws.com/bkt/x.rfs");
@@ -64,7 +64,7 @@ static void test_addressing(void **state)
 	rf_s3_config_free(&c);
 
 	/* AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL; custom endpoints are path-style */
-	opt.s3_addressing = NULL;
+	opt.s3.addressing = NULL;
 	setenv("AWS_ENDPOINT_URL", "http://general:1", 1);
 	setenv("AWS_ENDPOINT_URL_S3", "http://localhost:9000", 1);
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
@@ -73,18 +73,18 @@ static void test_addressing(void **state)
 	assert_string_equal(u, "http://localhost:9000/bkt/x.rfs");
 	free(u);
 	rf_s3_config_free(&c);
-	opt.s3_addressing = "virtual";
+	opt.s3.addressing = "virtual";
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
 	u = object_url(&c, "bkt", "x.rfs");
 	assert_string_equal(u, "http://bkt.localhost:9000/x.rfs");
 	free(u);
 	rf_s3_config_free(&c);
-	opt.s3_addressing = "sideways";
+	opt.s3.addressing = "sideways";
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "sideways"));
 
 	/* gs://: storage.googleapis.com, region auto, path-style */
-	opt.s3_addressing = NULL;
+	opt.s3.addressing = NULL;
 	assert_int_equal(rf_s3_config_resolve_gs(&opt, &c, &err), 0);
 	assert_string_equal(c.region, "auto");
 	u = object_url(&c, "bkt", "x.rfs");
@@ -136,7 +136,7 @@ static void test_profile(void **state)
 
 	setenv("AWS_REGION", "us-west-2", 1); /* the environment over the profile */
 	setenv("AWS_ENDPOINT_URL", "http://env:2", 1);
-	opt.s3_addressing = "path"; /* an explicit option over the profile */
+	opt.s3.addressing = "path"; /* an explicit option over the profile */
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
 	assert_string_equal(c.region, "us-west-2");
 	assert_string_equal(c.endpoint, "http://env:2");
@@ -152,7 +152,7 @@ static void test_profile(void **state)
 	rf_s3_config_free(&c);
 	unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
 
-	opt.s3_addressing = NULL;
+	opt.s3.addressing = NULL;
 	setenv("AWS_PROFILE", "odd", 1);
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "addressing_style 'sideways'"));
@@ -219,9 +219,9 @@ static void test_config(void **state)
 	rf_s3_config_free(&c);
 
 	/* options win over the environment */
-	opt.s3_endpoint = "https://minio.local";
-	opt.s3_access_key = "AKOPT";
-	opt.s3_secret_key = "SECRETOPT";
+	opt.s3.endpoint = "https://minio.local";
+	opt.s3.access_key = "AKOPT";
+	opt.s3.secret_key = "SECRETOPT";
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), 0);
 	assert_string_equal(c.endpoint, "https://minio.local");
 	assert_string_equal(c.access_key, "AKOPT");
@@ -235,7 +235,7 @@ static void test_config(void **state)
 	assert_null(c.access_key);
 	rf_s3_config_free(&c);
 
-	opt.s3_endpoint = "ftp://x";
+	opt.s3.endpoint = "ftp://x";
 	assert_int_equal(rf_s3_config_resolve(&opt, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "ftp://x"));
 	clear_env();

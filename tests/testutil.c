@@ -98,9 +98,20 @@ const char *rf_test_server_env(const char *name)
 	const char *req = getenv("RF_REQUIRE_SERVERS");
 	if (req && !strcmp(req, "1"))
 		fail_msg("test servers required but %s is not set (scripts/servers.sh env)", name);
-	print_message("SKIP: %s not set; run under scripts/test.sh, or: scripts/servers.sh start "
-	              "DIR && . DIR/env\n",
-	              name);
-	skip();
+	rf_test_skip("SKIP: %s not set; run under scripts/test.sh, or: scripts/servers.sh start "
+	             "DIR && . DIR/env\n",
+	             name);
 	return NULL;
+}
+
+static int rf_test_skipped;
+
+void rf_test_mark_skipped(void)
+{
+	rf_test_skipped = 1;
+}
+
+int rf_test_exit_code(int failed)
+{
+	return failed ? 1 : rf_test_skipped ? 77 : 0;
 }

@@ -25,5 +25,20 @@ int rf_test_write_file(const char *path, const void *buf, size_t len);
  * When it is missing: under scripts/test.sh (RF_REQUIRE_SERVERS=1) the test
  * fails; otherwise it is skipped with a message saying how to start them. */
 const char *rf_test_server_env(const char *name);
+/* Skips the running case, saying why; the binary then reports skip (77,
+ * CTest's SKIP_RETURN_CODE) unless a case failed, so a case not run is never
+ * reported as passed. Use with rf_test_run_group. */
+#define rf_test_skip(...)                                                                          \
+	do {                                                                                       \
+		print_message(__VA_ARGS__);                                                        \
+		rf_test_mark_skipped();                                                            \
+		skip();                                                                            \
+	} while (0)
+void rf_test_mark_skipped(void);
+/* cmocka_run_group_tests's count of failed cases as an exit code: 1 when a
+ * case failed, else 77 when one was skipped, else 0. */
+int rf_test_exit_code(int failed);
+#define rf_test_run_group(tests, setup, teardown)                                                  \
+	rf_test_exit_code(cmocka_run_group_tests(tests, setup, teardown))
 
 #endif

@@ -2,7 +2,7 @@
  * dataset (created once under the user's cache directory) or the given
  * shards with a simulated consumer (--step-ms of work per batch) and reports
  * throughput, the consumer's waits, ready-queue occupancy, memory per budget
- * category against the budget, and peak RSS. Uses only ringfeed.h (and the
+ * category against the budget, and peak RSS. Uses only ringfeed.h (base/json.h, and the
  * demo generator in tools/). */
 #include "commands.h"
 #include "cpu_cost.h"
@@ -10,6 +10,7 @@
 #include "demo.h"
 #include "flags.h"
 #include "host_report.h"
+#include "json.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
 
@@ -382,24 +383,6 @@ static double rf_limit_rate(const rf_bench_result *r)
 	           : 0.0;
 }
 
-/* text as the inside of a JSON string (quotes, backslashes, controls escaped). */
-static const char *rf_json_text(const char *text, char *buf, size_t cap)
-{
-	size_t n = 0;
-	for (const unsigned char *p = (const unsigned char *)text; *p && n + 7 < cap; p++) {
-		if (*p == '"' || *p == '\\') {
-			buf[n++] = '\\';
-			buf[n++] = (char)*p;
-		} else if (*p < 0x20) {
-			n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", *p);
-		} else {
-			buf[n++] = (char)*p;
-		}
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 /* The measured memory and stall figures, then the loader's own stats. */
 static unsigned rf_bench_covered(const rf_bench_result *r);
 static double rf_bench_wait_fraction(const rf_stats *s);
@@ -408,14 +391,14 @@ static void rf_bench_json_compare(const rf_bench_opts *o, const rf_bench_result 
 {
 	const rf_stats *t = &b->st;
 	char esc[1100];
+	rf_json_escape(esc, sizeof(esc), t->diagnosis_text);
 	printf(",\"compare\":{\"depth\":%u,\"wall_s\":%.6f,\"batches\":%llu,"
 	       "\"consumer_wait_s\":%.6f,\"consumer_wait_fraction\":%.6f,\"stalls\":%u,"
 	       "\"stalls_covered\":%u,\"mem_peak_total_bytes\":%llu,\"diagnosis_text\":\"%s\","
 	       "\"loader\":%s}",
 	       o->compare_depth, b->wall_s, (unsigned long long)b->batches, t->consumer_wait_s,
 	       rf_bench_wait_fraction(t), b->nstalls, rf_bench_covered(b),
-	       (unsigned long long)t->mem_peak_total_bytes,
-	       rf_json_text(t->diagnosis_text, esc, sizeof(esc)),
+	       (unsigned long long)t->mem_peak_total_bytes, esc,
 	       b->stats_json ? b->stats_json : "null");
 }
 
@@ -450,9 +433,11 @@ static void rf_bench_json_tail(const rf_bench_opts *o, const rf_bench_result *r,
 	if (base)
 		rf_bench_json_compare(o, base);
 	char terr[600];
+	if (s->trace_error[0])
+		rf_json_escape(terr, sizeof(terr), s->trace_error);
 	printf(",\"trace_error\":%s%s%s,\"loader\":%s}\n", s->trace_error[0] ? "\"" : "",
-	       s->trace_error[0] ? rf_json_text(s->trace_error, terr, sizeof(terr)) : "null",
-	       s->trace_error[0] ? "\"" : "", r->stats_json ? r->stats_json : "null");
+	       s->trace_error[0] ? terr : "null", s->trace_error[0] ? "\"" : "",
+	       r->stats_json ? r->stats_json : "null");
 }
 
 /* CPU per decoded GB of the loader run and of the decode limit, and their
@@ -495,6 +480,8 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
 	const rf_stats *s = &r->st;
 	double w = r->wall_s > 0 ? r->wall_s : 1e-9;
 	char esc[8192];
+	if (!o->nurls)
+		rf_json_escape(esc, sizeof(esc), o->demo_dir);
 	printf("{\"dataset\":\"%s\",\"step_ms\":%.3f,\"wall_s\":%.6f,\"open_s\":%.6f,"
 	       "\"batches\":%llu,\"records\":%llu,\"payload_bytes\":%llu,\"decoded_bytes\":%llu,"
 	       "\"batches_per_s\":%.3f,\"records_per_s\":%.3f,\"decoded_bytes_per_s\":%.3f,"
@@ -505,8 +492,8 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
 	       "\"mem_peak_bytes\":{\"fetch\":%llu,\"decoded\":%llu,\"batch\":%llu,"
 	       "\"scratch\":%llu,\"metadata\":%llu},\"rss_peak_bytes\":%llu,\"status\":%d,"
 	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,",
-	       o->nurls ? "given" : rf_json_text(o->demo_dir, esc, sizeof(esc)), o->step_ms,
-	       r->wall_s, r->open_s, (unsigned long long)r->batches, (unsigned long long)r->records,
+	       o->nurls ? "given" : esc, o->step_ms, r->wall_s, r->open_s,
+	       (unsigned long long)r->batches, (unsigned long long)r->records,
 	       (unsigned long long)r->payload, (unsigned long long)s->decoded_bytes,
 	       (double)r->batches / w, (double)r->records / w, (double)s->decoded_bytes / w,
 	       (double)r->payload / w, s->consumer_wait_s / w, s->queue_empty_fraction,

@@ -1,8 +1,9 @@
 /* cmd_inspect.c - `ringfeed inspect SHARD [--json]`: a shard's figures from
  * its layout (an .rfs footer and index, a Megatron .idx, a token file's
- * header), through rf_layout_read_file. */
+ * header), through rf_layout_open_config. */
 #include "commands.h"
 #include "flags.h"
+#include "json.h"
 #include "packer.h"
 #include "ringfeed.h"
 
@@ -35,7 +36,7 @@ static void print_json(const char *path, const rf_shard_index *ix, const inspect
 {
 	uint64_t payload = info->payload_bytes;
 	printf("{\"shard\":");
-	rf_tool_json_str(stdout, path);
+	rf_json_fput(stdout, path);
 	printf(",\"format\":\"%s\"", info->format);
 	printf(",\"file_bytes\":%llu,\"records\":%llu,\"blocks\":%u,\"compressed_bytes\":%llu,"
 	       "\"decoded_bytes\":%llu,\"payload_bytes\":%llu,\"ratio\":%.4f,"
@@ -45,7 +46,7 @@ static void print_json(const char *path, const rf_shard_index *ix, const inspect
 	       (unsigned long long)ix->compressed_bytes, (unsigned long long)ix->decoded_bytes,
 	       (unsigned long long)payload, ratio, ix->largest_block_compressed_bytes,
 	       ix->largest_block_decoded_bytes, ix->largest_record_bytes);
-	rf_tool_json_str(stdout, ix->metadata);
+	rf_json_fput(stdout, ix->metadata);
 	printf("}\n");
 }
 
@@ -123,7 +124,7 @@ static void print_text(const char *path, const rf_shard_index *ix, const inspect
 	       ix->largest_block_decoded_bytes);
 	printf("largest record    %u bytes\n", ix->largest_record_bytes);
 	printf("metadata          ");
-	rf_tool_json_str(stdout, ix->metadata);
+	rf_json_fput(stdout, ix->metadata);
 	printf("\n");
 }
 

@@ -3,6 +3,7 @@
  * manifest; `--demo` generates the built-in demo dataset instead. */
 #include "commands.h"
 #include "demo.h"
+#include "json.h"
 #include "packer.h"
 #include "ringfeed.h"
 
@@ -439,7 +440,7 @@ static void pack_report(const pack_args *a, const rf_pack *p, double s)
 	       "\"ratio\":%.4f,\"seconds\":%.6f,\"manifest\":",
 	       (unsigned long long)p->records, (unsigned long long)p->in_bytes, p->shard_no,
 	       (unsigned long long)p->out_bytes, pack_ratio(p), s);
-	rf_tool_json_str(stdout, manifest);
+	rf_json_fput(stdout, manifest);
 	printf("}\n");
 }
 
@@ -463,7 +464,7 @@ static int pack_demo(const pack_args *a)
 	char manifest[4200];
 	snprintf(manifest, sizeof(manifest), "%.*s/%s", (int)a->out_len, a->out, RF_PACK_MANIFEST);
 	printf("{\"demo\":true,\"manifest\":");
-	rf_tool_json_str(stdout, manifest);
+	rf_json_fput(stdout, manifest);
 	printf("}\n");
 	return 0;
 }

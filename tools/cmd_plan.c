@@ -3,6 +3,7 @@
  * per loader and per host? Inputs from flags or from a trace. */
 #include "commands.h"
 #include "flags.h"
+#include "json.h"
 #include "plan_size.h"
 #include "ringfeed.h"
 #include "trace.h"
@@ -317,12 +318,12 @@ static void print_json_trace(const plan_opts *o, const trace_inputs *ti)
 		return;
 	}
 	printf("{\"path\":");
-	json_string(stdout, o->trace_path);
+	rf_json_fput(stdout, o->trace_path);
 	printf(",\"rate_bps\":");
 	json_number(stdout, ti->rate_bps);
 	printf(",\"rate_samples\":%zu,\"pause_s\":%.9g,\"pause_kind\":", ti->rate_samples,
 	       ti->pause_s);
-	json_string(stdout, ti->pause_kind);
+	rf_json_fput(stdout, ti->pause_kind);
 	printf(",\"line_first\":%zu,\"line_last\":%zu},", ti->line_first, ti->line_last);
 }
 
@@ -347,7 +348,7 @@ static void print_json(const plan_opts *o, const plan_out *p, const trace_inputs
 	if (o->memory_source) {
 		printf("\"host_memory_bytes\":%llu,\"host_memory_source\":",
 		       (unsigned long long)o->in.host_memory_bytes);
-		json_string(stdout, o->memory_source);
+		rf_json_fput(stdout, o->memory_source);
 		printf(",\"fits\":%s,\"max_depth_batches\":%llu}\n", p->fits ? "true" : "false",
 		       (unsigned long long)p->depth_max);
 	} else {

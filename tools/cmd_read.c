@@ -1,9 +1,10 @@
 /* cmd_read.c - `ringfeed read`: opens a loader on shards, directories or
  * manifests and writes the records it delivers (or nothing), optionally an
  * order-sensitive digest; can stop after N batches and save / resume the
- * consumer's state. Uses only ringfeed.h. */
+ * consumer's state. Uses only ringfeed.h (and base/json.h). */
 #include "commands.h"
 #include "flags.h"
+#include "json.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
 
@@ -182,7 +183,7 @@ static void rf_read_json(rf_loader *l, const rf_read_opts *o, const rf_read_sum 
 	printf("\"stopped_after\":%s,\"status\":%d,\"error\":",
 	       o->stop_after && batches >= o->stop_after ? "true" : "false", status);
 	if (status)
-		json_string(stdout, rf_last_error(l));
+		rf_json_fput(stdout, rf_last_error(l));
 	else
 		printf("null");
 	printf(",\"loader\":%s}\n", rf_stats_json(l, stats, sizeof(stats)) > 0 ? stats : "null");
@@ -287,7 +288,7 @@ static void rf_read_json_failed(const char *msgs, int rc)
 	printf("{\"records\":0,\"bytes\":0,\"batches\":0,\"stopped_after\":false,\"status\":%d,"
 	       "\"error\":",
 	       rc);
-	json_string(stdout, *line ? line : "the read could not start");
+	rf_json_fput(stdout, *line ? line : "the read could not start");
 	printf(",\"loader\":null}\n");
 	fflush(stdout);
 }

@@ -2,6 +2,7 @@
  * by the loader's --trace or by `ringfeed sim --trace`) as an SVG. */
 #include "commands.h"
 #include "flags.h"
+#include "json.h"
 #include "report.h"
 #include "trace.h"
 
@@ -79,7 +80,7 @@ int cmd_report(int argc, char **argv)
 	int rc = write_svg(out, &t, path);
 	if (rc == 0 && json) {
 		printf("{\"svg\":");
-		json_string(stdout, out);
+		rf_json_fput(stdout, out);
 		printf(",\"lines\":%zu,\"t_first_s\":%.9g,\"t_last_s\":%.9g}\n", t.n, t.pt[0].t_s,
 		       t.pt[t.n - 1].t_s);
 	} else if (rc == 0) {

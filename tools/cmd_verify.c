@@ -8,6 +8,7 @@
  * redacted (rf_url_redact): a URL's password or query never appears. */
 #include "commands.h"
 #include "flags.h"
+#include "json.h"
 #include "loader_opts.h"
 #include "packer.h"
 #include "ringfeed.h"
@@ -207,12 +208,12 @@ static void json_results(const char *text, size_t len, const verify_state *v)
 			printf("%s", problems++
 			                 ? ","
 			                 : (results ? ",{\"problems\":[" : "{\"problems\":["));
-			rf_tool_json_str(stdout, line + 2);
+			rf_json_fput(stdout, line + 2);
 		} else if (ok || bad) {
 			if (!problems)
 				printf("%s{\"problems\":[", results ? "," : "");
 			printf("],\"path\":");
-			rf_tool_json_str(stdout, line + (ok ? 3 : 8));
+			rf_json_fput(stdout, line + (ok ? 3 : 8));
 			printf(",\"ok\":%s}", ok ? "true" : "false");
 			results++;
 			problems = 0;

@@ -92,20 +92,6 @@ void json_number(FILE *f, double v)
 		fputs("null", f);
 }
 
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 uint64_t proc_kib_field_bytes(const char *path, const char *key)
 {
 	FILE *f = fopen(path, "r");

@@ -26,8 +26,6 @@ const char *flag_shown(const char *name, char *buf, size_t cap);
 
 /* Writes a double as JSON (null when not finite). */
 void json_number(FILE *f, double v);
-/* Writes s as a JSON string literal (quotes included). */
-void json_string(FILE *f, const char *s);
 
 /* A "Key: N kB" line of a /proc file (e.g. /proc/self/status VmRSS, VmHWM;
  * /proc/meminfo MemAvailable), in bytes; 0 when unknown. */

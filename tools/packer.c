@@ -290,17 +290,3 @@ double rf_tool_ratio(uint64_t payload_bytes, uint64_t file_bytes)
 {
 	return file_bytes ? (double)payload_bytes / (double)file_bytes : 0.0;
 }
-
-void rf_tool_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}

@@ -49,8 +49,6 @@ int rf_tool_read_head(const char *path, void *buf, size_t cap, rf_error *err);
  * over the bytes stored (whole shard files: blocks, index, footer); 0 for
  * an empty dataset. */
 double rf_tool_ratio(uint64_t payload_bytes, uint64_t file_bytes);
-/* Writes s as a JSON string (quoted, escaped). */
-void rf_tool_json_str(FILE *f, const char *s);
 /* Sets err and returns code (tools cannot use the library's internal rf_fail). */
 int rf_tool_fail(rf_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

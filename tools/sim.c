@@ -2,6 +2,7 @@
  * `ringfeed sim` (see sim.h for what each model assumes). */
 #include "sim.h"
 #include "flags.h"
+#include "json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -230,7 +231,7 @@ int sim_write_trace(FILE *f, const sim_params *p, const sim_result *r, uint64_t 
 		        p->mu_bps, pt->producer_bps, pt->wait_s, pt->inventory / p->mu_bps);
 		if (pt->event[0]) {
 			fputs(",\"event\":", f);
-			json_string(f, pt->event);
+			rf_json_fput(f, pt->event);
 		}
 		fputs("}\n", f);
 	}

@@ -11,6 +11,9 @@ the rest names a file under --root:
   /reset-mid-body/F  headers + half the body, then a TCP RST (SO_LINGER 0),
                      once per (path, Range), then correct
   /reset-always/F    the same, every time
+  /flip-once/F       correct status and length, but the body's middle byte
+                     flipped, once per (path, Range); then correct (damage
+                     in transit: the loader's re-reads)
   /ignore-range/F    200 with the whole object, whatever the Range
   /wrong-range/F     206 whose Content-Range is not the one asked for (body
                      consistent with the wrong header)
@@ -257,6 +260,7 @@ class Handler(BaseHTTPRequestHandler):
             "reset-always": lambda: self.partial(raw, path, size, "reset", True),
             "short": lambda: self.partial(raw, path, size, "short", True),
             "short-once": lambda: self.partial(raw, path, size, "short", first),
+            "flip-once": lambda: self.flipped(raw, path, size, first),
             "stall": lambda: self.partial(raw, path, size, "stall", first),
             "trickle": lambda: self.trickle(raw, path, size),
             "ignore-range": lambda: self.ignore_range(raw, path, size),
@@ -294,6 +298,20 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.server.stop.wait(self.server.stall_s)
         self.hang_up(reset=(how == "reset"))
+
+    def flipped(self, raw, path, size, misbehave):
+        r = self.wanted_range(size)
+        if not misbehave or r is None:
+            return self.correct(path, size, False)
+        self.server.counters.fault(raw)
+        status, start, end = r
+        with open(path, "rb") as f:
+            f.seek(start)
+            body = bytearray(f.read(end - start + 1))
+        if body:
+            body[len(body) // 2] ^= 0x20
+        self.send_head(status, start, end, size)
+        self.wfile.write(bytes(body))
 
     def trickle(self, raw, path, size):
         r = self.wanted_range(size)

@@ -1,0 +1,387 @@
+/* lifecycle.c - a loader's life: rf_engine_new builds one (the config, the
+ * shard list, the loop thread's open phase, the plans and the resume
+ * position, the memory model's checks, the controller, the workers), and
+ * rf_engine_stop_threads / rf_engine_free take it down (also mid-stream,
+ * also half built). The public calls (api.c) use these. */
+#include "engine.h"
+#include "hostbudget.h"
+#include "state.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void *rf_default_alloc(void *ctx, size_t bytes)
+{
+	return rf_pool_get(ctx, rf_pool_class_bytes(bytes));
+}
+
+static void rf_default_free(void *ctx, void *ptr, size_t bytes)
+{
+	rf_pool_put(ctx, ptr, rf_pool_class_bytes(bytes));
+}
+
+static void rf_batch_free(rf_engine *e, rf_ebatch *b)
+{
+	free(b->refs);
+	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
+	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
+	b->magic = 0;
+	free(b);
+}
+
+void rf_engine_stop_threads(rf_engine *e)
+{
+	rf_engine_lock(e);
+	e->stop = true;
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_cond_broadcast(&e->ready_cv);
+	pthread_cond_broadcast(&e->open_cv);
+	rf_engine_unlock(e);
+	for (uint32_t i = 0; i < e->workers_started; i++)
+		pthread_join(e->workers[i], NULL);
+	e->workers_started = 0;
+	/* The loop thread tears down only after seeing workers_done under mu, and
+	 * clears e->loop under mu: waking it here cannot touch a freed loop. */
+	rf_engine_lock(e);
+	e->workers_done = true;
+	if (e->loop)
+		rf_loop_wake(e->loop);
+	rf_engine_unlock(e);
+	if (e->loop_started) {
+		pthread_join(e->loop_thread, NULL);
+		e->loop_started = false;
+	}
+}
+
+void rf_engine_free(rf_engine *e)
+{
+	rf_engine_stop_threads(e);
+	/* Threads are gone and the ring is drained: every buffer is ours. */
+	while (e->ready_head != e->ready_tail)
+		rf_batch_free(e, e->ready[e->ready_head++ % RF_READY_MAX]);
+	rf_list_for_each(n, next, &e->held_list)
+	    rf_batch_free(e, rf_list_entry(n, rf_ebatch, held));
+	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
+	if (e->ring) {
+		for (uint64_t s = e->tail_seq; s < e->sched_seq; s++) {
+			rf_unit_slot *u = rf_slot(e, s);
+			rf_read *rd = u->read;
+			u->read = NULL; /* set only on units not decoded yet */
+			if (rd && --rd->units_left == 0)
+				rf_read_free(e, rd);
+			rf_unit_release(e, u);
+		}
+	}
+	rf_engine_unlock(e);
+	rf_control_free(e);
+	rf_plan_free(e->p_sched);
+	rf_plan_free(e->p_coll);
+	free(e->seq);
+	free(e->ring);
+	free(e->jobs);
+	free(e->rereads);
+	free(e->workers);
+	free(e->indexes);
+	rf_shards_free(e->shards, e->nshards);
+	rf_pool_free(e->pool);
+	rf_budget_destroy(&e->budget); /* gives its host bytes back first */
+	rf_hostbudget_close(e->host);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->work_cv);
+	pthread_cond_destroy(&e->ready_cv);
+	pthread_cond_destroy(&e->open_cv);
+	rf_config_free(e->cfg);
+	e->magic = 0;
+	free(e);
+}
+
+/* Starts the loop thread and waits for it to read every shard's index. */
+static int rf_open_indexes(rf_engine *e, rf_error *err)
+{
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		e->shards[i].engine = (struct rf_engine *)e;
+		e->shards[i].idx = i;
+	}
+	e->rereads_max = (uint32_t)rf_cfg(e->cfg, RF_CFG_retries);
+	int rc = pthread_create(&e->loop_thread, NULL, rf_sched_main, e);
+	if (rc != 0)
+		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
+	e->loop_started = true;
+	rf_engine_lock(e);
+	while (e->open_stage == 0)
+		rf_cond_wait(e, &e->open_cv);
+	rf_engine_unlock(e);
+	if (e->open_code < 0)
+		return rf_fail(err, e->open_code, "%s", e->open_msg);
+	e->indexes = calloc(e->nshards, sizeof(*e->indexes));
+	if (!e->indexes)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < e->nshards; i++)
+		e->indexes[i] = e->shards[i].index;
+	return 0;
+}
+
+/* Sets both plans' sequence for the resumed epoch. */
+static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err)
+{
+	const rf_segment *segs = e->seq_set ? e->seq : NULL;
+	RF_TRY(rf_plan_set_sequence(e->p_sched, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->p_coll, epoch, segs, e->nseq, start, err));
+	e->seq_epoch = epoch;
+	return 0;
+}
+
+/* A saved position in `now`'s terms: the same partition (world and tail
+ * policy) continues at the saved record (any batch size); another one takes
+ * what no rank of the saved world had taken, re-split over this world. */
+static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf_error *err)
+{
+	RF_TRY(rf_state_check(saved, now, err));
+	if (saved->epoch < e->epoch_first)
+		return rf_fail(err, -EINVAL, "resume state is at epoch %llu, before epoch %llu",
+		               (unsigned long long)saved->epoch,
+		               (unsigned long long)e->epoch_first);
+	now->epoch = saved->epoch;
+	now->skipped = saved->skipped;
+	now->skipped_blocks = saved->skipped_blocks;
+	if (saved->world == now->world && saved->pad == now->pad) {
+		now->record = saved->record;
+		now->batch = saved->batch;
+		e->seq = saved->segs;
+		e->nseq = saved->nsegs;
+		e->seq_set = saved->has_seq;
+		saved->segs = NULL;
+		saved->nsegs = 0;
+	} else {
+		RF_TRY(rf_state_remaining(saved, &e->seq, &e->nseq, err));
+		e->seq_set = true;
+		if (e->nseq == 0) { /* every record of the epoch was taken */
+			now->epoch++;
+			now->skipped = now->skipped_blocks = 0;
+			e->seq_set = false;
+		}
+	}
+	if (now->epoch >= e->epoch_end)
+		return 0;
+	return rf_open_sequence(e, now->epoch, now->record, err);
+}
+
+/* Batches of `records` records from `start` on, after `done` batches. */
+static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t start,
+                                 uint64_t done)
+{
+	if (e->cp.batch_bytes > 0)
+		return 0; /* byte-limited: known only once read (world 1 only) */
+	uint64_t b = e->cp.batch_records, left = records > start ? records - start : 0;
+	return done + (left + b - 1) / b;
+}
+
+/* The counts of the first epoch and of every later one (for the stats). */
+static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
+                           uint64_t done)
+{
+	e->ep_first = (struct rf_epoch_count){
+	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
+	rf_plan_epoch_tail(e->p_sched, &e->ep_first.tail);
+	if (epoch >= e->epoch_end) /* the saved run had already ended */
+		e->ep_first.records = e->ep_first.batches = 0;
+	uint64_t n = rf_plan_total_records(e->p_sched);
+	e->ep_next.records = rf_plan_partition(e->p_sched, n, 0, &e->ep_next.tail);
+	e->ep_next.batches = rf_epoch_batches(e, e->ep_next.records, 0, 0);
+}
+
+/* Plans, resume position and the first epoch's bookkeeping. */
+static int rf_open_plan(rf_engine *e, rf_error *err)
+{
+	const rf_config *c = e->cfg;
+	bool drop_last = rf_cfg(c, RF_CFG_drop_last) != 0 && e->cp.batch_bytes == 0;
+	rf_plan_params pp = {.seed = rf_cfg(c, RF_CFG_seed),
+	                     .rank = (uint32_t)rf_cfg(c, RF_CFG_rank),
+	                     .world = (uint32_t)rf_cfg(c, RF_CFG_world),
+	                     .shuffle = rf_cfg(c, RF_CFG_shuffle) != 0,
+	                     .shuffle_window = (uint32_t)rf_cfg(c, RF_CFG_shuffle_window),
+	                     .pad = rf_cfg(c, RF_CFG_pad_tail) != 0,
+	                     .drop_last = drop_last ? e->cp.batch_records : 0};
+	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
+	uint64_t bound = 2 * rf_memory_plan_bound(e, e->window);
+	char what[96];
+	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
+	RF_TRY(rf_memory_reserve_meta(e, bound, what, err));
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_sched, err));
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_coll, err));
+	uint64_t planned = rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
+	e->open_meta_bytes -= bound;
+	RF_TRY(rf_memory_reserve_meta(e, planned, what, err));
+	rf_position pos = {.epoch = e->epoch_first};
+	rf_state_identity(e->p_sched, &pos);
+	e->seq_epoch = UINT64_MAX;
+	if (c->has_resume) {
+		rf_position saved;
+		RF_TRY(rf_state_decode(c->resume_buf, c->resume_len, &saved, err));
+		int rc = rf_open_resume(e, &saved, &pos, err);
+		rf_position_clear(&saved);
+		RF_TRY(rc);
+	}
+	e->pos = pos;
+	e->coll_skip_blocks = pos.skipped_blocks;
+	e->coll_skip_records = pos.skipped;
+	e->resume_epoch = pos.epoch;
+	e->resume_pos = pos.record;
+	e->pos.segs = e->seq;
+	e->pos.nsegs = e->nseq;
+	uint64_t epoch = pos.epoch;
+	RF_TRY(rf_plan_epoch(e->p_sched, epoch, err));
+	RF_TRY(rf_plan_epoch(e->p_coll, epoch, err));
+	uint64_t records = rf_plan_epoch_records(e->p_sched);
+	if (pos.record > records)
+		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
+		               (unsigned long long)pos.record, (unsigned long long)records);
+	if (records == 0 && e->epoch_end == UINT64_MAX)
+		return rf_fail(
+		    err, -EINVAL,
+		    "rank %llu of %llu gets no records in epoch %llu (too few blocks for "
+		    "the world size?): endless epochs would never deliver a batch",
+		    (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
+	rf_open_counts(e, epoch, records, pos.record, pos.batch);
+	uint64_t at = pos.record;
+	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
+	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
+	*ep = (rf_epoch_info){.valid = true,
+	                      .epoch = epoch,
+	                      .records = records,
+	                      .first_unit = first,
+	                      .units = rf_plan_unit_count(e->p_sched)};
+	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->p_sched));
+	e->sched_epoch = e->coll_epoch = epoch;
+	e->sched_unit = first;
+	e->sched_next_first =
+	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : ep->span;
+	e->coll_pos = at;
+	e->coll_batch = pos.batch;
+	e->coll_first_unit = first;
+	e->coll_hint_unit = SIZE_MAX;
+	e->fill_epoch = epoch;
+	e->fill_pos = at;
+	e->coll_records = records;
+	e->coll_global = e->consumer_global = at;
+	e->need_global = rf_plan_need(e->p_sched, at + 1);
+	if (epoch >= e->epoch_end) { /* the saved run had already ended */
+		e->sched_done = true;
+		e->coll_final = true;
+		e->final_code = RF_END;
+	}
+	return 0;
+}
+
+static int rf_open_threads(rf_engine *e, rf_error *err)
+{
+	e->ring = calloc(e->ring_units, sizeof(*e->ring));
+	e->jobs = calloc(e->ring_units, sizeof(*e->jobs));
+	e->rereads = calloc(e->ring_units, sizeof(*e->rereads));
+	e->workers = calloc(e->threads, sizeof(*e->workers));
+	if (!e->ring || !e->jobs || !e->rereads || !e->workers)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < e->threads; i++) {
+		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);
+		if (rc != 0)
+			return rf_fail(err, -rc, "cannot start decode thread %u: %s", i,
+			               strerror(rc));
+		e->workers_started++;
+	}
+	rf_engine_lock(e);
+	e->t_open_ns = rf_now_ns();
+	e->go = true;
+	e->coll_kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
+	pthread_cond_broadcast(&e->open_cv);
+	pthread_cond_signal(&e->work_cv);
+	rf_engine_unlock(e);
+	return 0;
+}
+
+/* Settings that cannot give every rank the same batches, refused saying
+ * why and what to set. */
+static int rf_open_check_batches(const rf_engine *e, rf_error *err)
+{
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_world) > 1)
+		return rf_fail(err, -EINVAL,
+		               "batch_bytes with world %llu: byte-limited batches hold different "
+		               "numbers of records, so ranks would take different numbers of "
+		               "batches and a collective step would hang at the epoch's end; set "
+		               "batch (records per batch) and batch_bytes=0",
+		               (unsigned long long)rf_cfg(e->cfg, RF_CFG_world));
+	if (e->cp.batch_bytes > 0 && rf_cfg(e->cfg, RF_CFG_drop_last))
+		return rf_fail(err, -EINVAL,
+		               "drop_last with batch_bytes: a byte-limited batch has no fixed size "
+		               "to be partial against; set batch (records per batch) and "
+		               "batch_bytes=0, or drop_last=0");
+	return 0;
+}
+
+static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
+{
+	if (!(e->cfg = rf_config_dup(cfg)))
+		return rf_fail(err, -ENOMEM, "out of memory");
+	const rf_config *c = e->cfg;
+	if (rf_cfg(c, RF_CFG_rank) >= rf_cfg(c, RF_CFG_world))
+		return rf_fail(err, -EINVAL, "rank %llu is not below world size %llu",
+		               (unsigned long long)rf_cfg(c, RF_CFG_rank),
+		               (unsigned long long)rf_cfg(c, RF_CFG_world));
+	rf_config_collate_params(c, &e->cp);
+	RF_TRY(rf_collate_check(&e->cp, err));
+	RF_TRY(rf_config_format_options(c, &e->fmt_opt, err));
+	RF_TRY(rf_open_check_batches(e, err));
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);
+	if (e->threads == 0)
+		e->threads = (uint32_t)RF_MAX(1, RF_MIN(cores, 64));
+	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
+	e->skip_blocks_max = (uint32_t)rf_cfg(c, RF_CFG_skip_blocks);
+	e->skip_records_max = rf_cfg(c, RF_CFG_skip_records);
+	e->request_bytes = rf_cfg(c, RF_CFG_request_size);
+	e->epoch_first = rf_cfg(c, RF_CFG_epoch);
+	e->epoch_end =
+	    rf_cfg(c, RF_CFG_epochs) ? e->epoch_first + rf_cfg(c, RF_CFG_epochs) : UINT64_MAX;
+	e->budget.limit_bytes = rf_cfg(c, RF_CFG_budget);
+	if (rf_pool_new(&e->budget, &e->pool) < 0)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	e->default_alloc = !c->has_alloc;
+	e->alloc = c->has_alloc ? c->alloc
+	                        : (rf_allocator){.alloc = rf_default_alloc,
+	                                         .free = rf_default_free,
+	                                         .ctx = e->pool};
+	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
+	RF_TRY(rf_memory_shard_list(e, err));
+	RF_TRY(rf_open_indexes(e, err));
+	RF_TRY(rf_open_plan(e, err));
+	RF_TRY(rf_memory_check(e, err));
+	RF_TRY(rf_control_new(e, err));
+	return rf_open_threads(e, err);
+}
+
+rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err)
+{
+	rf_engine *e = calloc(1, sizeof(*e));
+	if (!e) {
+		rf_fail(err, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	e->magic = RF_LOADER_MAGIC;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->work_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* rf_next's deadlines */
+	pthread_cond_init(&e->ready_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&e->open_cv, NULL);
+	rf_budget_init(&e->budget, 0);
+	if (rf_engine_setup(e, cfg, err) < 0) {
+		rf_engine_free(e);
+		return NULL;
+	}
+	return e;
+}

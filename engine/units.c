@@ -1,0 +1,184 @@
+/* units.c - the state that the scheduler (loop thread), the decode
+ * workers, the collator and the consumer share, and the helpers each of
+ * them uses on it: a unit slot's state and its one transition function
+ * (rf_unit_set, with the names table), failing, releasing and advancing
+ * over units, freeing reads, waking the loop thread, ending the stream,
+ * the host budget's wait, and the read-ahead depth. Every function here
+ * runs with mu held; none calls into sched.c, decode.c, collation.c or
+ * control.c (they call in here). */
+#include "engine.h"
+#include "hostbudget.h"
+#include "util.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+uintptr_t rf_thread_self(void)
+{
+	static _Thread_local char self; /* its address is this thread's */
+	return (uintptr_t)&self;
+}
+
+/* ---------------------------------------------------------- unit states */
+
+static const char *const rf_unit_state_names[RF_U_STATES] = {
+    "free", "reading", "fetched", "decoding", "decoded", "failed", "skipped"};
+
+/* The moves a unit makes (docs/design.md, "Unit states"), as bit masks of
+ * the states each may go to. Any state goes back to FREE when its slot is
+ * released (rf_unit_release); a slot is filled from FREE (rf_slot_init). */
+#define RF_TO(s) (1u << (s))
+static const unsigned rf_unit_moves[RF_U_STATES] = {
+    [RF_U_FREE] = RF_TO(RF_U_READING) | RF_TO(RF_U_DECODED), /* admitted / nothing to read */
+    [RF_U_READING] = RF_TO(RF_U_FETCHED) | RF_TO(RF_U_FAILED),
+    [RF_U_FETCHED] = RF_TO(RF_U_DECODING),
+    [RF_U_DECODING] = RF_TO(RF_U_DECODED) | RF_TO(RF_U_FAILED) | RF_TO(RF_U_READING),
+    [RF_U_DECODED] = 0,
+    [RF_U_FAILED] = RF_TO(RF_U_SKIPPED),
+    [RF_U_SKIPPED] = 0,
+};
+
+const char *rf_unit_state_name(int state)
+{
+	return state >= 0 && state < RF_U_STATES ? rf_unit_state_names[state] : "?";
+}
+
+/* Whether a unit may move from `from` to `to`. */
+bool rf_unit_move_allowed(int from, int to)
+{
+	return from >= 0 && from < RF_U_STATES && to >= 0 && to < RF_U_STATES &&
+	       (to == RF_U_FREE || (rf_unit_moves[from] & RF_TO(to)) != 0);
+}
+
+/* The one place a unit changes state (rf_unit_release clears a slot whole). */
+void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
+{
+	RF_MU_HELD(e);
+#ifndef NDEBUG
+	if (!rf_unit_move_allowed(u->state, (int)to)) {
+		fprintf(stderr,
+		        "ringfeed: unit %llu (shard %u, block %u): %s -> %s is not a move\n",
+		        (unsigned long long)u->seq, u->shard, u->block,
+		        rf_unit_state_name(u->state), rf_unit_state_name((int)to));
+		assert(!"unit state move not allowed");
+	}
+#endif
+	(void)e;
+	u->state = (uint8_t)to;
+}
+
+/* ---------------------------------------------------------------- units */
+
+/* Called with mu held (e->loop is set and cleared under mu). */
+void rf_engine_wake_loop(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
+		rf_loop_wake(e->loop);
+}
+
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+{
+	RF_MU_HELD(e);
+	rf_unit_set(e, u, RF_U_FAILED);
+	u->err_code = code < 0 ? code : -EIO;
+	free(u->err_msg);
+	u->err_msg = strdup(msg ? msg : "failed");
+	if (u->slab_bytes) {
+		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		u->slab = NULL;
+		u->slab_bytes = 0;
+	}
+}
+
+void rf_read_free(rf_engine *e, rf_read *rd)
+{
+	RF_MU_HELD(e);
+	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
+	if (rd->buf)
+		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
+	free(rd);
+}
+
+void rf_unit_release(rf_engine *e, rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	rf_read *rd = u->read; /* a decoded in_place unit's records are its bytes */
+	if (rd && --rd->units_left == 0)
+		rf_read_free(e, rd);
+	if (u->slab_bytes) {
+		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		if (u->slab)
+			rf_pool_put(e->pool, u->slab, u->slab_bytes);
+	}
+	free(u->err_msg);
+	memset(u, 0, sizeof(*u));
+}
+
+void rf_frontier_advance(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	for (; e->frontier_seq < e->sched_seq; e->frontier_seq++) {
+		uint8_t st = rf_slot(e, e->frontier_seq)->state;
+		if (st != RF_U_DECODED && st != RF_U_SKIPPED) /* skipped: resident as nothing */
+			break;
+	}
+}
+
+void rf_engine_finish(rf_engine *e, int code, const char *msg)
+{
+	RF_MU_HELD(e);
+	if (e->coll_final)
+		return;
+	e->coll_final = true;
+	e->final_code = code;
+	snprintf(e->final_msg, sizeof(e->final_msg), "%s", msg ? msg : "");
+	pthread_cond_broadcast(&e->ready_cv);
+	rf_engine_wake_loop(e);
+}
+
+/* Needed work (bytes, for `what`) did not fit and nothing here can free
+ * memory. When only the host total refused it, the bytes are held by other
+ * loaders, which give them back as their consumers go: keep waiting (the
+ * loop thread retries every tick) for up to RF_HOSTBUDGET_FLOOR_MS, then end
+ * the stream naming the host budget. Returns true while waiting. mu held. */
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
+{
+	RF_MU_HELD(e);
+	if (!rf_budget_host_bound(&e->budget, bytes))
+		return false;
+	rf_error herr = {0};
+	if (rf_hostbudget_error(e->host, &herr) < 0) {
+		rf_engine_finish(e, herr.code, herr.msg); /* waiting cannot mend it */
+		return true;
+	}
+	uint64_t now = rf_now_ns();
+	if (e->host_wait_ns == 0)
+		e->host_wait_ns = now;
+	if (now - e->host_wait_ns < RF_HOSTBUDGET_FLOOR_MS * 1000000ull)
+		return true;
+	char m[RF_ERROR_MSG_BYTES];
+	rf_hostbudget_info h = {0};
+	rf_hostbudget_info_get(e->host, &h);
+	snprintf(m, sizeof(m),
+	         "host budget '%s' had no room for %s (%llu bytes) for %d ms: %llu of %llu "
+	         "bytes held by %u loader(s) (raise --host-budget or lower the loaders' "
+	         "budgets)",
+	         rf_hostbudget_name(e->host), what, (unsigned long long)bytes,
+	         RF_HOSTBUDGET_FLOOR_MS, (unsigned long long)h.used_bytes,
+	         (unsigned long long)h.total_bytes, h.members);
+	rf_engine_finish(e, RF_E_BUDGET, m);
+	return true;
+}
+
+void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+{
+	RF_MU_HELD(e);
+	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	e->coll_kick = true;
+	if (!e->collating)
+		pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_loop(e);
+}

@@ -1,0 +1,170 @@
+/* http_int.h - what the files of the HTTP client share (internal to
+ * http.c, http_loop.c, http_check.c and s3_sign.c; nobody else includes it).
+ *
+ *   http.c        the transfer state machine: queue, admission, redirects,
+ *                 outcomes, the public start/cancel
+ *   http_loop.c   curl's multi socket API on the rf_loop: one-shot polls
+ *                 re-armed after every action, curl's timer, the pump
+ *   http_check.c  response checks: headers, range bodies, verdicts, backoff
+ *   http_parse.c  pure parsers (status line, Content-Range, Retry-After...)
+ *   s3_sign.c     the S3 store's signing: SigV4 keys, the credential hold,
+ *                 region following, ExpiredToken refresh */
+#ifndef RF_HTTP_INT_H
+#define RF_HTTP_INT_H
+
+#include "http.h"
+#include "util.h"
+
+#include <curl/curl.h>
+
+#define HTTP_MAGIC       0x52464854u /* "RFHT" */
+#define ERROR_BODY_BYTES 512         /* kept from an error response (S3 <Code>) */
+#define NO_OP            (-1)        /* an op id meaning "none" (rf_loop_cancel ignores it) */
+#define REGIONS_MAX      64          /* buckets whose region was learned from a mismatch */
+#define REGION_BYTES     48
+
+typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
+
+typedef enum xfer_event {
+	EV_ADMIT = 0, /* a connection slot of its host is free */
+	EV_FINISHED,  /* curl finished the attempt (x->curl_rc, x->status set) */
+	EV_TIMER,     /* the backoff timer fired */
+	EV_CANCEL,
+} xfer_event;
+
+typedef struct host {
+	char key[256]; /* scheme://authority */
+	uint32_t active;
+	uint64_t trouble; /* attempts that failed (retried or not): the hedging switch */
+} host;
+
+struct rf_http_xfer {
+	rf_http *h;
+	rf_http_xfer *prev, *next;         /* in h->queue or h->done */
+	rf_http_xfer *all_prev, *all_next; /* every transfer of h */
+	bool listed_queue, listed_done;
+	xfer_state state;
+	rf_http_request req;
+	char *url, *name;
+	rf_fetch_cb cb;
+	void *arg;
+	host *host;
+	char *redirect;       /* the current attempt's 3xx Location, resolved by curl */
+	uint32_t hops;        /* redirects followed */
+	char *region;         /* signed: the SigV4 region of this request (NULL = the client's) */
+	char *bucket;         /* signed: its bucket (NULL = unknown) */
+	bool region_followed; /* a region mismatch was followed once */
+	char bucket_region[REGION_BYTES]; /* x-amz-bucket-region of the current response */
+	bool following; /* the next admission follows a redirect: not a new attempt */
+	CURL *easy;
+	struct curl_slist *headers;
+	int64_t timer_id;
+	uint32_t attempts;
+	uint64_t active_ns;          /* when the current or last attempt went into curl */
+	uint32_t error_retries;      /* retries after errors other than throttling */
+	uint32_t throttles;          /* retries after throttling */
+	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
+	uint64_t s3_gen;             /* credentials the current attempt was signed with */
+	bool expiry_retried;         /* met ExpiredToken once already */
+	/* the current attempt's response */
+	CURLcode curl_rc;
+	long status;
+	uint64_t got, content_length, header_bytes;
+	bool have_content_length, body_checked;
+	char retry_after[48];
+	char problem[160]; /* set by callbacks when a response is refused */
+	bool problem_retryable;
+	char error_body[ERROR_BODY_BYTES + 1];
+	size_t error_body_len;
+	char curl_msg[CURL_ERROR_SIZE];
+	char *all; /* GET_ALL body */
+	/* outcome */
+	int64_t result;
+	char *fail_msg;
+};
+
+typedef struct sock {
+	rf_http *h;
+	curl_socket_t fd;
+	int want;  /* CURL_POLL_* curl asked for; 0 = removed */
+	int armed; /* mask of the poll in flight (0 = none) */
+	int64_t poll_id;
+	bool reset; /* fd was removed and reused: re-arm from scratch */
+} sock;
+
+struct rf_http {
+	uint32_t magic;
+	rf_loop *loop;
+	CURLM *multi;
+	rf_fetch_options opt;
+	char *ca_file;
+	char *s3_sigv4, *s3_userpwd, *s3_token_header;
+	char *s3_note;    /* anonymous: which credential sources were tried */
+	uint64_t s3_gen;  /* bumped by every rf_http_set_s3 */
+	bool s3_hold;     /* signed requests wait for credentials */
+	int s3_fail_code; /* sticky failure of signed requests (0 = none) */
+	char *s3_fail_msg;
+	void (*s3_expired)(void *arg);
+	void *s3_expired_arg;
+	int64_t s3_expired_timer;
+	host hosts[RF_HTTP_HOSTS_MAX];
+	uint32_t nhosts;
+	struct {
+		char bucket[64], region[REGION_BYTES];
+	} regions[REGIONS_MAX]; /* learned from wrong-region answers; oldest replaced */
+	uint32_t nregions, regions_next;
+	char region[REGION_BYTES]; /* rf_http_set_s3's signing region */
+	rf_http_xfer *queue_head, *queue_tail, *done_head, *done_tail, *all;
+	int64_t kick_id; /* a zero-delay timer that runs rf_http_pump() from the loop */
+	bool trace;      /* RF_HTTP_TRACE set: state changes on stderr */
+	unsigned transfers;
+	sock **socks;
+	uint32_t nsocks, socks_cap;
+	long timer_want; /* -2 unchanged, -1 delete, >= 0 ms */
+	int64_t timer_id;
+	CURL **pool;
+	uint32_t npool, pool_max;
+	bool pumping, pump_again, in_callback;
+	uint32_t backoff_base_ms, backoff_cap_ms;
+	uint64_t rng;
+	rf_http_counters counters;
+};
+
+/* http.c: the state machine */
+void rf_xfer_step(rf_http_xfer *x, xfer_event ev); /* the one place a transfer changes state */
+void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why);
+void rf_xfer_fail_queued(rf_http_xfer *x, int code, const char *msg);
+void rf_xfer_queue_first(rf_http_xfer *x); /* QUEUED, first in line */
+void rf_xfer_free(rf_http_xfer *x);
+int rf_xfer_add_header(rf_http_xfer *x, const char *line);
+host *rf_http_host_of(rf_http *h, const char *url);
+bool rf_http_admit(rf_http *h);   /* starts queued transfers with a free slot */
+void rf_http_deliver(rf_http *h); /* runs the callbacks of finished transfers */
+
+/* http_loop.c: curl on the loop */
+void rf_http_pump(rf_http *h); /* after every call into curl */
+void rf_http_kick(rf_http *h); /* rf_http_pump soon, from the loop */
+
+/* http_check.c: the response */
+size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp);
+size_t rf_xfer_on_write(char *data, size_t size, size_t n, void *userp);
+/* 1 = accepted, 0 = retryable, -1 = failed for good; why receives the reason. */
+int rf_xfer_judge(rf_http_xfer *x, char *why, size_t cap);
+int64_t rf_xfer_retry_delay_ms(rf_http_xfer *x, char *why, size_t cap);
+int rf_xfer_fail_code(const rf_http_xfer *x, int verdict);
+
+/* http_parse.c */
+char *rf_http_dup_printf(const char *fmt, ...) RF_PRINTF(1, 2);
+
+/* s3_sign.c: the S3 store's signing */
+void rf_http_wipe_free(char *s);
+int rf_xfer_sign_s3(rf_http *h, rf_http_xfer *x);
+int rf_xfer_sign_sigv4(rf_http_xfer *x);
+void rf_xfer_s3_region(const rf_http_xfer *x, char *out, size_t cap);
+const char *rf_xfer_region(const rf_http_xfer *x);
+bool rf_xfer_follow_region(rf_http_xfer *x);
+bool rf_xfer_expired_token(rf_http_xfer *x);
+void rf_xfer_wait_for_credentials(rf_http_xfer *x);
+int rf_xfer_start_region(rf_http_xfer *x, const rf_http_request *req);
+
+#endif

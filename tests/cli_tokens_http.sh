@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_tokens_http.sh - a Megatron dataset and an llm.c file over nginx (HTTP)
-# and s3rver (S3 single keys) give the same digests as the local files:
-# documents and shuffled windows.
+# and s3rver (S3 single keys, and a prefix listing, which takes the .idx and
+# not the .bin files) give the same digests as the local files: documents and
+# shuffled windows; verify reads them there too.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -52,6 +53,8 @@ for m in "${modes[@]}"; do
 	same "http llm.c ($m)" "${want["fw $m"]}" "$(dg $m "$RF_NGINX_URL/$tag/fw.bin")"
 	same "s3 .idx ($m)" "${want["idx $m"]}" "$(dg "${s3[@]}" $m "s3://$RF_S3_BUCKET/$tag/ds.idx")"
 	same "s3 llm.c ($m)" "${want["fw $m"]}" "$(dg "${s3[@]}" $m "s3://$RF_S3_BUCKET/$tag/fw.bin")"
+	same "s3 prefix listing takes the .idx only ($m)" "${want["idx $m"]}" \
+		"$(dg "${s3[@]}" $m "s3://$RF_S3_BUCKET/$tag/")"
 done
 
 for m in "" "--seq-len 1024"; do

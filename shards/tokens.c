@@ -89,6 +89,10 @@ int rf_tok_units_build(rf_shard_index *ix, const uint32_t *rec_tokens, uint64_t 
 	}
 	if (b)
 		unit_close(ix, b);
+	/* keep what the units take (the bound was the most they could) */
+	rf_block_info *fit = realloc(ix->block, (ix->blocks ? ix->blocks : 1) * sizeof(*fit));
+	if (fit)
+		ix->block = fit;
 	ix->records = n;
 	ix->decoded_bytes = ix->compressed_bytes;
 	return 0;

@@ -151,3 +151,25 @@ RF_API int rf_parse_bytes(const char *text, uint64_t *out, rf_error *err)
 	return rf_fail(err, -EINVAL, "bad size unit in '%s' (use B, KiB, MiB, GiB, KB, MB, GB)",
 	               text);
 }
+
+int rf_pread_full(int fd, void *buf, uint64_t len, uint64_t off, const char *name, rf_error *err)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rf_fail(err, -errno, "shard %s: read at byte %llu: %s", name,
+			               (unsigned long long)off, strerror(errno));
+		if (n == 0)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: read at byte %llu: file ended early (changed while read?)",
+			    name, (unsigned long long)off);
+		p += n;
+		len -= (uint64_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}

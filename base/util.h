@@ -71,6 +71,10 @@ uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
  * with err naming "WHAT PATH" and why (-EINVAL: not a regular file, with its
  * type). what may be "" (the message then starts with the path). */
 int rf_open_regular(const char *path, const char *what, uint64_t *size, rf_error *err);
+/* Reads exactly [off, off + len) of fd into buf (EINTR and short reads
+ * retried): 0, -errno, or RF_E_CORRUPT when the file ends first ("shard
+ * NAME: read at byte N: ..."). */
+int rf_pread_full(int fd, void *buf, uint64_t len, uint64_t off, const char *name, rf_error *err);
 /* "a FIFO", "a directory", ... for a st_mode; "a regular file" for one. */
 const char *rf_file_kind(unsigned mode);
 

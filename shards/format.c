@@ -163,35 +163,12 @@ typedef struct file_reader {
 	char *side_path;
 } file_reader;
 
-static int pread_all(int fd, uint8_t *buf, uint64_t len, uint64_t off, const char *name,
-                     rf_error *err)
-{
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rf_fail(err, -errno, "shard %s: read at byte %llu: %s", name,
-			               (unsigned long long)off, strerror(errno));
-		if (n == 0)
-			return rf_fail(
-			    err, RF_E_CORRUPT,
-			    "shard %s: read at byte %llu: file ended early (changed while "
-			    "read?)",
-			    name, (unsigned long long)off);
-		buf += n;
-		len -= (uint64_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static int file_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
                      uint64_t *size, rf_error *err)
 {
 	file_reader *f = ctx;
 	if (!object)
-		return pread_all(f->fd, buf, len, offset, f->name, err);
+		return rf_pread_full(f->fd, buf, len, offset, f->name, err);
 	if (!f->side_path || strcmp(f->side_path, object) != 0) {
 		if (f->side_fd >= 0)
 			close(f->side_fd);
@@ -205,7 +182,7 @@ static int file_read(void *ctx, const char *object, uint64_t offset, uint64_t le
 	}
 	if (size)
 		*size = f->side_size;
-	return len ? pread_all(f->side_fd, buf, len, offset, object, err) : 0;
+	return len ? rf_pread_full(f->side_fd, buf, len, offset, object, err) : 0;
 }
 
 int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,

@@ -264,42 +264,20 @@ RF_API void rf_index_free(rf_shard_index *index)
 	free(index);
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off, const char *name, rf_error *err)
-{
-	uint8_t *p = buf;
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return rf_fail(err, -errno, "shard %s: read at byte %llu: %s", name,
-			               U64(off), strerror(errno));
-		if (n == 0)
-			return rf_fail(
-			    err, RF_E_CORRUPT,
-			    "shard %s: read at byte %llu: file ended early (changed while read?)",
-			    name, U64(off));
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static int index_read_fd(int fd, uint64_t size, const char *path, rf_shard_index **out,
                          rf_error *err)
 {
 	uint8_t fbuf[RF_FOOTER_BYTES];
 	rf_footer ft;
 	if (size >= RF_FOOTER_BYTES)
-		RF_TRY(pread_full(fd, fbuf, sizeof(fbuf), size - RF_FOOTER_BYTES, path, err));
+		RF_TRY(rf_pread_full(fd, fbuf, sizeof(fbuf), size - RF_FOOTER_BYTES, path, err));
 	RF_TRY(rf_footer_parse(fbuf, sizeof(fbuf), size, path, &ft, err));
 	/* footer parse bounded index_bytes by the file size and RF_INDEX_BYTES_MAX */
 	uint8_t *ib = malloc(ft.index_bytes);
 	if (!ib)
 		return rf_fail(err, -ENOMEM, "shard %s: no memory for a %llu-byte index", path,
 		               U64(ft.index_bytes));
-	int rc = pread_full(fd, ib, ft.index_bytes, ft.index_offset, path, err);
+	int rc = rf_pread_full(fd, ib, ft.index_bytes, ft.index_offset, path, err);
 	if (rc == 0)
 		rc = rf_index_parse(ib, ft.index_bytes, &ft, size, path, out, err);
 	free(ib);

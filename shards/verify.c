@@ -212,19 +212,7 @@ typedef struct pread_ctx {
 static int pread_range(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_error *err)
 {
 	pread_ctx *p = ctx;
-	uint64_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(p->fd, (uint8_t *)buf + got, len - got, (off_t)(offset + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return rf_fail(err, n < 0 ? -errno : RF_E_CORRUPT,
-			               "shard %s: read at byte %llu failed: %s", p->path,
-			               U64(offset + got),
-			               n < 0 ? strerror(errno) : "file ended early");
-		got += (uint64_t)n;
-	}
-	return 0;
+	return rf_pread_full(p->fd, buf, len, offset, p->path, err);
 }
 
 /* A sidecar of a local shard (another local file), opened for each range:

@@ -35,13 +35,13 @@ static rf_engine *rf_engine_of(rf_loader *l)
 static void rf_consumer_moved(rf_engine *e, bool released)
 {
 	RF_MU_HELD(e);
-	uint64_t ready = e->ready_tail - e->ready_head;
-	if (ready <= e->depth / 2 || (released && e->coll_wait_budget)) {
-		e->coll_kick = true;
-		if (!e->collating)
+	uint64_t ready = e->ready.tail - e->ready.head;
+	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
+		e->coll.kick = true;
+		if (!e->coll.running)
 			pthread_cond_signal(&e->work_cv);
 	}
-	if ((released && e->sched_wait_budget) || e->consumer_global >= e->wake_mark) {
+	if ((released && e->sched.wait_budget) || e->consumer_global >= e->wake_mark) {
 		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
 		rf_engine_wake_loop(e);
 	}
@@ -51,9 +51,9 @@ static void rf_consumer_moved(rf_engine *e, bool released)
  * stream has ended after the last queued batch, or the loader is closing. */
 static bool rf_ready_or_done(const rf_engine *e)
 {
-	bool empty = e->ready_head == e->ready_tail;
-	return (!empty && e->ready[e->ready_head % RF_READY_MAX]->filled) || e->stop ||
-	       (empty && e->coll_final);
+	bool empty = e->ready.head == e->ready.tail;
+	return (!empty && e->ready.q[e->ready.head % RF_READY_MAX]->filled) || e->stop ||
+	       (empty && e->coll.final);
 }
 
 /* The consumer holds the memory the producer waits for: no batch is ready,
@@ -63,10 +63,10 @@ static bool rf_ready_or_done(const rf_engine *e)
 static bool rf_held_stall(const rf_engine *e)
 {
 	RF_MU_HELD(e);
-	return e->held > 0 && e->ready_head == e->ready_tail && !e->coll_final && !e->stop &&
-	       (e->coll_wait_budget || e->sched_wait_budget) && e->reads_inflight == 0 &&
-	       e->jobs_head == e->jobs_tail && e->decoding == 0 && !e->collating &&
-	       e->fillq_head == e->fillq_tail && e->host_wait_ns == 0;
+	return e->ready.held > 0 && e->ready.head == e->ready.tail && !e->coll.final && !e->stop &&
+	       (e->coll.wait_budget || e->sched.wait_budget) && e->sched.reads_inflight == 0 &&
+	       e->ring.jobs_head == e->ring.jobs_tail && e->ring.decoding == 0 &&
+	       !e->coll.running && e->fill.q_head == e->fill.q_tail && e->host_wait_ns == 0;
 }
 
 /* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
@@ -87,14 +87,14 @@ static bool rf_held_stalled(rf_engine *e)
 static void rf_held_stall_message(rf_engine *e)
 {
 	uint64_t bytes = 0;
-	rf_list_for_each(n, next, &e->held_list) bytes +=
+	rf_list_for_each(n, next, &e->ready.held_list) bytes +=
 	    rf_list_entry(n, rf_ebatch, held)->reserved_bytes;
 	char lim[32], held[32];
 	snprintf(e->last_error, sizeof(e->last_error),
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
 	         "not released, and the next batch needs %llu more bytes that only rf_release "
 	         "can free (release batches, or raise the budget)",
-	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->held,
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->ready.held,
 	         (unsigned long long)bytes, rf_fmt_bytes(bytes, held, sizeof(held)),
 	         (unsigned long long)e->wait_budget_bytes);
 }
@@ -132,41 +132,41 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	*out = NULL;
 	rf_engine_lock(e);
 	uint64_t t0 = rf_now_ns();
-	if (e->last_return_ns) { /* the consumer's own time since the last batch */
-		e->st_busy_ns += t0 - e->last_return_ns;
-		e->last_return_ns = 0;
+	if (e->st.last_return_ns) { /* the consumer's own time since the last batch */
+		e->st.busy_ns += t0 - e->st.last_return_ns;
+		e->st.last_return_ns = 0;
 	}
 	/* A wait is time spent with no batch to take (not the call's own cost). */
 	bool waits =
-	    e->ready_head == e->ready_tail || !e->ready[e->ready_head % RF_READY_MAX]->filled;
-	e->waiting_since_ns = waits ? t0 : 0;
+	    e->ready.head == e->ready.tail || !e->ready.q[e->ready.head % RF_READY_MAX]->filled;
+	e->st.waiting_since_ns = waits ? t0 : 0;
 	int rc = rf_wait_ready(e, timeout_ms);
 	uint64_t t1 = rf_now_ns();
 	if (waits)
-		e->st_wait_ns += t1 - t0;
-	e->waiting_since_ns = 0;
-	if (rc == 0 && e->ready_head != e->ready_tail &&
-	    e->ready[e->ready_head % RF_READY_MAX]->filled) {
-		rf_ebatch *b = e->ready[e->ready_head++ % RF_READY_MAX];
-		rf_list_push_front(&e->held_list, &b->held);
-		e->held++;
-		e->st_batches++;
-		e->st_records += b->pub.records;
-		e->st_payload += b->pub.payload_bytes;
+		e->st.wait_ns += t1 - t0;
+	e->st.waiting_since_ns = 0;
+	if (rc == 0 && e->ready.head != e->ready.tail &&
+	    e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
+		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
+		rf_list_push_front(&e->ready.held_list, &b->held);
+		e->ready.held++;
+		e->st.batches++;
+		e->st.records += b->pub.records;
+		e->st.payload += b->pub.payload_bytes;
 		e->pos.epoch = b->pub.epoch;
 		e->pos.record = b->end_pos; /* skipped records too */
 		e->pos.batch = b->pub.index + 1;
 		e->pos.skipped = b->skip_records;
 		e->pos.skipped_blocks = b->skip_blocks;
-		e->st_skipped_records += b->skipped;
+		e->st.skipped_records += b->skipped;
 		e->consumer_global = b->global_end;
-		e->last_return_ns = t1;
+		e->st.last_return_ns = t1;
 		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {
-		rc = e->coll_final ? e->final_code : -ECANCELED;
+		rc = e->coll.final ? e->coll.final_code : -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "%s",
-		         rc == RF_END ? "" : e->final_msg);
+		         rc == RF_END ? "" : e->coll.final_msg);
 	} else if (rc == RF_E_BUDGET) {
 		rf_held_stall_message(e); /* not the stream's end: releases let it go on */
 		e->held_stall_ns = 0;
@@ -177,14 +177,16 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 			    stderr,
 			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
 			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			    (unsigned long long)e->sched_epoch, e->sched_unit,
-			    (unsigned long long)e->sched_seq, e->sched_done,
-			    (unsigned long long)e->need_global, (unsigned long long)e->tail_seq,
-			    (unsigned long long)e->frontier_seq, (unsigned long long)e->coll_epoch,
-			    (unsigned long long)e->coll_pos, (unsigned long long)e->coll_records,
-			    e->coll_final, (unsigned long long)(e->ready_tail - e->ready_head),
-			    e->held, e->reads_inflight,
-			    (unsigned long long)(e->jobs_tail - e->jobs_head));
+			    (unsigned long long)e->sched.epoch, e->sched.unit,
+			    (unsigned long long)e->sched.seq, e->sched.done,
+			    (unsigned long long)e->sched.need_global,
+			    (unsigned long long)e->ring.tail_seq,
+			    (unsigned long long)e->ring.frontier_seq,
+			    (unsigned long long)e->coll.epoch, (unsigned long long)e->coll.pos,
+			    (unsigned long long)e->coll.records, e->coll.final,
+			    (unsigned long long)(e->ready.tail - e->ready.head), e->ready.held,
+			    e->sched.reads_inflight,
+			    (unsigned long long)(e->ring.jobs_tail - e->ring.jobs_head));
 	}
 	rf_engine_unlock(e);
 	return rc;
@@ -197,8 +199,8 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	if (!e || !b || b->magic != RF_BATCH_MAGIC)
 		return;
 	rf_engine_lock(e);
-	rf_list_remove(&e->held_list, &b->held);
-	e->held--;
+	rf_list_remove(&e->ready.held_list, &b->held);
+	e->ready.held--;
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
 	b->magic = 0;

@@ -19,14 +19,14 @@ static void rf_release_emitted(rf_engine *e)
 {
 	RF_MU_HELD(e);
 	bool any = false;
-	while (e->tail_seq < e->frontier_seq) {
-		rf_unit_slot *u = rf_slot(e, e->tail_seq);
-		bool done = u->epoch < e->fill_epoch ||
-		            (u->epoch == e->fill_epoch && u->release_pos <= e->fill_pos);
+	while (e->ring.tail_seq < e->ring.frontier_seq) {
+		rf_unit_slot *u = rf_slot(e, e->ring.tail_seq);
+		bool done = u->epoch < e->fill.epoch ||
+		            (u->epoch == e->fill.epoch && u->release_pos <= e->fill.pos);
 		if (!done)
 			break;
 		rf_unit_release(e, u);
-		e->tail_seq++;
+		e->ring.tail_seq++;
 		any = true;
 	}
 	if (any)
@@ -36,8 +36,8 @@ static void rf_release_emitted(rf_engine *e)
 static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
 {
 	size_t unit;
-	rf_plan_locate(e->p_coll, pos, &unit, record);
-	return rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
+	rf_plan_locate(e->coll.plan, pos, &unit, record);
+	return rf_slot(e, e->coll.base_seq + (unit - e->coll.first_unit));
 }
 
 /* The collator's record callback: most consecutive positions fall in the
@@ -48,18 +48,18 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
 static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_t *len)
 {
 	rf_engine *e = ctx;
-	uint64_t p = rf_plan_stream_to_plan(e->p_coll, pos);
-	uint64_t seq = e->coll_base_seq + (e->coll_hint_unit - e->coll_first_unit);
+	uint64_t p = rf_plan_stream_to_plan(e->coll.plan, pos);
+	uint64_t seq = e->coll.base_seq + (e->coll.hint_unit - e->coll.first_unit);
 	rf_unit_slot *u = rf_slot(e, seq);
 	uint32_t r;
-	if (e->coll_hint_unit != SIZE_MAX && seq >= e->tail_seq && p >= u->first_plan_record &&
+	if (e->coll.hint_unit != SIZE_MAX && seq >= e->ring.tail_seq && p >= u->first_plan_record &&
 	    p - u->first_plan_record < u->records) {
 		r = (uint32_t)(p - u->first_plan_record);
 	} else {
 		size_t unit;
-		rf_plan_locate(e->p_coll, pos, &unit, &r);
-		e->coll_hint_unit = unit;
-		u = rf_slot(e, e->coll_base_seq + (unit - e->coll_first_unit));
+		rf_plan_locate(e->coll.plan, pos, &unit, &r);
+		e->coll.hint_unit = unit;
+		u = rf_slot(e, e->coll.base_seq + (unit - e->coll.first_unit));
 	}
 	if (u->state == RF_U_SKIPPED) { /* left out of the batch (rf_coll_emit) */
 		*data = NULL;
@@ -79,21 +79,21 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 	RF_MU_HELD(e);
 	uint64_t epoch, first;
 	*failed = NULL;
-	if (e->frontier_seq < e->sched_seq) {
-		rf_unit_slot *u = rf_slot(e, e->frontier_seq);
+	if (e->ring.frontier_seq < e->sched.seq) {
+		rf_unit_slot *u = rf_slot(e, e->ring.frontier_seq);
 		epoch = u->epoch;
 		first = u->first_plan_record;
-		if (u->state == RF_U_FAILED && epoch == e->coll_epoch)
+		if (u->state == RF_U_FAILED && epoch == e->coll.epoch)
 			*failed = u;
 	} else {
-		epoch = e->sched_epoch;
-		first = e->sched_done ? UINT64_MAX : e->sched_next_first;
-		if (e->sched_done)
+		epoch = e->sched.epoch;
+		first = e->sched.done ? UINT64_MAX : e->sched.next_first;
+		if (e->sched.done)
 			epoch = UINT64_MAX;
 	}
-	if (epoch != e->coll_epoch)
-		return epoch > e->coll_epoch ? e->coll_records : e->coll_pos;
-	return RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, first));
+	if (epoch != e->coll.epoch)
+		return epoch > e->coll.epoch ? e->coll.records : e->coll.pos;
+	return RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, first));
 }
 
 /* The failed unit's window is settled when every unit starting before the
@@ -101,14 +101,14 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 static bool rf_window_settled(rf_engine *e, uint64_t window_end)
 {
 	RF_MU_HELD(e);
-	for (uint64_t s = e->frontier_seq; s < e->sched_seq; s++) {
+	for (uint64_t s = e->ring.frontier_seq; s < e->sched.seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
-		if (u->epoch != e->coll_epoch || u->first_plan_record >= window_end)
+		if (u->epoch != e->coll.epoch || u->first_plan_record >= window_end)
 			return true;
 		if (u->state != RF_U_DECODED && u->state != RF_U_FAILED && u->state != RF_U_SKIPPED)
 			return false;
 	}
-	return e->sched_epoch != e->coll_epoch || e->sched_next_first >= window_end;
+	return e->sched.epoch != e->coll.epoch || e->sched.next_first >= window_end;
 }
 
 /* With a failed unit in reach: the exact count of positions from coll_pos
@@ -117,30 +117,30 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
 static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
 {
 	RF_MU_HELD(e);
-	uint64_t wplan = rf_plan_window_end(e->p_coll, f->first_plan_record);
+	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
 	if (!rf_window_settled(e, wplan)) {
-		e->need_global = RF_MAX(e->need_global, e->coll_global_start + wplan);
+		e->sched.need_global = RF_MAX(e->sched.need_global, e->coll.global_start + wplan);
 		return UINT64_MAX;
 	}
-	uint64_t wend = RF_MIN(e->coll_records, rf_plan_resident_stream(e->p_coll, wplan));
-	for (uint64_t p = e->coll_pos; p < wend; p++) {
+	uint64_t wend = RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, wplan));
+	for (uint64_t p = e->coll.pos; p < wend; p++) {
 		uint32_t r;
 		rf_unit_slot *u = rf_coll_slot(e, p, &r);
 		if (u->state == RF_U_FAILED) {
 			*which = u;
-			return p - e->coll_pos;
+			return p - e->coll.pos;
 		}
 	}
 	*which = f;
-	return wend - e->coll_pos;
+	return wend - e->coll.pos;
 }
 
 static void rf_need(rf_engine *e, uint64_t pos)
 {
 	RF_MU_HELD(e);
-	uint64_t g = e->coll_global_start + rf_plan_need(e->p_coll, pos);
-	if (g > e->need_global) {
-		e->need_global = g;
+	uint64_t g = e->coll.global_start + rf_plan_need(e->coll.plan, pos);
+	if (g > e->sched.need_global) {
+		e->sched.need_global = g;
 		rf_engine_wake_loop(e);
 	}
 }
@@ -149,7 +149,7 @@ static void rf_need(rf_engine *e, uint64_t pos)
 static int rf_coll_next_epoch(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	uint64_t next = e->coll_epoch + 1;
+	uint64_t next = e->coll.epoch + 1;
 	if (next >= e->epoch_end) {
 		rf_engine_finish(e, RF_END, NULL);
 		return 0;
@@ -159,24 +159,24 @@ static int rf_coll_next_epoch(rf_engine *e)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
 	rf_engine_unlock(e);
-	int rc = rf_plan_epoch(e->p_coll, next, &err);
+	int rc = rf_plan_epoch(e->coll.plan, next, &err);
 	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
 		return 0;
 	}
-	rf_epoch_slot(e, e->coll_epoch)->valid = false;
-	e->coll_epoch = next;
-	e->coll_pos = 0;
-	e->coll_batch = 0;
-	e->coll_skip_blocks = 0;
-	e->coll_skip_records = 0;
-	e->coll_base_seq = ep->base_seq;
-	e->coll_first_unit = ep->first_unit;
-	e->coll_hint_unit = SIZE_MAX;
-	e->coll_records = ep->records;
-	e->coll_global_start = ep->global_start;
-	e->coll_global = ep->global_start;
+	rf_epoch_slot(e, e->coll.epoch)->valid = false;
+	e->coll.epoch = next;
+	e->coll.pos = 0;
+	e->coll.batch = 0;
+	e->coll.skip_blocks = 0;
+	e->coll.skip_records = 0;
+	e->coll.base_seq = ep->base_seq;
+	e->coll.first_unit = ep->first_unit;
+	e->coll.hint_unit = SIZE_MAX;
+	e->coll.records = ep->records;
+	e->coll.global_start = ep->global_start;
+	e->coll.global = ep->global_start;
 	rf_release_emitted(e);
 	rf_need(e, 1);
 	return 1;
@@ -188,7 +188,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
-	const rf_plan *p = e->p_coll;
+	const rf_plan *p = e->coll.plan;
 	uint64_t a = rf_plan_resident_stream(p, u->first_plan_record);
 	uint64_t b = rf_plan_resident_stream(p, rf_plan_window_end(p, u->first_plan_record));
 	for (uint64_t pos = a; pos < b; pos++) {
@@ -209,19 +209,19 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 	RF_MU_HELD(e);
 	if (e->skip_blocks_max == 0)
 		return false;
-	bool counted = e->coll_epoch == e->resume_epoch && e->resume_pos > 0 &&
+	bool counted = e->coll.epoch == e->resume_epoch && e->resume_pos > 0 &&
 	               rf_unit_first_pos(e, u) < e->resume_pos;
-	uint32_t blocks = e->coll_skip_blocks + (counted ? 0 : 1);
-	uint64_t records = e->coll_skip_records + (counted ? 0 : u->records);
+	uint32_t blocks = e->coll.skip_blocks + (counted ? 0 : 1);
+	uint64_t records = e->coll.skip_records + (counted ? 0 : u->records);
 	if (blocks > e->skip_blocks_max || (e->skip_records_max && records > e->skip_records_max))
 		return false;
-	e->coll_skip_blocks = blocks;
-	e->coll_skip_records = records;
-	rf_skip *s = &e->skip_log[e->skips++ % RF_SKIP_LOG];
+	e->coll.skip_blocks = blocks;
+	e->coll.skip_records = records;
+	rf_skip *s = &e->coll.skip_log[e->coll.skips++ % RF_SKIP_LOG];
 	*s = (rf_skip){.shard = u->shard,
 	               .block = u->block,
 	               .records = u->records,
-	               .epoch = e->coll_epoch,
+	               .epoch = e->coll.epoch,
 	               .position = pos};
 	snprintf(s->error, sizeof(s->error), "%s", u->err_msg ? u->err_msg : "failed");
 	rf_unit_set(e, u, RF_U_SKIPPED);
@@ -234,8 +234,8 @@ static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
 	RF_MU_HELD(e);
 	char m[RF_ERROR_MSG_BYTES];
 	snprintf(m, sizeof(m), "%s (epoch %llu, batch %llu, stream position %llu)",
-	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll_epoch,
-	         (unsigned long long)e->coll_batch, (unsigned long long)e->coll_pos);
+	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll.epoch,
+	         (unsigned long long)e->coll.batch, (unsigned long long)e->coll.pos);
 	rf_engine_finish(e, u->err_code, m);
 }
 
@@ -253,19 +253,19 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
 {
 	RF_MU_HELD(e);
 	e->wait_budget_bytes = reserve;
-	if (e->ready_head == e->ready_tail && e->held == 0 &&
+	if (e->ready.head == e->ready.tail && e->ready.held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m),
 		         "budget too small: the batch at stream position %llu of epoch %llu "
 		         "needs %llu bytes and nothing else can be freed",
-		         (unsigned long long)e->coll_pos, (unsigned long long)e->coll_epoch,
+		         (unsigned long long)e->coll.pos, (unsigned long long)e->coll.epoch,
 		         (unsigned long long)reserve);
 		rf_engine_finish(e, RF_E_BUDGET, m);
 		return RF_E_BUDGET;
 	}
-	e->coll_wait_budget = !e->coll_final;
-	return e->coll_final ? RF_E_BUDGET : 0;
+	e->coll.wait_budget = !e->coll.final;
+	return e->coll.final ? RF_E_BUDGET : 0;
 }
 
 /* Reserves and allocates one batch of n records (bytes from
@@ -282,9 +282,9 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 		return rf_coll_no_budget(e, reserve);
 	}
 	e->budget_blocked = false;
-	e->st_batch_reserved += reserve;
+	e->st.batch_reserved += reserve;
 	e->host_wait_ns = 0;
-	uint64_t pos = e->coll_pos;
+	uint64_t pos = e->coll.pos;
 	rf_engine_unlock(e);
 	rf_ebatch *b = calloc(1, sizeof(*b));
 	rf_rec_ref *refs = b ? malloc((size_t)n * sizeof(*refs)) : NULL;
@@ -305,25 +305,25 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	*b = (rf_ebatch){.magic = RF_BATCH_MAGIC,
 	                 .n = (uint32_t)kept,
 	                 .skipped = (uint32_t)(n - kept),
-	                 .skip_blocks = e->coll_skip_blocks,
-	                 .skip_records = e->coll_skip_records,
+	                 .skip_blocks = e->coll.skip_blocks,
+	                 .skip_records = e->coll.skip_records,
 	                 .refs = refs,
 	                 .mem = mem,
 	                 .mem_bytes = bytes,
 	                 .reserved_bytes = reserve,
 	                 .end_pos = pos + (uint64_t)n};
-	b->pub.epoch = e->coll_epoch;
-	b->pub.index = e->coll_batch;
+	b->pub.epoch = e->coll.epoch;
+	b->pub.index = e->coll.batch;
 	b->pub.first_record = pos;
-	e->coll_pos += (uint64_t)n;
-	e->coll_global += (uint64_t)n;
-	b->global_end = e->coll_global;
-	e->coll_batch++;
-	e->coll_batches++;
-	e->coll_total_records += (uint64_t)n;
-	e->st_produced++;
-	e->ready[e->ready_tail++ % RF_READY_MAX] = b;
-	e->fillq[e->fillq_tail++ % RF_READY_MAX] = b;
+	e->coll.pos += (uint64_t)n;
+	e->coll.global += (uint64_t)n;
+	b->global_end = e->coll.global;
+	e->coll.batch++;
+	e->coll.batches++;
+	e->coll.total_records += (uint64_t)n;
+	e->st.produced++;
+	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
+	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
 	pthread_cond_signal(&e->work_cv);
 	return 1;
 }
@@ -345,16 +345,16 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 	b->refs = NULL;
 	b->filled = true;
 	bool moved = false;
-	while (e->fill_scan < e->ready_tail && e->ready[e->fill_scan % RF_READY_MAX]->filled) {
-		rf_ebatch *f = e->ready[e->fill_scan % RF_READY_MAX];
-		e->fill_epoch = f->pub.epoch;
-		e->fill_pos = f->end_pos;
-		e->fill_scan++;
+	while (e->fill.scan < e->ready.tail && e->ready.q[e->fill.scan % RF_READY_MAX]->filled) {
+		rf_ebatch *f = e->ready.q[e->fill.scan % RF_READY_MAX];
+		e->fill.epoch = f->pub.epoch;
+		e->fill.pos = f->end_pos;
+		e->fill.scan++;
 		moved = true;
 	}
 	if (moved) {
 		pthread_cond_broadcast(&e->ready_cv);
-		e->coll_kick = true; /* the collator releases the units now copied */
+		e->coll.kick = true; /* the collator releases the units now copied */
 	}
 }
 
@@ -363,32 +363,32 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 static int rf_collate_one(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	if (e->stop || e->coll_final || e->ready_tail - e->ready_head >= e->depth)
+	if (e->stop || e->coll.final || e->ready.tail - e->ready.head >= e->depth)
 		return 0;
-	if (e->coll_pos >= e->coll_records)
+	if (e->coll.pos >= e->coll.records)
 		return rf_coll_next_epoch(e);
 	rf_unit_slot *failed = NULL, *which = NULL;
 	uint64_t end = rf_resident_end(e, &failed);
-	uint64_t avail = end > e->coll_pos ? end - e->coll_pos : 0;
+	uint64_t avail = end > e->coll.pos ? end - e->coll.pos : 0;
 	if (failed) {
 		avail = rf_available_before_failure(e, failed, &which);
 		if (avail == UINT64_MAX)
 			return 0;
 		if (avail == 0) {
-			if (rf_coll_skip_unit(e, which, e->coll_pos))
+			if (rf_coll_skip_unit(e, which, e->coll.pos))
 				return 1;
 			rf_coll_fail_unit(e, which);
 			return 0;
 		}
 	}
 	if (avail == 0) {
-		rf_need(e, e->coll_pos + 1);
+		rf_need(e, e->coll.pos + 1);
 		return 0;
 	}
 	uint64_t bytes = 0;
 	rf_error err = {0};
 	rf_engine_unlock(e);
-	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll_pos, avail, e->coll_records,
+	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll.pos, avail, e->coll.records,
 	                         &bytes, &err);
 	rf_engine_lock(e);
 	if (n < 0) {
@@ -397,12 +397,12 @@ static int rf_collate_one(rf_engine *e)
 	}
 	if (n == 0) {
 		/* the batch needs the failed unit's record at coll_pos + avail */
-		if (failed && rf_coll_skip_unit(e, which, e->coll_pos + avail))
+		if (failed && rf_coll_skip_unit(e, which, e->coll.pos + avail))
 			return 1;
 		if (failed)
 			rf_coll_fail_unit(e, which);
 		else
-			rf_need(e, e->coll_pos + avail + 1);
+			rf_need(e, e->coll.pos + avail + 1);
 		return 0;
 	}
 	return rf_coll_emit(e, n, bytes) > 0;
@@ -416,25 +416,25 @@ static void rf_host_check(rf_engine *e)
 {
 	RF_MU_HELD(e);
 	rf_error herr = {0};
-	if (e->host && !e->coll_final && rf_hostbudget_verify(e->host, &herr) < 0)
+	if (e->host && !e->coll.final && rf_hostbudget_verify(e->host, &herr) < 0)
 		rf_engine_finish(e, herr.code, herr.msg);
 }
 
 void rf_collate_run(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	if (e->collating)
+	if (e->coll.running)
 		return;
 	rf_host_check(e);
-	e->collating = true;
+	e->coll.running = true;
 	do {
-		e->coll_kick = false;
-		e->coll_wait_budget = false;
+		e->coll.kick = false;
+		e->coll.wait_budget = false;
 		rf_release_emitted(e);
 		while (rf_collate_one(e) > 0) {
 		}
-	} while (e->coll_kick && !e->stop && !e->coll_final);
-	e->collating = false;
-	if (e->sched_wait_budget)
+	} while (e->coll.kick && !e->stop && !e->coll.final);
+	e->coll.running = false;
+	if (e->sched.wait_budget)
 		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
 }

@@ -17,13 +17,13 @@
 static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
-	if (u->rereads >= e->rereads_max || e->stop || !e->rereads)
+	if (u->rereads >= e->rereads_max || e->stop || !e->ring.rereads)
 		return false;
 	u->rereads++;
 	rf_unit_set(e, u, RF_U_READING);
-	e->st_rereads++;
-	e->reads_inflight++;
-	e->rereads[e->rereads_tail++ & (e->ring_units - 1)] = u->seq;
+	e->st.rereads++;
+	e->sched.reads_inflight++;
+	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
 	rf_engine_wake_loop(e);
 	return true;
 }
@@ -53,7 +53,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
 	rf_unit_set(e, u, RF_U_DECODING);
-	e->decoding++;
+	e->ring.decoding++;
 	rf_engine_unlock(e);
 	rf_error err = {0};
 	const rf_shard *sh = &e->shards[u->shard];
@@ -76,8 +76,8 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	}
 	uint64_t t1 = rf_now_ns();
 	rf_engine_lock(e);
-	e->st_decode_ns += t1 - t0;
-	e->decoding--;
+	e->st.decode_ns += t1 - t0;
+	e->ring.decoding--;
 	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
@@ -94,8 +94,8 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		u->base = recs.base;
 		u->ends = recs.ends;
 		rf_unit_set(e, u, RF_U_DECODED);
-		e->st_decoded_bytes += ix->block[u->block].decoded_bytes;
-		e->st_blocks++;
+		e->st.decoded_bytes += ix->block[u->block].decoded_bytes;
+		e->st.blocks++;
 		if (sh->in_place) {
 			u->read = rd; /* its bytes are the records: kept until the unit goes */
 			rd = NULL;
@@ -115,22 +115,22 @@ void *rf_worker_main(void *arg)
 	if (!dec)
 		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
 	while (!e->stop) {
-		if (e->fillq_head != e->fillq_tail) {
-			rf_fill_one(e, e->fillq[e->fillq_head++ % RF_READY_MAX]);
+		if (e->fill.q_head != e->fill.q_tail) {
+			rf_fill_one(e, e->fill.q[e->fill.q_head++ % RF_READY_MAX]);
 			continue;
 		}
-		if (dec && e->jobs_head != e->jobs_tail) {
-			uint64_t seq = e->jobs[e->jobs_head++ & (e->ring_units - 1)];
+		if (dec && e->ring.jobs_head != e->ring.jobs_tail) {
+			uint64_t seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
 			rf_decode_one(e, dec, seq);
-			e->coll_kick = true;
+			e->coll.kick = true;
 		}
-		if (e->coll_kick && !e->collating) {
+		if (e->coll.kick && !e->coll.running) {
 			rf_collate_run(e);
 			continue;
 		}
-		bool work = e->fillq_head != e->fillq_tail ||
-		            (dec && e->jobs_head != e->jobs_tail) ||
-		            (e->coll_kick && !e->collating);
+		bool work = e->fill.q_head != e->fill.q_tail ||
+		            (dec && e->ring.jobs_head != e->ring.jobs_tail) ||
+		            (e->coll.kick && !e->coll.running);
 		/* stop may have been set (and broadcast) while mu was dropped above */
 		if (!work && !e->stop)
 			rf_cond_wait(e, &e->work_cv);

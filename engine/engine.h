@@ -144,7 +144,7 @@ typedef struct rf_ebatch {
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	rf_list_node held; /* in e->held_list while the consumer holds it */
+	rf_list_node held; /* in e->ready.held_list while the consumer holds it */
 } rf_ebatch;
 
 typedef struct rf_engine {
@@ -192,91 +192,136 @@ typedef struct rf_engine {
 	/* loop thread */
 	rf_loop *loop;
 	rf_fetch *fetch;
-	int open_stage; /* 0 running, 1 indexes read (go?), 2 running engine, -1 failed */
-	bool go;
-	int open_code;
-	char open_msg[RF_ERROR_MSG_BYTES];
-	uint32_t open_next, open_inflight, open_done;
-	struct rf_open_slot *open_slots;         /* the opens in progress (open.c) */
-	uint32_t open_slots_n, open_free;        /* slots; the first free one (UINT32_MAX: none) */
-	uint32_t open_waiting;                   /* shards waiting for budget for their index */
-	uint32_t open_wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
-	uint32_t read_align;      /* direct_io on/auto: read buffers agree with their file offset
-	                           * modulo this (O_DIRECT reads land in place) */
-	uint32_t open_failed;     /* shards whose open failed so far */
-	uint32_t open_failed_idx; /* the lowest index of one (valid when open_failed) */
-	uint64_t open_transient_bytes; /* index buffers reserved (freed as indexes parse) */
-	uint64_t open_meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
+	/* the open phase: the loop thread reads every shard's footer and index; rf_open waits (mu)
+	 */
+	struct rf_engine_open {
+		int stage; /* 0 running, 1 indexes read (go?), 2 running engine, -1 failed */
+		bool go;
+		int code;
+		char msg[RF_ERROR_MSG_BYTES];
+		uint32_t next, inflight, done;
+		struct rf_open_slot *slots; /* the opens in progress (open.c) */
+		uint32_t slots_n, free;     /* slots; the first free one (UINT32_MAX: none) */
+		uint32_t waiting;           /* shards waiting for budget for their index */
+		uint32_t wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
+		uint32_t failed;                    /* shards whose open failed so far */
+		uint32_t failed_idx;      /* the lowest index of one (valid when open_failed) */
+		uint64_t transient_bytes; /* index buffers reserved (freed as indexes parse) */
+		uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
+	} open;
+	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
+	                      * modulo this (O_DIRECT reads land in place) */
 
-	/* plans */
-	rf_plan *p_sched, *p_coll;
+	/* the scheduler's cursor (loop thread; published under mu) */
+	struct rf_engine_sched {
+		rf_plan *plan;
+		uint64_t epoch;
+		size_t unit;
+		uint64_t seq;        /* next seq to admit */
+		uint64_t next_first; /* first_plan_record of the next unit to admit (the epoch's
+		                        span, plan records or more, when none) */
+		bool done;           /* every unit of the last epoch admitted */
+		uint32_t reads_inflight;
+		struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
+		                           it: started again before anything else (loop thread) */
+		uint64_t
+		    need_global;  /* units starting before this global position are needed now */
+		bool wait_budget; /* a read did not fit: a release must wake the loop */
+	} sched;
+	/* the collator (one worker at a time; mu) and the stream's end */
+	struct rf_engine_coll {
+		rf_plan *plan;
+		bool running, kick;
+		bool wait_budget; /* the next batch did not fit: a release must kick */
+		uint64_t epoch, pos, batch, global;
+		uint64_t base_seq, records, global_start; /* the collator's epoch */
+		size_t first_unit;
+		size_t hint_unit;                /* last unit located (fast path) */
+		uint64_t total_records, batches; /* totals, for the batch estimate */
+		bool final;                      /* END or error queued after the last batch */
+		int final_code;                  /* RF_END or a negative error */
+		char final_msg[RF_ERROR_MSG_BYTES];
+		uint32_t skip_blocks;
+		uint64_t skip_records;
+		rf_skip skip_log[RF_SKIP_LOG];
+		uint64_t skips; /* blocks skipped by the collator in this run */
+	} coll;
 	rf_epoch_info epochs[RF_EPOCH_SLOTS];
 
-	/* scheduler cursor (loop thread; published under mu) */
-	uint64_t sched_epoch;
-	size_t sched_unit;
-	uint64_t sched_seq;        /* next seq to admit */
-	uint64_t sched_next_first; /* first_plan_record of the next unit to admit (the
-	                              epoch's span, plan records or more, when none) */
-	bool sched_done;           /* every unit of the last epoch admitted */
-	uint32_t reads_inflight;
-	struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
-	                           it: started again before anything else (loop thread) */
-	uint64_t need_global;   /* units starting before this global position are needed now */
-
-	/* unit ring */
-	rf_unit_slot *ring;
-	uint64_t ring_units;   /* slots: units admitted and not yet released (power of 2,
-	                          at least what one batch's windows span: rf_memory_check) */
-	uint64_t tail_seq;     /* oldest unit not released */
-	uint64_t frontier_seq; /* first unit not DECODED */
-	uint64_t *jobs;        /* decode queue of seqs (ring_units) */
-	uint64_t jobs_head, jobs_tail;
-	uint64_t *rereads; /* units whose frame failed its checksum: the loop thread
-	                      reads them again (ring_units; a unit is queued once) */
-	uint64_t rereads_head, rereads_tail;
+	/* the unit ring and its queues (mu; slots by state, see units.c) */
+	struct rf_engine_ring {
+		rf_unit_slot *slots;
+		uint64_t units; /* slots: units admitted and not yet released (power of 2, at least
+		                   what one batch's windows span: rf_memory_check) */
+		uint64_t tail_seq;     /* oldest unit not released */
+		uint64_t frontier_seq; /* first unit not DECODED */
+		uint64_t *jobs;        /* decode queue of seqs (ring_units) */
+		uint64_t jobs_head, jobs_tail;
+		uint64_t *rereads; /* units whose frame failed its checksum: the loop thread reads
+		                      them again (ring_units; a unit is queued once) */
+		uint64_t rereads_head, rereads_tail;
+		uint32_t decoding;
+	} ring;
 	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
-	uint32_t decoding;
 
-	/* collation (one worker at a time) */
-	bool collating, coll_kick;
-	bool coll_wait_budget;      /* the next batch did not fit: a release must kick */
-	bool sched_wait_budget;     /* a read did not fit: a release must wake the loop */
+	/* waits for memory (mu) */
 	uint64_t wait_budget_bytes; /* what the last refused batch or needed read asked for */
 	uint64_t held_stall_ns;     /* since when only rf_release can free memory (0: not) */
 	uint64_t host_wait_ns;      /* since when the host total refused needed work (0: not) */
 	uint64_t wake_mark;         /* consumer position that next wakes the scheduler */
-	uint64_t coll_epoch, coll_pos, coll_batch, coll_global;
-	uint64_t coll_base_seq, coll_records, coll_global_start; /* the collator's epoch */
-	size_t coll_first_unit;
-	size_t coll_hint_unit;                     /* last unit located (fast path) */
-	uint64_t coll_total_records, coll_batches; /* totals, for the batch estimate */
-	bool coll_final;                           /* END or error queued after the last batch */
-	int final_code;                            /* RF_END or a negative error */
-	char final_msg[RF_ERROR_MSG_BYTES];
 
-	/* batches planned by the collator, waiting for a worker to fill them
-	 * (they sit in the ready queue too, in order, until filled) */
-	rf_ebatch *fillq[RF_READY_MAX];
-	uint64_t fillq_head, fillq_tail;
-	uint64_t fill_scan;            /* ready-queue index: batches before it are filled */
-	uint64_t fill_epoch, fill_pos; /* every batch before this position is filled */
+	/* batches planned by the collator, waiting for a worker to fill them (mu) */
+	struct rf_engine_fill {
+		rf_ebatch *q[RF_READY_MAX];
+		uint64_t q_head, q_tail;
+		uint64_t scan;       /* ready-queue index: batches before it are filled */
+		uint64_t epoch, pos; /* every batch before this position is filled */
+	} fill;
 
-	/* ready queue */
-	rf_ebatch *ready[RF_READY_MAX];
-	uint64_t ready_head, ready_tail;
-	uint32_t held;     /* batches handed out, not yet released */
-	rf_list held_list; /* of rf_ebatch (held) */
+	/* the ready queue and the batches the consumer holds (mu) */
+	struct rf_engine_ready {
+		rf_ebatch *q[RF_READY_MAX];
+		uint64_t head, tail;
+		uint32_t held;     /* batches handed out, not yet released */
+		rf_list held_list; /* of rf_ebatch (held) */
+	} ready;
 
-	/* skip policy (collator; mu): bounds, this epoch's counts, the log */
+	/* skip policy bounds (set at open; this epoch's counts and the log: coll) */
 	uint32_t skip_blocks_max;
 	uint64_t skip_records_max;
-	uint32_t coll_skip_blocks;
-	uint64_t coll_skip_records;
 	uint64_t resume_epoch, resume_pos; /* skips met before resume_pos were counted */
-	rf_skip skip_log[RF_SKIP_LOG];
-	uint64_t skips;              /* blocks skipped by the collator in this run */
-	uint64_t st_skipped_records; /* positions left out of batches the consumer took */
+	/* counters and measurements for the stats and the controller (mu) */
+	struct rf_engine_st {
+		uint64_t skipped_records; /* positions left out of batches the consumer took */
+		struct rf_epoch_count {
+			uint64_t epoch, records, batches;
+			rf_plan_tail tail;
+		} ep_first, ep_next; /* the first epoch (as resumed) and those after it */
+		uint64_t t_open_ns;
+		uint64_t batches, records, payload;
+		uint64_t decoded_bytes, fetched_bytes, blocks;
+		uint64_t wait_ns;
+		uint64_t produced;
+		uint64_t fetch_errors;
+		uint64_t fetch_retries; /* remote retries (fetch counters) */
+		uint64_t fetch_hedges, fetch_hedges_won;
+		uint64_t rereads; /* ranges read again after failing a checksum */
+		uint64_t q_samples, q_empty, q_full, q_swings;
+		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
+		double lat_ms[RF_LATENCY_SAMPLES];
+		uint64_t lat_count;
+		uint64_t last_return_ns;   /* when rf_next last returned a batch (0: never) */
+		uint64_t waiting_since_ns; /* the consumer waits inside rf_next since (0: not) */
+		uint64_t busy_ns;          /* consumer's own time between rf_next calls */
+		uint64_t decode_ns;        /* decode workers' busy time */
+		uint64_t reads, read_records;
+		uint64_t batch_reserved; /* bytes reserved by every batch emitted */
+		uint64_t q_held_back;    /* samples where the producer was held back */
+		uint64_t iv_pause_ns;    /* longest fetch this interval */
+		uint64_t pauses;         /* pause episodes (overlapping slow fetches count once) */
+		uint64_t pause_longest_ns;
+		uint32_t pause_longest_shard;
+	} st;
 
 	/* consumer position */
 	rf_position pos; /* pos.segs: seq */
@@ -287,39 +332,9 @@ typedef struct rf_engine {
 	uint64_t consumer_global;
 	char last_error[RF_ERROR_MSG_BYTES];
 
-	/* stats */
-	struct rf_epoch_count {
-		uint64_t epoch, records, batches;
-		rf_plan_tail tail;
-	} ep_first, ep_next; /* the first epoch (as resumed) and those after it */
-	uint64_t t_open_ns;
-	uint64_t st_batches, st_records, st_payload;
-	uint64_t st_decoded_bytes, st_fetched_bytes, st_blocks;
-	uint64_t st_wait_ns;
-	uint64_t st_produced;
-	uint64_t st_fetch_errors;
-	uint64_t st_fetch_retries; /* remote retries (fetch counters) */
-	uint64_t st_fetch_hedges, st_fetch_hedges_won;
-	uint64_t st_rereads; /* ranges read again after failing a checksum */
-	uint64_t q_samples, q_empty, q_full, q_swings;
-	int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
-	double lat_ms[RF_LATENCY_SAMPLES];
-	uint64_t lat_count;
-
-	/* measurements for the controller (control.c); mu */
-	uint64_t last_return_ns;   /* when rf_next last returned a batch (0: never) */
-	uint64_t waiting_since_ns; /* the consumer waits inside rf_next since (0: not) */
-	uint64_t stage_bytes;      /* blocks read and decoded ahead (depth_max) */
-	uint64_t st_busy_ns;       /* consumer's own time between rf_next calls */
-	uint64_t st_decode_ns;     /* decode workers' busy time */
-	uint64_t st_reads, st_read_records;
-	uint64_t st_batch_reserved; /* bytes reserved by every batch emitted */
-	uint64_t q_held_back;       /* samples where the producer was held back */
-	bool budget_blocked;        /* the last reservation attempt failed */
-	uint64_t iv_pause_ns;       /* longest fetch this interval */
-	uint64_t pauses;            /* pause episodes (overlapping slow fetches count once) */
-	uint64_t pause_longest_ns;
-	uint32_t pause_longest_shard;
+	/* the controller (control.c); mu */
+	uint64_t stage_bytes; /* blocks read and decoded ahead (depth_max) */
+	bool budget_blocked;  /* the last reservation attempt failed */
 	struct rf_control *ctl;
 } rf_engine;
 
@@ -344,7 +359,7 @@ int rf_memory_check(rf_engine *e, rf_error *err);
 void *rf_sched_main(void *arg);
 
 /* open.c (loop thread): learns every shard's layout through its format.
- * 0, or the first failure (message in e->open_msg). */
+ * 0, or the first failure (message in e->open.msg). */
 int rf_open_phase(rf_engine *e);
 /* Frees what unfinished opens hold, once no read is in flight (the loop is gone). */
 void rf_open_slots_free(rf_engine *e);
@@ -446,7 +461,7 @@ static inline int rf_cond_timedwait(rf_engine *e, pthread_cond_t *cv, const stru
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {
-	return &e->ring[seq & (e->ring_units - 1)];
+	return &e->ring.slots[seq & (e->ring.units - 1)];
 }
 static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
 {

@@ -59,13 +59,13 @@ void rf_engine_free(rf_engine *e)
 {
 	rf_engine_stop_threads(e);
 	/* Threads are gone and the ring is drained: every buffer is ours. */
-	while (e->ready_head != e->ready_tail)
-		rf_batch_free(e, e->ready[e->ready_head++ % RF_READY_MAX]);
-	rf_list_for_each(n, next, &e->held_list)
+	while (e->ready.head != e->ready.tail)
+		rf_batch_free(e, e->ready.q[e->ready.head++ % RF_READY_MAX]);
+	rf_list_for_each(n, next, &e->ready.held_list)
 	    rf_batch_free(e, rf_list_entry(n, rf_ebatch, held));
 	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
-	if (e->ring) {
-		for (uint64_t s = e->tail_seq; s < e->sched_seq; s++) {
+	if (e->ring.slots) {
+		for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
 			rf_read *rd = u->read;
 			u->read = NULL; /* set only on units not decoded yet */
@@ -76,12 +76,12 @@ void rf_engine_free(rf_engine *e)
 	}
 	rf_engine_unlock(e);
 	rf_control_free(e);
-	rf_plan_free(e->p_sched);
-	rf_plan_free(e->p_coll);
+	rf_plan_free(e->sched.plan);
+	rf_plan_free(e->coll.plan);
 	free(e->seq);
-	free(e->ring);
-	free(e->jobs);
-	free(e->rereads);
+	free(e->ring.slots);
+	free(e->ring.jobs);
+	free(e->ring.rereads);
 	free(e->workers);
 	free(e->indexes);
 	rf_shards_free(e->shards, e->nshards);
@@ -110,11 +110,11 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
 	e->loop_started = true;
 	rf_engine_lock(e);
-	while (e->open_stage == 0)
+	while (e->open.stage == 0)
 		rf_cond_wait(e, &e->open_cv);
 	rf_engine_unlock(e);
-	if (e->open_code < 0)
-		return rf_fail(err, e->open_code, "%s", e->open_msg);
+	if (e->open.code < 0)
+		return rf_fail(err, e->open.code, "%s", e->open.msg);
 	e->indexes = calloc(e->nshards, sizeof(*e->indexes));
 	if (!e->indexes)
 		return rf_fail(err, -ENOMEM, "out of memory");
@@ -127,8 +127,8 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err)
 {
 	const rf_segment *segs = e->seq_set ? e->seq : NULL;
-	RF_TRY(rf_plan_set_sequence(e->p_sched, epoch, segs, e->nseq, start, err));
-	RF_TRY(rf_plan_set_sequence(e->p_coll, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->sched.plan, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->coll.plan, epoch, segs, e->nseq, start, err));
 	e->seq_epoch = epoch;
 	return 0;
 }
@@ -182,14 +182,14 @@ static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t 
 static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
                            uint64_t done)
 {
-	e->ep_first = (struct rf_epoch_count){
+	e->st.ep_first = (struct rf_epoch_count){
 	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
-	rf_plan_epoch_tail(e->p_sched, &e->ep_first.tail);
+	rf_plan_epoch_tail(e->sched.plan, &e->st.ep_first.tail);
 	if (epoch >= e->epoch_end) /* the saved run had already ended */
-		e->ep_first.records = e->ep_first.batches = 0;
-	uint64_t n = rf_plan_total_records(e->p_sched);
-	e->ep_next.records = rf_plan_partition(e->p_sched, n, 0, &e->ep_next.tail);
-	e->ep_next.batches = rf_epoch_batches(e, e->ep_next.records, 0, 0);
+		e->st.ep_first.records = e->st.ep_first.batches = 0;
+	uint64_t n = rf_plan_total_records(e->sched.plan);
+	e->st.ep_next.records = rf_plan_partition(e->sched.plan, n, 0, &e->st.ep_next.tail);
+	e->st.ep_next.batches = rf_epoch_batches(e, e->st.ep_next.records, 0, 0);
 }
 
 /* Plans, resume position and the first epoch's bookkeeping. */
@@ -209,14 +209,14 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	char what[96];
 	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
 	RF_TRY(rf_memory_reserve_meta(e, bound, what, err));
-	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_sched, err));
-	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->p_coll, err));
-	uint64_t planned = rf_plan_memory_bytes(e->p_sched) + rf_plan_memory_bytes(e->p_coll);
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->sched.plan, err));
+	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->coll.plan, err));
+	uint64_t planned = rf_plan_memory_bytes(e->sched.plan) + rf_plan_memory_bytes(e->coll.plan);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
-	e->open_meta_bytes -= bound;
+	e->open.meta_bytes -= bound;
 	RF_TRY(rf_memory_reserve_meta(e, planned, what, err));
 	rf_position pos = {.epoch = e->epoch_first};
-	rf_state_identity(e->p_sched, &pos);
+	rf_state_identity(e->sched.plan, &pos);
 	e->seq_epoch = UINT64_MAX;
 	if (c->has_resume) {
 		rf_position saved;
@@ -226,16 +226,16 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		RF_TRY(rc);
 	}
 	e->pos = pos;
-	e->coll_skip_blocks = pos.skipped_blocks;
-	e->coll_skip_records = pos.skipped;
+	e->coll.skip_blocks = pos.skipped_blocks;
+	e->coll.skip_records = pos.skipped;
 	e->resume_epoch = pos.epoch;
 	e->resume_pos = pos.record;
 	e->pos.segs = e->seq;
 	e->pos.nsegs = e->nseq;
 	uint64_t epoch = pos.epoch;
-	RF_TRY(rf_plan_epoch(e->p_sched, epoch, err));
-	RF_TRY(rf_plan_epoch(e->p_coll, epoch, err));
-	uint64_t records = rf_plan_epoch_records(e->p_sched);
+	RF_TRY(rf_plan_epoch(e->sched.plan, epoch, err));
+	RF_TRY(rf_plan_epoch(e->coll.plan, epoch, err));
+	uint64_t records = rf_plan_epoch_records(e->sched.plan);
 	if (pos.record > records)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
@@ -248,42 +248,42 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	rf_open_counts(e, epoch, records, pos.record, pos.batch);
 	uint64_t at = pos.record;
-	size_t first = rf_plan_first_unit_needed(e->p_sched, at);
+	size_t first = rf_plan_first_unit_needed(e->sched.plan, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
 	*ep = (rf_epoch_info){.valid = true,
 	                      .epoch = epoch,
 	                      .records = records,
 	                      .first_unit = first,
-	                      .units = rf_plan_unit_count(e->p_sched)};
-	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->p_sched));
-	e->sched_epoch = e->coll_epoch = epoch;
-	e->sched_unit = first;
-	e->sched_next_first =
-	    first < ep->units ? rf_plan_unit(e->p_sched, first)->first_plan_record : ep->span;
-	e->coll_pos = at;
-	e->coll_batch = pos.batch;
-	e->coll_first_unit = first;
-	e->coll_hint_unit = SIZE_MAX;
-	e->fill_epoch = epoch;
-	e->fill_pos = at;
-	e->coll_records = records;
-	e->coll_global = e->consumer_global = at;
-	e->need_global = rf_plan_need(e->p_sched, at + 1);
+	                      .units = rf_plan_unit_count(e->sched.plan)};
+	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched.plan));
+	e->sched.epoch = e->coll.epoch = epoch;
+	e->sched.unit = first;
+	e->sched.next_first =
+	    first < ep->units ? rf_plan_unit(e->sched.plan, first)->first_plan_record : ep->span;
+	e->coll.pos = at;
+	e->coll.batch = pos.batch;
+	e->coll.first_unit = first;
+	e->coll.hint_unit = SIZE_MAX;
+	e->fill.epoch = epoch;
+	e->fill.pos = at;
+	e->coll.records = records;
+	e->coll.global = e->consumer_global = at;
+	e->sched.need_global = rf_plan_need(e->sched.plan, at + 1);
 	if (epoch >= e->epoch_end) { /* the saved run had already ended */
-		e->sched_done = true;
-		e->coll_final = true;
-		e->final_code = RF_END;
+		e->sched.done = true;
+		e->coll.final = true;
+		e->coll.final_code = RF_END;
 	}
 	return 0;
 }
 
 static int rf_open_threads(rf_engine *e, rf_error *err)
 {
-	e->ring = calloc(e->ring_units, sizeof(*e->ring));
-	e->jobs = calloc(e->ring_units, sizeof(*e->jobs));
-	e->rereads = calloc(e->ring_units, sizeof(*e->rereads));
+	e->ring.slots = calloc(e->ring.units, sizeof(*e->ring.slots));
+	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
+	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
 	e->workers = calloc(e->threads, sizeof(*e->workers));
-	if (!e->ring || !e->jobs || !e->rereads || !e->workers)
+	if (!e->ring.slots || !e->ring.jobs || !e->ring.rereads || !e->workers)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
 		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);
@@ -293,9 +293,9 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 		e->workers_started++;
 	}
 	rf_engine_lock(e);
-	e->t_open_ns = rf_now_ns();
-	e->go = true;
-	e->coll_kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
+	e->st.t_open_ns = rf_now_ns();
+	e->open.go = true;
+	e->coll.kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
 	pthread_cond_signal(&e->work_cv);
 	rf_engine_unlock(e);

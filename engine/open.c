@@ -26,7 +26,7 @@ enum {
 	RF_OPEN_WAIT_BUDGET, /* the next range waits for budget (others hold it) */
 };
 
-/* One shard's open in progress (a slot of e->open_slots). */
+/* One shard's open in progress (a slot of e->open.slots). */
 typedef struct rf_open_slot {
 	rf_fmt_open fo;
 	uint8_t *buf; /* the last delivered range (owned), RF_MEM_METADATA buf_res */
@@ -44,14 +44,14 @@ typedef struct rf_open_slot {
 static void rf_meta_take(rf_engine *e, uint64_t *held, uint64_t n)
 {
 	*held += n;
-	e->open_meta_bytes += n;
+	e->open.meta_bytes += n;
 }
 
 static void rf_meta_release(rf_engine *e, uint64_t *held, uint64_t n)
 {
 	assert(n <= *held);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, n);
-	e->open_meta_bytes -= n;
+	e->open.meta_bytes -= n;
 	*held -= n;
 }
 
@@ -60,7 +60,7 @@ static void rf_slot_buf_free(rf_engine *e, rf_open_slot *o)
 	free(o->buf);
 	o->buf = NULL;
 	o->buf_len = 0;
-	e->open_transient_bytes -= o->buf_res;
+	e->open.transient_bytes -= o->buf_res;
 	rf_meta_release(e, &o->buf_res, o->buf_res);
 }
 
@@ -79,8 +79,8 @@ static void rf_slot_put(rf_engine *e, rf_shard *s)
 	o->side = NULL;
 	free(o->side_url);
 	o->side_url = NULL;
-	o->next_free = e->open_free;
-	e->open_free = (uint32_t)(o - e->open_slots);
+	o->next_free = e->open.free;
+	e->open.free = (uint32_t)(o - e->open.slots);
 	s->open = NULL;
 }
 
@@ -90,8 +90,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 	rf_engine *e = s->engine;
 	s->stage = RF_OPEN_DONE;
 	if (code < 0) {
-		if (e->open_failed++ == 0 || s->idx < e->open_failed_idx)
-			e->open_failed_idx = s->idx;
+		if (e->open.failed++ == 0 || s->idx < e->open.failed_idx)
+			e->open.failed_idx = s->idx;
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
 		size_t l = strlen(m);
@@ -108,8 +108,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		rf_meta_release(e, &s->fmt_held, s->fmt_held);
 	}
 	rf_slot_put(e, s); /* no read of this shard is in flight now */
-	e->open_inflight--;
-	e->open_done++;
+	e->open.inflight--;
+	e->open.done++;
 }
 
 static void rf_open_fail(rf_shard *s, int rc, rf_error *err)
@@ -161,12 +161,12 @@ static bool rf_want_in_buf(const rf_open_slot *o)
 static void rf_open_unwait(rf_engine *e, uint32_t idx)
 {
 	uint32_t i = 0;
-	while (i < e->open_waiting && e->open_wait[i] != idx)
+	while (i < e->open.waiting && e->open.wait[i] != idx)
 		i++;
-	assert(i < e->open_waiting);
-	memmove(&e->open_wait[i], &e->open_wait[i + 1],
-	        (e->open_waiting - i - 1) * sizeof(e->open_wait[0]));
-	e->open_waiting--;
+	assert(i < e->open.waiting);
+	memmove(&e->open.wait[i], &e->open.wait[i + 1],
+	        (e->open.waiting - i - 1) * sizeof(e->open.wait[0]));
+	e->open.waiting--;
 }
 
 /* A step failed a check: the bytes may have been damaged in transit, so
@@ -189,7 +189,7 @@ static bool rf_open_reread(rf_shard *s, int rc)
 		return false;
 	s->rereads++;
 	rf_engine_lock(e);
-	e->st_rereads++;
+	e->st.rereads++;
 	rf_engine_unlock(e);
 	rf_open_read(s, o->buf_side, fo->got_offset, fo->got_len);
 	return true;
@@ -205,7 +205,7 @@ static int rf_open_budget_fail(rf_shard *s, uint64_t need, uint64_t len, rf_erro
 	               "for the %u shard(s) opened so far (raise budget)",
 	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
 	               (unsigned long long)need, (unsigned long long)len,
-	               rf_fmt_bytes(e->open_meta_bytes, held, sizeof(held)), e->open_done);
+	               rf_fmt_bytes(e->open.meta_bytes, held, sizeof(held)), e->open.done);
 }
 
 /* Reserves the next range's buffer and the parse bound. Returns 0, 1 when
@@ -231,14 +231,14 @@ static int rf_open_reserve(rf_shard *s, bool from_buf, uint64_t *len, rf_error *
 			*len = w->min_len;
 	}
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, *len + bound, 0) != 0) {
-		if (e->open_transient_bytes > 0)
+		if (e->open.transient_bytes > 0)
 			return 1;
 		return rf_open_budget_fail(s, *len + bound, w->len, err);
 	}
 reserved:
 	rf_meta_take(e, &o->buf_res, *len);
 	rf_meta_take(e, &o->bound_res, bound);
-	e->open_transient_bytes += *len;
+	e->open.transient_bytes += *len;
 	return 0;
 }
 
@@ -279,7 +279,7 @@ static void rf_open_step(rf_shard *s)
 		             (unsigned long long)had);
 	if (rc >= 0) { /* keep what it holds; the rest of the bound goes back */
 		rf_budget_release(&e->budget, RF_MEM_METADATA, had - o->fo.held_bytes);
-		e->open_meta_bytes -= had - o->fo.held_bytes;
+		e->open.meta_bytes -= had - o->fo.held_bytes;
 		s->fmt_held = o->fo.held_bytes;
 		o->bound_res = 0;
 	}
@@ -371,7 +371,7 @@ static void rf_open_want(rf_shard *s)
 	}
 	if (rc == 1) {
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
-			e->open_wait[e->open_waiting++] = s->idx; /* < open_inflight */
+			e->open.wait[e->open.waiting++] = s->idx; /* < open_inflight */
 		s->stage = RF_OPEN_WAIT_BUDGET;
 		return;
 	}
@@ -447,7 +447,7 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 static void rf_open_start(rf_engine *e, rf_shard *s)
 {
 	rf_error err = {0};
-	e->open_inflight++;
+	e->open.inflight++;
 	if (!s->fmt) /* the URL expansion chose it from the name given */
 		s->fmt = rf_format_for(s->url, true);
 	if (!s->fmt) {
@@ -457,9 +457,9 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 		rf_open_finish(s, err.code, err.msg);
 		return;
 	}
-	assert(e->open_free != UINT32_MAX); /* open_inflight < the slots */
-	rf_open_slot *o = &e->open_slots[e->open_free];
-	e->open_free = o->next_free;
+	assert(e->open.free != UINT32_MAX); /* open_inflight < the slots */
+	rf_open_slot *o = &e->open.slots[e->open.free];
+	e->open.free = o->next_free;
 	s->open = o;
 	s->stage = RF_OPEN_OPENING;
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
@@ -475,49 +475,49 @@ static int rf_open_slots_new(rf_engine *e, uint32_t n)
 	uint64_t bytes = (uint64_t)n * sizeof(rf_open_slot);
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
 		char lim[32];
-		snprintf(e->open_msg, sizeof(e->open_msg),
+		snprintf(e->open.msg, sizeof(e->open.msg),
 		         "budget %s is too small to open shards (%llu bytes of open state)",
 		         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)),
 		         (unsigned long long)bytes);
 		return RF_E_BUDGET;
 	}
-	if (!(e->open_slots = calloc(n, sizeof(rf_open_slot)))) {
+	if (!(e->open.slots = calloc(n, sizeof(rf_open_slot)))) {
 		rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
-		snprintf(e->open_msg, sizeof(e->open_msg), "out of memory");
+		snprintf(e->open.msg, sizeof(e->open.msg), "out of memory");
 		return -ENOMEM;
 	}
-	e->open_meta_bytes += bytes;
-	e->open_slots_n = n;
-	e->open_free = 0;
+	e->open.meta_bytes += bytes;
+	e->open.slots_n = n;
+	e->open.free = 0;
 	for (uint32_t i = 0; i < n; i++)
-		e->open_slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
+		e->open.slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
 	return 0;
 }
 
 /* After the loop is gone (no read in flight): what the slots still hold. */
 void rf_open_slots_free(rf_engine *e)
 {
-	if (!e->open_slots)
+	if (!e->open.slots)
 		return;
-	for (uint32_t i = 0; i < e->open_slots_n; i++) {
-		rf_open_slot *o = &e->open_slots[i];
+	for (uint32_t i = 0; i < e->open.slots_n; i++) {
+		rf_open_slot *o = &e->open.slots[i];
 		free(o->buf);
 		free(o->side_url);
 		o->buf = NULL;
 		o->side_url = NULL;
 	}
-	uint64_t bytes = (uint64_t)e->open_slots_n * sizeof(rf_open_slot);
+	uint64_t bytes = (uint64_t)e->open.slots_n * sizeof(rf_open_slot);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
-	e->open_meta_bytes -= bytes;
-	free(e->open_slots);
-	e->open_slots = NULL;
-	e->open_slots_n = 0;
+	e->open.meta_bytes -= bytes;
+	free(e->open.slots);
+	e->open.slots = NULL;
+	e->open.slots_n = 0;
 }
 
 static bool rf_open_all_done(void *ctx)
 {
 	rf_engine *e = ctx;
-	return e->open_done >= e->nshards;
+	return e->open.done >= e->nshards;
 }
 
 /* Between ticks of the open phase: retries the ranges waiting for budget
@@ -527,35 +527,35 @@ static uint64_t rf_open_before_sleep(void *ctx)
 	rf_engine *e = ctx;
 	/* while a range waits for budget, open no more (theirs would wait
 	 * too) and retry the waiting ones, oldest first */
-	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open_waiting;
-	memcpy(waiting, e->open_wait, nwait * sizeof(waiting[0]));
+	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open.waiting;
+	memcpy(waiting, e->open.wait, nwait * sizeof(waiting[0]));
 	for (uint32_t i = 0; i < nwait; i++)
 		rf_open_want(&e->shards[waiting[i]]);
-	while (e->open_waiting == 0 && e->open_next < e->nshards &&
-	       e->open_inflight < e->open_slots_n)
-		rf_open_start(e, &e->shards[e->open_next++]);
-	return e->open_failed || e->open_done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
+	while (e->open.waiting == 0 && e->open.next < e->nshards &&
+	       e->open.inflight < e->open.slots_n)
+		rf_open_start(e, &e->shards[e->open.next++]);
+	return e->open.failed || e->open.done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
 }
 
 /* Learns every layout (RF_OPEN_CONCURRENCY at a time); stops at the first
- * error. Returns 0 or the error (message in e->open_msg). */
+ * error. Returns 0 or the error (message in e->open.msg). */
 int rf_open_phase(rf_engine *e)
 {
 	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	RF_TRY(rf_open_slots_new(e, open_max));
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
 	if (rc < 0) {
-		snprintf(e->open_msg, sizeof(e->open_msg), "event loop: %s", strerror(-rc));
+		snprintf(e->open.msg, sizeof(e->open.msg), "event loop: %s", strerror(-rc));
 		return rc;
 	}
-	if (e->open_failed) {
-		rf_shard *s = &e->shards[e->open_failed_idx];
-		snprintf(e->open_msg, sizeof(e->open_msg), "%s", s->err_msg);
+	if (e->open.failed) {
+		rf_shard *s = &e->shards[e->open.failed_idx];
+		snprintf(e->open.msg, sizeof(e->open.msg), "%s", s->err_msg);
 		return s->err_code;
 	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		if (e->shards[i].err_code < 0) {
-			snprintf(e->open_msg, sizeof(e->open_msg), "%s", e->shards[i].err_msg);
+			snprintf(e->open.msg, sizeof(e->open.msg), "%s", e->shards[i].err_msg);
 			return e->shards[i].err_code;
 		}
 	}

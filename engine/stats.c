@@ -15,13 +15,13 @@ static int rf_cmp_double(const void *a, const void *b)
 
 static void rf_latency_stats(rf_engine *e, rf_stats *s)
 {
-	size_t n = (size_t)RF_MIN(e->lat_count, (uint64_t)RF_LATENCY_SAMPLES);
+	size_t n = (size_t)RF_MIN(e->st.lat_count, (uint64_t)RF_LATENCY_SAMPLES);
 	if (n == 0)
 		return;
 	double *v = malloc(n * sizeof(*v));
 	if (!v)
 		return;
-	memcpy(v, e->lat_ms, n * sizeof(*v));
+	memcpy(v, e->st.lat_ms, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), rf_cmp_double);
 	s->fetch_latency_p50_ms = v[n / 2];
 	s->fetch_latency_p90_ms = v[RF_MIN(n - 1, n * 9 / 10)];
@@ -57,18 +57,19 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
 	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
 	s->epoch = e->pos.epoch;
-	const struct rf_epoch_count *c = s->epoch == e->ep_first.epoch ? &e->ep_first : &e->ep_next;
+	const struct rf_epoch_count *c =
+	    s->epoch == e->st.ep_first.epoch ? &e->st.ep_first : &e->st.ep_next;
 	s->epoch_records = c->records;
 	s->epoch_batches = c->batches;
 	s->epoch_records_dropped = c->tail.dropped_records;
 	s->epoch_records_padded = c->tail.padded_records;
 	s->epoch_records_drop_last = c->tail.drop_last_records;
-	s->epoch_batches_later = e->ep_next.batches;
-	s->records_skipped = e->st_skipped_records;
-	s->blocks_skipped = e->skips;
-	s->skips_listed = (uint32_t)RF_MIN(e->skips, RF_SKIP_LOG);
+	s->epoch_batches_later = e->st.ep_next.batches;
+	s->records_skipped = e->st.skipped_records;
+	s->blocks_skipped = e->coll.skips;
+	s->skips_listed = (uint32_t)RF_MIN(e->coll.skips, RF_SKIP_LOG);
 	for (uint32_t i = 0; i < s->skips_listed; i++)
-		s->skips[i] = e->skip_log[(e->skips - s->skips_listed + i) % RF_SKIP_LOG];
+		s->skips[i] = e->coll.skip_log[(e->coll.skips - s->skips_listed + i) % RF_SKIP_LOG];
 }
 
 static int rf_stats_fill(rf_loader *l, rf_stats *s)
@@ -80,56 +81,56 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	rf_budget_snapshot b;
 	rf_budget_snapshot_get(&e->budget, &b);
 	rf_engine_lock(e);
-	double elapsed = (double)(rf_now_ns() - e->t_open_ns) / 1e9;
+	double elapsed = (double)(rf_now_ns() - e->st.t_open_ns) / 1e9;
 	s->elapsed_s = elapsed;
-	s->batches = e->st_batches;
-	s->records = e->st_records;
-	s->payload_bytes = e->st_payload;
-	s->decoded_bytes = e->st_decoded_bytes;
-	s->fetched_bytes = e->st_fetched_bytes;
-	s->blocks_decoded = e->st_blocks;
+	s->batches = e->st.batches;
+	s->records = e->st.records;
+	s->payload_bytes = e->st.payload;
+	s->decoded_bytes = e->st.decoded_bytes;
+	s->fetched_bytes = e->st.fetched_bytes;
+	s->blocks_decoded = e->st.blocks;
 	uint64_t now = rf_now_ns();
-	uint64_t wait = e->st_wait_ns + (e->waiting_since_ns ? now - e->waiting_since_ns : 0);
-	uint64_t busy = e->st_busy_ns + (e->last_return_ns ? now - e->last_return_ns : 0);
+	uint64_t wait = e->st.wait_ns + (e->st.waiting_since_ns ? now - e->st.waiting_since_ns : 0);
+	uint64_t busy = e->st.busy_ns + (e->st.last_return_ns ? now - e->st.last_return_ns : 0);
 	s->consumer_wait_s = (double)wait / 1e9;
 	s->consumer_busy_s = (double)busy / 1e9;
 	/* r: batches over the consumer's own time (a consumer doing no work at
 	 * all is capped, as in tune.c, at 1e6 batches/s) */
 	s->consumer_rate_bps =
-	    e->st_batches
-	        ? (double)e->st_batches / RF_MAX(s->consumer_busy_s, (double)e->st_batches / 1e6)
+	    e->st.batches
+	        ? (double)e->st.batches / RF_MAX(s->consumer_busy_s, (double)e->st.batches / 1e6)
 	        : 0;
-	double full = e->q_samples ? (double)e->q_full / (double)e->q_samples : 0;
-	double held = e->q_samples ? (double)e->q_held_back / (double)e->q_samples : 0;
+	double full = e->st.q_samples ? (double)e->st.q_full / (double)e->st.q_samples : 0;
+	double held = e->st.q_samples ? (double)e->st.q_held_back / (double)e->st.q_samples : 0;
 	double producing = elapsed * (1.0 - held);
-	s->producer_rate_bps = producing > 0 ? (double)e->st_produced / producing : 0;
-	s->ready_batches = (uint32_t)(e->ready_tail - e->ready_head);
+	s->producer_rate_bps = producing > 0 ? (double)e->st.produced / producing : 0;
+	s->ready_batches = (uint32_t)(e->ready.tail - e->ready.head);
 	double ready;
 	rf_control_inventory(e, &ready, &s->decoded_batches, &s->inflight_batches);
 	s->inventory_batches = ready + s->decoded_batches + s->inflight_batches;
 	s->coverage_s = s->consumer_rate_bps > 0 ? s->inventory_batches / s->consumer_rate_bps : 0;
 	s->depth_batches = e->depth;
 	s->decode_busy_fraction =
-	    RF_MIN(1.0, (double)e->st_decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
+	    RF_MIN(1.0, (double)e->st.decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
 	rf_control_stats(e, s);
-	s->queue_samples = e->q_samples;
-	if (e->q_samples) {
-		s->queue_empty_fraction = (double)e->q_empty / (double)e->q_samples;
+	s->queue_samples = e->st.q_samples;
+	if (e->st.q_samples) {
+		s->queue_empty_fraction = (double)e->st.q_empty / (double)e->st.q_samples;
 		s->queue_full_fraction = full;
 		s->queue_partial_fraction = 1.0 - s->queue_empty_fraction - full;
 	}
-	s->queue_swings = e->q_swings;
+	s->queue_swings = e->st.q_swings;
 	s->budget_bytes = b.limit_bytes;
 	rf_stats_epoch(e, s);
 	memcpy(s->mem_bytes, b.cur_bytes, sizeof(s->mem_bytes));
 	memcpy(s->mem_peak_bytes, b.peak_bytes, sizeof(s->mem_peak_bytes));
 	s->mem_peak_total_bytes = b.peak_total_bytes;
 	rf_latency_stats(e, s);
-	s->fetch_errors = e->st_fetch_errors;
-	s->fetch_retries = e->st_fetch_retries;
-	s->fetch_hedges = e->st_fetch_hedges;
-	s->fetch_hedges_won = e->st_fetch_hedges_won;
-	s->rereads = e->st_rereads;
+	s->fetch_errors = e->st.fetch_errors;
+	s->fetch_retries = e->st.fetch_retries;
+	s->fetch_hedges = e->st.fetch_hedges;
+	s->fetch_hedges_won = e->st.fetch_hedges_won;
+	s->rereads = e->st.rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
 	rf_engine_unlock(e);

@@ -120,8 +120,8 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 void rf_frontier_advance(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	for (; e->frontier_seq < e->sched_seq; e->frontier_seq++) {
-		uint8_t st = rf_slot(e, e->frontier_seq)->state;
+	for (; e->ring.frontier_seq < e->sched.seq; e->ring.frontier_seq++) {
+		uint8_t st = rf_slot(e, e->ring.frontier_seq)->state;
 		if (st != RF_U_DECODED && st != RF_U_SKIPPED) /* skipped: resident as nothing */
 			break;
 	}
@@ -130,11 +130,11 @@ void rf_frontier_advance(rf_engine *e)
 void rf_engine_finish(rf_engine *e, int code, const char *msg)
 {
 	RF_MU_HELD(e);
-	if (e->coll_final)
+	if (e->coll.final)
 		return;
-	e->coll_final = true;
-	e->final_code = code;
-	snprintf(e->final_msg, sizeof(e->final_msg), "%s", msg ? msg : "");
+	e->coll.final = true;
+	e->coll.final_code = code;
+	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s", msg ? msg : "");
 	pthread_cond_broadcast(&e->ready_cv);
 	rf_engine_wake_loop(e);
 }
@@ -177,8 +177,8 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 {
 	RF_MU_HELD(e);
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
-	e->coll_kick = true;
-	if (!e->collating)
+	e->coll.kick = true;
+	if (!e->coll.running)
 		pthread_cond_signal(&e->work_cv);
 	rf_engine_wake_loop(e);
 }

@@ -1,7 +1,6 @@
 /* fetch.c - the fetch layer's front door: options, the table of source kinds
  * (chosen by URL scheme) and the optional wrapper (fault injection). Every
  * call runs on the loop thread. See source.h for how to add a kind. */
-#include "inject.h"
 #include "source.h"
 #include "store.h"
 #include "url.h"
@@ -23,8 +22,11 @@ static const rf_store *const rf_stores[] = {
     &rf_store_s3,
 };
 
-/* Fault injection wrapper (inject.c; NULL would mean: not built in). */
-static const rf_source_wrap_fn rf_wrap_hook = rf_inject_wrap;
+/* The wrapper around every opened source when rf_fetch_options.inject is set
+ * (inject.c; NULL would mean: not built in). Named as data, like the kinds:
+ * the injector calls this file's helpers, this file calls it only through
+ * the row's pointers. */
+static const rf_source_wrapper *const rf_wrapper = &rf_source_wrapper_inject;
 
 struct rf_fetch {
 	rf_loop *loop;
@@ -82,14 +84,13 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 			return rf_fail(err, -ENOMEM, "out of memory for fetch options");
 		}
 	}
-	if (f->opt.inject && *f->opt.inject && !rf_wrap_hook) {
+	if (f->opt.inject && *f->opt.inject && !rf_wrapper) {
 		rf_fetch_free(f);
 		return rf_fail(err, -ENOTSUP,
 		               "fault injection ('inject') is not built into this library");
 	}
-	rf_inject_spec spec; /* a bad spec fails here, not at the first open */
-	if (f->opt.inject && *f->opt.inject) {
-		int rc = rf_inject_parse(f->opt.inject, &spec, err);
+	if (f->opt.inject && *f->opt.inject) { /* a bad spec fails here, not at the first open */
+		int rc = rf_wrapper->check(f->opt.inject, err);
 		if (rc < 0) {
 			rf_fetch_free(f);
 			return rc;
@@ -224,9 +225,9 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
 	RF_TRY(kind->open(f, f->state[k], url, size_hint, &s, err));
 	s->open_cb = cb;
 	s->open_arg = arg;
-	if (f->opt.inject && *f->opt.inject && rf_wrap_hook) {
+	if (f->opt.inject && *f->opt.inject && rf_wrapper) {
 		rf_source *w = NULL;
-		int rc = rf_wrap_hook(f, s, f->opt.inject, &w, err);
+		int rc = rf_wrapper->wrap(f, s, f->opt.inject, &w, err);
 		if (rc < 0) {
 			rf_source_close(s);
 			return rc;

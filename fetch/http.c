@@ -1,9 +1,12 @@
 /* http.c - HTTP(S) transfers driven by the io_uring loop (see http.h): the
- * transfer state machine. curl on the loop is http_loop.c, response checks
- * http_check.c, pure parsers http_parse.c, S3 signing s3_sign.c.
+ * transfer state machine, the top of the client's files (http_int.h): it
+ * calls the response checks (http_check.c), the S3 signing (s3_sign.c), the
+ * records (http_xfer.c) and curl on the loop (http_loop.c), and none of them
+ * calls it: the loop reaches it only through the ops it registers
+ * (pump_ops: harvest and admit, then deliver).
  *
  * Each transfer is a state machine (xfer_state, xfer_state_name[],
- * rf_xfer_step): QUEUED (waiting for a connection slot of its host) ->
+ * xfer_step): QUEUED (waiting for a connection slot of its host) ->
  * ACTIVE (in curl) -> DONE, or ACTIVE -> BACKOFF (retry timer) -> QUEUED. A
  * response is accepted only when it is exactly what was asked (http_check.c). */
 #include "http_int.h"
@@ -14,73 +17,21 @@
 #include <string.h>
 #include <strings.h>
 
-#define HTTP_RECV_BUFFER_BYTES (512 * 1024)
+#define HTTP_RECV_BUFFER_BYTES   (512 * 1024)
+#define EASY_POOL_PER_CONNECTION 2
+
+typedef enum xfer_event {
+	EV_ADMIT = 0, /* a connection slot of its host is free */
+	EV_FINISHED,  /* curl finished the attempt (x->curl_rc, x->status set) */
+	EV_TIMER,     /* the backoff timer fired */
+	EV_CANCEL,
+} xfer_event;
 
 static const char *const xfer_state_name[X_STATES] = {"queued", "active", "backoff", "done"};
 
-/* ------------------------------------------------------------- lists, hosts */
+static void xfer_step(rf_http_xfer *x, xfer_event ev);
 
-static void list_push(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
-{
-	x->next = NULL;
-	x->prev = *tail;
-	if (*tail)
-		(*tail)->next = x;
-	else
-		*head = x;
-	*tail = x;
-}
-
-static void list_push_front(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
-{
-	x->prev = NULL;
-	x->next = *head;
-	if (*head)
-		(*head)->prev = x;
-	else
-		*tail = x;
-	*head = x;
-}
-
-static void list_unlink(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
-{
-	if (x->prev)
-		x->prev->next = x->next;
-	else
-		*head = x->next;
-	if (x->next)
-		x->next->prev = x->prev;
-	else
-		*tail = x->prev;
-	x->prev = x->next = NULL;
-}
-
-void rf_xfer_queue_first(rf_http_xfer *x)
-{
-	x->state = X_QUEUED;
-	list_push_front(&x->h->queue_head, &x->h->queue_tail, x);
-	x->listed_queue = true;
-}
-
-/* scheme://authority of url, the unit of the per-host connection limit. */
-host *rf_http_host_of(rf_http *h, const char *url)
-{
-	const char *s = strstr(url, "://");
-	size_t len = s ? (size_t)(s + 3 - url) + strcspn(s + 3, "/?#") : strlen(url);
-	if (len >= sizeof(h->hosts[0].key))
-		len = sizeof(h->hosts[0].key) - 1;
-	for (uint32_t i = 0; i < h->nhosts; i++)
-		if (strlen(h->hosts[i].key) == len && !strncasecmp(h->hosts[i].key, url, len))
-			return &h->hosts[i];
-	if (h->nhosts == RF_HTTP_HOSTS_MAX)
-		return NULL;
-	host *o = &h->hosts[h->nhosts++];
-	memcpy(o->key, url, len);
-	o->key[len] = '\0';
-	o->active = 0;
-	o->trouble = 0;
-	return o;
-}
+/* ------------------------------------------------------------ easy pool */
 
 static CURL *easy_get(rf_http *h)
 {
@@ -116,15 +67,6 @@ static void attempt_reset(rf_http_xfer *x)
 	x->all = NULL;
 	free(x->redirect);
 	x->redirect = NULL;
-}
-
-int rf_xfer_add_header(rf_http_xfer *x, const char *line)
-{
-	struct curl_slist *l = curl_slist_append(x->headers, line);
-	if (!l)
-		return -ENOMEM;
-	x->headers = l;
-	return 0;
 }
 
 /* Method, body and extra headers of a credential fetch. */
@@ -208,36 +150,6 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	return 0;
 }
 
-void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why)
-{
-	rf_http *h = x->h;
-	x->result = result;
-	if (why) {
-		char range[80] = "";
-		if (x->req.kind == RF_HTTP_RANGE)
-			snprintf(range, sizeof(range), " bytes %llu-%llu",
-			         (unsigned long long)x->req.offset,
-			         (unsigned long long)(x->req.offset + x->req.len - 1));
-		char tail[64] = ""; /* none when it never started (no credentials) */
-		if (x->attempts > 0)
-			snprintf(tail, sizeof(tail), "; last HTTP status %ld, %u attempt%s",
-			         x->status, x->attempts, x->attempts == 1 ? "" : "s");
-		x->fail_msg = rf_http_dup_printf("%s %s%s: %s%s",
-		                                 x->req.method                 ? x->req.method
-		                                 : x->req.kind == RF_HTTP_HEAD ? "HEAD"
-		                                 : x->req.post                 ? "POST"
-		                                                               : "GET",
-		                                 x->name, range, why, tail);
-		h->counters.errors += !x->req.uncounted;
-	} else if (x->req.kind == RF_HTTP_GET_ALL) {
-		*x->req.body = x->all ? x->all : strdup("");
-		x->all = NULL;
-	}
-	x->state = X_DONE;
-	list_push(&h->done_head, &h->done_tail, x);
-	x->listed_done = true;
-}
-
 /* --------------------------------------------------------- redirects */
 
 /* Follows x->redirect: the same transfer, queued first in line, for the URL
@@ -303,8 +215,9 @@ static void on_backoff_timer(void *arg, int res)
 {
 	rf_http_xfer *x = arg;
 	x->timer_id = NO_OP;
-	rf_xfer_step(x, EV_TIMER);
-	rf_http_pump(x->h);
+	rf_http *h = x->h;
+	xfer_step(x, EV_TIMER);
+	rf_http_loop_pump(&h->curl);
 }
 
 static void detach_easy(rf_http_xfer *x)
@@ -313,7 +226,7 @@ static void detach_easy(rf_http_xfer *x)
 	if (!x->easy)
 		return;
 	if (x->state == X_ACTIVE)
-		curl_multi_remove_handle(h->multi, x->easy);
+		curl_multi_remove_handle(h->curl.multi, x->easy);
 	easy_put(h, x->easy);
 	x->easy = NULL;
 	curl_slist_free_all(x->headers);
@@ -323,10 +236,9 @@ static void detach_easy(rf_http_xfer *x)
 static void step_admit(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
-	list_unlink(&h->queue_head, &h->queue_tail, x);
-	x->listed_queue = false;
+	rf_xfer_unqueue(x);
 	int rc = configure(h, x);
-	if (rc == 0 && curl_multi_add_handle(h->multi, x->easy) != CURLM_OK)
+	if (rc == 0 && curl_multi_add_handle(h->curl.multi, x->easy) != CURLM_OK)
 		rc = -EIO;
 	if (rc < 0) {
 		rf_xfer_finish(x, rc,
@@ -395,13 +307,13 @@ static void step_cancel(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
 	if (x->state == X_QUEUED && x->listed_queue)
-		list_unlink(&h->queue_head, &h->queue_tail, x);
+		rf_xfer_unqueue(x);
 	if (x->state == X_ACTIVE)
 		x->host->active--;
 	if (x->state == X_BACKOFF)
 		rf_loop_cancel(h->loop, x->timer_id);
 	if (x->state == X_DONE && x->listed_done)
-		list_unlink(&h->done_head, &h->done_tail, x);
+		rf_xfer_undone(x);
 	detach_easy(x);
 	x->listed_queue = x->listed_done = false;
 	x->timer_id = NO_OP;
@@ -409,7 +321,7 @@ static void step_cancel(rf_http_xfer *x)
 }
 
 /* The one place a transfer changes state. */
-void rf_xfer_step(rf_http_xfer *x, xfer_event ev)
+static void xfer_step(rf_http_xfer *x, xfer_event ev)
 {
 	static const char *const ev_name[] = {"admit", "finished", "timer", "cancel"};
 	xfer_state from = x->state;
@@ -444,15 +356,7 @@ void rf_xfer_step(rf_http_xfer *x, xfer_event ev)
 		        x->status);
 }
 
-void rf_xfer_fail_queued(rf_http_xfer *x, int code, const char *msg)
-{
-	rf_http *h = x->h;
-	list_unlink(&h->queue_head, &h->queue_tail, x);
-	x->listed_queue = false;
-	rf_xfer_finish(x, code, msg ? msg : "no S3 credentials");
-}
-
-bool rf_http_admit(rf_http *h)
+static bool admit(rf_http *h)
 {
 	bool any = false, room = false;
 	for (uint32_t i = 0; i < h->nhosts && !room; i++)
@@ -470,73 +374,157 @@ bool rf_http_admit(rf_http *h)
 			continue;
 		}
 		if (x->host->active < h->opt.connections) {
-			rf_xfer_step(x, EV_ADMIT);
+			xfer_step(x, EV_ADMIT);
 			any = true;
 		}
 	}
 	return any;
 }
 
-void rf_xfer_free(rf_http_xfer *x)
-{
-	rf_http *h = x->h;
-	if (x->all_prev)
-		x->all_prev->all_next = x->all_next;
-	else
-		h->all = x->all_next;
-	if (x->all_next)
-		x->all_next->all_prev = x->all_prev;
-	h->transfers--;
-	free(x->all);
-	free(x->redirect);
-	free(x->fail_msg);
-	free(x->url);
-	free(x->name);
-	free(x->region);
-	free(x->bucket);
-	free(x);
-}
-
-void rf_http_deliver(rf_http *h)
+static void deliver(rf_http *h)
 {
 	rf_http_xfer *x;
 	while ((x = h->done_head)) {
-		list_unlink(&h->done_head, &h->done_tail, x);
-		x->listed_done = false;
+		rf_xfer_undone(x);
 		if (x->cb)
 			x->cb(x->arg, x->result, x->fail_msg);
 		rf_xfer_free(x);
 	}
 }
 
-void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed)
+/* ------------------------------------------------ the pump's work (ops) */
+
+/* Finished attempts, as curl reports them, into EV_FINISHED. */
+static bool harvest(rf_http *h)
 {
-	h->backoff_base_ms = RF_MAX(base_ms, 1u);
-	h->backoff_cap_ms = RF_MAX(cap_ms, h->backoff_base_ms);
-	h->rng = seed;
+	bool any = false;
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(h->curl.multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		CURL *e = m->easy_handle;
+		CURLcode rc = m->data.result; /* m dies with remove_handle */
+		rf_http_xfer *x = NULL;
+		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+		x->curl_rc = rc;
+		if (x->status == 0)
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+		char *location = NULL;
+		if (x->status >= 300 && x->status <= 399 &&
+		    curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location)
+			x->redirect = strdup(location); /* NULL: judged as a plain 3xx */
+		long connects = 0;
+		curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+		h->counters.connects += (uint64_t)RF_MAX(connects, 0L);
+		xfer_step(x, EV_FINISHED);
+		any = true;
+	}
+	return any;
 }
 
-void rf_http_counters_get(const rf_http *h, rf_http_counters *out)
+static bool pump_work(void *owner)
 {
-	*out = h->counters;
+	rf_http *h = owner;
+	bool any = harvest(h);
+	if (admit(h))
+		any = true;
+	return any;
 }
 
-unsigned rf_http_in_flight(const rf_http *h)
+static void pump_deliver(void *owner)
 {
-	return h->transfers;
+	deliver(owner);
 }
 
-uint64_t rf_http_host_trouble(rf_http *h, const char *url)
+static const rf_http_loop_ops pump_ops = {.work = pump_work, .deliver = pump_deliver};
+
+/* ------------------------------------------------------------ the client */
+
+static void defaults(rf_fetch_options *o)
 {
-	host *o = rf_http_host_of(h, url);
-	return o ? o->trouble : 0;
+	if (o->connections == 0)
+		o->connections = 16;
+	if (o->connect_timeout_ms == 0)
+		o->connect_timeout_ms = 10000;
+	if (o->request_timeout_ms == 0)
+		o->request_timeout_ms = 300000;
+	if (o->low_speed_time_s == 0)
+		o->low_speed_time_s = 30;
+	if (o->throttle_wait_ms == 0)
+		o->throttle_wait_ms = RF_FETCH_THROTTLE_WAIT_MS_DEFAULT;
 }
 
-bool rf_http_xfer_active(const rf_http_xfer *x, uint64_t *since_ns)
+/* The CA bundle: the ca_file option, else AWS_CA_BUNDLE (the SDKs), else
+ * CURL_CA_BUNDLE and SSL_CERT_FILE (the curl tool and OpenSSL); NULL = curl's
+ * built-in default. */
+static const char *ca_bundle(const rf_fetch_options *opt)
 {
-	*since_ns = x->active_ns;
-	return x->state == X_ACTIVE;
+	static const char *const vars[] = {"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"};
+	if (opt->ca_file && *opt->ca_file)
+		return opt->ca_file;
+	for (size_t i = 0; i < RF_ARRAY_LEN(vars); i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v)
+			return v;
+	}
+	return NULL;
 }
+
+int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err)
+{
+	rf_http *h = calloc(1, sizeof(*h));
+	if (!h)
+		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
+	h->magic = HTTP_MAGIC;
+	h->loop = loop;
+	h->opt = *opt;
+	defaults(&h->opt);
+	h->opt.ca_file = NULL;
+	memset(&h->opt.s3, 0, sizeof(h->opt.s3));
+	memset(&h->opt.gs, 0, sizeof(h->opt.gs));
+	h->opt.inject = NULL; /* no borrowed strings kept */
+	h->s3_expired_timer = NO_OP;
+	h->trace = getenv("RF_HTTP_TRACE") != NULL;
+	snprintf(h->region, sizeof(h->region), "us-east-1");
+	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
+	int rc = rf_http_loop_init(&h->curl, loop, h->opt.connections, &pump_ops, h);
+	h->pool_max = h->opt.connections * EASY_POOL_PER_CONNECTION;
+	h->pool = calloc(h->pool_max, sizeof(*h->pool));
+	const char *ca = ca_bundle(opt);
+	if ((ca && !(h->ca_file = strdup(ca))) || !h->pool || rc < 0) {
+		rf_http_free(h);
+		return rf_fail(err, -ENOMEM, "out of memory for the HTTP client");
+	}
+	*out = h;
+	return 0;
+}
+
+void rf_http_free(rf_http *h)
+{
+	if (!h)
+		return;
+	while (h->all) {
+		rf_http_xfer *x = h->all;
+		xfer_step(x, EV_CANCEL);
+		rf_xfer_free(x);
+	}
+	rf_http_loop_fini(&h->curl);
+	rf_loop_cancel(h->loop, h->s3_expired_timer);
+	free(h->s3_note);
+	free(h->s3_fail_msg);
+	for (uint32_t i = 0; i < h->npool; i++)
+		curl_easy_cleanup(h->pool[i]);
+	free(h->pool);
+	free(h->ca_file);
+	rf_http_wipe_free(h->s3_sigv4);
+	rf_http_wipe_free(h->s3_userpwd);
+	rf_http_wipe_free(h->s3_token_header);
+	h->magic = 0;
+	free(h);
+}
+
+/* ------------------------------------------------------------ public side */
 
 static int check_request(const rf_http_request *r, const char *shown, rf_error *err)
 {
@@ -561,7 +549,7 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 {
 	char shown[512];
 	rf_url_redact(req->name ? req->name : req->url, shown, sizeof(shown));
-	if (h->magic != HTTP_MAGIC || h->in_callback)
+	if (h->magic != HTTP_MAGIC || h->curl.in_action)
 		return rf_fail(err, -EINVAL, "HTTP client used from inside a curl callback");
 	RF_TRY(check_request(req, shown, err));
 	if (h->transfers >= RF_HTTP_TRANSFERS_MAX)
@@ -600,13 +588,11 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 	if (req->kind == RF_HTTP_RANGE && req->len == 0) {
 		rf_xfer_finish(x, 0, NULL); /* nothing to ask for */
 	} else {
-		x->state = X_QUEUED;
-		list_push(&h->queue_head, &h->queue_tail, x);
-		x->listed_queue = true;
+		rf_xfer_queue(x);
 	}
 	if (out)
 		*out = x;
-	rf_http_kick(h);
+	rf_http_loop_kick(&h->curl);
 	return 0;
 }
 
@@ -614,7 +600,7 @@ void rf_http_cancel(rf_http *h, rf_http_xfer *x)
 {
 	if (!x || h->magic != HTTP_MAGIC)
 		return;
-	rf_xfer_step(x, EV_CANCEL);
+	xfer_step(x, EV_CANCEL);
 	rf_xfer_free(x);
-	rf_http_kick(h); /* curl may want its sockets re-armed after remove_handle */
+	rf_http_loop_kick(&h->curl); /* curl may want its sockets re-armed after remove_handle */
 }

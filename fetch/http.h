@@ -4,8 +4,9 @@
  * backoff -> ... -> done) with bounded retries, per-host connection limits
  * and strict acceptance of range responses. Used by the http(s):// and s3://
  * sources. Every call and callback happens on the loop thread. Internal.
- * The code: http.c (state machine), http_loop.c (curl on the loop),
- * http_check.c (responses), http_parse.c (pure parsers), s3_sign.c (SigV4). */
+ * The code, bottom-up (http_int.h): http_parse.c (pure parsers),
+ * http_loop.c (curl on the loop), http_xfer.c (records), s3_sign.c (SigV4),
+ * http_check.c (responses), http.c (state machine, the client). */
 #ifndef RF_HTTP_H
 #define RF_HTTP_H
 

@@ -1,18 +1,22 @@
 /* http_int.h - what the files of the HTTP client share (internal to
- * http.c, http_loop.c, http_check.c and s3_sign.c; nobody else includes it).
+ * http.c, http_xfer.c, http_check.c and s3_sign.c; nobody else includes it).
+ * Bottom-up, each file calls only the ones below it:
  *
- *   http.c        the transfer state machine: queue, admission, redirects,
- *                 outcomes, the public start/cancel
- *   http_loop.c   curl's multi socket API on the rf_loop: one-shot polls
- *                 re-armed after every action, curl's timer, the pump
- *   http_check.c  response checks: headers, range bodies, verdicts, backoff
  *   http_parse.c  pure parsers (status line, Content-Range, Retry-After...)
+ *   http_loop.c   curl's multi socket API on the rf_loop (http_loop.h): polls,
+ *                 curl's timer, the pump; calls up only through its ops
+ *   http_xfer.c   the records: queue/done lists, hosts, a transfer's outcome
+ *                 and freeing, counters; header lines, wiping secrets
  *   s3_sign.c     the S3 store's signing: SigV4 keys, the credential hold,
- *                 region following, ExpiredToken refresh */
+ *                 region following, ExpiredToken refresh
+ *   http_check.c  response checks: headers, range bodies, verdicts, backoff
+ *   http.c        the transfer state machine: admission, configure, redirects,
+ *                 the pump's work, the client, the public start/cancel */
 #ifndef RF_HTTP_INT_H
 #define RF_HTTP_INT_H
 
 #include "http.h"
+#include "http_loop.h"
 #include "util.h"
 
 #include <curl/curl.h>
@@ -24,13 +28,6 @@
 #define REGION_BYTES     48
 
 typedef enum xfer_state { X_QUEUED = 0, X_ACTIVE, X_BACKOFF, X_DONE, X_STATES } xfer_state;
-
-typedef enum xfer_event {
-	EV_ADMIT = 0, /* a connection slot of its host is free */
-	EV_FINISHED,  /* curl finished the attempt (x->curl_rc, x->status set) */
-	EV_TIMER,     /* the backoff timer fired */
-	EV_CANCEL,
-} xfer_event;
 
 typedef struct host {
 	char key[256]; /* scheme://authority */
@@ -83,19 +80,10 @@ struct rf_http_xfer {
 	char *fail_msg;
 };
 
-typedef struct sock {
-	rf_http *h;
-	curl_socket_t fd;
-	int want;  /* CURL_POLL_* curl asked for; 0 = removed */
-	int armed; /* mask of the poll in flight (0 = none) */
-	int64_t poll_id;
-	bool reset; /* fd was removed and reused: re-arm from scratch */
-} sock;
-
 struct rf_http {
 	uint32_t magic;
 	rf_loop *loop;
-	CURLM *multi;
+	rf_http_loop curl; /* the multi handle on the loop, and the pump */
 	rf_fetch_options opt;
 	char *ca_file;
 	char *s3_sigv4, *s3_userpwd, *s3_token_header;
@@ -115,35 +103,40 @@ struct rf_http {
 	uint32_t nregions, regions_next;
 	char region[REGION_BYTES]; /* rf_http_set_s3's signing region */
 	rf_http_xfer *queue_head, *queue_tail, *done_head, *done_tail, *all;
-	int64_t kick_id; /* a zero-delay timer that runs rf_http_pump() from the loop */
-	bool trace;      /* RF_HTTP_TRACE set: state changes on stderr */
+	bool trace; /* RF_HTTP_TRACE set: state changes on stderr */
 	unsigned transfers;
-	sock **socks;
-	uint32_t nsocks, socks_cap;
-	long timer_want; /* -2 unchanged, -1 delete, >= 0 ms */
-	int64_t timer_id;
 	CURL **pool;
 	uint32_t npool, pool_max;
-	bool pumping, pump_again, in_callback;
 	uint32_t backoff_base_ms, backoff_cap_ms;
 	uint64_t rng;
 	rf_http_counters counters;
 };
 
-/* http.c: the state machine */
-void rf_xfer_step(rf_http_xfer *x, xfer_event ev); /* the one place a transfer changes state */
-void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why);
-void rf_xfer_fail_queued(rf_http_xfer *x, int code, const char *msg);
+/* http_xfer.c: the records (and the helpers every file shares) */
+void rf_xfer_queue(rf_http_xfer *x);       /* QUEUED, last in line */
 void rf_xfer_queue_first(rf_http_xfer *x); /* QUEUED, first in line */
+void rf_xfer_unqueue(rf_http_xfer *x);     /* off the queue (still QUEUED) */
+void rf_xfer_undone(rf_http_xfer *x);      /* off the done list */
+void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why); /* DONE, listed */
+void rf_xfer_fail_queued(rf_http_xfer *x, int code, const char *msg);
 void rf_xfer_free(rf_http_xfer *x);
-int rf_xfer_add_header(rf_http_xfer *x, const char *line);
 host *rf_http_host_of(rf_http *h, const char *url);
-bool rf_http_admit(rf_http *h);   /* starts queued transfers with a free slot */
-void rf_http_deliver(rf_http *h); /* runs the callbacks of finished transfers */
+int rf_xfer_add_header(rf_http_xfer *x, const char *line);
+void rf_http_wipe_free(char *s);
 
-/* http_loop.c: curl on the loop */
-void rf_http_pump(rf_http *h); /* after every call into curl */
-void rf_http_kick(rf_http *h); /* rf_http_pump soon, from the loop */
+/* http_parse.c */
+char *rf_http_dup_printf(const char *fmt, ...) RF_PRINTF(1, 2);
+
+/* s3_sign.c: the S3 store's signing */
+int rf_xfer_sign_s3(rf_http *h, rf_http_xfer *x);
+int rf_xfer_sign_sigv4(rf_http_xfer *x);
+void rf_xfer_s3_region(const rf_http_xfer *x, char *out, size_t cap);
+const char *rf_xfer_region(const rf_http_xfer *x);
+/* A wrong-region answer followed: x is queued again, first in line (true). */
+bool rf_xfer_follow_region(rf_http_xfer *x);
+bool rf_xfer_expired_token(rf_http_xfer *x);
+void rf_xfer_wait_for_credentials(rf_http_xfer *x); /* queues x again, first in line */
+int rf_xfer_start_region(rf_http_xfer *x, const rf_http_request *req);
 
 /* http_check.c: the response */
 size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp);
@@ -152,19 +145,5 @@ size_t rf_xfer_on_write(char *data, size_t size, size_t n, void *userp);
 int rf_xfer_judge(rf_http_xfer *x, char *why, size_t cap);
 int64_t rf_xfer_retry_delay_ms(rf_http_xfer *x, char *why, size_t cap);
 int rf_xfer_fail_code(const rf_http_xfer *x, int verdict);
-
-/* http_parse.c */
-char *rf_http_dup_printf(const char *fmt, ...) RF_PRINTF(1, 2);
-
-/* s3_sign.c: the S3 store's signing */
-void rf_http_wipe_free(char *s);
-int rf_xfer_sign_s3(rf_http *h, rf_http_xfer *x);
-int rf_xfer_sign_sigv4(rf_http_xfer *x);
-void rf_xfer_s3_region(const rf_http_xfer *x, char *out, size_t cap);
-const char *rf_xfer_region(const rf_http_xfer *x);
-bool rf_xfer_follow_region(rf_http_xfer *x);
-bool rf_xfer_expired_token(rf_http_xfer *x);
-void rf_xfer_wait_for_credentials(rf_http_xfer *x);
-int rf_xfer_start_region(rf_http_xfer *x, const rf_http_request *req);
 
 #endif

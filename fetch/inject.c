@@ -332,7 +332,8 @@ static void rf_inj_on_open(void *arg, int64_t res, const char *msg)
 	rf_source_opened(&s->base, res, msg);
 }
 
-int rf_inject_wrap(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out, rf_error *err)
+static int inject_wrap(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out,
+                       rf_error *err)
 {
 	*out = NULL;
 	rf_inject_spec parsed;
@@ -358,6 +359,16 @@ int rf_inject_wrap(rf_fetch *f, rf_source *inner, const char *spec, rf_source **
 	*out = &s->base;
 	return 0;
 }
+
+static int inject_check(const char *spec, rf_error *err)
+{
+	rf_inject_spec parsed;
+	return rf_inject_parse(spec, &parsed, err);
+}
+
+/* fetch.c's wrapper row: fetch.c calls the injector only through it. */
+const rf_source_wrapper rf_source_wrapper_inject = {
+    .name = "inject", .check = inject_check, .wrap = inject_wrap};
 
 bool rf_source_is_injector(const rf_source *s)
 {

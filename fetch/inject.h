@@ -1,6 +1,6 @@
 /* inject.h - the in-engine fault injector: a strict parser for the one-string
- * spec, and a source wrapper (installed by fetch.c when
- * rf_fetch_options.inject is set) that adds latency, periodic stalls,
+ * spec, and a source wrapper (rf_source_wrapper_inject, fetch.c's wrapper
+ * row, used when rf_fetch_options.inject is set) that adds latency, periodic stalls,
  * transient errors, connection resets, short reads and corrupted bytes to any
  * source (local or remote).
  *
@@ -80,10 +80,10 @@ typedef struct rf_inject_stats {
 	uint64_t stalled;                          /* waits caused by a stall window */
 } rf_inject_stats;
 
-/* The rf_source_wrap_fn installed in fetch.c: wraps inner (taking ownership;
- * closed on failure by the caller) according to spec. The wrapper moves the
- * inner source's open callback to itself. */
-int rf_inject_wrap(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out, rf_error *err);
+/* The wrapper is rf_source_wrapper_inject (source.h), named by fetch.c's
+ * wrapper row: its wrap takes ownership of inner (closed on failure by the
+ * caller), wraps it according to spec, and moves the inner source's open
+ * callback to itself. */
 /* Counters of a wrapper; -EINVAL when s is not an injector. */
 int rf_inject_stats_get(const rf_source *s, rf_inject_stats *out);
 bool rf_source_is_injector(const rf_source *s);

@@ -3,21 +3,14 @@
  * while the chain has not answered, a request's own keys (STS), following a
  * bucket's region once, and one refresh-and-retry on ExpiredToken. Secrets
  * live only in the client's strings (wiped when replaced) and curl's copies;
- * they never reach a message. */
+ * they never reach a message. Below the state machine (http.c): it calls
+ * only the client's records (http_xfer.c) and its loop (http_loop.c). */
 #include "http_int.h"
 #include "url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void rf_http_wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
 
 int rf_xfer_sign_s3(rf_http *h, rf_http_xfer *x)
 {
@@ -234,7 +227,7 @@ int rf_http_set_s3(rf_http *h, const rf_http_s3 *s3, rf_error *err)
 	h->s3_gen++;
 	if (h->s3_hold) {
 		h->s3_hold = false;
-		rf_http_kick(h); /* held requests start with these credentials */
+		rf_http_loop_kick(&h->curl); /* held requests start with these credentials */
 	}
 	/* the default signing region: kept when only the keys change */
 	if (s3->region && *s3->region)
@@ -277,7 +270,7 @@ void rf_http_s3_fail(rf_http *h, int code, const char *msg, bool sticky)
 	h->s3_fail_code = 0;
 	if (sticky && (h->s3_fail_msg = strdup(msg ? msg : "no S3 credentials")))
 		h->s3_fail_code = code < 0 ? code : -EACCES;
-	rf_http_kick(h);
+	rf_http_loop_kick(&h->curl);
 }
 
 void rf_http_set_s3_expired(rf_http *h, void (*expired)(void *arg), void *arg)

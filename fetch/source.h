@@ -130,8 +130,9 @@ uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
  * which rf_source_size() is valid.
  *
  * When rf_fetch_options.inject is set, every opened source is wrapped by the
- * wrapper hook in fetch.c (fault injector) before the caller sees it; the
- * wrapper embeds its own struct rf_source and forwards to the inner source. */
+ * wrapper named in fetch.c's wrapper row (rf_source_wrapper: the fault
+ * injector) before the caller sees it; the wrapper embeds its own struct
+ * rf_source and forwards to the inner source through its ops. */
 typedef struct rf_source_ops {
 	int (*read)(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
 	            void *arg);
@@ -166,6 +167,18 @@ int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, r
 typedef int (*rf_source_wrap_fn)(rf_fetch *f, rf_source *inner, const char *spec, rf_source **out,
                                  rf_error *err);
 
+/* A wrapper around every opened source, named by fetch.c's wrapper row (a
+ * data reference, as the kinds table names its kinds): fetch.c reaches the
+ * wrapper only through these pointers, and the wrapper reaches the inner
+ * source only through the rf_source calls above (its ops), so the two files
+ * never call each other in a circle. */
+typedef struct rf_source_wrapper {
+	const char *name; /* the option that turns it on */
+	/* At rf_fetch_new: a bad spec fails there, not at the first open. */
+	int (*check)(const char *spec, rf_error *err);
+	rf_source_wrap_fn wrap;
+} rf_source_wrapper;
+
 /* Called by a kind when an open finished: res 0 (size set) or -errno + msg.
  * Runs the caller's open callback. */
 void rf_source_opened(rf_source *s, int64_t res, const char *msg);
@@ -174,6 +187,7 @@ int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, con
 void rf_source_free_base(rf_source *s);
 
 extern const rf_source_kind rf_source_kind_file;
-extern const rf_source_kind rf_source_kind_remote; /* http://, https://, s3:// (remote.c) */
+extern const rf_source_kind rf_source_kind_remote;       /* http://, https://, s3:// (remote.c) */
+extern const rf_source_wrapper rf_source_wrapper_inject; /* fault injection (inject.c) */
 
 #endif

@@ -129,23 +129,7 @@ def cycle_in(comp):
         todo = nxt
     return comp + [comp[0]]
 
-# Cycles known and owned elsewhere, each the exact set of files: listed here
-# so this test guards everything else meanwhile; remove an entry when its
-# cycle goes (a listed cycle that no longer exists is reported, not failed;
-# one that grows or changes fails).
-known = [
-    # The fault injector wraps a source (fetch.c calls rf_inject_wrap) and
-    # reads the fetch layer's loop/options/epoch back from fetch.c: the
-    # store seam (issue 12, item 3) gives it what it needs at wrap time.
-    {"fetch/fetch.c", "fetch/inject.c"},
-]
-for k in known:
-    if k not in [set(c) for c in sccs]:
-        print("note: known cycle %s is gone: remove it from cli_layers.sh" % ", ".join(sorted(k)))
 for comp in sccs:
-    if set(comp) in known:
-        print("known cycle (owned elsewhere): %s" % ", ".join(comp))
-        continue
     cyc = cycle_in(comp)
     hops = ["%s -> %s (%s)" % (cyc[i], cyc[i + 1], ", ".join(calls[cyc[i]][cyc[i + 1]][:3]))
             for i in range(len(cyc) - 1)]

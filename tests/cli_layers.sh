@@ -30,8 +30,11 @@ allowed = {"base": set(), "shards": {"base"}, "fetch": {"base"},
            "engine": {"base", "shards", "fetch"}}
 
 objs = {}  # source path relative to src -> object file
-for layer in layers:
-    top = os.path.join(build, "CMakeFiles", "rf_%s.dir" % layer)
+# A layer's sources that carry test hooks are compiled into rf_LAYER_ship
+# (the shipped objects) instead of rf_LAYER: both are the layer.
+tops = [(layer, os.path.join(build, "CMakeFiles", "rf_%s%s.dir" % (layer, v)))
+        for layer in layers for v in ("", "_ship")]
+for layer, top in tops:
     for root, _, files in os.walk(top):
         for f in files:
             if not f.endswith(".c.o"):

@@ -1,0 +1,91 @@
+/* plan_int.h - what the files of the plan share (internal to plan.c,
+ * plan_order.c and plan_rank.c; nobody else includes it: the engine sees
+ * plan.h).
+ *
+ *   plan.c        the plan object: the shard indexes checked and copied,
+ *                 its memory, the epoch's sequence (rf_plan_set_sequence),
+ *                 the dataset-wide bounds and hash
+ *   plan_order.c  the epoch's global stream: the shard, block and window
+ *                 permutations (the window cache)
+ *   plan_rank.c   this rank's part of the sequence: the partition, its
+ *                 pieces and units (rf_plan_epoch), and the lookups in
+ *                 local coordinates */
+#ifndef RF_PLAN_INT_H
+#define RF_PLAN_INT_H
+
+#include "plan.h"
+
+#define PLAN_WINDOW_SLOTS 2
+
+typedef struct plan_window {
+	uint64_t number; /* global window number, UINT64_MAX when the slot is empty */
+	uint64_t used;   /* clock of the last use, for replacement */
+	uint32_t *perm;  /* window_cap entries */
+} plan_window;
+
+/* Mutable cache behind a const plan: locate is a lookup for its callers. Not
+ * thread-safe: one thread (the collator) locates at a time. */
+typedef struct plan_cache {
+	uint64_t clock;
+	plan_window slot[PLAN_WINDOW_SLOTS];
+} plan_cache;
+
+/* A contiguous range of the global stream in this rank's part. */
+typedef struct plan_piece {
+	uint64_t x, len; /* global stream range [x, x + len) */
+	uint64_t wa, wb; /* global plan range of its windows */
+	uint64_t q;      /* local stream position of x */
+	uint64_t p;      /* local plan position of its first unit */
+	uint64_t g;      /* global plan position of its first unit */
+	uint64_t plen;   /* records of its units */
+	size_t u0, u1;   /* its units */
+} plan_piece;
+
+struct rf_plan {
+	rf_plan_params p;
+	uint64_t window; /* effective window: 1 when not shuffling */
+	uint32_t nshards;
+	uint64_t *shard_first;   /* nshards + 1: first block of each shard in block_records */
+	uint32_t *block_records; /* records per block, all shards */
+	uint64_t total_blocks;
+	uint64_t total_records; /* N */
+	uint64_t nonempty_blocks;
+	uint32_t min_records; /* fewest records in a non-empty block (0: none) */
+	uint32_t shard_blocks_max;
+	uint32_t *shard_order; /* nshards */
+	uint64_t *shard_start; /* nshards + 1: global plan position of each shard in order */
+	uint32_t *block_perm;  /* shard_blocks_max: scratch */
+	uint8_t *marks;        /* window_cap: scratch for boundary windows */
+	rf_unit *units;
+	size_t unit_count, units_cap;
+	plan_piece *pieces;
+	uint32_t npieces, pieces_cap;
+	rf_segment *seq; /* the override sequence of seq_epoch */
+	uint64_t *seq_prefix;
+	uint32_t nseq;
+	uint64_t seq_epoch, seq_start;
+	rf_segment whole;
+	uint64_t epoch;
+	uint64_t epoch_records, plan_records, slice;
+	rf_plan_tail tail;
+	uint32_t window_cap; /* entries per cached window permutation */
+	plan_cache *cache;
+	uint64_t memory_bytes;
+};
+
+/* plan.c: grows the unit array to hold `n` units. */
+int rf_plan_units_reserve(rf_plan *plan, size_t n, rf_error *err);
+
+/* plan_order.c */
+/* The permutation of global window `number` (n records), cached or computed. */
+const uint32_t *rf_plan_window_perm(const rf_plan *plan, uint64_t number, uint32_t n);
+/* Records in global window `number` (the last one may be short). */
+uint32_t rf_plan_window_size(const rf_plan *plan, uint64_t number);
+/* Global stream position -> global plan position. */
+uint64_t rf_plan_global_to_plan(const rf_plan *plan, uint64_t x);
+/* The shard order of `epoch` and each shard's global plan position. */
+void rf_plan_shard_order(rf_plan *plan, uint64_t epoch);
+/* The block order of shard s in this epoch, into block_perm; its block count. */
+uint32_t rf_plan_block_order(rf_plan *plan, uint32_t s);
+
+#endif

@@ -2,11 +2,13 @@
  * against the one table in config.h; shard URLs (with {000..063} brace
  * ranges expanded); the batch allocator; the resume position. */
 #include "config.h"
+#include "format.h"
 #include "hostbudget.h"
 #include "inject.h"
 #include "url.h"
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -332,6 +334,37 @@ void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out)
 		out->batch_records = 65536;
 	out->pad_to = (uint32_t)rf_cfg(cfg, RF_CFG_pad_to);
 	out->truncate = rf_cfg(cfg, RF_CFG_truncate) != 0;
+}
+
+int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, rf_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->seq_len = (uint32_t)rf_cfg(cfg, RF_CFG_seq_len);
+	const char *dt = rf_cfg_str(cfg, RF_CFG_token_dtype);
+	if (dt && !(out->token_dtype = (uint8_t)rf_tok_dtype_parse(dt)))
+		return rf_fail(err, -EINVAL,
+		               "token_dtype \"%s\": not a token type (uint8, int8, int16, "
+		               "uint16, int32, uint32, int64, float32, float64)",
+		               dt);
+	const char *wide = rf_cfg_str(cfg, RF_CFG_token_out);
+	if (wide) {
+		out->token_out = (uint8_t)rf_tok_dtype_parse(wide);
+		if (out->token_out != RF_TOK_I32 && out->token_out != RF_TOK_I64)
+			return rf_fail(err, -EINVAL, "token_out \"%s\": int32 or int64", wide);
+		if (!out->seq_len)
+			return rf_fail(err, -EINVAL, "token_out widens windows: it needs seq_len");
+	}
+	const char *eot = rf_cfg_str(cfg, RF_CFG_eot_token);
+	if (eot) {
+		char *end = NULL;
+		errno = 0;
+		unsigned long long v = strtoull(eot, &end, 10);
+		if (errno || end == eot || *end || eot[0] == '-')
+			return rf_fail(err, -EINVAL, "eot_token \"%s\": not a token number", eot);
+		out->has_eot = true;
+		out->eot_token = v;
+	}
+	return 0;
 }
 
 rf_config *rf_config_dup(const rf_config *cfg)

@@ -102,7 +102,17 @@
 	  "name of the host budget: 1..64 of A-Z a-z 0-9 . _ - (/dev/shm/ringfeed-hb-NAME)")       \
 	X(host_loaders, U32, "0", 0, 256,                                                          \
 	  "loaders that will share the host budget (e.g. the local world size; 0: unknown): "      \
-	  "room for each one's minimum is kept until that many are attached")
+	  "room for each one's minimum is kept until that many are attached")                      \
+	X(seq_len, U32, "0", 0, 1u << 24,                                                          \
+	  "token files: if > 0, records are packed windows of seq_len + 1 tokens (consecutive "    \
+	  "windows share one token; a file's shorter tail is dropped)")                            \
+	X(token_dtype, STR, "", 0, 0,                                                              \
+	  "headerless token .bin files (nanoGPT): the token type (uint16, uint32, int32, ...)")    \
+	X(eot_token, STR, "", 0, 0,                                                                \
+	  "headerless / llm.c token files: records are documents split at this end-of-text "       \
+	  "token (e.g. 50256); else runs of 1024 tokens")                                          \
+	X(token_out, STR, "", 0, 0,                                                                \
+	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,
@@ -143,6 +153,10 @@ static inline const char *rf_cfg_str(const rf_config *c, rf_config_key k)
 void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out);
 /* The collation parameters (with the batch_bytes default for batch). */
 void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out);
+struct rf_fmt_options;
+/* The format options (token files) from the config; -EINVAL with err
+ * naming the option when a value is not one. */
+int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, rf_error *err);
 /* Deep copy (for the loader, which may outlive the caller's config). */
 rf_config *rf_config_dup(const rf_config *cfg);
 

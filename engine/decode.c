@@ -111,7 +111,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		rf_unit_set(e, u, RF_U_DECODED);
 		e->st.decoded_bytes += ix->block[u->block].decoded_bytes;
 		e->st.blocks++;
-		if (sh->fmt->in_place) {
+		if (sh->in_place) {
 			u->read = rd; /* its bytes are the records: kept until the unit goes */
 			rd = NULL;
 		}

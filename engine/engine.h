@@ -120,6 +120,7 @@ typedef struct rf_shard {
 	rf_shard_index *index;
 	void *fmt_priv;
 	uint64_t fmt_held;
+	bool in_place;             /* its units are stored as they decode (rf_fmt_open.in_place) */
 	struct rf_open_slot *open; /* open phase: the open in progress (open.c) */
 	int stage;                 /* open phase: open.c's RF_OPEN_* */
 	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
@@ -161,6 +162,7 @@ typedef struct rf_engine {
 	rf_config *cfg;
 	rf_collate_params cp;
 	rf_fields fields;                /* multi-field samples' names (fields.c; set at open) */
+	struct rf_fmt_options fmt_opt;   /* what formats read at open (seq_len, token dtype) */
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
@@ -378,7 +380,7 @@ void rf_open_slots_free(rf_engine *e);
  * read's buffer holds the bytes, reserved once (RF_MEM_FETCH). */
 static inline uint64_t rf_unit_dst_bytes(const rf_shard *s, const rf_block_info *bi)
 {
-	if (!s->fmt->in_place)
+	if (!s->in_place)
 		return bi->decoded_bytes;
 	if (s->fmt->table_bytes) /* a table with fields and keys (MDS) */
 		return s->fmt->table_bytes(s->index, s->fmt_priv, (uint32_t)(bi - s->index->block));

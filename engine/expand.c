@@ -39,8 +39,17 @@ static int rf_list_push(rf_shard_list *l, const char *url, uint64_t size_hint, r
 	}
 	rf_shard *s = &l->v[l->n];
 	memset(s, 0, sizeof(*s));
+	/* the format of the name given; its units may lie in another object
+	 * (a Megatron PREFIX.idx names PREFIX.bin), whose size is unknown */
+	s->fmt = rf_format_for(url, true);
+	char *object = s->fmt && s->fmt->shard_object ? s->fmt->shard_object(url) : NULL;
+	if (object && strcmp(object, url) != 0) {
+		url = object;
+		size_hint = UINT64_MAX;
+	}
 	s->url = strdup(url);
 	s->name = rf_url_redact_dup(url);
+	free(object);
 	if (!s->url || !s->name) {
 		free(s->url);
 		free(s->name);
@@ -427,6 +436,12 @@ static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url
 	if (strstr(url, "://") && strncmp(url, "file://", 7) != 0)
 		return rf_expand_remote(l, cfg, url, err);
 	const char *path = !strncmp(url, "file://", 7) ? url + 7 : url;
+	char *alias = rf_format_local_name(path); /* PREFIX.bin -> PREFIX.idx */
+	if (alias) {
+		int rc = rf_list_push(l, alias, UINT64_MAX, err);
+		free(alias);
+		return rc;
+	}
 	struct stat st;
 	if (stat(path, &st) < 0)
 		return rf_fail(err, -errno, "%s: cannot open: %s", path, strerror(errno));

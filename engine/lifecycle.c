@@ -333,6 +333,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 		               (unsigned long long)rf_cfg(c, RF_CFG_world));
 	rf_config_collate_params(c, &e->cp);
 	RF_TRY(rf_collate_check(&e->cp, err));
+	RF_TRY(rf_config_format_options(c, &e->fmt_opt, err));
 	RF_TRY(rf_open_check_batches(e, err));
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);

@@ -168,7 +168,7 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
  * table; 0 for other formats (their slab is the decoded bytes). */
 static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
 {
-	if (!s->fmt->in_place)
+	if (!s->in_place)
 		return 0;
 	uint64_t most = 0;
 	for (uint32_t b = 0; b < s->index->blocks; b++)

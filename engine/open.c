@@ -294,6 +294,7 @@ static void rf_open_step(rf_shard *s)
 	}
 	s->index = o->fo.index;
 	s->fmt_priv = o->fo.priv;
+	s->in_place = o->fo.in_place;
 	if (s->listed && s->index->records != s->listed_records) {
 		rf_fail(&err, RF_E_CORRUPT, "shard %s: holds %llu records, the manifest says %llu",
 		        rf_source_name(s->src), (unsigned long long)s->index->records,
@@ -408,8 +409,12 @@ static void rf_open_begin(rf_shard *s)
 		return;
 	}
 	rf_open_slot *o = s->open;
-	o->fo = (rf_fmt_open){
-	    .url = s->url, .name = s->name, .size = size, .local = rf_shard_is_local(s)};
+	o->fo = (rf_fmt_open){.url = s->url,
+	                      .name = s->name,
+	                      .size = size,
+	                      .local = rf_shard_is_local(s),
+	                      .opt = &s->engine->fmt_opt,
+	                      .in_place = s->fmt->in_place};
 	rf_open_step(s);
 }
 
@@ -443,7 +448,8 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 {
 	rf_error err = {0};
 	e->open.inflight++;
-	s->fmt = rf_format_for(s->url, true);
+	if (!s->fmt) /* the URL expansion chose it from the name given */
+		s->fmt = rf_format_for(s->url, true);
 	if (!s->fmt) {
 		rf_fail(&err, -EPROTONOSUPPORT,
 		        "shard %s: no format reads this name (the formats read %s)", s->name,

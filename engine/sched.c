@@ -213,7 +213,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 	const rf_shard_index *ix = sh->index;
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
-	if (sh->fmt->in_place)
+	if (sh->in_place)
 		max = 1;
 	while (e->sched.unit + n < ep->units && n < max &&
 	       e->sched.seq + n - e->ring.tail_seq < e->ring.units) {
@@ -306,6 +306,10 @@ static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 {
 	RF_MU_NOT_HELD(e);
 	int rc = memory ? rf_read_memory(e, rd) : 0;
+	if (rc == 0 && rd->len == 0) { /* a unit of empty records (token files): done */
+		rf_on_read(rd, 0, NULL);
+		return;
+	}
 	if (rc == 0) {
 		rc = rf_source_read(e->shards[rd->shard].src, rd->offset, rd->len, rd->buf,
 		                    rf_on_read, rd);

@@ -34,7 +34,8 @@ static int rf_ref_fill(rf_shard_ref *r, const rf_shard *s, const char *manifest,
 	                    .listed_bytes = s->listed_bytes,
 	                    .listed_records = s->listed_records,
 	                    .listed_line = s->listed_line,
-	                    .manifest = manifest};
+	                    .manifest = manifest,
+	                    .format = s->fmt ? s->fmt->name : NULL};
 	return r->url && r->name ? 0 : rf_fail(err, -ENOMEM, "out of memory for the shard list");
 }
 
@@ -75,6 +76,9 @@ typedef struct rf_vsrc {
 	rf_fetch *fetch;
 	rf_source *src;
 	rf_fetch_wait w; /* the pending open or read */
+	rf_source *side; /* a sidecar the format reads (a Megatron .idx) */
+	char *side_url;
+	struct rf_fmt_options opt; /* the config's format options */
 } rf_vsrc;
 
 /* Runs the loop until the pending open or read has called back. */
@@ -100,11 +104,47 @@ static int rf_vsrc_read(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_
 	return rf_vsrc_wait(v, err);
 }
 
+/* The sidecar `object` (opened once per shard): its size, and len bytes. */
+static int rf_vsrc_read_object(void *ctx, const char *object, uint64_t offset, uint64_t len,
+                               void *buf, uint64_t *size, rf_error *err)
+{
+	rf_vsrc *v = ctx;
+	if (!v->side || strcmp(v->side_url, object) != 0) {
+		rf_source_close(v->side);
+		v->side = NULL;
+		free(v->side_url);
+		if (!(v->side_url = strdup(object)))
+			return rf_fail(err, -ENOMEM, "out of memory");
+		v->w.done = false;
+		int rc = rf_source_open(v->fetch, object, UINT64_MAX, &v->side, rf_fetch_wait_cb,
+		                        &v->w, err);
+		if (rc == 0)
+			rc = rf_vsrc_wait(v, err);
+		if (rc < 0) {
+			rf_source_close(v->side);
+			v->side = NULL;
+			return rc;
+		}
+	}
+	if (size)
+		*size = rf_source_size(v->side);
+	if (len == 0)
+		return 0;
+	v->w.done = false;
+	int rc = rf_source_read(v->side, offset, len, buf, rf_fetch_wait_cb, &v->w);
+	if (rc < 0)
+		return rf_fail(err, rc, "%s: could not start a read of [%llu, +%llu): %s",
+		               rf_source_name(v->side), (unsigned long long)offset,
+		               (unsigned long long)len, strerror(-rc));
+	return rf_vsrc_wait(v, err);
+}
+
 /* One loop and fetch layer for every shard of a call (connections kept). */
 static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
 {
 	rf_fetch_options fo;
 	rf_config_fetch_options(cfg, &fo);
+	RF_TRY(rf_config_format_options(cfg, &v->opt, err));
 	rf_loop *loop = NULL;
 	RF_TRY(rf_loop_new(&loop, err));
 	int rc = rf_fetch_new(loop, &fo, &v->fetch, err);
@@ -141,7 +181,10 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 		                             !strncmp(ref->url, "file://", 7),
 		                    .size = rf_source_size(v->src),
 		                    .read = rf_vsrc_read,
+		                    .read_object = rf_vsrc_read_object,
 		                    .read_ctx = v,
+		                    .fmt = ref->format ? rf_format_by_name(ref->format) : NULL,
+		                    .opt = &v->opt,
 		                    .report = report,
 		                    .ctx = ctx,
 		                    .max_reports = max_reports,
@@ -162,6 +205,10 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 	}
 	rf_source_close(v->src);
 	v->src = NULL;
+	rf_source_close(v->side);
+	v->side = NULL;
+	free(v->side_url);
+	v->side_url = NULL;
 	return rc;
 }
 

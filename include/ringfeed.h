@@ -135,6 +135,12 @@ const rf_shard_index *rf_layout_index(const rf_layout *l);
 const char *rf_layout_format(const rf_layout *l);     /* "rfs" */
 uint64_t rf_layout_payload_bytes(const rf_layout *l); /* the records' bytes */
 void rf_layout_free(rf_layout *l);
+struct rf_config;
+/* rf_layout_open with a loader config's format options (seq_len,
+ * token_dtype, eot_token, token_out: token files read as `read` would);
+ * cfg may be NULL. */
+int rf_layout_open_config(const char *path, const struct rf_config *cfg, rf_layout **out,
+                          rf_error *err);
 
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;
@@ -482,6 +488,8 @@ typedef struct rf_shard_ref {
 	int listed;         /* 1: a manifest lists it, with the next four fields */
 	uint64_t listed_bytes, listed_records, listed_line;
 	const char *manifest; /* the manifest's path (owned by the list) */
+	const char *format;   /* the format the name given chose ("megatron"; static), NULL:
+	                       * the url's */
 } rf_shard_ref;
 
 /* Fills *out with *count refs (rf_shard_refs_free); an expansion that fails

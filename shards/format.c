@@ -9,17 +9,21 @@
 #include <unistd.h>
 
 extern const rf_format rf_format_rfs;
+extern const rf_format rf_format_llmc;
+extern const rf_format rf_format_megatron;
 extern const rf_format rf_tar_format;
 extern const rf_format rf_mds_format;
 extern const rf_format rf_mds_zstd_format;
 
-/* Claim order: on equal claims the earlier row wins (rfs, the fallback for
- * an explicitly named object of unknown kind, stays last). */
+/* Claim order: on equal claims the earlier row wins. llmc first: an
+ * explicitly named *.bin is a token file (its open refuses one without
+ * llm.c's header unless a dtype is named); rfs, the fallback for an
+ * explicitly named object of unknown kind, before megatron, whose MAYBE
+ * (PREFIX.bin, PREFIX) never takes a bare name from it: Megatron datasets
+ * are named by their .idx. */
 static const rf_format *const formats[] = {
-    &rf_tar_format,
-    &rf_mds_format,
-    &rf_mds_zstd_format,
-    &rf_format_rfs,
+    &rf_format_llmc,     &rf_tar_format, &rf_mds_format,
+    &rf_mds_zstd_format, &rf_format_rfs, &rf_format_megatron,
 };
 
 const rf_format *const *rf_formats(uint32_t *count)
@@ -69,9 +73,19 @@ const rf_format *rf_format_by_name(const char *name)
 	return NULL;
 }
 
+char *rf_format_local_name(const char *path)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		char *n = formats[i]->local_name ? formats[i]->local_name(path) : NULL;
+		if (n)
+			return n;
+	}
+	return NULL;
+}
+
 const char *rf_format_patterns(void)
 {
-	return ".rfs, .tar, .mds, .mds.zstd";
+	return ".rfs, .idx, .tar, .mds or .mds.zstd";
 }
 
 /* ------------------------------------------------- synchronous driver */
@@ -99,6 +113,13 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 			             o->name, fmt->name, (unsigned long long)w->offset,
 			             (unsigned long long)w->len, (unsigned long long)size, steps);
 			break;
+		}
+		if (w->len == 0) { /* no bytes (a size, or a bound declared): no read */
+			static const uint8_t none[1];
+			o->got = none;
+			o->got_offset = w->offset;
+			o->got_len = 0;
+			continue;
 		}
 		bool same = (w->object == NULL && buf_obj == NULL) ||
 		            (w->object && buf_obj && !strcmp(w->object, buf_obj));
@@ -176,11 +197,22 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 		return rf_fail(err, -EPROTONOSUPPORT,
 		               "shard %s: no format reads this name (the formats read %s)", path,
 		               rf_format_patterns());
+	/* the object the units lie in (a Megatron PREFIX.idx names PREFIX.bin) */
+	char *object = fmt->shard_object ? fmt->shard_object(path) : NULL;
+	if (object)
+		path = object;
 	uint64_t size = 0;
 	int fd = rf_open_regular(path, "shard", &size, err);
-	if (fd < 0)
+	if (fd < 0) {
+		free(object);
 		return fd;
-	rf_fmt_open o = {.url = path, .name = path, .size = size, .local = true, .opt = opt};
+	}
+	rf_fmt_open o = {.url = path,
+	                 .name = path,
+	                 .size = size,
+	                 .local = true,
+	                 .opt = opt,
+	                 .in_place = fmt->in_place};
 	file_reader fr = {.fd = fd, .name = path, .side_fd = -1};
 	/* a local file: every want read whole (min_len is for remote stores) */
 	int rc = rf_format_open_with(fmt, &o, file_read, &fr, err);
@@ -194,6 +226,7 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 		close(fr.side_fd);
 	free(fr.side_path);
 	close(fd);
+	free(object);
 	return rc < 0 ? rc : 0;
 }
 
@@ -205,19 +238,28 @@ struct rf_layout {
 	void *priv;
 };
 
-RF_API int rf_layout_open(const char *path, rf_layout **out, rf_error *err)
+int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, rf_layout **out,
+                        rf_error *err)
 {
 	*out = NULL;
 	rf_layout *l = calloc(1, sizeof(*l));
 	if (!l)
 		return rf_fail(err, -ENOMEM, "out of memory");
-	int rc = rf_format_open_file(path, NULL, NULL, &l->fmt, &l->index, &l->priv, err);
+	char *alias = rf_format_local_name(path); /* PREFIX.bin -> PREFIX.idx */
+	int rc =
+	    rf_format_open_file(alias ? alias : path, NULL, opt, &l->fmt, &l->index, &l->priv, err);
+	free(alias);
 	if (rc < 0) {
 		free(l);
 		return rc;
 	}
 	*out = l;
 	return 0;
+}
+
+RF_API int rf_layout_open(const char *path, rf_layout **out, rf_error *err)
+{
+	return rf_layout_open_opts(path, NULL, out, err);
 }
 
 RF_API const rf_shard_index *rf_layout_index(const rf_layout *l)

@@ -34,7 +34,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct rf_fmt_options;
+/* Token dtypes: the codes of Megatron's indexed_dataset.py (DType), plus
+ * uint32 for llm.c's version 7 files. */
+enum {
+	RF_TOK_NONE = 0,
+	RF_TOK_U8 = 1,
+	RF_TOK_I8 = 2,
+	RF_TOK_I16 = 3,
+	RF_TOK_I32 = 4,
+	RF_TOK_I64 = 5,
+	RF_TOK_F64 = 6,
+	RF_TOK_F32 = 7,
+	RF_TOK_U16 = 8,
+	RF_TOK_U32 = 9,
+	RF_TOK_DTYPES
+};
+/* "uint16" for RF_TOK_U16; NULL for an unknown code. */
+const char *rf_tok_dtype_name(int code);
+/* Bytes of one token (0 for an unknown code). */
+unsigned rf_tok_dtype_bytes(int code);
+/* The code of "uint16", "int32", ... ; RF_TOK_NONE when unknown. */
+int rf_tok_dtype_parse(const char *name);
+
+/* Options a format may read at open (the engine copies them from its
+ * config; rf_fmt_open.opt). Zero = defaults. */
+struct rf_fmt_options {
+	uint8_t token_dtype; /* a headerless token file's dtype (RF_TOK_*); 0 = uint16 */
+	bool has_eot;        /* documents of a headerless file end at eot_token */
+	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
+	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
+	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
+};
 
 /* How strongly a format claims a name (an object's file name or key). */
 enum {
@@ -93,6 +123,10 @@ typedef struct rf_fmt_open {
 	bool final;
 	rf_shard_index *index; /* at DONE: the layout (freed with the format's close) */
 	void *priv;            /* at DONE: the format's per-shard state, or NULL */
+	/* This shard's units are stored as they decode: the engine sets it to
+	 * the format's `in_place` before the first step; a format may clear it
+	 * for a layout that decodes by copy (token windows overlap). */
+	bool in_place;
 	/* After every step: what the format holds now (its state, and at DONE
 	 * the layout and priv), never more than it held before the step plus
 	 * the step's parse_bound. The engine keeps exactly this reserved. */
@@ -158,6 +192,14 @@ typedef struct rf_format {
 	int (*decode)(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
 	              const void *src, size_t src_len, void *dst, size_t dst_cap,
 	              rf_unit_records *out, const char *name, rf_error *err);
+	/* The URL (malloc'd) of the object whose bytes the units are, when it
+	 * is not the named one: Megatron's PREFIX.bin for PREFIX.idx or PREFIX.
+	 * NULL (or a NULL hook): the name itself. The URL expansion calls it. */
+	char *(*shard_object)(const char *url);
+	/* For a local path the user named: the name this format reads it by,
+	 * when that is another (malloc'd): Megatron's PREFIX.idx for PREFIX.bin
+	 * or a bare PREFIX when PREFIX.idx exists. NULL: not this format's. */
+	char *(*local_name)(const char *path);
 	/* The records' payload bytes of a layout (what `inspect` reports);
 	 * NULL: its decoded bytes. */
 	uint64_t (*payload_bytes)(const rf_shard_index *ix);
@@ -205,6 +247,9 @@ const rf_format *rf_format_for(const char *name, bool explicit_name);
 bool rf_format_is_shard_name(const char *name);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
+/* The name a format reads a named local path by, when another
+ * (rf_format.local_name; malloc'd), or NULL. */
+char *rf_format_local_name(const char *path);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
 
@@ -220,11 +265,35 @@ typedef int (*rf_fmt_read_fn)(void *ctx, const char *object, uint64_t offset, ui
 int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
                         rf_error *err);
 
+/* rf_layout_open (include/ringfeed.h) with format options (the engine's
+ * rf_layout_open_config fills them from a config). */
+struct rf_layout;
+int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, struct rf_layout **out,
+                        rf_error *err);
+
 /* Opens a local file's layout synchronously (pread), driving open_step to
  * DONE: for tools (inspect, verify, the decode limit) and tests. fmt may
  * be NULL (the registry picks by name, explicit). */
 int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
                         const rf_format **fmt_out, rf_shard_index **index, void **priv,
                         rf_error *err);
+
+/* An object held in memory, for rf_format_open_mem. */
+typedef struct rf_fmt_object {
+	const char *url; /* matched exactly against want.object (objs[0]: the shard) */
+	const uint8_t *data;
+	uint64_t size;
+} rf_fmt_object;
+
+/* Drives fmt's open_step to DONE over objects in memory (objs[0] is the
+ * shard; a sidecar is found by its URL among the others): for fuzz targets
+ * and tests. Every request is checked to lie inside its object, and what
+ * the format holds after each step against what it held plus the step's
+ * parse_bound (as the engine checks); *reserved_bytes (may be NULL) is the
+ * most reserved at once (held + buffer + bound). On success *index, *priv
+ * and *held_bytes are the format's. */
+int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t nobjs,
+                       const struct rf_fmt_options *opt, rf_shard_index **index, void **priv,
+                       uint64_t *held_bytes, uint64_t *reserved_bytes, rf_error *err);
 
 #endif

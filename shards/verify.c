@@ -41,9 +41,10 @@ static uint32_t largest_in_block(const uint32_t *ends, uint32_t records)
 
 /* The slab a unit decodes into: its decoded bytes, or its record table
  * for a format whose units are stored as they decode. */
-static uint64_t slab_bytes_most(const rf_format *fmt, const rf_shard_index *ix, const void *priv)
+static uint64_t slab_bytes_most(const rf_format *fmt, bool in_place, const rf_shard_index *ix,
+                                const void *priv)
 {
-	if (!fmt->in_place)
+	if (!in_place)
 		return ix->largest_block_decoded_bytes;
 	uint64_t most = 0;
 	for (uint32_t b = 0; b < ix->blocks; b++)
@@ -54,11 +55,11 @@ static uint64_t slab_bytes_most(const rf_format *fmt, const rf_shard_index *ix, 
 }
 
 /* Decodes every unit; returns a negative code only for I/O or memory errors. */
-static int walk_blocks(verify_run *v, const rf_format *fmt, const rf_shard_index *ix,
+static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const rf_shard_index *ix,
                        const void *priv, rf_error *err)
 {
 	const rf_verify_walk *w = v->w;
-	uint64_t cap = slab_bytes_most(fmt, ix, priv);
+	uint64_t cap = slab_bytes_most(fmt, in_place, ix, priv);
 	uint8_t *src = malloc(ix->largest_block_compressed_bytes + 1ul);
 	uint8_t *dst = malloc(cap + 1);
 	rf_decoder *d = rf_decoder_new();
@@ -71,7 +72,9 @@ static int walk_blocks(verify_run *v, const rf_format *fmt, const rf_shard_index
 		const rf_block_info *bi = &ix->block[b];
 		rf_error e = {0};
 		rf_unit_records recs = {0};
-		int r = w->read(w->read_ctx, bi->offset, bi->compressed_bytes, src, &e);
+		int r = bi->compressed_bytes /* a unit of empty records: nothing to read */
+		            ? w->read(w->read_ctx, bi->offset, bi->compressed_bytes, src, &e)
+		            : 0;
 		if (r < 0 && r != RF_E_CORRUPT) {
 			rc = r;
 			*err = e;
@@ -120,18 +123,23 @@ static int walk_read(void *ctx, const char *object, uint64_t offset, uint64_t le
 
 /* The layout through the shard's format: 0, RF_E_CORRUPT (a problem), or an I/O error. */
 static int read_index(const rf_verify_walk *w, const rf_format **fmt, rf_shard_index **out,
-                      void **priv, rf_error *err)
+                      void **priv, bool *in_place, rf_error *err)
 {
-	if (!(*fmt = rf_format_for(w->url ? w->url : w->name, true)))
+	if (!(*fmt = w->fmt) && !(*fmt = rf_format_for(w->url ? w->url : w->name, true)))
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: no format reads this name (the formats read %s)", w->name,
 		               rf_format_patterns());
-	rf_fmt_open o = {
-	    .url = w->url ? w->url : w->name, .name = w->name, .size = w->size, .local = w->local};
+	rf_fmt_open o = {.url = w->url ? w->url : w->name,
+	                 .name = w->name,
+	                 .size = w->size,
+	                 .local = w->local,
+	                 .opt = w->opt,
+	                 .in_place = (*fmt)->in_place};
 	int rc = rf_format_open_with(*fmt, &o, walk_read, (void *)w, err);
 	if (rc == RF_FMT_DONE) {
 		*out = o.index;
 		*priv = o.priv;
+		*in_place = o.in_place;
 	}
 	return rc;
 }
@@ -168,7 +176,8 @@ int rf_verify_run(const rf_verify_walk *w, rf_error *err)
 	const rf_format *fmt = NULL;
 	void *priv = NULL;
 	rf_error e = {0};
-	int rc = read_index(w, &fmt, &ix, &priv, &e);
+	bool in_place = false;
+	int rc = read_index(w, &fmt, &ix, &priv, &in_place, &e);
 	if (rc < 0 && rc != RF_E_CORRUPT) {
 		if (w->report && w->max_reports)
 			w->report(w->ctx, &e);
@@ -180,7 +189,7 @@ int rf_verify_run(const rf_verify_walk *w, rf_error *err)
 		problem(&v, &e);
 	check_listed(&v, ix);
 	if (ix)
-		rc = walk_blocks(&v, fmt, ix, priv, err ? err : &e);
+		rc = walk_blocks(&v, fmt, in_place, ix, priv, err ? err : &e);
 	if (ix)
 		fmt->close(ix, priv);
 	if (rc < 0 && rc != RF_E_CORRUPT)

@@ -39,7 +39,12 @@ static void test_claims(void **state)
 	assert_false(rf_format_is_shard_name("manifest.rfm"));
 	assert_true(rf_format_is_shard_name("a.rfs"));
 	/* a name the user gave is tried by the fallback */
-	assert_ptr_equal(rf_format_for("data.bin", true), rfs);
+	assert_ptr_equal(rf_format_for("data.dat", true), rfs);
+	/* token files (issue 13): *.bin is llm.c / nanoGPT's, *.idx Megatron's */
+	assert_ptr_equal(rf_format_for("data.bin", true), rf_format_by_name("llmc"));
+	assert_ptr_equal(rf_format_for("data/x_text_document.idx", false),
+	                 rf_format_by_name("megatron"));
+	assert_null(rf_format_for("data/x_text_document.bin", false));
 	/* the query is not part of the name: x.rfs?y=.txt is an .rfs */
 	assert_true(rf_format_is_shard_name("https://h/x.rfs?y=.txt"));
 	assert_false(rf_format_is_shard_name("https://h/x.txt?y=.rfs"));

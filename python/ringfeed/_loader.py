@@ -232,6 +232,7 @@ class Batch:
         self._ptr = ptr
         self._views = 0
         self._released = False
+        self._token_dtype = None
         self.records = int(b.records)
         self.row_bytes = int(b.row_bytes)
         self.payload_bytes = int(b.payload_bytes)
@@ -333,6 +334,26 @@ class Batch:
         if not self.row_bytes:
             raise Error(-errno.EINVAL, "rows: the batch is ragged (set pad_to for rows)")
         return self.payload[: self.records * self.row_bytes].reshape(self.records, self.row_bytes)
+
+    def tokens(self, dtype=None, writable=False):
+        """A batch of token windows (seq_len=L) as a [records, L + 1] array
+        of the token type (a view, no copy). dtype defaults to the loader's
+        token_out, else its token_dtype; a Megatron or llm.c file's own type
+        (uint16, int32, uint32) is given here when it was not widened."""
+        dtype = dtype or self._token_dtype
+        if dtype is None:
+            raise Error(-errno.EINVAL, "tokens: name the dtype (or open with token_out=)")
+        dt = np.dtype(dtype).newbyteorder("<")
+        if self.records == 0:
+            return np.empty((0, 0), dtype=dt)
+        row = self.payload_bytes // self.records
+        if self.row_bytes or row * self.records != self.payload_bytes or row % dt.itemsize:
+            raise Error(-errno.EINVAL, "tokens: the records are not windows of one length")
+        off = self.offsets_array()
+        if not np.array_equal(off, np.arange(self.records + 1, dtype=np.int64) * row):
+            raise Error(-errno.EINVAL, "tokens: the records are not windows of one length")
+        flat = self.payload_array(writable)
+        return flat.view(dt).reshape(self.records, row // dt.itemsize)
 
     def __len__(self):
         return self.records
@@ -438,6 +459,7 @@ class Loader:
         for k, v in options.items():
             if v is not None:
                 self._options[k] = _config_value(k, v)
+        self._token_dtype = options.get("token_out") or options.get("token_dtype")
         self._handle = None
         self._ended = False
         self._closed = False
@@ -543,6 +565,7 @@ class Loader:
         if not isinstance(got, Batch):  # RF_END
             self._ended = True
             raise StopIteration
+        got._token_dtype = self._token_dtype
         return got
 
     def records(self):

@@ -62,6 +62,8 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     records+1 entries}; record i is payload[offsets[i]:offsets[i+1]].
     Padded (pad_to=N): {"rows": uint8 tensor [records, N], "lengths": int64
     tensor [records]}. With as_tuple=True, the same two tensors as a tuple.
+    Token windows (seq_len=L, token_out="int64"): one [B, L + 1] tensor
+    (inputs x = t[:, :-1], targets y = t[:, 1:]).
 
     rank / world default to torch.distributed's when it is initialised
     (explicit arguments win). Other keywords are engine options (see
@@ -171,6 +173,17 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         tensors keep its memory out of the budget."""
         if batch.field_names:
             return self._fields_item(batch)
+        if self.options.get("seq_len"):
+            # windows: one dense [B, L + 1] tensor of the token type, no copy
+            arr = batch.tokens(writable=True)
+            if arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
+                raise TypeError(
+                    f"torch has no {arr.dtype.name} tensors: open with token_out='int64' "
+                    "(or 'int32'), which widens the tokens in the engine's decode copy"
+                )
+            out = torch.from_numpy(arr)
+            batch.release()
+            return out
         if batch.row_bytes:
             rows = torch.from_numpy(batch.payload_array(writable=True))
             rows = rows[: batch.records * batch.row_bytes].view(batch.records, batch.row_bytes)

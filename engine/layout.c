@@ -1,0 +1,17 @@
+/* layout.c - rf_layout_open_config: a local shard's layout through the
+ * format seam with a config's format options (token files read as the
+ * loader reads them), for tools that see the library only through its
+ * public header. */
+#include "config.h"
+#include "format.h"
+#include "util.h"
+
+RF_API int rf_layout_open_config(const char *path, const rf_config *cfg, rf_layout **out,
+                                 rf_error *err)
+{
+	*out = NULL;
+	struct rf_fmt_options opt = {0};
+	if (cfg)
+		RF_TRY(rf_config_format_options(cfg, &opt, err));
+	return rf_layout_open_opts(path, &opt, out, err);
+}

@@ -39,6 +39,8 @@ typedef struct rf_open_slot {
 	char *side_url;
 	uint32_t steps;
 	uint32_t next_free;
+	int first_code; /* the first format's error, when another is tried (0: none) */
+	char first_msg[RF_ERROR_MSG_BYTES];
 } rf_open_slot;
 
 static void rf_meta_take(rf_engine *e, uint64_t *held, uint64_t n)
@@ -89,6 +91,12 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 {
 	rf_engine *e = s->engine;
 	s->stage = RF_OPEN_DONE;
+	/* another format tried the name and found it not its own either (or its
+	 * sidecar absent): the first format's words, as the name chose it */
+	if (code < 0 && s->open && s->open->first_code && (s->open->fo.final || code == -ENOENT)) {
+		code = s->open->first_code;
+		msg = s->open->first_msg;
+	}
 	if (code < 0) {
 		if (e->open.failed++ == 0 || s->idx < e->open.failed_idx)
 			e->open.failed_idx = s->idx;
@@ -259,6 +267,41 @@ static int rf_want_check(rf_shard *s, uint64_t size, rf_error *err)
 }
 
 static void rf_open_want(rf_shard *s);
+static void rf_open_begin(rf_shard *s);
+
+/* A name the format took only as MAYBE, which its bytes say is not its own
+ * (a final error): the next format that may read the name starts over on
+ * the same source, holding nothing of the first (a remote PREFIX.bin: not
+ * llm.c, not .rfs, Megatron's tokens). If none reads it, the first
+ * format's error is the message. True when another format started. */
+static bool rf_open_fallback(rf_shard *s, int rc, const rf_error *err)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	if (!o->fo.final || rf_format_claim(s->fmt, s->url) != RF_FMT_MAYBE)
+		return false;
+	const rf_format *next = rf_format_next(s->url, s->fmt);
+	if (!next)
+		return false;
+	if (!o->first_code) {
+		o->first_code = rc;
+		snprintf(o->first_msg, sizeof(o->first_msg), "%s", err->msg);
+	}
+	if (s->fmt->open_abort)
+		s->fmt->open_abort(&o->fo);
+	rf_slot_buf_free(e, o);
+	rf_meta_release(e, &o->bound_res, o->bound_res);
+	rf_meta_release(e, &s->fmt_held, s->fmt_held);
+	rf_source_close(o->side);
+	o->side = NULL;
+	free(o->side_url);
+	o->side_url = NULL;
+	o->steps = 0;
+	s->rereads = 0;
+	s->fmt = next;
+	rf_open_begin(s);
+	return true;
+}
 
 /* Runs the format's step on the delivered bytes (o->fo.got...), then does
  * what it asks: another range, done, or the error. */
@@ -284,7 +327,7 @@ static void rf_open_step(rf_shard *s)
 		o->bound_res = 0;
 	}
 	if (rc < 0) {
-		if (!rf_open_reread(s, rc))
+		if (!rf_open_reread(s, rc) && !rf_open_fallback(s, rc, &err))
 			rf_open_fail(s, rc, &err);
 		return;
 	}
@@ -460,6 +503,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	assert(e->open.free != UINT32_MAX); /* open_inflight < the slots */
 	rf_open_slot *o = &e->open.slots[e->open.free];
 	e->open.free = o->next_free;
+	o->first_code = 0;
 	s->open = o;
 	s->stage = RF_OPEN_OPENING;
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);

@@ -60,6 +60,24 @@ const rf_format *rf_format_for(const char *name, bool explicit_name)
 	return best;
 }
 
+int rf_format_claim(const rf_format *f, const char *name)
+{
+	char leaf[1024];
+	return f->claim(name_leaf(name ? name : "", leaf, sizeof(leaf)));
+}
+
+const rf_format *rf_format_next(const char *name, const rf_format *after)
+{
+	bool past = false;
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (formats[i] == after)
+			past = true;
+		else if (past && rf_format_claim(formats[i], name) >= RF_FMT_MAYBE)
+			return formats[i];
+	}
+	return NULL;
+}
+
 bool rf_format_is_shard_name(const char *name)
 {
 	return rf_format_for(name, false) != NULL;

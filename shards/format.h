@@ -243,6 +243,13 @@ const rf_format *const *rf_formats(uint32_t *count);
  * NULL when none does. With `explicit_name` (the user named this object),
  * a MAYBE claim counts; a listing or a directory takes YES only. */
 const rf_format *rf_format_for(const char *name, bool explicit_name);
+/* f's claim on name (its last path component, without a query). */
+int rf_format_claim(const rf_format *f, const char *name);
+/* The next format after `after` in registry order that claims name at
+ * least MAYBE, or NULL: an explicitly named object that a MAYBE format
+ * finds is not its own (an error with `final` set) is tried by the next
+ * (a remote PREFIX.bin: not llm.c, not .rfs, a Megatron dataset's tokens). */
+const rf_format *rf_format_next(const char *name, const rf_format *after);
 /* True when a listing or a directory should take this name as a shard. */
 bool rf_format_is_shard_name(const char *name);
 /* The format called `name` ("rfs"), or NULL. */

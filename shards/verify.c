@@ -129,19 +129,34 @@ static int read_index(const rf_verify_walk *w, const rf_format **fmt, rf_shard_i
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: no format reads this name (the formats read %s)", w->name,
 		               rf_format_patterns());
-	rf_fmt_open o = {.url = w->url ? w->url : w->name,
-	                 .name = w->name,
-	                 .size = w->size,
-	                 .local = w->local,
-	                 .opt = w->opt,
-	                 .in_place = (*fmt)->in_place};
-	int rc = rf_format_open_with(*fmt, &o, walk_read, (void *)w, err);
-	if (rc == RF_FMT_DONE) {
-		*out = o.index;
-		*priv = o.priv;
-		*in_place = o.in_place;
+	const char *url = w->url ? w->url : w->name;
+	rf_error first = {0};
+	for (;;) {
+		rf_fmt_open o = {.url = url,
+		                 .name = w->name,
+		                 .size = w->size,
+		                 .local = w->local,
+		                 .opt = w->opt,
+		                 .in_place = (*fmt)->in_place};
+		int rc = rf_format_open_with(*fmt, &o, walk_read, (void *)w, err);
+		if (rc == RF_FMT_DONE) {
+			*out = o.index;
+			*priv = o.priv;
+			*in_place = o.in_place;
+			return rc;
+		}
+		/* not this format's (final, on a MAYBE claim): the next one that may read it */
+		const rf_format *next = o.final && rf_format_claim(*fmt, url) == RF_FMT_MAYBE
+		                            ? rf_format_next(url, *fmt)
+		                            : NULL;
+		if (!first.code)
+			first = *err;
+		if (!next) {
+			*err = first; /* the first format's words: the name chose it */
+			return first.code;
+		}
+		*fmt = next;
 	}
-	return rc;
 }
 
 /* What a manifest says of the shard, against the shard. */

@@ -65,13 +65,22 @@ for m in "" "--seq-len 1024"; do
 		ok "verify over s3 ($m)" || bad "verify over s3 ($m): $(cat "$tmp/v")"
 done
 
-# a remote PREFIX.bin of a Megatron dataset is not looked beside: the error says
-# to name the .idx
+# a remote PREFIX.bin of a Megatron dataset: not llm.c (no magic), not .rfs,
+# so the next format that may read the name, Megatron, reads its .idx beside
+for m in "${modes[@]}"; do
+	same "http .bin of a Megatron dataset ($m)" "${want["idx $m"]}" \
+		"$(dg $m "$RF_NGINX_URL/$tag/ds.bin")"
+done
+"$cli" verify "$RF_NGINX_URL/$tag/ds.bin" >"$tmp/v" 2>&1 &&
+	grep -q "1 shards, 0 damaged" "$tmp/v" && ok "verify of a remote Megatron .bin" ||
+	bad "verify of a remote Megatron .bin: $(cat "$tmp/v")"
+# a remote .bin that no format reads: the first format's words (the name chose it)
+head -c 4096 /dev/urandom >"$RF_NGINX_ROOT/$tag/junk.bin"
 rc=0
-"$cli" read "$RF_NGINX_URL/$tag/ds.bin" >/dev/null 2>"$tmp/err" || rc=$?
-[ $rc -ne 0 ] && grep -q "ds.bin: not an llm.c token file" "$tmp/err" &&
-	grep -q "name its .idx" "$tmp/err" && ok "remote Megatron .bin: says to name the .idx" ||
-	bad "remote Megatron .bin: rc $rc, $(cat "$tmp/err")"
+"$cli" read "$RF_NGINX_URL/$tag/junk.bin" >/dev/null 2>"$tmp/err" || rc=$?
+[ $rc -ne 0 ] && grep -q "junk.bin: not an llm.c token file" "$tmp/err" &&
+	grep -q "name its .idx" "$tmp/err" && ok "remote .bin no format reads: llm.c's words" ||
+	bad "remote .bin no format reads: rc $rc, $(cat "$tmp/err")"
 
 [ $fails -eq 0 ] || {
 	echo "$fails check(s) failed" >&2

@@ -60,6 +60,19 @@ const rf_format *rf_format_for(const char *name, bool explicit_name)
 	return best;
 }
 
+void rf_fmt_layout_sums(rf_shard_index *ix)
+{
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		const rf_block_info *b = &ix->block[u];
+		ix->largest_block_compressed_bytes =
+		    RF_MAX(ix->largest_block_compressed_bytes, b->compressed_bytes);
+		ix->largest_block_decoded_bytes =
+		    RF_MAX(ix->largest_block_decoded_bytes, b->decoded_bytes);
+		ix->compressed_bytes += b->compressed_bytes;
+		ix->decoded_bytes += b->decoded_bytes;
+	}
+}
+
 int rf_format_claim(const rf_format *f, const char *name)
 {
 	char leaf[1024];

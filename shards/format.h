@@ -235,6 +235,11 @@ static inline uint64_t rf_fmt_table_bytes(uint32_t records)
 	return 4 * (uint64_t)records + 4;
 }
 
+/* The layout's figures from its units: the largest unit stored and
+ * decoded, the stored and decoded totals (records and the largest record
+ * are the format's to set). For formats that build a layout. */
+void rf_fmt_layout_sums(rf_shard_index *ix);
+
 /* ------------------------------------------------------------- registry */
 
 /* The formats, in claim order (format.c). */

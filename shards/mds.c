@@ -135,11 +135,7 @@ static void layout_free(mds_layout *L)
 static void mds_close(rf_shard_index *ix, void *priv)
 {
 	layout_free(priv);
-	if (ix) {
-		free(ix->block);
-		free(ix->metadata);
-		free(ix);
-	}
+	rf_index_free(ix);
 }
 
 static uint32_t mds_field_names(const void *priv, const char *const **names)
@@ -185,16 +181,9 @@ static rf_shard_index *index_new(uint32_t units, uint64_t size)
 static void index_sums(rf_shard_index *ix, uint32_t largest_record)
 {
 	ix->largest_record_bytes = largest_record;
-	for (uint32_t u = 0; u < ix->blocks; u++) {
-		const rf_block_info *b = &ix->block[u];
-		ix->records += b->records;
-		ix->largest_block_compressed_bytes =
-		    RF_MAX(ix->largest_block_compressed_bytes, b->compressed_bytes);
-		ix->largest_block_decoded_bytes =
-		    RF_MAX(ix->largest_block_decoded_bytes, b->decoded_bytes);
-		ix->compressed_bytes += b->compressed_bytes;
-		ix->decoded_bytes += b->decoded_bytes;
-	}
+	for (uint32_t u = 0; u < ix->blocks; u++)
+		ix->records += ix->block[u].records;
+	rf_fmt_layout_sums(ix);
 }
 
 /* An uncompressed shard's units: runs of samples of about RF_MDS_UNIT_BYTES. */

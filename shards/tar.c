@@ -51,11 +51,7 @@ static void layout_free(tar_layout *L)
 static void tar_close(rf_shard_index *ix, void *priv)
 {
 	layout_free(priv);
-	if (ix) {
-		free(ix->block);
-		free(ix->metadata);
-		free(ix);
-	}
+	rf_index_free(ix);
 }
 
 /* Units: runs of whole consecutive samples, each closed once it spans
@@ -97,15 +93,7 @@ static void fill_units(const tar_scan *s, rf_shard_index *ix)
 		if (s->sv[i].end - b->offset >= RF_TAR_UNIT_BYTES)
 			open = false;
 	}
-	for (u = 0; u < ix->blocks; u++) {
-		b = &ix->block[u];
-		ix->largest_block_compressed_bytes =
-		    RF_MAX(ix->largest_block_compressed_bytes, b->compressed_bytes);
-		ix->largest_block_decoded_bytes =
-		    RF_MAX(ix->largest_block_decoded_bytes, b->decoded_bytes);
-		ix->compressed_bytes += b->compressed_bytes;
-		ix->decoded_bytes += b->decoded_bytes;
-	}
+	rf_fmt_layout_sums(ix);
 }
 
 /* Fields with offsets relative to their unit's start (what decode hands

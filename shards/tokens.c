@@ -129,11 +129,7 @@ int rf_tok_unit_table(const rf_shard_index *ix, const uint32_t *rec_tokens, unsi
 
 void rf_tok_index_free(rf_shard_index *ix)
 {
-	if (!ix)
-		return;
-	free(ix->block);
-	free(ix->metadata);
-	free(ix);
+	rf_index_free(ix);
 }
 
 char *rf_tok_sibling(const char *url, const char *suffix)
@@ -222,14 +218,9 @@ int rf_tok_windows_build(rf_shard_index *ix, rf_tok_priv *p, const char *name, r
 		                         (uint32_t)(n * rec_bytes + rf_fmt_table_bytes(n)),
 		                     .records = n,
 		                     .first_record = i * k};
-		ix->largest_block_compressed_bytes =
-		    RF_MAX(ix->largest_block_compressed_bytes, b->compressed_bytes);
-		ix->largest_block_decoded_bytes =
-		    RF_MAX(ix->largest_block_decoded_bytes, b->decoded_bytes);
-		ix->compressed_bytes += b->compressed_bytes;
-		ix->decoded_bytes += b->decoded_bytes;
 	}
 	ix->blocks = (uint32_t)units;
+	rf_fmt_layout_sums(ix);
 	ix->records = W;
 	ix->largest_record_bytes = W ? (uint32_t)rec_bytes : 0;
 	p->windows_per_unit = (uint32_t)k;

@@ -157,7 +157,11 @@ static void read_unlink(remote_read *r)
  * after it returns; everything runs on the loop thread), then copies its
  * bytes over whatever part the primary had written. Both requests are the
  * same exact range, checked the same way, so the bytes delivered never
- * depend on which won. */
+ * depend on which won. A read past its threshold while the store's hedge
+ * tokens, its quiet time after trouble, or the hedge buffers' bound or the
+ * memory budget say no is looked at again a threshold later, not given up:
+ * on a loaded machine ordinary reads that ran slightly long may have taken
+ * the tokens just before the read that is truly stuck crossed its line. */
 
 static rf_hedge_store *hedge_store_of(remote_state *st, const char *url)
 {
@@ -231,21 +235,23 @@ static void on_hedge_done(void *arg, int64_t res, const char *msg)
 	read_finish(r, res, NULL);
 }
 
-static void hedge_issue(remote_read *r)
+/* Issues r's hedge; false when not now (no token, quiet time, no room),
+ * and r's timer should look again later. */
+static bool hedge_issue(remote_read *r)
 {
 	remote_source *rs = r->src;
 	remote_state *st = rs->st;
 	uint64_t trouble = rf_http_host_trouble(st->http, rs->url);
 	if (st->hedge_bytes + r->len > RF_HEDGE_INFLIGHT_BYTES_MAX ||
 	    !rf_hedge_take(rs->store, trouble, rf_now_ns()))
-		return;
+		return false;
 	const rf_fetch_options *o = rf_fetch_opts(st->fetch);
 	if (o->mem_reserve && o->mem_reserve(o->mem_ctx, r->len) < 0)
-		return; /* the budget has no room: this read is not hedged */
+		return false; /* the budget has no room now */
 	if (!(r->hedge_buf = malloc(r->len))) {
 		if (o->mem_release)
 			o->mem_release(o->mem_ctx, r->len);
-		return;
+		return false;
 	}
 	st->hedge_bytes += r->len;
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
@@ -261,9 +267,10 @@ static void hedge_issue(remote_read *r)
 	if (rf_http_start(st->http, &req, on_hedge_done, r, &r->hedge, NULL) < 0) {
 		r->hedge = NULL;
 		hedge_drop(r);
-		return;
+		return true; /* cannot start one: the primary goes on alone */
 	}
 	st->hedges++;
+	return true;
 }
 
 static void on_hedge_timer(void *arg, int res)
@@ -278,7 +285,8 @@ static void on_hedge_timer(void *arg, int res)
 	uint64_t took = rf_now_ns() - since;
 	if (took < threshold)
 		return hedge_arm(r, threshold - took);
-	hedge_issue(r);
+	if (!hedge_issue(r))
+		hedge_arm(r, threshold);
 }
 
 static void hedge_arm(remote_read *r, uint64_t delay_ns)

@@ -27,12 +27,7 @@ PY=/usr/bin/python3
 TS=$src/tests/servers
 guard_s=90 # a hang guard far above the seconds expected
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-creds.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -299,5 +294,4 @@ run nosign AWS_ACCESS_KEY_ID=AKIAENVKEY AWS_SECRET_ACCESS_KEY=env-SECRET-key -- 
 	ok "nosign: --no-sign-request sends unsigned" ||
 	bad "nosign: rc=$rc: $(tail -n 2 "$tmp/nosign.err")"
 
-echo "cli_creds: $fails failure(s)"
-[ $fails = 0 ]
+rf_checks_done cli_creds

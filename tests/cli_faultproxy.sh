@@ -14,12 +14,7 @@ proxy=${RF_BUILD_DIR:-$src/build}/rf-faultproxy
 }
 rf_servers_or_start
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 check() { # DESCRIPTION EXPECTED ACTUAL
 	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
 }
@@ -138,8 +133,4 @@ for args in "--listen 127.0.0.1:0" "--listen nowhere --to $upstream" "--listen 1
 	check "refused: $args" 2 "$rc"
 done
 
-if [ "$fails" -ne 0 ]; then
-	echo "cli_faultproxy: $fails check(s) failed" >&2
-	exit 1
-fi
-echo "cli_faultproxy: all checks passed"
+rf_checks_done cli_faultproxy

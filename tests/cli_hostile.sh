@@ -11,12 +11,7 @@ guard_s=60 # a hang guard; timing decides nothing else
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-hostile.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$(dirname "$0")/check.inc.sh"
 
 # expect_fail NAME WORDS ARGS...: `ringfeed read ARGS` fails, saying WORDS.
 expect_fail() {
@@ -49,8 +44,4 @@ printf '# ringfeed manifest v1\na.rfs\t18446744073709551615\t1\nb.rfs\t40\t1\n' 
 expect_fail "a manifest whose byte total overflows" "makes the total exceed 2^64-1 bytes" \
 	"$tmp/sum.rfm"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

@@ -28,12 +28,7 @@ if [ -z "${RF_BAD_URL:-}" ] && [ "${RF_REQUIRE_SERVERS:-0}" != 1 ]; then
 fi
 rf_need_env RF_BAD_URL RF_BAD_ROOT
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 
 tag=cli-hostile-http-$$
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 64KiB --demo-shards 1 >/dev/null
@@ -84,8 +79,4 @@ expect_fail "one byte per second" "too slow" --retries 1 --low-speed-bytes-per-s
 grep -q "2 attempts" "$tmp/err" && ok "trickle: retried once, then failed" ||
 	bad "trickle attempts: $(cat "$tmp/err")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

@@ -12,15 +12,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-http.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -120,8 +112,4 @@ for url in "s3://$RF_SIGV4_BUCKET/$tag/" "s3://$RF_SIGV4_BUCKET/$tag/shard-00000
 	fi
 done
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

@@ -14,15 +14,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-s3-dots.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -61,8 +53,4 @@ same "the prefix listing reads each object once" \
 	"$(read_digest "$tmp/1.rfs" "$tmp/0.rfs" "$tmp/2.rfs")" \
 	"$(read_digest "s3://$RF_SIGV4_BUCKET/$tag/dots/" || tail -n 1 "$tmp/err")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

@@ -17,15 +17,7 @@ command -v python3 >/dev/null || {
 	exit 77
 }
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 has() { # DESCRIPTION FILE PATTERN
 	if grep -qE -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in: $(head -c 600 "$2")"; fi
 }

@@ -12,18 +12,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
-json() { # FILE KEY
-	python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-hedge.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -43,8 +32,8 @@ common=(--digest --no-shuffle --request-size 4KiB --connections 4)
 same "hedging on: the digest is the local read's" "$want" \
 	"$("$cli" read "${common[@]}" --stats "$tmp/on.json" \
 		"$RF_BAD_URL/slow-nth-45-3000/$tag/h.rfs" 2>"$tmp/on.err" | tail -n 1)"
-hedges=$(json "$tmp/on.json" fetch_hedges)
-won=$(json "$tmp/on.json" fetch_hedges_won)
+hedges=$(rf_json "$tmp/on.json" fetch_hedges)
+won=$(rf_json "$tmp/on.json" fetch_hedges_won)
 [ "$hedges" -ge 1 ] && ok "a hedge was issued ($hedges)" || bad "no hedge issued (stats: $hedges)"
 [ "$won" -ge 1 ] && ok "the hedge won ($won)" || bad "no hedge won ($won of $hedges)"
 [ "$hedges" -le 5 ] && ok "hedges stay bounded ($hedges <= 5 for ~$blocks reads)" ||
@@ -52,10 +41,6 @@ won=$(json "$tmp/on.json" fetch_hedges_won)
 same "hedging off: the digest is the local read's" "$want" \
 	"$("$cli" read "${common[@]}" --hedge 0 --stats "$tmp/off.json" \
 		"$RF_BAD_URL/slow-nth-45-3000/$tag/n.rfs" 2>"$tmp/off.err" | tail -n 1)"
-same "hedging off: no hedge" 0 "$(json "$tmp/off.json" fetch_hedges)"
+same "hedging off: no hedge" 0 "$(rf_json "$tmp/off.json" fetch_hedges)"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

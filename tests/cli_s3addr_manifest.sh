@@ -14,15 +14,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 has() { # DESCRIPTION FILE PATTERN
 	if grep -qE -- "$3" "$2"; then ok "$1"; else bad "$1: '$3' not in: $(head -c 600 "$2")"; fi
 }
@@ -119,8 +111,4 @@ else
 	ok "no secret in any output"
 fi
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

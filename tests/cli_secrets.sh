@@ -28,12 +28,7 @@ command -v openssl >/dev/null || {
 	exit $RF_SKIP
 }
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-secrets.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -189,8 +184,4 @@ for flag in --s3-secret-key --s3-session-token; do
 		bad "--help does not warn about $flag: $("$cli" read --help | grep -e "$flag ")"
 done
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

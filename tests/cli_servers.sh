@@ -9,12 +9,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
 rf_servers_or_start
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 check() { # DESCRIPTION EXPECTED ACTUAL
 	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
 }
@@ -179,8 +174,4 @@ check "bad /huge-length/ HEAD" 1000000000000000 "$(tr -d '\r' <"$tmp/hdr" | sed 
 check "bad /huge-length/ GET (curl 18)" "206 18" "$(get huge-length | cut -d' ' -f1-2)"
 check "bad unknown mode" 404 "$(get no-such-mode | cut -d' ' -f1)"
 
-if [ "$fails" -ne 0 ]; then
-	echo "cli_servers: $fails check(s) failed" >&2
-	exit 1
-fi
-echo "cli_servers: all checks passed"
+rf_checks_done cli_servers

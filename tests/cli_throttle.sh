@@ -30,12 +30,7 @@ if [ -z "${RF_BAD_URL:-}" ] && [ "${RF_REQUIRE_SERVERS:-0}" != 1 ]; then
 fi
 rf_need_env RF_BAD_URL RF_BAD_ROOT
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 
 tag=cli-throttle-$$
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 64KiB --demo-shards 1 >/dev/null
@@ -71,8 +66,4 @@ timeout $guard_s "$cli" read --digest --retries 2 "$RF_BAD_URL/reset-always/$sha
 	ok "resets still stop after --retries (3 attempts)" ||
 	bad "resets: rc $rc: $(tail -n 2 "$tmp/err")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

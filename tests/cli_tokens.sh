@@ -18,19 +18,11 @@ $py -c 'import numpy' 2>/dev/null || {
 W="$py $src/tests/tokens/megatron_write.py"
 C="$py $src/tests/tokens/check_tokens.py"
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 check() { # DESCRIPTION CHECK-ARGS...
 	local d=$1 out
 	shift
 	if out=$($C "$@"); then ok "$d: $out"; else bad "$d: $out"; fi
-}
-same() {
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
 }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-tokens.XXXXXX")
@@ -206,8 +198,4 @@ rc=0
 [ $rc -ne 0 ] && grep -q "bad.idx: pointers\[7\] is 12, expected" "$tmp/err" &&
 	ok "lying pointer: named with its entry" || bad "lying pointer: $(cat "$tmp/err")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

@@ -14,13 +14,7 @@ $py -c 'import numpy' 2>/dev/null || {
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi; }
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-tokens-http.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -82,8 +76,4 @@ rc=0
 	grep -q "name its .idx" "$tmp/err" && ok "remote .bin no format reads: llm.c's words" ||
 	bad "remote .bin no format reads: rc $rc, $(cat "$tmp/err")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

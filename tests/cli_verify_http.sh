@@ -10,12 +10,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 # check DESCRIPTION WANT_RC PATTERN... -- ARGS...: verify ARGS exits WANT_RC and
 # its output holds every PATTERN
 check() {
@@ -71,5 +66,4 @@ for f in "$tmp"/ds/shard-*.rfs; do
 done
 check "s3 prefix verified" 0 "verify: $n shards, 0 damaged" -- "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/"
 
-[ "$fails" = 0 ] || { echo "cli_verify_http: $fails check(s) failed" >&2; exit 1; }
-echo "cli_verify_http: all checks passed"
+rf_checks_done cli_verify_http

@@ -10,15 +10,7 @@ src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-wds-http.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -62,8 +54,4 @@ same "s3 digest" "$want" "$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/$bra
 same "s3 prefix digest (the listing takes .tar)" "$want" \
 	"$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done

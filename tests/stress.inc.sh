@@ -30,12 +30,7 @@ case $build in *build-asan) N=6000 ;; esac
 BATCH=32
 common=(--seed 4 --batch $BATCH --shuffle-window 500 --depth 4 --threads 2)
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
+. "$src/tests/check.inc.sh"
 T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-stress.XXXXXX")
 rf_at_exit "rm -rf '$T'"
 
@@ -112,9 +107,5 @@ stress_report() {
 	echo
 	echo "case                               records expected / delivered / duplicated / skipped"
 	printf '%s\n' "${TABLE[@]}"
-	if [ "$fails" -ne 0 ]; then
-		echo "$1: $fails check(s) failed" >&2
-		exit 1
-	fi
-	echo "$1: all checks passed"
+	rf_checks_done "$1"
 }

@@ -15,85 +15,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct dataset {
-	char *dir;
-	char path[8][600];
-	uint32_t nshards;
-	uint64_t total;
-	uint64_t *ids; /* record hash per record in packed order */
-} dataset;
-
-static uint64_t rec_id(const uint8_t *p, uint32_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
+typedef rf_test_dataset dataset;
 
 /* Every 9th record is larger than a block (a block of its own), the others
  * are small (a block holds dozens): records per block from 1 to ~60. */
+static size_t make_record(uint32_t s, uint32_t r, uint8_t *buf, size_t cap, void *arg)
+{
+	(void)arg;
+	size_t len = (size_t)snprintf((char *)buf, 64, "s%u-r%u:", s, r);
+	size_t extra = r % 9 == 4 ? 1500 : r % 5;
+	memset(buf + len, 'a' + (int)(r % 26), len + extra <= cap ? extra : 0);
+	return len + extra;
+}
+
 static void make_dataset(dataset *d, uint32_t nshards, uint32_t records)
 {
-	memset(d, 0, sizeof(*d));
-	d->dir = rf_test_tmpdir("dist");
-	d->nshards = nshards;
-	d->ids = calloc((size_t)nshards * records, sizeof(uint64_t));
-	static uint8_t buf[4096];
-	for (uint32_t s = 0; s < nshards; s++) {
-		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
-		rf_writer_options o = {.block_bytes = 1024, .level = 1};
-		rf_error err = {0};
-		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
-		assert_non_null(w);
-		for (uint32_t r = 0; r < records; r++) {
-			size_t len = (size_t)snprintf((char *)buf, 64, "s%u-r%u:", s, r);
-			size_t extra = r % 9 == 4 ? 1500 : r % 5;
-			memset(buf + len, 'a' + (int)(r % 26), extra);
-			len += extra;
-			assert_int_equal(rf_writer_add(w, buf, len, &err), 0);
-			d->ids[d->total++] = rec_id(buf, (uint32_t)len);
-		}
-		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
-	}
+	rf_test_dataset_make(d, "dist", nshards, records, 4096, 1024, make_record, NULL);
 }
 
-static void free_dataset(dataset *d)
-{
-	rf_test_rmtree(d->dir);
-	free(d->dir);
-	free(d->ids);
-}
-
+/* The settings kv, then the space-separated "key=value" words of more
+ * (errors_ok is the test's own word, not a setting). */
 static rf_config *make_config(const dataset *d, const char *const *kv, const char *more)
 {
-	rf_config *c = rf_config_new();
+	rf_config *c = rf_test_config(d, kv);
 	rf_error err = {0};
-	for (uint32_t s = 0; s < d->nshards; s++)
-		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
-	for (int pass = 0; pass < 2; pass++) {
-		const char *const *list = pass == 0 ? kv : NULL;
-		char buf[512];
-		snprintf(buf, sizeof(buf), "%s", more ? more : "");
-		if (pass == 1) {
-			for (char *save = NULL, *t = strtok_r(buf, " ", &save); t;
-			     t = strtok_r(NULL, " ", &save)) {
-				char *eq = strchr(t, '=');
-				*eq = 0;
-				if (!strcmp(t, "errors_ok"))
-					continue;
-				if (rf_config_set(c, t, eq + 1, &err) != 0)
-					fail_msg("config %s: %s", t, err.msg);
-			}
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s", more ? more : "");
+	for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(t, '=');
+		assert_non_null(eq);
+		*eq = 0;
+		if (!strcmp(t, "errors_ok"))
 			continue;
-		}
-		for (; list && *list; list++) {
-			char key[64];
-			const char *eq = strchr(*list, '=');
-			snprintf(key, sizeof(key), "%.*s", (int)(eq - *list), *list);
-			if (rf_config_set(c, key, eq + 1, &err) != 0)
-				fail_msg("config %s: %s", *list, err.msg);
-		}
+		if (rf_config_set(c, t, eq + 1, &err) != 0)
+			fail_msg("config %s: %s", t, err.msg);
 	}
 	return c;
 }
@@ -149,8 +104,8 @@ static run read_rank(const dataset *d, const char *const *kv, const char *more,
 		if (r.batches < 4096)
 			r.sizes[r.batches] = b->records;
 		for (uint32_t i = 0; i < b->records; i++)
-			run_add(&r, rec_id(b->payload + b->offsets[i],
-			                   (uint32_t)(b->offsets[i + 1] - b->offsets[i])));
+			run_add(&r, rf_test_rec_id(b->payload + b->offsets[i],
+			                           (uint32_t)(b->offsets[i + 1] - b->offsets[i])));
 		r.batches++;
 		rf_release(l, b);
 	}
@@ -259,7 +214,7 @@ static void test_equal_counts(void **state)
 				}
 				tally_free(&t);
 			}
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* W ranks take k batches each; any rank's state (all identical) resumes on
@@ -328,7 +283,7 @@ static void test_elastic_resume(void **state)
 	/* A batch-size change along with the world size, and alone. */
 	elastic(&d, 4, 5, 3, 3, 8);
 	elastic(&d, 3, 5, 4, 3, 2);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Two resizes within one epoch: 4 ranks, then 3, then 2. */
@@ -402,7 +357,7 @@ static void test_two_resizes(void **state)
 	assert_int_equal(per, 61);
 	assert_int_equal(once, 48 + 36 + 2 * 61);
 	tally_free(&t);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 static void expect_refused(const dataset *d, const char *more, const uint8_t *st, size_t len,
@@ -434,11 +389,11 @@ static void test_refusals_name_the_difference(void **state)
 	 * what to set. */
 	expect_refused(&d, "world=2 batch_bytes=4KiB", NULL, 0, "set batch");
 	expect_refused(&d, "drop_last=1 batch_bytes=4KiB", NULL, 0, "drop_last with batch_bytes");
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 	/* Another dataset (a shard fewer). */
 	make_dataset(&d, 2, 70);
 	expect_refused(&d, "", x.state, x.state_len, "another dataset: saved 3 shards");
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Flips a byte inside block b of a shard (its frame, found via the index);
@@ -568,7 +523,7 @@ static void test_skip_policy(void **state)
 	free(f.ids);
 	free(r.ids);
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 int main(void)

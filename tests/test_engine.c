@@ -18,77 +18,23 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct dataset {
-	char *dir;
-	char path[16][600];
-	uint32_t nshards;
-	uint64_t total; /* records */
-	uint64_t *ids;  /* record hash per record in packed order */
-} dataset;
+typedef rf_test_dataset dataset;
 
 /* Record r of shard s: a header naming it, then a length that varies
  * (including empty payload tails) so batches and blocks are uneven. */
-static size_t make_record(uint32_t s, uint32_t r, uint8_t *buf)
+static size_t make_record(uint32_t s, uint32_t r, uint8_t *buf, size_t cap, void *arg)
 {
+	(void)arg;
 	size_t len = (size_t)snprintf((char *)buf, 64, "s%u-r%u:", s, r);
 	size_t extra = (r * 37u + s * 11u) % 300u;
-	for (size_t i = 0; i < extra; i++)
+	for (size_t i = 0; i < extra && len + i < cap; i++)
 		buf[len + i] = (uint8_t)('a' + (r + i) % 26);
 	return len + extra;
 }
 
-static uint64_t rec_id(const uint8_t *p, uint32_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static void make_dataset(dataset *d, uint32_t nshards, uint32_t records, uint64_t block_bytes)
 {
-	memset(d, 0, sizeof(*d));
-	d->dir = rf_test_tmpdir("engine");
-	d->nshards = nshards;
-	d->ids = calloc((size_t)nshards * records, sizeof(uint64_t));
-	uint8_t buf[512];
-	for (uint32_t s = 0; s < nshards; s++) {
-		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
-		rf_writer_options o = {.block_bytes = block_bytes, .level = 1};
-		rf_error err = {0};
-		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
-		assert_non_null(w);
-		for (uint32_t r = 0; r < records; r++) {
-			size_t len = make_record(s, r, buf);
-			assert_int_equal(rf_writer_add(w, buf, len, &err), 0);
-			d->ids[d->total++] = rec_id(buf, (uint32_t)len);
-		}
-		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
-	}
-}
-
-static void free_dataset(dataset *d)
-{
-	rf_test_rmtree(d->dir);
-	free(d->dir);
-	free(d->ids);
-}
-
-/* "key=value" settings, NULL-terminated. */
-static rf_config *make_config(const dataset *d, const char *const *kv)
-{
-	rf_config *c = rf_config_new();
-	rf_error err = {0};
-	for (uint32_t s = 0; s < d->nshards; s++)
-		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
-	for (; kv && *kv; kv++) {
-		char key[64];
-		const char *eq = strchr(*kv, '=');
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-		if (rf_config_set(c, key, eq + 1, &err) != 0)
-			fail_msg("config %s: %s", *kv, err.msg);
-	}
-	return c;
+	rf_test_dataset_make(d, "engine", nshards, records, 512, block_bytes, make_record, NULL);
 }
 
 typedef struct run {
@@ -112,10 +58,11 @@ static void batch_ids(run *r, const rf_batch *b)
 {
 	for (uint32_t i = 0; i < b->records; i++) {
 		if (b->row_bytes)
-			run_add(r, rec_id(b->payload + (uint64_t)i * b->row_bytes, b->lengths[i]));
+			run_add(r, rf_test_rec_id(b->payload + (uint64_t)i * b->row_bytes,
+			                          b->lengths[i]));
 		else
-			run_add(r, rec_id(b->payload + b->offsets[i],
-			                  (uint32_t)(b->offsets[i + 1] - b->offsets[i])));
+			run_add(r, rf_test_rec_id(b->payload + b->offsets[i],
+			                          (uint32_t)(b->offsets[i + 1] - b->offsets[i])));
 	}
 }
 
@@ -146,7 +93,7 @@ static void read_loader(rf_loader *l, run *r, uint64_t max_batches, uint8_t *sta
 
 static run read_all(const dataset *d, const char *const *kv)
 {
-	rf_config *c = make_config(d, kv);
+	rf_config *c = rf_test_config(d, kv);
 	rf_error err = {0};
 	rf_loader *l = rf_open(c, &err);
 	rf_config_free(c);
@@ -176,7 +123,7 @@ static void test_no_shuffle_is_packed_order(void **state)
 	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
 	assert_int_equal(r.batches, (d.total + 6) / 7);
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -241,7 +188,7 @@ static void test_order_independent_of_depth_threads_budget(void **state)
 	free(sorted);
 	free(expect);
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Saving after batch k and resuming gives exactly the rest, for every k,
@@ -256,7 +203,7 @@ static void test_resume_every_batch(void **state)
 	run ref = read_all(&d, kv);
 	assert_int_equal(ref.rc, RF_END);
 	for (uint64_t k = 0; k <= ref.batches; k++) {
-		rf_config *c = make_config(&d, kv);
+		rf_config *c = rf_test_config(&d, kv);
 		rf_error err = {0};
 		rf_loader *l = rf_open(c, &err);
 		assert_non_null(l);
@@ -283,7 +230,7 @@ static void test_resume_every_batch(void **state)
 		free(rest.ids);
 	}
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 static void test_ranks_disjoint_complete(void **state)
@@ -318,7 +265,7 @@ static void test_ranks_disjoint_complete(void **state)
 		free(expect);
 	}
 	free(all);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Flips a byte inside block `b` of a shard (its frame, found via the index). */
@@ -370,13 +317,13 @@ static void test_corrupt_block_mid_stream(void **state)
 	assert_non_null(strstr(r.msg, "block 2"));
 	assert_true(r.n < d.total);
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 static void expect_open_error(const dataset *d, const char *const *kv, const char *extra_url,
                               int code, const char *needle)
 {
-	rf_config *c = make_config(d, kv);
+	rf_config *c = rf_test_config(d, kv);
 	rf_error err = {0};
 	if (extra_url)
 		assert_int_equal(rf_config_add_url(c, extra_url, &err), 0);
@@ -413,7 +360,7 @@ static void test_open_errors(void **state)
 	expect_open_error(&none, NULL, "gopher://x/y.rfs", -EPROTONOSUPPORT, "gopher");
 	/* A directory expands to its shards in name order. */
 	const char *ns[] = {"shuffle=0", NULL};
-	rf_config *c = make_config(&none, ns);
+	rf_config *c = rf_test_config(&none, ns);
 	rf_error err = {0};
 	assert_int_equal(rf_config_add_url(c, d.dir, &err), 0);
 	rf_loader *l = rf_open(c, &err);
@@ -425,7 +372,7 @@ static void test_open_errors(void **state)
 	assert_int_equal(r.n, d.total);
 	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Closing after a batch or none, with reads and decodes in flight. */
@@ -438,7 +385,7 @@ static void test_close_mid_stream(void **state)
 		char depth[16];
 		snprintf(depth, sizeof(depth), "depth=%d", 1 + i * 5);
 		const char *kv[] = {depth, "threads=2", "batch=3", "epochs=0", NULL};
-		rf_config *c = make_config(&d, kv);
+		rf_config *c = rf_test_config(&d, kv);
 		rf_error err = {0};
 		rf_loader *l = rf_open(c, &err);
 		rf_config_free(c);
@@ -452,7 +399,7 @@ static void test_close_mid_stream(void **state)
 		rf_close(l);
 		free(r.ids);
 	}
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 static void test_padded_and_byte_batches(void **state)
@@ -480,7 +427,7 @@ static void test_padded_and_byte_batches(void **state)
 	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
 	assert_true(r.batches > d.total / 10);
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Called from workers and from the consumer at once: atomic counters. */
@@ -518,7 +465,7 @@ static void test_custom_allocator(void **state)
 	for (int held = 0; held < 2; held++) {
 		counting_alloc a = {0};
 		rf_allocator al = {.alloc = count_alloc, .free = count_free, .ctx = &a};
-		rf_config *c = make_config(&d, kv);
+		rf_config *c = rf_test_config(&d, kv);
 		assert_int_equal(rf_config_set_allocator(c, &al), 0);
 		rf_error err = {0};
 		rf_loader *l = rf_open(c, &err);
@@ -540,7 +487,7 @@ static void test_custom_allocator(void **state)
 		free(r.ids);
 	}
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Depth changed mid-stream (the controller's hook) changes nothing in the
@@ -552,7 +499,7 @@ static void test_depth_change_mid_stream(void **state)
 	make_dataset(&d, 3, 150, 1024);
 	const char *kv[] = {"seed=8", "batch=5", "depth=2", "epochs=2", NULL};
 	run ref = read_all(&d, kv);
-	rf_config *c = make_config(&d, kv);
+	rf_config *c = rf_test_config(&d, kv);
 	rf_error err = {0};
 	rf_loader *l = rf_open(c, &err);
 	rf_config_free(c);
@@ -573,13 +520,13 @@ static void test_depth_change_mid_stream(void **state)
 	assert_same_run(&ref, &r);
 	free(r.ids);
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* The budget rf_open asks for at least (on a budget below it). */
 static unsigned long long open_minimum(const dataset *d, const char *const *kv)
 {
-	rf_config *c = make_config(d, kv);
+	rf_config *c = rf_test_config(d, kv);
 	rf_error err = {0};
 	rf_loader *l = rf_open(c, &err);
 	rf_config_free(c);
@@ -626,7 +573,7 @@ static void test_open_minimum_suffices(void **state)
 		}
 		free(ref.ids);
 	}
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Another loader of the host: takes every byte of the host total that
@@ -668,7 +615,7 @@ static void test_host_budget_wait(void **state)
 	const char *kv[] = {"seed=3",      "shuffle_window=8", "batch=40", "depth=1",
 	                    "budget=4MiB", "threads=2",        total,      name,
 	                    NULL};
-	rf_config *c = make_config(&d, kv);
+	rf_config *c = rf_test_config(&d, kv);
 	rf_error err = {0};
 	rf_loader *l = rf_open(c, &err);
 	rf_config_free(c);
@@ -697,7 +644,7 @@ static void test_host_budget_wait(void **state)
 	assert_true(sn.host_refusals > 0);
 	free(r.ids);
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 int main(void)

@@ -15,70 +15,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct dataset {
-	char *dir;
-	char path[4][600];
-	uint32_t nshards;
-	uint64_t total;
-	uint64_t *ids; /* record hash per record in packed order */
-} dataset;
-
-static uint64_t rec_id(const uint8_t *p, uint32_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
+typedef rf_test_dataset dataset;
 
 /* Records of record_bytes (named by shard and number, then filler). */
+static size_t make_record(uint32_t s, uint32_t r, uint8_t *buf, size_t cap, void *arg)
+{
+	uint32_t record_bytes = *(const uint32_t *)arg;
+	int n = snprintf((char *)buf, 64, "s%u-r%u:", s, r);
+	for (uint32_t i = (uint32_t)n; i < record_bytes && i < cap; i++)
+		buf[i] = (uint8_t)('a' + (r * 7 + i) % 26);
+	return record_bytes;
+}
+
 static void make_dataset(dataset *d, uint32_t nshards, uint32_t records, uint32_t record_bytes,
                          uint64_t block_bytes)
 {
-	memset(d, 0, sizeof(*d));
-	d->dir = rf_test_tmpdir("limits");
-	d->nshards = nshards;
-	d->ids = calloc((size_t)nshards * records, sizeof(uint64_t));
-	uint8_t *buf = malloc(record_bytes + 64);
-	for (uint32_t s = 0; s < nshards; s++) {
-		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
-		rf_writer_options o = {.block_bytes = block_bytes, .level = 1};
-		rf_error err = {0};
-		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
-		assert_non_null(w);
-		for (uint32_t r = 0; r < records; r++) {
-			int n = snprintf((char *)buf, 64, "s%u-r%u:", s, r);
-			for (uint32_t i = (uint32_t)n; i < record_bytes; i++)
-				buf[i] = (uint8_t)('a' + (r * 7 + i) % 26);
-			assert_int_equal(rf_writer_add(w, buf, record_bytes, &err), 0);
-			d->ids[d->total++] = rec_id(buf, record_bytes);
-		}
-		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
-	}
-	free(buf);
-}
-
-static void free_dataset(dataset *d)
-{
-	rf_test_rmtree(d->dir);
-	free(d->dir);
-	free(d->ids);
-}
-
-static rf_config *make_config(const dataset *d, const char *const *kv)
-{
-	rf_config *c = rf_config_new();
-	rf_error err = {0};
-	for (uint32_t s = 0; s < d->nshards; s++)
-		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
-	for (; kv && *kv; kv++) {
-		char key[64];
-		const char *eq = strchr(*kv, '=');
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-		if (rf_config_set(c, key, eq + 1, &err) != 0)
-			fail_msg("config %s: %s", *kv, err.msg);
-	}
-	return c;
+	rf_test_dataset_make(d, "limits", nshards, records, record_bytes + 64, block_bytes,
+	                     make_record, &record_bytes);
 }
 
 typedef struct run {
@@ -92,14 +45,14 @@ static void batch_ids(run *r, const rf_batch *b)
 {
 	r->ids = realloc(r->ids, (r->n + b->records) * sizeof(*r->ids));
 	for (uint32_t i = 0; i < b->records; i++)
-		r->ids[r->n++] = rec_id(b->payload + b->offsets[i],
-		                        (uint32_t)(b->offsets[i + 1] - b->offsets[i]));
+		r->ids[r->n++] = rf_test_rec_id(b->payload + b->offsets[i],
+		                                (uint32_t)(b->offsets[i + 1] - b->offsets[i]));
 }
 
 /* Reads to the end with the loop's op table and read bound set (0: defaults). */
 static run read_all(const dataset *d, const char *const *kv, uint32_t loop_ops, uint32_t reads_max)
 {
-	rf_config *c = make_config(d, kv);
+	rf_config *c = rf_test_config(d, kv);
 	c->test_loop_ops = loop_ops;
 	c->test_reads_max = reads_max;
 	rf_error err = {0};
@@ -163,7 +116,7 @@ static void test_window_wider_than_loop(void **state)
 	}
 	free(sorted);
 	free(ref.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* A consumer that keeps every batch: once the held batches fill the
@@ -177,7 +130,7 @@ static void test_consumer_holds_budget(void **state)
 	make_dataset(&d, 2, 400, 4000, 16384);
 	const char *kv[] = {"seed=3",    "shuffle_window=8", "batch=8", "budget=2MiB",
 	                    "threads=2", "depth=4",          NULL};
-	rf_config *c = make_config(&d, kv);
+	rf_config *c = rf_test_config(&d, kv);
 	rf_error err = {0};
 	rf_loader *l = rf_open(c, &err);
 	rf_config_free(c);
@@ -226,7 +179,7 @@ static void test_consumer_holds_budget(void **state)
 	qsort(d.ids, d.total, sizeof(uint64_t), cmp_u64);
 	assert_memory_equal(r.ids, d.ids, d.total * sizeof(uint64_t));
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Rewrites the index header's largest-record figure of a shard file and
@@ -264,7 +217,7 @@ static void test_index_understates_largest_record(void **state)
 	                   "larger than the index's largest record of 100 bytes"))
 		fail_msg("message: %s", r.msg);
 	free(r.ids);
-	free_dataset(&d);
+	rf_test_dataset_free(&d);
 }
 
 /* Index buffers wait for budget rather than all being read at once: one

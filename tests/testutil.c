@@ -1,5 +1,6 @@
 /* testutil.c - see testutil.h. */
 #include "testutil.h"
+#include "ringfeed.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,4 +115,65 @@ void rf_test_mark_skipped(void)
 int rf_test_exit_code(int failed)
 {
 	return failed ? 1 : rf_test_skipped ? 77 : 0;
+}
+
+uint64_t rf_test_rec_id(const uint8_t *p, uint32_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ len;
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+void rf_test_dataset_make(rf_test_dataset *d, const char *tag, uint32_t nshards, uint32_t records,
+                          size_t record_cap, uint64_t block_bytes, rf_test_record_fn make,
+                          void *arg)
+{
+	assert_true(nshards <= RF_TEST_SHARDS_MAX);
+	memset(d, 0, sizeof(*d));
+	d->dir = rf_test_tmpdir(tag);
+	d->nshards = nshards;
+	d->ids = calloc((size_t)nshards * records + 1, sizeof(uint64_t));
+	uint8_t *buf = malloc(record_cap + 1);
+	assert_non_null(d->ids);
+	assert_non_null(buf);
+	for (uint32_t s = 0; s < nshards; s++) {
+		snprintf(d->path[s], sizeof(d->path[s]), "%s/shard-%02u.rfs", d->dir, s);
+		rf_writer_options o = {.block_bytes = block_bytes, .level = 1};
+		rf_error err = {0};
+		rf_writer *w = rf_writer_open(d->path[s], &o, &err);
+		assert_non_null(w);
+		for (uint32_t r = 0; r < records; r++) {
+			size_t len = make(s, r, buf, record_cap, arg);
+			assert_true(len <= record_cap);
+			assert_int_equal(rf_writer_add(w, buf, len, &err), 0);
+			d->ids[d->total++] = rf_test_rec_id(buf, (uint32_t)len);
+		}
+		assert_int_equal(rf_writer_close(w, NULL, &err), 0);
+	}
+	free(buf);
+}
+
+void rf_test_dataset_free(rf_test_dataset *d)
+{
+	rf_test_rmtree(d->dir);
+	free(d->dir);
+	free(d->ids);
+}
+
+rf_config *rf_test_config(const rf_test_dataset *d, const char *const *kv)
+{
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	for (uint32_t s = 0; s < d->nshards; s++)
+		assert_int_equal(rf_config_add_url(c, d->path[s], &err), 0);
+	for (; kv && *kv; kv++) {
+		char key[64];
+		const char *eq = strchr(*kv, '=');
+		assert_non_null(eq);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+		if (rf_config_set(c, key, eq + 1, &err) != 0)
+			fail_msg("config %s: %s", *kv, err.msg);
+	}
+	return c;
 }

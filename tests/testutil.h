@@ -41,4 +41,32 @@ int rf_test_exit_code(int failed);
 #define rf_test_run_group(tests, setup, teardown)                                                  \
 	rf_test_exit_code(cmocka_run_group_tests(tests, setup, teardown))
 
+/* ----------------------------------------- .rfs datasets of the engine tests */
+
+#define RF_TEST_SHARDS_MAX 16
+struct rf_config;
+
+/* Shards shard-NN.rfs in a fresh directory, and every record's id (FNV-1a
+ * of its bytes, rf_test_rec_id) in packed order. */
+typedef struct rf_test_dataset {
+	char *dir;
+	char path[RF_TEST_SHARDS_MAX][600];
+	uint32_t nshards;
+	uint64_t total; /* records */
+	uint64_t *ids;  /* record hash per record in packed order */
+} rf_test_dataset;
+
+/* Writes record r of shard s into buf (cap bytes); returns its length. */
+typedef size_t (*rf_test_record_fn)(uint32_t s, uint32_t r, uint8_t *buf, size_t cap, void *arg);
+uint64_t rf_test_rec_id(const uint8_t *p, uint32_t len);
+/* nshards shards of `records` records each (at most record_cap bytes),
+ * blocks of block_bytes, zstd level 1; tag names the directory. */
+void rf_test_dataset_make(rf_test_dataset *d, const char *tag, uint32_t nshards, uint32_t records,
+                          size_t record_cap, uint64_t block_bytes, rf_test_record_fn make,
+                          void *arg);
+void rf_test_dataset_free(rf_test_dataset *d);
+/* A config naming every shard of d, then the "key=value" settings kv
+ * (NULL-terminated; NULL for none); a setting refused fails the case. */
+struct rf_config *rf_test_config(const rf_test_dataset *d, const char *const *kv);
+
 #endif

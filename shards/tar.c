@@ -30,6 +30,8 @@ typedef struct tar_layout {
 	char **names;
 	uint32_t names_n;
 	uint64_t skipped;
+	int codec;        /* RF_TAR_PLAIN, or the compressed tar's codec (one unit) */
+	uint64_t decoded; /* a compressed tar's decoded bytes */
 } tar_layout;
 
 /* ------------------------------------------------------------ the layout */
@@ -71,6 +73,23 @@ static int units_count(const tar_scan *s)
 			open = false;
 	}
 	return (int)n;
+}
+
+/* A compressed tar: one unit, the whole object, decoding to the tar
+ * (8-aligned) and then its record table. */
+static void fill_whole(const tar_scan *s, rf_shard_index *ix, uint64_t size, uint64_t decoded)
+{
+	rf_block_info *b = &ix->block[0];
+	*b = (rf_block_info){.offset = 0,
+	                     .compressed_bytes = (uint32_t)size,
+	                     .decoded_bytes = (uint32_t)(RF_TAR_ALIGN8(decoded) +
+	                                                 rf_fmt_table_bytes((uint32_t)s->sn)),
+	                     .records = (uint32_t)s->sn};
+	for (size_t i = 0; i < s->sn; i++)
+		ix->largest_record_bytes =
+		    RF_MAX(ix->largest_record_bytes,
+		           (uint32_t)(s->sv[i].end - (i ? s->sv[i - 1].end : 0)));
+	rf_fmt_layout_sums(ix);
 }
 
 static void fill_units(const tar_scan *s, rf_shard_index *ix)
@@ -119,11 +138,23 @@ static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout 
 	L->key_first[s->sn] = (uint32_t)s->kn;
 }
 
-static int build_layout(rf_fmt_open *o, tar_scan *s, rf_error *err)
+/* The layout of the scanned samples: units of whole samples, or (codec set)
+ * one unit, the whole compressed object, decoding to `decoded` bytes. */
+static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded, rf_error *err)
 {
+	if (codec &&
+	    (o->size > UINT32_MAX ||
+	     RF_TAR_ALIGN8(decoded) + rf_fmt_table_bytes((uint32_t)RF_MIN(s->sn, UINT32_MAX)) >
+	         RF_BLOCK_DECODED_MAX ||
+	     s->sn > UINT32_MAX))
+		return rf_fail(
+		    err, -EFBIG,
+		    "shard %s: a compressed tar of %llu bytes decoding to %llu is larger "
+		    "than one unit may be (%u MiB): decompress it to .tar",
+		    o->name, U64(o->size), U64(decoded), RF_BLOCK_DECODED_MAX >> 20);
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	tar_layout *L = calloc(1, sizeof(*L));
-	uint32_t units = (uint32_t)units_count(s);
+	uint32_t units = codec ? (s->sn ? 1 : 0) : (uint32_t)units_count(s);
 	if (ix) {
 		ix->metadata = strdup("");
 		ix->block = calloc(units ? units : 1, sizeof(rf_block_info));
@@ -141,8 +172,15 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, rf_error *err)
 	ix->file_bytes = o->size;
 	ix->records = s->sn;
 	ix->blocks = units;
-	fill_units(s, ix);
+	if (codec)
+		fill_whole(s, ix, o->size, decoded);
+	else
+		fill_units(s, ix);
 	fill_fields(s, ix, L);
+	L->codec = codec;
+	L->decoded = decoded;
+	if (codec)
+		o->in_place = false; /* decoded into a slab, not kept as read */
 	L->keys = s->keys, s->keys = NULL;
 	L->names = s->names, s->names = NULL;
 	L->names_n = s->names_n, s->names_n = 0;
@@ -163,43 +201,43 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 	return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* A compressed tar cannot be range-read: its units would be the whole
- * shard, decoded as a stream (not built yet). Claimed, so that it is
- * refused by name instead of being read as another format. */
-static bool compressed_tar(const char *name)
-{
-	size_t n = strlen(name);
-	return ends_with(name, n, ".tar.gz") || ends_with(name, n, ".tgz") ||
-	       ends_with(name, n, ".tar.zst") || ends_with(name, n, ".tar.zstd");
-}
-
 static int tar_claim(const char *name)
 {
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	return ends_with(base, strlen(base), ".tar") || compressed_tar(base) ? RF_FMT_YES
-	                                                                     : RF_FMT_NO;
+	return ends_with(base, strlen(base), ".tar") || rf_tar_codec_of(base) ? RF_FMT_YES
+	                                                                      : RF_FMT_NO;
+}
+
+/* The codec the shard's name says (its last component, query left out). */
+static int codec_of_url(const char *url)
+{
+	char leaf[256];
+	const char *slash = strrchr(url, '/');
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : url, "?#"),
+	         slash ? slash + 1 : url);
+	return rf_tar_codec_of(leaf);
 }
 
 static void tar_open_abort(rf_fmt_open *o)
 {
-	rf_tar_scan_free(o->state);
+	if (codec_of_url(o->url))
+		rf_tar_stream_free(o->state);
+	else
+		rf_tar_scan_free(o->state);
 	o->state = NULL;
 }
 
 static int tar_open_step(rf_fmt_open *o, rf_error *err)
 {
 	tar_scan *s = o->state;
-	char leaf[256];
-	const char *slash = strrchr(o->url, '/');
-	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : o->url, "?#"),
-	         slash ? slash + 1 : o->url);
-	if (compressed_tar(leaf)) {
-		o->final = true;
-		return rf_fail(err, -ENOTSUP,
-		               "shard %s: a compressed tar is not read yet (its unit would be the "
-		               "whole shard, decoded as a stream): decompress it to .tar",
-		               o->name);
+	int codec = codec_of_url(o->url);
+	if (codec) { /* the whole stream decoded once; one unit */
+		int rc = rf_tar_stream_step(o, codec, err);
+		if (rc != RF_TAR_SCAN_END)
+			return rc;
+		tar_stream *t = o->state;
+		return build_layout(o, rf_tar_stream_scan(t), codec, rf_tar_stream_decoded(t), err);
 	}
 	if (!o->got) { /* the first step: nothing allocated before a bound is declared */
 		if (o->size == 0) {
@@ -233,8 +271,7 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 	}
 	if (rc == RF_TAR_SCAN_MORE)
 		return rf_tar_want_from(o, s);
-	rc = build_layout(o, s, err);
-	return rc;
+	return build_layout(o, s, RF_TAR_PLAIN, 0, err);
 }
 
 static uint32_t tar_field_names(const void *priv, const char *const **names)
@@ -279,23 +316,30 @@ static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	if (u >= ix->blocks)
 		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
 	const rf_block_info *b = &ix->block[u];
-	if (src_len != b->compressed_bytes || dst_cap < rf_fmt_table_bytes(b->records))
+	/* a compressed tar's unit decodes into dst, its table after it */
+	uint64_t span = L->codec ? L->decoded : b->compressed_bytes;
+	uint64_t table_at = L->codec ? RF_TAR_ALIGN8(L->decoded) : 0;
+	if (src_len != b->compressed_bytes || dst_cap < table_at + rf_fmt_table_bytes(b->records))
 		return rf_fail(err, -EINVAL,
 		               "shard %s: unit %u: %zu stored bytes (expected %u), table room %zu",
 		               name, u, src_len, b->compressed_bytes, dst_cap);
-	RF_TRY(check_unit(L, b, u, src, name, err));
-	uint8_t *t = dst;
+	if (L->codec)
+		RF_TRY(rf_tar_stream_decode(L->codec, src, src_len, dst, (size_t)L->decoded, name,
+		                            err));
+	const uint8_t *base = L->codec ? (const uint8_t *)dst : (const uint8_t *)src;
+	RF_TRY(check_unit(L, b, u, base, name, err));
+	uint8_t *t = (uint8_t *)dst + table_at;
 	for (uint32_t i = 0; i < b->records; i++) {
 		uint64_t r = b->first_record + i;
 		uint32_t f_last = L->field_first[r + 1] - 1; /* every sample has a field */
 		const rf_rec_field *lf = &L->fields[f_last];
 		uint64_t end = rf_tar_pad512((uint64_t)lf->offset + lf->len);
-		rf_store_le32(t + 4 * i, (uint32_t)RF_MIN(end, b->compressed_bytes));
+		rf_store_le32(t + 4 * i, (uint32_t)RF_MIN(end, span));
 	}
 	rf_store_le32(t + 4 * b->records, b->records);
 	*out = (rf_unit_records){
-	    .base = src,
-	    .ends = (const uint32_t *)dst,
+	    .base = base,
+	    .ends = (const uint32_t *)t,
 	    .records = b->records,
 	    .fields = L->fields,
 	    .field_first = L->field_first + b->first_record,

@@ -28,6 +28,8 @@ bool rf_tar_checksum_ok(const uint8_t *hdr);
 
 /* ------------------------------------ the scan (tar_scan.c), for tar.c */
 
+#define RF_TAR_ALIGN8(n) (((uint64_t)(n) + 7) & ~(uint64_t)7)
+
 static inline uint64_t rf_tar_pad512(uint64_t n)
 {
 	return (n + RF_TAR_BLOCK - 1) / RF_TAR_BLOCK * RF_TAR_BLOCK;
@@ -73,5 +75,29 @@ int rf_tar_want_from(rf_fmt_open *o, tar_scan *s);
 /* Scans the delivered range: RF_TAR_SCAN_MORE (ask again), RF_TAR_SCAN_END
  * (the layout is known) or an error. */
 int rf_tar_scan_chunk(rf_fmt_open *o, tar_scan *s, rf_error *err);
+
+/* ----------------------- compressed tars (tar_stream.c), for tar.c */
+
+enum { RF_TAR_PLAIN = 0, RF_TAR_GZIP = 1, RF_TAR_ZSTD = 2 };
+/* The codec a shard's last name component says (.tar.gz / .tgz: gzip;
+ * .tar.zst / .tar.zstd: zstd), else RF_TAR_PLAIN. */
+int rf_tar_codec_of(const char *leaf);
+
+/* A compressed tar's open, kept in rf_fmt_open.state: the decompressor, a
+ * window of decoded bytes and the header scan over them. */
+typedef struct tar_stream tar_stream;
+/* One open step: RF_FMT_NEED (o->want set), RF_TAR_SCAN_END once the
+ * stream is decoded and scanned (its scan and decoded size then build the
+ * layout: one unit, the whole object), or an error (final after the first
+ * step: a stream cannot be entered again). */
+int rf_tar_stream_step(rf_fmt_open *o, int codec, rf_error *err);
+tar_scan *rf_tar_stream_scan(tar_stream *t);
+uint64_t rf_tar_stream_decoded(const tar_stream *t);
+uint64_t rf_tar_stream_bytes(const tar_stream *t);
+void rf_tar_stream_free(tar_stream *t);
+/* Decodes the whole stream src into dst, which must come to exactly
+ * `decoded` bytes (dst has room for one more, to see a longer stream). */
+int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t *dst,
+                         size_t decoded, const char *name, rf_error *err);
 
 #endif

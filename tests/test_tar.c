@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <zlib.h>
+#include <zstd.h>
 
 /* ---------------------------------------------------- a small tar builder */
 
@@ -178,15 +180,13 @@ static void test_claim(void **state)
 	assert_int_equal(rf_tar_format.claim("x.rfs"), RF_FMT_NO);
 	assert_int_equal(rf_tar_format.claim(".tar"), RF_FMT_NO);
 	assert_int_equal(rf_tar_format.claim("x.tar/y"), RF_FMT_NO);
-	/* compressed tars are claimed to be refused by name, not read as .rfs */
+	/* compressed tars are this format's too (tar_stream.c) */
 	assert_int_equal(rf_tar_format.claim("a/s.tar.gz"), RF_FMT_YES);
 	assert_int_equal(rf_tar_format.claim("s.tar.zst"), RF_FMT_YES);
-	rf_fmt_open o = {.url = "d/s.tar.zst?sig=1", .name = "d/s.tar.zst?...", .size = 1024};
-	rf_error err = {0};
-	assert_int_equal(rf_tar_format.open_step(&o, &err), -ENOTSUP);
-	assert_true(o.final);
-	assert_non_null(strstr(err.msg, "compressed tar"));
-	assert_non_null(strstr(err.msg, "d/s.tar.zst?..."));
+	assert_int_equal(rf_tar_format.claim("s.tgz"), RF_FMT_YES);
+	assert_int_equal(rf_tar_codec_of("s.tar.zstd"), RF_TAR_ZSTD);
+	assert_int_equal(rf_tar_codec_of("s.tgz"), RF_TAR_GZIP);
+	assert_int_equal(rf_tar_codec_of("s.gz"), RF_TAR_PLAIN);
 }
 
 static void test_samples(void **state)
@@ -427,6 +427,152 @@ static void test_decode_checks_headers(void **state)
 	free(t.p);
 }
 
+/* ------------------------------------------------- compressed tars */
+
+static uint8_t *gz(const uint8_t *src, size_t n, size_t *out)
+{
+	z_stream z = {0};
+	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	size_t cap = deflateBound(&z, (uLong)n);
+	uint8_t *dst = malloc(cap);
+	z.next_in = (Bytef *)(uintptr_t)src;
+	z.avail_in = (uInt)n;
+	z.next_out = dst;
+	z.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*out = cap - z.avail_out;
+	deflateEnd(&z);
+	return dst;
+}
+
+static uint8_t *zs(const uint8_t *src, size_t n, size_t *out)
+{
+	size_t cap = ZSTD_compressBound(n);
+	uint8_t *dst = malloc(cap);
+	*out = ZSTD_compress(dst, cap, src, n, 3);
+	assert_false(ZSTD_isError(*out));
+	return dst;
+}
+
+static int open_z(const char *url, const uint8_t *z, size_t n, rf_shard_index **ix, void **priv,
+                  uint64_t *reserved, rf_error *err)
+{
+	rf_fmt_object obj = {.url = url, .data = z, .size = n};
+	uint64_t held = 0;
+	return rf_format_open_mem(&rf_tar_format, &obj, 1, NULL, ix, priv, &held, reserved, err);
+}
+
+/* The whole-shard unit decoded into a slab of its decoded bytes. */
+static void decode_z(const uint8_t *z, size_t n, const rf_shard_index *ix, const void *priv,
+                     decoded *d, uint8_t **slab)
+{
+	rf_error err = {0};
+	*slab = malloc(ix->block[0].decoded_bytes);
+	int rc = rf_tar_format.decode(NULL, ix, priv, 0, z, n, *slab, ix->block[0].decoded_bytes,
+	                              &d->r, "t.tar.gz", &err);
+	if (rc)
+		fail_msg("decode: %s", err.msg);
+}
+
+/* gzip and zstd: one unit, the whole object; the samples of the plain tar. */
+static void test_compressed(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "__meta__", "m", 1);
+	tb_file(&t, "k/000.jpg", "JPEG0", 5);
+	tb_file(&t, "k/000.cls", "7", 1);
+	tb_pax_file(&t, "k/001.jpg", "JPEG11", 6);
+	tb_file(&t, "k/002.cls", "", 0);
+	tb_end(&t);
+	for (int c = 0; c < 2; c++) {
+		size_t n;
+		uint8_t *z = c ? zs(t.p, t.n, &n) : gz(t.p, t.n, &n);
+		rf_shard_index *ix;
+		void *priv;
+		rf_error err = {0};
+		int rc = open_z(c ? "d/t.tar.zst" : "d/t.tar.gz", z, n, &ix, &priv, NULL, &err);
+		if (rc)
+			fail_msg("open: %s", err.msg);
+		assert_int_equal(ix->blocks, 1);
+		assert_int_equal(ix->records, 3);
+		assert_int_equal(ix->block[0].compressed_bytes, n);
+		assert_true(ix->block[0].decoded_bytes >= t.n + rf_fmt_table_bytes(3));
+		decoded d = {0};
+		uint8_t *slab;
+		decode_z(z, n, ix, priv, &d, &slab);
+		assert_int_equal(d.r.records, 3);
+		uint32_t len = 0;
+		assert_memory_equal(rec_field(&d, priv, 0, "jpg", &len), "JPEG0", 5);
+		assert_memory_equal(rec_field(&d, priv, 1, "jpg", &len), "JPEG11", 6);
+		assert_int_equal(len, 6);
+		assert_null(rec_field(&d, priv, 1, "cls", &len));
+		assert_non_null(rec_field(&d, priv, 2, "cls", &len));
+		assert_int_equal(len, 0);
+		assert_key(&d, 1, "k/001");
+		/* another stream under the same layout: corrupt, never other samples */
+		size_t n2;
+		uint8_t *other = c ? gz(t.p, t.n / 2, &n2) : zs(t.p, t.n / 2, &n2);
+		uint8_t *slab2 = calloc(1, ix->block[0].decoded_bytes);
+		rc = rf_tar_format.decode(NULL, ix, priv, 0, other, n2, slab2,
+		                          ix->block[0].decoded_bytes, &d.r, "t", &err);
+		assert_true(rc < 0);
+		free(slab2);
+		free(other);
+		free(slab);
+		rf_tar_format.close(ix, priv);
+		free(z);
+	}
+	free(t.p);
+}
+
+/* A stream decoding to far more than one step's output, compressing ~1000x:
+ * the open takes many steps and never holds the decoded tar. */
+static void test_compressed_bounded(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	static uint8_t zeros[1u << 20];
+	char name[32];
+	for (int i = 0; i < 48; i++) {
+		snprintf(name, sizeof(name), "s/%03d.bin", i);
+		tb_file(&t, name, zeros, sizeof(zeros));
+		snprintf(name, sizeof(name), "s/%03d.txt", i);
+		tb_file(&t, name, "x", 1);
+	}
+	tb_end(&t);
+	size_t n;
+	uint8_t *z = gz(t.p, t.n, &n);
+	assert_true(n < t.n / 100);
+	rf_shard_index *ix;
+	void *priv;
+	uint64_t reserved = 0;
+	rf_error err = {0};
+	if (open_z("t.tar.gz", z, n, &ix, &priv, &reserved, &err))
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(ix->records, 48);
+	assert_true(reserved < t.n / 2); /* 48 MiB decoded; the open reserved far less */
+	rf_tar_format.close(ix, priv);
+	/* cut short: the stream's end is missing */
+	assert_true(open_z("t.tar.gz", z, n / 2, &ix, &priv, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "t.tar.gz"));
+	if (!strstr(err.msg, "ends early"))
+		fail_msg("cut: %s", err.msg);
+	/* a damaged CRC: the stream's own check fails, naming it */
+	z[n - 6] ^= 0x55;
+	assert_true(open_z("t.tar.gz", z, n, &ix, &priv, NULL, &err) < 0);
+	if (!strstr(err.msg, "t.tar.gz: gzip stream near compressed byte"))
+		fail_msg("crc: %s", err.msg);
+	/* a damaged byte in the deflate data: an error naming the shard
+	 * (the stream's or the tar's checks, whichever sees it first) */
+	z[n - 6] ^= 0x55;
+	z[n / 2] ^= 0x55;
+	assert_true(open_z("t.tar.gz", z, n, &ix, &priv, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "t.tar.gz"));
+	free(z);
+	free(t.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +583,8 @@ int main(void)
 	    cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_names_are_names),
 	    cmocka_unit_test(test_decode_checks_headers),
+	    cmocka_unit_test(test_compressed),
+	    cmocka_unit_test(test_compressed_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

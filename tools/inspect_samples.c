@@ -26,13 +26,19 @@ static bool ends_with(const char *s, const char *suffix)
 
 bool rf_inspect_is_samples(const char *path)
 {
-	return ends_with(path, ".tar") || ends_with(path, ".mds") || ends_with(path, ".mds.zstd");
+	return ends_with(path, ".tar") || ends_with(path, ".mds") || ends_with(path, ".mds.zstd") ||
+	       ends_with(path, ".tar.gz") || ends_with(path, ".tgz") ||
+	       ends_with(path, ".tar.zst") || ends_with(path, ".tar.zstd");
 }
 
 static const char *layout_of(const char *path)
 {
 	if (ends_with(path, ".tar"))
 		return "tar: no index; the open scans the member headers";
+	if (ends_with(path, ".tar.gz") || ends_with(path, ".tgz"))
+		return "tar (gzip): one whole-shard unit; the open decodes the stream once";
+	if (ends_with(path, ".tar.zst") || ends_with(path, ".tar.zstd"))
+		return "tar (zstd): one whole-shard unit; the open decodes the stream once";
 	if (ends_with(path, ".mds"))
 		return "mds: the shard's offset table";
 	return "mds (zstd): one whole-shard unit; the header from the decoded prefix";

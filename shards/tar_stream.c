@@ -1,0 +1,445 @@
+/* tar_stream.c - compressed WebDataset tars (.tar.gz, .tgz, .tar.zst,
+ * .tar.zstd; tar.h): a compressed stream cannot be range-read, so such a
+ * shard is one read unit, the whole object, and its open learns the
+ * samples by decoding the stream once, in bounded memory: sequential ranges
+ * of the object are fed to the decompressor (zlib's inflate, zstd's
+ * streaming decoder), whose output passes through a window of
+ * RF_TAR_STREAM_WINDOW bytes where the header scan of tar_scan.c runs;
+ * member data between headers is decoded and dropped. A step decodes at
+ * most RF_TAR_STREAM_STEP_OUT bytes, so its parse bound is known before
+ * its bytes arrive; the unconsumed rest of a range is asked for again (the
+ * engine serves it from the bytes it holds). The decoded tar is at most
+ * RF_BLOCK_DECODED_MAX (one unit's limit): a larger one is refused, naming
+ * the limit. A stream cannot be entered again mid-way, so an error after
+ * the first step stands (final; re-reading the range cannot resume it). */
+#include "tar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_estimateDStreamSize */
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#define U64(x) ((unsigned long long)(x))
+
+#define RF_TAR_STREAM_WINDOW   (1u << 20) /* decoded bytes the scan sees at once */
+#define RF_TAR_STREAM_STEP_OUT (4u << 20) /* decoded bytes one step produces at most */
+#define RF_TAR_ZSTD_WINDOW_LOG 23 /* 8 MiB: zstd -1..-19; larger (--long, --ultra) refused */
+#define RF_TAR_ZLIB_STATE      (64u << 10) /* inflate's state and 32 KiB window */
+
+struct tar_stream {
+	int codec;
+	ZSTD_DStream *zd;
+	z_stream zs;
+	bool zs_live;
+	uint64_t consumed; /* compressed bytes the decompressor took */
+	uint8_t *win;      /* decoded [win_at, win_at + win_len) */
+	size_t win_len;
+	uint64_t win_at;
+	uint64_t total; /* decoded so far */
+	bool ended;     /* the stream's last frame / member is complete */
+	tar_scan scan;
+	bool scan_end;
+	bool failed; /* a step failed: every later call gives the same error */
+	rf_error fail;
+};
+
+int rf_tar_codec_of(const char *leaf)
+{
+	size_t n = strlen(leaf);
+	static const struct {
+		const char *suffix;
+		int codec;
+	} rows[] = {{".tar.gz", RF_TAR_GZIP},
+	            {".tgz", RF_TAR_GZIP},
+	            {".tar.zst", RF_TAR_ZSTD},
+	            {".tar.zstd", RF_TAR_ZSTD}};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		size_t m = strlen(rows[i].suffix);
+		if (n > m && strcmp(leaf + n - m, rows[i].suffix) == 0)
+			return rows[i].codec;
+	}
+	return RF_TAR_PLAIN;
+}
+
+static const char *codec_name(int codec)
+{
+	return codec == RF_TAR_GZIP ? "gzip" : "zstd";
+}
+
+static uint64_t decomp_bytes(const tar_stream *t)
+{
+	if (t->codec == RF_TAR_ZSTD)
+		return t->zd ? ZSTD_sizeof_DStream(t->zd) : 0;
+	return t->zs_live ? RF_TAR_ZLIB_STATE : 0;
+}
+
+uint64_t rf_tar_stream_bytes(const tar_stream *t)
+{
+	return t ? sizeof(*t) + (t->win ? RF_TAR_STREAM_WINDOW : 0) + decomp_bytes(t) +
+	               rf_tar_scan_bytes(&t->scan)
+	         : 0;
+}
+
+static void decomp_end(tar_stream *t)
+{
+	ZSTD_freeDStream(t->zd);
+	t->zd = NULL;
+	if (t->zs_live)
+		inflateEnd(&t->zs);
+	t->zs_live = false;
+	free(t->win);
+	t->win = NULL;
+}
+
+void rf_tar_stream_free(tar_stream *t)
+{
+	if (!t)
+		return;
+	decomp_end(t);
+	tar_scan s = t->scan;
+	free(s.long_name);
+	free(s.fv);
+	free(s.sv);
+	free(s.keys);
+	for (uint32_t i = 0; i < s.names_n; i++)
+		free(s.names[i]);
+	free(s.names);
+	free(t);
+}
+
+tar_scan *rf_tar_stream_scan(tar_stream *t)
+{
+	return &t->scan;
+}
+
+uint64_t rf_tar_stream_decoded(const tar_stream *t)
+{
+	return t->total;
+}
+
+/* What one step may allocate: the scan's growth over a step's output (as
+ * rf_tar_want_from counts it for a range of that many bytes), and on the
+ * first step the window and the decompressor. */
+static uint64_t step_bound(const tar_stream *t)
+{
+	uint64_t out =
+	    RF_TAR_STREAM_STEP_OUT + RF_TAR_STREAM_WINDOW; /* the last call's overshoot */
+	uint64_t headers = out / RF_TAR_BLOCK + 1;
+	uint64_t scan = t ? rf_tar_scan_bytes(&t->scan) : 0;
+	uint64_t bound = 2 * scan + 2 * headers * (sizeof(tar_field) + sizeof(tar_sample)) + out;
+	if (!t)
+		bound += sizeof(tar_stream) + RF_TAR_STREAM_WINDOW + RF_TAR_ZLIB_STATE +
+		         ZSTD_estimateDStreamSize((size_t)1 << RF_TAR_ZSTD_WINDOW_LOG);
+	return bound;
+}
+
+/* The next range from where the decoder stopped: the rest of the range
+ * delivered, when it stopped inside it (served from the bytes the engine
+ * holds, no second read), else a new range. */
+static int want_next(rf_fmt_open *o, const tar_stream *t)
+{
+	uint64_t at = t ? t->consumed : 0;
+	uint64_t step = o->local ? RF_TAR_STEP_LOCAL_BYTES : RF_TAR_STEP_BYTES;
+	uint64_t len = RF_MIN(step, o->size - at);
+	if (o->got && at >= o->got_offset && at < o->got_offset + o->got_len)
+		len = o->got_offset + o->got_len - at;
+	o->want = (rf_fmt_want){
+	    .offset = at,
+	    .len = len,
+	    .parse_bound = step_bound(t),
+	};
+	o->held_bytes = rf_tar_stream_bytes(t);
+	return RF_FMT_NEED;
+}
+
+static int stream_start(rf_fmt_open *o, int codec, tar_stream **out, rf_error *err)
+{
+	tar_stream *t = calloc(1, sizeof(*t));
+	if (!t || !(t->win = malloc(RF_TAR_STREAM_WINDOW))) {
+		free(t);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	}
+	t->codec = codec;
+	t->scan.member_start = UINT64_MAX;
+	if (codec == RF_TAR_ZSTD) {
+		t->zd = ZSTD_createDStream();
+		if (!t->zd) {
+			rf_tar_stream_free(t);
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		}
+		ZSTD_DCtx_setParameter(t->zd, ZSTD_d_windowLogMax, RF_TAR_ZSTD_WINDOW_LOG);
+	} else {
+		/* 15 + 32: a gzip (or zlib) header, detected */
+		if (inflateInit2(&t->zs, 15 + 32) != Z_OK) {
+			rf_tar_stream_free(t);
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		}
+		t->zs_live = true;
+	}
+	*out = t;
+	return 0;
+}
+
+static int too_large(rf_fmt_open *o, const tar_stream *t, rf_error *err)
+{
+	return rf_fail(err, -EFBIG,
+	               "shard %s: the %s stream decodes to more than %u MiB, the most one unit "
+	               "may be; a compressed tar is read whole (decompress it to .tar, which "
+	               "is read in ranges, or write smaller shards)",
+	               o->name, codec_name(t->codec), RF_BLOCK_DECODED_MAX >> 20);
+}
+
+/* Whether the header the scan stopped at declares a member that ends past
+ * the most a unit may decode to (the scan, not knowing the stream's end,
+ * saw a tar of that size). */
+static bool past_cap(const tar_stream *t)
+{
+	uint64_t at = t->scan.pos, size;
+	if (at < t->win_at || at + RF_TAR_BLOCK > t->win_at + t->win_len)
+		return false;
+	const uint8_t *h = t->win + (at - t->win_at);
+	if (!rf_tar_number(h + 124, 12, &size))
+		return false;
+	if (t->scan.pax_size_set)
+		size = t->scan.pax_size;
+	return at + RF_TAR_BLOCK > RF_BLOCK_DECODED_MAX ||
+	       size > RF_BLOCK_DECODED_MAX - RF_TAR_BLOCK - at;
+}
+
+/* The scan over the window. With the stream not yet ended the tar's end is
+ * not known: the scan sees a tar of the largest size a unit may decode to. */
+static int scan_window(rf_fmt_open *o, tar_stream *t, rf_error *err)
+{
+	if (t->scan_end)
+		return 0;
+	rf_fmt_open d = {.name = o->name,
+	                 .size = t->ended ? t->total : RF_BLOCK_DECODED_MAX,
+	                 .got = t->win,
+	                 .got_offset = t->win_at,
+	                 .got_len = t->win_len};
+	int rc = rf_tar_scan_chunk(&d, &t->scan, err);
+	if (rc < 0 && !t->ended && past_cap(t))
+		return too_large(o, t, err);
+	if (rc < 0)
+		return rc;
+	if (rc == RF_TAR_SCAN_END)
+		t->scan_end = true;
+	/* what lies before the next header is not needed again */
+	uint64_t keep = t->scan.pos > t->win_at ? t->scan.pos - t->win_at : 0;
+	if (keep >= t->win_len) {
+		t->win_at += t->win_len;
+		t->win_len = 0;
+	} else if (keep) {
+		memmove(t->win, t->win + keep, t->win_len - keep);
+		t->win_len -= keep;
+		t->win_at += keep;
+	}
+	return 0;
+}
+
+/* New decoded bytes [total, total + n) at win + win_len: kept from the next
+ * header on (member data before it is dropped). */
+static void took_output(tar_stream *t, size_t n)
+{
+	uint64_t from = t->total, to = t->total + n;
+	t->total = to;
+	uint64_t need = t->scan_end ? to : RF_MAX(t->scan.pos, t->win_at);
+	if (t->win_len == 0)
+		t->win_at = from;
+	if (need >= to) { /* all of it skipped */
+		t->win_len = 0;
+		t->win_at = to;
+		return;
+	}
+	t->win_len += n;
+	if (need > t->win_at) {
+		size_t drop = (size_t)(need - t->win_at);
+		memmove(t->win, t->win + drop, t->win_len - drop);
+		t->win_len -= drop;
+		t->win_at = need;
+	}
+}
+
+/* Decodes from in[*pos..len) into the window's free room. */
+static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t len, size_t *pos,
+                       size_t *made, rf_error *err)
+{
+	size_t room = RF_TAR_STREAM_WINDOW - t->win_len;
+	*made = 0;
+	if (t->codec == RF_TAR_ZSTD) {
+		ZSTD_inBuffer ib = {in, len, *pos};
+		ZSTD_outBuffer ob = {t->win + t->win_len, room, 0};
+		size_t r = ZSTD_decompressStream(t->zd, &ob, &ib);
+		if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+			return rf_fail(err, -ENOTSUP,
+			               "shard %s: a zstd frame whose window is larger than %u MiB "
+			               "(written with --long or --ultra?): recompress it without",
+			               o->name, (1u << RF_TAR_ZSTD_WINDOW_LOG) >> 20);
+		if (ZSTD_isError(r))
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: zstd stream near compressed byte %llu: %s",
+			               o->name, U64(t->consumed + (ib.pos - *pos)),
+			               ZSTD_getErrorName(r));
+		t->consumed += ib.pos - *pos;
+		*pos = ib.pos;
+		*made = ob.pos;
+		t->ended = r == 0 && ib.pos == ib.size && t->consumed == o->size;
+		return 0;
+	}
+	t->zs.next_in = (Bytef *)(uintptr_t)(in + *pos);
+	t->zs.avail_in = (uInt)RF_MIN(len - *pos, (size_t)UINT32_MAX);
+	t->zs.next_out = t->win + t->win_len;
+	t->zs.avail_out = (uInt)room;
+	int r = inflate(&t->zs, Z_NO_FLUSH);
+	size_t used = (size_t)(t->zs.next_in - (in + *pos));
+	*made = room - t->zs.avail_out;
+	t->consumed += used;
+	*pos += used;
+	if (r == Z_STREAM_END) {
+		/* gzip members may follow one another (cat a.gz b.gz) */
+		if (t->consumed < o->size)
+			inflateReset(&t->zs);
+		else
+			t->ended = true;
+		return 0;
+	}
+	if (r == Z_OK || (r == Z_BUF_ERROR && (*made || used)))
+		return 0;
+	if (r == Z_BUF_ERROR)
+		return 0; /* needs more input */
+	return rf_fail(err, RF_E_CORRUPT, "shard %s: gzip stream near compressed byte %llu: %s",
+	               o->name, U64(t->consumed), t->zs.msg ? t->zs.msg : "corrupt");
+}
+
+/* Feeds the delivered range to the decompressor until it is consumed or the
+ * step's output bound is reached. */
+static int feed(rf_fmt_open *o, tar_stream *t, rf_error *err)
+{
+	const uint8_t *in = o->got;
+	size_t len = (size_t)o->got_len, pos = (size_t)(t->consumed - o->got_offset);
+	uint64_t out = 0;
+	size_t made = 1;
+	/* while input is left, or the decoder still gives bytes (a flush) */
+	while ((pos < len || made > 0) && out < RF_TAR_STREAM_STEP_OUT && !t->ended) {
+		RF_TRY(decode_some(o, t, in, len, &pos, &made, err));
+		if (t->total + made > RF_BLOCK_DECODED_MAX)
+			return too_large(o, t, err);
+		took_output(t, made);
+		out += made;
+		if (t->win_len == RF_TAR_STREAM_WINDOW)
+			RF_TRY(scan_window(o, t, err));
+		if (t->win_len == RF_TAR_STREAM_WINDOW) /* the scan could use none of it */
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: decoded byte %llu: a header whose data does not "
+			               "fit %u bytes",
+			               o->name, U64(t->win_at), RF_TAR_STREAM_WINDOW);
+	}
+	return 0;
+}
+
+static int stream_step(rf_fmt_open *o, int codec, rf_error *err);
+
+/* A stream cannot be entered again where it failed, so a failed step's
+ * error stands: the same bytes delivered again get the same answer (the
+ * engine re-reads a range whose step failed; that cannot resume a stream,
+ * and the shard then fails naming the place). */
+int rf_tar_stream_step(rf_fmt_open *o, int codec, rf_error *err)
+{
+	tar_stream *t = o->state;
+	if (t && t->failed) {
+		*err = t->fail;
+		return err->code;
+	}
+	int rc = stream_step(o, codec, err);
+	if (rc < 0 && (t = o->state)) {
+		t->failed = true;
+		t->fail = *err;
+	}
+	return rc;
+}
+
+static int stream_step(rf_fmt_open *o, int codec, rf_error *err)
+{
+	tar_stream *t = o->state;
+	if (!o->got) {
+		if (o->size == 0) {
+			o->final = true;
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a %s tar",
+			               o->name, codec_name(codec));
+		}
+		return want_next(o, NULL);
+	}
+	if (!t) {
+		RF_TRY(stream_start(o, codec, &t, err));
+		o->state = t;
+	}
+	if (o->got_offset > t->consumed || o->got_offset + o->got_len <= t->consumed)
+		return rf_fail(err, -EIO,
+		               "shard %s: open step got bytes [%llu, +%llu), the stream is at %llu",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(t->consumed));
+	o->final = true; /* a stream cannot be entered again where it failed */
+	RF_TRY(feed(o, t, err));
+	if (!t->ended && t->consumed < o->size) {
+		o->final = false;
+		return want_next(o, t);
+	}
+	if (!t->ended)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: the %s stream ends early: %llu compressed bytes gave "
+		               "%llu decoded bytes and no end of stream",
+		               o->name, codec_name(codec), U64(o->size), U64(t->total));
+	RF_TRY(scan_window(o, t, err)); /* the rest, now that the tar's size is known */
+	if (!t->scan_end && t->scan.pos < t->total)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: decoded byte %llu: the tar's last header is cut short",
+		               o->name, U64(t->scan.pos));
+	if (t->scan.pos > t->total)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: the last member runs past the end of the decoded tar "
+		               "(%llu bytes)",
+		               o->name, U64(t->total));
+	decomp_end(t);
+	o->final = false;
+	o->held_bytes = rf_tar_stream_bytes(t);
+	return RF_TAR_SCAN_END;
+}
+
+int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t *dst,
+                         size_t decoded, const char *name, rf_error *err)
+{
+	size_t got = 0;
+	if (codec == RF_TAR_ZSTD) {
+		size_t r = ZSTD_decompress(dst, decoded + 1, src, src_len);
+		if (ZSTD_isError(r))
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: zstd stream: %s", name,
+			               ZSTD_getErrorName(r));
+		got = r;
+	} else {
+		z_stream zs = {0};
+		if (inflateInit2(&zs, 15 + 32) != Z_OK)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", name);
+		zs.next_in = (Bytef *)(uintptr_t)src;
+		zs.avail_in = (uInt)src_len;
+		zs.next_out = dst;
+		zs.avail_out = (uInt)(decoded + 1);
+		int r;
+		while ((r = inflate(&zs, Z_NO_FLUSH)) == Z_STREAM_END && zs.avail_in > 0)
+			inflateReset(&zs);
+		got = (size_t)(zs.next_out - dst);
+		const char *msg = zs.msg;
+		inflateEnd(&zs);
+		if (r != Z_STREAM_END)
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: gzip stream: %s", name,
+			               r == Z_BUF_ERROR ? "truncated, or longer than the open saw"
+			                                : (msg ? msg : "corrupt"));
+	}
+	if (got != decoded)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: the %s stream decoded to %zu bytes, the open saw %zu",
+		               name, codec_name(codec), got, decoded);
+	return 0;
+}

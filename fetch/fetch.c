@@ -246,6 +246,60 @@ void rf_source_opened(rf_source *s, int64_t res, const char *msg)
 		cb(s->open_arg, res, msg);
 }
 
+/* ------------------------------------------------------ batched opens */
+
+void rf_open_batch_init(rf_open_batch *b, rf_loop *loop)
+{
+	*b = (rf_open_batch){.loop = loop, .timer = -1};
+}
+
+void rf_open_batch_remove(rf_open_batch *b, rf_source *s)
+{
+	if (!s->due)
+		return;
+	rf_list_remove(&b->due, &s->in_due);
+	s->due = false;
+}
+
+static void rf_open_batch_fire(void *arg, int res);
+
+int rf_open_batch_push(rf_open_batch *b, rf_source *s)
+{
+	if (b->timer < 0) {
+		b->timer = rf_loop_timer(b->loop, 0, rf_open_batch_fire, b);
+		if (b->timer < 0)
+			return (int)b->timer;
+	}
+	s->due = true;
+	rf_list_push_back(&b->due, &s->in_due);
+	return 0;
+}
+
+/* Delivers the opens pushed before it fired (a callback may open or close
+ * sources; those pushed meanwhile wait for the next timer). */
+static void rf_open_batch_fire(void *arg, int res)
+{
+	(void)res;
+	rf_open_batch *b = arg;
+	b->timer = -1;
+	rf_source *last = rf_list_entry_or_null(b->due.tail, rf_source, in_due);
+	bool more = last != NULL;
+	while (more && !rf_list_empty(&b->due)) {
+		rf_source *s = rf_list_entry(b->due.head, rf_source, in_due);
+		more = s != last;
+		rf_open_batch_remove(b, s);
+		rf_source_opened(s, 0, NULL);
+	}
+	if (!rf_list_empty(&b->due) && b->timer < 0)
+		b->timer = rf_loop_timer(b->loop, 0, rf_open_batch_fire, b);
+}
+
+void rf_open_batch_fini(rf_open_batch *b)
+{
+	rf_loop_cancel(b->loop, b->timer);
+	b->timer = -1;
+}
+
 int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, const char *name)
 {
 	s->ops = ops;

@@ -29,6 +29,7 @@ typedef struct remote_state {
 	void *store_state[RF_STORES_MAX]; /* per store of fetch.c's table, on first use */
 	bool store_ready[RF_STORES_MAX];
 	uint32_t list_page;
+	rf_open_batch opens; /* sources whose size was given: opened at the next tick */
 } remote_state;
 
 typedef struct remote_read remote_read;
@@ -40,7 +41,6 @@ typedef struct remote_source {
 	const char *region;    /* signed: the SigV4 region (the state's config owns it) */
 	char *bucket;          /* signed: the bucket */
 	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
-	int64_t open_timer;
 	rf_http_xfer *head;
 	rf_list reads; /* of remote_read (in_source), in flight */
 } remote_source;
@@ -70,6 +70,7 @@ static int remote_init(rf_fetch *f, void **state, rf_error *err)
 	if (!st)
 		return rf_fail(err, -ENOMEM, "out of memory for the HTTP source");
 	st->fetch = f;
+	rf_open_batch_init(&st->opens, rf_fetch_loop(f));
 	int rc = rf_http_new(rf_fetch_loop(f), rf_fetch_opts(f), &st->http, err);
 	if (rc < 0) {
 		free(st);
@@ -82,6 +83,7 @@ static int remote_init(rf_fetch *f, void **state, rf_error *err)
 static void remote_fini(void *state)
 {
 	remote_state *st = state;
+	rf_open_batch_fini(&st->opens);
 	for (size_t i = 0; i < RF_STORES_MAX; i++) { /* before the client they fetch with */
 		const rf_store *store = NULL;
 		if (st->store_ready[i] && (store = rf_store_at(i)) && store->fini)
@@ -349,7 +351,7 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 static void remote_close(rf_source *s)
 {
 	remote_source *rs = (remote_source *)s;
-	rf_loop_cancel(rf_fetch_loop(s->fetch), rs->open_timer);
+	rf_open_batch_remove(&rs->st->opens, s);
 	if (rs->head)
 		rf_http_cancel(rs->st->http, rs->head);
 	while (!rf_list_empty(&rs->reads)) {
@@ -367,13 +369,6 @@ static void remote_close(rf_source *s)
 
 static const rf_source_ops remote_ops = {.read = remote_read_range, .close = remote_close};
 
-static void on_size_known(void *arg, int res)
-{
-	remote_source *rs = arg;
-	rs->open_timer = -1;
-	rf_source_opened(&rs->base, 0, NULL);
-}
-
 static void on_head(void *arg, int64_t res, const char *msg)
 {
 	remote_source *rs = arg;
@@ -386,11 +381,10 @@ static void on_head(void *arg, int64_t res, const char *msg)
 static int remote_start_open(remote_source *rs, uint64_t size_hint, rf_error *err)
 {
 	if (size_hint != RF_SIZE_UNKNOWN) {
-		rs->base.size = size_hint;
-		rs->open_timer = rf_loop_timer(rf_fetch_loop(rs->base.fetch), 0, on_size_known, rs);
-		return rs->open_timer < 0
-		           ? rf_fail(err, (int)rs->open_timer, "%s: no loop slot to finish opening",
-		                     rs->base.name)
+		rs->base.size = size_hint; /* a listing's or manifest's: nothing to ask */
+		int rc = rf_open_batch_push(&rs->st->opens, &rs->base);
+		return rc < 0
+		           ? rf_fail(err, rc, "%s: no loop slot to finish opening", rs->base.name)
 		           : 0;
 	}
 	rf_http_request req = {.kind = RF_HTTP_HEAD,
@@ -414,7 +408,6 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 		return rf_fail(err, -ENOMEM, "out of memory opening %s", shown);
 	}
 	rs->st = st;
-	rs->open_timer = -1;
 	rf_store_target t;
 	int rc = remote_target(st, url, &t, err);
 	rs->url = t.url;

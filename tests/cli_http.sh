@@ -76,10 +76,7 @@ rc=0
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")
 for f in "$tmp"/ds/shard-*.rfs; do
-	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$f" \
-		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$tag/$(basename "$f")" || bad "upload $f"
+	rf_s3_put "$f" "$tag/$(basename "$f")" || bad "upload $f"
 done
 same "s3 single keys digest" "$want" \
 	"$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/$brace")"

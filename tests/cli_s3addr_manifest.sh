@@ -90,10 +90,7 @@ unset AWS_ENDPOINT_URL AWS_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 
 # ---- s3rver ------------------------------------------------------------------
 up() { # FILE KEY
-	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$1" \
-		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$2" || bad "upload $2"
+	rf_s3_put "$1" "$2" || bad "upload $2"
 }
 for f in "${shards[@]}"; do up "$f" "$tag/sub/$(basename "$f")"; done
 manifest sub "/$tag" >"$tmp/manifest.rfm"

@@ -37,10 +37,7 @@ rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag'"
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")
 for f in ds.bin ds.idx fw.bin; do
-	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$tmp/$f" \
-		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$tag/$f" || bad "upload $f"
+	rf_s3_put "$tmp/$f" "$tag/$f" || bad "upload $f"
 done
 for m in "${modes[@]}"; do
 	same "http .idx ($m)" "${want["idx $m"]}" "$(dg $m "$RF_NGINX_URL/$tag/ds.idx")"

@@ -59,10 +59,7 @@ check "missing http object named" 1 "missing.rfs" "DAMAGED $RF_NGINX_URL/$tag/mi
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")
 for f in "$tmp"/ds/shard-*.rfs; do
-	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$f" \
-		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$tag/$(basename "$f")" || bad "upload $f"
+	rf_s3_put "$f" "$tag/$(basename "$f")" || bad "upload $f"
 done
 check "s3 prefix verified" 0 "verify: $n shards, 0 damaged" -- "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/"
 

@@ -45,10 +45,7 @@ same "http --output tar" "$(cat "$tmp/local.tar.md5")" \
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")
 for f in "$tmp"/ds/shard-*.tar; do
-	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$f" \
-		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$tag/$(basename "$f")" || bad "upload $f"
+	rf_s3_put "$f" "$tag/$(basename "$f")" || bad "upload $f"
 done
 same "s3 digest" "$want" "$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/$brace")"
 same "s3 prefix digest (the listing takes .tar)" "$want" \

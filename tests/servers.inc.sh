@@ -8,6 +8,7 @@
 #                        a private set (stopped when the script exits).
 #   rf_at_exit CMD       runs CMD (eval'd) when the script exits; use it rather
 #                        than `trap ... EXIT`, which would replace the others.
+#   rf_s3_put FILE KEY   uploads FILE to the test bucket (s3rver) as KEY.
 RF_SKIP=77
 RF_EXIT_CMDS=()
 
@@ -55,4 +56,11 @@ rf_servers_or_start() {
 	rf_at_exit "'$top/scripts/servers.sh' stop '$RF_OWN_SERVERS'; rm -rf '$RF_OWN_SERVERS'"
 	"$top/scripts/servers.sh" start "$RF_OWN_SERVERS"
 	. "$RF_OWN_SERVERS/env"
+}
+
+rf_s3_put() { # FILE KEY
+	curl -sf -o /dev/null --aws-sigv4 "aws:amz:us-east-1:s3" \
+		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+		--user "$RF_S3_ACCESS_KEY:$RF_S3_SECRET_KEY" -T "$1" \
+		"$RF_S3_ENDPOINT/$RF_S3_BUCKET/$2"
 }

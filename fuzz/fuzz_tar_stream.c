@@ -3,32 +3,29 @@
  * gzip, odd: zstd), the rest is the compressed shard, opened step by step
  * in memory as the engine would (rf_format_open_mem: every request inside
  * the object, what the format holds within what it declared, a failed
- * step answering the same bytes the same). An accepted layout is one unit,
- * the whole object; decoding it must succeed and give records, fields and
- * keys inside the decoded tar. */
+ * step answering the same bytes the same). An accepted layout's units (one,
+ * the whole object, or a large .tar.gz's units from its access points)
+ * tile the samples; decoding each must succeed and give records, fields
+ * and keys inside its decoded bytes. */
 #include "format.h"
 #include "fuzz.h"
 #include "tar.h"
 
-static void check_decode(const uint8_t *z, size_t n, const rf_shard_index *ix, const void *priv)
+static void check_unit(const uint8_t *z, size_t n, const rf_shard_index *ix, const void *priv,
+                       uint32_t u)
 {
-	FUZZ_CHECK(ix->blocks <= 1);
-	if (ix->blocks == 0) {
-		FUZZ_CHECK(ix->records == 0);
-		return;
-	}
-	const rf_block_info *b = &ix->block[0];
-	FUZZ_CHECK(b->offset == 0 && b->compressed_bytes == n && b->records == ix->records);
+	const rf_block_info *b = &ix->block[u];
+	FUZZ_CHECK(b->offset + b->compressed_bytes <= n && b->records > 0);
 	FUZZ_CHECK(b->decoded_bytes <= RF_BLOCK_DECODED_MAX);
 	uint8_t *slab = malloc(b->decoded_bytes);
 	FUZZ_CHECK(slab != NULL);
 	rf_unit_records r;
 	rf_error err = {0};
-	int rc = rf_tar_format.decode(NULL, ix, priv, 0, z, n, slab, b->decoded_bytes, &r,
-	                              "fuzz.tar.gz", &err);
+	int rc = rf_tar_format.decode(NULL, ix, priv, u, z + b->offset, b->compressed_bytes, slab,
+	                              b->decoded_bytes, &r, "fuzz.tar.gz", &err);
 	if (rc)
 		fprintf(stderr, "%s\n", err.msg);
-	FUZZ_CHECK(rc == 0);
+	FUZZ_CHECK(rc == 0); /* the bytes the open accepted decode */
 	FUZZ_CHECK(r.records == b->records && r.fields && r.keys);
 	FUZZ_CHECK(r.base == slab);
 	uint32_t span = rf_record_end(r.ends, (int64_t)r.records - 1);
@@ -43,6 +40,18 @@ static void check_decode(const uint8_t *z, size_t n, const rf_shard_index *ix, c
 		}
 	}
 	free(slab);
+}
+
+/* An accepted layout: units tile the samples in order; each decodes. */
+static void check_decode(const uint8_t *z, size_t n, const rf_shard_index *ix, const void *priv)
+{
+	uint64_t rec = 0;
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		FUZZ_CHECK(ix->block[u].first_record == rec);
+		rec += ix->block[u].records;
+		check_unit(z, n, ix, priv, u);
+	}
+	FUZZ_CHECK(rec == ix->records);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -30,9 +30,17 @@ typedef struct tar_layout {
 	char **names;
 	uint32_t names_n;
 	uint64_t skipped;
-	int codec;        /* RF_TAR_PLAIN, or the compressed tar's codec (one unit) */
+	int codec;        /* RF_TAR_PLAIN, or the compressed tar's codec */
 	uint64_t decoded; /* a compressed tar's decoded bytes */
+	/* a .tar.gz split at access points (else NULL: one whole-shard unit) */
+	rf_tar_ap *aps;      /* unit u starts from aps[u] */
+	uint64_t *unit_out;  /* the decoded offset of unit u's first sample */
+	uint32_t *unit_span; /* unit u's decoded bytes */
 } tar_layout;
+
+/* A .tar.gz decoding to more than this is split into units at its access
+ * points (tar_stream.c); a smaller one is one whole-shard unit. */
+#define RF_TAR_WHOLE_MAX (32u << 20)
 
 /* ------------------------------------------------------------ the layout */
 
@@ -47,11 +55,23 @@ static void layout_free(tar_layout *L)
 	for (uint32_t i = 0; i < L->names_n; i++)
 		free(L->names[i]);
 	free(L->names);
+	free(L->unit_out);
+	free(L->unit_span);
 	free(L);
+}
+
+static void aps_free(rf_tar_ap *a, size_t n)
+{
+	for (size_t i = 0; a && i < n; i++)
+		free(a[i].window);
+	free(a);
 }
 
 static void tar_close(rf_shard_index *ix, void *priv)
 {
+	tar_layout *L = priv;
+	if (L && L->aps)
+		aps_free(L->aps, ix ? ix->blocks : 0);
 	layout_free(priv);
 	rf_index_free(ix);
 }
@@ -121,13 +141,14 @@ static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout 
 {
 	for (uint32_t u = 0; u < ix->blocks; u++) {
 		const rf_block_info *b = &ix->block[u];
+		uint64_t base = L->unit_out ? L->unit_out[u] : b->offset; /* decoded start */
 		for (uint64_t i = b->first_record; i < b->first_record + b->records; i++) {
 			const tar_sample *sm = &s->sv[i];
 			size_t end = i + 1 < s->sn ? s->sv[i + 1].field_first : s->fn;
 			for (size_t f = sm->field_first; f < end; f++)
 				L->fields[f] = (rf_rec_field){
 				    .name = s->fv[f].name,
-				    .offset = (uint32_t)(s->fv[f].offset - b->offset),
+				    .offset = (uint32_t)(s->fv[f].offset - base),
 				    .len = (uint32_t)s->fv[f].len,
 				};
 			L->field_first[i] = sm->field_first;
@@ -138,11 +159,78 @@ static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout 
 	L->key_first[s->sn] = (uint32_t)s->kn;
 }
 
-/* The layout of the scanned samples: units of whole samples, or (codec set)
- * one unit, the whole compressed object, decoding to `decoded` bytes. */
-static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded, rf_error *err)
+/* The access points units start from: those a sample follows, and of
+ * several followed by the same first sample the last (the least to skip).
+ * Moves them to the front of aps; frees the others' windows. */
+static size_t aps_choose(rf_tar_ap *aps, size_t n)
 {
-	if (codec &&
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (aps[i].first == UINT64_MAX) {
+			free(aps[i].window);
+			continue;
+		}
+		if (k > 0 && aps[k - 1].first == aps[i].first) {
+			free(aps[k - 1].window);
+			k--;
+		}
+		aps[k++] = aps[i];
+	}
+	return k;
+}
+
+/* A .tar.gz's units, one per chosen access point: the samples from its
+ * first to the next point's first, read from the point's compressed byte
+ * (the byte before it when bits are left) to where the open had decoded
+ * past the unit's end. */
+static int fill_split(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar_layout *L,
+                      rf_error *err)
+{
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		const rf_tar_ap *a = &L->aps[u];
+		uint64_t f = a->first, next = u + 1 < ix->blocks ? L->aps[u + 1].first : s->sn;
+		uint64_t start = s->sv[f].start, span = s->sv[next - 1].end - start;
+		uint64_t off = a->in - (a->bits ? 1 : 0);
+		uint64_t dec = RF_TAR_ALIGN8(span) + rf_fmt_table_bytes((uint32_t)(next - f));
+		if (a->end_in <= off || a->end_in > o->size || a->end_in - off > UINT32_MAX ||
+		    dec > RF_BLOCK_DECODED_MAX || start < a->out)
+			return rf_fail(err, -EFBIG,
+			               "shard %s: samples %llu..%llu decode to %llu bytes from "
+			               "compressed byte %llu: more than one unit may be (%u MiB)",
+			               o->name, U64(f), U64(next - 1), U64(span), U64(off),
+			               RF_BLOCK_DECODED_MAX >> 20);
+		ix->block[u] = (rf_block_info){.offset = off,
+		                               .compressed_bytes = (uint32_t)(a->end_in - off),
+		                               .decoded_bytes = (uint32_t)dec,
+		                               .records = (uint32_t)(next - f),
+		                               .first_record = f};
+		L->unit_out[u] = start;
+		L->unit_span[u] = (uint32_t)span;
+		for (uint64_t i = f; i < next; i++)
+			ix->largest_record_bytes =
+			    RF_MAX(ix->largest_record_bytes,
+			           (uint32_t)(s->sv[i].end - (i > f ? s->sv[i - 1].end : start)));
+	}
+	rf_fmt_layout_sums(ix);
+	return 0;
+}
+
+/* The layout of the scanned samples: units of whole samples; for a
+ * compressed tar one unit, the whole object, decoding to `decoded` bytes,
+ * or (a large .tar.gz) a unit per access point of aps (taken over). */
+static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded, rf_tar_ap *aps,
+                        size_t naps, rf_error *err)
+{
+	size_t split = 0;
+	if (codec == RF_TAR_GZIP && decoded > RF_TAR_WHOLE_MAX && s->sn > 0)
+		split = aps_choose(aps, naps);
+	else
+		aps_free(aps, naps), aps = NULL;
+	if (split < 2) { /* one point (the start): the whole object */
+		aps_free(aps, split);
+		aps = NULL, split = 0;
+	}
+	if (codec && !split &&
 	    (o->size > UINT32_MAX ||
 	     RF_TAR_ALIGN8(decoded) + rf_fmt_table_bytes((uint32_t)RF_MIN(s->sn, UINT32_MAX)) >
 	         RF_BLOCK_DECODED_MAX ||
@@ -154,7 +242,16 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 		    o->name, U64(o->size), U64(decoded), RF_BLOCK_DECODED_MAX >> 20);
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	tar_layout *L = calloc(1, sizeof(*L));
-	uint32_t units = codec ? (s->sn ? 1 : 0) : (uint32_t)units_count(s);
+	uint32_t units = split   ? (uint32_t)split
+	                 : codec ? (s->sn ? 1 : 0)
+	                         : (uint32_t)units_count(s);
+	if (L && split) {
+		L->aps = aps;
+		L->unit_out = calloc(split, sizeof(uint64_t));
+		L->unit_span = calloc(split, sizeof(uint32_t));
+	} else if (split) {
+		aps_free(aps, split);
+	}
 	if (ix) {
 		ix->metadata = strdup("");
 		ix->block = calloc(units ? units : 1, sizeof(rf_block_info));
@@ -165,17 +262,26 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 		L->key_first = malloc((s->sn + 1) * sizeof(uint32_t));
 	}
 	if (!ix || !L || !ix->metadata || !ix->block || !L->fields || !L->field_first ||
-	    !L->key_first) {
+	    !L->key_first || (split && (!L->unit_out || !L->unit_span))) {
+		if (ix)
+			ix->blocks = units; /* how many points L holds */
 		tar_close(ix, L);
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the layout", o->name);
 	}
 	ix->file_bytes = o->size;
 	ix->records = s->sn;
 	ix->blocks = units;
-	if (codec)
+	if (split) {
+		int rc = fill_split(o, s, ix, L, err);
+		if (rc < 0) {
+			tar_close(ix, L);
+			return rc;
+		}
+	} else if (codec) {
 		fill_whole(s, ix, o->size, decoded);
-	else
+	} else {
 		fill_units(s, ix);
+	}
 	fill_fields(s, ix, L);
 	L->codec = codec;
 	L->decoded = decoded;
@@ -189,7 +295,8 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
 	                s->fn * sizeof(rf_rec_field) + (s->sn + 1) * 8 + s->kcap +
-	                (uint64_t)L->names_n * (sizeof(char *) + 64);
+	                (uint64_t)L->names_n * (sizeof(char *) + 64) +
+	                split * (sizeof(rf_tar_ap) + RF_TAR_WINDOW_BYTES + 12);
 	return RF_FMT_DONE;
 }
 
@@ -237,7 +344,10 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 		if (rc != RF_TAR_SCAN_END)
 			return rc;
 		tar_stream *t = o->state;
-		return build_layout(o, rf_tar_stream_scan(t), codec, rf_tar_stream_decoded(t), err);
+		size_t naps = 0;
+		rf_tar_ap *aps = rf_tar_stream_take_aps(t, &naps);
+		return build_layout(o, rf_tar_stream_scan(t), codec, rf_tar_stream_decoded(t), aps,
+		                    naps, err);
 	}
 	if (!o->got) { /* the first step: nothing allocated before a bound is declared */
 		if (o->size == 0) {
@@ -271,7 +381,7 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 	}
 	if (rc == RF_TAR_SCAN_MORE)
 		return rf_tar_want_from(o, s);
-	return build_layout(o, s, RF_TAR_PLAIN, 0, err);
+	return build_layout(o, s, RF_TAR_PLAIN, 0, NULL, 0, err);
 }
 
 static uint32_t tar_field_names(const void *priv, const char *const **names)
@@ -290,7 +400,8 @@ static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, c
 	uint32_t f1 = L->field_first[b->first_record + b->records];
 	for (uint32_t f = f0; f < f1; f++) {
 		const rf_rec_field *rf = &L->fields[f];
-		uint64_t at = b->offset + rf->offset - RF_TAR_BLOCK;
+		uint64_t at =
+		    (L->unit_out ? L->unit_out[u] : b->offset) + rf->offset - RF_TAR_BLOCK;
 		if (rf->offset < RF_TAR_BLOCK) /* never: a member's data follows its header */
 			return rf_fail(err, RF_E_CORRUPT,
 			               "shard %s: unit %u: a field at its byte %u", name, u,
@@ -317,13 +428,17 @@ static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
 	const rf_block_info *b = &ix->block[u];
 	/* a compressed tar's unit decodes into dst, its table after it */
-	uint64_t span = L->codec ? L->decoded : b->compressed_bytes;
-	uint64_t table_at = L->codec ? RF_TAR_ALIGN8(L->decoded) : 0;
+	uint64_t span = L->aps ? L->unit_span[u] : L->codec ? L->decoded : b->compressed_bytes;
+	uint64_t table_at = L->codec ? RF_TAR_ALIGN8(span) : 0;
 	if (src_len != b->compressed_bytes || dst_cap < table_at + rf_fmt_table_bytes(b->records))
 		return rf_fail(err, -EINVAL,
 		               "shard %s: unit %u: %zu stored bytes (expected %u), table room %zu",
 		               name, u, src_len, b->compressed_bytes, dst_cap);
-	if (L->codec)
+	if (L->aps)
+		RF_TRY(rf_tar_stream_decode_at(src, src_len, &L->aps[u],
+		                               L->unit_out[u] - L->aps[u].out, dst, dst_cap,
+		                               (size_t)span, name, u, err));
+	else if (L->codec)
 		RF_TRY(rf_tar_stream_decode(L->codec, src, src_len, dst, (size_t)L->decoded, name,
 		                            err));
 	const uint8_t *base = L->codec ? (const uint8_t *)dst : (const uint8_t *)src;

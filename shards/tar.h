@@ -83,6 +83,23 @@ enum { RF_TAR_PLAIN = 0, RF_TAR_GZIP = 1, RF_TAR_ZSTD = 2 };
  * .tar.zst / .tar.zstd: zstd), else RF_TAR_PLAIN. */
 int rf_tar_codec_of(const char *leaf);
 
+#define RF_TAR_WINDOW_BYTES 32768u /* deflate's window: an access point keeps it */
+
+/* Where decoding a gzip stream can start again (an access point, as
+ * zlib's zran.c keeps them): `in` is the compressed byte it resumes at,
+ * `bits` the bits of the byte before it still to use (0: none), `out` the
+ * decoded offset there; a member start needs no window, any other point
+ * the 32 KiB of output before it. Open-time only: first (the first sample
+ * starting at or after out) and end_in (compressed bytes enough to decode
+ * up to the next point's first sample). */
+typedef struct rf_tar_ap {
+	uint64_t in, out;
+	uint8_t bits;
+	bool member;
+	uint8_t *window; /* RF_TAR_WINDOW_BYTES, or NULL for a member start */
+	uint64_t first, first_hint, end_in;
+} rf_tar_ap;
+
 /* A compressed tar's open, kept in rf_fmt_open.state: the decompressor, a
  * window of decoded bytes and the header scan over them. */
 typedef struct tar_stream tar_stream;
@@ -95,9 +112,18 @@ tar_scan *rf_tar_stream_scan(tar_stream *t);
 uint64_t rf_tar_stream_decoded(const tar_stream *t);
 uint64_t rf_tar_stream_bytes(const tar_stream *t);
 void rf_tar_stream_free(tar_stream *t);
+/* The gzip access points met (ownership passes to the caller), in order,
+ * each with first == UINT64_MAX when no sample starts after it. */
+rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n);
 /* Decodes the whole stream src into dst, which must come to exactly
  * `decoded` bytes (dst has room for one more, to see a longer stream). */
 int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t *dst,
                          size_t decoded, const char *name, rf_error *err);
+/* A unit of a .tar.gz split at access points: src holds the object's bytes
+ * from the point (the byte before it when a->bits); `skip` decoded bytes
+ * (dst_cap at a time, through dst), then exactly `span` bytes into dst. */
+int rf_tar_stream_decode_at(const uint8_t *src, size_t src_len, const rf_tar_ap *a, uint64_t skip,
+                            uint8_t *dst, size_t dst_cap, size_t span, const char *name, uint32_t u,
+                            rf_error *err);
 
 #endif

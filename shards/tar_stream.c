@@ -28,7 +28,9 @@
 #define RF_TAR_STREAM_WINDOW   (1u << 20) /* decoded bytes the scan sees at once */
 #define RF_TAR_STREAM_STEP_OUT (4u << 20) /* decoded bytes one step produces at most */
 #define RF_TAR_ZSTD_WINDOW_LOG 23 /* 8 MiB: zstd -1..-19; larger (--long, --ultra) refused */
-#define RF_TAR_ZLIB_STATE      (64u << 10) /* inflate's state and 32 KiB window */
+#define RF_TAR_ZLIB_STATE      (64u << 10)   /* inflate's state and 32 KiB window */
+#define RF_TAR_AP_SPACING      (16u << 20)   /* decoded bytes between gzip access points */
+#define RF_TAR_GZ_DECODED_MAX  (64ull << 30) /* a .tar.gz decodes to at most this */
 
 struct tar_stream {
 	int codec;
@@ -45,6 +47,13 @@ struct tar_stream {
 	bool scan_end;
 	bool failed; /* a step failed: every later call gives the same error */
 	rf_error fail;
+	/* gzip: the last 32 KiB of output, and the access points met */
+	uint8_t *hist;
+	size_t hist_at; /* the ring's next write */
+	rf_tar_ap *aps;
+	size_t aps_n, aps_cap;
+	size_t aps_pending; /* aps[aps_pending..] wait for the first sample after them */
+	uint64_t ap_last_out;
 };
 
 int rf_tar_codec_of(const char *leaf)
@@ -74,14 +83,21 @@ static uint64_t decomp_bytes(const tar_stream *t)
 {
 	if (t->codec == RF_TAR_ZSTD)
 		return t->zd ? ZSTD_sizeof_DStream(t->zd) : 0;
-	return t->zs_live ? RF_TAR_ZLIB_STATE : 0;
+	return (t->zs_live ? RF_TAR_ZLIB_STATE : 0) + (t->hist ? RF_TAR_WINDOW_BYTES : 0);
 }
 
 uint64_t rf_tar_stream_bytes(const tar_stream *t)
 {
 	return t ? sizeof(*t) + (t->win ? RF_TAR_STREAM_WINDOW : 0) + decomp_bytes(t) +
-	               rf_tar_scan_bytes(&t->scan)
+	               rf_tar_scan_bytes(&t->scan) + t->aps_cap * sizeof(rf_tar_ap) +
+	               t->aps_n * RF_TAR_WINDOW_BYTES
 	         : 0;
+}
+
+/* The most a decoded tar of this codec may be. */
+static uint64_t decoded_max(int codec)
+{
+	return codec == RF_TAR_GZIP ? RF_TAR_GZ_DECODED_MAX : RF_BLOCK_DECODED_MAX;
 }
 
 static void decomp_end(tar_stream *t)
@@ -93,6 +109,8 @@ static void decomp_end(tar_stream *t)
 	t->zs_live = false;
 	free(t->win);
 	t->win = NULL;
+	free(t->hist);
+	t->hist = NULL;
 }
 
 void rf_tar_stream_free(tar_stream *t)
@@ -108,7 +126,19 @@ void rf_tar_stream_free(tar_stream *t)
 	for (uint32_t i = 0; i < s.names_n; i++)
 		free(s.names[i]);
 	free(s.names);
+	for (size_t i = 0; i < t->aps_n; i++)
+		free(t->aps[i].window);
+	free(t->aps);
 	free(t);
+}
+
+rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n)
+{
+	rf_tar_ap *a = t->aps;
+	*n = t->aps_n;
+	t->aps = NULL;
+	t->aps_n = t->aps_cap = 0;
+	return a;
 }
 
 tar_scan *rf_tar_stream_scan(tar_stream *t)
@@ -131,8 +161,12 @@ static uint64_t step_bound(const tar_stream *t)
 	uint64_t headers = out / RF_TAR_BLOCK + 1;
 	uint64_t scan = t ? rf_tar_scan_bytes(&t->scan) : 0;
 	uint64_t bound = 2 * scan + 2 * headers * (sizeof(tar_field) + sizeof(tar_sample)) + out;
+	/* at most one access point per step (spacing > a step's output); its
+	 * table doubling */
+	bound += RF_TAR_WINDOW_BYTES + 2 * ((t ? t->aps_cap : 0) + 8) * sizeof(rf_tar_ap);
 	if (!t)
 		bound += sizeof(tar_stream) + RF_TAR_STREAM_WINDOW + RF_TAR_ZLIB_STATE +
+		         RF_TAR_WINDOW_BYTES +
 		         ZSTD_estimateDStreamSize((size_t)1 << RF_TAR_ZSTD_WINDOW_LOG);
 	return bound;
 }
@@ -155,6 +189,9 @@ static int want_next(rf_fmt_open *o, const tar_stream *t)
 	o->held_bytes = rf_tar_stream_bytes(t);
 	return RF_FMT_NEED;
 }
+
+static int ap_add(rf_fmt_open *o, tar_stream *t, bool member, unsigned bits, rf_error *err);
+static void aps_place(tar_stream *t);
 
 static int stream_start(rf_fmt_open *o, int codec, tar_stream **out, rf_error *err)
 {
@@ -179,6 +216,10 @@ static int stream_start(rf_fmt_open *o, int codec, tar_stream **out, rf_error *e
 			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 		}
 		t->zs_live = true;
+		if (!(t->hist = calloc(1, RF_TAR_WINDOW_BYTES)) || ap_add(o, t, true, 0, err) < 0) {
+			rf_tar_stream_free(t);
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		}
 	}
 	*out = t;
 	return 0;
@@ -186,11 +227,91 @@ static int stream_start(rf_fmt_open *o, int codec, tar_stream **out, rf_error *e
 
 static int too_large(rf_fmt_open *o, const tar_stream *t, rf_error *err)
 {
+	if (t->codec == RF_TAR_GZIP)
+		return rf_fail(err, -EFBIG,
+		               "shard %s: the gzip stream decodes to more than %llu GiB, the most "
+		               "a .tar.gz may (its access points are metadata): write smaller "
+		               "shards",
+		               o->name, U64(RF_TAR_GZ_DECODED_MAX >> 30));
 	return rf_fail(err, -EFBIG,
-	               "shard %s: the %s stream decodes to more than %u MiB, the most one unit "
-	               "may be; a compressed tar is read whole (decompress it to .tar, which "
-	               "is read in ranges, or write smaller shards)",
-	               o->name, codec_name(t->codec), RF_BLOCK_DECODED_MAX >> 20);
+	               "shard %s: the zstd stream decodes to more than %u MiB, the most one unit "
+	               "may be; a .tar.zst is read whole (decompress it to .tar, which is read "
+	               "in ranges, use .tar.gz, or write smaller shards)",
+	               o->name, RF_BLOCK_DECODED_MAX >> 20);
+}
+
+/* ------------------------------------------------ gzip access points
+ *
+ * zlib's zran.c, bounded: every RF_TAR_AP_SPACING decoded bytes, at the end
+ * of a deflate block (inflate with Z_BLOCK stops there), the open keeps
+ * where decoding can start again: the compressed byte, the bits of the
+ * byte before still unused, and the 32 KiB of output the next block may
+ * refer to; a gzip member's start needs no window. Units then begin at the
+ * first sample at or after an access point and decode from it. */
+
+/* The last 32 KiB of output, as a ring. */
+static void hist_add(tar_stream *t, const uint8_t *p, size_t n)
+{
+	if (n >= RF_TAR_WINDOW_BYTES) {
+		memcpy(t->hist, p + n - RF_TAR_WINDOW_BYTES, RF_TAR_WINDOW_BYTES);
+		t->hist_at = 0;
+		return;
+	}
+	size_t first = RF_MIN(n, RF_TAR_WINDOW_BYTES - t->hist_at);
+	memcpy(t->hist + t->hist_at, p, first);
+	memcpy(t->hist, p + first, n - first);
+	t->hist_at = (t->hist_at + n) % RF_TAR_WINDOW_BYTES;
+}
+
+static int ap_add(rf_fmt_open *o, tar_stream *t, bool member, unsigned bits, rf_error *err)
+{
+	if (t->aps_n == t->aps_cap) {
+		size_t cap = t->aps_cap ? 2 * t->aps_cap : 8;
+		rf_tar_ap *a = realloc(t->aps, cap * sizeof(*a));
+		if (!a)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		t->aps = a;
+		t->aps_cap = cap;
+	}
+	rf_tar_ap *a = &t->aps[t->aps_n];
+	*a = (rf_tar_ap){.in = t->consumed,
+	                 .out = t->total,
+	                 .bits = (uint8_t)bits,
+	                 .member = member,
+	                 .first = UINT64_MAX};
+	if (!member) { /* the window, oldest byte first */
+		if (!(a->window = malloc(RF_TAR_WINDOW_BYTES)))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		size_t tail = RF_TAR_WINDOW_BYTES - t->hist_at;
+		memcpy(a->window, t->hist + t->hist_at, tail);
+		memcpy(a->window + tail, t->hist, t->hist_at);
+	}
+	t->aps_n++;
+	t->ap_last_out = t->total;
+	return 0;
+}
+
+/* Gives the access points waiting for one the first sample that starts at
+ * or after them; the one before ends where that sample starts, and the
+ * compressed bytes read so far cover it (the scan saw its header). */
+static void aps_place(tar_stream *t)
+{
+	const tar_scan *s = &t->scan;
+	while (t->aps_pending < t->aps_n) {
+		rf_tar_ap *a = &t->aps[t->aps_pending];
+		size_t i = a->first_hint;
+		while (i < s->sn && s->sv[i].start < a->out)
+			i++;
+		a->first_hint = i;
+		if (i == s->sn)
+			return; /* not seen yet */
+		a->first = i;
+		if (t->aps_pending > 0)
+			t->aps[t->aps_pending - 1].end_in = t->consumed;
+		t->aps_pending++;
+		if (t->aps_pending < t->aps_n)
+			t->aps[t->aps_pending].first_hint = i;
+	}
 }
 
 /* Whether the header the scan stopped at declares a member that ends past
@@ -206,8 +327,8 @@ static bool past_cap(const tar_stream *t)
 		return false;
 	if (t->scan.pax_size_set)
 		size = t->scan.pax_size;
-	return at + RF_TAR_BLOCK > RF_BLOCK_DECODED_MAX ||
-	       size > RF_BLOCK_DECODED_MAX - RF_TAR_BLOCK - at;
+	uint64_t max = decoded_max(t->codec);
+	return at + RF_TAR_BLOCK > max || size > max - RF_TAR_BLOCK - at;
 }
 
 /* The scan over the window. With the stream not yet ended the tar's end is
@@ -217,7 +338,7 @@ static int scan_window(rf_fmt_open *o, tar_stream *t, rf_error *err)
 	if (t->scan_end)
 		return 0;
 	rf_fmt_open d = {.name = o->name,
-	                 .size = t->ended ? t->total : RF_BLOCK_DECODED_MAX,
+	                 .size = t->ended ? t->total : decoded_max(t->codec),
 	                 .got = t->win,
 	                 .got_offset = t->win_at,
 	                 .got_len = t->win_len};
@@ -228,6 +349,7 @@ static int scan_window(rf_fmt_open *o, tar_stream *t, rf_error *err)
 		return rc;
 	if (rc == RF_TAR_SCAN_END)
 		t->scan_end = true;
+	aps_place(t);
 	/* what lies before the next header is not needed again */
 	uint64_t keep = t->scan.pos > t->win_at ? t->scan.pos - t->win_at : 0;
 	if (keep >= t->win_len) {
@@ -294,18 +416,34 @@ static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t 
 	t->zs.avail_in = (uInt)RF_MIN(len - *pos, (size_t)UINT32_MAX);
 	t->zs.next_out = t->win + t->win_len;
 	t->zs.avail_out = (uInt)room;
-	int r = inflate(&t->zs, Z_NO_FLUSH);
+	int r = inflate(&t->zs, Z_BLOCK); /* stops at each block's end: access points */
 	size_t used = (size_t)(t->zs.next_in - (in + *pos));
 	*made = room - t->zs.avail_out;
+	hist_add(t, t->win + t->win_len, *made);
 	t->consumed += used;
 	*pos += used;
+	bool spaced = t->total + *made - t->ap_last_out >= RF_TAR_AP_SPACING;
 	if (r == Z_STREAM_END) {
 		/* gzip members may follow one another (cat a.gz b.gz) */
-		if (t->consumed < o->size)
+		if (t->consumed < o->size) {
 			inflateReset(&t->zs);
-		else
+			if (spaced) {
+				t->total += *made; /* the point lies after this output */
+				int rc = ap_add(o, t, true, 0, err);
+				t->total -= *made;
+				RF_TRY(rc);
+			}
+		} else {
 			t->ended = true;
+		}
 		return 0;
+	}
+	/* the end of a block that is not the last: decoding can start here */
+	if (r == Z_OK && (t->zs.data_type & 128) && !(t->zs.data_type & 64) && spaced) {
+		t->total += *made;
+		int rc = ap_add(o, t, false, (unsigned)t->zs.data_type & 7, err);
+		t->total -= *made;
+		RF_TRY(rc);
 	}
 	if (r == Z_OK || (r == Z_BUF_ERROR && (*made || used)))
 		return 0;
@@ -326,7 +464,7 @@ static int feed(rf_fmt_open *o, tar_stream *t, rf_error *err)
 	/* while input is left, or the decoder still gives bytes (a flush) */
 	while ((pos < len || made > 0) && out < RF_TAR_STREAM_STEP_OUT && !t->ended) {
 		RF_TRY(decode_some(o, t, in, len, &pos, &made, err));
-		if (t->total + made > RF_BLOCK_DECODED_MAX)
+		if (t->total + made > decoded_max(t->codec))
 			return too_large(o, t, err);
 		took_output(t, made);
 		out += made;
@@ -402,6 +540,8 @@ static int stream_step(rf_fmt_open *o, int codec, rf_error *err)
 		               "shard %s: the last member runs past the end of the decoded tar "
 		               "(%llu bytes)",
 		               o->name, U64(t->total));
+	if (t->aps_pending > 0) /* the last placed point's unit ends with the object */
+		t->aps[t->aps_pending - 1].end_in = o->size;
 	decomp_end(t);
 	o->final = false;
 	o->held_bytes = rf_tar_stream_bytes(t);
@@ -441,5 +581,79 @@ int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t 
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: the %s stream decoded to %zu bytes, the open saw %zu",
 		               name, codec_name(codec), got, decoded);
+	return 0;
+}
+
+/* The gzip stream ended inside the unit: past a raw stream's trailer (CRC-32
+ * and size), the next member starts with its own header. */
+static int next_member(z_stream *zs, bool *raw)
+{
+	if (*raw) {
+		if (zs->avail_in < 8)
+			return -1;
+		zs->next_in += 8;
+		zs->avail_in -= 8;
+		*raw = false;
+		return inflateReset2(zs, 15 + 16) == Z_OK ? 0 : -1;
+	}
+	return inflateReset(zs) == Z_OK ? 0 : -1;
+}
+
+/* Inflates exactly want bytes into out (want > 0). */
+static int inflate_exact(z_stream *zs, bool *raw, uint8_t *out, size_t want)
+{
+	zs->next_out = out;
+	zs->avail_out = (uInt)want;
+	while (zs->avail_out > 0) {
+		uInt before = zs->avail_out;
+		int r = inflate(zs, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			if (zs->avail_out > 0 && next_member(zs, raw) < 0)
+				return -1;
+			continue;
+		}
+		if (r != Z_OK && !(r == Z_BUF_ERROR && zs->avail_out < before))
+			return -1;
+		if (zs->avail_out == before && zs->avail_in == 0)
+			return -1; /* truncated */
+	}
+	return 0;
+}
+
+int rf_tar_stream_decode_at(const uint8_t *src, size_t src_len, const rf_tar_ap *a, uint64_t skip,
+                            uint8_t *dst, size_t dst_cap, size_t span, const char *name, uint32_t u,
+                            rf_error *err)
+{
+	z_stream zs = {0};
+	bool raw = !a->member;
+	if (inflateInit2(&zs, raw ? -15 : 15 + 16) != Z_OK)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", name);
+	const uint8_t *p = src;
+	size_t n = src_len;
+	int rc = 0;
+	if (raw && a->bits) { /* the bits of the byte before the point */
+		if (n == 0 || inflatePrime(&zs, a->bits, p[0] >> (8 - a->bits)) != Z_OK)
+			rc = -1;
+		p++, n--;
+	}
+	if (rc == 0 && raw && inflateSetDictionary(&zs, a->window, RF_TAR_WINDOW_BYTES) != Z_OK)
+		rc = -1;
+	zs.next_in = (Bytef *)(uintptr_t)p;
+	zs.avail_in = (uInt)n;
+	for (uint64_t left = skip; rc == 0 && left > 0;) { /* dst as scratch */
+		size_t step = (size_t)RF_MIN(left, (uint64_t)dst_cap);
+		rc = inflate_exact(&zs, &raw, dst, step);
+		left -= step;
+	}
+	if (rc == 0 && span > 0)
+		rc = inflate_exact(&zs, &raw, dst, span);
+	const char *msg = zs.msg;
+	inflateEnd(&zs);
+	if (rc < 0)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: unit %u: the gzip stream from compressed byte %llu does not "
+		    "decode to the %zu bytes the open saw (%s)",
+		    name, u, U64(a->in), span, msg ? msg : "truncated or damaged");
 	return 0;
 }

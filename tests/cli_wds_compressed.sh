@@ -8,7 +8,9 @@
 # order independent of threads, depth and budget; resume after every batch
 # exact; ranks equal and disjoint; hostile streams (truncated, a damaged
 # byte, decoding past the unit limit, a window larger than the decoder
-# takes) fail naming the shard. Counts and digests only, never timing.
+# takes) fail naming the shard; a .tar.gz past 32 MiB decoded reads as units
+# from its access points (locally and over nginx, ranged). Counts and
+# digests only, never timing.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -92,6 +94,24 @@ for r in 0 1; do
 done
 same "zstd ranks disjoint, none lost" 150 "$(sort -u "$tmp/ranks" | wc -l)"
 
+# a .tar.gz past 32 MiB decoded: units from its access points, read in ranges
+mkdir -p "$tmp/big" "$tmp/bigz"
+$PY - "$tmp/big" <<'PYEOF'
+import io, os, sys, tarfile
+with tarfile.open(f"{sys.argv[1]}/big.tar", "w", format=tarfile.GNU_FORMAT) as t:
+    for i in range(48):
+        for ext, data in (("bin", os.urandom(900000 + 1000 * i)), ("cls", b"%d" % i)):
+            ti = tarfile.TarInfo(f"{i:05d}.{ext}"); ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data))
+PYEOF
+gzip -1 -c "$tmp/big/big.tar" >"$tmp/bigz/big.tar.gz"
+bigwant=$(ns "$tmp/big")
+same "a 43 MB .tar.gz in units from its access points: the plain tar's samples" "$bigwant" \
+	"$(ns --stats "$tmp/big.json" "$tmp/bigz")"
+units=$(rf_json "$tmp/big.json" blocks_decoded)
+[ "$units" -ge 2 ] && ok "the large .tar.gz read as $units units" || bad "large .tar.gz: $units units"
+same "large .tar.gz shuffled, 1 thread vs 3" "$(sh --threads 1 "$tmp/bigz")" "$(sh --threads 3 "$tmp/bigz")"
+
 # hostile streams
 mkdir -p "$tmp/bad"
 f=$tmp/gz/shard-000000.tar.gz
@@ -102,6 +122,7 @@ cp "$f" "$tmp/bad/crc.tar.gz" # the gzip trailer's CRC-32 damaged
 printf '\x55' | dd of="$tmp/bad/crc.tar.gz" bs=1 seek=$(($(stat -c %s "$f") - 6)) conv=notrunc 2>/dev/null
 head -c 300000000 /dev/zero >"$tmp/zeros.bin"
 (cd "$tmp" && tar cf - zeros.bin) | zstd -q -1 -c >"$tmp/bad/big.tar.zst"
+(cd "$tmp" && tar cf - zeros.bin) | gzip -1 -c >"$tmp/bad/huge-sample.tar.gz"
 rm -f "$tmp/zeros.bin"
 zstd -q --long=25 -c <"$tmp/tar/shard-000000.tar" >"$tmp/bad/long.tar.zst" # a pipe: the window stays 32 MiB
 printf 'not gzip at all' >"$tmp/bad/junk.tgz"
@@ -124,6 +145,7 @@ expect_fail cut.tar.gz "cut.tar.gz" "gzip stream ends early"
 expect_fail flip.tar.gz "shard $tmp/bad/flip.tar.gz: "
 expect_fail crc.tar.gz "crc.tar.gz" "gzip stream near compressed byte" "incorrect data check"
 expect_fail big.tar.zst "big.tar.zst" "decodes to more than 256 MiB"
+expect_fail huge-sample.tar.gz "huge-sample.tar.gz" "sample 'zeros' spans 300000768 bytes" "more than a read unit holds"
 expect_fail long.tar.zst "long.tar.zst" "window is larger than 8 MiB"
 expect_fail junk.tgz "junk.tgz" "gzip stream"
 
@@ -141,11 +163,12 @@ fi
 rf_servers_or_start
 tag=cli-wds-z-$$
 mkdir -p "$RF_NGINX_ROOT/$tag"
-cp "$tmp"/mixed/* "$RF_NGINX_ROOT/$tag/"
+cp "$tmp"/mixed/* "$tmp/bigz/big.tar.gz" "$RF_NGINX_ROOT/$tag/"
 rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag'"
 same "http: .tar, .tgz, .tar.zst" "$want" \
 	"$(ns "$RF_NGINX_URL/$tag/shard-000000.tar" "$RF_NGINX_URL/$tag/shard-000001.tgz" \
 		"$RF_NGINX_URL/$tag/shard-000002.tar.zst")"
+same "http: the large .tar.gz in ranged units" "$bigwant" "$(ns "$RF_NGINX_URL/$tag/big.tar.gz")"
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")
 for f in "$tmp"/zst/*; do

@@ -573,6 +573,71 @@ static void test_compressed_bounded(void **state)
 	free(t.p);
 }
 
+/* A .tar.gz decoding past RF_TAR_WHOLE_MAX: units start at its access
+ * points and decode alone (random access into the stream), each sample
+ * its own bytes, across two gzip members too. */
+static void test_compressed_split(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	static uint8_t data[2u << 20];
+	char name[32];
+	size_t half = 0;
+	for (int i = 0; i < 40; i++) {
+		memset(data, 0, sizeof(data));
+		snprintf((char *)data, 64, "sample %d", i);
+		data[sizeof(data) - 1] = (uint8_t)i;
+		snprintf(name, sizeof(name), "s/%03d.bin", i);
+		tb_file(&t, name, data, sizeof(data));
+		snprintf(name, sizeof(name), "s/%03d.cls", i);
+		tb_file(&t, name, name, 5);
+		if (i == 19)
+			half = t.n; /* the second gzip member starts here */
+	}
+	tb_end(&t);
+	size_t n1, n2;
+	uint8_t *z1 = gz(t.p, half, &n1), *z2 = gz(t.p + half, t.n - half, &n2);
+	uint8_t *z = malloc(n1 + n2);
+	memcpy(z, z1, n1);
+	memcpy(z + n1, z2, n2);
+	free(z1);
+	free(z2);
+	rf_shard_index *ix;
+	void *priv;
+	rf_error err = {0};
+	if (open_z("t.tar.gz", z, n1 + n2, &ix, &priv, NULL, &err))
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(ix->records, 40);
+	assert_true(ix->blocks >= 3);
+	uint64_t seen = 0;
+	for (uint32_t u = ix->blocks; u-- > 0;) { /* any order: each unit alone */
+		const rf_block_info *b = &ix->block[u];
+		assert_true(b->offset + b->compressed_bytes <= n1 + n2);
+		uint8_t *slab = malloc(b->decoded_bytes);
+		decoded d = {0};
+		int rc = rf_tar_format.decode(NULL, ix, priv, u, z + b->offset, b->compressed_bytes,
+		                              slab, b->decoded_bytes, &d.r, "t.tar.gz", &err);
+		if (rc)
+			fail_msg("unit %u: %s", u, err.msg);
+		for (uint32_t i = 0; i < d.r.records; i++) {
+			uint32_t len = 0;
+			const uint8_t *p = rec_field(&d, priv, i, "bin", &len);
+			char want[32];
+			snprintf(want, sizeof(want), "sample %llu",
+			         (unsigned long long)(b->first_record + i));
+			assert_int_equal(len, sizeof(data));
+			assert_string_equal((const char *)p, want);
+			assert_int_equal(p[len - 1], (uint8_t)(b->first_record + i));
+			seen++;
+		}
+		free(slab);
+	}
+	assert_int_equal(seen, 40);
+	rf_tar_format.close(ix, priv);
+	free(z);
+	free(t.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +650,7 @@ int main(void)
 	    cmocka_unit_test(test_decode_checks_headers),
 	    cmocka_unit_test(test_compressed),
 	    cmocka_unit_test(test_compressed_bounded),
+	    cmocka_unit_test(test_compressed_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

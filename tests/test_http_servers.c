@@ -637,7 +637,7 @@ static void test_validator_servers(void **state)
 	const char *ep = need("RF_S3_ENDPOINT"), *bucket = need("RF_S3_BUCKET");
 	char tmp[256], key[128];
 	snprintf(tmp, sizeof(tmp), "/tmp/%s-v.bin", E.tag);
-	snprintf(key, sizeof(key), "%s/v/data.bin", E.tag);
+	snprintf(key, sizeof(key), "%s/v/data.rfs", E.tag);
 	assert_int_equal(rf_test_write_file(tmp, E.data, 5000), 0);
 	const char *sig = "--aws-sigv4 aws:amz:us-east-1:s3 -H 'x-amz-content-sha256: "
 	                  "UNSIGNED-PAYLOAD' --user S3RVER:S3RVER";
@@ -655,6 +655,15 @@ static void test_validator_servers(void **state)
 	validator_of(s, got);
 	assert_string_equal(got, want);
 	rf_source_close(s);
+	/* a listing carries the same version per key: known before any read */
+	rf_url_list l = {0};
+	rf_error err = {0};
+	snprintf(url, sizeof(url), "s3://%s/%s/v/", bucket, E.tag);
+	if (expand(url, 0, &l, &err) != 1)
+		fail_msg("listing: %s", err.msg);
+	assert_non_null(l.v[0].validator);
+	assert_string_equal(l.v[0].validator, want);
+	rf_url_list_free(&l);
 	rf_fetch_options o;
 	default_fetch(&o);
 	fetch_with(&o);

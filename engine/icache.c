@@ -186,6 +186,9 @@ static int dir_check(int fd, const char *dir, rf_error *why)
 		               "index cache disabled: %s is writable by others (mode %03o; chmod "
 		               "700 it)",
 		               dir, (unsigned)(st.st_mode & 0777));
+	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+		return rf_fail(why, -errno, "index cache disabled: %s is not writable by this user",
+		               dir);
 	return 0;
 }
 

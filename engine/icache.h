@@ -69,7 +69,8 @@ int rf_icache_default_dir(char *buf, size_t cap);
  * default) and max_entries (0 = the default; at most RF_ICACHE_ENTRIES_MAX).
  * 0 with *out set; or a negative errno with *out NULL and why saying why the
  * cache is disabled (no directory, cannot create it, not owned by the user,
- * writable by others, a symlink): the caller goes on without a cache. */
+ * writable by others, not writable by the user, a symlink): the caller goes
+ * on without a cache. */
 int rf_icache_open(const char *dir, uint64_t max_bytes, uint32_t max_entries, rf_icache **out,
                    rf_error *why);
 void rf_icache_close(rf_icache *c); /* NULL is fine */

@@ -153,9 +153,29 @@ static int rf_direct_io_parse(const char *value, uint32_t *out, rf_error *err)
 	return rf_fail(err, -EINVAL, "option direct_io: '%.40s' is not auto, on or off", value);
 }
 
+/* index_cache: "off", "" (the default directory) or an absolute path (a
+ * relative one would depend on the working directory of each run). */
+static int rf_index_cache_check(const char *value, rf_error *err)
+{
+	if (!strcmp(value, "off") || value[0] == '\0' || value[0] == '/')
+		return 0;
+	return rf_fail(err, -EINVAL, "option index_cache: '%.60s' is not off or an absolute path",
+	               value);
+}
+
+const char *rf_config_index_cache_dir(const rf_config *cfg)
+{
+	const char *v = rf_cfg_str(cfg, RF_CFG_index_cache);
+	if (!v)
+		return "";
+	return strcmp(v, "off") ? v : NULL;
+}
+
 static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_error *err)
 {
 	const rf_option *o = &rf_options[i];
+	if (i == RF_CFG_index_cache)
+		RF_TRY(rf_index_cache_check(value, err));
 	if (i == RF_CFG_host_budget_name)
 		RF_TRY(rf_hostbudget_name_check(value, err));
 	uint32_t mode;

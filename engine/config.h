@@ -112,7 +112,13 @@
 	  "headerless / llm.c token files: records are documents split at this end-of-text "       \
 	  "token (e.g. 50256); else runs of 1024 tokens")                                          \
 	X(token_out, STR, "", 0, 0,                                                                \
-	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")
+	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")   \
+	X(index_cache, STR, "", 0, 0,                                                              \
+	  "indexes learned by scanning (tar) of objects it cannot write beside: cache directory "  \
+	  "(an absolute path; default $RINGFEED_CACHE_DIR, else $XDG_CACHE_HOME/ringfeed/index, "  \
+	  "else ~/.cache/ringfeed/index) or off")                                                  \
+	X(index_cache_bytes, BYTES, "512MiB", 1ull << 16, 1ull << 42,                              \
+	  "the index cache's bound: least recently used entries go beyond it")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,
@@ -157,6 +163,9 @@ struct rf_fmt_options;
 /* The format options (token files) from the config; -EINVAL with err
  * naming the option when a value is not one. */
 int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, rf_error *err);
+/* The index cache's directory: NULL when index_cache is "off", "" for the
+ * default (rf_icache_default_dir), else the absolute path set. */
+const char *rf_config_index_cache_dir(const rf_config *cfg);
 /* Deep copy (for the loader, which may outlive the caller's config). */
 rf_config *rf_config_dup(const rf_config *cfg);
 

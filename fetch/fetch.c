@@ -334,6 +334,21 @@ uint64_t rf_source_memory_bytes(const rf_source *s)
 	return sizeof(*s) + (s->name ? strlen(s->name) + 1 : 0);
 }
 
+size_t rf_source_validator(const rf_source *s, char *buf, size_t cap)
+{
+	if (cap == 0)
+		return 0;
+	buf[0] = '\0';
+	if (!s || !s->ops->validator)
+		return 0;
+	size_t n = s->ops->validator(s, buf, cap);
+	if (n >= cap || strlen(buf) != n) { /* a kind's mistake is "unknown", never a cut string */
+		buf[0] = '\0';
+		return 0;
+	}
+	return n;
+}
+
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg)
 {

@@ -43,6 +43,11 @@ typedef struct rf_http_request {
 	uint64_t object_size; /* RANGE: known object size (Content-Range total), or UINT64_MAX */
 	uint64_t max_bytes;   /* GET_ALL: largest body accepted */
 	char **body;          /* GET_ALL: receives the body (NUL-terminated; caller frees) */
+	/* optional: when the request succeeds, the accepted response's version
+	 * (rf_http_validator_make: "etag:V", "last-modified:V" or ""), written
+	 * before the callback; kept by the caller until then */
+	char *validator;
+	size_t validator_cap;
 	/* Credential fetches (creds.c) also use these; such a request never
 	 * follows a redirect to another host when it has headers or sigv4. */
 	const char *method;             /* NULL: by kind; else e.g. "PUT", "POST" */

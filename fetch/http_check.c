@@ -1,8 +1,8 @@
 /* http_check.c - what a response must be to be accepted: headers recorded
  * as they arrive (status, Content-Length, Content-Range, Retry-After,
- * x-amz-bucket-region), a range body checked at its first byte and never
- * written past the caller's buffer, and the verdict on a finished attempt
- * (accepted, retryable, failed) with its backoff. */
+ * x-amz-bucket-region, the ETag / Last-Modified validators), a range body checked at its first byte
+ * and never written past the caller's buffer, and the verdict on a finished attempt (accepted,
+ * retryable, failed) with its backoff. */
 #include "http_int.h"
 #include "url.h"
 
@@ -41,6 +41,8 @@ static void response_reset(rf_http_xfer *x, const char *line)
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
 	x->bucket_region[0] = '\0';
+	x->etag[0] = x->last_modified[0] = '\0';
+	x->etag_bad = false;
 }
 
 size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp)
@@ -67,6 +69,10 @@ size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp)
 		snprintf(x->bucket_region, sizeof(x->bucket_region), "%s", v + strspn(v, " \t"));
 		if (!rf_s3_region_ok(x->bucket_region))
 			x->bucket_region[0] = '\0'; /* untrusted: only a plausible name is used */
+	} else if (header_is(line, len, "etag", &v)) {
+		x->etag_bad = !rf_http_validator_value(v, x->etag, sizeof(x->etag));
+	} else if (header_is(line, len, "last-modified", &v)) {
+		rf_http_validator_value(v, x->last_modified, sizeof(x->last_modified));
 	} else if (header_is(line, len, "retry-after", &v)) {
 		snprintf(x->retry_after, sizeof(x->retry_after), "%s", v + strspn(v, " \t"));
 	} else if (header_is(line, len, "content-range", &v) && x->req.kind == RF_HTTP_RANGE &&

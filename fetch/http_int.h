@@ -69,6 +69,9 @@ struct rf_http_xfer {
 	uint64_t got, content_length, header_bytes;
 	bool have_content_length, body_checked;
 	char retry_after[48];
+	char etag[RF_HTTP_VALIDATOR_BYTES_MAX + 1]; /* kept when usable (rf_http_validator_value) */
+	char last_modified[RF_HTTP_VALIDATOR_BYTES_MAX + 1];
+	bool etag_bad;     /* an ETag was sent but is not usable: the version is unknown */
 	char problem[160]; /* set by callbacks when a response is refused */
 	bool problem_retryable;
 	char error_body[ERROR_BODY_BYTES + 1];

@@ -134,6 +134,44 @@ bool rf_http_status_retryable(long status)
 	return status == 408 || status == 429 || (status >= 500 && status <= 599);
 }
 
+bool rf_http_validator_value(const char *v, char *out, size_t cap)
+{
+	out[0] = '\0';
+	v += strspn(v, " \t");
+	size_t n = strlen(v);
+	while (n > 0 &&
+	       (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
+		n--;
+	if (n == 0 || n > RF_HTTP_VALIDATOR_BYTES_MAX || n >= cap)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] > 0x7e)
+			return false;
+	memcpy(out, v, n);
+	out[n] = '\0';
+	return true;
+}
+
+size_t rf_http_validator_make(const char *etag, bool etag_bad, const char *last_modified, char *out,
+                              size_t cap)
+{
+	if (cap == 0)
+		return 0;
+	out[0] = '\0';
+	int n = 0;
+	if (etag_bad)
+		return 0;
+	if (etag && etag[0])
+		n = snprintf(out, cap, "etag:%s", etag);
+	else if (last_modified && last_modified[0])
+		n = snprintf(out, cap, "last-modified:%s", last_modified);
+	if (n < 0 || (size_t)n >= cap) {
+		out[0] = '\0';
+		return 0;
+	}
+	return (size_t)n;
+}
+
 /* "<Code>X</Code>" of an S3 error body, letters and digits only. */
 void rf_http_s3_error_code(const char *body, char *out, size_t cap)
 {

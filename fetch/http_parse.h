@@ -1,6 +1,6 @@
 /* http_parse.h - the HTTP client's pure helpers: parsers of response
  * fields (status line, Content-Length, Content-Range, Retry-After, an S3
- * error code) and the backoff arithmetic. No state; unit tested
+ * error code, ETag / Last-Modified validators) and the backoff arithmetic. No state; unit tested
  * (test_http_parse) and fuzzed (fuzz/fuzz_http.c). Internal. */
 #ifndef RF_HTTP_PARSE_H
 #define RF_HTTP_PARSE_H
@@ -45,6 +45,21 @@ long rf_http_status_line(const char *line);
 bool rf_http_parse_content_length(const char *v, uint64_t *out);
 /* Whether an HTTP status is worth retrying (408, 429, 5xx). */
 bool rf_http_status_retryable(long status);
+
+/* Object validators (ETag, Last-Modified) are untrusted: a value of at
+ * most this many bytes of printable ASCII, or none. */
+#define RF_HTTP_VALIDATOR_BYTES_MAX 128
+/* A validator header's value (blanks around it trimmed) into out (cap >
+ * RF_HTTP_VALIDATOR_BYTES_MAX): true when it is 1..RF_HTTP_VALIDATOR_BYTES_MAX
+ * bytes of printable ASCII (0x20..0x7e); false and out "" otherwise. */
+bool rf_http_validator_value(const char *v, char *out, size_t cap);
+/* The version string of a response: "etag:V" when it carried a usable ETag,
+ * else "last-modified:V", else ""; an ETag that was sent but unusable
+ * (etag_bad) makes it "" (unknown): a weaker Last-Modified does not stand
+ * in for a version the server named but we cannot read. Returns its
+ * length; "" when it does not fit cap. */
+size_t rf_http_validator_make(const char *etag, bool etag_bad, const char *last_modified, char *out,
+                              size_t cap);
 
 /* The "<Code>X</Code>" of an S3 error body into out (letters and digits
  * only; "" when none). */

@@ -130,6 +130,9 @@ void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why)
 		*x->req.body = x->all ? x->all : strdup("");
 		x->all = NULL;
 	}
+	if (!why && x->req.validator)
+		rf_http_validator_make(x->etag, x->etag_bad, x->last_modified, x->req.validator,
+		                       x->req.validator_cap);
 	x->state = X_DONE;
 	list_push(&h->done_head, &h->done_tail, x);
 	x->listed_done = true;

@@ -322,7 +322,14 @@ static void rf_inj_close(rf_source *base)
 	free(s);
 }
 
-static const rf_source_ops rf_inj_ops = {.read = rf_inj_read_range, .close = rf_inj_close};
+/* The injector changes bytes in transit, never the object's version. */
+static size_t rf_inj_validator(const rf_source *base, char *buf, size_t cap)
+{
+	return rf_source_validator(((const rf_inj_source *)base)->inner, buf, cap);
+}
+
+static const rf_source_ops rf_inj_ops = {
+    .read = rf_inj_read_range, .close = rf_inj_close, .validator = rf_inj_validator};
 
 static void rf_inj_on_open(void *arg, int64_t res, const char *msg)
 {

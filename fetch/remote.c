@@ -43,6 +43,9 @@ typedef struct remote_source {
 	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	rf_http_xfer *head;
 	rf_list reads; /* of remote_read (in_source), in flight */
+	/* the object's version: from the HEAD, else the first accepted read;
+	 * later answers never replace it ("" = not known yet) */
+	char validator[RF_SOURCE_VALIDATOR_BYTES];
 } remote_source;
 
 struct remote_read {
@@ -56,6 +59,7 @@ struct remote_read {
 	rf_http_xfer *hedge; /* the duplicate request, into hedge_buf */
 	void *hedge_buf;
 	int64_t hedge_timer;
+	char validator[RF_SOURCE_VALIDATOR_BYTES]; /* of the primary's answer */
 };
 
 static bool remote_claims(const char *url)
@@ -305,6 +309,8 @@ static void on_read_done(void *arg, int64_t res, const char *msg)
 	if (res >= 0 && since && r->src->store)
 		rf_hedge_note(r->src->store, rf_now_ns() - since, hedge_floor_ns(r->src->st));
 	r->xfer = NULL;
+	if (res >= 0 && !r->src->validator[0])
+		memcpy(r->src->validator, r->validator, sizeof(r->validator));
 	read_finish(r, res, msg);
 }
 
@@ -334,7 +340,9 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	                       .offset = offset,
 	                       .len = len,
 	                       .buf = buf,
-	                       .object_size = s->size};
+	                       .object_size = s->size,
+	                       .validator = r->validator,
+	                       .validator_cap = sizeof(r->validator)};
 	rf_error err = {0};
 	int rc = rf_http_start(rs->st->http, &req, on_read_done, r, &r->xfer, &err);
 	if (rc < 0) {
@@ -367,7 +375,18 @@ static void remote_close(rf_source *s)
 	free(rs);
 }
 
-static const rf_source_ops remote_ops = {.read = remote_read_range, .close = remote_close};
+static size_t remote_validator(const rf_source *s, char *buf, size_t cap)
+{
+	const remote_source *rs = (const remote_source *)s;
+	size_t n = strlen(rs->validator);
+	if (n >= cap)
+		return 0;
+	memcpy(buf, rs->validator, n + 1);
+	return n;
+}
+
+static const rf_source_ops remote_ops = {
+    .read = remote_read_range, .close = remote_close, .validator = remote_validator};
 
 static void on_head(void *arg, int64_t res, const char *msg)
 {
@@ -392,7 +411,9 @@ static int remote_start_open(remote_source *rs, uint64_t size_hint, rf_error *er
 	                       .name = rs->base.name,
 	                       .sign = rs->sign,
 	                       .region = rs->region,
-	                       .bucket = rs->bucket};
+	                       .bucket = rs->bucket,
+	                       .validator = rs->validator,
+	                       .validator_cap = sizeof(rs->validator)};
 	return rf_http_start(rs->st->http, &req, on_head, rs, &rs->head, err);
 }
 

@@ -247,6 +247,7 @@ typedef struct list_parse {
 	size_t text_len;
 	bool text_overflow;
 	char key[RF_S3_KEY_BYTES_MAX + 1];
+	char etag[RF_HTTP_VALIDATOR_BYTES_MAX + 1]; /* "" = none or unusable */
 	bool have_key, have_size, truncated, is_error;
 	uint64_t size;
 	char *token;
@@ -288,8 +289,10 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	strcpy(lp->path[lp->depth++], name);
 	lp->text_len = 0;
 	lp->text_overflow = false;
-	if (at(lp, "ListBucketResult", "Contents", NULL))
+	if (at(lp, "ListBucketResult", "Contents", NULL)) {
 		lp->have_key = lp->have_size = false;
+		lp->etag[0] = '\0';
+	}
 }
 
 static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
@@ -327,7 +330,9 @@ static void end_contents(list_parse *lp)
 		return stop(lp, -E2BIG, "more than 1000000 objects under the prefix");
 	char url[RF_S3_KEY_BYTES_MAX + 300];
 	snprintf(url, sizeof(url), "s3://%s/%s", lp->bucket, lp->key);
-	int rc = rf_url_list_add(lp->out, url, lp->size, lp->err);
+	char version[RF_HTTP_VALIDATOR_BYTES_MAX + 8]; /* as the HEAD's: rf_source_validator */
+	rf_http_validator_make(lp->etag, false, NULL, version, sizeof(version));
+	int rc = rf_url_list_add_version(lp->out, url, lp->size, version, lp->err);
 	if (rc < 0) {
 		lp->rc = rc;
 		XML_StopParser(lp->p, XML_FALSE);
@@ -342,6 +347,11 @@ static void end_field(list_parse *lp, const char *t)
 			return stop(lp, -EPROTO, "an empty, too long or NUL-holding Key");
 		memcpy(lp->key, t, lp->text_len + 1);
 		lp->have_key = true;
+	} else if (at(lp, "ListBucketResult", "Contents", "ETag")) {
+		/* untrusted as the header is: short printable ASCII, else unknown */
+		if (lp->text_overflow || memchr(t, 0, lp->text_len) ||
+		    !rf_http_validator_value(t, lp->etag, sizeof(lp->etag)))
+			lp->etag[0] = '\0';
 	} else if (at(lp, "ListBucketResult", "Contents", "Size")) {
 		if (!text_u64(t, &lp->size))
 			return stop(lp, -EPROTO, "a Size that is not a decimal number");
@@ -451,11 +461,8 @@ int rf_s3_list_parse(const char *xml, size_t len, const char *bucket, rf_url_lis
 			rc = finish_parse(lp, truncated, next_token);
 		XML_ParserFree(lp->p);
 	}
-	if (rc < 0) { /* a refused page adds nothing */
-		for (size_t i = n0; i < out->n; i++)
-			free(out->v[i].url);
-		out->n = n0;
-	}
+	if (rc < 0) /* a refused page adds nothing */
+		rf_url_list_truncate(out, n0);
 	free(lp->token);
 	free(lp);
 	return rc;
@@ -513,8 +520,9 @@ static void lister_done(rf_s3_lister *l, int64_t rc, const char *msg)
 			memcpy(l->all.v[i].url, "gs", 2); /* "s3://b/k" -> "gs://b/k" */
 		for (size_t i = 0; i < l->all.n && rc >= 0; i++)
 			if (lister_takes(l, l->all.v[i].url))
-				rc = rf_url_list_add(l->out, l->all.v[i].url, l->all.v[i].size_hint,
-				                     &err);
+				rc = rf_url_list_add_version(l->out, l->all.v[i].url,
+				                             l->all.v[i].size_hint,
+				                             l->all.v[i].validator, &err);
 		msg = rc < 0 ? err.msg : NULL;
 		if (rc >= 0)
 			rc = (int64_t)(l->out->n - before);

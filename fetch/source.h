@@ -73,6 +73,17 @@ const char *rf_source_name(const rf_source *s); /* never contains credentials */
  * counts it in RF_MEM_METADATA); a kind without its own figure gives the
  * base struct and name. */
 uint64_t rf_source_memory_bytes(const rf_source *s);
+/* What identifies the version of the object, for caches keyed by it: for
+ * HTTP and S3 "etag:V" from the HEAD (or the first accepted response when
+ * a size hint spared the HEAD), else "last-modified:V"; for local files
+ * "file:dev=D,ino=I,size=S,mtime_ns=M". Header values are untrusted: at
+ * most 128 bytes of printable ASCII (RF_HTTP_VALIDATOR_BYTES_MAX), else unknown.
+ * Writes a NUL-terminated string into buf and returns its length; 0 (buf
+ * "") when unknown (not learned yet, none sent, unusable) or when it does
+ * not fit cap (RF_SOURCE_VALIDATOR_BYTES always fits). An empty validator
+ * cannot tell versions apart: do not cache by it. */
+#define RF_SOURCE_VALIDATOR_BYTES 160
+size_t rf_source_validator(const rf_source *s, char *buf, size_t cap);
 /* Reads [offset, offset+len) into buf; cb(arg, len, NULL) or cb(arg, -errno, msg). */
 int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                    void *arg);
@@ -140,6 +151,9 @@ typedef struct rf_source_ops {
 	void (*close)(rf_source *s);
 	/* optional: the bytes the source object holds (its struct and strings) */
 	uint64_t (*memory_bytes)(const rf_source *s);
+	/* optional (none: unknown): the object's version, see rf_source_validator;
+	 * "" or a string of fewer than cap bytes, its length returned */
+	size_t (*validator)(const rf_source *s, char *buf, size_t cap);
 } rf_source_ops;
 
 struct rf_source {

@@ -41,6 +41,12 @@ const char *rf_url_scheme_name(rf_url_scheme s)
 
 int rf_url_list_add(rf_url_list *l, const char *url, uint64_t size_hint, rf_error *err)
 {
+	return rf_url_list_add_version(l, url, size_hint, NULL, err);
+}
+
+int rf_url_list_add_version(rf_url_list *l, const char *url, uint64_t size_hint,
+                            const char *validator, rf_error *err)
+{
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
 		rf_url_entry *v = realloc(l->v, cap * sizeof(*v));
@@ -50,18 +56,32 @@ int rf_url_list_add(rf_url_list *l, const char *url, uint64_t size_hint, rf_erro
 		l->cap = cap;
 	}
 	char *copy = strdup(url);
-	if (!copy)
+	char *version = validator && *validator ? strdup(validator) : NULL;
+	if (!copy || (validator && *validator && !version)) {
+		free(copy);
+		free(version);
 		return rf_fail(err, -ENOMEM, "out of memory listing %zu shard names", l->n);
+	}
 	l->v[l->n].url = copy;
 	l->v[l->n].size_hint = size_hint;
+	l->v[l->n].validator = version;
 	l->n++;
 	return 0;
 }
 
+void rf_url_list_truncate(rf_url_list *l, size_t n)
+{
+	for (size_t i = n; i < l->n; i++) {
+		free(l->v[i].url);
+		free(l->v[i].validator);
+	}
+	if (n < l->n)
+		l->n = n;
+}
+
 void rf_url_list_free(rf_url_list *l)
 {
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].url);
+	rf_url_list_truncate(l, 0);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }

@@ -28,10 +28,14 @@ typedef enum rf_url_scheme {
 rf_url_scheme rf_url_scheme_of(const char *url);
 const char *rf_url_scheme_name(rf_url_scheme s);
 
-/* One shard object: its URL and its size when known (RF_SIZE_UNKNOWN). */
+/* One shard object: its URL, its size when known (RF_SIZE_UNKNOWN) and,
+ * from a store listing, its version as rf_source_validator would give it
+ * once open ("etag:V"; NULL = unknown), so a cache keyed by it is asked
+ * before any read of the object. */
 typedef struct rf_url_entry {
 	char *url;
 	uint64_t size_hint;
+	char *validator;
 } rf_url_entry;
 
 typedef struct rf_url_list {
@@ -40,6 +44,11 @@ typedef struct rf_url_list {
 } rf_url_list;
 
 int rf_url_list_add(rf_url_list *l, const char *url, uint64_t size_hint, rf_error *err);
+/* The same with a version (copied; NULL or "" = unknown). */
+int rf_url_list_add_version(rf_url_list *l, const char *url, uint64_t size_hint,
+                            const char *validator, rf_error *err);
+/* Drops the entries from n on (a refused listing page). */
+void rf_url_list_truncate(rf_url_list *l, size_t n);
 void rf_url_list_free(rf_url_list *l);
 
 /* Expands brace groups in pattern, appending every name to out in order

@@ -31,6 +31,19 @@ static void content_range(const char *v)
 	}
 }
 
+/* A kept validator is short printable ASCII; the version string holds it. */
+static void validator(const char *v)
+{
+	char kept[RF_HTTP_VALIDATOR_BYTES_MAX + 1], made[RF_HTTP_VALIDATOR_BYTES_MAX + 32];
+	bool ok = rf_http_validator_value(v, kept, sizeof(kept));
+	size_t n = strlen(kept);
+	FUZZ_CHECK(ok ? n >= 1 && n <= RF_HTTP_VALIDATOR_BYTES_MAX : n == 0);
+	for (size_t i = 0; i < n; i++)
+		FUZZ_CHECK(kept[i] >= 0x20 && kept[i] <= 0x7e);
+	size_t m = rf_http_validator_make(kept, false, kept, made, sizeof(made));
+	FUZZ_CHECK(m == strlen(made) && (ok ? m == n + 5 : m == 0));
+}
+
 static void one_line(const char *line)
 {
 	const char *v;
@@ -49,6 +62,8 @@ static void one_line(const char *line)
 			(void)curl_getdate(kept, NULL);
 	} else if ((v = value_of(line, "content-range"))) {
 		content_range(v);
+	} else if ((v = value_of(line, "etag")) || (v = value_of(line, "last-modified"))) {
+		validator(v);
 	}
 }
 

@@ -20,8 +20,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check_error(rc, &err);
 		FUZZ_CHECK(l.n == 1);
 	} else {
-		for (size_t i = 1; i < l.n; i++)
+		for (size_t i = 1; i < l.n; i++) {
 			FUZZ_CHECK(!strncmp(l.v[i].url, "s3://fuzz-bucket/", 17));
+			const char *v = l.v[i].validator; /* "etag:" + short printable ASCII */
+			FUZZ_CHECK(!v || (!strncmp(v, "etag:", 5) && strlen(v) > 5 &&
+			                  strlen(v) <= 5 + RF_HTTP_VALIDATOR_BYTES_MAX));
+			for (size_t j = 0; v && v[j]; j++)
+				FUZZ_CHECK(v[j] >= 0x20 && v[j] <= 0x7e);
+		}
 		FUZZ_CHECK(token == NULL || truncated);
 	}
 	if (token && strcmp(token, "unchanged") != 0)

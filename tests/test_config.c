@@ -56,6 +56,19 @@ static void test_values(void **state)
 	assert_int_equal(rf_config_set(c, "ca_file", "/etc/ssl/x.pem", &err), 0);
 	assert_string_equal(rf_cfg_str(c, RF_CFG_ca_file), "/etc/ssl/x.pem");
 	assert_int_equal(rf_config_set(NULL, "depth", "1", &err), -EINVAL);
+	/* index_cache: the default directory, off, or an absolute path */
+	assert_string_equal(rf_config_index_cache_dir(c), "");
+	assert_int_equal(rf_cfg(c, RF_CFG_index_cache_bytes), 512ull << 20);
+	assert_int_equal(rf_config_set(c, "index_cache", "off", &err), 0);
+	assert_null(rf_config_index_cache_dir(c));
+	assert_int_equal(rf_config_set(c, "index_cache", "/var/cache/rf", &err), 0);
+	assert_string_equal(rf_config_index_cache_dir(c), "/var/cache/rf");
+	assert_int_equal(rf_config_set(c, "index_cache", "cache/rf", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "index_cache"));
+	assert_string_equal(rf_config_index_cache_dir(c), "/var/cache/rf"); /* unchanged */
+	assert_int_equal(rf_config_set(c, "index_cache_bytes", "64MiB", &err), 0);
+	assert_int_equal(rf_cfg(c, RF_CFG_index_cache_bytes), 64ull << 20);
+	assert_int_equal(rf_config_set(c, "index_cache_bytes", "1KiB", &err), -ERANGE);
 	/* batch_bytes without batch: the record cap becomes 65536. */
 	rf_collate_params cp;
 	assert_int_equal(rf_config_set(c, "batch_bytes", "1MiB", &err), 0);

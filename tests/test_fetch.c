@@ -1,6 +1,7 @@
 /* test_fetch.c - the fetch layer with the local file source: open (size),
  * ranged reads, short reads continued, errors naming path and range,
- * unsupported schemes, close with reads in flight. */
+ * unsupported schemes, close with reads in flight, the file's version
+ * (rf_source_validator). */
 #include "source.h"
 #include "testutil.h"
 #include "util.h"
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct done {
@@ -282,6 +284,51 @@ static void test_direct_io(void **state)
 	direct_reads(e, e->path, true);
 }
 
+/* The version of a local file: device, inode, size and mtime in ns, as
+ * stat says; a new mtime is a new version; the injector passes it on. */
+static void test_validator_local(void **state)
+{
+	env *e = *state;
+	struct stat st;
+	assert_int_equal(stat(e->path, &st), 0);
+	char want[RF_SOURCE_VALIDATOR_BYTES], got[RF_SOURCE_VALIDATOR_BYTES];
+	snprintf(want, sizeof(want), "file:dev=%llu,ino=%llu,size=%llu,mtime_ns=%llu",
+	         (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	         (unsigned long long)st.st_size,
+	         (unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
+	             (unsigned long long)st.st_mtim.tv_nsec);
+	rf_source *s = open_ok(e, e->path);
+	assert_int_equal(rf_source_validator(s, got, sizeof(got)), strlen(want));
+	assert_string_equal(got, want);
+	/* a buffer too small gets "unknown", never a cut string */
+	assert_int_equal(rf_source_validator(s, got, 10), 0);
+	assert_string_equal(got, "");
+	rf_source_close(s);
+	/* the same bytes with another mtime: another version */
+	struct timespec ts[2] = {{.tv_sec = 1000000000, .tv_nsec = 123456789},
+	                         {.tv_sec = 1000000000, .tv_nsec = 123456789}};
+	assert_int_equal(utimensat(AT_FDCWD, e->path, ts, 0), 0);
+	s = open_ok(e, e->path);
+	char again[RF_SOURCE_VALIDATOR_BYTES];
+	assert_true(rf_source_validator(s, again, sizeof(again)) > 0);
+	assert_string_not_equal(again, want);
+	assert_non_null(strstr(again, ",mtime_ns=1000000000123456789"));
+	rf_source_close(s);
+	/* wrapped by the fault injector (where built in): the inner file's */
+	rf_fetch_options opt;
+	rf_fetch_options_init(&opt);
+	opt.inject = "latency=1ms";
+	rf_fetch *f = NULL;
+	if (rf_fetch_new(e->loop, &opt, &f, NULL) < 0)
+		return;
+	rf_fetch_free(e->fetch);
+	e->fetch = f;
+	s = open_ok(e, e->path);
+	assert_true(rf_source_validator(s, got, sizeof(got)) > 0);
+	assert_string_equal(got, again);
+	rf_source_close(s);
+}
+
 static void test_inject_unavailable(void **state)
 {
 	env *e = *state;
@@ -310,6 +357,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_more_sources_than_descriptors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_direct_io, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inject_unavailable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_validator_local, setup, teardown),
 	};
 	return rf_test_run_group(tests, NULL, NULL);
 }

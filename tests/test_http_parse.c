@@ -131,12 +131,51 @@ static void test_status(void **state)
 		assert_false(rf_http_status_retryable(no[i]));
 }
 
+/* ETag / Last-Modified are untrusted: short printable ASCII or nothing. */
+static void test_validator(void **state)
+{
+	(void)state;
+	char v[RF_HTTP_VALIDATOR_BYTES_MAX + 1], out[200];
+	assert_true(rf_http_validator_value("  \"5f3a-1e8\"\r\n", v, sizeof(v)));
+	assert_string_equal(v, "\"5f3a-1e8\"");
+	assert_true(rf_http_validator_value(" W/\"x y\"", v, sizeof(v)));
+	assert_string_equal(v, "W/\"x y\"");
+	assert_false(rf_http_validator_value("   ", v, sizeof(v)));
+	assert_string_equal(v, "");
+	assert_false(rf_http_validator_value("\"a\x01b\"", v, sizeof(v)));
+	assert_false(rf_http_validator_value("\"a\xff"
+	                                     "b\"",
+	                                     v, sizeof(v)));
+	assert_false(rf_http_validator_value("\"a\x7f\"", v, sizeof(v)));
+	assert_string_equal(v, "");
+	char longest[RF_HTTP_VALIDATOR_BYTES_MAX + 2];
+	memset(longest, 'a', sizeof(longest));
+	longest[RF_HTTP_VALIDATOR_BYTES_MAX] = '\0';
+	assert_true(rf_http_validator_value(longest, v, sizeof(v))); /* exactly the bound */
+	longest[RF_HTTP_VALIDATOR_BYTES_MAX] = 'a';
+	longest[RF_HTTP_VALIDATOR_BYTES_MAX + 1] = '\0';
+	assert_false(rf_http_validator_value(longest, v, sizeof(v))); /* one past */
+	assert_false(rf_http_validator_value("\"ok\"", v, 3));        /* never cut */
+	/* the version string: the ETag first, Last-Modified without one */
+	assert_int_equal(rf_http_validator_make("\"e\"", false, "Tue", out, sizeof(out)), 8);
+	assert_string_equal(out, "etag:\"e\"");
+	assert_int_equal(rf_http_validator_make("", false, "Tue", out, sizeof(out)), 17);
+	assert_string_equal(out, "last-modified:Tue");
+	assert_int_equal(rf_http_validator_make("", false, "", out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	/* an ETag sent but unusable: unknown, not the weaker Last-Modified */
+	assert_int_equal(rf_http_validator_make("", true, "Tue", out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(rf_http_validator_make("\"e\"", false, "", out, 8), 0); /* no room */
+	assert_string_equal(out, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_content_range),   cmocka_unit_test(test_backoff),
 	    cmocka_unit_test(test_throttle_policy), cmocka_unit_test(test_retry_after),
-	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_status),          cmocka_unit_test(test_validator),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /* test_http_servers.c - the HTTP(S) and S3 sources against the real test
  * servers of scripts/servers.sh (nginx plain + TLS, s3rver, the SigV4
  * verifier, the misbehaving bad_http): exact bytes, listing with pagination,
- * signatures right and wrong, and every error path with the number of
- * requests the server saw. Skips (77) when the servers' variables are
- * missing, fails instead under RF_REQUIRE_SERVERS=1. */
+ * signatures right and wrong, every error path with the number of
+ * requests the server saw, and the objects' versions (validators). Skips (77) when the servers'
+ * variables are missing, fails instead under RF_REQUIRE_SERVERS=1. */
 #include "remote.h"
 #include "source.h"
 #include "testutil.h"
@@ -588,13 +588,132 @@ static void test_bad_stall(void **state)
 	fetch_with(&o);
 }
 
+/* ------------------------------------------------------------ validators */
+
+/* What the server itself sends as url's ETag (curl -I; curl_opts e.g. the
+ * S3 signature), as "etag:V"; "" when none. */
+static void server_etag(const char *curl_opts, const char *url, char *out, size_t cap)
+{
+	char *got = NULL;
+	assert_int_equal(rf_test_sh(&got,
+	                            "curl -sfI %s '%s' | tr -d '\\r' | sed -n "
+	                            "'s/^[Ee][Tt][Aa][Gg]: *//p'",
+	                            curl_opts, url),
+	                 0);
+	got[strcspn(got, "\n")] = '\0';
+	snprintf(out, cap, "%s%s", got[0] ? "etag:" : "", got);
+	free(got);
+}
+
+static void validator_of(rf_source *s, char *out)
+{
+	rf_source_validator(s, out, RF_SOURCE_VALIDATOR_BYTES);
+}
+
+/* An object's version is the ETag the server sent, from the HEAD or, with a
+ * size hint (no HEAD), from the first read; over nginx and s3rver. */
+static void test_validator_servers(void **state)
+{
+	(void)state;
+	char url[512], want[256], got[RF_SOURCE_VALIDATOR_BYTES];
+	rf_source *s = NULL;
+	done d;
+	uint8_t buf[100];
+	snprintf(url, sizeof(url), "%s/%s/data.bin", need("RF_NGINX_URL"), E.tag);
+	server_etag("", url, want, sizeof(want));
+	assert_true(strlen(want) > 7); /* nginx sends one */
+	assert_int_equal(open_src(url, RF_SIZE_UNKNOWN, &s, &d), 0);
+	validator_of(s, got);
+	assert_string_equal(got, want);
+	rf_source_close(s);
+	assert_int_equal(open_src(url, DATA_BYTES, &s, &d), 0);
+	validator_of(s, got);
+	assert_string_equal(got, ""); /* no HEAD, no read yet: not known */
+	assert_int_equal(read_src(s, 10, sizeof(buf), buf, &d), sizeof(buf));
+	validator_of(s, got);
+	assert_string_equal(got, want);
+	rf_source_close(s);
+	/* s3rver: a signed HEAD */
+	const char *ep = need("RF_S3_ENDPOINT"), *bucket = need("RF_S3_BUCKET");
+	char tmp[256], key[128];
+	snprintf(tmp, sizeof(tmp), "/tmp/%s-v.bin", E.tag);
+	snprintf(key, sizeof(key), "%s/v/data.rfs", E.tag);
+	assert_int_equal(rf_test_write_file(tmp, E.data, 5000), 0);
+	const char *sig = "--aws-sigv4 aws:amz:us-east-1:s3 -H 'x-amz-content-sha256: "
+	                  "UNSIGNED-PAYLOAD' --user S3RVER:S3RVER";
+	assert_int_equal(rf_test_sh(NULL, "curl -sf -o /dev/null %s -T '%s' '%s/%s/%s'", sig, tmp,
+	                            ep, bucket, key),
+	                 0);
+	remove(tmp);
+	snprintf(url, sizeof(url), "%s/%s/%s", ep, bucket, key);
+	server_etag(sig, url, want, sizeof(want));
+	assert_true(strlen(want) > 7);
+	s3_fetch(ep, "S3RVER", "S3RVER", NULL);
+	snprintf(url, sizeof(url), "s3://%s/%s", bucket, key);
+	if (open_src(url, RF_SIZE_UNKNOWN, &s, &d) != 0)
+		fail_msg("%s", d.msg);
+	validator_of(s, got);
+	assert_string_equal(got, want);
+	rf_source_close(s);
+	/* a listing carries the same version per key: known before any read */
+	rf_url_list l = {0};
+	rf_error err = {0};
+	snprintf(url, sizeof(url), "s3://%s/%s/v/", bucket, E.tag);
+	if (expand(url, 0, &l, &err) != 1)
+		fail_msg("listing: %s", err.msg);
+	assert_non_null(l.v[0].validator);
+	assert_string_equal(l.v[0].validator, want);
+	rf_url_list_free(&l);
+	rf_fetch_options o;
+	default_fetch(&o);
+	fetch_with(&o);
+}
+
+/* Header values are untrusted: an over-long or binary ETag is "unknown"
+ * (not the Last-Modified beside it); Last-Modified alone is used. */
+static void test_validator_hostile(void **state)
+{
+	(void)state;
+	const struct {
+		const char *mode, *want;
+	} cases[] = {
+	    {"etag-long", ""},
+	    {"etag-binary", ""},
+	    {"last-modified", "last-modified:Tue, 01 Dec 2026 12:00:00 GMT"},
+	    {"ok", ""},
+	};
+	for (size_t i = 0; i < RF_ARRAY_LEN(cases); i++) {
+		for (int hinted = 0; hinted < 2; hinted++) {
+			char url[512], got[RF_SOURCE_VALIDATOR_BYTES];
+			snprintf(url, sizeof(url), "%s/%s/%s/data.bin", need("RF_BAD_URL"),
+			         cases[i].mode, E.tag);
+			rf_source *s = NULL;
+			done d;
+			assert_int_equal(
+			    open_src(url, hinted ? DATA_BYTES : RF_SIZE_UNKNOWN, &s, &d), 0);
+			uint8_t buf[100];
+			assert_int_equal(read_src(s, 0, sizeof(buf), buf, &d), sizeof(buf));
+			validator_of(s, got);
+			if (strcmp(got, cases[i].want))
+				fail_msg("%s (%s): '%s', wanted '%s'", cases[i].mode,
+				         hinted ? "size hint" : "HEAD", got, cases[i].want);
+			rf_source_close(s);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_nginx),        cmocka_unit_test(test_nginx_tls),
-	    cmocka_unit_test(test_s3rver),       cmocka_unit_test(test_sigv4),
-	    cmocka_unit_test(test_bad_no_retry), cmocka_unit_test(test_bad_retried),
+	    cmocka_unit_test(test_nginx),
+	    cmocka_unit_test(test_nginx_tls),
+	    cmocka_unit_test(test_s3rver),
+	    cmocka_unit_test(test_sigv4),
+	    cmocka_unit_test(test_bad_no_retry),
+	    cmocka_unit_test(test_bad_retried),
 	    cmocka_unit_test(test_bad_stall),
+	    cmocka_unit_test(test_validator_servers),
+	    cmocka_unit_test(test_validator_hostile),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -293,12 +293,44 @@ static void test_parse_ok(void **state)
 	assert_int_equal(l.n, 2);
 	assert_string_equal(l.v[0].url, "s3://bkt/d/a&b.rfs");
 	assert_true(l.v[0].size_hint == 123);
+	assert_string_equal(l.v[0].validator, "etag:\"x\""); /* as rf_source_validator says */
 	assert_true(l.v[1].size_hint == 0);
+	assert_null(l.v[1].validator); /* no ETag: unknown */
 	const char *page2 = HEAD "<IsTruncated>false</IsTruncated></ListBucketResult>";
 	assert_int_equal(parse(page2, &l, &trunc, &tok, &err), 0);
 	assert_false(trunc);
 	assert_null(tok);
 	assert_int_equal(l.n, 2);
+	rf_url_list_free(&l);
+}
+
+/* A listed ETag is untrusted as the header is: too long or not printable
+ * ASCII is "unknown", and the entry is kept. */
+static void test_parse_etags(void **state)
+{
+	(void)state;
+	char xml[2048], longest[200];
+	memset(longest, 'e', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	snprintf(xml, sizeof(xml),
+	         HEAD
+	         "<Contents><Key>a</Key><Size>1</Size><ETag>%s</ETag></Contents>"
+	         "<Contents><Key>b</Key><Size>1</Size><ETag>&quot;a&#9;b&quot;</ETag></Contents>"
+	         "<Contents><Key>c</Key><Size>1</Size><ETag>  &quot;c-2&quot; </ETag></Contents>"
+	         "<Contents><Key>d</Key><Size>1</Size><ETag>&quot;\xc3\xa9&quot;</ETag></Contents>"
+	         "</ListBucketResult>",
+	         longest);
+	rf_url_list l = {0};
+	bool trunc;
+	char *tok = NULL;
+	rf_error err = {0};
+	if (parse(xml, &l, &trunc, &tok, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(l.n, 4);
+	assert_null(l.v[0].validator);
+	assert_null(l.v[1].validator);
+	assert_string_equal(l.v[2].validator, "etag:\"c-2\"");
+	assert_null(l.v[3].validator);
 	rf_url_list_free(&l);
 }
 
@@ -368,7 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_config),        cmocka_unit_test(test_urls),
 	    cmocka_unit_test(test_addressing),    cmocka_unit_test(test_aws_region_urls),
 	    cmocka_unit_test(test_profile),       cmocka_unit_test(test_parse_ok),
-	    cmocka_unit_test(test_parse_hostile),
+	    cmocka_unit_test(test_parse_hostile), cmocka_unit_test(test_parse_etags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,11 @@ the rest names a file under --root:
   /slow-nth-N-MS/F   correct, but the Nth request of F (counting from 1, any
                      range) waits MS ms before answering (the hedging test:
                      a duplicate of that range is answered at once)
+  /etag-long/F       correct, with an ETag of 300 bytes (and a Last-Modified)
+  /etag-binary/F     correct, with an ETag holding control and 8-bit bytes
+                     (and a Last-Modified)
+  /last-modified/F   correct, with a Last-Modified and no ETag
+                     (the validator tests: an unusable ETag is "unknown")
   /slow-every-K-MS/F correct, but every Kth request to this server (all paths
                      together) waits MS ms first: K=100 delays 1% of requests,
                      deterministically (the hedging benchmark); MS <= 60000
@@ -66,6 +71,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HUGE_LENGTH = 10**15
 HUGE_SEND_BYTES_MAX = 1 << 20
+LAST_MODIFIED = "Tue, 01 Dec 2026 12:00:00 GMT"
+VALIDATOR_HEADERS = {  # the validator modes: correct answers with these headers
+    "etag-long": {"ETag": '"' + "a" * 298 + '"', "Last-Modified": LAST_MODIFIED},
+    "etag-binary": {"ETag": '"ab\x01\x7f\xffcd"', "Last-Modified": LAST_MODIFIED},
+    "last-modified": {"Last-Modified": LAST_MODIFIED},
+}
 
 
 class Counters:
@@ -163,10 +174,12 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return 206, start, end
 
-    def send_head(self, status, start, end, size, length=None):
+    def send_head(self, status, start, end, size, length=None, extra=None):
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Accept-Ranges", "bytes")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Length", str(end - start + 1 if length is None else length))
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
@@ -195,12 +208,12 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.close()
         self.close_connection = True
 
-    def correct(self, path, size, head):
+    def correct(self, path, size, head, extra=None):
         r = self.wanted_range(size)
         if r is None:
             return self.plain(416, "range not satisfiable", {"Content-Range": "bytes */%d" % size}, head)
         status, start, end = r
-        self.send_head(status, start, end, size)
+        self.send_head(status, start, end, size, extra=extra)
         if not head:
             self.send_body(path, start, end - start + 1)
 
@@ -253,6 +266,8 @@ class Handler(BaseHTTPRequestHandler):
                 code, after = once[mode]
                 return self.fault_status(raw, code, "injected %d" % code, after, head)
             return self.correct(path, size, head)
+        if mode in VALIDATOR_HEADERS:
+            return self.correct(path, size, head, VALIDATOR_HEADERS[mode])
         if mode == "ok" or head and mode != "huge-length":
             return self.correct(path, size, head)
         body_modes = {

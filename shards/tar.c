@@ -16,21 +16,11 @@
  * a C string could not carry it). The header scan: tar_scan.c. */
 #include "tar.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define U64(x) ((unsigned long long)(x))
-
-/* The layout's private part: every sample's fields and key. */
-typedef struct tar_layout {
-	rf_rec_field *fields; /* offsets relative to their unit's start */
-	uint32_t *field_first;
-	char *keys;
-	uint32_t *key_first;
-	char **names;
-	uint32_t names_n;
-	uint64_t skipped;
-} tar_layout;
 
 /* ------------------------------------------------------------ the layout */
 
@@ -119,8 +109,31 @@ static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout 
 	L->key_first[s->sn] = (uint32_t)s->kn;
 }
 
-static int build_layout(rf_fmt_open *o, tar_scan *s, rf_error *err)
+/* Samples tile the tar: sample i's bytes start where sample i - 1's end
+ * (the first's at byte 0), so that a unit starts at a header boundary from
+ * which decode can walk every header (metadata members and long-name
+ * headers before a sample included) and a layout from an index file, which
+ * knows only the members' data, equals the scan's. */
+static int retile(rf_fmt_open *o, tar_scan *s, rf_error *err)
 {
+	for (size_t i = 0; i < s->sn; i++) {
+		uint64_t start = i ? s->sv[i - 1].end : 0;
+		tar_sample *sm = &s->sv[i];
+		if (sm->end - start > RF_BLOCK_DECODED_MAX)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: sample '%.*s' spans %llu bytes from byte %llu (with "
+			    "the members before it), more than a read unit holds (%u)",
+			    o->name, (int)RF_MIN(sm->key_len, 80), s->keys + sm->key_at,
+			    U64(sm->end - start), U64(start), RF_BLOCK_DECODED_MAX);
+		sm->start = start;
+	}
+	return 0;
+}
+
+static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, rf_error *err)
+{
+	RF_TRY(retile(o, s, err));
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	tar_layout *L = calloc(1, sizeof(*L));
 	uint32_t units = (uint32_t)units_count(s);
@@ -147,6 +160,7 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, rf_error *err)
 	L->names = s->names, s->names = NULL;
 	L->names_n = s->names_n, s->names_n = 0;
 	L->skipped = s->skipped;
+	L->from_index = from_index;
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
@@ -187,37 +201,171 @@ static void tar_open_abort(rf_fmt_open *o)
 	o->state = NULL;
 }
 
-static int tar_open_step(rf_fmt_open *o, rf_error *err)
+/* The open's phases (o->step). */
+enum {
+	TAR_BEGIN = 0, /* declares the state's bound */
+	TAR_STATE,     /* allocates the state, asks for PREFIX.idx's size */
+	TAR_IDX_SIZE,  /* the index's size (or its absence) */
+	TAR_IDX_BYTES, /* the index's bytes */
+	TAR_IDX_TAIL,  /* the tar past the index's last member */
+	TAR_SCAN,      /* scanning the headers */
+};
+
+/* PREFIX.idx for PREFIX.tar (a query or fragment kept), or NULL. */
+static char *idx_sibling(const char *url)
 {
-	tar_scan *s = o->state;
-	char leaf[256];
-	const char *slash = strrchr(o->url, '/');
-	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : o->url, "?#"),
-	         slash ? slash + 1 : o->url);
-	if (compressed_tar(leaf)) {
-		o->final = true;
-		return rf_fail(err, -ENOTSUP,
-		               "shard %s: a compressed tar is not read yet (its unit would be the "
-		               "whole shard, decoded as a stream): decompress it to .tar",
-		               o->name);
+	size_t path = strcspn(url, "?#");
+	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
+		return NULL;
+	size_t n = strlen(url);
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, url, n + 1);
+		memcpy(s + path - 4, ".idx", 4);
 	}
-	if (!o->got) { /* the first step: nothing allocated before a bound is declared */
-		if (o->size == 0) {
-			o->final = true;
-			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a tar",
-			               o->name);
-		}
-		tar_scan first = {0};
-		int rc = rf_tar_want_from(o, &first);
-		o->held_bytes = 0;
+	return s;
+}
+
+static uint64_t state_bytes(const rf_fmt_open *o)
+{
+	return sizeof(tar_scan) + 2 * (strlen(o->url) + strlen(o->name) + 2);
+}
+
+static int state_new(rf_fmt_open *o, rf_error *err)
+{
+	tar_scan *s = calloc(1, sizeof(*s));
+	if (!s)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	s->member_start = UINT64_MAX;
+	o->state = s;
+	bool want_idx = !(o->opt && o->opt->tar_scan_only);
+	if (want_idx && (s->idx_url = idx_sibling(o->url)) && !(s->idx_name = idx_sibling(o->name)))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	o->held_bytes = state_bytes(o);
+	if (!s->idx_url) {
+		o->step = TAR_SCAN;
+		return rf_tar_want_from(o, s);
+	}
+	o->step = TAR_IDX_SIZE;
+	o->want = (rf_fmt_want){.object = s->idx_url, .optional = true}; /* its size */
+	return RF_FMT_NEED;
+}
+
+/* The index's size is known: ask for its bytes (bounded), or scan. */
+static int idx_size(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (o->absent) { /* no index beside the tar: scan its headers */
+		o->step = TAR_SCAN;
+		return rf_tar_want_from(o, s);
+	}
+	uint64_t n = o->got_object_size;
+	if (n == 0 || n > RF_TAR_INDEX_BYTES_MAX) {
+		o->final = true;
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: %llu bytes: not a wds2idx index of at most %u bytes "
+		               "(remove it, or write it again: ringfeed index)",
+		               s->idx_name, U64(n), RF_TAR_INDEX_BYTES_MAX);
+	}
+	s->idx_bytes = n;
+	o->step = TAR_IDX_BYTES;
+	o->want = (rf_fmt_want){.object = s->idx_url,
+	                        .offset = 0,
+	                        .len = n,
+	                        .parse_bound = rf_tar_index_parse_bound(n, o->size)};
+	return RF_FMT_NEED;
+}
+
+/* What building the layout from the scan's tables may allocate. */
+static uint64_t layout_bound(const tar_scan *s)
+{
+	return sizeof(rf_shard_index) + sizeof(tar_layout) + 64 +
+	       (s->sn + 1) * (sizeof(rf_block_info) + 2 * sizeof(uint32_t)) +
+	       (s->fn + 1) * sizeof(rf_rec_field);
+}
+
+static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (!o->got || o->got_offset != 0 || o->got_len != s->idx_bytes ||
+	    o->got_object_size != s->idx_bytes)
+		return rf_fail(err, -EIO,
+		               "index %s: the open got bytes [%llu, +%llu) of a %llu-byte object, "
+		               "asked for [0, +%llu)",
+		               s->idx_name, U64(o->got_offset), U64(o->got_len),
+		               U64(o->got_object_size), U64(s->idx_bytes));
+	uint64_t tail = 0;
+	int rc = rf_tar_index_parse(o, s, s->idx_name, o->got, (size_t)o->got_len, &tail, err);
+	if (rc < 0) {
+		rf_tar_scan_clear(s); /* a failed step leaves the state as it was */
 		return rc;
 	}
-	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
-			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
-		s->member_start = UINT64_MAX;
-		o->state = s;
+	o->held_bytes = state_bytes(o) + rf_tar_scan_bytes(s);
+	s->pos = tail;
+	if (tail == o->size)
+		return build_layout(o, s, true, err);
+	if (o->size - tail > RF_TAR_STEP_BYTES) {
+		o->final = true;
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: the tar holds %llu bytes past the index's last member "
+		               "(byte %llu), more than end-of-archive blocks: the index is stale "
+		               "(write it again: ringfeed index)",
+		               s->idx_name, U64(o->size - tail), U64(tail));
 	}
+	/* the tail: end-of-archive blocks, or members the index left out */
+	o->step = TAR_IDX_TAIL;
+	o->want = (rf_fmt_want){.offset = tail,
+	                        .len = o->size - tail,
+	                        .parse_bound = layout_bound(s) + RF_TAR_NAME_MAX + 1024};
+	return RF_FMT_NEED;
+}
+
+typedef struct tail_walk {
+	const char *name, *idx_name;
+	uint64_t at;
+} tail_walk;
+
+static int tail_member(void *ctx, const char *n, size_t len, uint64_t data, uint64_t size,
+                       rf_error *err)
+{
+	tail_walk *w = ctx;
+	char b[128];
+	size_t kl;
+	(void)size;
+	if (!rf_tar_member_key(n, len, &kl))
+		return 0;
+	return rf_fail(err, RF_E_CORRUPT,
+	               "shard %s: member '%s' at byte %llu is not in index %s (the index is "
+	               "stale: write it again with ringfeed index)",
+	               w->name, rf_tar_shown(n, len, b, sizeof(b)),
+	               U64(w->at + data - RF_TAR_BLOCK), w->idx_name);
+}
+
+static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (!o->got || o->got_offset != s->pos || o->got_len != o->size - s->pos)
+		return rf_fail(err, -EIO,
+		               "shard %s: the open got bytes [%llu, +%llu), asked for "
+		               "[%llu, +%llu)",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(s->pos),
+		               U64(o->size - s->pos));
+	tail_walk w = {.name = o->name, .idx_name = s->idx_name, .at = s->pos};
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s past index %s (bytes relative to its byte %llu)",
+	         o->name, s->idx_name, U64(s->pos));
+	int rc = rf_tar_walk(o->got, o->got_len, where, tail_member, &w, err);
+	if (rc < 0) {
+		size_t l = strlen(err->msg);
+		if (!strstr(err->msg, "stale"))
+			snprintf(err->msg + l, sizeof(err->msg) - l,
+			         " (after the last member index %s lists: the index is stale or "
+			         "wrong: write it again with ringfeed index)",
+			         s->idx_name);
+		return rc;
+	}
+	return build_layout(o, s, true, err);
+}
+
+static int scan_step(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
 	if (!o->got || o->got_offset != o->want.offset || o->got_len != o->want.len)
 		return rf_fail(err, -EIO,
 		               "shard %s: open step got bytes [%llu, +%llu), asked for "
@@ -233,8 +381,45 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 	}
 	if (rc == RF_TAR_SCAN_MORE)
 		return rf_tar_want_from(o, s);
-	rc = build_layout(o, s, err);
-	return rc;
+	return build_layout(o, s, false, err);
+}
+
+static int tar_open_step(rf_fmt_open *o, rf_error *err)
+{
+	tar_scan *s = o->state;
+	char leaf[256];
+	const char *slash = strrchr(o->url, '/');
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : o->url, "?#"),
+	         slash ? slash + 1 : o->url);
+	if (compressed_tar(leaf)) {
+		o->final = true;
+		return rf_fail(err, -ENOTSUP,
+		               "shard %s: a compressed tar is not read yet (its unit would be the "
+		               "whole shard, decoded as a stream): decompress it to .tar",
+		               o->name);
+	}
+	switch (o->step) {
+	case TAR_BEGIN: /* nothing allocated before a bound is declared */
+		if (o->size == 0) {
+			o->final = true;
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a tar",
+			               o->name);
+		}
+		o->step = TAR_STATE;
+		o->held_bytes = 0;
+		o->want = (rf_fmt_want){.len = 0, .parse_bound = state_bytes(o)};
+		return RF_FMT_NEED;
+	case TAR_STATE:
+		return state_new(o, err);
+	case TAR_IDX_SIZE:
+		return idx_size(o, s, err);
+	case TAR_IDX_BYTES:
+		return idx_bytes(o, s, err);
+	case TAR_IDX_TAIL:
+		return idx_tail(o, s, err);
+	default:
+		return scan_step(o, s, err);
+	}
 }
 
 static uint32_t tar_field_names(const void *priv, const char *const **names)
@@ -244,30 +429,90 @@ static uint32_t tar_field_names(const void *priv, const char *const **names)
 	return L->names_n;
 }
 
-/* The unit's member headers again: each field's header (the block before
- * its data) must still be a sound regular header of its size. */
+/* Decode's walk of a unit's headers, against the layout. */
+typedef struct unit_walk {
+	const tar_layout *L;
+	uint64_t r;           /* the record of field f */
+	uint32_t f, f_end;    /* the next field the layout has, and the unit's end */
+	uint64_t unit_offset; /* the unit's first byte in the shard */
+	const char *name;
+	uint32_t u;
+	bool from_index;
+} unit_walk;
+
+static int walk_mismatch(unit_walk *w, const char *n, size_t len, uint64_t data, const char *what,
+                         rf_error *err)
+{
+	char b[128];
+	return rf_fail(err, RF_E_CORRUPT, "shard %s: unit %u: member '%s' at byte %llu: %s%s",
+	               w->name, w->u, rf_tar_shown(n, len, b, sizeof(b)),
+	               U64(w->unit_offset + data - RF_TAR_BLOCK), what,
+	               w->from_index ? " (the index file is stale or wrong: write it again with "
+	                               "ringfeed index)"
+	                             : " (the tar changed since the open)");
+}
+
+static bool field_is(const char *stored, const char *f, size_t len)
+{
+	if (strlen(stored) != len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (stored[i] != (char)tolower((unsigned char)f[i]))
+			return false;
+	return true;
+}
+
+static int walk_member(void *ctx, const char *n, size_t len, uint64_t data, uint64_t size,
+                       rf_error *err)
+{
+	unit_walk *w = ctx;
+	const tar_layout *L = w->L;
+	size_t kl = 0;
+	if (!rf_tar_member_key(n, len, &kl))
+		return 0; /* skipped by the open too */
+	if (w->f >= w->f_end)
+		return walk_mismatch(w, n, len, data, "the layout has no member here", err);
+	while (L->field_first[w->r + 1] <= w->f)
+		w->r++;
+	const rf_rec_field *rf = &L->fields[w->f];
+	uint32_t k0 = L->key_first[w->r], k1 = L->key_first[w->r + 1];
+	if (k1 - k0 != kl || memcmp(L->keys + k0, n, kl) != 0)
+		return walk_mismatch(w, n, len, data, "its key is not the layout's sample key",
+		                     err);
+	if (!field_is(L->names[rf->name], n + kl + 1, len - kl - 1))
+		return walk_mismatch(w, n, len, data, "its field is not the layout's", err);
+	if (data != rf->offset || size != rf->len)
+		return walk_mismatch(w, n, len, data,
+		                     "its data's offset or size is not the layout's", err);
+	w->f++;
+	return 0;
+}
+
+/* The unit's member headers again, every one from the unit's start: the
+ * members webdataset reads must be exactly the layout's (keys, fields,
+ * offsets, sizes), each header sound: an index that lies, or a tar that
+ * changed, is an error here, never a wrong or lost sample. */
 static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, const uint8_t *src,
                       const char *name, rf_error *err)
 {
-	uint32_t f0 = L->field_first[b->first_record];
-	uint32_t f1 = L->field_first[b->first_record + b->records];
-	for (uint32_t f = f0; f < f1; f++) {
-		const rf_rec_field *rf = &L->fields[f];
-		uint64_t at = b->offset + rf->offset - RF_TAR_BLOCK;
-		if (rf->offset < RF_TAR_BLOCK) /* never: a member's data follows its header */
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: unit %u: a field at its byte %u", name, u,
-			               rf->offset);
-		const uint8_t *h = src + rf->offset - RF_TAR_BLOCK;
-		uint64_t size;
-		char type = (char)h[156];
-		if (!rf_tar_checksum_ok(h) || !(type == '0' || type == '\0' || type == '7') ||
-		    !rf_tar_number(h + 124, 12, &size) || size != rf->len)
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: unit %u: header at byte %llu is not the one the "
-			               "open read (checksum, type or size %u changed)",
-			               name, u, U64(at), rf->len);
-	}
+	unit_walk w = {.L = L,
+	               .r = b->first_record,
+	               .f = L->field_first[b->first_record],
+	               .f_end = L->field_first[b->first_record + b->records],
+	               .unit_offset = b->offset,
+	               .name = name,
+	               .u = u,
+	               .from_index = L->from_index};
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s unit %u (bytes relative to its byte %llu)", name, u,
+	         U64(b->offset));
+	RF_TRY(rf_tar_walk(src, b->compressed_bytes, where, walk_member, &w, err));
+	if (w.f != w.f_end)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: the layout names %u members the tar does not "
+		               "hold there (from byte %llu)%s",
+		               name, u, w.f_end - w.f, U64(b->offset + L->fields[w.f].offset),
+		               L->from_index ? " (the index file is stale or wrong)" : "");
 	return 0;
 }
 

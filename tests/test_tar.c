@@ -750,6 +750,18 @@ static void test_index_open_mem(void **state)
 	free(t.p);
 }
 
+/* What counts as an absent sidecar: ENOENT (local, HTTP 404), and S3's 403. */
+static void test_side_absent(void **state)
+{
+	(void)state;
+	assert_true(rf_fmt_side_absent("d/a.idx", -ENOENT));
+	assert_true(rf_fmt_side_absent("https://h/a.idx", -ENOENT));
+	assert_true(rf_fmt_side_absent("s3://b/a.idx", -EACCES));
+	assert_false(rf_fmt_side_absent("https://h/a.idx", -EACCES)); /* plain HTTP 403 */
+	assert_false(rf_fmt_side_absent("s3://b/a.idx", -EIO));
+	assert_false(rf_fmt_side_absent("d/a.idx", -EISDIR));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -766,6 +778,7 @@ int main(void)
 	    cmocka_unit_test(test_index_lies_caught_at_decode),
 	    cmocka_unit_test(test_index_stale),
 	    cmocka_unit_test(test_index_open_mem),
+	    cmocka_unit_test(test_side_absent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,14 +118,20 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 		             rf_format_patterns());
 	if (n > 1)
 		qsort(names, n, sizeof(*names), rf_name_cmp);
+	bool *index_file = n ? calloc(n, sizeof(bool)) : NULL; /* a tar's, not a shard */
+	if (n && !index_file && rc == 0)
+		rc = rf_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		index_file[i] = rf_is_tar_index(names[i], names, n);
 	for (size_t i = 0; i < n; i++) {
-		if (rc == 0 && !rf_is_tar_index(names[i], names, n)) {
+		if (rc == 0 && !index_file[i]) {
 			char *p = rf_manifest_join(dir, names[i]);
 			rc = p ? rf_list_push(l, p, UINT64_MAX, err) : rf_fail(err, -ENOMEM, "oom");
 			free(p);
 		}
 		free(names[i]);
 	}
+	free(index_file);
 	free(names);
 	return rc;
 }

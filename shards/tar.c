@@ -283,6 +283,8 @@ static uint64_t layout_bound(const tar_scan *s)
 	       (s->fn + 1) * sizeof(rf_rec_field);
 }
 
+static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err);
+
 static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
 {
 	if (!o->got || o->got_offset != 0 || o->got_len != s->idx_bytes ||
@@ -294,10 +296,16 @@ static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
 		               U64(o->got_object_size), U64(s->idx_bytes));
 	uint64_t tail = 0;
 	int rc = rf_tar_index_parse(o, s, s->idx_name, o->got, (size_t)o->got_len, &tail, err);
-	if (rc < 0) {
+	if (rc == 0)
+		rc = idx_parsed(o, s, tail, err);
+	if (rc < 0)
 		rf_tar_scan_clear(s); /* a failed step leaves the state as it was */
-		return rc;
-	}
+	return rc;
+}
+
+/* The index parsed into the tables: the layout, or the tar's tail to check. */
+static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
+{
 	o->held_bytes = state_bytes(o) + rf_tar_scan_bytes(s);
 	s->pos = tail;
 	if (tail == o->size)

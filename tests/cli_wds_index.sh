@@ -163,6 +163,32 @@ else
 	grep -q "shard-000001.idx\|stale" "$tmp/stale.err" && ok "a read through a stale index fails: $(tail -n 1 "$tmp/stale.err" | cut -c1-160)" ||
 		bad "stale read error: $(cat "$tmp/stale.err")"
 fi
+# a member renamed in place (same offsets, checksum made good): only decode's
+# walk of the headers can see it; verify and read must
+"$PY" - "$tmp/stale/shard-000002.tar" <<'PYEOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+at = b.index(b"train/0200011.cls\0")
+b[at + 16] = ord("z")
+h = b[at:at + 512]
+h[148:156] = b" " * 8
+b[at + 148:at + 156] = b"%06o\0 " % sum(h)
+open(p, "wb").write(bytes(b))
+PYEOF
+if "$cli" verify "$tmp/stale/shard-000002.tar" >"$tmp/verify.out" 2>&1; then
+	bad "verify passed a tar whose index is stale"
+else
+	grep -q "unit .*train/0200011.clz.*stale" "$tmp/verify.out" && ok "verify checks the index against its tar" ||
+		bad "verify output: $(cat "$tmp/verify.out")"
+fi
+if "$cli" read --digest --no-shuffle "$tmp/stale/shard-000002.tar" >/dev/null 2>"$tmp/stale2.err"; then
+	bad "a read through an index that lies about a member succeeded"
+else
+	grep -q "unit .*stale" "$tmp/stale2.err" && ok "decode catches the renamed member" || bad "read error: $(cat "$tmp/stale2.err")"
+fi
+"$cli" index --check "$tmp/stale" >"$tmp/stale2.out" 2>/dev/null || true
+grep -q "STALE .*shard-000002" "$tmp/stale2.out" || bad "index --check misses the renamed member"
 rm "$tmp/stale/shard-000001.idx"
 "$cli" index --check "$tmp/stale" >"$tmp/miss.out" 2>/dev/null && bad "index --check passed a missing index"
 grep -q "MISSING .*shard-000001" "$tmp/miss.out" || bad "index --check does not name the missing index: $(cat "$tmp/miss.out")"

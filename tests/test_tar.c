@@ -745,6 +745,22 @@ static void test_index_open_mem(void **state)
 	    rf_format_open_mem(&rf_tar_format, objs, 2, &opt, &b, &pb, NULL, NULL, &err), 0);
 	assert_false(rf_tar_layout_from_index(pb));
 	rf_tar_format.close(b, pb);
+	/* refusals through the driver that reads the same bytes again: a failed
+	 * step left the state as it was (the same answer twice, not -EPROTO) */
+	const char *bad[] = {
+	    "v1.2 1\njpg 1536 9000 d/00000.jpg\n",    /* a member left out after it */
+	    "v1.2 2\njpg 1536 9000 d/00000.jpg\nx\n", /* a malformed line */
+	    "v1.2 1\njpg 1536 9000 d/00000.jpg jpg 99999999 1 d/00000.jpg\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		objs[1].data = (const uint8_t *)bad[i];
+		objs[1].size = strlen(bad[i]);
+		int rc =
+		    rf_format_open_mem(&rf_tar_format, objs, 2, NULL, &b, &pb, NULL, NULL, &err);
+		if (rc != RF_E_CORRUPT)
+			fail_msg("index %zu: %d %s", i, rc, err.msg);
+		assert_non_null(strstr(err.msg, "t.idx"));
+	}
 	rf_tar_format.close(a, pa);
 	free(idx);
 	free(t.p);

@@ -228,6 +228,24 @@ same "s3 prefix listing: .idx beside .tar is its index" "$want" \
 	"$(read_run "$tmp/st6" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/idx/")"
 same "s3 digest without an index" "$want" "$(read_run "$tmp/st7" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/none/$brace")"
 
+# S3 answers 403 for a missing key to a caller without s3:ListBucket: the
+# index is absent then, not an error (a private SigV4 verifier answers so)
+mkdir -p "$tmp/v403/wds/d"
+cp "$tmp"/ds/*.tar "$tmp/v403/wds/d/"
+python3 "$src/tests/servers/sigv4_server.py" --root "$tmp/v403" --port 0 --missing-403 \
+	--port-file "$tmp/v403.port" --access-key RFIDXACCESS --secret-key rf-idx-secret/0123 \
+	>"$tmp/v403.log" 2>&1 &
+echo $! >"$tmp/v403.pid"
+rf_at_exit "kill $(cat "$tmp/v403.pid") 2>/dev/null || true"
+for _ in $(seq 100); do
+	[ -s "$tmp/v403.port" ] && break
+	sleep 0.1
+done
+v403=(--s3-endpoint "http://127.0.0.1:$(cat "$tmp/v403.port")" --s3-access-key RFIDXACCESS
+	--s3-secret-key rf-idx-secret/0123 --s3-region us-east-1)
+same "s3 digest when a missing index is 403" "$want" \
+	"$(read_run "$tmp/st8" "${v403[@]}" "s3://wds/d/$brace")"
+
 [ $fails -eq 0 ] || {
 	echo "$fails check(s) failed" >&2
 	exit 1

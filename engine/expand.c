@@ -69,6 +69,23 @@ static int rf_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A listing's PREFIX.idx beside PREFIX.tar is that tar's index file (a
+ * WebDataset index, DALI's wds2idx), not a Megatron dataset: the tar's
+ * open reads it. sorted: the listing's names (or URLs), sorted. */
+static bool rf_is_tar_index(const char *name, char *const *sorted, size_t n)
+{
+	size_t len = strlen(name);
+	if (len < 5 || strcmp(name + len - 4, ".idx") != 0)
+		return false;
+	char *tar = strdup(name);
+	if (!tar)
+		return false;
+	memcpy(tar + len - 4, ".tar", 4);
+	bool found = bsearch(&tar, sorted, n, sizeof(*sorted), rf_name_cmp) != NULL;
+	free(tar);
+	return found;
+}
+
 static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err)
 {
 	DIR *d = opendir(dir);
@@ -101,14 +118,20 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 		             rf_format_patterns());
 	if (n > 1)
 		qsort(names, n, sizeof(*names), rf_name_cmp);
+	bool *index_file = n ? calloc(n, sizeof(bool)) : NULL; /* a tar's, not a shard */
+	if (n && !index_file && rc == 0)
+		rc = rf_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		index_file[i] = rf_is_tar_index(names[i], names, n);
 	for (size_t i = 0; i < n; i++) {
-		if (rc == 0) {
+		if (rc == 0 && !index_file[i]) {
 			char *p = rf_manifest_join(dir, names[i]);
 			rc = p ? rf_list_push(l, p, UINT64_MAX, err) : rf_fail(err, -ENOMEM, "oom");
 			free(p);
 		}
 		free(names[i]);
 	}
+	free(index_file);
 	free(names);
 	return rc;
 }
@@ -309,8 +332,17 @@ static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const cha
 	rf_url_list objs = {0};
 	const rf_list_filter shards = {.take = rf_is_shard_key, .what = rf_format_patterns()};
 	int rc = rf_fetch_list(&fo, url, &shards, &objs, err);
+	char **sorted = rc == 0 && objs.n ? malloc(objs.n * sizeof(*sorted)) : NULL;
+	if (rc == 0 && objs.n && !sorted)
+		rc = rf_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; sorted && i < objs.n; i++)
+		sorted[i] = objs.v[i].url;
+	if (sorted)
+		qsort(sorted, objs.n, sizeof(*sorted), rf_name_cmp);
 	for (size_t i = 0; rc == 0 && i < objs.n; i++)
-		rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
+		if (!rf_is_tar_index(objs.v[i].url, sorted, objs.n))
+			rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
+	free(sorted);
 	rf_url_list_free(&objs);
 	return rc;
 }

@@ -312,6 +312,7 @@ static void rf_open_step(rf_shard *s)
 	rf_error err = {0};
 	o->steps++;
 	int rc = s->fmt->open_step(&o->fo, &err);
+	o->fo.absent = false; /* said once: the next delivery is bytes */
 	/* the format now holds held_bytes: at most what it held plus the bound */
 	uint64_t had = s->fmt_held + o->bound_res;
 	if (rc >= 0 && o->fo.held_bytes > had)
@@ -360,13 +361,33 @@ static void rf_open_serve(rf_shard *s)
 	rf_open_step(s);
 }
 
+/* The optional sidecar the want names does not exist (rc, its open's
+ * error, says so): the format's next step learns it (absent), nothing is
+ * read or reserved. The failed source is closed later (not from inside
+ * its own callback). False when rc is another error. */
+static bool rf_open_side_absent(rf_shard *s, int rc)
+{
+	rf_open_slot *o = s->open;
+	const rf_fmt_want *w = &o->fo.want;
+	if (!w->optional || !rf_fmt_side_absent(w->object, rc))
+		return false;
+	s->stage = RF_OPEN_IDLE;
+	free(o->side_url);
+	o->side_url = NULL;
+	o->fo.absent = true;
+	o->fo.got = NULL;
+	o->fo.got_offset = o->fo.got_len = o->fo.got_object_size = 0;
+	rf_open_step(s);
+	return true;
+}
+
 /* The sidecar named by the want, opened (or already open). True when it is
  * ready; false when its open is in flight or failed (finished). */
 static bool rf_open_side(rf_shard *s)
 {
 	rf_open_slot *o = s->open;
 	const char *url = o->fo.want.object;
-	if (o->side && !strcmp(o->side_url, url))
+	if (o->side && o->side_url && !strcmp(o->side_url, url))
 		return true;
 	rf_source_close(o->side);
 	o->side = NULL;
@@ -378,7 +399,7 @@ static bool rf_open_side(rf_shard *s)
 	}
 	s->stage = RF_OPEN_SIDE_OPENING;
 	int rc = rf_source_open(s->engine->fetch, url, UINT64_MAX, &o->side, rf_open_cb, s, &err);
-	if (rc < 0) {
+	if (rc < 0 && !rf_open_side_absent(s, rc)) {
 		s->stage = RF_OPEN_IDLE;
 		rf_open_finish(s, rc, err.msg);
 	}
@@ -468,6 +489,8 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	rf_open_slot *o = s->open;
 	int stage = s->stage;
 	if (res < 0) {
+		if (stage == RF_OPEN_SIDE_OPENING && rf_open_side_absent(s, (int)res))
+			return;
 		s->stage = RF_OPEN_IDLE; /* nothing in flight now */
 		rf_open_finish(s, (int)res, msg);
 		return;
@@ -480,6 +503,9 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	} else {
 		assert(stage == RF_OPEN_READING);
 		s->stage = RF_OPEN_IDLE;
+		rf_engine_lock(s->engine);
+		s->engine->st.open_fetched_bytes += o->read_len;
+		rf_engine_unlock(s->engine);
 		o->fo.got = o->buf + (o->read_offset - o->buf_offset);
 		o->fo.got_offset = o->read_offset;
 		o->fo.got_len = o->read_len;

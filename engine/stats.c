@@ -130,6 +130,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->fetch_retries = e->st.fetch_retries;
 	s->fetch_hedges = e->st.fetch_hedges;
 	s->fetch_hedges_won = e->st.fetch_hedges_won;
+	s->open_fetched_bytes = e->st.open_fetched_bytes;
 	s->rereads = e->st.rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
@@ -249,9 +250,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
 	rf_engine_unlock(e);
 	m = snprintf(buf + n, cap - (size_t)n,
-	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"pauses_by_source\":%s",
+	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"open_fetched_bytes\":%llu,"
+	             "\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
-	             p > 0 ? pauses : "[]");
+	             (unsigned long long)s.open_fetched_bytes, p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

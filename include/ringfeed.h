@@ -142,6 +142,17 @@ struct rf_config;
 int rf_layout_open_config(const char *path, const struct rf_config *cfg, rf_layout **out,
                           rf_error *err);
 
+/* WebDataset tar index files (DALI's wds2idx v1.2 format; docs/format.md):
+ * a PREFIX.idx beside PREFIX.tar lets the open read the index instead of
+ * the tar's headers. rf_tar_index_build scans the local tar's headers (an
+ * index already there is not read) and writes idx_path atomically (a
+ * temporary file beside it, renamed). rf_tar_index_check: 0 when idx_path
+ * describes the tar exactly (the same samples, keys, fields and units as its
+ * headers), RF_E_CORRUPT when it is stale or malformed (the message says
+ * where), another error when a file cannot be read (-ENOENT: no index). */
+int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_error *err);
+int rf_tar_index_check(const char *tar_path, const char *idx_path, rf_error *err);
+
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;
 rf_decoder *rf_decoder_new(void);
@@ -454,6 +465,9 @@ typedef struct rf_stats {
 	rf_skip skips[8];
 	uint64_t fetch_hedges;     /* duplicate requests for reads slower than the store's p95 */
 	uint64_t fetch_hedges_won; /* of which answered first */
+	/* read by the open phase (shard headers, footers, index files, sidecars;
+	 * fetched_bytes counts the units' reads) */
+	uint64_t open_fetched_bytes;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

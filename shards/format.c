@@ -121,6 +121,11 @@ const char *rf_format_patterns(void)
 
 /* ------------------------------------------------- synchronous driver */
 
+bool rf_fmt_side_absent(const char *url, int rc)
+{
+	return rc == -ENOENT || (rc == -EACCES && url && strncmp(url, "s3://", 5) == 0);
+}
+
 int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
                         rf_error *err)
 {
@@ -133,8 +138,16 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 	while ((rc = fmt->open_step(o, err)) == RF_FMT_NEED) {
 		const rf_fmt_want *w = &o->want;
 		uint64_t size = o->size, end;
-		if (w->object && (rc = read(ctx, w->object, 0, 0, NULL, &size, err)) < 0)
-			break;
+		o->absent = false;
+		if (w->object && (rc = read(ctx, w->object, 0, 0, NULL, &size, err)) < 0) {
+			if (!w->optional || !rf_fmt_side_absent(w->object, rc))
+				break;
+			*err = (rf_error){0};
+			o->absent = true; /* an optional sidecar that does not exist */
+			o->got = NULL;
+			o->got_offset = o->got_len = o->got_object_size = 0;
+			continue;
+		}
 		o->got_object_size = w->object ? size : 0;
 		if (!rf_add_u64(w->offset, w->len, &end) || end > size || w->min_len > w->len ||
 		    ++steps > (1u << 20)) {

@@ -64,6 +64,7 @@ struct rf_fmt_options {
 	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
 	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
 	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
+	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */
@@ -97,6 +98,14 @@ typedef struct rf_fmt_want {
 	/* The most the format allocates when it parses these bytes (the
 	 * engine reserves it with the buffer, before the read). */
 	uint64_t parse_bound;
+	/* An optional sidecar (object set): when it does not exist, the next
+	 * step is called with rf_fmt_open.absent set, got NULL, got_len 0, and
+	 * no error. "Does not exist": a local ENOENT, HTTP 404, and for s3://
+	 * also 403 (S3 answers 403 for a missing key when the caller may not
+	 * list the bucket; the shard itself was read with the same
+	 * credentials). Any other failure is an error naming the sidecar.
+	 * Nothing is reserved for an absent sidecar's bytes. */
+	bool optional;
 } rf_fmt_want;
 
 /* One shard's open, step by step. The engine fills the inputs and the
@@ -114,6 +123,7 @@ typedef struct rf_fmt_open {
 	const uint8_t *got;
 	uint64_t got_offset, got_len;
 	uint64_t got_object_size; /* size of want.object when it was another object */
+	bool absent;              /* the optional sidecar the last want named does not exist */
 	/* outputs */
 	rf_fmt_want want;
 	/* Set with an error the same bytes read again cannot change (the magic
@@ -264,6 +274,12 @@ const rf_format *rf_format_by_name(const char *name);
 char *rf_format_local_name(const char *path);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
+
+/* True when rc, the error opening the sidecar url, says it does not exist
+ * (an optional want's object is then absent, not an error): -ENOENT (a
+ * local ENOENT, HTTP 404), and for an s3:// URL also -EACCES (S3 answers
+ * 403 for a missing key to a caller without ListBucket). */
+bool rf_fmt_side_absent(const char *url, int rc);
 
 /* Reads [offset, +len) of the shard (object NULL) or of another object
  * into buf; with object and len 0, only *size (that object's bytes). */

@@ -23,6 +23,13 @@ static int deliver(rf_fmt_open *o, const rf_fmt_object *objs, size_t n, rf_error
 {
 	const rf_fmt_want *w = &o->want;
 	const rf_fmt_object *ob = find_object(objs, n, w->object);
+	o->absent = false;
+	if (!ob && w->optional) { /* an optional sidecar that does not exist */
+		o->absent = true;
+		o->got = NULL;
+		o->got_offset = o->got_len = o->got_object_size = 0;
+		return 0;
+	}
 	if (!ob)
 		return rf_fail(err, -ENOENT, "%s: no object %s", o->name, w->object);
 	if (w->offset > ob->size || w->len > ob->size - w->offset)

@@ -16,27 +16,11 @@
  * a C string could not carry it). The header scan: tar_scan.c. */
 #include "tar.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define U64(x) ((unsigned long long)(x))
-
-/* The layout's private part: every sample's fields and key. */
-typedef struct tar_layout {
-	rf_rec_field *fields; /* offsets relative to their unit's start */
-	uint32_t *field_first;
-	char *keys;
-	uint32_t *key_first;
-	char **names;
-	uint32_t names_n;
-	uint64_t skipped;
-	int codec;        /* RF_TAR_PLAIN, or the compressed tar's codec */
-	uint64_t decoded; /* a compressed tar's decoded bytes */
-	/* a .tar.gz split at access points (else NULL: one whole-shard unit) */
-	rf_tar_ap *aps;      /* unit u starts from aps[u] */
-	uint64_t *unit_out;  /* the decoded offset of unit u's first sample */
-	uint32_t *unit_span; /* unit u's decoded bytes */
-} tar_layout;
 
 /* A .tar.gz decoding to more than this is split into units at its access
  * points (tar_stream.c); a smaller one is one whole-shard unit. */
@@ -76,6 +60,23 @@ static void tar_close(rf_shard_index *ix, void *priv)
 	rf_index_free(ix);
 }
 
+/* A compressed tar: one unit, the whole object, decoding to the tar
+ * (8-aligned) and then its record table. */
+static void fill_whole(const tar_scan *s, rf_shard_index *ix, uint64_t size, uint64_t decoded)
+{
+	rf_block_info *b = &ix->block[0];
+	*b = (rf_block_info){.offset = 0,
+	                     .compressed_bytes = (uint32_t)size,
+	                     .decoded_bytes = (uint32_t)(RF_TAR_ALIGN8(decoded) +
+	                                                 rf_fmt_table_bytes((uint32_t)s->sn)),
+	                     .records = (uint32_t)s->sn};
+	for (size_t i = 0; i < s->sn; i++)
+		ix->largest_record_bytes =
+		    RF_MAX(ix->largest_record_bytes,
+		           (uint32_t)(s->sv[i].end - (i ? s->sv[i - 1].end : 0)));
+	rf_fmt_layout_sums(ix);
+}
+
 /* Units: runs of whole consecutive samples, each closed once it spans
  * RF_TAR_UNIT_BYTES, or before a sample would take it past the largest
  * unit a block may be. */
@@ -93,23 +94,6 @@ static int units_count(const tar_scan *s)
 			open = false;
 	}
 	return (int)n;
-}
-
-/* A compressed tar: one unit, the whole object, decoding to the tar
- * (8-aligned) and then its record table. */
-static void fill_whole(const tar_scan *s, rf_shard_index *ix, uint64_t size, uint64_t decoded)
-{
-	rf_block_info *b = &ix->block[0];
-	*b = (rf_block_info){.offset = 0,
-	                     .compressed_bytes = (uint32_t)size,
-	                     .decoded_bytes = (uint32_t)(RF_TAR_ALIGN8(decoded) +
-	                                                 rf_fmt_table_bytes((uint32_t)s->sn)),
-	                     .records = (uint32_t)s->sn};
-	for (size_t i = 0; i < s->sn; i++)
-		ix->largest_record_bytes =
-		    RF_MAX(ix->largest_record_bytes,
-		           (uint32_t)(s->sv[i].end - (i ? s->sv[i - 1].end : 0)));
-	rf_fmt_layout_sums(ix);
 }
 
 static void fill_units(const tar_scan *s, rf_shard_index *ix)
@@ -135,13 +119,20 @@ static void fill_units(const tar_scan *s, rf_shard_index *ix)
 	rf_fmt_layout_sums(ix);
 }
 
+/* Where unit u starts in the tar's (decoded) bytes: its offset, or for a
+ * .tar.gz split at access points its first sample's decoded offset. */
+static uint64_t unit_start(const tar_layout *L, const rf_block_info *b, uint32_t u)
+{
+	return L->unit_out ? L->unit_out[u] : b->offset;
+}
+
 /* Fields with offsets relative to their unit's start (what decode hands
  * out, pointing into the unit's read buffer). */
 static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout *L)
 {
 	for (uint32_t u = 0; u < ix->blocks; u++) {
 		const rf_block_info *b = &ix->block[u];
-		uint64_t base = L->unit_out ? L->unit_out[u] : b->offset; /* decoded start */
+		uint64_t base = unit_start(L, b, u); /* in the tar's bytes */
 		for (uint64_t i = b->first_record; i < b->first_record + b->records; i++) {
 			const tar_sample *sm = &s->sv[i];
 			size_t end = i + 1 < s->sn ? s->sv[i + 1].field_first : s->fn;
@@ -157,6 +148,28 @@ static void fill_fields(const tar_scan *s, const rf_shard_index *ix, tar_layout 
 	}
 	L->field_first[s->sn] = (uint32_t)s->fn;
 	L->key_first[s->sn] = (uint32_t)s->kn;
+}
+
+/* Samples tile the tar: sample i's bytes start where sample i - 1's end
+ * (the first's at byte 0), so that a unit starts at a header boundary from
+ * which decode can walk every header (metadata members and long-name
+ * headers before a sample included) and a layout from an index file, which
+ * knows only the members' data, equals the scan's. */
+static int retile(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	for (size_t i = 0; i < s->sn; i++) {
+		uint64_t start = i ? s->sv[i - 1].end : 0;
+		tar_sample *sm = &s->sv[i];
+		if (sm->end - start > RF_BLOCK_DECODED_MAX)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: sample '%.*s' spans %llu bytes from byte %llu (with "
+			    "the members before it), more than a read unit holds (%u)",
+			    o->name, (int)RF_MIN(sm->key_len, 80), s->keys + sm->key_at,
+			    U64(sm->end - start), U64(start), RF_BLOCK_DECODED_MAX);
+		sm->start = start;
+	}
+	return 0;
 }
 
 /* The access points units start from: those a sample follows, and of
@@ -180,7 +193,8 @@ static size_t aps_choose(rf_tar_ap *aps, size_t n)
 }
 
 /* A .tar.gz's units, one per chosen access point: the samples from its
- * first to the next point's first, read from the point's compressed byte
+ * first to the next point's first (samples tile the tar: a unit starts
+ * where the sample before it ends), read from the point's compressed byte
  * (the byte before it when bits are left) to where the open had decoded
  * past the unit's end. */
 static int fill_split(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar_layout *L,
@@ -216,13 +230,14 @@ static int fill_split(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar
 }
 
 /* The layout of the scanned samples: units of whole samples; for a
- * compressed tar one unit, the whole object, decoding to `decoded` bytes,
- * or (a large .tar.gz) a unit per access point of aps (taken over). */
-static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded, rf_tar_ap *aps,
-                        size_t naps, rf_error *err)
+ * compressed tar (codec) one unit, the whole object, decoding to `decoded`
+ * bytes, or (a large .tar.gz) a unit per access point of aps (taken over). */
+static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec, uint64_t decoded,
+                        rf_tar_ap *aps, size_t naps, rf_error *err)
 {
+	int rc = retile(o, s, err);
 	size_t split = 0;
-	if (codec == RF_TAR_GZIP && decoded > RF_TAR_WHOLE_MAX && s->sn > 0)
+	if (rc == 0 && codec == RF_TAR_GZIP && decoded > RF_TAR_WHOLE_MAX && s->sn > 0)
 		split = aps_choose(aps, naps);
 	else
 		aps_free(aps, naps), aps = NULL;
@@ -230,6 +245,8 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 		aps_free(aps, split);
 		aps = NULL, split = 0;
 	}
+	if (rc < 0)
+		return rc;
 	if (codec && !split &&
 	    (o->size > UINT32_MAX ||
 	     RF_TAR_ALIGN8(decoded) + rf_fmt_table_bytes((uint32_t)RF_MIN(s->sn, UINT32_MAX)) >
@@ -272,7 +289,7 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 	ix->records = s->sn;
 	ix->blocks = units;
 	if (split) {
-		int rc = fill_split(o, s, ix, L, err);
+		rc = fill_split(o, s, ix, L, err);
 		if (rc < 0) {
 			tar_close(ix, L);
 			return rc;
@@ -291,6 +308,7 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, int codec, uint64_t decoded
 	L->names = s->names, s->names = NULL;
 	L->names_n = s->names_n, s->names_n = 0;
 	L->skipped = s->skipped;
+	L->from_index = from_index;
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
@@ -335,37 +353,179 @@ static void tar_open_abort(rf_fmt_open *o)
 	o->state = NULL;
 }
 
-static int tar_open_step(rf_fmt_open *o, rf_error *err)
+/* The open's phases (o->step). */
+enum {
+	TAR_BEGIN = 0, /* declares the state's bound */
+	TAR_STATE,     /* allocates the state, asks for PREFIX.idx's size */
+	TAR_IDX_SIZE,  /* the index's size (or its absence) */
+	TAR_IDX_BYTES, /* the index's bytes */
+	TAR_IDX_TAIL,  /* the tar past the index's last member */
+	TAR_SCAN,      /* scanning the headers */
+};
+
+/* PREFIX.idx for PREFIX.tar (a query or fragment kept), or NULL. */
+static char *idx_sibling(const char *url)
 {
-	tar_scan *s = o->state;
-	int codec = codec_of_url(o->url);
-	if (codec) { /* the whole stream decoded once; one unit */
-		int rc = rf_tar_stream_step(o, codec, err);
-		if (rc != RF_TAR_SCAN_END)
-			return rc;
-		tar_stream *t = o->state;
-		size_t naps = 0;
-		rf_tar_ap *aps = rf_tar_stream_take_aps(t, &naps);
-		return build_layout(o, rf_tar_stream_scan(t), codec, rf_tar_stream_decoded(t), aps,
-		                    naps, err);
+	size_t path = strcspn(url, "?#");
+	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
+		return NULL;
+	size_t n = strlen(url);
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, url, n + 1);
+		memcpy(s + path - 4, ".idx", 4);
 	}
-	if (!o->got) { /* the first step: nothing allocated before a bound is declared */
-		if (o->size == 0) {
-			o->final = true;
-			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a tar",
-			               o->name);
-		}
-		tar_scan first = {0};
-		int rc = rf_tar_want_from(o, &first);
-		o->held_bytes = 0;
+	return s;
+}
+
+static uint64_t state_bytes(const rf_fmt_open *o)
+{
+	return sizeof(tar_scan) + 2 * (strlen(o->url) + strlen(o->name) + 2);
+}
+
+static int state_new(rf_fmt_open *o, rf_error *err)
+{
+	tar_scan *s = calloc(1, sizeof(*s));
+	if (!s)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	s->member_start = UINT64_MAX;
+	o->state = s;
+	bool want_idx = !(o->opt && o->opt->tar_scan_only);
+	if (want_idx && (s->idx_url = idx_sibling(o->url)) && !(s->idx_name = idx_sibling(o->name)))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	o->held_bytes = state_bytes(o);
+	if (!s->idx_url) {
+		o->step = TAR_SCAN;
+		return rf_tar_want_from(o, s);
+	}
+	o->step = TAR_IDX_SIZE;
+	o->want = (rf_fmt_want){.object = s->idx_url, .optional = true}; /* its size */
+	return RF_FMT_NEED;
+}
+
+/* The index's size is known: ask for its bytes (bounded), or scan. */
+static int idx_size(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (o->absent) { /* no index beside the tar: scan its headers */
+		o->step = TAR_SCAN;
+		return rf_tar_want_from(o, s);
+	}
+	uint64_t n = o->got_object_size;
+	if (n == 0 || n > RF_TAR_INDEX_BYTES_MAX) {
+		o->final = true;
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: %llu bytes: not a wds2idx index of at most %u bytes "
+		               "(remove it, or write it again: ringfeed index)",
+		               s->idx_name, U64(n), RF_TAR_INDEX_BYTES_MAX);
+	}
+	s->idx_bytes = n;
+	o->step = TAR_IDX_BYTES;
+	o->want = (rf_fmt_want){.object = s->idx_url,
+	                        .offset = 0,
+	                        .len = n,
+	                        .parse_bound = rf_tar_index_parse_bound(n, o->size)};
+	return RF_FMT_NEED;
+}
+
+/* What building the layout from the scan's tables may allocate. */
+static uint64_t layout_bound(const tar_scan *s)
+{
+	return sizeof(rf_shard_index) + sizeof(tar_layout) + 64 +
+	       (s->sn + 1) * (sizeof(rf_block_info) + 2 * sizeof(uint32_t)) +
+	       (s->fn + 1) * sizeof(rf_rec_field);
+}
+
+static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err);
+
+static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (!o->got || o->got_offset != 0 || o->got_len != s->idx_bytes ||
+	    o->got_object_size != s->idx_bytes)
+		return rf_fail(err, -EIO,
+		               "index %s: the open got bytes [%llu, +%llu) of a %llu-byte object, "
+		               "asked for [0, +%llu)",
+		               s->idx_name, U64(o->got_offset), U64(o->got_len),
+		               U64(o->got_object_size), U64(s->idx_bytes));
+	uint64_t tail = 0;
+	int rc = rf_tar_index_parse(o, s, s->idx_name, o->got, (size_t)o->got_len, &tail, err);
+	if (rc == 0)
+		rc = idx_parsed(o, s, tail, err);
+	if (rc < 0)
+		rf_tar_scan_clear(s); /* a failed step leaves the state as it was */
+	return rc;
+}
+
+/* The index parsed into the tables: the layout, or the tar's tail to check. */
+static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
+{
+	o->held_bytes = state_bytes(o) + rf_tar_scan_bytes(s);
+	s->pos = tail;
+	if (tail == o->size)
+		return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, err);
+	if (o->size - tail > RF_TAR_STEP_BYTES) {
+		o->final = true;
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: the tar holds %llu bytes past the index's last member "
+		               "(byte %llu), more than end-of-archive blocks: the index is stale "
+		               "(write it again: ringfeed index)",
+		               s->idx_name, U64(o->size - tail), U64(tail));
+	}
+	/* the tail: end-of-archive blocks, or members the index left out */
+	o->step = TAR_IDX_TAIL;
+	o->want = (rf_fmt_want){.offset = tail,
+	                        .len = o->size - tail,
+	                        .parse_bound = layout_bound(s) + RF_TAR_NAME_MAX + 1024};
+	return RF_FMT_NEED;
+}
+
+typedef struct tail_walk {
+	const char *name, *idx_name;
+	uint64_t at;
+} tail_walk;
+
+static int tail_member(void *ctx, const char *n, size_t len, uint64_t data, uint64_t size,
+                       rf_error *err)
+{
+	tail_walk *w = ctx;
+	char b[128];
+	size_t kl;
+	(void)size;
+	if (!rf_tar_member_key(n, len, &kl))
+		return 0;
+	return rf_fail(err, RF_E_CORRUPT,
+	               "shard %s: member '%s' at byte %llu is not in index %s (the index is "
+	               "stale: write it again with ringfeed index)",
+	               w->name, rf_tar_shown(n, len, b, sizeof(b)),
+	               U64(w->at + data - RF_TAR_BLOCK), w->idx_name);
+}
+
+static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	if (!o->got || o->got_offset != s->pos || o->got_len != o->size - s->pos)
+		return rf_fail(err, -EIO,
+		               "shard %s: the open got bytes [%llu, +%llu), asked for "
+		               "[%llu, +%llu)",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(s->pos),
+		               U64(o->size - s->pos));
+	tail_walk w = {.name = o->name, .idx_name = s->idx_name, .at = s->pos};
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s past index %s (bytes relative to its byte %llu)",
+	         o->name, s->idx_name, U64(s->pos));
+	int rc = rf_tar_walk(o->got, o->got_len, where, tail_member, &w, err);
+	if (rc < 0) {
+		size_t l = strlen(err->msg);
+		if (!strstr(err->msg, "stale"))
+			snprintf(err->msg + l, sizeof(err->msg) - l,
+			         " (after the last member index %s lists: the index is stale or "
+			         "wrong: write it again with ringfeed index)",
+			         s->idx_name);
 		return rc;
 	}
-	if (!s) {
-		if (!(s = calloc(1, sizeof(*s))))
-			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
-		s->member_start = UINT64_MAX;
-		o->state = s;
-	}
+	return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, err);
+}
+
+static int scan_step(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
 	if (!o->got || o->got_offset != o->want.offset || o->got_len != o->want.len)
 		return rf_fail(err, -EIO,
 		               "shard %s: open step got bytes [%llu, +%llu), asked for "
@@ -381,7 +541,45 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 	}
 	if (rc == RF_TAR_SCAN_MORE)
 		return rf_tar_want_from(o, s);
-	return build_layout(o, s, RF_TAR_PLAIN, 0, NULL, 0, err);
+	return build_layout(o, s, false, RF_TAR_PLAIN, 0, NULL, 0, err);
+}
+
+static int tar_open_step(rf_fmt_open *o, rf_error *err)
+{
+	tar_scan *s = o->state;
+	int codec = codec_of_url(o->url);
+	if (codec) { /* the stream decoded once (tar_stream.c); no index file */
+		int rc = rf_tar_stream_step(o, codec, err);
+		if (rc != RF_TAR_SCAN_END)
+			return rc;
+		tar_stream *t = o->state;
+		size_t naps = 0;
+		rf_tar_ap *aps = rf_tar_stream_take_aps(t, &naps);
+		return build_layout(o, rf_tar_stream_scan(t), false, codec,
+		                    rf_tar_stream_decoded(t), aps, naps, err);
+	}
+	switch (o->step) {
+	case TAR_BEGIN: /* nothing allocated before a bound is declared */
+		if (o->size == 0) {
+			o->final = true;
+			return rf_fail(err, RF_E_CORRUPT, "shard %s: an empty file is not a tar",
+			               o->name);
+		}
+		o->step = TAR_STATE;
+		o->held_bytes = 0;
+		o->want = (rf_fmt_want){.len = 0, .parse_bound = state_bytes(o)};
+		return RF_FMT_NEED;
+	case TAR_STATE:
+		return state_new(o, err);
+	case TAR_IDX_SIZE:
+		return idx_size(o, s, err);
+	case TAR_IDX_BYTES:
+		return idx_bytes(o, s, err);
+	case TAR_IDX_TAIL:
+		return idx_tail(o, s, err);
+	default:
+		return scan_step(o, s, err);
+	}
 }
 
 static uint32_t tar_field_names(const void *priv, const char *const **names)
@@ -391,31 +589,91 @@ static uint32_t tar_field_names(const void *priv, const char *const **names)
 	return L->names_n;
 }
 
-/* The unit's member headers again: each field's header (the block before
- * its data) must still be a sound regular header of its size. */
-static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, const uint8_t *src,
-                      const char *name, rf_error *err)
+/* Decode's walk of a unit's headers, against the layout. */
+typedef struct unit_walk {
+	const tar_layout *L;
+	uint64_t r;           /* the record of field f */
+	uint32_t f, f_end;    /* the next field the layout has, and the unit's end */
+	uint64_t unit_offset; /* the unit's first byte in the shard */
+	const char *name;
+	uint32_t u;
+	bool from_index;
+} unit_walk;
+
+static int walk_mismatch(unit_walk *w, const char *n, size_t len, uint64_t data, const char *what,
+                         rf_error *err)
 {
-	uint32_t f0 = L->field_first[b->first_record];
-	uint32_t f1 = L->field_first[b->first_record + b->records];
-	for (uint32_t f = f0; f < f1; f++) {
-		const rf_rec_field *rf = &L->fields[f];
-		uint64_t at =
-		    (L->unit_out ? L->unit_out[u] : b->offset) + rf->offset - RF_TAR_BLOCK;
-		if (rf->offset < RF_TAR_BLOCK) /* never: a member's data follows its header */
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: unit %u: a field at its byte %u", name, u,
-			               rf->offset);
-		const uint8_t *h = src + rf->offset - RF_TAR_BLOCK;
-		uint64_t size;
-		char type = (char)h[156];
-		if (!rf_tar_checksum_ok(h) || !(type == '0' || type == '\0' || type == '7') ||
-		    !rf_tar_number(h + 124, 12, &size) || size != rf->len)
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: unit %u: header at byte %llu is not the one the "
-			               "open read (checksum, type or size %u changed)",
-			               name, u, U64(at), rf->len);
-	}
+	char b[128];
+	return rf_fail(err, RF_E_CORRUPT, "shard %s: unit %u: member '%s' at byte %llu: %s%s",
+	               w->name, w->u, rf_tar_shown(n, len, b, sizeof(b)),
+	               U64(w->unit_offset + data - RF_TAR_BLOCK), what,
+	               w->from_index ? " (the index file is stale or wrong: write it again with "
+	                               "ringfeed index)"
+	                             : " (the tar changed since the open)");
+}
+
+static bool field_is(const char *stored, const char *f, size_t len)
+{
+	if (strlen(stored) != len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (stored[i] != (char)tolower((unsigned char)f[i]))
+			return false;
+	return true;
+}
+
+static int walk_member(void *ctx, const char *n, size_t len, uint64_t data, uint64_t size,
+                       rf_error *err)
+{
+	unit_walk *w = ctx;
+	const tar_layout *L = w->L;
+	size_t kl = 0;
+	if (!rf_tar_member_key(n, len, &kl))
+		return 0; /* skipped by the open too */
+	if (w->f >= w->f_end)
+		return walk_mismatch(w, n, len, data, "the layout has no member here", err);
+	while (L->field_first[w->r + 1] <= w->f)
+		w->r++;
+	const rf_rec_field *rf = &L->fields[w->f];
+	uint32_t k0 = L->key_first[w->r], k1 = L->key_first[w->r + 1];
+	if (k1 - k0 != kl || memcmp(L->keys + k0, n, kl) != 0)
+		return walk_mismatch(w, n, len, data, "its key is not the layout's sample key",
+		                     err);
+	if (!field_is(L->names[rf->name], n + kl + 1, len - kl - 1))
+		return walk_mismatch(w, n, len, data, "its field is not the layout's", err);
+	if (data != rf->offset || size != rf->len)
+		return walk_mismatch(w, n, len, data,
+		                     "its data's offset or size is not the layout's", err);
+	w->f++;
+	return 0;
+}
+
+/* The unit's member headers again, every one from the unit's start: the
+ * members webdataset reads must be exactly the layout's (keys, fields,
+ * offsets, sizes), each header sound: an index that lies, or a tar that
+ * changed, is an error here, never a wrong or lost sample. */
+static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, const uint8_t *src,
+                      uint64_t span, const char *name, rf_error *err)
+{
+	uint64_t at = unit_start(L, b, u); /* in the tar's (decoded) bytes */
+	unit_walk w = {.L = L,
+	               .r = b->first_record,
+	               .f = L->field_first[b->first_record],
+	               .f_end = L->field_first[b->first_record + b->records],
+	               .unit_offset = at,
+	               .name = name,
+	               .u = u,
+	               .from_index = L->from_index};
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s unit %u (bytes relative to its byte %llu)", name, u,
+	         U64(at));
+	RF_TRY(rf_tar_walk(src, span, where, walk_member, &w, err));
+	if (w.f != w.f_end)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: the layout names %u members the tar does not "
+		               "hold there (from byte %llu)%s",
+		               name, u, w.f_end - w.f, U64(at + L->fields[w.f].offset),
+		               L->from_index ? " (the index file is stale or wrong)" : "");
 	return 0;
 }
 
@@ -442,7 +700,7 @@ static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 		RF_TRY(rf_tar_stream_decode(L->codec, src, src_len, dst, (size_t)L->decoded, name,
 		                            err));
 	const uint8_t *base = L->codec ? (const uint8_t *)dst : (const uint8_t *)src;
-	RF_TRY(check_unit(L, b, u, base, name, err));
+	RF_TRY(check_unit(L, b, u, base, span, name, err));
 	uint8_t *t = (uint8_t *)dst + table_at;
 	for (uint32_t i = 0; i < b->records; i++) {
 		uint64_t r = b->first_record + i;

@@ -102,11 +102,28 @@ uint64_t rf_tar_scan_bytes(const tar_scan *s)
 	       (uint64_t)s->names_n * (sizeof(char *) + 64) + s->long_len;
 }
 
+void rf_tar_scan_clear(tar_scan *s)
+{
+	free(s->long_name);
+	free(s->fv);
+	free(s->sv);
+	free(s->keys);
+	for (uint32_t i = 0; i < s->names_n; i++)
+		free(s->names[i]);
+	free(s->names);
+	*s = (tar_scan){.member_start = UINT64_MAX,
+	                .idx_url = s->idx_url,
+	                .idx_name = s->idx_name,
+	                .idx_bytes = s->idx_bytes};
+}
+
 void rf_tar_scan_free(tar_scan *s)
 {
 	if (!s)
 		return;
 	free(s->long_name);
+	free(s->idx_url);
+	free(s->idx_name);
 	free(s->fv);
 	free(s->sv);
 	free(s->keys);
@@ -181,20 +198,33 @@ static int new_sample(tar_scan *s, const char *key, size_t key_len, uint64_t sta
 	return 0;
 }
 
-/* One regular member named n (len bytes): a field of the current sample or
- * the first of a new one. */
-static int add_member(tar_scan *s, const char *n, size_t len, uint64_t start, uint64_t data,
-                      uint64_t size, uint64_t end, const char *name, rf_error *err)
+bool rf_tar_member_key(const char *n, size_t len, size_t *key_len)
 {
-	char b[128];
 	const char *slash = memrchr(n, '/', len);
 	size_t base = slash ? (size_t)(slash - n) + 1 : 0;
 	const char *dot = memchr(n + base, '.', len - base);
-	if (is_meta(n, len) || base == len || n[base] == '.' || !dot) {
+	if (is_meta(n, len) || base == len || n[base] == '.' || !dot)
+		return false;
+	*key_len = (size_t)(dot - n);
+	return true;
+}
+
+const char *rf_tar_shown(const char *s, size_t len, char *buf, size_t cap)
+{
+	return shown(s, len, buf, cap);
+}
+
+int rf_tar_scan_member(tar_scan *s, const char *n, size_t len, uint64_t start, uint64_t data,
+                       uint64_t size, uint64_t end, const char *name, rf_error *err)
+{
+	char b[128];
+	size_t key_len = 0;
+	if (!rf_tar_member_key(n, len, &key_len)) {
 		s->skipped++;
 		return 0;
 	}
-	size_t key_len = (size_t)(dot - n), field_len = len - key_len - 1;
+	const char *dot = n + key_len;
+	size_t field_len = len - key_len - 1;
 	tar_sample *cur = s->in_sample ? &s->sv[s->sn - 1] : NULL;
 	if (!cur || cur->key_len != key_len || memcmp(s->keys + cur->key_at, n, key_len) != 0) {
 		RF_TRY(new_sample(s, n, key_len, start, name, err));
@@ -394,7 +424,11 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 	} else if (regular) {
 		char n[RF_TAR_NAME_MAX + 256];
 		size_t nl = member_name(s, h, n);
-		RF_TRY(add_member(s, n, nl, s->member_start, data, size, next, o->name, err));
+		if (s->member)
+			RF_TRY(s->member(s->member_ctx, n, nl, data, size, err));
+		else
+			RF_TRY(rf_tar_scan_member(s, n, nl, s->member_start, data, size, next,
+			                          o->name, err));
 		ext_reset(s);
 	} else {
 		s->skipped++;
@@ -451,4 +485,20 @@ int rf_tar_scan_chunk(rf_fmt_open *o, tar_scan *s, rf_error *err)
 			return rc;
 	}
 	return RF_TAR_SCAN_END;
+}
+
+int rf_tar_walk(const uint8_t *p, uint64_t len, const char *name,
+                int (*member)(void *ctx, const char *n, size_t len, uint64_t data, uint64_t size,
+                              rf_error *err),
+                void *ctx, rf_error *err)
+{
+	tar_scan s = {.member_start = UINT64_MAX, .member = member, .member_ctx = ctx};
+	rf_fmt_open o = {.url = name, .name = name, .size = len, .got = p, .got_len = len};
+	int rc = len ? rf_tar_scan_chunk(&o, &s, err) : RF_TAR_SCAN_END;
+	if (rc == RF_TAR_SCAN_MORE) /* an extension header's data past the end */
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: header at byte %llu: its member runs past byte %llu", name,
+		             U64(s.pos), U64(len));
+	free(s.long_name);
+	return rc < 0 ? rc : 0;
 }

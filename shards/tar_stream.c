@@ -43,7 +43,7 @@ struct tar_stream {
 	uint64_t win_at;
 	uint64_t total; /* decoded so far */
 	bool ended;     /* the stream's last frame / member is complete */
-	tar_scan scan;
+	tar_scan *scan;
 	bool scan_end;
 	bool failed; /* a step failed: every later call gives the same error */
 	rf_error fail;
@@ -89,8 +89,8 @@ static uint64_t decomp_bytes(const tar_stream *t)
 uint64_t rf_tar_stream_bytes(const tar_stream *t)
 {
 	return t ? sizeof(*t) + (t->win ? RF_TAR_STREAM_WINDOW : 0) + decomp_bytes(t) +
-	               rf_tar_scan_bytes(&t->scan) + t->aps_cap * sizeof(rf_tar_ap) +
-	               t->aps_n * RF_TAR_WINDOW_BYTES
+	               sizeof(tar_scan) + rf_tar_scan_bytes(t->scan) +
+	               t->aps_cap * sizeof(rf_tar_ap) + t->aps_n * RF_TAR_WINDOW_BYTES
 	         : 0;
 }
 
@@ -118,14 +118,7 @@ void rf_tar_stream_free(tar_stream *t)
 	if (!t)
 		return;
 	decomp_end(t);
-	tar_scan s = t->scan;
-	free(s.long_name);
-	free(s.fv);
-	free(s.sv);
-	free(s.keys);
-	for (uint32_t i = 0; i < s.names_n; i++)
-		free(s.names[i]);
-	free(s.names);
+	rf_tar_scan_free(t->scan);
 	for (size_t i = 0; i < t->aps_n; i++)
 		free(t->aps[i].window);
 	free(t->aps);
@@ -143,7 +136,7 @@ rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n)
 
 tar_scan *rf_tar_stream_scan(tar_stream *t)
 {
-	return &t->scan;
+	return t->scan;
 }
 
 uint64_t rf_tar_stream_decoded(const tar_stream *t)
@@ -159,7 +152,7 @@ static uint64_t step_bound(const tar_stream *t)
 	uint64_t out =
 	    RF_TAR_STREAM_STEP_OUT + RF_TAR_STREAM_WINDOW; /* the last call's overshoot */
 	uint64_t headers = out / RF_TAR_BLOCK + 1;
-	uint64_t scan = t ? rf_tar_scan_bytes(&t->scan) : 0;
+	uint64_t scan = t ? rf_tar_scan_bytes(t->scan) : 0;
 	uint64_t bound = 2 * scan + 2 * headers * (sizeof(tar_field) + sizeof(tar_sample)) + out;
 	/* at most one access point per step (spacing > a step's output); its
 	 * table doubling */
@@ -201,7 +194,12 @@ static int stream_start(rf_fmt_open *o, int codec, tar_stream **out, rf_error *e
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	}
 	t->codec = codec;
-	t->scan.member_start = UINT64_MAX;
+	if (!(t->scan = calloc(1, sizeof(*t->scan)))) {
+		free(t->win);
+		free(t);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	}
+	t->scan->member_start = UINT64_MAX;
 	if (codec == RF_TAR_ZSTD) {
 		t->zd = ZSTD_createDStream();
 		if (!t->zd) {
@@ -296,11 +294,12 @@ static int ap_add(rf_fmt_open *o, tar_stream *t, bool member, unsigned bits, rf_
  * compressed bytes read so far cover it (the scan saw its header). */
 static void aps_place(tar_stream *t)
 {
-	const tar_scan *s = &t->scan;
+	const tar_scan *s = t->scan;
 	while (t->aps_pending < t->aps_n) {
 		rf_tar_ap *a = &t->aps[t->aps_pending];
 		size_t i = a->first_hint;
-		while (i < s->sn && s->sv[i].start < a->out)
+		/* samples tile the tar (tar.c): sample i starts where i - 1 ends */
+		while (i < s->sn && (i ? s->sv[i - 1].end : 0) < a->out)
 			i++;
 		a->first_hint = i;
 		if (i == s->sn)
@@ -319,14 +318,14 @@ static void aps_place(tar_stream *t)
  * saw a tar of that size). */
 static bool past_cap(const tar_stream *t)
 {
-	uint64_t at = t->scan.pos, size;
+	uint64_t at = t->scan->pos, size;
 	if (at < t->win_at || at + RF_TAR_BLOCK > t->win_at + t->win_len)
 		return false;
 	const uint8_t *h = t->win + (at - t->win_at);
 	if (!rf_tar_number(h + 124, 12, &size))
 		return false;
-	if (t->scan.pax_size_set)
-		size = t->scan.pax_size;
+	if (t->scan->pax_size_set)
+		size = t->scan->pax_size;
 	uint64_t max = decoded_max(t->codec);
 	return at + RF_TAR_BLOCK > max || size > max - RF_TAR_BLOCK - at;
 }
@@ -342,7 +341,7 @@ static int scan_window(rf_fmt_open *o, tar_stream *t, rf_error *err)
 	                 .got = t->win,
 	                 .got_offset = t->win_at,
 	                 .got_len = t->win_len};
-	int rc = rf_tar_scan_chunk(&d, &t->scan, err);
+	int rc = rf_tar_scan_chunk(&d, t->scan, err);
 	if (rc < 0 && !t->ended && past_cap(t))
 		return too_large(o, t, err);
 	if (rc < 0)
@@ -351,7 +350,7 @@ static int scan_window(rf_fmt_open *o, tar_stream *t, rf_error *err)
 		t->scan_end = true;
 	aps_place(t);
 	/* what lies before the next header is not needed again */
-	uint64_t keep = t->scan.pos > t->win_at ? t->scan.pos - t->win_at : 0;
+	uint64_t keep = t->scan->pos > t->win_at ? t->scan->pos - t->win_at : 0;
 	if (keep >= t->win_len) {
 		t->win_at += t->win_len;
 		t->win_len = 0;
@@ -369,7 +368,7 @@ static void took_output(tar_stream *t, size_t n)
 {
 	uint64_t from = t->total, to = t->total + n;
 	t->total = to;
-	uint64_t need = t->scan_end ? to : RF_MAX(t->scan.pos, t->win_at);
+	uint64_t need = t->scan_end ? to : RF_MAX(t->scan->pos, t->win_at);
 	if (t->win_len == 0)
 		t->win_at = from;
 	if (need >= to) { /* all of it skipped */
@@ -531,11 +530,11 @@ static int stream_step(rf_fmt_open *o, int codec, rf_error *err)
 		               "%llu decoded bytes and no end of stream",
 		               o->name, codec_name(codec), U64(o->size), U64(t->total));
 	RF_TRY(scan_window(o, t, err)); /* the rest, now that the tar's size is known */
-	if (!t->scan_end && t->scan.pos < t->total)
+	if (!t->scan_end && t->scan->pos < t->total)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: decoded byte %llu: the tar's last header is cut short",
-		               o->name, U64(t->scan.pos));
-	if (t->scan.pos > t->total)
+		               o->name, U64(t->scan->pos));
+	if (t->scan->pos > t->total)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: the last member runs past the end of the decoded tar "
 		               "(%llu bytes)",

@@ -8,7 +8,7 @@ set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for cmd in pack inspect verify read bench sim plan report; do
+for cmd in pack inspect verify index read bench sim plan report; do
 	a=$("$CLI" help "$cmd") || fail "ringfeed help $cmd failed"
 	b=$("$CLI" "$cmd" --help) || fail "ringfeed $cmd --help failed"
 	[ "$a" = "$b" ] || fail "ringfeed help $cmd is not ringfeed $cmd --help"

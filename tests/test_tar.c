@@ -92,20 +92,51 @@ static void tb_end(tarbuf *t)
 
 /* ------------------------------------------------- the open, driven here */
 
+/* The index file beside t.tar (t.idx) the next open finds (NULL: none),
+ * and the shard's bytes the last open read. */
+static const uint8_t *g_idx;
+static size_t g_idx_len;
+static uint64_t g_shard_read;
+
+/* Delivers a want of the sidecar t.idx (absent when g_idx is NULL). */
+static void deliver_idx(rf_fmt_open *o)
+{
+	assert_string_equal(o->want.object, "t.idx");
+	assert_true(o->want.optional || g_idx); /* its size first, optional */
+	o->absent = !g_idx;
+	o->got_object_size = g_idx ? g_idx_len : 0;
+	o->got = NULL;
+	o->got_offset = o->got_len = 0;
+	if (!g_idx)
+		return;
+	assert_true(o->want.offset + o->want.len <= g_idx_len);
+	o->got = g_idx + o->want.offset;
+	o->got_offset = o->want.offset;
+	o->got_len = o->want.len;
+}
+
 static int open_buf(const uint8_t *buf, size_t len, bool local, rf_shard_index **ix, void **priv,
                     uint32_t *steps, rf_error *err)
 {
 	rf_fmt_open o = {.url = "t.tar", .name = "t.tar", .size = len, .local = local};
 	*steps = 0;
+	g_shard_read = 0;
 	for (;;) {
 		uint64_t may_hold = o.held_bytes + (o.got ? o.want.parse_bound : 0);
 		int rc = rf_tar_format.open_step(&o, err);
 		/* the engine's rule: a step holds at most what it held plus its bound */
 		if (rc >= 0)
 			assert_true(o.held_bytes <= may_hold);
+		o.absent = false;
+		if (rc == RF_FMT_NEED && o.want.object) {
+			deliver_idx(&o);
+			(*steps)++;
+			continue;
+		}
 		if (rc == RF_FMT_NEED) {
 			assert_true(o.want.offset + o.want.len <= len);
 			assert_true(o.want.parse_bound > 0);
+			g_shard_read += o.want.len;
 			o.got = buf + o.want.offset;
 			o.got_offset = o.want.offset;
 			o.got_len = o.want.len;
@@ -638,6 +669,326 @@ static void test_compressed_split(void **state)
 	free(t.p);
 }
 
+/* ------------------------------------------------------ index files */
+
+/* A small dataset: metadata, a directory, long names, a missing field. */
+static void tb_dataset(tarbuf *t, int samples, size_t jpg_bytes)
+{
+	char name[300];
+	uint8_t *data = calloc(1, jpg_bytes + 1);
+	tb_header(t, "__meta__", 3, '0', false);
+	tb_put(t, "abc", 3);
+	tb_header(t, "d/", 0, '5', false);
+	for (int i = 0; i < samples; i++) {
+		for (size_t j = 0; j < jpg_bytes; j++)
+			data[j] = (uint8_t)(i + j);
+		if (i == 2) { /* a GNU long name */
+			memset(name, 'l', 150);
+			snprintf(name + 150, sizeof(name) - 150, "/%05d.jpg", i);
+		} else {
+			snprintf(name, sizeof(name), "d/%05d.jpg", i);
+		}
+		tb_file(t, name, data, jpg_bytes - (size_t)i);
+		if (i % 3 != 1) {
+			strcpy(strrchr(name, '.'), ".cls");
+			tb_file(t, name, "7", 1);
+		}
+	}
+	tb_end(t);
+	free(data);
+}
+
+/* The layout a tar's scan gives, written as a v1.2 index (malloc'd). */
+static char *index_of(const tarbuf *t, size_t *len)
+{
+	rf_shard_index *ix;
+	void *priv;
+	uint32_t steps;
+	rf_error err = {0};
+	g_idx = NULL;
+	assert_int_equal(open_buf(t->p, t->n, false, &ix, &priv, &steps, &err), 0);
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	assert_non_null(f);
+	assert_int_equal(rf_tar_index_write(ix, priv, f, "t.tar", &err), 0);
+	fclose(f);
+	rf_tar_format.close(ix, priv);
+	return buf;
+}
+
+static int open_with_index(const tarbuf *t, const char *idx, rf_shard_index **ix, void **priv,
+                           rf_error *err)
+{
+	uint32_t steps;
+	g_idx = (const uint8_t *)idx;
+	g_idx_len = strlen(idx);
+	int rc = open_buf(t->p, t->n, false, ix, priv, &steps, err);
+	g_idx = NULL;
+	return rc;
+}
+
+/* With an index beside it, the open reads no byte of the tar, and the
+ * layout is the one the header scan builds (units, samples, keys, fields). */
+static void test_index_same_layout(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_dataset(&t, 40, 70000);
+	size_t len;
+	char *idx = index_of(&t, &len);
+	assert_memory_equal(idx, "v1.2 40\n", 8);
+	rf_shard_index *a, *b;
+	void *pa, *pb;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &a, &pa, &steps, &err), 0);
+	assert_true(g_shard_read >= t.n / 2); /* the scan read the shard */
+	assert_false(rf_tar_layout_from_index(pa));
+	assert_int_equal(open_with_index(&t, idx, &b, &pb, &err), 0);
+	assert_true(g_shard_read <= 1024); /* the index, and the end-of-archive blocks */
+	assert_true(rf_tar_layout_from_index(pb));
+	assert_true(a->blocks > 1);
+	assert_true(rf_tar_layout_equal(a, pa, b, pb));
+	for (uint32_t u = 0; u < b->blocks; u++) {
+		decoded d;
+		decode_unit(t.p, b, pb, u, &d); /* the index agrees with the tar */
+		free(d.table);
+	}
+	rf_tar_format.close(a, pa);
+	rf_tar_format.close(b, pb);
+	free(idx);
+	free(t.p);
+}
+
+/* An index as DALI's wds2idx writes it: metadata and names without an
+ * extension listed too (webdataset's rules skip them), a member's name
+ * and extension as the tar has them (uppercase kept). */
+static void test_index_dali_text(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_header(&t, "__meta__", 3, '0', false); /* data at 512 */
+	tb_put(&t, "abc", 3);
+	tb_file(&t, "s/000.jpg", "JPEG0", 5); /* data at 1536 */
+	tb_file(&t, "s/000.CLS", "7", 1);     /* 2560 */
+	tb_file(&t, "noext", "zz", 2);        /* 3584 */
+	tb_file(&t, "s/001.jpg", "J1", 2);    /* 4608 */
+	tb_end(&t);
+	const char *idx = "v1.2 4\n"
+	                  "__meta__ 512 3 __meta__\n"
+	                  "jpg 1536 5 s/000.jpg CLS 2560 1 s/000.CLS\n"
+	                  "noext 3584 2 noext\n"
+	                  "jpg 4608 2 s/001.jpg\n";
+	rf_shard_index *a, *b;
+	void *pa, *pb;
+	uint32_t steps;
+	rf_error err = {0};
+	assert_int_equal(open_buf(t.p, t.n, false, &a, &pa, &steps, &err), 0);
+	if (open_with_index(&t, idx, &b, &pb, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(b->records, 2);
+	assert_true(rf_tar_layout_equal(a, pa, b, pb));
+	decoded d;
+	decode_unit(t.p, b, pb, 0, &d);
+	assert_key(&d, 1, "s/001");
+	free(d.table);
+	rf_tar_format.close(a, pa);
+	rf_tar_format.close(b, pb);
+	free(t.p);
+}
+
+static void expect_index_error(const tarbuf *t, const char *idx, const char *want1,
+                               const char *want2)
+{
+	rf_shard_index *ix;
+	void *priv;
+	rf_error err = {0};
+	if (open_with_index(t, idx, &ix, &priv, &err) >= 0)
+		fail_msg("index opened, expected an error with '%s'", want1);
+	if (!strstr(err.msg, want1) || (want2 && !strstr(err.msg, want2)))
+		fail_msg("error '%s' lacks '%s' / '%s'", err.msg, want1, want2 ? want2 : "");
+	assert_non_null(strstr(err.msg, "t.idx"));
+}
+
+/* Indexes that lie at the open: refused, naming the index, line and what. */
+static void test_index_hostile(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "a.jpg", "1", 1); /* data at 512 */
+	tb_file(&t, "a.cls", "2", 1); /* 1536 */
+	tb_file(&t, "b.jpg", "3", 1); /* 2560 */
+	tb_end(&t);                   /* 4096 bytes */
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg cls 99840 1 a.cls\n", "line 2",
+	                   "past the end");
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg cls 3584 900 a.cls\n", "line 2",
+	                   "past the end");
+	expect_index_error(&t, "v1.2 1\njpg 1536 1 a.jpg cls 512 1 a.cls\n", "line 2",
+	                   "out of order or overlapping");
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg cls 1024 1 a.cls\n", "line 2",
+	                   "overlapping");
+	expect_index_error(&t, "v1.2 1\njpg 500 1 a.jpg\n", "line 2", "multiple of 512");
+	expect_index_error(&t, "v1.2 3\njpg 512 1 a.jpg\njpg 2560 1 b.jpg\n", "line 4",
+	                   "ends after 2 of the 3 samples");
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg\njpg 2560 1 b.jpg\n", "line 3",
+	                   "more than the 1 samples");
+	expect_index_error(&t, "v1.2 99\njpg 512 1 a.jpg\n", "line 1", "sample count");
+	expect_index_error(&t, "v1.2 0\n", "line 1", "sample count");
+	expect_index_error(&t, "v1.1 1\njpg 512 1\n", "line 1", "v1.2 index");
+	expect_index_error(&t, "v9 1\n", "line 1", "version");
+	expect_index_error(&t, "v1.2 1\njpg 512 1\n", "line 2", "EXT OFFSET SIZE NAME");
+	expect_index_error(&t, "v1.2 1\njpg x 1 a.jpg\n", "line 2", "not a number");
+	expect_index_error(&t, "v1.2 1\npng 512 1 a.jpg\n", "line 2", "extension 'png'");
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg jpg 2560 1 b.jpg\n", "line 2",
+	                   "not of the line's sample");
+	expect_index_error(&t, "v1.2 2\njpg 512 1 a.jpg\njpg 1536 1 a.jpg\n", "line 3",
+	                   "repeats field");
+	expect_index_error(&t, "", "0 bytes", NULL);
+	free(t.p);
+}
+
+static void expect_decode_error(const tarbuf *t, const char *idx, const char *want)
+{
+	rf_shard_index *ix;
+	void *priv;
+	rf_error err = {0};
+	if (open_with_index(t, idx, &ix, &priv, &err) != 0)
+		fail_msg("%s", err.msg);
+	int rc = 0;
+	for (uint32_t u = 0; rc == 0 && u < ix->blocks; u++) {
+		uint8_t table[256];
+		rf_unit_records r;
+		const rf_block_info *b = &ix->block[u];
+		rc = rf_tar_format.decode(NULL, ix, priv, u, t->p + b->offset, b->compressed_bytes,
+		                          table, sizeof(table), &r, "t.tar", &err);
+	}
+	if (rc != RF_E_CORRUPT)
+		fail_msg("decode gave %d, expected RF_E_CORRUPT with '%s'", rc, want);
+	if (!strstr(err.msg, want) || !strstr(err.msg, "t.tar") || !strstr(err.msg, "unit 0"))
+		fail_msg("error '%s' lacks '%s', the shard or the unit", err.msg, want);
+	rf_tar_format.close(ix, priv);
+}
+
+/* Indexes that lie about what the members are, within the tar's bounds:
+ * decode walks the unit's headers and fails, never a wrong or lost sample. */
+static void test_index_lies_caught_at_decode(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_file(&t, "a.jpg", "1", 1); /* data at 512 */
+	tb_file(&t, "a.cls", "2", 1); /* 1536 */
+	tb_file(&t, "b.jpg", "3", 1); /* 2560 */
+	tb_end(&t);
+	/* a member left out at the end: b.jpg would be lost (the tail after
+	 * the index's last member is read at the open: it must hold no sample) */
+	expect_index_error(&t, "v1.2 1\njpg 512 1 a.jpg cls 1536 1 a.cls\n",
+	                   "member 'b.jpg' at byte 2048 is not in index", "stale");
+	/* ... and one in the middle */
+	expect_decode_error(&t, "v1.2 2\njpg 512 1 a.jpg\njpg 2560 1 b.jpg\n", "stale");
+	/* wrong key */
+	expect_decode_error(&t, "v1.2 2\njpg 512 1 a.jpg cls 1536 1 a.cls\njpg 2560 1 c.jpg\n",
+	                    "key");
+	/* wrong field, wrong size */
+	expect_decode_error(&t, "v1.2 2\njpg 512 1 a.jpg txt 1536 1 a.txt\njpg 2560 1 b.jpg\n",
+	                    "field");
+	expect_decode_error(&t, "v1.2 2\njpg 512 0 a.jpg cls 1536 1 a.cls\njpg 2560 1 b.jpg\n",
+	                    "size");
+	/* one sample said to be two (the count) */
+	expect_decode_error(&t, "v1.2 1\njpg 512 1 a.jpg cls 1536 1 a.cls txt 2560 1 a.txt\n",
+	                    "key");
+	/* an offset that is not a member's data */
+	expect_decode_error(&t, "v1.2 2\njpg 512 1 a.jpg cls 2048 1 a.cls\njpg 3072 1 b.jpg\n",
+	                    "unit 0");
+	free(t.p);
+}
+
+/* A stale index: the tar was written again after its index. */
+static void test_index_stale(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_dataset(&t, 12, 3000);
+	size_t len;
+	char *idx = index_of(&t, &len);
+	/* a member renamed in place (its header's checksum made good) */
+	uint8_t *h = memmem(t.p, t.n, "d/00005.jpg", 11);
+	assert_non_null(h);
+	h[10] = 'x';
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	expect_decode_error(&t, idx, "stale");
+	free(t.p);
+	/* larger members: the index's last member ends inside the tar's data */
+	t = (tarbuf){0};
+	tb_dataset(&t, 12, 3100);
+	expect_index_error(&t, idx, "stale", NULL);
+	free(idx);
+	free(t.p);
+}
+
+/* The in-memory driver: the sidecar found among the objects, or absent. */
+static void test_index_open_mem(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	tb_dataset(&t, 20, 9000);
+	size_t len;
+	char *idx = index_of(&t, &len);
+	rf_fmt_object objs[2] = {{.url = "t.tar", .data = t.p, .size = t.n},
+	                         {.url = "t.idx", .data = (const uint8_t *)idx, .size = len}};
+	rf_shard_index *a, *b;
+	void *pa, *pb;
+	rf_error err = {0};
+	assert_int_equal(
+	    rf_format_open_mem(&rf_tar_format, objs, 1, NULL, &a, &pa, NULL, NULL, &err), 0);
+	assert_false(rf_tar_layout_from_index(pa));
+	if (rf_format_open_mem(&rf_tar_format, objs, 2, NULL, &b, &pb, NULL, NULL, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_true(rf_tar_layout_from_index(pb));
+	assert_true(rf_tar_layout_equal(a, pa, b, pb));
+	rf_tar_format.close(b, pb);
+	/* tar_scan_only: the index is not asked for */
+	struct rf_fmt_options opt = {.tar_scan_only = true};
+	assert_int_equal(
+	    rf_format_open_mem(&rf_tar_format, objs, 2, &opt, &b, &pb, NULL, NULL, &err), 0);
+	assert_false(rf_tar_layout_from_index(pb));
+	rf_tar_format.close(b, pb);
+	/* refusals through the driver that reads the same bytes again: a failed
+	 * step left the state as it was (the same answer twice, not -EPROTO) */
+	const char *bad[] = {
+	    "v1.2 1\njpg 1536 9000 d/00000.jpg\n",    /* a member left out after it */
+	    "v1.2 2\njpg 1536 9000 d/00000.jpg\nx\n", /* a malformed line */
+	    "v1.2 1\njpg 1536 9000 d/00000.jpg jpg 99999999 1 d/00000.jpg\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		objs[1].data = (const uint8_t *)bad[i];
+		objs[1].size = strlen(bad[i]);
+		int rc =
+		    rf_format_open_mem(&rf_tar_format, objs, 2, NULL, &b, &pb, NULL, NULL, &err);
+		if (rc != RF_E_CORRUPT)
+			fail_msg("index %zu: %d %s", i, rc, err.msg);
+		assert_non_null(strstr(err.msg, "t.idx"));
+	}
+	rf_tar_format.close(a, pa);
+	free(idx);
+	free(t.p);
+}
+
+/* What counts as an absent sidecar: ENOENT (local, HTTP 404), and S3's 403. */
+static void test_side_absent(void **state)
+{
+	(void)state;
+	assert_true(rf_fmt_side_absent("d/a.idx", -ENOENT));
+	assert_true(rf_fmt_side_absent("https://h/a.idx", -ENOENT));
+	assert_true(rf_fmt_side_absent("s3://b/a.idx", -EACCES));
+	assert_false(rf_fmt_side_absent("https://h/a.idx", -EACCES)); /* plain HTTP 403 */
+	assert_false(rf_fmt_side_absent("s3://b/a.idx", -EIO));
+	assert_false(rf_fmt_side_absent("d/a.idx", -EISDIR));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -651,6 +1002,13 @@ int main(void)
 	    cmocka_unit_test(test_compressed),
 	    cmocka_unit_test(test_compressed_bounded),
 	    cmocka_unit_test(test_compressed_split),
+	    cmocka_unit_test(test_index_same_layout),
+	    cmocka_unit_test(test_index_dali_text),
+	    cmocka_unit_test(test_index_hostile),
+	    cmocka_unit_test(test_index_lies_caught_at_decode),
+	    cmocka_unit_test(test_index_stale),
+	    cmocka_unit_test(test_index_open_mem),
+	    cmocka_unit_test(test_side_absent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

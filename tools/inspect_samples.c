@@ -31,12 +31,34 @@ bool rf_inspect_is_samples(const char *path)
 	       ends_with(path, ".tar.zst") || ends_with(path, ".tar.zstd");
 }
 
+/* A tar's index status: its PREFIX.idx (DALI wds2idx v1.2) beside it was
+ * read at the open instead of the member headers (the open succeeded, so
+ * the index was sound), or there is none and the headers were scanned. */
+static const char *tar_layout(const char *path)
+{
+	static char buf[4400];
+	char idx[4096];
+	struct stat st;
+	snprintf(idx, sizeof(idx), "%.*s.idx", (int)(strlen(path) - 4), path);
+	if (stat(idx, &st) == 0 && S_ISREG(st.st_mode))
+		snprintf(buf, sizeof(buf),
+		         "tar: index file %s used (DALI wds2idx v1.2): the open read it, not the "
+		         "member headers",
+		         idx);
+	else
+		snprintf(buf, sizeof(buf),
+		         "tar: headers scanned (no index file %s: `ringfeed index` writes one)",
+		         idx);
+	return buf;
+}
+
 static const char *layout_of(const char *path)
 {
 	if (ends_with(path, ".tar"))
-		return "tar: no index; the open scans the member headers";
+		return tar_layout(path);
 	if (ends_with(path, ".tar.gz") || ends_with(path, ".tgz"))
-		return "tar (gzip): one whole-shard unit; the open decodes the stream once";
+		return "tar (gzip): the open decodes the stream once; past 32 MiB decoded, units "
+		       "from its access points, else one whole-shard unit";
 	if (ends_with(path, ".tar.zst") || ends_with(path, ".tar.zstd"))
 		return "tar (zstd): one whole-shard unit; the open decodes the stream once";
 	if (ends_with(path, ".mds"))

@@ -14,6 +14,7 @@ static const struct {
     {"pack", cmd_pack, "pack records into .rfs shards and a manifest"},
     {"inspect", cmd_inspect, "print a shard's figures (--json for a program)"},
     {"verify", cmd_verify, "decode every block and check every rule"},
+    {"index", cmd_index, "write (or --check) WebDataset .idx index files beside .tar shards"},
     {"read", cmd_read, "read records through the loader (order, digest, resume)"},
     {"bench", cmd_bench, "the main job: read the demo dataset (or shards) and report"},
     {"sim", cmd_sim, "queue lab: how long an inventory of ready batches lasts"},

@@ -26,6 +26,9 @@ as in S3, so a "." or ".." key segment is a name (stored as "%2E" / "%2E%2E").
   max-keys; pages are capped at --max-keys-cap so pagination is exercised),
   PUT /BUCKET/KEY (Content-Length body, payload hash checked when signed).
   GET /_stats (no auth): JSON request counters, for tests.
+  --missing-403: a missing key is 403 AccessDenied, as S3 answers a caller
+  that may not list the bucket (ringfeed takes it as "absent" for optional
+  sidecars such as a tar's index file).
 
 Temporary credentials (--issued-master M): an access key issued by
 creds_server.py (issued_creds.py) is accepted too, with its derived secret;
@@ -352,6 +355,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def get_object(self, bucket, key, raw_path, head):
         p = self.object_path(bucket, key)
+        if (p is None or not os.path.isfile(p)) and self.server.missing_403:
+            # S3's answer to a missing key when the caller lacks s3:ListBucket
+            return self.send_error_xml(403, "AccessDenied", "Access Denied", raw_path, head=head)
         if p is None or not os.path.isfile(p):
             return self.send_error_xml(404, "NoSuchKey", "The specified key does not exist.", raw_path, head=head)
         size = os.path.getsize(p)
@@ -538,6 +544,8 @@ def main():
                     help="answer unsigned requests 301 PermanentRedirect with x-amz-bucket-region")
     ap.add_argument("--virtual-suffix", default="localhost",
                     help="a Host of BUCKET.SUFFIX[:PORT] is a virtual-hosted-style request")
+    ap.add_argument("--missing-403", action="store_true",
+                    help="answer a missing key 403 AccessDenied (S3, to a caller without ListBucket)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     for b in a.bucket:
@@ -548,6 +556,7 @@ def main():
     srv.issued_master, srv.expire_early_s = a.issued_master, a.expire_early_s
     srv.max_keys_cap = max(1, a.max_keys_cap)
     srv.redirect_unsigned, srv.virtual_suffix = a.redirect_unsigned, a.virtual_suffix.lower()
+    srv.missing_403 = a.missing_403
     srv.stats = Stats()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if a.port_file:

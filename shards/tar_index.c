@@ -1,0 +1,455 @@
+/* tar_index.c - DALI's wds2idx index files for WebDataset tars (tar.h):
+ * the reader that builds the scan's tables from one without reading the
+ * tar, and the writer (`ringfeed index`). The format, as DALI's
+ * tools/wds2idx.py writes it and its webdataset loader reads it:
+ *
+ *     v1.2 SAMPLES\n
+ *     EXT OFFSET SIZE NAME [EXT OFFSET SIZE NAME ...]\n     (one line per sample)
+ *
+ * OFFSET is the member's data (after its header), a multiple of 512; NAME
+ * its full name, EXT the part after the first '.' of its last component
+ * (DALI: the whole name when there is none). v1.1 lines lack NAME: the
+ * sample keys are unknown, so v1.1 is refused. DALI groups members by
+ * name only; the reader applies webdataset's rules (tar_scan.c: metadata,
+ * dot-files and names without an extension skipped, fields lowercased,
+ * consecutive members of one key one sample), so a layout from an index
+ * equals the layout from the scan. Everything here is untrusted: sizes,
+ * counts and every member against the tar's size, members in order and
+ * apart; an index that lies about what the members are is caught when a
+ * unit is decoded (tar.c walks its headers). */
+#include "tar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define U64(x) ((unsigned long long)(x))
+
+typedef struct idx_cursor {
+	const uint8_t *p;
+	size_t len, at;
+	uint64_t line;
+	const char *name; /* the index's redacted name */
+} idx_cursor;
+
+static bool blank(uint8_t c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* The next token of the current line (0 bytes at its end). */
+static size_t token(idx_cursor *c, const uint8_t **tok)
+{
+	while (c->at < c->len && blank(c->p[c->at]))
+		c->at++;
+	size_t b = c->at;
+	while (c->at < c->len && !blank(c->p[c->at]) && c->p[c->at] != '\n')
+		c->at++;
+	*tok = c->p + b;
+	return c->at - b;
+}
+
+/* Past the end of the current line, which must hold no more tokens. */
+static int line_end(idx_cursor *c, const char *what, rf_error *err)
+{
+	const uint8_t *t;
+	if (token(c, &t))
+		return rf_fail(err, RF_E_CORRUPT, "index %s: line %llu: more than %s", c->name,
+		               U64(c->line), what);
+	if (c->at < c->len)
+		c->at++; /* the '\n' */
+	c->line++;
+	return 0;
+}
+
+static bool number(const uint8_t *t, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (n == 0 || n > 19)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(t[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+uint64_t rf_tar_index_parse_bound(uint64_t len, uint64_t shard_bytes)
+{
+	/* members: at most one per 8 index bytes ("e 0 0 n ") and one per header */
+	uint64_t n = RF_MIN(len / 8, shard_bytes / RF_TAR_BLOCK) + 1;
+	uint64_t per = 2 * sizeof(tar_field) + 2 * sizeof(tar_sample) + sizeof(rf_block_info) +
+	               sizeof(rf_rec_field) + 2 * sizeof(uint32_t);
+	return n * per + 2 * len + RF_TAR_FIELDS_MAX * (sizeof(char *) + 64) + 4096;
+}
+
+static int first_line(idx_cursor *c, uint64_t shard_bytes, uint64_t *samples, rf_error *err)
+{
+	const uint8_t *t;
+	size_t n = token(c, &t);
+	if (n == 4 && (!memcmp(t, "v1.1", 4) || !memcmp(t, "v1.0", 4)))
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line 1: version %.4s has no member names (the sample "
+		               "keys): write a v1.2 index (ringfeed index, or DALI's wds2idx)",
+		               c->name, (const char *)t);
+	if (n != 4 || memcmp(t, "v1.2", 4) != 0)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line 1: '%.*s' is not a DALI wds2idx version this reads "
+		               "(v1.2)",
+		               c->name, (int)RF_MIN(n, 16), (const char *)t);
+	n = token(c, &t);
+	if (!number(t, n, samples) || *samples == 0 || *samples > shard_bytes / RF_TAR_BLOCK)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line 1: sample count '%.*s' is not a number from 1 to "
+		               "%llu (one per 512 bytes of the %llu-byte tar)",
+		               c->name, (int)RF_MIN(n, 24), (const char *)t,
+		               U64(shard_bytes / RF_TAR_BLOCK), U64(shard_bytes));
+	return line_end(c, "a version and a sample count", err);
+}
+
+/* DALI's split of a name: the basename up to the first '.' of its last
+ * component and the extension after it (no '.': the whole name, as
+ * Python's find returning -1 makes it). */
+static void dali_split(const uint8_t *nm, size_t n, size_t *base_len, const uint8_t **ext,
+                       size_t *ext_len)
+{
+	const uint8_t *slash = memrchr(nm, '/', n);
+	size_t from = slash ? (size_t)(slash - nm) + 1 : 0;
+	const uint8_t *dot = memchr(nm + from, '.', n - from);
+	if (!dot) {
+		*base_len = n ? n - 1 : 0;
+		*ext = nm;
+		*ext_len = n;
+		return;
+	}
+	*base_len = (size_t)(dot - nm);
+	*ext = dot + 1;
+	*ext_len = n - *base_len - 1;
+}
+
+typedef struct idx_member {
+	const uint8_t *ext, *nm;
+	size_t ext_len, nm_len;
+	uint64_t offset, size;
+} idx_member;
+
+/* One `EXT OFFSET SIZE NAME` group, checked against the tar and the
+ * previous member (which ends at *prev_end). */
+static int member_parse(idx_cursor *c, const rf_fmt_open *o, idx_member *m, uint32_t k,
+                        uint64_t prev_end, rf_error *err)
+{
+	const uint8_t *t[3];
+	size_t n[3];
+	char b[128];
+	for (int i = 0; i < 3; i++)
+		n[i] = token(c, &t[i]);
+	if (!n[2])
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line %llu: member %u: not `EXT OFFSET SIZE NAME` (v1.2)",
+		               c->name, U64(c->line), k + 1);
+	m->nm = t[2], m->nm_len = n[2];
+	const char *shown = rf_tar_shown((const char *)m->nm, m->nm_len, b, sizeof(b));
+	if (!number(t[0], n[0], &m->offset) || !number(t[1], n[1], &m->size))
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line %llu: member '%s': offset '%.*s' or size '%.*s' is "
+		               "not a number",
+		               c->name, U64(c->line), shown, (int)RF_MIN(n[0], 24),
+		               (const char *)t[0], (int)RF_MIN(n[1], 24), (const char *)t[1]);
+	if (m->offset % RF_TAR_BLOCK || m->offset < prev_end + RF_TAR_BLOCK)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line %llu: member '%s': offset %llu is not a multiple "
+		               "of 512 past the previous member's end and a header (byte %llu): "
+		               "members out of order or overlapping",
+		               c->name, U64(c->line), shown, U64(m->offset),
+		               U64(prev_end + RF_TAR_BLOCK));
+	if (m->offset > o->size || m->size > o->size - m->offset)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line %llu: member '%s': bytes [%llu, +%llu) run past "
+		               "the end of the tar (%llu bytes)",
+		               c->name, U64(c->line), shown, U64(m->offset), U64(m->size),
+		               U64(o->size));
+	if (m->nm_len > RF_TAR_NAME_MAX)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "index %s: line %llu: member '%s': a name of %zu bytes (at most %u)",
+		               c->name, U64(c->line), shown, m->nm_len, RF_TAR_NAME_MAX);
+	for (size_t i = 0; i < m->nm_len; i++)
+		if (m->nm[i] < 0x20 || m->nm[i] == 0x7f)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: line %llu: member '%s': a control byte in its name", c->name,
+			    U64(c->line), shown);
+	return 0;
+}
+
+/* One sample's line: its members into the scan. */
+static int sample_line(idx_cursor *c, const rf_fmt_open *o, tar_scan *s, uint64_t *prev_end,
+                       rf_error *err)
+{
+	const uint8_t *ext, *base = NULL;
+	size_t base_len = 0;
+	uint32_t k = 0;
+	char b[128];
+	size_t n;
+	while ((n = token(c, &ext)) > 0) {
+		idx_member m = {.ext = ext, .ext_len = n};
+		RF_TRY(member_parse(c, o, &m, k, *prev_end, err));
+		size_t bl, el;
+		const uint8_t *e;
+		dali_split(m.nm, m.nm_len, &bl, &e, &el);
+		const char *shown = rf_tar_shown((const char *)m.nm, m.nm_len, b, sizeof(b));
+		if (el != m.ext_len || memcmp(e, m.ext, el) != 0)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: line %llu: member '%s': extension '%.*s' is not its "
+			    "name's",
+			    c->name, U64(c->line), shown, (int)RF_MIN(m.ext_len, 40),
+			    (const char *)m.ext);
+		if (k && (bl != base_len || memcmp(base, m.nm, bl) != 0))
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: line %llu: member '%s' is not of the line's sample "
+			    "'%.*s'",
+			    c->name, U64(c->line), shown, (int)RF_MIN(base_len, 80),
+			    (const char *)base);
+		base = m.nm, base_len = bl;
+		uint64_t end = RF_MIN(m.offset + rf_tar_pad512(m.size), o->size);
+		int rc =
+		    rf_tar_scan_member(s, (const char *)m.nm, m.nm_len, m.offset - RF_TAR_BLOCK,
+		                       m.offset, m.size, end, o->name, err);
+		if (rc < 0) {
+			size_t l = strlen(err->msg);
+			snprintf(err->msg + l, sizeof(err->msg) - l, " (index %s line %llu)",
+			         c->name, U64(c->line));
+			return rc;
+		}
+		*prev_end = end;
+		k++;
+	}
+	if (!k)
+		return rf_fail(err, RF_E_CORRUPT, "index %s: line %llu: a sample without members",
+		               c->name, U64(c->line));
+	return line_end(c, "members", err);
+}
+
+int rf_tar_index_parse(const rf_fmt_open *o, tar_scan *s, const char *idx_name, const uint8_t *buf,
+                       size_t len, uint64_t *tail, rf_error *err)
+{
+	idx_cursor c = {.p = buf, .len = len, .line = 1, .name = idx_name};
+	uint64_t samples = 0, prev_end = 0;
+	RF_TRY(first_line(&c, o->size, &samples, err));
+	for (uint64_t i = 0; i < samples; i++) {
+		if (c.at >= c.len)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "index %s: line %llu: the index ends after %llu of the %llu "
+			               "samples line 1 declares",
+			               idx_name, U64(c.line), U64(i), U64(samples));
+		RF_TRY(sample_line(&c, o, s, &prev_end, err));
+	}
+	for (; c.at < c.len; c.at++)
+		if (!blank(c.p[c.at]) && c.p[c.at] != '\n')
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: line %llu: more than the %llu samples line 1 declares",
+			    idx_name, U64(c.line), U64(samples));
+		else if (c.p[c.at] == '\n')
+			c.line++;
+	*tail = prev_end;
+	return 0;
+}
+
+/* ------------------------------------------------------------ the writer */
+
+static int name_ok(const char *key, size_t key_len, const char *field, const char *name,
+                   rf_error *err)
+{
+	for (size_t i = 0; i < key_len; i++)
+		if ((unsigned char)key[i] <= 0x20 || key[i] == 0x7f)
+			return rf_fail(
+			    err, -EINVAL,
+			    "shard %s: sample '%.*s': a space or control byte in its key: "
+			    "DALI's index format cannot carry it",
+			    name, (int)RF_MIN(key_len, 80), key);
+	for (const char *f = field; *f; f++)
+		if ((unsigned char)*f <= 0x20 || *f == 0x7f)
+			return rf_fail(err, -EINVAL,
+			               "shard %s: field '%s': a space or control byte in its name: "
+			               "DALI's index format cannot carry it",
+			               name, field);
+	return 0;
+}
+
+int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	const tar_layout *L = priv;
+	if (ix->records == 0)
+		return rf_fail(err, -EINVAL,
+		               "shard %s: no samples: DALI's index format needs at least one",
+		               name);
+	if (fprintf(out, "v1.2 %llu\n", U64(ix->records)) < 0)
+		return rf_fail(err, -EIO, "shard %s: writing its index: %s", name, strerror(errno));
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		const rf_block_info *b = &ix->block[u];
+		for (uint64_t r = b->first_record; r < b->first_record + b->records; r++) {
+			const char *key = L->keys + L->key_first[r];
+			size_t kl = L->key_first[r + 1] - L->key_first[r];
+			for (uint32_t f = L->field_first[r]; f < L->field_first[r + 1]; f++) {
+				const rf_rec_field *rf = &L->fields[f];
+				const char *fn = L->names[rf->name];
+				RF_TRY(name_ok(key, kl, fn, name, err));
+				fprintf(out, "%s%s %llu %u %.*s.%s",
+				        f > L->field_first[r] ? " " : "", fn,
+				        U64(b->offset + rf->offset), rf->len, (int)kl, key, fn);
+			}
+			if (fputc('\n', out) == EOF)
+				return rf_fail(err, -EIO, "shard %s: writing its index: %s", name,
+				               strerror(errno));
+		}
+	}
+	return 0;
+}
+
+bool rf_tar_layout_equal(const rf_shard_index *a, const void *pa, const rf_shard_index *b,
+                         const void *pb)
+{
+	const tar_layout *A = pa, *B = pb;
+	if (a->records != b->records || a->blocks != b->blocks || A->names_n != B->names_n)
+		return false;
+	for (uint32_t i = 0; i < A->names_n; i++)
+		if (strcmp(A->names[i], B->names[i]) != 0)
+			return false;
+	for (uint32_t u = 0; u < a->blocks; u++)
+		if (memcmp(&a->block[u], &b->block[u], sizeof(a->block[u])) != 0)
+			return false;
+	uint64_t n = a->records;
+	if (memcmp(A->field_first, B->field_first, (n + 1) * sizeof(uint32_t)) != 0 ||
+	    memcmp(A->key_first, B->key_first, (n + 1) * sizeof(uint32_t)) != 0)
+		return false;
+	uint32_t fields = A->field_first[n], keys = A->key_first[n];
+	for (uint32_t f = 0; f < fields; f++)
+		if (A->fields[f].name != B->fields[f].name ||
+		    A->fields[f].offset != B->fields[f].offset ||
+		    A->fields[f].len != B->fields[f].len)
+			return false;
+	return memcmp(A->keys, B->keys, keys) == 0;
+}
+
+bool rf_tar_layout_from_index(const void *priv)
+{
+	return ((const tar_layout *)priv)->from_index;
+}
+
+/* ------------------------------------------- index files of local tars */
+
+typedef struct idx_files {
+	int fd;
+	const char *tar_path, *idx_path; /* the index read, whatever the want names */
+} idx_files;
+
+static int idx_files_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                          uint64_t *size, rf_error *err)
+{
+	idx_files *f = ctx;
+	if (!object)
+		return rf_pread_full(f->fd, buf, len, offset, f->tar_path, err);
+	uint64_t n = 0;
+	int fd = rf_open_regular(f->idx_path, "index", &n, err);
+	if (fd < 0)
+		return fd;
+	if (size)
+		*size = n;
+	int rc = len ? rf_pread_full(fd, buf, len, offset, f->idx_path, err) : 0;
+	close(fd);
+	return rc;
+}
+
+/* The tar's layout: from idx_path (NULL: from a scan of its headers). */
+static int layout_of(const char *tar_path, const char *idx_path, rf_shard_index **ix, void **priv,
+                     rf_error *err)
+{
+	uint64_t size = 0;
+	int fd = rf_open_regular(tar_path, "shard", &size, err);
+	if (fd < 0)
+		return fd;
+	struct rf_fmt_options opt = {.tar_scan_only = idx_path == NULL};
+	rf_fmt_open o = {.url = tar_path,
+	                 .name = tar_path,
+	                 .size = size,
+	                 .local = true,
+	                 .opt = &opt,
+	                 .in_place = true};
+	idx_files f = {.fd = fd, .tar_path = tar_path, .idx_path = idx_path};
+	int rc = rf_format_open_with(&rf_tar_format, &o, idx_files_read, &f, err);
+	close(fd);
+	if (rc == RF_FMT_DONE && idx_path && !o.priv)
+		rc = -EINVAL;
+	if (rc == RF_FMT_DONE && idx_path && !rf_tar_layout_from_index(o.priv)) {
+		rf_tar_format.close(o.index, o.priv);
+		return rf_fail(err, -ENOENT, "index %s: no such file", idx_path);
+	}
+	if (rc < 0)
+		return rc;
+	*ix = o.index;
+	*priv = o.priv;
+	return 0;
+}
+
+static bool tar_name(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 4 && strcmp(path + n - 4, ".tar") == 0;
+}
+
+RF_API int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_error *err)
+{
+	if (!tar_name(tar_path))
+		return rf_fail(err, -EINVAL, "%s: not a .tar (an index is written for a plain tar)",
+		               tar_path);
+	rf_shard_index *ix = NULL;
+	void *priv = NULL;
+	RF_TRY(layout_of(tar_path, NULL, &ix, &priv, err));
+	size_t n = strlen(idx_path);
+	char *tmp = malloc(n + 32);
+	int rc = tmp ? 0 : rf_fail(err, -ENOMEM, "out of memory");
+	FILE *f = NULL;
+	if (rc == 0) {
+		snprintf(tmp, n + 32, "%s.tmp.%ld", idx_path, (long)getpid());
+		if (!(f = fopen(tmp, "wx")))
+			rc = rf_fail(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+	}
+	if (rc == 0)
+		rc = rf_tar_index_write(ix, priv, f, tar_path, err);
+	if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0) && rc == 0)
+		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, idx_path) != 0)
+		rc = rf_fail(err, -errno, "%s: cannot rename to %s: %s", tmp, idx_path,
+		             strerror(errno));
+	if (rc < 0 && f)
+		unlink(tmp);
+	free(tmp);
+	rf_tar_format.close(ix, priv);
+	return rc;
+}
+
+RF_API int rf_tar_index_check(const char *tar_path, const char *idx_path, rf_error *err)
+{
+	rf_shard_index *a = NULL, *b = NULL;
+	void *pa = NULL, *pb = NULL;
+	RF_TRY(layout_of(tar_path, NULL, &a, &pa, err));
+	int rc = layout_of(tar_path, idx_path, &b, &pb, err);
+	if (rc == 0 && !rf_tar_layout_equal(a, pa, b, pb))
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "index %s: stale: its samples are not the ones %s holds (%llu samples "
+		             "in %u units by its headers, %llu in %u by the index): write it again",
+		             idx_path, tar_path, U64(a->records), a->blocks, U64(b->records),
+		             b->blocks);
+	rf_tar_format.close(a, pa);
+	if (b)
+		rf_tar_format.close(b, pb);
+	return rc;
+}

@@ -111,6 +111,7 @@ typedef struct rf_shard {
 	 * index; listed false when no manifest named the shard) */
 	bool listed;
 	uint64_t listed_bytes, listed_records, listed_line;
+	char *validator;      /* the object's version as a listing gave it (S3 ETag), or NULL */
 	const char *manifest; /* path, owned by the first shard it lists (owns_manifest) */
 	bool owns_manifest;
 	rf_source *src;
@@ -219,6 +220,8 @@ typedef struct rf_engine {
 		uint32_t failed_idx;      /* the lowest index of one (valid when open_failed) */
 		uint64_t transient_bytes; /* index buffers reserved (freed as indexes parse) */
 		uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
+		struct rf_icache *icache; /* the index cache during the open phase, or NULL */
+		uint64_t cache_hits, cache_misses, cache_puts; /* its answers (loop thread) */
 	} open;
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */

@@ -339,9 +339,16 @@ static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const cha
 		sorted[i] = objs.v[i].url;
 	if (sorted)
 		qsort(sorted, objs.n, sizeof(*sorted), rf_name_cmp);
-	for (size_t i = 0; rc == 0 && i < objs.n; i++)
-		if (!rf_is_tar_index(objs.v[i].url, sorted, objs.n))
-			rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
+	for (size_t i = 0; rc == 0 && i < objs.n; i++) {
+		if (rf_is_tar_index(objs.v[i].url, sorted, objs.n))
+			continue;
+		rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
+		/* the listing's version of the object: the index cache's key before
+		 * any read of it */
+		if (rc == 0 && objs.v[i].validator &&
+		    !(l->v[l->n - 1].validator = strdup(objs.v[i].validator)))
+			rc = rf_fail(err, -ENOMEM, "out of memory for the shard list");
+	}
 	free(sorted);
 	rf_url_list_free(&objs);
 	return rc;
@@ -510,6 +517,7 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 		if (shards[i].name != shards[i].url)
 			free(shards[i].name);
 		free(shards[i].url);
+		free(shards[i].validator);
 		if (shards[i].owns_manifest)
 			free((char *)shards[i].manifest);
 		free(shards[i].err_msg);

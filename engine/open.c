@@ -8,6 +8,7 @@
  * the wait inside the loop. */
 #include "engine.h"
 #include "format.h"
+#include "icache.h"
 #include "util.h"
 
 #include <assert.h>
@@ -37,6 +38,8 @@ typedef struct rf_open_slot {
 	bool read_side;
 	rf_source *side; /* the sidecar being read, and its URL (may carry credentials) */
 	char *side_url;
+	bool side_cached; /* side_url's bytes are the index cache's entry, in buf */
+	bool no_cache;    /* the entry failed the format's checks: open without it */
 	uint32_t steps;
 	uint32_t next_free;
 	int first_code; /* the first format's error, when another is tried (0: none) */
@@ -269,6 +272,118 @@ static int rf_want_check(rf_shard *s, uint64_t size, rf_error *err)
 static void rf_open_want(rf_shard *s);
 static void rf_open_begin(rf_shard *s);
 
+/* ------------------------------------------------------ the index cache
+ *
+ * For a shard whose optional sidecar (a tar's PREFIX.idx) does not exist
+ * and whose layout is costly to learn (a header scan reads the whole
+ * shard), the index cache (icache.c) keeps the layout as that sidecar's
+ * bytes (rf_format.sidecar_write), keyed by the shard's URL without
+ * secrets, its size and its version (the source's ETag / mtime, or the
+ * listing's ETag before any read). A hit answers the sidecar's wants from
+ * the entry (reserved as metadata before it is read): the format checks
+ * it as it checks a file's, and decode checks every unit against the tar.
+ * An entry the format refuses is dropped: the open starts again without
+ * the cache. A scan's layout is put once the shard's open is done. */
+
+static void rf_cache_key(const rf_shard *s, char *validator, size_t cap, rf_icache_key *k)
+{
+	validator[0] = 0;
+	if (s->src)
+		rf_source_validator(s->src, validator, cap);
+	if (!validator[0] && s->validator)
+		snprintf(validator, cap, "%s", s->validator);
+	*k = (rf_icache_key){.url = s->url,
+	                     .size = rf_source_size(s->src),
+	                     .validator = validator,
+	                     .format = s->fmt->cache_tag,
+	                     .format_version = s->fmt->cache_version};
+}
+
+static bool rf_open_cache_get(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	if (!e->open.icache || o->no_cache || !s->fmt->sidecar_write || !s->fmt->cache_tag)
+		return false;
+	char v[RF_SOURCE_VALIDATOR_BYTES];
+	rf_icache_key k;
+	rf_cache_key(s, v, sizeof(v), &k);
+	uint64_t len = 0;
+	if (rf_icache_stat(e->open.icache, &k, &len) != 0 || len == 0) {
+		e->open.cache_misses++;
+		return false;
+	}
+	rf_slot_buf_free(e, o);
+	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, len, 0) != 0)
+		return false; /* no room now: the store's way */
+	rf_meta_take(e, &o->buf_res, len);
+	e->open.transient_bytes += len;
+	uint64_t got = 0;
+	if (!(o->buf = malloc(len)) || rf_icache_get(e->open.icache, &k, o->buf, len, &got) != 0 ||
+	    got != len) {
+		rf_slot_buf_free(e, o);
+		e->open.cache_misses++;
+		return false;
+	}
+	o->buf_side = true;
+	o->buf_offset = 0;
+	o->buf_len = len;
+	o->side_cached = true;
+	e->open.cache_hits++;
+	return true; /* side_url stays: the want's object */
+}
+
+/* The entry failed the format's checks (or asked what it does not hold):
+ * the shard's open starts over, holding nothing of it, without the cache. */
+static void rf_open_cache_drop(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	if (s->fmt->open_abort)
+		s->fmt->open_abort(&o->fo);
+	rf_slot_buf_free(e, o);
+	rf_meta_release(e, &o->bound_res, o->bound_res);
+	rf_meta_release(e, &s->fmt_held, s->fmt_held);
+	rf_source_close(o->side);
+	o->side = NULL;
+	free(o->side_url);
+	o->side_url = NULL;
+	o->side_cached = false;
+	o->no_cache = true;
+	o->steps = 0;
+	s->rereads = 0;
+	e->open.cache_hits--;
+	e->open.cache_misses++;
+	rf_open_begin(s);
+}
+
+/* A layout learned the costly way, kept for the next open. Transient
+ * memory (the sidecar's text) is the stream's; a failure is only a miss
+ * next time. */
+static void rf_open_cache_put(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	if (!e->open.icache || o->side_cached || !s->fmt->sidecar_write || !s->fmt->cacheable ||
+	    !s->fmt->cacheable(s->fmt_priv))
+		return;
+	char v[RF_SOURCE_VALIDATOR_BYTES];
+	rf_icache_key k;
+	rf_cache_key(s, v, sizeof(v), &k);
+	if (!rf_icache_cacheable(&k))
+		return;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	rf_error err = {0};
+	int rc = f ? s->fmt->sidecar_write(s->index, s->fmt_priv, f, s->name, &err) : -ENOMEM;
+	if (f && fclose(f) != 0)
+		rc = -EIO;
+	if (rc == 0 && len > 0 && rf_icache_put(e->open.icache, &k, buf, len) == 0)
+		e->open.cache_puts++;
+	free(buf);
+}
+
 /* A name the format took only as MAYBE, which its bytes say is not its own
  * (a final error): the next format that may read the name starts over on
  * the same source, holding nothing of the first (a remote PREFIX.bin: not
@@ -327,6 +442,10 @@ static void rf_open_step(rf_shard *s)
 		s->fmt_held = o->fo.held_bytes;
 		o->bound_res = 0;
 	}
+	if (rc < 0 && o->side_cached) { /* the cache's entry, not the store's bytes */
+		rf_open_cache_drop(s);
+		return;
+	}
 	if (rc < 0) {
 		if (!rf_open_reread(s, rc) && !rf_open_fallback(s, rc, &err))
 			rf_open_fail(s, rc, &err);
@@ -346,6 +465,7 @@ static void rf_open_step(rf_shard *s)
 		rf_open_finish(s, err.code, err.msg);
 		return;
 	}
+	rf_open_cache_put(s);
 	rf_open_finish(s, 0, NULL);
 }
 
@@ -372,6 +492,10 @@ static bool rf_open_side_absent(rf_shard *s, int rc)
 	if (!w->optional || !rf_fmt_side_absent(w->object, rc))
 		return false;
 	s->stage = RF_OPEN_IDLE;
+	if (rf_open_cache_get(s)) { /* the cache's entry stands for the sidecar */
+		rf_open_want(s);
+		return true;
+	}
 	free(o->side_url);
 	o->side_url = NULL;
 	o->fo.absent = true;
@@ -387,8 +511,9 @@ static bool rf_open_side(rf_shard *s)
 {
 	rf_open_slot *o = s->open;
 	const char *url = o->fo.want.object;
-	if (o->side && o->side_url && !strcmp(o->side_url, url))
+	if ((o->side || o->side_cached) && o->side_url && !strcmp(o->side_url, url))
 		return true;
+	o->side_cached = false;
 	rf_source_close(o->side);
 	o->side = NULL;
 	free(o->side_url);
@@ -416,7 +541,9 @@ static void rf_open_want(rf_shard *s)
 	rf_error err = {0};
 	if (w->object && !rf_open_side(s))
 		return; /* rf_open_cb comes back here once it is open */
-	uint64_t size = w->object ? rf_source_size(o->side) : rf_source_size(s->src);
+	uint64_t size = !w->object       ? rf_source_size(s->src)
+	                : o->side_cached ? o->buf_len
+	                                 : rf_source_size(o->side);
 	o->fo.got_object_size = w->object ? size : 0;
 	int rc = rf_want_check(s, size, &err);
 	if (rc < 0) {
@@ -427,6 +554,10 @@ static void rf_open_want(rf_shard *s)
 	uint64_t len = 0;
 	if (from_buf && rf_open_reserve(s, true, &len, &err) != 0)
 		from_buf = false; /* no room for its bound beside the buffer: read again */
+	if (!from_buf && w->object && o->side_cached) { /* nothing to read it from */
+		rf_open_cache_drop(s);
+		return;
+	}
 	if (!from_buf) {
 		rf_slot_buf_free(e, o); /* a wait holds nothing it can do without */
 		rc = rf_open_reserve(s, false, &len, &err);
@@ -530,6 +661,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	rf_open_slot *o = &e->open.slots[e->open.free];
 	e->open.free = o->next_free;
 	o->first_code = 0;
+	o->side_cached = o->no_cache = false;
 	s->open = o;
 	s->stage = RF_OPEN_OPENING;
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
@@ -613,7 +745,14 @@ int rf_open_phase(rf_engine *e)
 {
 	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	RF_TRY(rf_open_slots_new(e, open_max));
+	const char *dir = rf_config_index_cache_dir(e->cfg);
+	rf_error why = {0};
+	if (dir) /* a cache that cannot be used is no cache: the open goes on */
+		(void)rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0,
+		                     &e->open.icache, &why);
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	rf_icache_close(e->open.icache);
+	e->open.icache = NULL;
 	if (rc < 0) {
 		snprintf(e->open.msg, sizeof(e->open.msg), "event loop: %s", strerror(-rc));
 		return rc;

@@ -131,6 +131,9 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->fetch_hedges = e->st.fetch_hedges;
 	s->fetch_hedges_won = e->st.fetch_hedges_won;
 	s->open_fetched_bytes = e->st.open_fetched_bytes;
+	s->index_cache_hits = e->open.cache_hits; /* written by the open phase, done by now */
+	s->index_cache_misses = e->open.cache_misses;
+	s->index_cache_puts = e->open.cache_puts;
 	s->rereads = e->st.rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
@@ -251,9 +254,13 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	rf_engine_unlock(e);
 	m = snprintf(buf + n, cap - (size_t)n,
 	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"open_fetched_bytes\":%llu,"
-	             "\"pauses_by_source\":%s",
+	             "\"index_cache_hits\":%llu,\"index_cache_misses\":%llu,"
+	             "\"index_cache_puts\":%llu,\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
-	             (unsigned long long)s.open_fetched_bytes, p > 0 ? pauses : "[]");
+	             (unsigned long long)s.open_fetched_bytes,
+	             (unsigned long long)s.index_cache_hits,
+	             (unsigned long long)s.index_cache_misses,
+	             (unsigned long long)s.index_cache_puts, p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

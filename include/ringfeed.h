@@ -468,6 +468,9 @@ typedef struct rf_stats {
 	/* read by the open phase (shard headers, footers, index files, sidecars;
 	 * fetched_bytes counts the units' reads) */
 	uint64_t open_fetched_bytes;
+	/* the index cache (index_cache) at the open: layouts found there (the
+	 * shard's scan skipped), looked up and not found, and stored */
+	uint64_t index_cache_hits, index_cache_misses, index_cache_puts;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -33,6 +33,7 @@
 #include "util.h"
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Token dtypes: the codes of Megatron's indexed_dataset.py (DType), plus
  * uint32 for llm.c's version 7 files. */
@@ -237,6 +238,17 @@ typedef struct rf_format {
 	              int (*add)(void *ctx, const char *basename, uint64_t size_hint,
 	                         rf_error *err),
 	              void *ctx, rf_error *err);
+	/* A layout worth keeping in the index cache (engine/icache.c) for a
+	 * store the loader cannot write beside: true when priv's layout was
+	 * costly to learn (a tar's header scan). NULL: never cached. */
+	bool (*cacheable)(const void *priv);
+	/* The layout as the bytes of the optional sidecar the format's open
+	 * reads (a tar's PREFIX.idx), so that the cache can answer that
+	 * sidecar's want: the open then checks them as it checks the file's. */
+	int (*sidecar_write)(const rf_shard_index *ix, const void *priv, FILE *out,
+	                     const char *name, rf_error *err);
+	const char *cache_tag;  /* the cache key's format name ("tar") */
+	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

@@ -722,8 +722,21 @@ static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	return 0;
 }
 
+/* A scanned plain tar's layout is worth caching: the scan read the whole
+ * shard. A compressed tar's (access points) or one read from an index
+ * file is not. */
+static bool tar_cacheable(const void *priv)
+{
+	const tar_layout *L = priv;
+	return L && !L->from_index && L->codec == RF_TAR_PLAIN;
+}
+
 const rf_format rf_tar_format = {
     .name = "tar",
+    .cacheable = tar_cacheable,
+    .sidecar_write = rf_tar_index_write,
+    .cache_tag = "tar",
+    .cache_version = 1,
     .claim = tar_claim,
     .open_step = tar_open_step,
     .open_abort = tar_open_abort,

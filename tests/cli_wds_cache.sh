@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# cli_wds_cache.sh - the index cache (engine/icache.c wired in the open
+# phase): a .tar without an index file, read from a store the loader cannot
+# write beside (nginx, an s3rver prefix listing), is scanned once and its
+# layout kept in the cache, keyed by URL, size and version; the next open
+# reads the entry instead of every header (open_fetched_bytes far below the
+# shards' bytes, index_cache_hits counted) and gives the same samples. An
+# object changed on the store (a new ETag) is scanned again; a damaged entry
+# is a miss, never a wrong sample; index_cache=off writes nothing; no URL
+# secret reaches the cache's files. Counts and digests only, never timing.
+set -euo pipefail
+src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/servers.inc.sh"
+. "$src/tests/check.inc.sh"
+rf_servers_or_start
+cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
+PY=/usr/bin/python3
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-wds-cache.XXXXXX")
+rf_at_exit "rm -rf '$tmp'"
+tag=cli-wds-cache-$$
+mkdir -p "$tmp/ds" "$tmp/ds2"
+write_ds() { # DIR SEED
+	$PY - "$1" "$2" <<'PYEOF'
+import io, random, sys, tarfile
+rng = random.Random(int(sys.argv[2]))
+for s in range(3):
+    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.GNU_FORMAT) as t:
+        for i in range(50):
+            for ext in ("jpg", "cls"):
+                data = rng.randbytes(rng.randint(20000, 90000)) if ext == "jpg" else b"%d" % i
+                ti = tarfile.TarInfo(f"{s:02d}/{i:06d}.{ext}"); ti.size = len(data)
+                t.addfile(ti, io.BytesIO(data))
+PYEOF
+}
+write_ds "$tmp/ds" 1
+write_ds "$tmp/ds2" 2
+total=$(cat "$tmp"/ds/shard-*.tar | wc -c)
+want=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/ds" | tail -n 1)
+want2=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/ds2" | tail -n 1)
+
+mkdir -p "$RF_NGINX_ROOT/$tag"
+rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag'"
+cp "$tmp"/ds/shard-*.tar "$RF_NGINX_ROOT/$tag/"
+urls=("$RF_NGINX_URL/$tag/shard-000000.tar" "$RF_NGINX_URL/$tag/shard-000001.tar"
+	"$RF_NGINX_URL/$tag/shard-000002.tar")
+cache=$tmp/cache
+rd() { # STATS ARGS...: the --no-shuffle digest
+	local st=$1
+	shift
+	"$cli" read --digest --no-shuffle --index-cache "$cache" --stats "$st" "$@" | tail -n 1
+}
+j() { rf_json "$1" "$2"; }
+
+same "http, cold cache: the local samples" "$want" "$(rd "$tmp/a.json" "${urls[@]}")"
+same "cold: 3 misses" 3 "$(j "$tmp/a.json" index_cache_misses)"
+same "cold: 3 layouts stored" 3 "$(j "$tmp/a.json" index_cache_puts)"
+same "cold: 3 entries in the cache" 3 "$(ls "$cache" | grep -c '\.idx$')"
+cold=$(j "$tmp/a.json" open_fetched_bytes)
+[ "$cold" -ge $((total / 2)) ] && ok "cold: the open scanned the shards ($cold of $total bytes)" ||
+	bad "cold: the open read only $cold of $total bytes"
+
+same "http, warm cache: the same samples" "$want" "$(rd "$tmp/b.json" "${urls[@]}")"
+same "warm: 3 hits" 3 "$(j "$tmp/b.json" index_cache_hits)"
+warm=$(j "$tmp/b.json" open_fetched_bytes)
+[ "$warm" -lt $((total / 20)) ] && ok "warm: the open read $warm bytes, not the $total" ||
+	bad "warm: the open read $warm of $total bytes"
+same "warm, shuffled, the same as cold" \
+	"$("$cli" read --digest --seed 4 --index-cache off "${urls[@]}" | tail -n 1)" \
+	"$("$cli" read --digest --seed 4 --index-cache "$cache" "${urls[@]}" | tail -n 1)"
+
+# the objects change on the store (new bytes, a new ETag): scanned again
+cp "$tmp"/ds2/shard-*.tar "$RF_NGINX_ROOT/$tag/"
+touch -d '+1 minute' "$RF_NGINX_ROOT/$tag"/shard-*.tar
+same "changed objects: their new samples" "$want2" "$(rd "$tmp/c.json" "${urls[@]}")"
+same "changed objects: no hit" 0 "$(j "$tmp/c.json" index_cache_hits)"
+
+# damaged entries: misses, the samples unchanged
+for f in "$cache"/*.idx; do
+	printf 'X' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 3)) conv=notrunc 2>/dev/null
+done
+same "damaged entries: the samples" "$want2" "$(rd "$tmp/d.json" "${urls[@]}")"
+same "damaged entries: no hit" 0 "$(j "$tmp/d.json" index_cache_hits)"
+same "damaged entries: stored again" 3 "$(j "$tmp/d.json" index_cache_puts)"
+same "after them: 3 hits" 3 "$(rd "$tmp/e.json" "${urls[@]}" >/dev/null; j "$tmp/e.json" index_cache_hits)"
+
+# off: nothing written
+"$cli" read --digest --index-cache off --stats "$tmp/f.json" "${urls[@]}" >/dev/null
+same "off: no lookup" 0 "$(j "$tmp/f.json" index_cache_misses)"
+same "off: the cache unchanged" 6 "$(ls "$cache" | grep -c '\.idx$')"
+
+# an S3 prefix listing: the listing's ETag keys the entry before any read
+s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
+	--s3-secret-key "$RF_S3_SECRET_KEY")
+for f in "$tmp"/ds/shard-*.tar; do
+	rf_s3_put "$f" "$tag/$(basename "$f")" || bad "upload $f"
+done
+same "s3 listing, cold" "$want" "$(rd "$tmp/g.json" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/")"
+same "s3 listing, warm" "$want" "$(rd "$tmp/h.json" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/")"
+same "s3 listing, warm: 3 hits" 3 "$(j "$tmp/h.json" index_cache_hits)"
+
+# secrets never reach the cache: a URL with a password and a query
+sec="${RF_NGINX_URL/http:\/\//http://user:pw-SECRET-1@}/$tag/shard-000000.tar?X-Amz-Signature=sig-SECRET-2"
+"$cli" read --digest --index-cache "$tmp/sec" "$sec" >/dev/null 2>&1 || true
+if grep -r -l -a -e SECRET "$tmp/sec" >/dev/null 2>&1 || ls "$tmp/sec" | grep -q SECRET; then
+	bad "a secret reached the cache's files"
+else
+	ok "no secret in the cache ($(ls "$tmp/sec" 2>/dev/null | wc -l) entries)"
+fi
+
+rf_checks_done cli_wds_cache

@@ -149,6 +149,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	    e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
 		rf_list_push_front(&e->ready.held_list, &b->held);
+		b->held_now = true;
 		e->ready.held++;
 		e->st.batches++;
 		e->st.records += b->pub.records;
@@ -199,15 +200,21 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	if (!e || !b || b->magic != RF_BATCH_MAGIC)
 		return;
 	rf_engine_lock(e);
+	if (b->magic != RF_BATCH_MAGIC || !b->held_now) { /* released twice */
+		rf_engine_unlock(e);
+		return;
+	}
+	b->held_now = false;
 	rf_list_remove(&e->ready.held_list, &b->held);
 	e->ready.held--;
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
-	b->magic = 0;
+	void *mem = b->mem;
+	uint64_t mem_bytes = b->mem_bytes;
+	rf_ebatch_put(e, b); /* recycled (clears its magic) */
 	rf_consumer_moved(e, true);
 	rf_engine_unlock(e);
-	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
-	free(b);
+	e->alloc.free(e->alloc.ctx, mem, mem_bytes);
 }
 
 RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)

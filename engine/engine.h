@@ -64,6 +64,7 @@ typedef struct rf_read {
 	uint32_t units, units_left;
 	uint32_t shard;
 	uint64_t t_issue_ns;
+	struct rf_read *next_idle; /* in e->recycle.reads while idle (recycle.c) */
 } rf_read;
 
 typedef struct rf_unit_slot {
@@ -148,13 +149,16 @@ typedef struct rf_ebatch {
 	uint32_t skipped;     /* positions of skipped blocks left out of it */
 	uint32_t skip_blocks; /* the collator's epoch counts after it (for the state) */
 	uint64_t skip_records;
-	rf_rec_ref *refs; /* n records to copy; freed once filled */
+	rf_rec_ref *refs;  /* n records to copy (kept with the batch when it is recycled) */
+	uint32_t refs_cap; /* refs' entries */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	rf_list_node held; /* in e->ready.held_list while the consumer holds it */
+	rf_list_node held;           /* in e->ready.held_list while the consumer holds it */
+	bool held_now;               /* the consumer holds it (a second rf_release is ignored) */
+	struct rf_ebatch *next_idle; /* in e->recycle.batches while idle (recycle.c) */
 } rf_ebatch;
 
 typedef struct rf_engine {
@@ -334,6 +338,18 @@ typedef struct rf_engine {
 		uint32_t pause_longest_shard;
 	} st;
 
+	/* reads and batches recycled instead of allocated per read and per batch
+	 * (recycle.c; mu). Each one made stays until close, so there are at most
+	 * as many as were ever in use at once; their bytes, idle or not, are
+	 * RF_MEM_METADATA. */
+	struct rf_engine_recycle {
+		rf_read *reads;      /* idle reads */
+		rf_ebatch *batches;  /* idle batches (their refs arrays kept) */
+		uint64_t bytes;      /* RF_MEM_METADATA reserved for them */
+		uint64_t reads_made; /* allocated since open (stats, tests) */
+		uint64_t batches_made;
+	} recycle;
+
 	/* consumer position */
 	rf_position pos; /* pos.segs: seq */
 	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
@@ -365,6 +381,21 @@ uint64_t rf_memory_plan_bound(const rf_engine *e, uint64_t window);
 /* The budget check once indexes and plans are in: sizes the unit ring, the
  * worst batch and the stage, joins the host budget, trues metadata up. */
 int rf_memory_check(rf_engine *e, rf_error *err);
+
+/* recycle.c: reads and batches from the engine's free lists, allocated
+ * (their bytes reserved as metadata first) only when none is idle: 0,
+ * -ENOBUFS (the budget said no) or -ENOMEM. Both come zeroed, the batch
+ * with a refs array of at least `refs` entries. Given back to the lists;
+ * freed at close. mu held. */
+int rf_read_get(rf_engine *e, rf_read **out);
+void rf_read_put(rf_engine *e, rf_read *rd);
+int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out);
+void rf_ebatch_put(rf_engine *e, rf_ebatch *b);
+void rf_recycle_free(rf_engine *e); /* at close: every read and batch put back */
+/* A few of each made at open (rf_open_threads), and their bytes (counted in
+ * the open-time metadata by rf_memory_check). */
+int rf_recycle_seed(rf_engine *e);
+uint64_t rf_recycle_seed_bytes(const rf_engine *e);
 
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);

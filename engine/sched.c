@@ -376,11 +376,13 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		return NULL;
 	}
-	rf_read *rd = calloc(1, sizeof(*rd));
-	if (!rd) {
+	rf_read *rd = NULL;
+	int rc = rf_read_get(e, &rd); /* recycled: no allocation in the steady state */
+	if (rc < 0) {
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
+		if (rc == -ENOMEM)
+			rf_engine_finish(e, -ENOMEM, "out of memory for a read");
 		return NULL;
 	}
 	rd->buf = NULL; /* rf_read_memory, outside the mutex */

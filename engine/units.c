@@ -99,7 +99,7 @@ void rf_read_free(rf_engine *e, rf_read *rd)
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
 	if (rd->buf)
 		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
-	free(rd);
+	rf_read_put(e, rd);
 }
 
 void rf_unit_release(rf_engine *e, rf_unit_slot *u)

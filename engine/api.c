@@ -39,7 +39,7 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
 		e->coll.kick = true;
 		if (!e->coll.running)
-			pthread_cond_signal(&e->work_cv);
+			rf_engine_wake_workers(e, 1);
 	}
 	if ((released && e->sched.wait_budget) || e->consumer_global >= e->wake_mark) {
 		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
@@ -119,7 +119,12 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		uint64_t ns = (uint64_t)dl.tv_nsec + slice_ns;
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
+		e->wake.consumers_waiting++;
+		e->wake.consumer_waits++;
 		rf_cond_timedwait(e, &e->ready_cv, &dl);
+		e->wake.consumers_waiting--;
+		if (e->wake.consumers_woken > 0) /* a time-out may take a wake-up's place */
+			e->wake.consumers_woken--;
 	}
 	return 0;
 }

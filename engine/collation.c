@@ -345,7 +345,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->st.produced++;
 	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
 	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
-	pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_workers(e, 1); /* a filler */
 	return 1;
 }
 
@@ -375,7 +375,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 		moved = true;
 	}
 	if (moved) {
-		pthread_cond_broadcast(&e->ready_cv);
+		rf_engine_wake_consumer(e);
 		e->coll.kick = true; /* the collator releases the units now copied */
 	}
 }

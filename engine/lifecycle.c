@@ -298,7 +298,7 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	e->open.go = true;
 	e->coll.kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
-	pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
 	return 0;
 }

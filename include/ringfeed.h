@@ -454,6 +454,16 @@ typedef struct rf_stats {
 	rf_skip skips[8];
 	uint64_t fetch_hedges;     /* duplicate requests for reads slower than the store's p95 */
 	uint64_t fetch_hedges_won; /* of which answered first */
+	/* wake-ups and the engine's lock (fields added at the end) */
+	uint64_t wakeups_workers;   /* decode workers signalled (only ever one that waits) */
+	uint64_t wakeups_consumer;  /* rf_next waits woken (only while one waits) */
+	uint64_t wakeups_loop;      /* eventfd writes to the loop thread (one while pending) */
+	uint64_t waits_workers;     /* times a worker waited for work */
+	uint64_t waits_consumer;    /* times rf_next waited for a batch */
+	uint64_t lock_acquisitions; /* of the engine's mutex */
+	double lock_hold_max_us;    /* the longest hold */
+	double lock_hold_total_s;   /* every hold summed */
+	char lock_hold_max_at[96];  /* where the longest hold was: "TAKER > GIVER" (functions) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

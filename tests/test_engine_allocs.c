@@ -21,9 +21,9 @@
 #endif
 #endif
 
+#ifndef RF_TEST_ASAN
 static atomic_ulong allocs;
 
-#ifndef RF_TEST_ASAN
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);
@@ -55,6 +55,7 @@ void free(void *p)
 
 #define EPOCHS 5
 
+#ifndef RF_TEST_ASAN
 static char *make_shards(uint32_t nshards, uint32_t records, char paths[][600])
 {
 	char *dir = rf_test_tmpdir("allocs");
@@ -117,6 +118,7 @@ static void read_counting(const char *const *kv, char paths[][600], uint32_t nsh
 	assert_int_equal(rf_stats_get(l, st, sizeof(*st)), 0);
 	rf_close(l);
 }
+#endif
 
 /* Epochs 2..N allocate a bounded number of times in all (pools fill up in
  * the first epoch), not once or more per read or per batch. */

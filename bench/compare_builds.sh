@@ -68,6 +68,7 @@ figs = [
     ("engine decoded MB/s", "engine", lambda d: d["decoded_bytes_per_s"] / 1e6),
     ("engine ratio to decode limit", "engine", lambda d: d["decode_ratio"]),
     ("engine CPU-s per decoded GB", "engine", lambda d: d["cpu_s_per_decoded_gb"]),
+    ("engine CPU per GB / decode limit's", "engine", lambda d: d["cpu_ratio"]),
     ("http read nginx / local", "http", lambda d: d["ratio_read"]),
     ("http fetch-only / curl (speed)", "http", lambda d: d["ratio_fetch"]),
     ("stall (a) depth 2: wait fraction", "stall", lambda d: d["configs"]["a"]["wait"]),

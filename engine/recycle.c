@@ -139,18 +139,21 @@ uint64_t rf_recycle_seed_bytes(const rf_engine *e)
 }
 
 /* Made without a reservation of their own: rf_memory_check counted them in
- * the open-time metadata. */
+ * the open-time metadata. Before the workers start and before the loop
+ * thread is told to go (under mu, which publishes the lists): mu not
+ * needed. */
 int rf_recycle_seed(rf_engine *e)
 {
 	uint32_t refs = rf_recycle_seed_refs(e);
 	int rc = 0;
-	rf_engine_lock(e);
 	for (uint64_t i = 0; rc == 0 && i < rf_recycle_seed_reads(e); i++) {
 		rf_read *rd = calloc(1, sizeof(*rd));
-		if (!rd)
+		if (!rd) {
 			rc = -ENOMEM;
-		else
-			rf_read_put(e, rd);
+		} else {
+			rd->next_idle = e->recycle.reads;
+			e->recycle.reads = rd;
+		}
 	}
 	for (uint32_t i = 0; rc == 0 && i < RF_RECYCLE_SEED_BATCHES; i++) {
 		rf_ebatch *b = calloc(1, sizeof(*b));
@@ -161,10 +164,10 @@ int rf_recycle_seed(rf_engine *e)
 		} else {
 			b->refs = r;
 			b->refs_cap = refs;
-			rf_ebatch_put(e, b);
+			b->next_idle = e->recycle.batches;
+			e->recycle.batches = b;
 		}
 	}
-	rf_engine_unlock(e);
 	return rc;
 }
 

@@ -416,7 +416,8 @@ int rf_memory_check(rf_engine *e, rf_error *err);
  * with a refs array of at least `refs` entries. Given back to the lists;
  * freed at close. mu held. */
 int rf_read_get(rf_engine *e, rf_read **out);
-void rf_read_put(rf_engine *e, rf_read *rd);
+/* rf_read_put: inline, below (units.c gives reads back, and recycle.c's
+ * debug checks call into units.c: no cycle between the files). */
 int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out);
 void rf_ebatch_put(rf_engine *e, rf_ebatch *b);
 void rf_recycle_free(rf_engine *e); /* at close: every read and batch put back */
@@ -604,6 +605,13 @@ static inline int rf_cond_timedwait_at(rf_engine *e, pthread_cond_t *cv, const s
 	return rc;
 }
 #define rf_cond_timedwait(e, cv, dl) rf_cond_timedwait_at((e), (cv), (dl), __func__)
+
+static inline void rf_read_put(rf_engine *e, rf_read *rd)
+{
+	RF_MU_HELD(e);
+	rd->next_idle = e->recycle.reads;
+	e->recycle.reads = rd;
+}
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
 {

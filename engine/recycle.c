@@ -54,13 +54,6 @@ int rf_read_get(rf_engine *e, rf_read **out)
 	return 0;
 }
 
-void rf_read_put(rf_engine *e, rf_read *rd)
-{
-	RF_MU_HELD(e);
-	rd->next_idle = e->recycle.reads;
-	e->recycle.reads = rd;
-}
-
 /* Grows b's refs array to hold n entries (reserved first). */
 static int rf_ebatch_refs(rf_engine *e, rf_ebatch *b, uint32_t n)
 {

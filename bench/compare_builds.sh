@@ -12,6 +12,8 @@
 #           of the three loaders (fixed depth 2, auto, auto in a small budget).
 # Each figure is printed as old, new and new/old. For refactors ("behaviour
 # unchanged, not slower") and for changes that claim a speed-up.
+# PARTS="engine" (any of engine, http, stall; default all three) runs only
+# those, e.g. the local decode path alone.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 old=${1:?usage: compare_builds.sh OLD_BUILD NEW_BUILD [ROUNDS]}
@@ -24,19 +26,26 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/rf-compare-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export DEMO_BYTES=${DEMO_BYTES:-256MiB}
+parts=" ${PARTS:-engine http stall} "
 
 "$new/ringfeed" bench --json --batches 1 >/dev/null 2>&1 || true # the demo dataset, once
 for ((r = 1; r <= rounds; r++)); do
 	for side in old new; do
 		b=$old
 		[ $side = new ] && b=$new
-		echo "round $r/$rounds: $side engine" >&2
-		"$b/ringfeed" bench --decode-limit --json >"$work/engine-$side-$r.json" 2>/dev/null
-		echo "round $r/$rounds: $side http" >&2
-		REPEATS=1 bash "$top/bench/http_bench.sh" "$b" 2>/dev/null | tail -n 1 >"$work/http-$side-$r.json"
-		echo "round $r/$rounds: $side stall" >&2
-		RF_CLI=$b/ringfeed bash "$top/bench/stall_bench.sh" --repeats 1 --stalls 2 --json \
-			2>/dev/null | tail -n 1 >"$work/stall-$side-$r.json"
+		if [[ $parts == *" engine "* ]]; then
+			echo "round $r/$rounds: $side engine" >&2
+			"$b/ringfeed" bench --decode-limit --json >"$work/engine-$side-$r.json" 2>/dev/null
+		fi
+		if [[ $parts == *" http "* ]]; then
+			echo "round $r/$rounds: $side http" >&2
+			REPEATS=1 bash "$top/bench/http_bench.sh" "$b" 2>/dev/null | tail -n 1 >"$work/http-$side-$r.json"
+		fi
+		if [[ $parts == *" stall "* ]]; then
+			echo "round $r/$rounds: $side stall" >&2
+			RF_CLI=$b/ringfeed bash "$top/bench/stall_bench.sh" --repeats 1 --stalls 2 --json \
+				2>/dev/null | tail -n 1 >"$work/stall-$side-$r.json"
+		fi
 	done
 done
 
@@ -59,6 +68,7 @@ figs = [
     ("engine decoded MB/s", "engine", lambda d: d["decoded_bytes_per_s"] / 1e6),
     ("engine ratio to decode limit", "engine", lambda d: d["decode_ratio"]),
     ("engine CPU-s per decoded GB", "engine", lambda d: d["cpu_s_per_decoded_gb"]),
+    ("engine CPU per GB / decode limit's", "engine", lambda d: d["cpu_ratio"]),
     ("http read nginx / local", "http", lambda d: d["ratio_read"]),
     ("http fetch-only / curl (speed)", "http", lambda d: d["ratio_fetch"]),
     ("stall (a) depth 2: wait fraction", "stall", lambda d: d["configs"]["a"]["wait"]),

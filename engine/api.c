@@ -39,7 +39,7 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
 		e->coll.kick = true;
 		if (!e->coll.running)
-			pthread_cond_signal(&e->work_cv);
+			rf_engine_wake_workers(e, 1);
 	}
 	if ((released && e->sched.wait_budget) || e->consumer_global >= e->wake_mark) {
 		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
@@ -119,7 +119,12 @@ static int rf_wait_ready(rf_engine *e, int timeout_ms)
 		uint64_t ns = (uint64_t)dl.tv_nsec + slice_ns;
 		dl.tv_sec += (time_t)(ns / 1000000000ull);
 		dl.tv_nsec = (long)(ns % 1000000000ull);
+		e->wake.consumers_waiting++;
+		e->wake.consumer_waits++;
 		rf_cond_timedwait(e, &e->ready_cv, &dl);
+		e->wake.consumers_waiting--;
+		if (e->wake.consumers_woken > 0) /* a time-out may take a wake-up's place */
+			e->wake.consumers_woken--;
 	}
 	return 0;
 }
@@ -149,6 +154,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	    e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
 		rf_list_push_front(&e->ready.held_list, &b->held);
+		b->held_now = true;
 		e->ready.held++;
 		e->st.batches++;
 		e->st.records += b->pub.records;
@@ -199,15 +205,21 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	if (!e || !b || b->magic != RF_BATCH_MAGIC)
 		return;
 	rf_engine_lock(e);
+	if (b->magic != RF_BATCH_MAGIC || !b->held_now) { /* released twice */
+		rf_engine_unlock(e);
+		return;
+	}
+	b->held_now = false;
 	rf_list_remove(&e->ready.held_list, &b->held);
 	e->ready.held--;
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
-	b->magic = 0;
+	void *mem = b->mem;
+	uint64_t mem_bytes = b->mem_bytes;
+	rf_ebatch_put(e, b); /* recycled (clears its magic) */
 	rf_consumer_moved(e, true);
 	rf_engine_unlock(e);
-	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
-	free(b);
+	e->alloc.free(e->alloc.ctx, mem, mem_bytes);
 }
 
 RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)

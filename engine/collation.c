@@ -292,9 +292,16 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->st.batch_reserved += reserve;
 	e->host_wait_ns = 0;
 	uint64_t pos = e->coll.pos;
+	rf_ebatch *b = NULL; /* recycled: no allocation in the steady state */
+	int rc = rf_ebatch_get(e, (uint32_t)n, &b);
+	if (rc == -ENOBUFS) {
+		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
+		e->st.batch_reserved -= reserve;
+		e->budget_blocked = true;
+		return rf_coll_no_budget(e, reserve);
+	}
+	rf_rec_ref *refs = b ? b->refs : NULL;
 	rf_engine_unlock(e);
-	rf_ebatch *b = calloc(1, sizeof(*b));
-	rf_rec_ref *refs = b ? malloc((size_t)n * sizeof(*refs)) : NULL;
 	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
 	long kept = 0;
 	for (long i = 0; mem && i < n; i++) {
@@ -309,8 +316,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	}
 	rf_engine_lock(e);
 	if (!mem) {
-		free(refs);
-		free(b);
+		if (b)
+			rf_ebatch_put(e, b);
 		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
 		rf_engine_finish(e, -ENOMEM, "out of memory for a batch");
 		return -ENOMEM;
@@ -321,6 +328,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	                 .skip_blocks = e->coll.skip_blocks,
 	                 .skip_records = e->coll.skip_records,
 	                 .refs = refs,
+	                 .refs_cap = b->refs_cap,
 	                 .mem = mem,
 	                 .mem_bytes = bytes,
 	                 .reserved_bytes = reserve,
@@ -337,7 +345,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->st.produced++;
 	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
 	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
-	pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_workers(e, 1); /* a filler */
 	return 1;
 }
 
@@ -356,10 +364,8 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 	b->pub.epoch = pub.epoch;
 	b->pub.index = pub.index;
 	b->pub.first_record = pub.first_record;
-	free(b->refs);
 	rf_engine_lock(e);
-	b->refs = NULL;
-	b->filled = true;
+	b->filled = true; /* its refs stay with it, for its next use (recycle.c) */
 	bool moved = false;
 	while (e->fill.scan < e->ready.tail && e->ready.q[e->fill.scan % RF_READY_MAX]->filled) {
 		rf_ebatch *f = e->ready.q[e->fill.scan % RF_READY_MAX];
@@ -369,7 +375,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 		moved = true;
 	}
 	if (moved) {
-		pthread_cond_broadcast(&e->ready_cv);
+		rf_engine_wake_consumer(e);
 		e->coll.kick = true; /* the collator releases the units now copied */
 	}
 }

@@ -148,7 +148,7 @@ void *rf_worker_main(void *arg)
 		            (e->coll.kick && !e->coll.running);
 		/* stop may have been set (and broadcast) while mu was dropped above */
 		if (!work && !e->stop)
-			rf_cond_wait(e, &e->work_cv);
+			rf_engine_wait_work(e);
 	}
 	rf_engine_unlock(e);
 	rf_decoder_free(dec);

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
@@ -64,6 +65,7 @@ typedef struct rf_read {
 	uint32_t units, units_left;
 	uint32_t shard;
 	uint64_t t_issue_ns;
+	struct rf_read *next_idle; /* in e->recycle.reads while idle (recycle.c) */
 } rf_read;
 
 typedef struct rf_unit_slot {
@@ -149,13 +151,16 @@ typedef struct rf_ebatch {
 	uint32_t skipped;     /* positions of skipped blocks left out of it */
 	uint32_t skip_blocks; /* the collator's epoch counts after it (for the state) */
 	uint64_t skip_records;
-	rf_rec_ref *refs; /* n records to copy; freed once filled */
+	rf_rec_ref *refs;  /* n records to copy (kept with the batch when it is recycled) */
+	uint32_t refs_cap; /* refs' entries */
 	uint32_t magic;
 	void *mem;
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	rf_list_node held; /* in e->ready.held_list while the consumer holds it */
+	rf_list_node held;           /* in e->ready.held_list while the consumer holds it */
+	bool held_now;               /* the consumer holds it (a second rf_release is ignored) */
+	struct rf_ebatch *next_idle; /* in e->recycle.batches while idle (recycle.c) */
 } rf_ebatch;
 
 typedef struct rf_engine {
@@ -200,6 +205,33 @@ typedef struct rf_engine {
 	bool stop;
 	bool workers_done; /* rf_close joined the workers: the loop thread may tear down */
 	atomic_bool wake_pending;
+	/* wake-ups (mu): a condition variable is signalled only when someone
+	 * waits on it, one worker per piece of new work (units.c), and counted */
+	struct rf_engine_wake {
+		uint32_t workers_waiting;              /* workers inside rf_cond_wait(work_cv) */
+		uint32_t workers_signalled;            /* of them, signalled and not yet back */
+		uint32_t consumers_waiting;            /* rf_next calls inside their wait */
+		uint32_t consumers_woken;              /* of them, woken and not yet back */
+		uint64_t workers, consumer, loop;      /* wake-ups issued (loop: eventfd writes) */
+		uint64_t worker_waits, consumer_waits; /* waits entered */
+	} wake;
+	/* wake-ups decided under mu, issued once it is given (so that a woken
+	 * thread does not at once block on the mutex its waker holds), and pool
+	 * buffers freed under mu, given back to the pool then (its lock, and a
+	 * trim's munmap, outside mu) */
+	struct rf_wake_defer {
+		uint32_t workers; /* signals of work_cv */
+		bool consumer;    /* a broadcast of ready_cv */
+		void *bufs;       /* pool buffers, chained through their first bytes */
+	} defer;
+	/* how long mu is held (the wrappers below; mu): acquisitions, the
+	 * longest and total hold, and the function that released the longest */
+	struct rf_engine_hold {
+		uint64_t t_taken_ns;
+		const char *taken_at;
+		uint64_t acquisitions, max_ns, total_ns;
+		const char *max_taken_at, *max_given_at;
+	} hold;
 
 	/* loop thread */
 	rf_loop *loop;
@@ -338,6 +370,18 @@ typedef struct rf_engine {
 		uint32_t pause_longest_shard;
 	} st;
 
+	/* reads and batches recycled instead of allocated per read and per batch
+	 * (recycle.c; mu). Each one made stays until close, so there are at most
+	 * as many as were ever in use at once; their bytes, idle or not, are
+	 * RF_MEM_METADATA. */
+	struct rf_engine_recycle {
+		rf_read *reads;      /* idle reads */
+		rf_ebatch *batches;  /* idle batches (their refs arrays kept) */
+		uint64_t bytes;      /* RF_MEM_METADATA reserved for them */
+		uint64_t reads_made; /* allocated since open (stats, tests) */
+		uint64_t batches_made;
+	} recycle;
+
 	/* consumer position */
 	rf_position pos; /* pos.segs: seq */
 	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
@@ -369,6 +413,22 @@ uint64_t rf_memory_plan_bound(const rf_engine *e, uint64_t window);
 /* The budget check once indexes and plans are in: sizes the unit ring, the
  * worst batch and the stage, joins the host budget, trues metadata up. */
 int rf_memory_check(rf_engine *e, rf_error *err);
+
+/* recycle.c: reads and batches from the engine's free lists, allocated
+ * (their bytes reserved as metadata first) only when none is idle: 0,
+ * -ENOBUFS (the budget said no) or -ENOMEM. Both come zeroed, the batch
+ * with a refs array of at least `refs` entries. Given back to the lists;
+ * freed at close. mu held. */
+int rf_read_get(rf_engine *e, rf_read **out);
+/* rf_read_put: inline, below (units.c gives reads back, and recycle.c's
+ * debug checks call into units.c: no cycle between the files). */
+int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out);
+void rf_ebatch_put(rf_engine *e, rf_ebatch *b);
+void rf_recycle_free(rf_engine *e); /* at close: every read and batch put back */
+/* A few of each made at open (rf_open_threads), and their bytes (counted in
+ * the open-time metadata by rf_memory_check). */
+int rf_recycle_seed(rf_engine *e);
+uint64_t rf_recycle_seed_bytes(const rf_engine *e);
 
 /* sched.c (loop thread) */
 void *rf_sched_main(void *arg);
@@ -420,8 +480,16 @@ void rf_collate_run(rf_engine *e);
 void rf_fill_one(rf_engine *e, rf_ebatch *b);
 
 /* units.c: shared by every side; all with mu held. */
-/* Makes the loop thread run its scheduler soon (coalesced). */
+/* Makes the loop thread run its scheduler soon (coalesced: one eventfd
+ * write while a wake-up is pending). */
 void rf_engine_wake_loop(rf_engine *e);
+/* There are n more pieces of work for the workers (decode jobs, a batch to
+ * fill, a kicked collator): wakes as many waiting workers, no more. */
+void rf_engine_wake_workers(rf_engine *e, uint32_t n);
+/* A worker waits for work (counted, so that wakers know it waits). */
+void rf_engine_wait_work(rf_engine *e);
+/* Wakes rf_next callers waiting for a batch or the end (when any waits). */
+void rf_engine_wake_consumer(rf_engine *e);
 /* Moves a unit to state `to` (debug builds assert the move is allowed). */
 void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to);
 /* The state's name, for messages and tests ("?" when out of range). */
@@ -466,29 +534,87 @@ uintptr_t rf_thread_self(void); /* units.c: a per-thread identity, never 0 */
 #define RF_MU_TAKEN(e)    ((void)0)
 #define RF_MU_GIVEN(e)    ((void)0)
 #endif
-static inline void rf_engine_lock(rf_engine *e)
+/* Hold times: a monotonic clock read when mu is taken and when it is given
+ * (a condition wait gives it too), kept under mu itself. */
+static inline uint64_t rf_hold_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static inline void rf_hold_start(rf_engine *e, const char *at)
+{
+	e->hold.t_taken_ns = rf_hold_clock_ns();
+	e->hold.taken_at = at;
+	e->hold.acquisitions++;
+}
+static inline void rf_hold_end(rf_engine *e, const char *at)
+{
+	uint64_t ns = rf_hold_clock_ns() - e->hold.t_taken_ns;
+	e->hold.total_ns += ns;
+	if (ns > e->hold.max_ns) {
+		e->hold.max_ns = ns;
+		e->hold.max_taken_at = e->hold.taken_at;
+		e->hold.max_given_at = at;
+	}
+}
+static inline void rf_engine_lock_at(rf_engine *e, const char *at)
 {
 	RF_MU_NOT_HELD(e); /* not recursive: a second take would deadlock */
 	pthread_mutex_lock(&e->mu);
 	RF_MU_TAKEN(e);
+	rf_hold_start(e, at);
 }
-static inline void rf_engine_unlock(rf_engine *e)
+#define rf_engine_lock(e) rf_engine_lock_at((e), __func__)
+/* Issues deferred wake-ups and gives deferred buffers back (units.c). */
+void rf_wake_issue(rf_engine *e, const struct rf_wake_defer *d);
+static inline void rf_wake_flush(rf_engine *e)
 {
+	struct rf_wake_defer d = e->defer;
+	if (d.workers || d.consumer || d.bufs) {
+		e->defer = (struct rf_wake_defer){0};
+		rf_wake_issue(e, &d);
+	}
+}
+static inline void rf_engine_unlock_at(rf_engine *e, const char *at)
+{
+	struct rf_wake_defer d = e->defer;
+	e->defer = (struct rf_wake_defer){0};
+	rf_hold_end(e, at);
 	RF_MU_GIVEN(e);
 	pthread_mutex_unlock(&e->mu);
+	if (d.workers || d.consumer || d.bufs)
+		rf_wake_issue(e, &d);
 }
-static inline void rf_cond_wait(rf_engine *e, pthread_cond_t *cv)
+#define rf_engine_unlock(e) rf_engine_unlock_at((e), __func__)
+static inline void rf_cond_wait_at(rf_engine *e, pthread_cond_t *cv, const char *at)
 {
+	rf_wake_flush(e);
+	rf_hold_end(e, at);
 	RF_MU_GIVEN(e);
 	pthread_cond_wait(cv, &e->mu);
 	RF_MU_TAKEN(e);
+	rf_hold_start(e, at);
 }
-static inline int rf_cond_timedwait(rf_engine *e, pthread_cond_t *cv, const struct timespec *dl)
+#define rf_cond_wait(e, cv) rf_cond_wait_at((e), (cv), __func__)
+static inline int rf_cond_timedwait_at(rf_engine *e, pthread_cond_t *cv, const struct timespec *dl,
+                                       const char *at)
 {
+	rf_wake_flush(e);
+	rf_hold_end(e, at);
 	RF_MU_GIVEN(e);
 	int rc = pthread_cond_timedwait(cv, &e->mu, dl);
 	RF_MU_TAKEN(e);
+	rf_hold_start(e, at);
 	return rc;
+}
+#define rf_cond_timedwait(e, cv, dl) rf_cond_timedwait_at((e), (cv), (dl), __func__)
+
+static inline void rf_read_put(rf_engine *e, rf_read *rd)
+{
+	RF_MU_HELD(e);
+	rd->next_idle = e->recycle.reads;
+	e->recycle.reads = rd;
 }
 
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)

@@ -24,11 +24,9 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 
 static void rf_batch_free(rf_engine *e, rf_ebatch *b)
 {
-	free(b->refs);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
-	b->magic = 0;
-	free(b);
+	rf_ebatch_put(e, b); /* freed with the lists (rf_recycle_free) */
 }
 
 void rf_engine_stop_threads(rf_engine *e)
@@ -59,11 +57,11 @@ void rf_engine_free(rf_engine *e)
 {
 	rf_engine_stop_threads(e);
 	/* Threads are gone and the ring is drained: every buffer is ours. */
+	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
 	while (e->ready.head != e->ready.tail)
 		rf_batch_free(e, e->ready.q[e->ready.head++ % RF_READY_MAX]);
 	rf_list_for_each(n, next, &e->ready.held_list)
 	    rf_batch_free(e, rf_list_entry(n, rf_ebatch, held));
-	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
 	if (e->ring.slots) {
 		for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
@@ -74,6 +72,7 @@ void rf_engine_free(rf_engine *e)
 			rf_unit_release(e, u);
 		}
 	}
+	rf_recycle_free(e);
 	rf_engine_unlock(e);
 	rf_control_free(e);
 	rf_plan_free(e->sched.plan);
@@ -284,7 +283,8 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
 	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
 	e->workers = calloc(e->threads, sizeof(*e->workers));
-	if (!e->ring.slots || !e->ring.jobs || !e->ring.rereads || !e->workers)
+	if (!e->ring.slots || !e->ring.jobs || !e->ring.rereads || !e->workers ||
+	    rf_recycle_seed(e) < 0)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
 		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);
@@ -298,7 +298,7 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	e->open.go = true;
 	e->coll.kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
-	pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
 	return 0;
 }

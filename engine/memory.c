@@ -202,7 +202,8 @@ int rf_memory_check(rf_engine *e, rf_error *err)
 	}
 	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
 	e->ring.units = rf_ring_units(e, span);
-	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e);
+	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e) +
+	        rf_recycle_seed_bytes(e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */

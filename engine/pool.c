@@ -14,6 +14,9 @@
  * (32 MiB holds a default shuffle window's slabs, which come back together). */
 #define RF_POOL_IDLE_SHARE 32
 #define RF_POOL_IDLE_MAX   (32ull << 20)
+/* A miss takes an idle buffer of one of the next classes (at most 25%
+ * larger) and shrinks it in place, instead of mapping a new one. */
+#define RF_POOL_NEAR_CLASSES 4
 
 /* An idle buffer's own first bytes: it sits in its class's list (most
  * recently put first, what rf_pool_get takes) and in one list of every idle
@@ -104,6 +107,31 @@ static uint64_t rf_pool_idle_allowed(rf_pool *p)
 	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, RF_POOL_IDLE_MAX));
 }
 
+/* An idle buffer of a class just above c, shrunk in place to class_bytes
+ * (mremap without MREMAP_MAYMOVE: the address stays, the tail's pages go
+ * back to the kernel), or NULL. Fetch buffers and batches vary in size from
+ * one to the next, so an exact class often misses while a near one is idle:
+ * this keeps the steady state from mapping (and populating) new buffers.
+ * Called with the lock held. */
+static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
+{
+	for (unsigned k = c + 1; k <= c + RF_POOL_NEAR_CLASSES && k < RF_POOL_CLASSES; k++) {
+		rf_pool_free_buf *b =
+		    rf_list_entry_or_null(p->idle[k].head, rf_pool_free_buf, in_class);
+		if (!b)
+			continue;
+		uint64_t bytes = b->bytes;
+		rf_pool_unlink(p, b);
+		if (mremap(b, bytes, class_bytes, 0) == MAP_FAILED) {
+			rf_pool_link(p, b, bytes); /* stays idle as it was */
+			return NULL;
+		}
+		p->mapped_bytes -= bytes - class_bytes;
+		return b;
+	}
+	return NULL;
+}
+
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 {
 	unsigned c = rf_pool_class_index(class_bytes);
@@ -113,6 +141,11 @@ void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 		rf_pool_unlink(p, b);
 		pthread_mutex_unlock(&p->mu);
 		return b;
+	}
+	void *near = rf_pool_take_near(p, c, class_bytes);
+	if (near) {
+		pthread_mutex_unlock(&p->mu);
+		return near;
 	}
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;

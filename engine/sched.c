@@ -48,14 +48,15 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		}
 		rf_read_free(e, rd);
 		e->coll.kick = true;
+		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
 	} else {
 		e->st.fetched_bytes += rd->len;
 		for (uint32_t i = 0; i < rd->units; i++) {
 			rf_unit_set(e, rf_slot(e, rd->first_seq + i), RF_U_FETCHED);
 			e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = rd->first_seq + i;
 		}
+		rf_engine_wake_workers(e, rd->units); /* one per decode job */
 	}
-	pthread_cond_broadcast(&e->work_cv);
 	rf_engine_unlock(e);
 }
 
@@ -85,7 +86,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		rf_unit_set(e, u, RF_U_FETCHED);
 		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
 	}
-	pthread_cond_broadcast(&e->work_cv);
+	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
 }
 
@@ -154,7 +155,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	e->sched.next_first =
 	    ep->units ? rf_plan_unit(e->sched.plan, 0)->first_plan_record : ep->span;
 	e->coll.kick = true; /* the collator may be waiting for this epoch */
-	pthread_cond_signal(&e->work_cv);
+	rf_engine_wake_workers(e, 1);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
 	 * epoch is set up for the collator, and the next call moves past it. */
 	return ep->units > 0;
@@ -376,11 +377,13 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		return NULL;
 	}
-	rf_read *rd = calloc(1, sizeof(*rd));
-	if (!rd) {
+	rf_read *rd = NULL;
+	int rc = rf_read_get(e, &rd); /* recycled: no allocation in the steady state */
+	if (rc < 0) {
 		rf_budget_release(&e->budget, RF_MEM_FETCH, fetch_bytes);
 		rf_budget_release(&e->budget, RF_MEM_DECODED, dec);
-		rf_engine_finish(e, -ENOMEM, "out of memory for a read");
+		if (rc == -ENOMEM)
+			rf_engine_finish(e, -ENOMEM, "out of memory for a read");
 		return NULL;
 	}
 	rd->buf = NULL; /* rf_read_memory, outside the mutex */
@@ -421,7 +424,7 @@ static bool rf_sched_one(rf_engine *e)
 		if (pu->unused) { /* its plan positions count as resident now */
 			e->coll.kick = true;
 			if (!e->coll.running)
-				pthread_cond_signal(&e->work_cv);
+				rf_engine_wake_workers(e, 1);
 		}
 		return true;
 	}
@@ -504,7 +507,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 	}
 	if (e->host_wait_ns && e->coll.wait_budget && !e->coll.running) {
 		e->coll.kick = true; /* retry the batch the host total refused */
-		pthread_cond_signal(&e->work_cv);
+		rf_engine_wake_workers(e, 1);
 	}
 	rf_engine_unlock(e);
 	return RF_LOOP_WAIT_NS;

@@ -13,21 +13,34 @@ static int rf_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void rf_latency_stats(rf_engine *e, rf_stats *s)
+/* The percentiles of the n latencies in v (copied out under mu; sorted
+ * here, without it). */
+static void rf_latency_stats(double *v, size_t n, rf_stats *s)
 {
-	size_t n = (size_t)RF_MIN(e->st.lat_count, (uint64_t)RF_LATENCY_SAMPLES);
 	if (n == 0)
 		return;
-	double *v = malloc(n * sizeof(*v));
-	if (!v)
-		return;
-	memcpy(v, e->st.lat_ms, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), rf_cmp_double);
 	s->fetch_latency_p50_ms = v[n / 2];
 	s->fetch_latency_p90_ms = v[RF_MIN(n - 1, n * 9 / 10)];
 	s->fetch_latency_p99_ms = v[RF_MIN(n - 1, n * 99 / 100)];
 	s->fetch_latency_max_ms = v[n - 1];
-	free(v);
+}
+
+/* Wake-ups and the lock's hold times. mu held. */
+static void rf_stats_wake(rf_engine *e, rf_stats *s)
+{
+	RF_MU_HELD(e);
+	s->wakeups_workers = e->wake.workers;
+	s->wakeups_consumer = e->wake.consumer;
+	s->wakeups_loop = e->wake.loop;
+	s->waits_workers = e->wake.worker_waits;
+	s->waits_consumer = e->wake.consumer_waits;
+	s->lock_acquisitions = e->hold.acquisitions;
+	s->lock_hold_max_us = (double)e->hold.max_ns / 1e3;
+	s->lock_hold_total_s = (double)e->hold.total_ns / 1e9;
+	if (e->hold.max_given_at)
+		snprintf(s->lock_hold_max_at, sizeof(s->lock_hold_max_at), "%s > %s",
+		         e->hold.max_taken_at, e->hold.max_given_at);
 }
 
 /* ,"blocks_skipped":N,"skips":[...]} (the object's end). */
@@ -78,6 +91,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	if (!e || e->magic != RF_LOADER_MAGIC || !s)
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));
+	double lat[RF_LATENCY_SAMPLES];
 	rf_budget_snapshot b;
 	rf_budget_snapshot_get(&e->budget, &b);
 	rf_engine_lock(e);
@@ -125,7 +139,9 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	memcpy(s->mem_bytes, b.cur_bytes, sizeof(s->mem_bytes));
 	memcpy(s->mem_peak_bytes, b.peak_bytes, sizeof(s->mem_peak_bytes));
 	s->mem_peak_total_bytes = b.peak_total_bytes;
-	rf_latency_stats(e, s);
+	size_t nlat = (size_t)RF_MIN(e->st.lat_count, (uint64_t)RF_LATENCY_SAMPLES);
+	memcpy(lat, e->st.lat_ms, nlat * sizeof(*lat));
+	rf_stats_wake(e, s);
 	s->fetch_errors = e->st.fetch_errors;
 	s->fetch_retries = e->st.fetch_retries;
 	s->fetch_hedges = e->st.fetch_hedges;
@@ -138,6 +154,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
 	rf_engine_unlock(e);
+	rf_latency_stats(lat, nlat, s);
 	return 0;
 }
 
@@ -187,6 +204,22 @@ static int rf_stats_json_control(const rf_stats *s, char *buf, size_t cap)
 	    rf_json_quote(text, sizeof(text), s->diagnosis_text),
 	    (unsigned long long)s->trace_lines,
 	    s->trace_error[0] ? rf_json_quote(terr, sizeof(terr), s->trace_error) : "null");
+}
+
+/* Wake-ups and the lock's hold times (after the controller's keys). */
+static int rf_stats_json_wake(const rf_stats *s, char *buf, size_t cap)
+{
+	char at[6 * sizeof(s->lock_hold_max_at) + 3];
+	return snprintf(
+	    buf, cap,
+	    ",\"wakeups_workers\":%llu,\"wakeups_consumer\":%llu,\"wakeups_loop\":%llu,"
+	    "\"waits_workers\":%llu,\"waits_consumer\":%llu,\"lock_acquisitions\":%llu,"
+	    "\"lock_hold_max_us\":%.3f,\"lock_hold_total_s\":%.6f,\"lock_hold_max_at\":%s",
+	    (unsigned long long)s->wakeups_workers, (unsigned long long)s->wakeups_consumer,
+	    (unsigned long long)s->wakeups_loop, (unsigned long long)s->waits_workers,
+	    (unsigned long long)s->waits_consumer, (unsigned long long)s->lock_acquisitions,
+	    s->lock_hold_max_us, s->lock_hold_total_s,
+	    rf_json_quote(at, sizeof(at), s->lock_hold_max_at));
 }
 
 /* The JSON object of the snapshot snap, taken from l. */
@@ -261,6 +294,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	             (unsigned long long)s.index_cache_hits,
 	             (unsigned long long)s.index_cache_misses,
 	             (unsigned long long)s.index_cache_puts, p > 0 ? pauses : "[]");
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_wake(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

@@ -70,12 +70,81 @@ void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
 
 /* ---------------------------------------------------------------- units */
 
+typedef struct rf_deferred_buf {
+	struct rf_deferred_buf *next;
+	uint64_t bytes;
+} rf_deferred_buf;
+
 /* Called with mu held (e->loop is set and cleared under mu). */
 void rf_engine_wake_loop(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	if (!atomic_exchange(&e->wake_pending, true) && e->loop)
+	if (!atomic_exchange(&e->wake_pending, true) && e->loop) {
+		e->wake.loop++; /* written under mu: teardown clears e->loop under mu */
 		rf_loop_wake(e->loop);
+	}
+}
+
+/* Signals after mu is given are safe: every waiter re-checks its condition
+ * under mu, and the counts say who was signalled; the condition variables
+ * outlive every thread that can signal them. */
+void rf_wake_issue(rf_engine *e, const struct rf_wake_defer *d)
+{
+	for (uint32_t i = 0; i < d->workers; i++)
+		pthread_cond_signal(&e->work_cv);
+	if (d->consumer)
+		pthread_cond_broadcast(&e->ready_cv);
+	for (rf_deferred_buf *b = d->bufs, *next; b; b = next) {
+		next = b->next;
+		rf_pool_put(e->pool, b, b->bytes);
+	}
+}
+
+/* A pool buffer nothing refers to any more goes back to the pool once mu
+ * is given; its bytes are already released from the budget. */
+static void rf_pool_put_later(rf_engine *e, void *buf, uint64_t bytes)
+{
+	RF_MU_HELD(e);
+	if (!buf)
+		return;
+	rf_deferred_buf *b = buf; /* at least RF_POOL_MIN_BYTES */
+	*b = (rf_deferred_buf){.next = e->defer.bufs, .bytes = bytes};
+	e->defer.bufs = b;
+}
+
+/* A waiting worker not yet signalled gets a signal: at most one per piece
+ * of work, none when every worker is busy (it finds the work before it next
+ * waits: all of it is looked at under mu). workers_signalled keeps a second
+ * signal from going to a worker already woken and not yet back. */
+void rf_engine_wake_workers(rf_engine *e, uint32_t n)
+{
+	RF_MU_HELD(e);
+	while (n-- > 0 && e->wake.workers_waiting > e->wake.workers_signalled) {
+		e->wake.workers_signalled++;
+		e->wake.workers++;
+		e->defer.workers++;
+	}
+}
+
+void rf_engine_wait_work(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	e->wake.workers_waiting++;
+	e->wake.worker_waits++;
+	rf_cond_wait(e, &e->work_cv);
+	e->wake.workers_waiting--;
+	if (e->wake.workers_signalled > 0) /* a spurious wake-up may take a signal's place */
+		e->wake.workers_signalled--;
+}
+
+void rf_engine_wake_consumer(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	if (e->wake.consumers_waiting <= e->wake.consumers_woken)
+		return; /* none waits, or every one is woken already */
+	e->wake.consumer += e->wake.consumers_waiting - e->wake.consumers_woken;
+	e->wake.consumers_woken = e->wake.consumers_waiting;
+	e->defer.consumer = true;
 }
 
 void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
@@ -87,7 +156,7 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 	u->err_msg = strdup(msg ? msg : "failed");
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-		rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		rf_pool_put_later(e, u->slab, u->slab_bytes);
 		u->slab = NULL;
 		u->slab_bytes = 0;
 	}
@@ -98,8 +167,8 @@ void rf_read_free(rf_engine *e, rf_read *rd)
 	RF_MU_HELD(e);
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
 	if (rd->buf)
-		rf_pool_put(e->pool, rd->buf - rd->buf_shift, rd->buf_bytes);
-	free(rd);
+		rf_pool_put_later(e, rd->buf - rd->buf_shift, rd->buf_bytes);
+	rf_read_put(e, rd);
 }
 
 void rf_unit_release(rf_engine *e, rf_unit_slot *u)
@@ -110,8 +179,7 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 		rf_read_free(e, rd);
 	if (u->slab_bytes) {
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
-		if (u->slab)
-			rf_pool_put(e->pool, u->slab, u->slab_bytes);
+		rf_pool_put_later(e, u->slab, u->slab_bytes);
 	}
 	free(u->err_msg);
 	memset(u, 0, sizeof(*u));
@@ -135,7 +203,7 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
 	e->coll.final = true;
 	e->coll.final_code = code;
 	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s", msg ? msg : "");
-	pthread_cond_broadcast(&e->ready_cv);
+	rf_engine_wake_consumer(e);
 	rf_engine_wake_loop(e);
 }
 
@@ -179,6 +247,6 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
 	e->coll.kick = true;
 	if (!e->coll.running)
-		pthread_cond_signal(&e->work_cv);
+		rf_engine_wake_workers(e, 1);
 	rf_engine_wake_loop(e);
 }

@@ -471,6 +471,16 @@ typedef struct rf_stats {
 	/* the index cache (index_cache) at the open: layouts found there (the
 	 * shard's scan skipped), looked up and not found, and stored */
 	uint64_t index_cache_hits, index_cache_misses, index_cache_puts;
+	/* wake-ups and the engine's lock (fields added at the end) */
+	uint64_t wakeups_workers;   /* decode workers signalled (only ever one that waits) */
+	uint64_t wakeups_consumer;  /* rf_next waits woken (only while one waits) */
+	uint64_t wakeups_loop;      /* eventfd writes to the loop thread (one while pending) */
+	uint64_t waits_workers;     /* times a worker waited for work */
+	uint64_t waits_consumer;    /* times rf_next waited for a batch */
+	uint64_t lock_acquisitions; /* of the engine's mutex */
+	double lock_hold_max_us;    /* the longest hold */
+	double lock_hold_total_s;   /* every hold summed */
+	char lock_hold_max_at[96];  /* where the longest hold was: "TAKER > GIVER" (functions) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -79,12 +79,49 @@ static void test_trim_oldest_first(void **state)
 	rf_budget_destroy(&b);
 }
 
+/* A miss takes an idle buffer of a class up to 25% larger and shrinks it
+ * in place (no new mapping); one further off is not taken. */
+static void test_near_class_shrunk(void **state)
+{
+	(void)state;
+	rf_budget b;
+	rf_budget_init(&b, 256u << 20);
+	rf_pool *p;
+	assert_int_equal(rf_pool_new(&b, &p), 0);
+	uint64_t want = rf_pool_class_bytes(800u << 10);
+	uint64_t near = rf_pool_class_bytes(want + 1); /* the next class */
+	near = rf_pool_class_bytes(near + 1);          /* two classes up */
+	uint64_t far = rf_pool_class_bytes(want * 2);  /* 100% larger */
+	uint8_t *x = rf_pool_get(p, near);
+	assert_non_null(x);
+	memset(x, 0xcd, near);
+	rf_pool_put(p, x, near);
+	uint8_t *y = rf_pool_get(p, want);
+	assert_ptr_equal(y, x); /* the same buffer, shrunk */
+	assert_int_equal(rf_pool_mapped_bytes(p), want);
+	memset(y, 0xef, want); /* all of it usable */
+	rf_pool_put(p, y, want);
+	uint8_t *z = rf_pool_get(p, far);
+	assert_non_null(z);
+	rf_pool_put(p, z, far);
+	rf_pool_put(p, rf_pool_get(p, want), want); /* y again: exact class */
+	uint64_t mapped = rf_pool_mapped_bytes(p);
+	uint8_t *w = rf_pool_get(p, rf_pool_class_bytes(want / 2)); /* z is too far */
+	assert_non_null(w);
+	assert_true(w != z && w != y);
+	assert_int_equal(rf_pool_mapped_bytes(p), mapped + rf_pool_class_bytes(want / 2));
+	rf_pool_put(p, w, rf_pool_class_bytes(want / 2));
+	rf_pool_free(p);
+	rf_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_classes),
 	    cmocka_unit_test(test_reuse_and_trim),
 	    cmocka_unit_test(test_trim_oldest_first),
+	    cmocka_unit_test(test_near_class_shrunk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

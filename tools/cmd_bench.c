@@ -534,6 +534,12 @@ static void rf_bench_text_rates(const rf_bench_opts *o, const rf_bench_result *r
 	       100 * rf_bench_wait_fraction(s));
 	printf("  producer: c %.1f batches/s when not held back; %u decode threads busy %.0f%%\n",
 	       s->producer_rate_bps, s->threads, 100 * s->decode_busy_fraction);
+	printf("  engine: wake-ups %llu workers (for %llu waits), %llu consumer (%llu), %llu loop; "
+	       "lock taken %llu times, held %.3f s in all, the longest %.1f us (%s)\n",
+	       (unsigned long long)s->wakeups_workers, (unsigned long long)s->waits_workers,
+	       (unsigned long long)s->wakeups_consumer, (unsigned long long)s->waits_consumer,
+	       (unsigned long long)s->wakeups_loop, (unsigned long long)s->lock_acquisitions,
+	       s->lock_hold_total_s, s->lock_hold_max_us, s->lock_hold_max_at);
 	printf("  fetch: p50 %.2f ms, p99 %.2f ms, max %.2f ms; %llu pauses (overlapping slow "
 	       "reads count once), the longest %.3f s\n",
 	       s->fetch_latency_p50_ms, s->fetch_latency_p99_ms, s->fetch_latency_max_ms,

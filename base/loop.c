@@ -266,16 +266,18 @@ int rf_loop_region_add(rf_loop *loop, void *base, size_t len)
 	return (int)i;
 }
 
-void rf_loop_region_remove(rf_loop *loop, const void *base)
+size_t rf_loop_region_remove(rf_loop *loop, const void *base)
 {
 	for (unsigned i = 0; base && i < RF_LOOP_REGIONS_MAX; i++) {
 		if (loop->regions[i].base != (uintptr_t)base)
 			continue;
+		size_t len = loop->regions[i].len;
 		(void)rf_loop_region_update(loop, i, NULL, 0);
 		loop->regions[i] = (rf_loop_region){0};
 		loop->regions_used--;
-		return;
+		return len;
 	}
+	return 0;
 }
 
 int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len)

@@ -40,9 +40,9 @@ int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t of
  * CAP_IPC_LOCK; -ENOSPC: every region taken; -EINVAL: len 0 or over the
  * limit; what the kernel says where it has no registered buffers). */
 int rf_loop_region_add(rf_loop *loop, void *base, size_t len);
-/* Unregisters the region that starts at base (none: nothing happens). Reads
- * in flight into it finish into the pages they were given. */
-void rf_loop_region_remove(rf_loop *loop, const void *base);
+/* Unregisters the region that starts at base; returns its length (0: there
+ * is none). Reads in flight into it finish into the pages they were given. */
+size_t rf_loop_region_remove(rf_loop *loop, const void *base);
 /* The index of the region that holds [p, p + len) whole, or -1. */
 int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len);
 /* rf_loop_read into a registered region (index from rf_loop_region_find). */

@@ -1,8 +1,8 @@
 /* file.c - the local file source: size checked at open on a descriptor of
  * the bounded LRU set (fdcache.c; the source owns none), byte ranges read
- * with IORING_OP_READ through the loop (with direct_io: O_DIRECT, aligned
- * in place, edges bounced), short reads continued until the range is
- * complete. Errors name the path, the range and the cause. */
+ * with IORING_OP_READ through the loop (READ_FIXED into registered
+ * buffers; with direct_io: O_DIRECT, aligned in place, edges bounced), short
+ * reads continued until the range is complete. Errors name the path, the range and the cause. */
 #include "fdcache.h"
 #include "list.h"
 #include "source.h"
@@ -39,7 +39,8 @@ typedef struct rf_file_state {
 	uint32_t direct_io;   /* RF_DIRECT_IO_* */
 	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
 	uint64_t memory_bytes;
-	uint64_t direct_bytes; /* read with O_DIRECT */
+	uint64_t direct_bytes;             /* read with O_DIRECT */
+	uint64_t fixed_reads, fixed_bytes; /* issued as READ_FIXED (registered destination) */
 	rf_list
 	    spare; /* of rf_file_read: finished reads kept for the next ones (no malloc per read) */
 	uint32_t spare_n; /* <= RF_FILE_SPARE_MAX */
@@ -199,15 +200,26 @@ static void rf_file_on_read(void *arg, int res)
 	rf_file_finish(r, (int64_t)r->len);
 }
 
+/* READ_FIXED when the destination lies in a registered region (its pages
+ * are pinned already), else a plain read. */
 static int rf_file_issue(rf_file_part *p)
 {
 	rf_file_read *r = p->r;
+	rf_file_state *st = r->src->st;
 	uint64_t left = p->want - p->done;
 	uint32_t n = (uint32_t)RF_MIN(left, (uint64_t)RF_FILE_CHUNK_BYTES);
-	int64_t id = rf_loop_read(rf_fetch_loop(r->src->base.fetch), r->fd, p->dst + p->done, n,
-	                          p->at + p->done, rf_file_on_read, p);
+	uint8_t *dst = p->dst + p->done;
+	int idx = rf_loop_region_find(st->loop, dst, n);
+	int64_t id =
+	    idx >= 0 ? rf_loop_read_fixed(st->loop, r->fd, dst, n, p->at + p->done, idx,
+	                                  rf_file_on_read, p)
+	             : rf_loop_read(st->loop, r->fd, dst, n, p->at + p->done, rf_file_on_read, p);
 	if (id < 0)
 		return (int)id;
+	if (idx >= 0) {
+		st->fixed_reads++;
+		st->fixed_bytes += n;
+	}
 	p->op = id;
 	return 0;
 }
@@ -533,6 +545,8 @@ static void rf_file_counters(void *state, rf_fetch_counters *out)
 	rf_fdcache_counters_get(st->fds, &k);
 	out->direct_bytes += st->direct_bytes;
 	out->direct_refused += k.direct_refused;
+	out->fixed_reads += st->fixed_reads;
+	out->fixed_bytes += st->fixed_bytes;
 }
 
 static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size_hint,

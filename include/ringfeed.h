@@ -527,6 +527,11 @@ typedef struct rf_fetch_result {
 	uint64_t direct_bytes;         /* local bytes read with O_DIRECT */
 	uint64_t direct_refused_files; /* local files whose filesystem refused O_DIRECT
 	                                * (read through the page cache instead) */
+	uint64_t fixed_reads;          /* local reads into registered buffers (READ_FIXED) */
+	uint64_t fixed_bytes;          /* bytes those reads asked for */
+	uint64_t registered_bytes;     /* read buffers registered with io_uring (direct_io) */
+	int register_error;            /* 0, or why registering them was refused (-errno:
+	                                * -ENOMEM is RLIMIT_MEMLOCK; plain reads then) */
 } rf_fetch_result;
 
 /* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte

@@ -34,6 +34,26 @@ for args in "--direct-io on" "--direct-io on --request-size 4KiB" "--direct-io o
 done
 out=$("$CLI" bench --fetch-only --direct-io on "$T/ds")
 echo "$out" | grep -q "direct I/O: [1-9][0-9]* bytes read with O_DIRECT" || fail "fetch-only: $out"
+echo "$out" | grep -q "direct I/O: [1-9][0-9]* reads ([0-9]* bytes) into [1-9][0-9]* bytes of registered buffers (READ_FIXED)" ||
+	fail "fetch-only without READ_FIXED: $out"
+# Registration refused (no CAP_IPC_LOCK, RLIMIT_MEMLOCK 8 MiB: the ring fits,
+# 16 x 1 MiB of buffers do not): plain O_DIRECT reads, every byte, said once.
+if setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock true 2>/dev/null &&
+	command -v prlimit >/dev/null; then
+	j=$(setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock prlimit --memlock=8388608:8388608 \
+		"$CLI" bench --fetch-only --json --direct-io on --request-size 1MiB --connections 16 \
+		"$T/ds" 2>"$T/err") || { cat "$T/err" >&2; fail "fetch-only without memlock failed"; }
+	$PY -c "
+import json, sys
+j = json.loads(sys.argv[1])
+assert j['register_error'] == -12 and j['fixed_reads'] == 0 and j['registered_bytes'] == 0, j
+assert j['direct_bytes'] == j['bytes'] > 0, j
+" "$j" || fail "memlock refusal: $j"
+	[ "$(grep -c "io_uring refused to register the read buffers (Cannot allocate memory; RLIMIT_MEMLOCK" "$T/err")" = 1 ] ||
+		{ cat "$T/err" >&2; fail "memlock refusal not said once"; }
+else
+	echo "cli_direct_io: setpriv/prlimit unavailable: the RLIMIT_MEMLOCK refusal is not checked"
+fi
 set +e
 "$CLI" read --digest --direct-io sometimes "$T/ds" >/dev/null 2>"$T/err"
 rc=$?

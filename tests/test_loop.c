@@ -390,9 +390,9 @@ static void test_regions(void **state)
 	assert_true(rf_loop_read_fixed(loop, fd, mem[1], 100, 0, idx, on_hit, &h2) >= 0);
 	run_until(loop, &h2.calls, 1);
 	assert_int_equal(h2.res, -EFAULT);
-	rf_loop_region_remove(loop, mem[0]);
+	assert_int_equal(rf_loop_region_remove(loop, mem[0]), sizeof(mem[0]));
 	assert_int_equal(rf_loop_region_find(loop, mem[0], 1), -1);
-	rf_loop_region_remove(loop, mem[0]); /* again: nothing */
+	assert_int_equal(rf_loop_region_remove(loop, mem[0]), 0); /* again: nothing */
 	for (unsigned i = 0; i < RF_LOOP_REGIONS_MAX; i++)
 		assert_true(rf_loop_region_add(loop, mem[i], sizeof(mem[i])) >= 0);
 	assert_int_equal(rf_loop_region_add(loop, mem[RF_LOOP_REGIONS_MAX], 64), -ENOSPC);

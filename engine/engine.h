@@ -316,6 +316,7 @@ typedef struct rf_engine {
 		uint64_t fetch_errors;
 		uint64_t fetch_retries; /* remote retries (fetch counters) */
 		uint64_t fetch_hedges, fetch_hedges_won;
+		uint64_t direct_bytes, direct_refused, fixed_reads, fixed_bytes; /* direct_io */
 		uint64_t rereads; /* ranges read again after failing a checksum */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */

@@ -35,6 +35,10 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	e->st.fetch_retries = fc.retries;
 	e->st.fetch_hedges = fc.hedges;
 	e->st.fetch_hedges_won = fc.hedges_won;
+	e->st.direct_bytes = fc.direct_bytes;
+	e->st.direct_refused = fc.direct_refused;
+	e->st.fixed_reads = fc.fixed_reads;
+	e->st.fixed_bytes = fc.fixed_bytes;
 	if (res < 0) {
 		e->st.fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {

@@ -130,6 +130,10 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->fetch_retries = e->st.fetch_retries;
 	s->fetch_hedges = e->st.fetch_hedges;
 	s->fetch_hedges_won = e->st.fetch_hedges_won;
+	s->direct_bytes = e->st.direct_bytes;
+	s->direct_refused_files = e->st.direct_refused;
+	s->fixed_reads = e->st.fixed_reads;
+	s->fixed_bytes = e->st.fixed_bytes;
 	s->rereads = e->st.rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
@@ -249,8 +253,12 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
 	rf_engine_unlock(e);
 	m = snprintf(buf + n, cap - (size_t)n,
-	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"pauses_by_source\":%s",
+	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"direct_bytes\":%llu,"
+	             "\"direct_refused_files\":%llu,\"fixed_reads\":%llu,\"fixed_bytes\":%llu,"
+	             "\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
+	             (unsigned long long)s.direct_bytes, (unsigned long long)s.direct_refused_files,
+	             (unsigned long long)s.fixed_reads, (unsigned long long)s.fixed_bytes,
 	             p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;

@@ -563,6 +563,19 @@ static void rf_bench_text_depth(const rf_bench_result *r)
 	printf("; reads kept in flight %u\n", s->inflight_target);
 }
 
+/* direct_io: what the loader read with O_DIRECT, into registered buffers,
+ * and how many files' filesystems refused it (said on stderr once). */
+static void rf_bench_text_direct(const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	if (!s->direct_bytes && !s->direct_refused_files)
+		return;
+	printf("  direct I/O: %llu bytes with O_DIRECT (%llu reads into registered buffers); "
+	       "%llu file(s) refused it (read through the page cache)\n",
+	       (unsigned long long)s->direct_bytes, (unsigned long long)s->fixed_reads,
+	       (unsigned long long)s->direct_refused_files);
+}
+
 static void rf_bench_text_memory(const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
@@ -656,6 +669,7 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
 	rf_bench_text_rates(o, r);
 	rf_bench_text_depth(r);
 	rf_bench_text_memory(r);
+	rf_bench_text_direct(r);
 	rf_cli_host_line(stdout, r->stats_json);
 	rf_bench_text_stalls(o, r);
 	if (s->trace_error[0])

@@ -513,6 +513,37 @@ static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint
 	return 0;
 }
 
+/* This cgroup's (v2) memory.max, or UINT64_MAX ("max", none, unreadable). */
+static uint64_t rf_file_cgroup_max(void)
+{
+	char line[512], path[600];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, "0::", 3);
+	if (f)
+		fclose(f);
+	if (!found)
+		return UINT64_MAX;
+	line[strcspn(line, "\n")] = 0;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
+	unsigned long long v = 0;
+	f = fopen(path, "r");
+	bool ok = f && fscanf(f, "%llu", &v) == 1 && v > 0;
+	if (f)
+		fclose(f);
+	return ok ? (uint64_t)v : UINT64_MAX;
+}
+
+/* What the page cache could hold for us: physical memory, or the cgroup's
+ * limit where it is lower (its page cache is charged to it). */
+static uint64_t rf_file_cache_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+	return RF_MIN(phys, rf_file_cgroup_max());
+}
+
 static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 {
 	rf_file_state *st = calloc(1, sizeof(*st));
@@ -523,8 +554,9 @@ static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 	st->loop = rf_fetch_loop(f);
 	st->opened_timer = -1;
 	st->direct_io = rf_fetch_opts(f)->direct_io;
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	st->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+	st->memory_bytes = rf_fetch_opts(f)->direct_io_memory_bytes;
+	if (!st->memory_bytes)
+		st->memory_bytes = rf_file_cache_bytes();
 	*state = st;
 	return 0;
 }

@@ -54,6 +54,26 @@ assert j['direct_bytes'] == j['bytes'] > 0, j
 else
 	echo "cli_direct_io: setpriv/prlimit unavailable: the RLIMIT_MEMLOCK refusal is not checked"
 fi
+# auto decides on the memory the page cache could hold (--direct-io-memory
+# makes it a known figure): a dataset larger than it is read with O_DIRECT
+# (fetch-only and the loader), one smaller through the page cache.
+dsbytes=$(cat "$T"/ds/*.rfs | wc -c)
+for mem in 1MiB 1TiB; do
+	j=$("$CLI" bench --fetch-only --json --direct-io auto --direct-io-memory $mem "$T/ds" 2>"$T/err") ||
+		{ cat "$T/err" >&2; fail "auto, memory $mem: failed"; }
+	l=$("$CLI" bench --json --batches 20 --direct-io auto --direct-io-memory $mem "$T/ds" 2>"$T/err") ||
+		{ cat "$T/err" >&2; fail "auto, memory $mem: the loader failed"; }
+	$PY -c "
+import json, sys
+f, l, mem, total = json.loads(sys.argv[1]), json.loads(sys.argv[2])['loader'], sys.argv[3], int(sys.argv[4])
+assert f['bytes'] == total, f
+if mem == '1MiB':  # the first shard alone outgrows 1 MiB
+    assert f['direct_bytes'] == total and f['fixed_reads'] > 0, f
+    assert l['direct_bytes'] > 0, l
+else:
+    assert f['direct_bytes'] == 0 and l['direct_bytes'] == 0, (f, l)
+" "$j" "$l" "$mem" "$dsbytes" || fail "auto with memory $mem: $j"
+done
 set +e
 "$CLI" read --digest --direct-io sometimes "$T/ds" >/dev/null 2>"$T/err"
 rc=$?

@@ -513,30 +513,44 @@ static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint
 	return 0;
 }
 
-/* This cgroup's (v2) memory.max, or UINT64_MAX ("max", none, unreadable). */
-static uint64_t rf_file_cgroup_max(void)
+/* The first number in path, or UINT64_MAX ("max", none, unreadable). */
+static uint64_t rf_file_read_limit(const char *path)
 {
-	char line[512], path[600];
-	FILE *f = fopen("/proc/self/cgroup", "r");
-	bool found = false;
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, "0::", 3);
-	if (f)
-		fclose(f);
-	if (!found)
-		return UINT64_MAX;
-	line[strcspn(line, "\n")] = 0;
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
 	unsigned long long v = 0;
-	f = fopen(path, "r");
+	FILE *f = fopen(path, "r");
 	bool ok = f && fscanf(f, "%llu", &v) == 1 && v > 0;
 	if (f)
 		fclose(f);
 	return ok ? (uint64_t)v : UINT64_MAX;
 }
 
+/* This process's cgroup memory limit: v2 memory.max, or v1's
+ * memory.limit_in_bytes; UINT64_MAX where there is none. */
+static uint64_t rf_file_cgroup_max(void)
+{
+	char line[512], path[600];
+	uint64_t limit = UINT64_MAX;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		const char *rest = strchr(line, ':');
+		if (rest && !strncmp(rest, "::", 2))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", rest + 2);
+		else if (rest && !strncmp(rest, ":memory:", 8))
+			snprintf(path, sizeof(path),
+			         "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", rest + 8);
+		else
+			continue;
+		limit = RF_MIN(limit, rf_file_read_limit(path));
+	}
+	if (f)
+		fclose(f);
+	return limit;
+}
+
 /* What the page cache could hold for us: physical memory, or the cgroup's
- * limit where it is lower (its page cache is charged to it). */
+ * limit where it is lower (its page cache is charged to it; v1's "no
+ * limit" is a huge number, above any physical memory). */
 static uint64_t rf_file_cache_bytes(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

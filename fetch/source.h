@@ -52,7 +52,7 @@ typedef struct rf_fetch_options {
 	void *mem_ctx;
 	uint32_t direct_io; /* local files: RF_DIRECT_IO_OFF (default), _ON, _AUTO */
 	/* _AUTO turns O_DIRECT on once the files opened outgrow this (0: the
-	 * physical memory, or the cgroup's memory.max where lower) */
+	 * physical memory, or the cgroup's memory limit where lower) */
 	uint64_t direct_io_memory_bytes;
 } rf_fetch_options;
 

@@ -33,7 +33,7 @@ int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t of
  * (IORING_OP_READ_FIXED) skips pinning its pages per request. Loop thread
  * only (the ring's single issuer). A region must stay mapped until removed
  * (or the loop freed): the kernel holds its pages, not its addresses. */
-#define RF_LOOP_REGIONS_MAX      64u
+#define RF_LOOP_REGIONS_MAX      1024u
 #define RF_LOOP_REGION_BYTES_MAX (1ull << 30) /* the kernel's limit per buffer */
 /* Registers [base, base + len): its index, or -errno (-ENOMEM or -EPERM:
  * the kernel refused to pin it, RLIMIT_MEMLOCK for a process without

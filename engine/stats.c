@@ -134,6 +134,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->direct_refused_files = e->st.direct_refused;
 	s->fixed_reads = e->st.fixed_reads;
 	s->fixed_bytes = e->st.fixed_bytes;
+	s->direct_register_refused = e->st.register_refused;
 	s->rereads = e->st.rereads;
 	s->threads = e->threads;
 	rf_control_explain(e, s); /* last: in the figures above */
@@ -255,11 +256,11 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	m = snprintf(buf + n, cap - (size_t)n,
 	             ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"direct_bytes\":%llu,"
 	             "\"direct_refused_files\":%llu,\"fixed_reads\":%llu,\"fixed_bytes\":%llu,"
-	             "\"pauses_by_source\":%s",
+	             "\"direct_register_refused\":%llu,\"pauses_by_source\":%s",
 	             (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
 	             (unsigned long long)s.direct_bytes, (unsigned long long)s.direct_refused_files,
 	             (unsigned long long)s.fixed_reads, (unsigned long long)s.fixed_bytes,
-	             p > 0 ? pauses : "[]");
+	             (unsigned long long)s.direct_register_refused, p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

@@ -455,11 +455,13 @@ typedef struct rf_stats {
 	uint64_t fetch_hedges;     /* duplicate requests for reads slower than the store's p95 */
 	uint64_t fetch_hedges_won; /* of which answered first */
 	/* direct_io (local files) */
-	uint64_t direct_bytes;         /* read with O_DIRECT */
-	uint64_t direct_refused_files; /* whose filesystem refused O_DIRECT (page cache instead;
-	                                * the first is said once on stderr) */
-	uint64_t fixed_reads;          /* reads into registered buffers (READ_FIXED) */
-	uint64_t fixed_bytes;          /* bytes those reads asked for */
+	uint64_t direct_bytes;            /* read with O_DIRECT */
+	uint64_t direct_refused_files;    /* whose filesystem refused O_DIRECT (page cache instead;
+	                                   * the first is said once on stderr) */
+	uint64_t fixed_reads;             /* reads into registered buffers (READ_FIXED) */
+	uint64_t fixed_bytes;             /* bytes those reads asked for */
+	uint64_t direct_register_refused; /* read buffers io_uring would not register
+	                                   * (RLIMIT_MEMLOCK: plain reads; said once) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

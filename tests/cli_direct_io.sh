@@ -32,6 +32,9 @@ for args in "--direct-io on" "--direct-io on --request-size 4KiB" "--direct-io o
 	[ "$args" = "--direct-io on --shuffle 0" ] && want=$("$CLI" read --digest --shuffle 0 "$T/ds")
 	[ "$got" = "$want" ] || fail "$args: $got, want $want"
 done
+# 1 MiB blocks (~400 KiB compressed: every read's aligned interior in place)
+"$CLI" pack --from lines "$T/in.txt" -o "$T/big" --block-size 1MiB --shard-size 4MiB >/dev/null
+refbig=$("$CLI" read --digest --direct-io off "$T/big")
 out=$("$CLI" bench --fetch-only --direct-io on "$T/ds")
 echo "$out" | grep -q "direct I/O: [1-9][0-9]* bytes read with O_DIRECT" || fail "fetch-only: $out"
 echo "$out" | grep -q "direct I/O: [1-9][0-9]* reads ([0-9]* bytes) into [1-9][0-9]* bytes of registered buffers (READ_FIXED)" ||
@@ -51,6 +54,21 @@ assert j['direct_bytes'] == j['bytes'] > 0, j
 " "$j" || fail "memlock refusal: $j"
 	[ "$(grep -c "io_uring refused to register the read buffers (Cannot allocate memory; RLIMIT_MEMLOCK" "$T/err")" = 1 ] ||
 		{ cat "$T/err" >&2; fail "memlock refusal not said once"; }
+	# the loader: the same records, the refusal said once, counted (512 KiB:
+	# the ring's ~200 KiB fit, no read buffer of 1 MiB blocks does)
+	got=$(setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock prlimit --memlock=524288:524288 \
+		"$CLI" read --digest --direct-io on --budget 64MiB "$T/big" 2>"$T/err") ||
+		{ cat "$T/err" >&2; fail "the loader without memlock failed"; }
+	[ "$got" = "$refbig" ] || fail "the loader without memlock: $got, want $refbig"
+	[ "$(grep -c "io_uring refused to register a read buffer of [0-9]* bytes (Cannot allocate memory; RLIMIT_MEMLOCK" "$T/err")" = 1 ] ||
+		{ cat "$T/err" >&2; fail "the loader's memlock refusal not said once"; }
+	l=$(setpriv --bounding-set=-ipc_lock --inh-caps=-ipc_lock prlimit --memlock=524288:524288 \
+		"$CLI" bench --json --batches 200 --direct-io on --budget 64MiB "$T/big" 2>/dev/null)
+	$PY -c "
+import json, sys
+l = json.loads(sys.argv[1])['loader']
+assert l['direct_register_refused'] >= 1 and l['direct_bytes'] > 0, l
+" "$l" || fail "the loader's memlock refusal is not in the stats: $l"
 else
 	echo "cli_direct_io: setpriv/prlimit unavailable: the RLIMIT_MEMLOCK refusal is not checked"
 fi
@@ -74,6 +92,19 @@ else:
     assert f['direct_bytes'] == 0 and l['direct_bytes'] == 0, (f, l)
 " "$j" "$l" "$mem" "$dsbytes" || fail "auto with memory $mem: $j"
 done
+# The loader's read buffers come from the pool: registered as reads get
+# them (READ_FIXED), dropped before the pool unmaps them (the digests above
+# ran through that, at 8 MiB of budget too).
+for args in "" "--budget 8MiB --threads 1"; do
+	got=$("$CLI" read --digest --direct-io on $args "$T/big" 2>"$T/err") || { cat "$T/err" >&2; fail "big $args: failed"; }
+	[ "$got" = "$refbig" ] || fail "big, direct $args: $got, want $refbig"
+done
+l=$("$CLI" bench --json --batches 200 --direct-io on "$T/big" 2>/dev/null)
+$PY -c "
+import json, sys
+l = json.loads(sys.argv[1])['loader']
+assert l['fixed_reads'] > 0 and l['fixed_bytes'] > 0 and l['direct_register_refused'] == 0, l
+" "$l" || fail "the loader made no READ_FIXED reads: $l"
 set +e
 "$CLI" read --digest --direct-io sometimes "$T/ds" >/dev/null 2>"$T/err"
 rc=$?

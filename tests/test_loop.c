@@ -393,8 +393,22 @@ static void test_regions(void **state)
 	assert_int_equal(rf_loop_region_remove(loop, mem[0]), sizeof(mem[0]));
 	assert_int_equal(rf_loop_region_find(loop, mem[0], 1), -1);
 	assert_int_equal(rf_loop_region_remove(loop, mem[0]), 0); /* again: nothing */
-	for (unsigned i = 0; i < RF_LOOP_REGIONS_MAX; i++)
-		assert_true(rf_loop_region_add(loop, mem[i], sizeof(mem[i])) >= 0);
+	/* A full table (8 MiB pinned: a process without CAP_IPC_LOCK at the
+	 * default RLIMIT_MEMLOCK may be refused first, -ENOMEM, and stops here) */
+	for (unsigned i = 0; i < RF_LOOP_REGIONS_MAX; i++) {
+		int rc = rf_loop_region_add(loop, mem[i], sizeof(mem[i]));
+		if (rc == -ENOMEM) {
+			print_message(
+			    "RLIMIT_MEMLOCK refused region %u: the full table is not checked\n", i);
+			drain(loop);
+			rf_loop_free(loop);
+			close(fd);
+			rf_test_rmtree(dir);
+			free(dir);
+			return;
+		}
+		assert_true(rc >= 0);
+	}
 	assert_int_equal(rf_loop_region_add(loop, mem[RF_LOOP_REGIONS_MAX], 64), -ENOSPC);
 	assert_int_equal(rf_loop_region_find(loop, mem[RF_LOOP_REGIONS_MAX - 1] + 8000, 192),
 	                 rf_loop_region_find(loop, mem[RF_LOOP_REGIONS_MAX - 1], 1));

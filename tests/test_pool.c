@@ -79,12 +79,54 @@ static void test_trim_oldest_first(void **state)
 	rf_budget_destroy(&b);
 }
 
+typedef struct unmaps {
+	int calls;
+	void *last;
+	uint64_t bytes;
+} unmaps;
+
+static void on_unmap(void *ctx, void *buf, uint64_t bytes)
+{
+	unmaps *u = ctx;
+	u->calls++;
+	u->last = buf;
+	u->bytes = bytes;
+	((volatile uint8_t *)buf)[0] = 1; /* still mapped while the hook runs */
+}
+
+/* The unmap hook (direct_io's registrations) hears of every buffer the
+ * pool unmaps, before it is unmapped; none after it is removed. */
+static void test_unmap_hook(void **state)
+{
+	(void)state;
+	rf_budget b;
+	rf_budget_init(&b, 32u << 20); /* idle allowed: 1 MiB */
+	rf_pool *p;
+	assert_int_equal(rf_pool_new(&b, &p), 0);
+	unmaps u = {0};
+	rf_pool_set_unmap_hook(p, on_unmap, &u);
+	uint64_t big = 768u << 10, mid = 512u << 10;
+	uint8_t *x = rf_pool_get(p, big), *z = rf_pool_get(p, mid);
+	assert_true(x && z);
+	rf_pool_put(p, x, big);
+	assert_int_equal(u.calls, 0);
+	rf_pool_put(p, z, mid); /* 1.25 MiB idle: x goes */
+	assert_int_equal(u.calls, 1);
+	assert_ptr_equal(u.last, x);
+	assert_int_equal(u.bytes, big);
+	rf_pool_set_unmap_hook(p, NULL, NULL);
+	rf_pool_free(p); /* unmaps z: the hook is gone */
+	assert_int_equal(u.calls, 1);
+	rf_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_classes),
 	    cmocka_unit_test(test_reuse_and_trim),
 	    cmocka_unit_test(test_trim_oldest_first),
+	    cmocka_unit_test(test_unmap_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * the bounded LRU set (fdcache.c; the source owns none), byte ranges read
  * with IORING_OP_READ through the loop (READ_FIXED into registered
  * buffers; with direct_io: O_DIRECT, aligned in place, edges bounced), short
- * reads continued until the range is complete. Errors name the path, the range and the cause. */
+ * reads continued until the range is complete; direct_io auto's memory
+ * figure (the option, or physical memory and the cgroup's limit). Errors
+ * name the path, the range and the cause. */
 #include "fdcache.h"
 #include "list.h"
 #include "source.h"

@@ -71,7 +71,7 @@ static void rf_dio_refused(rf_engine *e, int rc, uint64_t bytes)
 	e->dio->refused = true;
 	fprintf(stderr,
 	        "ringfeed: direct I/O: io_uring refused to register a read buffer of %llu bytes "
-	        "(%s%s): plain O_DIRECT reads from now on\n",
+	        "(%s%s): plain reads from now on\n",
 	        (unsigned long long)bytes, strerror(-rc),
 	        rc == -ENOMEM ? "; RLIMIT_MEMLOCK (ulimit -l) too small" : "");
 }

@@ -8,7 +8,8 @@ set -euo pipefail
 CLI=${RF_CLI:?set RF_CLI to the ringfeed binary}
 PY=/usr/bin/python3
 T=$(mktemp -d "${RF_TEST_DIRECT_DIR:-/var/tmp}/rf-cli-direct-XXXXXX")
-trap 'rm -rf "$T"' EXIT
+cg=""
+trap 'rm -rf "$T"; [ -z "$cg" ] || rmdir "$cg" 2>/dev/null || true' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 $PY -c "
 import os, sys
@@ -105,6 +106,36 @@ import json, sys
 l = json.loads(sys.argv[1])['loader']
 assert l['fixed_reads'] > 0 and l['fixed_bytes'] > 0 and l['direct_register_refused'] == 0, l
 " "$l" || fail "the loader made no READ_FIXED reads: $l"
+# auto without the option: a memory cgroup smaller than the files (its page
+# cache is charged to it) turns O_DIRECT on; outside it, physical memory
+# (far larger) does not. Where no cgroup can be made (not root, no memory
+# controller), not checked.
+mkdir "$T/zeros"
+for i in 0 1 2; do head -c $((16 << 20)) /dev/zero >"$T/zeros/s$i.rfs"; done
+if [ -d /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/rf-cli-direct-$$" 2>/dev/null; then
+	cg=/sys/fs/cgroup/memory/rf-cli-direct-$$
+	echo $((32 << 20)) >"$cg/memory.limit_in_bytes"
+elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers &&
+	mkdir "/sys/fs/cgroup/rf-cli-direct-$$" 2>/dev/null; then
+	cg=/sys/fs/cgroup/rf-cli-direct-$$
+	echo $((32 << 20)) >"$cg/memory.max"
+fi
+if [ -n "$cg" ]; then
+	fo="bench --fetch-only --json --direct-io auto --request-size 64KiB --connections 4 $T/zeros"
+	# shellcheck disable=SC2086 # fo's words
+	in=$(/bin/sh -c 'echo $$ >"$0" && exec "$@"' "$cg/cgroup.procs" "$CLI" $fo 2>"$T/err") ||
+		{ cat "$T/err" >&2; fail "auto in a 32 MiB cgroup: failed"; }
+	# shellcheck disable=SC2086
+	out=$("$CLI" $fo 2>"$T/err") || { cat "$T/err" >&2; fail "auto outside the cgroup: failed"; }
+	$PY -c "
+import json, sys
+i, o = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert i['bytes'] == 3 << 24 and i['direct_bytes'] == i['bytes'], i
+assert o['direct_bytes'] == 0, o  # 48 MiB: below any memory this runs in
+" "$in" "$out" || fail "auto and the cgroup's limit: in $in, out $out"
+else
+	echo "cli_direct_io: no memory cgroup could be made: auto's cgroup limit is not checked"
+fi
 set +e
 "$CLI" read --digest --direct-io sometimes "$T/ds" >/dev/null 2>"$T/err"
 rc=$?

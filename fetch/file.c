@@ -21,6 +21,7 @@
 #define RF_FILE_DIRECT_ALIGN 4096u /* O_DIRECT offsets, lengths and memory */
 /* below this the aligned interior is not worth a read of its own: bounced */
 #define RF_FILE_DIRECT_MIN_BYTES (64u << 10)
+#define RF_FILE_BOUNCE_EDGES     (2 * RF_FILE_DIRECT_ALIGN) /* an in-place read's two edges */
 
 typedef struct rf_file_read rf_file_read;
 
@@ -43,6 +44,9 @@ typedef struct rf_file_state {
 	uint64_t memory_bytes;
 	uint64_t direct_bytes;             /* read with O_DIRECT */
 	uint64_t fixed_reads, fixed_bytes; /* issued as READ_FIXED (registered destination) */
+	uint64_t bounce_allocs;            /* bounce blocks allocated (not taken from spares) */
+	uint8_t *bounce_spare[RF_FILE_SPARE_MAX]; /* edge blocks (2 x align) kept for reuse */
+	uint32_t bounce_n;
 	rf_list
 	    spare; /* of rf_file_read: finished reads kept for the next ones (no malloc per read) */
 	uint32_t spare_n; /* <= RF_FILE_SPARE_MAX */
@@ -85,7 +89,8 @@ struct rf_file_read {
 	int64_t op;   /* the timer delivering an open failure, or -1 */
 	rf_file_part part[RF_FILE_PARTS];
 	uint32_t parts, parts_left;
-	uint8_t *bounce;        /* aligned; the parts that are not in buf */
+	uint8_t *bounce; /* aligned; the parts that are not in buf */
+	uint64_t bounce_bytes;
 	rf_loop_deferred defer; /* closed while bounce reads were in flight */
 	rf_fetch_cb cb;
 	void *arg;
@@ -233,6 +238,34 @@ static void rf_file_part_set(rf_file_read *r, uint8_t *dst, uint64_t at, uint64_
 	    (rf_file_part){.r = r, .dst = dst, .at = at, .want = want, .need = need, .op = -1};
 }
 
+/* Edge blocks (both edges of an in-place read) come from the spares; other
+ * sizes are allocated. r->bounce is set, or -ENOMEM. */
+static int rf_file_bounce_get(rf_file_state *st, rf_file_read *r, uint64_t bytes)
+{
+	r->bounce_bytes = bytes;
+	if (bytes == RF_FILE_BOUNCE_EDGES && st->bounce_n > 0) {
+		r->bounce = st->bounce_spare[--st->bounce_n];
+		return 0;
+	}
+	if (posix_memalign((void **)&r->bounce, RF_FILE_DIRECT_ALIGN, bytes) != 0) {
+		r->bounce = NULL;
+		return -ENOMEM;
+	}
+	st->bounce_allocs++;
+	return 0;
+}
+
+/* The read's bounce block back (no read into it in flight). */
+static void rf_file_bounce_put(rf_file_state *st, rf_file_read *r)
+{
+	if (r->bounce && r->bounce_bytes == RF_FILE_BOUNCE_EDGES &&
+	    st->bounce_n < RF_FILE_SPARE_MAX)
+		st->bounce_spare[st->bounce_n++] = r->bounce;
+	else
+		free(r->bounce);
+	r->bounce = NULL;
+}
+
 /* How the read goes: one part for the page cache. For O_DIRECT, offsets,
  * lengths and memory must be aligned: when buf and offset agree modulo the
  * alignment, the aligned interior is read in place and each unaligned edge
@@ -251,11 +284,10 @@ static int rf_file_plan(rf_file_read *r)
 	uint64_t in_lo = (r->offset + a - 1) / a * a, in_hi = end / a * a;
 	bool in_place = ((uintptr_t)r->buf - r->offset) % a == 0 && in_hi > in_lo &&
 	                in_hi - in_lo >= RF_FILE_DIRECT_MIN_BYTES;
-	uint64_t bounce = in_place ? 2 * a : hi - lo;
-	if (posix_memalign((void **)&r->bounce, a, bounce) != 0) {
-		r->bounce = NULL;
+	bool edges = lo < in_lo || in_hi < end;
+	if ((!in_place || edges) &&
+	    rf_file_bounce_get(r->src->st, r, in_place ? RF_FILE_BOUNCE_EDGES : hi - lo) < 0)
 		return -ENOMEM;
-	}
 	if (!in_place) {
 		rf_file_part_set(r, r->bounce, lo, hi - lo, end - lo);
 		return 0;
@@ -279,8 +311,8 @@ static int rf_file_issue_all(rf_file_read *r)
 		if (rc < 0) {
 			for (uint32_t k = 0; k < i; k++)
 				rf_loop_cancel(rf_fetch_loop(r->src->base.fetch), r->part[k].op);
-			free(r->bounce);
-			r->bounce = NULL;
+			/* The bounce block stays with r: a cancelled part may still write
+			 * it, so rf_file_read_drop keeps it to the loop's drain. */
 			return rc;
 		}
 	}
@@ -399,7 +431,7 @@ static void rf_file_read_drop(rf_file_state *st, rf_file_read *r)
 		rf_loop_defer(st->loop, &r->defer, rf_file_read_free_deferred);
 		return;
 	}
-	free(r->bounce);
+	rf_file_bounce_put(st, r);
 	if (st->spare_n >= RF_FILE_SPARE_MAX) {
 		free(r);
 		return;
@@ -582,6 +614,8 @@ static void rf_file_fini(void *state)
 	rf_file_state *st = state;
 	rf_loop_cancel(st->loop, st->opened_timer);
 	rf_list_for_each(n, next, &st->spare) free(rf_list_entry(n, rf_file_read, in_source));
+	while (st->bounce_n > 0)
+		free(st->bounce_spare[--st->bounce_n]);
 	rf_fdcache_free(st->fds);
 	free(st);
 }
@@ -595,6 +629,7 @@ static void rf_file_counters(void *state, rf_fetch_counters *out)
 	out->direct_refused += k.direct_refused;
 	out->fixed_reads += st->fixed_reads;
 	out->fixed_bytes += st->fixed_bytes;
+	out->bounce_allocs += st->bounce_allocs;
 }
 
 static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size_hint,

@@ -125,6 +125,7 @@ typedef struct rf_fetch_counters {
 	uint64_t registered_bytes; /* read-buffer memory registered now */
 	uint64_t register_refused; /* registrations the kernel refused (plain reads instead) */
 	int register_error;        /* the first refusal's -errno (0: none) */
+	uint64_t bounce_allocs;    /* O_DIRECT bounce blocks allocated (edge blocks are reused) */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

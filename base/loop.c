@@ -31,6 +31,11 @@
 enum rf_op_state { RF_OP_FREE = 0, RF_OP_LIVE, RF_OP_ZOMBIE };
 enum rf_op_kind { RF_OP_READ = 1, RF_OP_POLL, RF_OP_TIMER };
 
+typedef struct rf_loop_region {
+	uintptr_t base; /* 0: free */
+	size_t len;
+} rf_loop_region;
+
 typedef struct rf_loop_op {
 	uint32_t gen;
 	uint8_t state; /* enum rf_op_state */
@@ -53,6 +58,9 @@ struct rf_loop {
 	uint32_t *free_slots;       /* ops_max */
 	rf_loop_op *ops;            /* ops_max */
 	rf_loop_deferred *deferred; /* freed after the drain in rf_loop_free */
+	bool regions_table;         /* the sparse table of registered buffers exists */
+	uint32_t regions_used;
+	rf_loop_region regions[RF_LOOP_REGIONS_MAX]; /* index = the kernel's buffer index */
 };
 
 /* Generations use 31 bits so an id is a non-negative int64_t equal to the
@@ -210,6 +218,80 @@ int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t of
 		return slot;
 	io_uring_prep_read(sqe, fd, buf, len, offset);
 	return rf_loop_commit(loop, (uint32_t)slot, sqe);
+}
+
+int64_t rf_loop_read_fixed(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
+                           int index, rf_loop_cb cb, void *arg)
+{
+	struct io_uring_sqe *sqe;
+	int64_t slot = rf_loop_take(loop, RF_OP_READ, cb, arg, &sqe);
+	if (slot < 0)
+		return slot;
+	io_uring_prep_read_fixed(sqe, fd, buf, len, offset, index);
+	return rf_loop_commit(loop, (uint32_t)slot, sqe);
+}
+
+/* Sets the kernel's buffer `index` to iov (an empty iovec clears it). */
+static int rf_loop_region_update(rf_loop *loop, unsigned index, void *base, size_t len)
+{
+	struct iovec iov = {.iov_base = base, .iov_len = len};
+	__u64 tag = 0;
+	int rc = io_uring_register_buffers_update_tag(&loop->ring, index, &iov, &tag, 1);
+	return rc < 0 ? rc : 0;
+}
+
+int rf_loop_region_add(rf_loop *loop, void *base, size_t len)
+{
+	if (!base || len == 0 || len > RF_LOOP_REGION_BYTES_MAX)
+		return -EINVAL;
+	if (loop->regions_used == RF_LOOP_REGIONS_MAX)
+		return -ENOSPC;
+	int rc = rf_loop_enable(loop); /* registration needs a live ring: this thread's */
+	if (rc < 0)
+		return rc;
+	if (!loop->regions_table) {
+		rc = io_uring_register_buffers_sparse(&loop->ring, RF_LOOP_REGIONS_MAX);
+		if (rc < 0)
+			return rc;
+		loop->regions_table = true;
+	}
+	unsigned i = 0;
+	while (loop->regions[i].base)
+		i++;
+	rc = rf_loop_region_update(loop, i, base, len);
+	if (rc < 0)
+		return rc;
+	loop->regions[i] = (rf_loop_region){.base = (uintptr_t)base, .len = len};
+	loop->regions_used++;
+	return (int)i;
+}
+
+size_t rf_loop_region_remove(rf_loop *loop, const void *base)
+{
+	for (unsigned i = 0; base && i < RF_LOOP_REGIONS_MAX; i++) {
+		if (loop->regions[i].base != (uintptr_t)base)
+			continue;
+		size_t len = loop->regions[i].len;
+		(void)rf_loop_region_update(loop, i, NULL, 0);
+		loop->regions[i] = (rf_loop_region){0};
+		loop->regions_used--;
+		return len;
+	}
+	return 0;
+}
+
+int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	for (unsigned i = 0, seen = 0; seen < loop->regions_used; i++) {
+		const rf_loop_region *r = &loop->regions[i];
+		if (!r->base)
+			continue;
+		seen++;
+		if (a >= r->base && a - r->base <= r->len && len <= r->len - (a - r->base))
+			return (int)i;
+	}
+	return -1;
 }
 
 int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg)

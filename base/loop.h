@@ -28,6 +28,26 @@ void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
 
 int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
                      void *arg);
+/* Registered buffers (io_uring_register_buffers into a sparse table made on
+ * first use): memory the kernel pins once, so a read into it
+ * (IORING_OP_READ_FIXED) skips pinning its pages per request. Loop thread
+ * only (the ring's single issuer). A region must stay mapped until removed
+ * (or the loop freed): the kernel holds its pages, not its addresses. */
+#define RF_LOOP_REGIONS_MAX      1024u
+#define RF_LOOP_REGION_BYTES_MAX (1ull << 30) /* the kernel's limit per buffer */
+/* Registers [base, base + len): its index, or -errno (-ENOMEM or -EPERM:
+ * the kernel refused to pin it, RLIMIT_MEMLOCK for a process without
+ * CAP_IPC_LOCK; -ENOSPC: every region taken; -EINVAL: len 0 or over the
+ * limit; what the kernel says where it has no registered buffers). */
+int rf_loop_region_add(rf_loop *loop, void *base, size_t len);
+/* Unregisters the region that starts at base; returns its length (0: there
+ * is none). Reads in flight into it finish into the pages they were given. */
+size_t rf_loop_region_remove(rf_loop *loop, const void *base);
+/* The index of the region that holds [p, p + len) whole, or -1. */
+int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len);
+/* rf_loop_read into a registered region (index from rf_loop_region_find). */
+int64_t rf_loop_read_fixed(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
+                           int index, rf_loop_cb cb, void *arg);
 /* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion. */
 int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg);
 int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg);

@@ -338,6 +338,7 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	const char *dio = rf_cfg_str(cfg, RF_CFG_direct_io);
 	if (!dio || rf_direct_io_parse(dio, &out->direct_io, NULL) < 0)
 		out->direct_io = RF_DIRECT_IO_OFF; /* checked when set */
+	out->direct_io_memory_bytes = rf_cfg(cfg, RF_CFG_direct_io_memory);
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

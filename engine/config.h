@@ -55,6 +55,9 @@
 	X(direct_io, STR, "off", 0, 0,                                                             \
 	  "local files: auto (O_DIRECT once the files outgrow memory), on (O_DIRECT; where the "   \
 	  "filesystem refuses it, the page cache), off (the page cache)")                          \
+	X(direct_io_memory, BYTES, "0", 0, 1ull << 50,                                             \
+	  "direct_io auto: the memory the page cache could hold (0: physical memory, or the "      \
+	  "cgroup's memory limit when lower)")                                                     \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
 	X(retries, U32, "5", 0, 100,                                                               \
 	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \

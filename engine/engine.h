@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "collate.h"
 #include "config.h"
+#include "dio.h"
 #include "fields.h"
 #include "format.h"
 #include "list.h"
@@ -236,6 +237,7 @@ typedef struct rf_engine {
 	/* loop thread */
 	rf_loop *loop;
 	rf_fetch *fetch;
+	rf_dio *dio; /* direct_io: read buffers registered with the ring (loop thread) */
 	/* the open phase: the loop thread reads every shard's footer and index; rf_open waits (mu)
 	 */
 	struct rf_engine_open {
@@ -352,7 +354,9 @@ typedef struct rf_engine {
 		uint64_t fetch_retries; /* remote retries (fetch counters) */
 		uint64_t fetch_hedges, fetch_hedges_won;
 		uint64_t open_fetched_bytes; /* the open phase's reads */
-		uint64_t rereads;            /* ranges read again after failing a checksum */
+		uint64_t direct_bytes, direct_refused, fixed_reads, fixed_bytes; /* direct_io */
+		uint64_t register_refused; /* read buffers the kernel would not register */
+		uint64_t rereads;          /* ranges read again after failing a checksum */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 		double lat_ms[RF_LATENCY_SAMPLES];

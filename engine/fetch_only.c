@@ -27,7 +27,11 @@ static int rf_fetch_only_run(const rf_config *cfg, const rf_url_list *objs, rf_f
 		out->retries = fc.retries;
 		out->direct_bytes = fc.direct_bytes;
 		out->direct_refused_files = fc.direct_refused;
+		out->fixed_reads = fc.fixed_reads;
+		out->fixed_bytes = fc.fixed_bytes;
+		out->register_error = fc.register_error;
 	}
+	out->registered_bytes = rep.registered_bytes;
 	out->shards = rep.objects;
 	out->bytes = rep.bytes;
 	out->reads = rep.reads;

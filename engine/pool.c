@@ -34,6 +34,8 @@ struct rf_pool {
 	uint64_t mapped_bytes, idle_bytes;
 	rf_list idle[RF_POOL_CLASSES]; /* of rf_pool_free_buf, most recently put first */
 	rf_list age;                   /* of rf_pool_free_buf, oldest first */
+	rf_pool_unmap_fn unmap_fn;     /* rf_pool_set_unmap_hook */
+	void *unmap_ctx;
 };
 
 int rf_pool_new(rf_budget *budget, rf_pool **out)
@@ -90,6 +92,8 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
 		rf_pool_free_buf *b = rf_list_entry(p->age.head, rf_pool_free_buf, by_age);
 		uint64_t bytes = b->bytes;
 		rf_pool_unlink(p, b);
+		if (p->unmap_fn)
+			p->unmap_fn(p->unmap_ctx, b, bytes);
 		munmap(b, bytes);
 		p->mapped_bytes -= bytes;
 	}
@@ -122,6 +126,10 @@ static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
 			continue;
 		uint64_t bytes = b->bytes;
 		rf_pool_unlink(p, b);
+		/* its tail is unmapped: a registration of the whole buffer
+		 * (direct_io's READ_FIXED) must go before it is used again */
+		if (p->unmap_fn)
+			p->unmap_fn(p->unmap_ctx, b, bytes);
 		if (mremap(b, bytes, class_bytes, 0) == MAP_FAILED) {
 			rf_pool_link(p, b, bytes); /* stays idle as it was */
 			return NULL;
@@ -170,6 +178,14 @@ void rf_pool_put(rf_pool *p, void *buf, uint64_t class_bytes)
 	pthread_mutex_lock(&p->mu);
 	rf_pool_link(p, buf, class_bytes);
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
+	pthread_mutex_unlock(&p->mu);
+}
+
+void rf_pool_set_unmap_hook(rf_pool *p, rf_pool_unmap_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&p->mu);
+	p->unmap_fn = fn;
+	p->unmap_ctx = ctx;
 	pthread_mutex_unlock(&p->mu);
 }
 

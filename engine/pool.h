@@ -22,5 +22,10 @@ uint64_t rf_pool_class_bytes(uint64_t n);
 void *rf_pool_get(rf_pool *pool, uint64_t class_bytes);
 void rf_pool_put(rf_pool *pool, void *buf, uint64_t class_bytes);
 uint64_t rf_pool_mapped_bytes(rf_pool *pool);
+/* fn(ctx, buf, class_bytes) runs just before the pool unmaps an idle
+ * buffer, on whichever thread trims, with the pool's lock held (fn must not
+ * call the pool). NULL removes it; once this returns no call is running. */
+typedef void (*rf_pool_unmap_fn)(void *ctx, void *buf, uint64_t class_bytes);
+void rf_pool_set_unmap_hook(rf_pool *pool, rf_pool_unmap_fn fn, void *ctx);
 
 #endif

@@ -35,6 +35,11 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	e->st.fetch_retries = fc.retries;
 	e->st.fetch_hedges = fc.hedges;
 	e->st.fetch_hedges_won = fc.hedges_won;
+	e->st.direct_bytes = fc.direct_bytes;
+	e->st.direct_refused = fc.direct_refused;
+	e->st.fixed_reads = fc.fixed_reads;
+	e->st.fixed_bytes = fc.fixed_bytes;
+	e->st.register_refused = fc.register_refused;
 	if (res < 0) {
 		e->st.fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -242,6 +247,7 @@ static int rf_read_memory(rf_engine *e, rf_read *rd)
 	uint8_t *base = rf_pool_get(e->pool, rd->buf_bytes);
 	if (!base)
 		return -ENOMEM;
+	rf_dio_buffer(e, base, rd->buf_bytes); /* direct_io: READ_FIXED into it */
 	rd->buf_shift = e->read_align ? (uint32_t)(rd->offset % e->read_align) : 0;
 	rd->buf = base + rd->buf_shift;
 	for (uint32_t i = 0; i < rd->units; i++) {
@@ -496,6 +502,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 {
 	rf_engine *e = ctx;
 	atomic_store(&e->wake_pending, false);
+	rf_dio_tick(e);
 	rf_engine_lock(e);
 	if (e->stop && e->workers_done) {
 		rf_engine_unlock(e);
@@ -515,6 +522,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 
 static void rf_run_phase(rf_engine *e)
 {
+	rf_dio_start(e);
 	rf_loop_timer(e->loop, RF_SAMPLE_PERIOD_NS, rf_on_sample, e);
 	rf_control_start(e);
 	int rc;
@@ -550,6 +558,7 @@ static void rf_sched_teardown(rf_engine *e)
 		rf_source_close(e->shards[i].src);
 		e->shards[i].src = NULL;
 	}
+	rf_dio_stop(e);
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
 	rf_engine_lock(e);

@@ -19,6 +19,8 @@ struct drain {
 	uint64_t offset; /* next byte of objs[cursor] to ask for */
 	uint64_t request_bytes;
 	drain_slot *slots;
+	uint8_t *mem;    /* every slot's buffer, one page-aligned block */
+	bool registered; /* mem is registered with the ring (READ_FIXED) */
 	drain_slot **idle;
 	uint32_t nidle, nslots, busy;
 	int rc;
@@ -106,17 +108,24 @@ static int drain_setup(drain *d, uint32_t inflight, rf_error *err)
 	d->idle = calloc(inflight, sizeof(*d->idle));
 	if (!d->src || !d->slots || !d->idle)
 		return rf_fail(err, -ENOMEM, "out of memory for %u reads", inflight);
+	/* page-aligned, so O_DIRECT (direct_io) reads land in place */
+	uint64_t slot_bytes = (d->request_bytes + 4095) / 4096 * 4096;
+	if (posix_memalign((void **)&d->mem, 4096, slot_bytes * inflight) != 0)
+		return rf_fail(err, -ENOMEM, "out of memory for %u buffers of %llu bytes", inflight,
+		               (unsigned long long)d->request_bytes);
+	/* Touch the pages now: first-touch faults are not the storage path. */
+	memset(d->mem, 0, slot_bytes * inflight);
 	for (uint32_t i = 0; i < inflight; i++) {
-		d->slots[i].d = d;
-		/* page-aligned, so O_DIRECT (direct_io) reads land in place */
-		if (posix_memalign((void **)&d->slots[i].buf, 4096, d->request_bytes) != 0)
-			return rf_fail(err, -ENOMEM, "out of memory for %u buffers of %llu bytes",
-			               inflight, (unsigned long long)d->request_bytes);
-		/* Touch the pages now: first-touch faults are not the storage path. */
-		memset(d->slots[i].buf, 0, d->request_bytes);
+		d->slots[i] = (drain_slot){.d = d, .buf = d->mem + i * slot_bytes};
 		d->idle[d->nidle++] = &d->slots[i];
 		d->nslots++;
 	}
+	/* With direct_io, registered (READ_FIXED); refused: plain reads, counted. */
+	if (rf_fetch_opts(d->fetch)->direct_io != RF_DIRECT_IO_OFF &&
+	    slot_bytes * inflight <= RF_LOOP_REGION_BYTES_MAX)
+		d->registered =
+		    rf_fetch_buffers_register(d->fetch, d->mem, slot_bytes * inflight) == 0;
+	d->rep->registered_bytes = d->registered ? slot_bytes * inflight : 0;
 	return 0;
 }
 
@@ -125,8 +134,9 @@ static void drain_teardown(drain *d)
 	for (size_t i = 0; d->src && i < d->objs->n; i++)
 		rf_source_close(d->src[i]);
 	/* Closed sources never call back; their buffers are ours again. */
-	for (uint32_t i = 0; i < d->nslots; i++)
-		free(d->slots[i].buf);
+	if (d->registered)
+		rf_fetch_buffers_unregister(d->fetch, d->mem);
+	free(d->mem);
 	free(d->slots);
 	free(d->idle);
 	free(d->src);

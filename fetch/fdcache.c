@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 struct rf_fdcache {
@@ -107,20 +108,58 @@ static int rf_fd_open(rf_fdcache *c, const char *path, int flags)
 	}
 }
 
+/* The filesystem fd lives on, by name where it is a common one. */
+static void rf_fs_name(int fd, char *out, size_t cap)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} known[] = {{0x01021994, "tmpfs"}, {0x794c7630, "overlayfs"}, {0x6969, "nfs"},
+	             {0x65735546, "fuse"},  {0xef53, "ext2/3/4"},      {0x58465342, "xfs"},
+	             {0x9123683e, "btrfs"}, {0xff534d42, "cifs"},      {0x2fc12fc1, "zfs"}};
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0) {
+		snprintf(out, cap, "unknown");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if ((unsigned long)sf.f_type == known[i].magic) {
+			snprintf(out, cap, "%s", known[i].name);
+			return;
+		}
+	}
+	snprintf(out, cap, "type 0x%lx", (unsigned long)sf.f_type);
+}
+
+/* The first refusal of a set is said on stderr, naming the file and its
+ * filesystem; the rest are counted only (direct_refused). */
+static void rf_fd_say_refused(const char *path, int fd)
+{
+	char fs[32] = "unknown";
+	if (fd >= 0)
+		rf_fs_name(fd, fs, sizeof(fs));
+	fprintf(stderr,
+	        "ringfeed: direct I/O: the filesystem of %s (%s) refused O_DIRECT: files it "
+	        "refuses are read through the page cache (said once)\n",
+	        path, fs);
+}
+
 /* O_DIRECT, or the page cache where the filesystem refuses it (tmpfs:
  * EINVAL at open). */
 static int rf_fd_open_mode(rf_fdcache *c, rf_fd_slot *slot, const char *path, bool direct)
 {
 	slot->direct = false;
-	if (direct) {
-		int fd = rf_fd_open(c, path, O_DIRECT);
-		if (fd != -EINVAL) {
-			slot->direct = fd >= 0;
-			return fd;
-		}
-		c->direct_refused++;
+	if (!direct)
+		return rf_fd_open(c, path, 0);
+	int fd = rf_fd_open(c, path, O_DIRECT);
+	if (fd != -EINVAL) {
+		slot->direct = fd >= 0;
+		return fd;
 	}
-	return rf_fd_open(c, path, 0);
+	fd = rf_fd_open(c, path, 0);
+	if (c->direct_refused++ == 0)
+		rf_fd_say_refused(path, fd);
+	return fd;
 }
 
 int rf_fdcache_acquire(rf_fdcache *c, rf_fd_slot *slot, const char *path, bool direct, char *msg,

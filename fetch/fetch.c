@@ -35,6 +35,8 @@ struct rf_fetch {
 	void *state[RF_KINDS_MAX];
 	bool ready[RF_KINDS_MAX];
 	uint64_t epoch_ns; /* creation time: fault injection stalls count from here */
+	uint64_t registered_bytes, register_refused; /* rf_fetch_buffers_register */
+	int register_error;
 };
 
 void rf_fetch_options_init(rf_fetch_options *opt)
@@ -127,9 +129,30 @@ int rf_fetch_kind_state(rf_fetch *f, const rf_source_kind *kind, void **state, r
 	return rf_fail(err, -ENOENT, "source kind %s is not built in", kind->name);
 }
 
+int rf_fetch_buffers_register(rf_fetch *f, void *base, size_t len)
+{
+	int rc = rf_loop_region_add(f->loop, base, len);
+	if (rc >= 0) {
+		f->registered_bytes += len;
+		return 0;
+	}
+	f->register_refused++;
+	if (!f->register_error)
+		f->register_error = rc;
+	return rc;
+}
+
+void rf_fetch_buffers_unregister(rf_fetch *f, void *base)
+{
+	f->registered_bytes -= rf_loop_region_remove(f->loop, base);
+}
+
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->registered_bytes = f->registered_bytes;
+	out->register_refused = f->register_refused;
+	out->register_error = f->register_error;
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
 		if (f->ready[k] && rf_kinds[k]->counters)
 			rf_kinds[k]->counters(f->state[k], out);

@@ -1,8 +1,10 @@
 /* file.c - the local file source: size checked at open on a descriptor of
  * the bounded LRU set (fdcache.c; the source owns none), byte ranges read
- * with IORING_OP_READ through the loop (with direct_io: O_DIRECT, aligned
- * in place, edges bounced), short reads continued until the range is
- * complete. Errors name the path, the range and the cause. */
+ * with IORING_OP_READ through the loop (READ_FIXED into registered
+ * buffers; with direct_io: O_DIRECT, aligned in place, edges bounced), short
+ * reads continued until the range is complete; direct_io auto's memory
+ * figure (the option, or physical memory and the cgroup's limit). Errors
+ * name the path, the range and the cause. */
 #include "fdcache.h"
 #include "list.h"
 #include "source.h"
@@ -19,6 +21,7 @@
 #define RF_FILE_DIRECT_ALIGN 4096u /* O_DIRECT offsets, lengths and memory */
 /* below this the aligned interior is not worth a read of its own: bounced */
 #define RF_FILE_DIRECT_MIN_BYTES (64u << 10)
+#define RF_FILE_BOUNCE_EDGES     (2 * RF_FILE_DIRECT_ALIGN) /* an in-place read's two edges */
 
 typedef struct rf_file_read rf_file_read;
 
@@ -39,7 +42,11 @@ typedef struct rf_file_state {
 	uint32_t direct_io;   /* RF_DIRECT_IO_* */
 	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
 	uint64_t memory_bytes;
-	uint64_t direct_bytes; /* read with O_DIRECT */
+	uint64_t direct_bytes;             /* read with O_DIRECT */
+	uint64_t fixed_reads, fixed_bytes; /* issued as READ_FIXED (registered destination) */
+	uint64_t bounce_allocs;            /* bounce blocks allocated (not taken from spares) */
+	uint8_t *bounce_spare[RF_FILE_SPARE_MAX]; /* edge blocks (2 x align) kept for reuse */
+	uint32_t bounce_n;
 	rf_list
 	    spare; /* of rf_file_read: finished reads kept for the next ones (no malloc per read) */
 	uint32_t spare_n; /* <= RF_FILE_SPARE_MAX */
@@ -84,7 +91,8 @@ struct rf_file_read {
 	int64_t op;   /* the timer delivering an open failure, or -1 */
 	rf_file_part part[RF_FILE_PARTS];
 	uint32_t parts, parts_left;
-	uint8_t *bounce;        /* aligned; the parts that are not in buf */
+	uint8_t *bounce; /* aligned; the parts that are not in buf */
+	uint64_t bounce_bytes;
 	rf_loop_deferred defer; /* closed while bounce reads were in flight */
 	rf_fetch_cb cb;
 	void *arg;
@@ -201,15 +209,26 @@ static void rf_file_on_read(void *arg, int res)
 	rf_file_finish(r, (int64_t)r->len);
 }
 
+/* READ_FIXED when the destination lies in a registered region (its pages
+ * are pinned already), else a plain read. */
 static int rf_file_issue(rf_file_part *p)
 {
 	rf_file_read *r = p->r;
+	rf_file_state *st = r->src->st;
 	uint64_t left = p->want - p->done;
 	uint32_t n = (uint32_t)RF_MIN(left, (uint64_t)RF_FILE_CHUNK_BYTES);
-	int64_t id = rf_loop_read(rf_fetch_loop(r->src->base.fetch), r->fd, p->dst + p->done, n,
-	                          p->at + p->done, rf_file_on_read, p);
+	uint8_t *dst = p->dst + p->done;
+	int idx = rf_loop_region_find(st->loop, dst, n);
+	int64_t id =
+	    idx >= 0 ? rf_loop_read_fixed(st->loop, r->fd, dst, n, p->at + p->done, idx,
+	                                  rf_file_on_read, p)
+	             : rf_loop_read(st->loop, r->fd, dst, n, p->at + p->done, rf_file_on_read, p);
 	if (id < 0)
 		return (int)id;
+	if (idx >= 0) {
+		st->fixed_reads++;
+		st->fixed_bytes += n;
+	}
 	p->op = id;
 	return 0;
 }
@@ -219,6 +238,34 @@ static void rf_file_part_set(rf_file_read *r, uint8_t *dst, uint64_t at, uint64_
 {
 	r->part[r->parts++] =
 	    (rf_file_part){.r = r, .dst = dst, .at = at, .want = want, .need = need, .op = -1};
+}
+
+/* Edge blocks (both edges of an in-place read) come from the spares; other
+ * sizes are allocated. r->bounce is set, or -ENOMEM. */
+static int rf_file_bounce_get(rf_file_state *st, rf_file_read *r, uint64_t bytes)
+{
+	r->bounce_bytes = bytes;
+	if (bytes == RF_FILE_BOUNCE_EDGES && st->bounce_n > 0) {
+		r->bounce = st->bounce_spare[--st->bounce_n];
+		return 0;
+	}
+	if (posix_memalign((void **)&r->bounce, RF_FILE_DIRECT_ALIGN, bytes) != 0) {
+		r->bounce = NULL;
+		return -ENOMEM;
+	}
+	st->bounce_allocs++;
+	return 0;
+}
+
+/* The read's bounce block back (no read into it in flight). */
+static void rf_file_bounce_put(rf_file_state *st, rf_file_read *r)
+{
+	if (r->bounce && r->bounce_bytes == RF_FILE_BOUNCE_EDGES &&
+	    st->bounce_n < RF_FILE_SPARE_MAX)
+		st->bounce_spare[st->bounce_n++] = r->bounce;
+	else
+		free(r->bounce);
+	r->bounce = NULL;
 }
 
 /* How the read goes: one part for the page cache. For O_DIRECT, offsets,
@@ -239,11 +286,10 @@ static int rf_file_plan(rf_file_read *r)
 	uint64_t in_lo = (r->offset + a - 1) / a * a, in_hi = end / a * a;
 	bool in_place = ((uintptr_t)r->buf - r->offset) % a == 0 && in_hi > in_lo &&
 	                in_hi - in_lo >= RF_FILE_DIRECT_MIN_BYTES;
-	uint64_t bounce = in_place ? 2 * a : hi - lo;
-	if (posix_memalign((void **)&r->bounce, a, bounce) != 0) {
-		r->bounce = NULL;
+	bool edges = lo < in_lo || in_hi < end;
+	if ((!in_place || edges) &&
+	    rf_file_bounce_get(r->src->st, r, in_place ? RF_FILE_BOUNCE_EDGES : hi - lo) < 0)
 		return -ENOMEM;
-	}
 	if (!in_place) {
 		rf_file_part_set(r, r->bounce, lo, hi - lo, end - lo);
 		return 0;
@@ -267,8 +313,8 @@ static int rf_file_issue_all(rf_file_read *r)
 		if (rc < 0) {
 			for (uint32_t k = 0; k < i; k++)
 				rf_loop_cancel(rf_fetch_loop(r->src->base.fetch), r->part[k].op);
-			free(r->bounce);
-			r->bounce = NULL;
+			/* The bounce block stays with r: a cancelled part may still write
+			 * it, so rf_file_read_drop keeps it to the loop's drain. */
 			return rc;
 		}
 	}
@@ -387,7 +433,7 @@ static void rf_file_read_drop(rf_file_state *st, rf_file_read *r)
 		rf_loop_defer(st->loop, &r->defer, rf_file_read_free_deferred);
 		return;
 	}
-	free(r->bounce);
+	rf_file_bounce_put(st, r);
 	if (st->spare_n >= RF_FILE_SPARE_MAX) {
 		free(r);
 		return;
@@ -525,6 +571,51 @@ static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint
 	return 0;
 }
 
+/* The first number in path, or UINT64_MAX ("max", none, unreadable). */
+static uint64_t rf_file_read_limit(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+	bool ok = f && fscanf(f, "%llu", &v) == 1 && v > 0;
+	if (f)
+		fclose(f);
+	return ok ? (uint64_t)v : UINT64_MAX;
+}
+
+/* This process's cgroup memory limit: v2 memory.max, or v1's
+ * memory.limit_in_bytes; UINT64_MAX where there is none. */
+static uint64_t rf_file_cgroup_max(void)
+{
+	char line[512], path[600];
+	uint64_t limit = UINT64_MAX;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		const char *rest = strchr(line, ':');
+		if (rest && !strncmp(rest, "::", 2))
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", rest + 2);
+		else if (rest && !strncmp(rest, ":memory:", 8))
+			snprintf(path, sizeof(path),
+			         "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", rest + 8);
+		else
+			continue;
+		limit = RF_MIN(limit, rf_file_read_limit(path));
+	}
+	if (f)
+		fclose(f);
+	return limit;
+}
+
+/* What the page cache could hold for us: physical memory, or the cgroup's
+ * limit where it is lower (its page cache is charged to it; v1's "no
+ * limit" is a huge number, above any physical memory). */
+static uint64_t rf_file_cache_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+	return RF_MIN(phys, rf_file_cgroup_max());
+}
+
 static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 {
 	rf_file_state *st = calloc(1, sizeof(*st));
@@ -535,8 +626,9 @@ static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 	st->loop = rf_fetch_loop(f);
 	st->opened_timer = -1;
 	st->direct_io = rf_fetch_opts(f)->direct_io;
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	st->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+	st->memory_bytes = rf_fetch_opts(f)->direct_io_memory_bytes;
+	if (!st->memory_bytes)
+		st->memory_bytes = rf_file_cache_bytes();
 	*state = st;
 	return 0;
 }
@@ -546,6 +638,8 @@ static void rf_file_fini(void *state)
 	rf_file_state *st = state;
 	rf_loop_cancel(st->loop, st->opened_timer);
 	rf_list_for_each(n, next, &st->spare) free(rf_list_entry(n, rf_file_read, in_source));
+	while (st->bounce_n > 0)
+		free(st->bounce_spare[--st->bounce_n]);
 	rf_fdcache_free(st->fds);
 	free(st);
 }
@@ -557,6 +651,9 @@ static void rf_file_counters(void *state, rf_fetch_counters *out)
 	rf_fdcache_counters_get(st->fds, &k);
 	out->direct_bytes += st->direct_bytes;
 	out->direct_refused += k.direct_refused;
+	out->fixed_reads += st->fixed_reads;
+	out->fixed_bytes += st->fixed_bytes;
+	out->bounce_allocs += st->bounce_allocs;
 }
 
 static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size_hint,

@@ -52,6 +52,9 @@ typedef struct rf_fetch_options {
 	void (*mem_release)(void *ctx, uint64_t bytes);
 	void *mem_ctx;
 	uint32_t direct_io; /* local files: RF_DIRECT_IO_OFF (default), _ON, _AUTO */
+	/* _AUTO turns O_DIRECT on once the files opened outgrow this (0: the
+	 * physical memory, or the cgroup's memory limit where lower) */
+	uint64_t direct_io_memory_bytes;
 } rf_fetch_options;
 
 enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
@@ -95,6 +98,16 @@ void rf_source_close(rf_source *s);
 
 rf_loop *rf_fetch_loop(const rf_fetch *f);
 
+/* Read buffers registered with the loop's ring (rf_loop_region_add): local
+ * reads whose destination lies inside go as IORING_OP_READ_FIXED (pages
+ * pinned once, not per request). Loop thread. Returns 0 or the kernel's
+ * -errno (RLIMIT_MEMLOCK: -ENOMEM); a refusal is kept in the counters
+ * (register_refused, register_error: the first) and reads into the memory
+ * go as plain reads. The memory must stay mapped until unregistered or the
+ * fetch layer freed. */
+int rf_fetch_buffers_register(rf_fetch *f, void *base, size_t len);
+void rf_fetch_buffers_unregister(rf_fetch *f, void *base);
+
 /* Waiting on the loop for one callback (a listing, a one-off request, a
  * verify read): rf_fetch_wait_cb is the rf_fetch_cb (arg: the wait), and
  * rf_fetch_wait_run drives f's loop (rf_loop_drive) until it ran. Returns 0
@@ -109,16 +122,22 @@ int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w);
 
 /* Storage counters summed over the source kinds (for rf_stats). */
 typedef struct rf_fetch_counters {
-	uint64_t requests;        /* remote requests started (attempts) */
-	uint64_t retries;         /* attempts after a failed one */
-	uint64_t errors;          /* requests that failed for good */
-	uint64_t bytes;           /* remote body bytes accepted */
-	uint64_t host_active_max; /* most requests one host had in flight at once */
-	uint64_t connects;        /* connections opened (keep-alive reuses the rest) */
-	uint64_t hedges;          /* duplicate range requests issued for slow reads */
-	uint64_t hedges_won;      /* of which answered first (their bytes delivered) */
-	uint64_t direct_bytes;    /* local bytes read with O_DIRECT */
-	uint64_t direct_refused;  /* local files whose filesystem refused O_DIRECT */
+	uint64_t requests;         /* remote requests started (attempts) */
+	uint64_t retries;          /* attempts after a failed one */
+	uint64_t errors;           /* requests that failed for good */
+	uint64_t bytes;            /* remote body bytes accepted */
+	uint64_t host_active_max;  /* most requests one host had in flight at once */
+	uint64_t connects;         /* connections opened (keep-alive reuses the rest) */
+	uint64_t hedges;           /* duplicate range requests issued for slow reads */
+	uint64_t hedges_won;       /* of which answered first (their bytes delivered) */
+	uint64_t direct_bytes;     /* local bytes read with O_DIRECT */
+	uint64_t direct_refused;   /* local files whose filesystem refused O_DIRECT */
+	uint64_t fixed_reads;      /* local reads issued as READ_FIXED (registered buffers) */
+	uint64_t fixed_bytes;      /* bytes those reads asked for */
+	uint64_t registered_bytes; /* read-buffer memory registered now */
+	uint64_t register_refused; /* registrations the kernel refused (plain reads instead) */
+	int register_error;        /* the first refusal's -errno (0: none) */
+	uint64_t bounce_allocs;    /* O_DIRECT bounce blocks allocated (edge blocks are reused) */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

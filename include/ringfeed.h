@@ -481,6 +481,14 @@ typedef struct rf_stats {
 	double lock_hold_max_us;    /* the longest hold */
 	double lock_hold_total_s;   /* every hold summed */
 	char lock_hold_max_at[96];  /* where the longest hold was: "TAKER > GIVER" (functions) */
+	/* direct_io (local files) */
+	uint64_t direct_bytes;            /* read with O_DIRECT */
+	uint64_t direct_refused_files;    /* whose filesystem refused O_DIRECT (page cache instead;
+	                                   * the first is said once on stderr) */
+	uint64_t fixed_reads;             /* reads into registered buffers (READ_FIXED) */
+	uint64_t fixed_bytes;             /* bytes those reads asked for */
+	uint64_t direct_register_refused; /* read buffers io_uring would not register
+	                                   * (RLIMIT_MEMLOCK: plain reads; said once) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this
@@ -554,6 +562,11 @@ typedef struct rf_fetch_result {
 	uint64_t direct_bytes;         /* local bytes read with O_DIRECT */
 	uint64_t direct_refused_files; /* local files whose filesystem refused O_DIRECT
 	                                * (read through the page cache instead) */
+	uint64_t fixed_reads;          /* local reads into registered buffers (READ_FIXED) */
+	uint64_t fixed_bytes;          /* bytes those reads asked for */
+	uint64_t registered_bytes;     /* read buffers registered with io_uring (direct_io) */
+	int register_error;            /* 0, or why registering them was refused (-errno:
+	                                * -ENOMEM is RLIMIT_MEMLOCK; plain reads then) */
 } rf_fetch_result;
 
 /* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte

@@ -37,6 +37,34 @@ static void test_drain_files(void **state)
 	assert_true(rep.bytes == total);
 	assert_true(rep.reads == reads);
 	assert_true(rep.objects == l.n);
+	assert_int_equal(rep.registered_bytes, 0); /* direct_io off: nothing registered */
+	/* direct_io on: the buffers (3 x 64 KiB) are registered and the reads
+	 * that land in them go as READ_FIXED: with O_DIRECT the three aligned
+	 * 64 KiB ranges (the 8 KiB tail goes through a bounce block), where the
+	 * filesystem refuses O_DIRECT all four */
+	char big[512];
+	snprintf(big, sizeof(big), "%s/big.bin", dir);
+	static uint8_t bigdata[200 << 10];
+	for (size_t i = 0; i < sizeof(bigdata); i++)
+		bigdata[i] = (uint8_t)(i * 7);
+	assert_int_equal(rf_test_write_file(big, bigdata, sizeof(bigdata)), 0);
+	rf_url_list lb = {0};
+	assert_int_equal(rf_url_list_add(&lb, big, RF_SIZE_UNKNOWN, &err), 0);
+	rf_fetch_options opt;
+	rf_fetch_options_init(&opt);
+	opt.direct_io = RF_DIRECT_IO_ON;
+	rf_fetch *fd;
+	assert_int_equal(rf_fetch_new(loop, &opt, &fd, NULL), 0);
+	assert_int_equal(rf_fetch_drain(fd, &lb, 64 << 10, 3, &rep, &err), 0);
+	assert_true(rep.bytes == sizeof(bigdata));
+	assert_int_equal(rep.registered_bytes, 3 * (64 << 10));
+	rf_fetch_counters c;
+	rf_fetch_counters_get(fd, &c);
+	assert_int_equal(c.register_error, 0);
+	assert_int_equal(c.registered_bytes, 0); /* unregistered at the end */
+	assert_true(c.fixed_reads >= 3);
+	rf_fetch_free(fd);
+	rf_url_list_free(&lb);
 	/* a missing object: the error names it, nothing hangs */
 	char missing[512];
 	snprintf(missing, sizeof(missing), "%s/missing.bin", dir);

@@ -168,10 +168,46 @@ static int open_refusing_direct(const char *path, int flags)
 	return fd >= 0 ? fd : -errno;
 }
 
+/* stderr into a file while the refusals happen: the first is said, naming
+ * the file and its filesystem, the second only counted. */
+static void refusals_said_once(env *e)
+{
+	char log[700];
+	snprintf(log, sizeof(log), "%s/stderr.txt", e->dir);
+	fflush(stderr);
+	int saved = dup(2), lf = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved >= 0 && lf >= 0);
+	assert_true(dup2(lf, 2) >= 0);
+	close(lf);
+	for (int i = 2; i < 4; i++) {
+		assert_true(acquire_direct(e, i) >= 0);
+		assert_false(e->slot[i].direct);
+		rf_fdcache_release(e->c, &e->slot[i]);
+	}
+	fflush(stderr);
+	assert_true(dup2(saved, 2) >= 0);
+	close(saved);
+	char text[2000] = {0};
+	FILE *f = fopen(log, "r");
+	assert_non_null(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = 0;
+	char *first = strstr(text, "refused O_DIRECT");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "refused O_DIRECT"));
+	assert_non_null(strstr(text, e->path[2]));
+	assert_null(strstr(text, e->path[3]));
+	assert_non_null(strchr(text, '('));
+}
+
 static void test_direct_refused_falls_back(void **state)
 {
 	env *e = *state;
 	rf_fdcache_set_open(e->c, open_refusing_direct);
+	refusals_said_once(e);
+	for (int i = 2; i < 4; i++)
+		rf_fdcache_drop(e->c, &e->slot[i]);
 	int fd = rf_fdcache_acquire(e->c, &e->slot[0], e->path[0], true, e->msg, sizeof(e->msg));
 	assert_true(fd >= 0);
 	assert_false(e->slot[0].direct);
@@ -184,8 +220,8 @@ static void test_direct_refused_falls_back(void **state)
 	    rf_fdcache_acquire(e->c, &e->slot[0], e->path[0], true, e->msg, sizeof(e->msg)), fd);
 	rf_fdcache_release(e->c, &e->slot[0]);
 	rf_fdcache_counters k = counters(e);
-	assert_int_equal(k.direct_refused, 1);
-	assert_int_equal(k.opens, 1);
+	assert_int_equal(k.direct_refused, 3);
+	assert_int_equal(k.opens, 3);
 	/* a real open(2) with O_DIRECT where the filesystem allows it */
 	rf_fdcache_set_open(e->c, NULL);
 	int probe = open(e->path[1], O_RDONLY | O_DIRECT);

@@ -241,6 +241,8 @@ static void direct_reads(env *e, const char *path, bool want_direct)
 	spin(e->loop, &o.calls);
 	assert_int_equal(o.res, 0);
 	static uint8_t mem[100000 + 8192] __attribute__((aligned(4096)));
+	/* registered: the reads that land in mem go as READ_FIXED */
+	assert_int_equal(rf_fetch_buffers_register(f, mem, sizeof(mem)), 0);
 	const uint64_t ranges[][3] = {/* offset, len, buffer offset in mem */
 	                              {0, 100000, 0},     {1000, 98000, 1000}, {5000, 95000, 904},
 	                              {4096, 65536, 0},   {1, 1, 1},           {99999, 1, 7},
@@ -268,6 +270,27 @@ static void direct_reads(env *e, const char *path, bool want_direct)
 		assert_true(c.direct_bytes >= 100000);
 	else
 		assert_int_equal(c.direct_bytes, 0);
+	assert_true(c.fixed_reads >= 1);
+	/* Edge blocks are reused: the first range's edge block serves the two
+	 * next ones in place (and none is needed by {4096, 65536}, aligned);
+	 * the five that are not in place ({1, 1}, {99999, 1}, {12345, 70000}
+	 * whose buffer disagrees with its offset, {0, 4096} and {90000, 10000}
+	 * under 64 KiB) each allocate their enclosing block. */
+	assert_int_equal(c.bounce_allocs, want_direct ? 6 : 0);
+	assert_true(c.fixed_bytes >= 65536);
+	assert_int_equal(c.registered_bytes, sizeof(mem));
+	assert_int_equal(c.register_error, 0);
+	/* unregistered: plain reads again, the same bytes */
+	rf_fetch_buffers_unregister(f, mem);
+	done d = {0};
+	assert_int_equal(rf_source_read(s, 0, 100000, mem, on_done, &d), 0);
+	spin(e->loop, &d.calls);
+	assert_int_equal(d.res, 100000);
+	assert_memory_equal(mem, e->data, 100000);
+	uint64_t fixed = c.fixed_reads;
+	rf_fetch_counters_get(f, &c);
+	assert_int_equal(c.fixed_reads, fixed);
+	assert_int_equal(c.registered_bytes, 0);
 	rf_source_close(s);
 	rf_fetch_free(f);
 }

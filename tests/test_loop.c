@@ -355,6 +355,74 @@ static void test_drive(void **state)
 	rf_loop_free(loop);
 }
 
+/* Registered regions: add, find (whole ranges only), READ_FIXED into one
+ * (and into its middle), remove, a full table, bad arguments. */
+static void test_regions(void **state)
+{
+	(void)state;
+	char *dir = rf_test_tmpdir("loop");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/f", dir);
+	uint8_t data[20000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 1);
+	assert_int_equal(rf_test_write_file(path, data, sizeof(data)), 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	rf_loop *loop;
+	rf_error err = {0};
+	assert_int_equal(rf_loop_new(&loop, &err), 0);
+	static uint8_t mem[RF_LOOP_REGIONS_MAX + 1][8192];
+	assert_int_equal(rf_loop_region_find(loop, mem[0], 1), -1);
+	int idx = rf_loop_region_add(loop, mem[0], sizeof(mem[0]));
+	assert_true(idx >= 0);
+	assert_int_equal(rf_loop_region_find(loop, mem[0], sizeof(mem[0])), idx);
+	assert_int_equal(rf_loop_region_find(loop, mem[0] + 100, 8000), idx);
+	assert_int_equal(rf_loop_region_find(loop, mem[0] + 100, 8100), -1); /* runs past its end */
+	assert_int_equal(rf_loop_region_find(loop, mem[1], 1), -1);
+	hit h = {0};
+	assert_true(rf_loop_read_fixed(loop, fd, mem[0] + 100, 5000, 3000, idx, on_hit, &h) >= 0);
+	run_until(loop, &h.calls, 1);
+	assert_int_equal(h.res, 5000);
+	assert_memory_equal(mem[0] + 100, data + 3000, 5000);
+	/* Memory outside the region: the kernel refuses the fixed read. */
+	hit h2 = {0};
+	assert_true(rf_loop_read_fixed(loop, fd, mem[1], 100, 0, idx, on_hit, &h2) >= 0);
+	run_until(loop, &h2.calls, 1);
+	assert_int_equal(h2.res, -EFAULT);
+	assert_int_equal(rf_loop_region_remove(loop, mem[0]), sizeof(mem[0]));
+	assert_int_equal(rf_loop_region_find(loop, mem[0], 1), -1);
+	assert_int_equal(rf_loop_region_remove(loop, mem[0]), 0); /* again: nothing */
+	/* A full table (8 MiB pinned: a process without CAP_IPC_LOCK at the
+	 * default RLIMIT_MEMLOCK may be refused first, -ENOMEM, and stops here) */
+	for (unsigned i = 0; i < RF_LOOP_REGIONS_MAX; i++) {
+		int rc = rf_loop_region_add(loop, mem[i], sizeof(mem[i]));
+		if (rc == -ENOMEM) {
+			print_message(
+			    "RLIMIT_MEMLOCK refused region %u: the full table is not checked\n", i);
+			drain(loop);
+			rf_loop_free(loop);
+			close(fd);
+			rf_test_rmtree(dir);
+			free(dir);
+			return;
+		}
+		assert_true(rc >= 0);
+	}
+	assert_int_equal(rf_loop_region_add(loop, mem[RF_LOOP_REGIONS_MAX], 64), -ENOSPC);
+	assert_int_equal(rf_loop_region_find(loop, mem[RF_LOOP_REGIONS_MAX - 1] + 8000, 192),
+	                 rf_loop_region_find(loop, mem[RF_LOOP_REGIONS_MAX - 1], 1));
+	rf_loop_region_remove(loop, mem[7]);
+	assert_true(rf_loop_region_add(loop, mem[RF_LOOP_REGIONS_MAX], 64) >= 0); /* its slot */
+	assert_int_equal(rf_loop_region_add(loop, NULL, 64), -EINVAL);
+	assert_int_equal(rf_loop_region_add(loop, mem[0], 0), -EINVAL);
+	drain(loop);
+	rf_loop_free(loop);
+	close(fd);
+	rf_test_rmtree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +431,7 @@ int main(void)
 	    cmocka_unit_test(test_slots_full),       cmocka_unit_test(test_sized_table),
 	    cmocka_unit_test(test_wake_from_thread), cmocka_unit_test(test_other_thread),
 	    cmocka_unit_test(test_free_in_flight),   cmocka_unit_test(test_drive),
+	    cmocka_unit_test(test_regions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

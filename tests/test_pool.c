@@ -115,13 +115,67 @@ static void test_near_class_shrunk(void **state)
 	rf_budget_destroy(&b);
 }
 
+typedef struct unmaps {
+	int calls;
+	void *last;
+	uint64_t bytes;
+} unmaps;
+
+static void on_unmap(void *ctx, void *buf, uint64_t bytes)
+{
+	unmaps *u = ctx;
+	u->calls++;
+	u->last = buf;
+	u->bytes = bytes;
+	((volatile uint8_t *)buf)[0] = 1; /* still mapped while the hook runs */
+}
+
+/* The unmap hook (direct_io's registrations) hears of every buffer the
+ * pool unmaps, before it is unmapped; none after it is removed. */
+static void test_unmap_hook(void **state)
+{
+	(void)state;
+	rf_budget b;
+	rf_budget_init(&b, 32u << 20); /* idle allowed: 1 MiB */
+	rf_pool *p;
+	assert_int_equal(rf_pool_new(&b, &p), 0);
+	unmaps u = {0};
+	rf_pool_set_unmap_hook(p, on_unmap, &u);
+	uint64_t big = 768u << 10, mid = 512u << 10;
+	uint8_t *x = rf_pool_get(p, big), *z = rf_pool_get(p, mid);
+	assert_true(x && z);
+	rf_pool_put(p, x, big);
+	assert_int_equal(u.calls, 0);
+	rf_pool_put(p, z, mid); /* 1.25 MiB idle: x goes */
+	assert_int_equal(u.calls, 1);
+	assert_ptr_equal(u.last, x);
+	assert_int_equal(u.bytes, big);
+	/* a near class shrunk in place unmaps its tail: the hook hears of it */
+	uint64_t want = rf_pool_class_bytes(600u << 10);
+	uint64_t near = rf_pool_class_bytes(rf_pool_class_bytes(want + 1) + 1);
+	uint8_t *n1 = rf_pool_get(p, near);
+	rf_pool_put(p, n1, near);
+	int before = u.calls;
+	uint8_t *n2 = rf_pool_get(p, want);
+	if (n2 == n1) { /* taken and shrunk: its registration had to go first */
+		assert_int_equal(u.calls, before + 1);
+		assert_ptr_equal(u.last, n1);
+		assert_int_equal(u.bytes, near);
+	}
+	rf_pool_put(p, n2, want);
+	rf_pool_set_unmap_hook(p, NULL, NULL);
+	int calls = u.calls;
+	rf_pool_free(p); /* unmaps what is idle: the hook is gone */
+	assert_int_equal(u.calls, calls);
+	rf_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_classes),
-	    cmocka_unit_test(test_reuse_and_trim),
-	    cmocka_unit_test(test_trim_oldest_first),
-	    cmocka_unit_test(test_near_class_shrunk),
+	    cmocka_unit_test(test_classes),           cmocka_unit_test(test_reuse_and_trim),
+	    cmocka_unit_test(test_trim_oldest_first), cmocka_unit_test(test_near_class_shrunk),
+	    cmocka_unit_test(test_unmap_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

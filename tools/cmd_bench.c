@@ -569,6 +569,19 @@ static void rf_bench_text_depth(const rf_bench_result *r)
 	printf("; reads kept in flight %u\n", s->inflight_target);
 }
 
+/* direct_io: what the loader read with O_DIRECT, into registered buffers,
+ * and how many files' filesystems refused it (said on stderr once). */
+static void rf_bench_text_direct(const rf_bench_result *r)
+{
+	const rf_stats *s = &r->st;
+	if (!s->direct_bytes && !s->direct_refused_files)
+		return;
+	printf("  direct I/O: %llu bytes with O_DIRECT (%llu reads into registered buffers); "
+	       "%llu file(s) refused it (read through the page cache)\n",
+	       (unsigned long long)s->direct_bytes, (unsigned long long)s->fixed_reads,
+	       (unsigned long long)s->direct_refused_files);
+}
+
 static void rf_bench_text_memory(const rf_bench_result *r)
 {
 	const rf_stats *s = &r->st;
@@ -662,6 +675,7 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
 	rf_bench_text_rates(o, r);
 	rf_bench_text_depth(r);
 	rf_bench_text_memory(r);
+	rf_bench_text_direct(r);
 	rf_cli_host_line(stdout, r->stats_json);
 	rf_bench_text_stalls(o, r);
 	if (s->trace_error[0])
@@ -730,6 +744,19 @@ static void rf_bench_direct_note(const rf_fetch_result *f, bool json)
 		        "direct I/O: the filesystem of %llu file(s) refused O_DIRECT: read through "
 		        "the page cache\n",
 		        (unsigned long long)f->direct_refused_files);
+	if (f->fixed_reads)
+		fprintf(out,
+		        "direct I/O: %llu reads (%llu bytes) into %llu bytes of registered buffers "
+		        "(READ_FIXED)\n",
+		        (unsigned long long)f->fixed_reads, (unsigned long long)f->fixed_bytes,
+		        (unsigned long long)f->registered_bytes);
+	if (f->register_error)
+		fprintf(stderr,
+		        "direct I/O: io_uring refused to register the read buffers (%s%s): plain "
+		        "reads\n",
+		        strerror(-f->register_error),
+		        f->register_error == -ENOMEM ? "; RLIMIT_MEMLOCK (ulimit -l) too small"
+		                                     : "");
 }
 
 /* --fetch-only: every byte through the storage path, nothing decoded. */
@@ -745,10 +772,16 @@ static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 	double mbs = f.seconds > 0 ? (double)f.bytes / f.seconds / 1e6 : 0;
 	if (o->json)
 		printf("{\"fetch_only\":true,\"shards\":%llu,\"bytes\":%llu,\"reads\":%llu,"
-		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f}\n",
+		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f,"
+		       "\"direct_bytes\":%llu,\"direct_refused_files\":%llu,\"fixed_reads\":%llu,"
+		       "\"fixed_bytes\":%llu,\"registered_bytes\":%llu,\"register_error\":%d}\n",
 		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
 		       (unsigned long long)f.reads, (unsigned long long)f.requests,
-		       (unsigned long long)f.retries, f.seconds, mbs);
+		       (unsigned long long)f.retries, f.seconds, mbs,
+		       (unsigned long long)f.direct_bytes,
+		       (unsigned long long)f.direct_refused_files,
+		       (unsigned long long)f.fixed_reads, (unsigned long long)f.fixed_bytes,
+		       (unsigned long long)f.registered_bytes, f.register_error);
 	else
 		printf("fetch only: %llu shards, %llu bytes in %llu reads (%llu remote requests, "
 		       "%llu retries) in %.3f s: %.1f MB/s\n",

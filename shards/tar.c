@@ -211,11 +211,14 @@ enum {
 	TAR_SCAN,      /* scanning the headers */
 };
 
-/* PREFIX.idx for PREFIX.tar (a query or fragment kept), or NULL. */
+/* PREFIX.idx for PREFIX.tar (a fragment kept), or NULL: also for a URL with
+ * a query, whose signature (a presigned URL) would not be the sibling's, so
+ * that asking for it would be refused rather than absent: such a tar's
+ * headers are scanned. */
 static char *idx_sibling(const char *url)
 {
 	size_t path = strcspn(url, "?#");
-	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
+	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0 || url[path] == '?')
 		return NULL;
 	size_t n = strlen(url);
 	char *s = malloc(n + 1);

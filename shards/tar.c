@@ -259,6 +259,9 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 static int idx_size(rf_fmt_open *o, tar_scan *s, rf_error *err)
 {
 	if (o->absent) { /* no index beside the tar: scan its headers */
+		free(s->idx_url);
+		free(s->idx_name);
+		s->idx_url = s->idx_name = NULL;
 		o->step = TAR_SCAN;
 		return rf_tar_want_from(o, s);
 	}

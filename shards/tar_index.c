@@ -346,9 +346,13 @@ bool rf_tar_layout_equal(const rf_shard_index *a, const void *pa, const rf_shard
 	for (uint32_t i = 0; i < A->names_n; i++)
 		if (strcmp(A->names[i], B->names[i]) != 0)
 			return false;
-	for (uint32_t u = 0; u < a->blocks; u++)
-		if (memcmp(&a->block[u], &b->block[u], sizeof(a->block[u])) != 0)
+	for (uint32_t u = 0; u < a->blocks; u++) { /* field by field: never the padding */
+		const rf_block_info *x = &a->block[u], *y = &b->block[u];
+		if (x->offset != y->offset || x->compressed_bytes != y->compressed_bytes ||
+		    x->decoded_bytes != y->decoded_bytes || x->records != y->records ||
+		    x->first_record != y->first_record)
 			return false;
+	}
 	uint64_t n = a->records;
 	if (memcmp(A->field_first, B->field_first, (n + 1) * sizeof(uint32_t)) != 0 ||
 	    memcmp(A->key_first, B->key_first, (n + 1) * sizeof(uint32_t)) != 0)

@@ -358,16 +358,20 @@ enum {
 	TAR_BEGIN = 0, /* declares the state's bound */
 	TAR_STATE,     /* allocates the state, asks for PREFIX.idx's size */
 	TAR_IDX_SIZE,  /* the index's size (or its absence) */
-	TAR_IDX_BYTES, /* the index's bytes */
+	TAR_IDX_BYTES, /* the index's bytes: its members counted */
+	TAR_IDX_PARSE, /* the same bytes again (from the buffer), parsed */
 	TAR_IDX_TAIL,  /* the tar past the index's last member */
 	TAR_SCAN,      /* scanning the headers */
 };
 
-/* PREFIX.idx for PREFIX.tar (a query or fragment kept), or NULL. */
+/* PREFIX.idx for PREFIX.tar (a fragment kept), or NULL: also for a URL with
+ * a query, whose signature (a presigned URL) would not be the sibling's, so
+ * that asking for it would be refused rather than absent: such a tar's
+ * headers are scanned. */
 static char *idx_sibling(const char *url)
 {
 	size_t path = strcspn(url, "?#");
-	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
+	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0 || url[path] == '?')
 		return NULL;
 	size_t n = strlen(url);
 	char *s = malloc(n + 1);
@@ -407,6 +411,9 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 static int idx_size(rf_fmt_open *o, tar_scan *s, rf_error *err)
 {
 	if (o->absent) { /* no index beside the tar: scan its headers */
+		free(s->idx_url);
+		free(s->idx_name);
+		s->idx_url = s->idx_name = NULL;
 		o->step = TAR_SCAN;
 		return rf_tar_want_from(o, s);
 	}
@@ -423,7 +430,7 @@ static int idx_size(rf_fmt_open *o, tar_scan *s, rf_error *err)
 	o->want = (rf_fmt_want){.object = s->idx_url,
 	                        .offset = 0,
 	                        .len = n,
-	                        .parse_bound = rf_tar_index_parse_bound(n, o->size)};
+	                        .parse_bound = 0}; /* counting allocates nothing */
 	return RF_FMT_NEED;
 }
 
@@ -437,7 +444,7 @@ static uint64_t layout_bound(const tar_scan *s)
 
 static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err);
 
-static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
+static int idx_got(const rf_fmt_open *o, const tar_scan *s, rf_error *err)
 {
 	if (!o->got || o->got_offset != 0 || o->got_len != s->idx_bytes ||
 	    o->got_object_size != s->idx_bytes)
@@ -446,6 +453,28 @@ static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
 		               "asked for [0, +%llu)",
 		               s->idx_name, U64(o->got_offset), U64(o->got_len),
 		               U64(o->got_object_size), U64(s->idx_bytes));
+	return 0;
+}
+
+/* The index's bytes: its members counted (nothing allocated), then the same
+ * range asked for again (served from the buffer) with the bound that count
+ * gives, so the budget holds what the parse takes, not a guess from sizes. */
+static int idx_bytes(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	RF_TRY(idx_got(o, s, err));
+	s->idx_members = rf_tar_index_members(o->got, (size_t)o->got_len);
+	o->step = TAR_IDX_PARSE;
+	o->want =
+	    (rf_fmt_want){.object = s->idx_url,
+	                  .offset = 0,
+	                  .len = s->idx_bytes,
+	                  .parse_bound = rf_tar_index_parse_bound(s->idx_members, s->idx_bytes)};
+	return RF_FMT_NEED;
+}
+
+static int idx_parse(rf_fmt_open *o, tar_scan *s, rf_error *err)
+{
+	RF_TRY(idx_got(o, s, err));
 	uint64_t tail = 0;
 	int rc = rf_tar_index_parse(o, s, s->idx_name, o->got, (size_t)o->got_len, &tail, err);
 	if (rc == 0)
@@ -575,6 +604,8 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 		return idx_size(o, s, err);
 	case TAR_IDX_BYTES:
 		return idx_bytes(o, s, err);
+	case TAR_IDX_PARSE:
+		return idx_parse(o, s, err);
 	case TAR_IDX_TAIL:
 		return idx_tail(o, s, err);
 	default:

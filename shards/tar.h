@@ -73,6 +73,7 @@ typedef struct tar_scan {
 	 * redacted name, and its bytes */
 	char *idx_url, *idx_name;
 	uint64_t idx_bytes;
+	uint64_t idx_members; /* at most this many members (counted before the parse) */
 } tar_scan;
 
 enum { RF_TAR_SCAN_MORE = 1, RF_TAR_SCAN_END = 2 };
@@ -189,8 +190,12 @@ int rf_tar_stream_decode_at(const uint8_t *src, size_t src_len, const rf_tar_ap 
  * member listed ends (the tar past it must hold no member webdataset reads). */
 int rf_tar_index_parse(const rf_fmt_open *o, tar_scan *s, const char *idx_name, const uint8_t *buf,
                        size_t len, uint64_t *tail, rf_error *err);
-/* What parsing an index of len bytes may allocate, at most. */
-uint64_t rf_tar_index_parse_bound(uint64_t len, uint64_t shard_bytes);
+/* The most members an index's bytes can list (its tokens after line 1, in
+ * fours): counts, allocates nothing. */
+uint64_t rf_tar_index_members(const uint8_t *buf, size_t len);
+/* What parsing an index of len bytes listing at most `members` members may
+ * allocate, at most (the parse sizes its tables for that many at once). */
+uint64_t rf_tar_index_parse_bound(uint64_t members, uint64_t len);
 
 /* Writes a tar layout (ix, priv from the tar format's open: name is the
  * shard's, for messages) to out as a DALI wds2idx v1.2 index: one line per

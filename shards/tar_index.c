@@ -77,13 +77,29 @@ static bool number(const uint8_t *t, size_t n, uint64_t *out)
 	return true;
 }
 
-uint64_t rf_tar_index_parse_bound(uint64_t len, uint64_t shard_bytes)
+uint64_t rf_tar_index_members(const uint8_t *buf, size_t len)
 {
-	/* members: at most one per 8 index bytes ("e 0 0 n ") and one per header */
-	uint64_t n = RF_MIN(len / 8, shard_bytes / RF_TAR_BLOCK) + 1;
-	uint64_t per = 2 * sizeof(tar_field) + 2 * sizeof(tar_sample) + sizeof(rf_block_info) +
+	size_t i = 0;
+	while (i < len && buf[i] != '\n')
+		i++;
+	uint64_t tokens = 0;
+	bool in = false;
+	for (; i < len; i++) {
+		bool t = !blank(buf[i]) && buf[i] != '\n';
+		tokens += t && !in;
+		in = t;
+	}
+	return tokens / 4 + 1;
+}
+
+uint64_t rf_tar_index_parse_bound(uint64_t members, uint64_t len)
+{
+	/* the tables sized for every member at once (a member, a sample), the
+	 * keys doubling past the index's bytes, the field names, and the layout
+	 * built from them (a unit, a field, two firsts per member) */
+	uint64_t per = sizeof(tar_field) + sizeof(tar_sample) + sizeof(rf_block_info) +
 	               sizeof(rf_rec_field) + 2 * sizeof(uint32_t);
-	return n * per + 2 * len + RF_TAR_FIELDS_MAX * (sizeof(char *) + 64) + 4096;
+	return (members + 1) * per + 2 * len + RF_TAR_FIELDS_MAX * (sizeof(char *) + 64) + 4096;
 }
 
 static int first_line(idx_cursor *c, uint64_t shard_bytes, uint64_t *samples, rf_error *err)
@@ -238,7 +254,16 @@ int rf_tar_index_parse(const rf_fmt_open *o, tar_scan *s, const char *idx_name, 
                        size_t len, uint64_t *tail, rf_error *err)
 {
 	idx_cursor c = {.p = buf, .len = len, .line = 1, .name = idx_name};
-	uint64_t samples = 0, prev_end = 0;
+	uint64_t samples = 0, prev_end = 0, m = rf_tar_index_members(buf, len);
+	/* the tables for every member at once: no doubling past the bound */
+	if (!s->fcap && !s->scap && m < SIZE_MAX / sizeof(tar_sample)) {
+		s->fv = malloc(m * sizeof(tar_field));
+		s->sv = malloc(m * sizeof(tar_sample));
+		if (!s->fv || !s->sv)
+			return rf_fail(err, -ENOMEM, "index %s: out of memory for %llu members",
+			               idx_name, U64(m));
+		s->fcap = s->scap = m;
+	}
 	RF_TRY(first_line(&c, o->size, &samples, err));
 	for (uint64_t i = 0; i < samples; i++) {
 		if (c.at >= c.len)
@@ -321,9 +346,13 @@ bool rf_tar_layout_equal(const rf_shard_index *a, const void *pa, const rf_shard
 	for (uint32_t i = 0; i < A->names_n; i++)
 		if (strcmp(A->names[i], B->names[i]) != 0)
 			return false;
-	for (uint32_t u = 0; u < a->blocks; u++)
-		if (memcmp(&a->block[u], &b->block[u], sizeof(a->block[u])) != 0)
+	for (uint32_t u = 0; u < a->blocks; u++) { /* field by field: never the padding */
+		const rf_block_info *x = &a->block[u], *y = &b->block[u];
+		if (x->offset != y->offset || x->compressed_bytes != y->compressed_bytes ||
+		    x->decoded_bytes != y->decoded_bytes || x->records != y->records ||
+		    x->first_record != y->first_record)
 			return false;
+	}
 	uint64_t n = a->records;
 	if (memcmp(A->field_first, B->field_first, (n + 1) * sizeof(uint32_t)) != 0 ||
 	    memcmp(A->key_first, B->key_first, (n + 1) * sizeof(uint32_t)) != 0)

@@ -114,7 +114,8 @@ void rf_tar_scan_clear(tar_scan *s)
 	*s = (tar_scan){.member_start = UINT64_MAX,
 	                .idx_url = s->idx_url,
 	                .idx_name = s->idx_name,
-	                .idx_bytes = s->idx_bytes};
+	                .idx_bytes = s->idx_bytes,
+	                .idx_members = s->idx_members};
 }
 
 void rf_tar_scan_free(tar_scan *s)

@@ -950,6 +950,14 @@ static void test_index_open_mem(void **state)
 	assert_true(rf_tar_layout_from_index(pb));
 	assert_true(rf_tar_layout_equal(a, pa, b, pb));
 	rf_tar_format.close(b, pb);
+	/* a URL with a query (presigned): the index is not asked for */
+	rf_fmt_object q[2] = {
+	    {.url = "t.tar?X-Amz-Signature=1", .data = t.p, .size = t.n},
+	    {.url = "t.idx?X-Amz-Signature=1", .data = (const uint8_t *)idx, .size = len}};
+	assert_int_equal(rf_format_open_mem(&rf_tar_format, q, 2, NULL, &b, &pb, NULL, NULL, &err),
+	                 0);
+	assert_false(rf_tar_layout_from_index(pb));
+	rf_tar_format.close(b, pb);
 	/* tar_scan_only: the index is not asked for */
 	struct rf_fmt_options opt = {.tar_scan_only = true};
 	assert_int_equal(

@@ -53,7 +53,7 @@ static void test_trim_oldest_first(void **state)
 {
 	(void)state;
 	rf_budget b;
-	rf_budget_init(&b, 32u << 20); /* idle allowed: 1 MiB */
+	rf_budget_init(&b, 8u << 20); /* idle allowed: 1 MiB (limit / 8) */
 	rf_pool *p;
 	assert_int_equal(rf_pool_new(&b, &p), 0);
 	uint64_t big = 768u << 10, small = 256u << 10, mid = 512u << 10;
@@ -136,7 +136,7 @@ static void test_unmap_hook(void **state)
 {
 	(void)state;
 	rf_budget b;
-	rf_budget_init(&b, 32u << 20); /* idle allowed: 1 MiB */
+	rf_budget_init(&b, 8u << 20); /* idle allowed: 1 MiB (limit / 8) */
 	rf_pool *p;
 	assert_int_equal(rf_pool_new(&b, &p), 0);
 	unmaps u = {0};

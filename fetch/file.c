@@ -37,8 +37,7 @@ typedef struct rf_file_state {
 	rf_fdcache *fds;
 	rf_list waiting;      /* of rf_file_read (in_wait), oldest first */
 	bool kicking;         /* rf_file_kick is running (a finish inside it must not re-enter) */
-	rf_list opened;       /* of rf_file_source (in_opened), oldest first */
-	int64_t opened_timer; /* armed while the list is not empty */
+	rf_open_batch opens;  /* sources whose open completes at the next tick */
 	uint32_t direct_io;   /* RF_DIRECT_IO_* */
 	uint64_t bytes_total; /* of every file opened: auto turns direct I/O on above memory */
 	uint64_t memory_bytes;
@@ -57,9 +56,7 @@ struct rf_file_source {
 	rf_file_state *st;
 	rf_fdcache *fds; /* st->fds */
 	rf_fd_slot slot; /* this file's descriptor while open */
-	bool opening;    /* in st's opened list */
-	rf_list_node in_opened;
-	rf_list reads; /* of rf_file_read (in_source), in flight */
+	rf_list reads;   /* of rf_file_read (in_source), in flight */
 	/* the version seen at open (rf_source_validator) */
 	uint64_t dev, ino, mtime_ns;
 };
@@ -413,8 +410,6 @@ static int rf_file_read_range(rf_source *s, uint64_t offset, uint64_t len, void 
 	return 0;
 }
 
-static void rf_file_opened_unlink(rf_file_source *fs);
-
 static void rf_file_read_free_deferred(rf_loop_deferred *node)
 {
 	rf_file_read *r = (rf_file_read *)((char *)node - offsetof(rf_file_read, defer));
@@ -446,7 +441,7 @@ static void rf_file_close(rf_source *s)
 {
 	rf_file_source *fs = (rf_file_source *)s;
 	rf_loop *loop = rf_fetch_loop(s->fetch);
-	rf_file_opened_unlink(fs);
+	rf_open_batch_remove(&fs->st->opens, s);
 	while (!rf_list_empty(&fs->reads)) {
 		rf_file_read *r = rf_list_entry(fs->reads.head, rf_file_read, in_source);
 		rf_loop_cancel(loop, r->op);
@@ -491,50 +486,6 @@ static const rf_source_ops rf_file_ops = {.read = rf_file_read_range,
                                           .close = rf_file_close,
                                           .memory_bytes = rf_file_memory_bytes,
                                           .validator = rf_file_validator};
-
-static void rf_file_opened_unlink(rf_file_source *fs)
-{
-	rf_file_state *st = fs->st;
-	if (!fs->opening)
-		return;
-	rf_list_remove(&st->opened, &fs->in_opened);
-	fs->opening = false;
-}
-
-static void rf_file_on_opened_timer(void *arg, int res);
-
-/* The open completes at the next tick (never from inside rf_source_open). */
-static int rf_file_opened_push(rf_file_source *fs)
-{
-	rf_file_state *st = fs->st;
-	if (st->opened_timer < 0) {
-		st->opened_timer = rf_loop_timer(st->loop, 0, rf_file_on_opened_timer, st);
-		if (st->opened_timer < 0)
-			return (int)st->opened_timer;
-	}
-	fs->opening = true;
-	rf_list_push_back(&st->opened, &fs->in_opened);
-	return 0;
-}
-
-/* Delivers the opens queued before it fired (a callback may open or close
- * sources; those opened meanwhile wait for the next timer). */
-static void rf_file_on_opened_timer(void *arg, int res)
-{
-	(void)res;
-	rf_file_state *st = arg;
-	st->opened_timer = -1;
-	rf_file_source *last = rf_list_entry_or_null(st->opened.tail, rf_file_source, in_opened);
-	bool more = last != NULL;
-	while (more && !rf_list_empty(&st->opened)) {
-		rf_file_source *fs = rf_list_entry(st->opened.head, rf_file_source, in_opened);
-		more = fs != last;
-		rf_file_opened_unlink(fs);
-		rf_source_opened(&fs->base, 0, NULL);
-	}
-	if (!rf_list_empty(&st->opened) && st->opened_timer < 0)
-		st->opened_timer = rf_loop_timer(st->loop, 0, rf_file_on_opened_timer, st);
-}
 
 /* The size, checked against the manifest's. The descriptor the check opens
  * stays in the set (idle), so the first read (footer and index) needs no
@@ -624,7 +575,7 @@ static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory for the file source");
 	}
 	st->loop = rf_fetch_loop(f);
-	st->opened_timer = -1;
+	rf_open_batch_init(&st->opens, st->loop);
 	st->direct_io = rf_fetch_opts(f)->direct_io;
 	st->memory_bytes = rf_fetch_opts(f)->direct_io_memory_bytes;
 	if (!st->memory_bytes)
@@ -636,7 +587,7 @@ static int rf_file_init(rf_fetch *f, void **state, rf_error *err)
 static void rf_file_fini(void *state)
 {
 	rf_file_state *st = state;
-	rf_loop_cancel(st->loop, st->opened_timer);
+	rf_open_batch_fini(&st->opens);
 	rf_list_for_each(n, next, &st->spare) free(rf_list_entry(n, rf_file_read, in_source));
 	while (st->bounce_n > 0)
 		free(st->bounce_spare[--st->bounce_n]);
@@ -670,7 +621,7 @@ static int rf_file_open(rf_fetch *f, void *state, const char *url, uint64_t size
 	rf_fd_slot_init(&fs->slot);
 	int rc = rf_file_stat(fs, path, size_hint, err);
 	if (rc == 0) {
-		rc = rf_file_opened_push(fs);
+		rc = rf_open_batch_push(&fs->st->opens, &fs->base); /* never from inside open */
 		if (rc < 0)
 			rc = rf_fail(err, rc, "%s: event loop is full", path);
 	}

@@ -333,9 +333,9 @@ static bool rf_open_cache_get(rf_shard *s)
 	return true; /* side_url stays: the want's object */
 }
 
-/* The entry failed the format's checks (or asked what it does not hold):
- * the shard's open starts over, holding nothing of it, without the cache. */
-static void rf_open_cache_drop(rf_shard *s)
+/* The shard's open back to its start: what the format, the buffer, the
+ * bounds and the sidecar held goes back (rf_open_begin starts it again). */
+static void rf_open_reset(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
@@ -349,9 +349,17 @@ static void rf_open_cache_drop(rf_shard *s)
 	free(o->side_url);
 	o->side_url = NULL;
 	o->side_cached = false;
-	o->no_cache = true;
 	o->steps = 0;
 	s->rereads = 0;
+}
+
+/* The entry failed the format's checks (or asked what it does not hold):
+ * the shard's open starts over, holding nothing of it, without the cache. */
+static void rf_open_cache_drop(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_reset(s);
+	s->open->no_cache = true;
 	e->open.cache_hits--;
 	e->open.cache_misses++;
 	rf_open_begin(s);
@@ -391,7 +399,6 @@ static void rf_open_cache_put(rf_shard *s)
  * format's error is the message. True when another format started. */
 static bool rf_open_fallback(rf_shard *s, int rc, const rf_error *err)
 {
-	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
 	if (!o->fo.final || rf_format_claim(s->fmt, s->url) != RF_FMT_MAYBE)
 		return false;
@@ -402,17 +409,7 @@ static bool rf_open_fallback(rf_shard *s, int rc, const rf_error *err)
 		o->first_code = rc;
 		snprintf(o->first_msg, sizeof(o->first_msg), "%s", err->msg);
 	}
-	if (s->fmt->open_abort)
-		s->fmt->open_abort(&o->fo);
-	rf_slot_buf_free(e, o);
-	rf_meta_release(e, &o->bound_res, o->bound_res);
-	rf_meta_release(e, &s->fmt_held, s->fmt_held);
-	rf_source_close(o->side);
-	o->side = NULL;
-	free(o->side_url);
-	o->side_url = NULL;
-	o->steps = 0;
-	s->rereads = 0;
+	rf_open_reset(s);
 	s->fmt = next;
 	rf_open_begin(s);
 	return true;

@@ -15,15 +15,7 @@ rf_servers_or_start
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 PY=/usr/bin/python3
 
-fails=0
-ok() { echo "ok   $*"; }
-bad() {
-	echo "FAIL $*" >&2
-	fails=$((fails + 1))
-}
-same() { # DESCRIPTION EXPECTED ACTUAL
-	if [ "$2" = "$3" ]; then ok "$1"; else bad "$1: expected '$2', got '$3'"; fi
-}
+. "$src/tests/check.inc.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-wds-index.XXXXXX")
 rf_at_exit "rm -rf '$tmp'"
@@ -246,8 +238,4 @@ v403=(--s3-endpoint "http://127.0.0.1:$(cat "$tmp/v403.port")" --s3-access-key R
 same "s3 digest when a missing index is 403" "$want" \
 	"$(read_run "$tmp/st8" "${v403[@]}" "s3://wds/d/$brace")"
 
-[ $fails -eq 0 ] || {
-	echo "$fails check(s) failed" >&2
-	exit 1
-}
-echo "all checks passed"
+rf_checks_done cli_wds_index

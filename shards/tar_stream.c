@@ -446,8 +446,12 @@ static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t 
 	}
 	if (r == Z_OK || (r == Z_BUF_ERROR && (*made || used)))
 		return 0;
-	if (r == Z_BUF_ERROR)
-		return 0; /* needs more input */
+	if (r == Z_BUF_ERROR && *pos == len)
+		return 0;     /* needs more input */
+	if (r == Z_BUF_ERROR) /* input and room left, yet no progress: never loop on it */
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: gzip stream near compressed byte %llu: no progress",
+		               o->name, U64(t->consumed));
 	return rf_fail(err, RF_E_CORRUPT, "shard %s: gzip stream near compressed byte %llu: %s",
 	               o->name, U64(t->consumed), t->zs.msg ? t->zs.msg : "corrupt");
 }
@@ -462,7 +466,13 @@ static int feed(rf_fmt_open *o, tar_stream *t, rf_error *err)
 	size_t made = 1;
 	/* while input is left, or the decoder still gives bytes (a flush) */
 	while ((pos < len || made > 0) && out < RF_TAR_STREAM_STEP_OUT && !t->ended) {
+		size_t before = pos;
 		RF_TRY(decode_some(o, t, in, len, &pos, &made, err));
+		if (made == 0 && pos == before && pos < len) /* a decoder that stalls: never spin */
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: the %s stream near compressed byte %llu makes no "
+			               "progress",
+			               o->name, codec_name(t->codec), U64(t->consumed));
 		if (t->total + made > decoded_max(t->codec))
 			return too_large(o, t, err);
 		took_output(t, made);

@@ -117,10 +117,10 @@ for v in sorted(calls):
 def cycle_in(comp):
     """One concrete cycle through comp's first file, by breadth-first search."""
     inside, start = set(comp), comp[0]
-    prev, todo = {start: None}, [start]
-    while todo:
+    prev, frontier = {start: None}, [start]
+    while frontier:
         nxt = []
-        for v in todo:
+        for v in frontier:
             for w in sorted(calls[v]):
                 if w == start:
                     path = [v]
@@ -129,7 +129,7 @@ def cycle_in(comp):
                     return list(reversed(path)) + [start]
                 if w in inside and w not in prev:
                     prev[w] = v; nxt.append(w)
-        todo = nxt
+        frontier = nxt
     return comp + [comp[0]]
 
 for comp in sccs:

@@ -62,6 +62,7 @@ static void plan_copy_blocks(rf_plan *plan, const rf_shard_index *const *shards)
 	plan->min_records = 0;
 	for (uint32_t s = 0; s < plan->nshards; s++) {
 		plan->shard_first[s] = k;
+		plan->shard_seq[s] = shards[s]->sequential != 0;
 		plan->shard_blocks_max = RF_MAX(plan->shard_blocks_max, shards[s]->blocks);
 		for (uint32_t b = 0; b < shards[s]->blocks; b++) {
 			uint32_t n = shards[s]->block[b].records;
@@ -83,15 +84,16 @@ static int plan_alloc(rf_plan *plan, uint64_t blocks, rf_error *err)
 	uint64_t n = plan->nshards;
 	plan->shard_first = calloc(n + 1, sizeof(*plan->shard_first));
 	plan->shard_order = calloc(n, sizeof(*plan->shard_order));
+	plan->shard_seq = calloc(n ? n : 1, 1);
 	plan->shard_start = calloc(n + 1, sizeof(*plan->shard_start));
 	plan->cache = calloc(1, sizeof(*plan->cache));
 	plan->block_records = calloc(blocks ? blocks : 1, sizeof(uint32_t));
-	if (!plan->shard_first || !plan->shard_order || !plan->shard_start || !plan->cache ||
+	if (!plan->shard_first || !plan->shard_order || !plan->shard_seq || !plan->shard_start || !plan->cache ||
 	    !plan->block_records)
 		return rf_fail(err, -ENOMEM, "plan: out of memory for %llu shards",
 		               (unsigned long long)n);
 	plan->memory_bytes = sizeof(*plan) + sizeof(*plan->cache) +
-	                     (n + 1) * (2 * sizeof(uint64_t)) + n * sizeof(uint32_t) +
+	                     (n + 1) * (2 * sizeof(uint64_t)) + n * (sizeof(uint32_t) + 1) +
 	                     blocks * sizeof(uint32_t);
 	return 0;
 }
@@ -204,6 +206,7 @@ void rf_plan_free(rf_plan *plan)
 	free(plan->shard_first);
 	free(plan->block_records);
 	free(plan->shard_order);
+	free(plan->shard_seq);
 	free(plan->shard_start);
 	free(plan->block_perm);
 	free(plan->marks);

@@ -53,6 +53,7 @@ struct rf_plan {
 	uint32_t min_records; /* fewest records in a non-empty block (0: none) */
 	uint32_t shard_blocks_max;
 	uint32_t *shard_order; /* nshards */
+	uint8_t *shard_seq;    /* nshards: 1 for a sequential layout (blocks kept in order) */
 	uint64_t *shard_start; /* nshards + 1: global plan position of each shard in order */
 	uint32_t *block_perm;  /* shard_blocks_max: scratch */
 	uint8_t *marks;        /* window_cap: scratch for boundary windows */

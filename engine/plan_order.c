@@ -76,7 +76,9 @@ uint32_t rf_plan_block_order(rf_plan *plan, uint32_t s)
 	uint32_t n = (uint32_t)(plan->shard_first[s + 1] - plan->shard_first[s]);
 	for (uint32_t i = 0; i < n; i++)
 		plan->block_perm[i] = i;
-	if (plan->p.shuffle && n > 1) {
+	/* a sequential layout's units decode in order only: its records are
+	 * still shuffled by the windows */
+	if (plan->p.shuffle && n > 1 && !plan->shard_seq[s]) {
 		rf_rng rng;
 		rf_rng_init(&rng, plan->p.seed, TAG_BLOCKS, plan->epoch, s, 0);
 		rf_rng_shuffle_u32(&rng, plan->block_perm, n);

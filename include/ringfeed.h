@@ -113,6 +113,12 @@ typedef struct rf_shard_index {
 	uint64_t decoded_bytes;    /* sum over blocks */
 	char *metadata;            /* NUL-terminated user metadata ("" when none) */
 	rf_block_info *block;      /* blocks entries */
+	/* The units can only be decoded in order, through one decoder state
+	 * (a single zstd frame of a .tar.zst: rf_format.decode_seq): the plan
+	 * keeps them in order, and a unit read out of that order costs a
+	 * re-decode of the stream up to it. 0 for .rfs and every ranged
+	 * format. */
+	uint8_t sequential;
 } rf_shard_index;
 
 /* Parse the footer from the last RF_FOOTER_BYTES of a file of file_bytes.

@@ -172,6 +172,20 @@ typedef struct rf_unit_records {
 	const uint32_t *key_first; /* records + 1 entries */
 } rf_unit_records;
 
+/* A sequential layout's decode (rf_format.decode_seq) asks for more of the
+ * shard's bytes with RF_FMT_MORE: the caller reads [offset, offset + len)
+ * of the shard object (len <= cap) and calls again for the same unit with
+ * those bytes as src, `again` set; dst keeps what the calls before wrote. */
+enum { RF_FMT_MORE = 2 };
+typedef struct rf_fmt_more {
+	uint64_t cap; /* in: the most one request may ask for (the caller's buffer) */
+	bool again;   /* in: this call follows an RF_FMT_MORE for the same unit */
+	uint64_t offset, len;  /* out, at RF_FMT_MORE */
+	uint64_t skipped_bytes; /* out: decoded bytes this call decoded and dropped to
+	                         * reach the unit (a resume, a rank's start, a unit
+	                         * read out of order): the cost of entering a stream */
+} rf_fmt_more;
+
 /* One field of a multi-field record. */
 typedef struct rf_rec_field {
 	uint32_t name;   /* index into the shard's field names (rf_format.field_names) */
@@ -249,6 +263,26 @@ typedef struct rf_format {
 	                     const char *name, rf_error *err);
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
+	/* Sequential layouts (rf_shard_index.sequential): decode then goes
+	 * through decode_seq, never decode. *state is the decoder state of one
+	 * stream (NULL at first: decode_seq allocates at most seq_state_bytes,
+	 * which the caller has reserved; seq_free frees it). It serves any
+	 * unit of the shard whose layout it was first used with (the caller
+	 * frees it before giving it to another shard), in any order: a unit
+	 * at or after where the stream stands decodes forward to it, one
+	 * before restarts the stream (both add to more->skipped_bytes); the
+	 * bytes it lacks it asks for with RF_FMT_MORE. src/src_len are bytes
+	 * of the shard from src_offset: on the first call the unit's stored
+	 * bytes, after RF_FMT_MORE the bytes asked for. Returns 0 (*out set as
+	 * by decode), RF_FMT_MORE (more->offset/len set) or a negative errno
+	 * (the state is then reset: the next call starts the stream again).
+	 * One call at a time per state; different states run concurrently. */
+	int (*decode_seq)(void **state, const rf_shard_index *ix, const void *priv, uint32_t u,
+	                  const void *src, size_t src_len, uint64_t src_offset, void *dst,
+	                  size_t dst_cap, rf_unit_records *out, rf_fmt_more *more,
+	                  const char *name, rf_error *err);
+	void (*seq_free)(void *state);
+	uint64_t seq_state_bytes; /* the most one decode_seq state holds */
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */
@@ -304,6 +338,17 @@ typedef int (*rf_fmt_read_fn)(void *ctx, const char *object, uint64_t offset, ui
  * o->priv set) or a negative errno. */
 int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
                         rf_error *err);
+
+/* Decodes unit u of a sequential layout synchronously (tools, the verifier,
+ * fuzz targets, tests): calls fmt->decode_seq with src, then serves each
+ * RF_FMT_MORE by reading into buf (buf_cap bytes) through read. *skipped
+ * (may be NULL) adds the decoded bytes dropped. */
+int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_index *ix,
+                           const void *priv, uint32_t u, const void *src, size_t src_len,
+                           uint64_t src_offset, uint8_t *buf, size_t buf_cap,
+                           rf_fmt_read_fn read, void *ctx, void *dst, size_t dst_cap,
+                           rf_unit_records *out, uint64_t *skipped, const char *name,
+                           rf_error *err);
 
 /* rf_layout_open (include/ringfeed.h) with format options (the engine's
  * rf_layout_open_config fills them from a config). */

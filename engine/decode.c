@@ -49,25 +49,120 @@ static int rf_records_check(const rf_shard_index *ix, uint32_t block, const uint
 	return 0;
 }
 
+/* ------------------------------------------------- sequential shards */
+
+/* The decoder state for a unit of sequential shard `shard`: the one bound
+ * to it when free, else the free one used longest ago, which forgets its
+ * stream (a later unit of that shard restarts it: stream_skipped_bytes
+ * says what that cost). There are threads + 1 states and at most `threads`
+ * busy, so one is always free. mu held. */
+static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard)
+{
+	RF_MU_HELD(e);
+	struct rf_seq_state *best = NULL;
+	for (uint32_t i = 0; i < e->seqs.n; i++) {
+		struct rf_seq_state *s = &e->seqs.v[i];
+		if (s->busy)
+			continue;
+		if (s->shard == shard && s->fmt) {
+			best = s;
+			break;
+		}
+		if (!best || s->used < best->used)
+			best = s;
+	}
+	if (!best)
+		return NULL;
+	if (best->shard != shard || !best->fmt) {
+		best->stale = best->state != NULL; /* freed by the worker, outside mu */
+		best->shard = shard;
+	}
+	best->busy = true;
+	best->used = ++e->seqs.clock;
+	return best;
+}
+
+/* Decodes a sequential unit through its shard's state. mu not held. */
+static int rf_decode_seq(struct rf_seq_state *ss, const rf_shard *sh, rf_unit_slot *u,
+                         uint64_t dst_cap, rf_unit_records *recs, rf_fmt_more *more, rf_error *err)
+{
+	if (ss->stale) {
+		ss->fmt->seq_free(ss->state);
+		ss->state = NULL;
+		ss->stale = false;
+	}
+	ss->fmt = sh->fmt;
+	rf_read *rd = u->read;
+	return sh->fmt->decode_seq(&ss->state, sh->index, sh->fmt_priv, u->block,
+	                           rd->buf + u->src_at, u->src_len, rd->offset + u->src_at, u->slab,
+	                           dst_cap, recs, more, sh->name, err);
+}
+
+/* The decoder asked for more of the shard (RF_FMT_MORE): the loop thread
+ * reads it into the unit's own buffer (sequential units are read alone)
+ * and the unit decodes again. Returns false (err set) for a request that
+ * does not fit the buffer or the object. mu held. */
+static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err)
+{
+	RF_MU_HELD(e);
+	rf_read *rd = u->read;
+	const rf_shard *sh = &e->shards[u->shard];
+	if (m->len == 0 || m->len > m->cap || m->offset > sh->index->file_bytes ||
+	    m->len > sh->index->file_bytes - m->offset || e->stop) {
+		rf_fail(err, -EIO, "shard %s: block %u: its decoder asked for [%llu, +%llu)",
+		        sh->name, u->block, (unsigned long long)m->offset,
+		        (unsigned long long)m->len);
+		return false;
+	}
+	uint8_t *base = rd->buf - rd->buf_shift;
+	rd->buf_shift = e->read_align ? (uint32_t)(m->offset % e->read_align) : 0;
+	rd->buf = base + rd->buf_shift;
+	rd->offset = m->offset;
+	u->src_at = 0;
+	u->src_len = (uint32_t)m->len;
+	u->more = u->again = true;
+	rf_unit_set(e, u, RF_U_READING);
+	e->st.stream_more_reads++;
+	e->sched.reads_inflight++;
+	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
+	rf_engine_wake_loop(e);
+	return true;
+}
+
+/* What a MORE read may ask for: the unit's buffer, less O_DIRECT's
+ * alignment slack at both ends. */
+static uint64_t rf_more_cap(const rf_engine *e, const rf_read *rd)
+{
+	uint64_t slack = 2ull * e->read_align;
+	uint64_t cap = rd->buf_bytes > slack ? rd->buf_bytes - slack : 0;
+	return RF_MIN(cap, (uint64_t)UINT32_MAX);
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
 	rf_unit_set(e, u, RF_U_DECODING);
 	e->ring.decoding++;
-	rf_engine_unlock(e);
-	rf_error err = {0};
 	const rf_shard *sh = &e->shards[u->shard];
 	const rf_shard_index *ix = sh->index;
+	struct rf_seq_state *ss = ix->sequential ? rf_seq_take(e, u->shard) : NULL;
+	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->again};
+	rf_engine_unlock(e);
+	rf_error err = {0};
 	uint64_t t0 = rf_now_ns();
 	uint8_t *slab = u->slab; /* allocated with the read (sched.c) */
 	rf_unit_records recs = {0};
 	/* a multi-field unit's slab ends in its rf_unit_fields: not the format's */
 	uint64_t dst_cap =
 	    sh->fmt->field_names ? rf_unit_fields_at(sh, &ix->block[u->block]) : u->slab_bytes;
-	int rc = slab ? sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
-	                                u->src_len, slab, dst_cap, &recs, sh->name, &err)
-	              : rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
-	                        sh->name, u->block);
+	int rc = !slab ? rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
+	                         sh->name, u->block)
+	         : ix->sequential
+	             ? (ss ? rf_decode_seq(ss, sh, u, dst_cap, &recs, &more, &err)
+	                   : rf_fail(&err, -EAGAIN, "shard %s: block %u: no stream decoder free",
+	                             sh->name, u->block))
+	             : sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
+	                               u->src_len, slab, dst_cap, &recs, sh->name, &err);
 	bool index_lies = false; /* the frame passed its checksum: re-reading cannot help */
 	if (rc == 0 && recs.records != ix->block[u->block].records)
 		rc = rf_fail(&err, RF_E_CORRUPT,
@@ -83,6 +178,15 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	rf_engine_lock(e);
 	e->st.decode_ns += t1 - t0;
 	e->ring.decoding--;
+	if (ss) {
+		ss->busy = false;
+		e->st.stream_skipped_bytes += more.skipped_bytes;
+	}
+	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err))
+		return;
+	if (rc == RF_FMT_MORE)
+		rc = err.code;
+	u->again = false;
 	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
@@ -118,6 +222,8 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	}
 	if (rd && --rd->units_left == 0)
 		rf_read_free(e, rd);
+	if (ix->sequential)
+		rf_seq_release_next(e, seq);
 	rf_frontier_advance(e);
 	rf_engine_wake_loop(e);
 }

@@ -77,6 +77,9 @@ typedef struct rf_unit_slot {
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
 	uint8_t rereads; /* re-reads after a failed checksum (<= retries) */
+	bool more;       /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
+	bool again;      /* sequential: the next decode continues after such a read */
+	bool seq_wait;   /* sequential: FETCHED, waiting for the unit before it to decode */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
@@ -188,6 +191,21 @@ typedef struct rf_engine {
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
+	/* Sequential shards' decoder states (rf_format.decode_seq; decode.c):
+	 * threads + 1 of them when a shard is sequential, reserved at open, each
+	 * bound to the shard it last decoded (mu) */
+	struct rf_seq_states {
+		struct rf_seq_state {
+			const struct rf_format *fmt;
+			void *state; /* the format's (NULL until its first unit) */
+			uint32_t shard;
+			bool busy;     /* a worker decodes with it (outside mu) */
+			bool stale;    /* bound to another shard: freed before its next use */
+			uint64_t used; /* clock of its last use */
+		} * v;
+		uint32_t n;
+		uint64_t clock;
+	} seqs;
 
 	rf_budget budget;
 	rf_pool *pool;
@@ -357,6 +375,7 @@ typedef struct rf_engine {
 		uint64_t direct_bytes, direct_refused, fixed_reads, fixed_bytes; /* direct_io */
 		uint64_t register_refused; /* read buffers the kernel would not register */
 		uint64_t rereads;          /* ranges read again after failing a checksum */
+		uint64_t stream_skipped_bytes, stream_more_reads; /* sequential shards */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 		double lat_ms[RF_LATENCY_SAMPLES];
@@ -506,6 +525,13 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
 void rf_read_free(rf_engine *e, rf_read *rd);
 /* Frees a unit's slab and reservation and clears its slot. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u);
+/* A unit's bytes are in: FETCHED, and queued for a worker unless it is a
+ * sequential shard's waiting for the unit before it (seq_wait). Returns
+ * true when queued. */
+bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u);
+/* A sequential shard's unit `seq` is done (decoded or failed): queues the
+ * next unit when it waited for this one. */
+void rf_seq_release_next(rf_engine *e, uint64_t seq);
 /* Advances frontier_seq over decoded (or skipped) units. */
 void rf_frontier_advance(rf_engine *e);
 /* Marks the stream's end (code RF_END) or error after the batches queued so

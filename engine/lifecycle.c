@@ -73,6 +73,10 @@ void rf_engine_free(rf_engine *e)
 		}
 	}
 	rf_recycle_free(e);
+	for (uint32_t i = 0; i < e->seqs.n; i++)
+		if (e->seqs.v[i].state)
+			e->seqs.v[i].fmt->seq_free(e->seqs.v[i].state);
+	free(e->seqs.v);
 	rf_engine_unlock(e);
 	rf_control_free(e);
 	rf_plan_free(e->sched.plan);

@@ -177,6 +177,33 @@ static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
 	                                  e->read_align);
 }
 
+/* Sequential shards' decoder states (decode.c): threads + 1 of the largest
+ * a format of theirs holds, when any shard is sequential. Allocates the
+ * table; returns the bytes to reserve. */
+static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
+{
+	uint64_t most = 0;
+	*bytes = 0;
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		const rf_shard *s = &e->shards[i];
+		if (!s->index->sequential)
+			continue;
+		if (!s->fmt->decode_seq || !s->fmt->seq_free)
+			return rf_fail(err, -EINVAL,
+			               "shard %s: a sequential layout its format cannot decode",
+			               s->name);
+		most = RF_MAX(most, s->fmt->seq_state_bytes);
+	}
+	if (most == 0 || e->seqs.v)
+		return 0;
+	e->seqs.n = e->threads + 1;
+	e->seqs.v = calloc(e->seqs.n, sizeof(*e->seqs.v));
+	if (!e->seqs.v)
+		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", e->seqs.n);
+	*bytes = e->seqs.n * (most + sizeof(*e->seqs.v));
+	return 0;
+}
+
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
 int rf_memory_check(rf_engine *e, rf_error *err)
@@ -194,7 +221,9 @@ int rf_memory_check(rf_engine *e, rf_error *err)
 	}
 	meta += rf_plan_memory_bytes(e->sched.plan) + rf_plan_memory_bytes(e->coll.plan) +
 	        e->fields.bytes;
-	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES;
+	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES, seq_bytes = 0;
+	RF_TRY(rf_seq_states_size(e, &seq_bytes, err));
+	scratch += seq_bytes;
 	uint64_t blocks = 0, decoded = 0;
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		blocks += e->indexes[i]->blocks;

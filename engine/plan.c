@@ -88,8 +88,8 @@ static int plan_alloc(rf_plan *plan, uint64_t blocks, rf_error *err)
 	plan->shard_start = calloc(n + 1, sizeof(*plan->shard_start));
 	plan->cache = calloc(1, sizeof(*plan->cache));
 	plan->block_records = calloc(blocks ? blocks : 1, sizeof(uint32_t));
-	if (!plan->shard_first || !plan->shard_order || !plan->shard_seq || !plan->shard_start || !plan->cache ||
-	    !plan->block_records)
+	if (!plan->shard_first || !plan->shard_order || !plan->shard_seq || !plan->shard_start ||
+	    !plan->cache || !plan->block_records)
 		return rf_fail(err, -ENOMEM, "plan: out of memory for %llu shards",
 		               (unsigned long long)n);
 	plan->memory_bytes = sizeof(*plan) + sizeof(*plan->cache) +

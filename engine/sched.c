@@ -50,23 +50,24 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 			         msg ? msg : strerror((int)-res));
 			rf_unit_fail(e, u, (int)res, m);
 			u->read = NULL;
+			rf_seq_release_next(e, u->seq);
 		}
 		rf_read_free(e, rd);
 		e->coll.kick = true;
 		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
 	} else {
 		e->st.fetched_bytes += rd->len;
-		for (uint32_t i = 0; i < rd->units; i++) {
-			rf_unit_set(e, rf_slot(e, rd->first_seq + i), RF_U_FETCHED);
-			e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = rd->first_seq + i;
-		}
-		rf_engine_wake_workers(e, rd->units); /* one per decode job */
+		uint32_t jobs = 0;
+		for (uint32_t i = 0; i < rd->units; i++)
+			jobs += rf_unit_fetched(e, rf_slot(e, rd->first_seq + i));
+		rf_engine_wake_workers(e, jobs); /* one per decode job */
 	}
 	rf_engine_unlock(e);
 }
 
-/* A re-read of one unit's frame finished (arg: its slot, which stays put
- * while the unit is READING). */
+/* A re-read of one unit's frame finished, or the read of the bytes a
+ * sequential unit's decoder asked for (u->more) (arg: its slot, which
+ * stays put while the unit is READING). */
 static void rf_on_reread(void *arg, int64_t res, const char *msg)
 {
 	rf_unit_slot *u = arg;
@@ -76,19 +77,30 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	e->sched.reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
-		snprintf(m, sizeof(m),
-		         "shard %s: block %u: failed its checksum, and re-read %u failed: %s",
-		         e->shards[u->shard].name, u->block, u->rereads,
-		         msg ? msg : strerror((int)-res));
+		if (u->more)
+			snprintf(m, sizeof(m),
+			         "shard %s: block %u: the read of [%llu, +%u) its stream's decoder "
+			         "needed failed: %s",
+			         e->shards[u->shard].name, u->block, (unsigned long long)rd->offset,
+			         u->src_len, msg ? msg : strerror((int)-res));
+		else
+			snprintf(
+			    m, sizeof(m),
+			    "shard %s: block %u: failed its checksum, and re-read %u failed: %s",
+			    e->shards[u->shard].name, u->block, u->rereads,
+			    msg ? msg : strerror((int)-res));
 		e->st.fetch_errors++;
 		rf_unit_fail(e, u, (int)res, m);
 		u->read = NULL;
+		u->more = u->again = false;
 		if (--rd->units_left == 0)
 			rf_read_free(e, rd);
+		rf_seq_release_next(e, u->seq);
 		e->coll.kick = true;
 	} else {
 		e->st.fetched_bytes += u->src_len;
-		rf_unit_set(e, u, RF_U_FETCHED);
+		u->more = false;
+		rf_unit_set(e, u, RF_U_FETCHED); /* its turn came before it decoded first */
 		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
 	}
 	rf_engine_wake_workers(e, 1);
@@ -219,7 +231,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 	const rf_shard_index *ix = sh->index;
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
-	if (sh->in_place)
+	if (sh->in_place || ix->sequential) /* sequential: a unit's buffer takes its MORE reads */
 		max = 1;
 	while (e->sched.unit + n < ep->units && n < max &&
 	       e->sched.seq + n - e->ring.tail_seq < e->ring.units) {

@@ -250,3 +250,41 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 		rf_engine_wake_workers(e, 1);
 	rf_engine_wake_loop(e);
 }
+
+/* ------------------------------------------------- sequential shards */
+
+/* A unit of a sequential shard decodes only after the unit before it in
+ * the ring, when that one is of the same shard (its blocks are in order
+ * there: plan.h): the stream's state goes from one to the next. */
+static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	if (!e->indexes[u->shard]->sequential || u->seq <= e->ring.tail_seq)
+		return false;
+	const rf_unit_slot *p = rf_slot(e, u->seq - 1);
+	return p->shard == u->shard &&
+	       (p->state == RF_U_READING || p->state == RF_U_FETCHED || p->state == RF_U_DECODING);
+}
+
+bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	rf_unit_set(e, u, RF_U_FETCHED);
+	u->seq_wait = rf_seq_blocked(e, u);
+	if (!u->seq_wait)
+		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+	return !u->seq_wait;
+}
+
+void rf_seq_release_next(rf_engine *e, uint64_t seq)
+{
+	RF_MU_HELD(e);
+	if (seq + 1 >= e->sched.seq)
+		return;
+	rf_unit_slot *n = rf_slot(e, seq + 1);
+	if (!n->seq_wait || rf_seq_blocked(e, n))
+		return;
+	n->seq_wait = false;
+	e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = n->seq;
+	rf_engine_wake_workers(e, 1);
+}

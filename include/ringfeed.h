@@ -495,6 +495,11 @@ typedef struct rf_stats {
 	uint64_t fixed_bytes;             /* bytes those reads asked for */
 	uint64_t direct_register_refused; /* read buffers io_uring would not register
 	                                   * (RLIMIT_MEMLOCK: plain reads; said once) */
+	/* sequential shards (a single-frame .tar.zst): what entering a stream
+	 * away from where its decoder stood cost (a resume, a rank's start, a
+	 * unit no rank of this one takes) */
+	uint64_t stream_skipped_bytes; /* decoded and dropped to reach a unit */
+	uint64_t stream_more_reads;    /* extra reads its decoder asked for */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

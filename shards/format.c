@@ -333,10 +333,9 @@ RF_API void rf_layout_free(rf_layout *l)
  * at most one request per buf_cap bytes of the object, and a restart. */
 int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_index *ix,
                            const void *priv, uint32_t u, const void *src, size_t src_len,
-                           uint64_t src_offset, uint8_t *buf, size_t buf_cap,
-                           rf_fmt_read_fn read, void *ctx, void *dst, size_t dst_cap,
-                           rf_unit_records *out, uint64_t *skipped, const char *name,
-                           rf_error *err)
+                           uint64_t src_offset, uint8_t *buf, size_t buf_cap, rf_fmt_read_fn read,
+                           void *ctx, void *dst, size_t dst_cap, rf_unit_records *out,
+                           uint64_t *skipped, const char *name, rf_error *err)
 {
 	if (!fmt->decode_seq || buf_cap == 0)
 		return rf_fail(err, -EINVAL, "shard %s: unit %u: not a sequential format", name, u);
@@ -356,7 +355,8 @@ int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_in
 			               "shard %s: unit %u: the decoder asked for [%llu, +%llu) "
 			               "(request %llu, at most %zu bytes each)",
 			               name, u, (unsigned long long)more.offset,
-			               (unsigned long long)more.len, (unsigned long long)asks, buf_cap);
+			               (unsigned long long)more.len, (unsigned long long)asks,
+			               buf_cap);
 		uint64_t size = 0;
 		RF_TRY(read(ctx, NULL, more.offset, more.len, buf, &size, err));
 		src = buf, src_len = (size_t)more.len, src_offset = more.offset;

@@ -178,9 +178,9 @@ typedef struct rf_unit_records {
  * those bytes as src, `again` set; dst keeps what the calls before wrote. */
 enum { RF_FMT_MORE = 2 };
 typedef struct rf_fmt_more {
-	uint64_t cap; /* in: the most one request may ask for (the caller's buffer) */
-	bool again;   /* in: this call follows an RF_FMT_MORE for the same unit */
-	uint64_t offset, len;  /* out, at RF_FMT_MORE */
+	uint64_t cap;           /* in: the most one request may ask for (the caller's buffer) */
+	bool again;             /* in: this call follows an RF_FMT_MORE for the same unit */
+	uint64_t offset, len;   /* out, at RF_FMT_MORE */
 	uint64_t skipped_bytes; /* out: decoded bytes this call decoded and dropped to
 	                         * reach the unit (a resume, a rank's start, a unit
 	                         * read out of order): the cost of entering a stream */
@@ -279,8 +279,8 @@ typedef struct rf_format {
 	 * One call at a time per state; different states run concurrently. */
 	int (*decode_seq)(void **state, const rf_shard_index *ix, const void *priv, uint32_t u,
 	                  const void *src, size_t src_len, uint64_t src_offset, void *dst,
-	                  size_t dst_cap, rf_unit_records *out, rf_fmt_more *more,
-	                  const char *name, rf_error *err);
+	                  size_t dst_cap, rf_unit_records *out, rf_fmt_more *more, const char *name,
+	                  rf_error *err);
 	void (*seq_free)(void *state);
 	uint64_t seq_state_bytes; /* the most one decode_seq state holds */
 } rf_format;
@@ -345,10 +345,9 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
  * (may be NULL) adds the decoded bytes dropped. */
 int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_index *ix,
                            const void *priv, uint32_t u, const void *src, size_t src_len,
-                           uint64_t src_offset, uint8_t *buf, size_t buf_cap,
-                           rf_fmt_read_fn read, void *ctx, void *dst, size_t dst_cap,
-                           rf_unit_records *out, uint64_t *skipped, const char *name,
-                           rf_error *err);
+                           uint64_t src_offset, uint8_t *buf, size_t buf_cap, rf_fmt_read_fn read,
+                           void *ctx, void *dst, size_t dst_cap, rf_unit_records *out,
+                           uint64_t *skipped, const char *name, rf_error *err);
 
 /* rf_layout_open (include/ringfeed.h) with format options (the engine's
  * rf_layout_open_config fills them from a config). */

@@ -519,6 +519,10 @@ static bool rf_open_side(rf_shard *s)
 		rf_open_finish(s, -ENOMEM, "out of memory");
 		return false;
 	}
+	if (o->fo.want.optional && o->fo.want.cache_only) { /* the cache's or absent */
+		rf_open_side_absent(s, -ENOENT);
+		return false;
+	}
 	s->stage = RF_OPEN_SIDE_OPENING;
 	int rc = rf_source_open(s->engine->fetch, url, UINT64_MAX, &o->side, rf_open_cb, s, &err);
 	if (rc < 0 && !rf_open_side_absent(s, rc)) {

@@ -139,6 +139,12 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 		const rf_fmt_want *w = &o->want;
 		uint64_t size = o->size, end;
 		o->absent = false;
+		if (w->object && w->optional && w->cache_only) { /* no cache here */
+			o->absent = true;
+			o->got = NULL;
+			o->got_offset = o->got_len = o->got_object_size = 0;
+			continue;
+		}
 		if (w->object && (rc = read(ctx, w->object, 0, 0, NULL, &size, err)) < 0) {
 			if (!w->optional || !rf_fmt_side_absent(w->object, rc))
 				break;

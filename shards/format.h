@@ -107,6 +107,12 @@ typedef struct rf_fmt_want {
 	 * credentials). Any other failure is an error naming the sidecar.
 	 * Nothing is reserved for an absent sidecar's bytes. */
 	bool optional;
+	/* With optional: the sidecar is never read from the store, only the
+	 * index cache may answer it (engine/open.c), else it is absent. For a
+	 * presigned URL, whose signature is the shard's, not the sidecar's:
+	 * object is then the sidecar's name without the query, the cache's
+	 * key only. */
+	bool cache_only;
 } rf_fmt_want;
 
 /* One shard's open, step by step. The engine fills the inputs and the

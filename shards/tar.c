@@ -364,19 +364,24 @@ enum {
 	TAR_SCAN,      /* scanning the headers */
 };
 
-/* PREFIX.idx for PREFIX.tar (a fragment kept), or NULL: also for a URL with
- * a query, whose signature (a presigned URL) would not be the sibling's, so
- * that asking for it would be refused rather than absent: such a tar's
- * headers are scanned. */
-static char *idx_sibling(const char *url)
+/* PREFIX.idx for PREFIX.tar (a fragment kept), or NULL. A URL with a
+ * query (a presigned URL) has a signature that is the shard's, not the
+ * sibling's, so asking the store for it would be refused rather than
+ * absent: its sibling is named without the query, *query is set, and only
+ * the index cache may answer it (rf_fmt_want.cache_only). */
+static char *idx_sibling(const char *url, bool *query)
 {
 	size_t path = strcspn(url, "?#");
-	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0 || url[path] == '?')
+	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
 		return NULL;
-	size_t n = strlen(url);
+	bool q = url[path] == '?';
+	if (query)
+		*query = q;
+	size_t n = q ? path : strlen(url);
 	char *s = malloc(n + 1);
 	if (s) {
-		memcpy(s, url, n + 1);
+		memcpy(s, url, n);
+		s[n] = 0;
 		memcpy(s + path - 4, ".idx", 4);
 	}
 	return s;
@@ -395,7 +400,8 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 	s->member_start = UINT64_MAX;
 	o->state = s;
 	bool want_idx = !(o->opt && o->opt->tar_scan_only);
-	if (want_idx && (s->idx_url = idx_sibling(o->url)) && !(s->idx_name = idx_sibling(o->name)))
+	if (want_idx && (s->idx_url = idx_sibling(o->url, &s->idx_cache_only)) &&
+	    !(s->idx_name = idx_sibling(o->name, NULL)))
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	o->held_bytes = state_bytes(o);
 	if (!s->idx_url) {
@@ -403,7 +409,9 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 		return rf_tar_want_from(o, s);
 	}
 	o->step = TAR_IDX_SIZE;
-	o->want = (rf_fmt_want){.object = s->idx_url, .optional = true}; /* its size */
+	o->want = (rf_fmt_want){.object = s->idx_url,
+	                        .optional = true,
+	                        .cache_only = s->idx_cache_only}; /* its size */
 	return RF_FMT_NEED;
 }
 

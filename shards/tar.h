@@ -72,6 +72,7 @@ typedef struct tar_scan {
 	/* the open's index file (tar.c): its URL (may carry credentials) and
 	 * redacted name, and its bytes */
 	char *idx_url, *idx_name;
+	bool idx_cache_only; /* a presigned URL: only the index cache may answer idx_url */
 	uint64_t idx_bytes;
 	uint64_t idx_members; /* at most this many members (counted before the parse) */
 } tar_scan;

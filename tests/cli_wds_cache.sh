@@ -6,8 +6,9 @@
 # reads the entry instead of every header (open_fetched_bytes far below the
 # shards' bytes, index_cache_hits counted) and gives the same samples. An
 # object changed on the store (a new ETag) is scanned again; a damaged entry
-# is a miss, never a wrong sample; index_cache=off writes nothing; no URL
-# secret reaches the cache's files. Counts and digests only, never timing.
+# is a miss, never a wrong sample; index_cache=off writes nothing; a
+# presigned URL (no sidecar can be asked for) is answered from the cache; no
+# URL secret reaches the cache's files. Counts and digests only, never timing.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -106,6 +107,24 @@ if grep -r -l -a -e SECRET "$tmp/sec" >/dev/null 2>&1 || ls "$tmp/sec" | grep -q
 	bad "a secret reached the cache's files"
 else
 	ok "no secret in the cache ($(ls "$tmp/sec" 2>/dev/null | wc -l) entries)"
+fi
+
+# a presigned URL (a query): its PREFIX.idx cannot be asked for (the
+# signature is the tar's), but the cache, keyed without the query, answers
+# for it; another signature of the same object hits the same entry
+cp "$tmp"/ds/shard-000000.tar "$RF_NGINX_ROOT/$tag/pre.tar"
+pre="$RF_NGINX_URL/$tag/pre.tar"
+one=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/ds/shard-000000.tar" | tail -n 1)
+same "presigned, cold: the samples" "$one" \
+	"$(rd "$tmp/p1.json" "$pre?X-Amz-Expires=60&X-Amz-Signature=sig-SECRET-3")"
+same "presigned, cold: stored" 1 "$(j "$tmp/p1.json" index_cache_puts)"
+same "presigned, another signature: the samples" "$one" \
+	"$(rd "$tmp/p2.json" "$pre?X-Amz-Expires=60&X-Amz-Signature=sig-SECRET-4")"
+same "presigned, another signature: a hit" 1 "$(j "$tmp/p2.json" index_cache_hits)"
+if grep -r -l -a -e SECRET "$cache" >/dev/null 2>&1; then
+	bad "a presigned URL's signature reached the cache's files"
+else
+	ok "no signature in the cache"
 fi
 
 rf_checks_done cli_wds_cache

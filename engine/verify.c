@@ -5,6 +5,7 @@
 #include "verify.h"
 #include "config.h"
 #include "engine.h"
+#include "tar.h"
 #include "url.h"
 #include "util.h"
 
@@ -240,4 +241,55 @@ RF_API int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
                            uint32_t max_reports, rf_error *err)
 {
 	return rf_verify_shards(cfg, ref, ref ? 1 : 0, report, NULL, ctx, max_reports, err);
+}
+
+/* ------------------------------------------- a remote tar's index file */
+
+/* The format's reads: the shard's own (object NULL) or a sidecar's. */
+static int rf_vsrc_fmt_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                            uint64_t *size, rf_error *err)
+{
+	rf_vsrc *v = ctx;
+	if (object)
+		return rf_vsrc_read_object(ctx, object, offset, len, buf, size, err);
+	if (size)
+		*size = rf_source_size(v->src);
+	return len ? rf_vsrc_read(ctx, offset, len, buf, err) : 0;
+}
+
+RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
+                                  const char *idx_path, rf_error *err)
+{
+	if (!cfg || !ref || !ref->url || !idx_path)
+		return rf_fail(err, -EINVAL, "rf_tar_index_build_ref: bad arguments");
+	rf_vsrc v = {0};
+	RF_TRY(rf_verify_setup(&v, cfg, err));
+	v.opt.tar_scan_only = true; /* an index already beside it is not read */
+	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
+	int rc = rf_source_open(v.fetch, ref->url, hint, &v.src, rf_fetch_wait_cb, &v.w, err);
+	if (rc == 0)
+		rc = rf_vsrc_wait(&v, err);
+	if (rc == 0) {
+		const char *name = rf_source_name(v.src);
+		rf_fmt_open o = {.url = ref->url,
+		                 .name = name,
+		                 .size = rf_source_size(v.src),
+		                 .opt = &v.opt,
+		                 .in_place = rf_tar_format.in_place};
+		rc = rf_format_open_with(&rf_tar_format, &o, rf_vsrc_fmt_read, &v, err);
+		if (rc == RF_FMT_DONE && rf_tar_format.cacheable &&
+		    !rf_tar_format.cacheable(o.priv))
+			rc = rf_fail(
+			    err, -EINVAL,
+			    "shard %s: not a plain .tar (an index file is for a plain tar)", name);
+		if (o.index)
+			rc = rc < 0 ? rc : rf_tar_index_save(o.index, o.priv, idx_path, name, err);
+		if (o.index)
+			rf_tar_format.close(o.index, o.priv);
+	}
+	rf_source_close(v.src);
+	rf_source_close(v.side);
+	free(v.side_url);
+	rf_verify_teardown(&v);
+	return rc < 0 ? rc : 0;
 }

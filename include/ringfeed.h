@@ -549,6 +549,13 @@ void rf_shard_refs_free(rf_shard_ref *refs, size_t count);
 int rf_verify_shard(const rf_config *cfg, const rf_shard_ref *ref,
                     void (*report)(void *ctx, const rf_error *e), void *ctx, uint32_t max_reports,
                     rf_error *err);
+/* rf_tar_index_build for a tar the loader reads remotely (HTTP(S), S3, with
+ * cfg's credentials and retries): its headers scanned through the fetch
+ * layer, in large sequential ranges, and the index written to the local
+ * idx_path (atomically). Upload it beside the tar as PREFIX.idx, or keep
+ * it: the index cache already serves stores the loader cannot write to. */
+int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref, const char *idx_path,
+                           rf_error *err);
 /* rf_verify_shard for n shards through one fetch layer (connections kept
  * from one shard to the next); done (when non-NULL) gets each shard's
  * verdict (0 sound, else its code). Returns 0 when all are sound, else the

@@ -409,9 +409,8 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 		return rf_tar_want_from(o, s);
 	}
 	o->step = TAR_IDX_SIZE;
-	o->want = (rf_fmt_want){.object = s->idx_url,
-	                        .optional = true,
-	                        .cache_only = s->idx_cache_only}; /* its size */
+	o->want = (rf_fmt_want){
+	    .object = s->idx_url, .optional = true, .cache_only = s->idx_cache_only}; /* its size */
 	return RF_FMT_NEED;
 }
 

@@ -207,6 +207,10 @@ uint64_t rf_tar_index_parse_bound(uint64_t members, uint64_t len);
  * stream (open_memstream) for a caller's buffer. */
 int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
                        rf_error *err);
+/* rf_tar_index_write into idx_path atomically (a temporary file beside it,
+ * fsync'd, renamed): for rf_tar_index_build and the remote build. */
+int rf_tar_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,
+                      const char *name, rf_error *err);
 /* True when two tar layouts are the same (units, samples, keys, fields). */
 bool rf_tar_layout_equal(const rf_shard_index *a, const void *pa, const rf_shard_index *b,
                          const void *pb);

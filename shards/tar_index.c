@@ -440,6 +440,14 @@ RF_API int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_err
 	rf_shard_index *ix = NULL;
 	void *priv = NULL;
 	RF_TRY(layout_of(tar_path, NULL, &ix, &priv, err));
+	int rc = rf_tar_index_save(ix, priv, idx_path, tar_path, err);
+	rf_tar_format.close(ix, priv);
+	return rc;
+}
+
+int rf_tar_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,
+                      const char *name, rf_error *err)
+{
 	size_t n = strlen(idx_path);
 	char *tmp = malloc(n + 32);
 	int rc = tmp ? 0 : rf_fail(err, -ENOMEM, "out of memory");
@@ -450,7 +458,7 @@ RF_API int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_err
 			rc = rf_fail(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
 	}
 	if (rc == 0)
-		rc = rf_tar_index_write(ix, priv, f, tar_path, err);
+		rc = rf_tar_index_write(ix, priv, f, name, err);
 	if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0) && rc == 0)
 		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
 	if (f && fclose(f) != 0 && rc == 0)
@@ -461,7 +469,6 @@ RF_API int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_err
 	if (rc < 0 && f)
 		unlink(tmp);
 	free(tmp);
-	rf_tar_format.close(ix, priv);
 	return rc;
 }
 

@@ -7,7 +7,8 @@
 # take the .idx as the tar's index, not as a Megatron dataset), while the
 # open fetches far fewer bytes than the shards (stats: open_fetched_bytes, a
 # count). `index --check` names a stale index; a read through a stale index
-# fails instead of giving wrong samples; a remote dataset is refused.
+# fails instead of giving wrong samples; a remote dataset (nginx, an S3
+# prefix) is indexed into -o DIR with the local index's bytes, and needs it.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -185,9 +186,10 @@ rm "$tmp/stale/shard-000001.idx"
 "$cli" index --check "$tmp/stale" >"$tmp/miss.out" 2>/dev/null && bad "index --check passed a missing index"
 grep -q "MISSING .*shard-000001" "$tmp/miss.out" || bad "index --check does not name the missing index: $(cat "$tmp/miss.out")"
 if "$cli" index "$RF_NGINX_URL/x/shard-000000.tar" >"$tmp/remote.out" 2>&1; then
-	bad "ringfeed index of a remote dataset succeeded"
+	bad "ringfeed index of a remote dataset without -o succeeded"
 else
-	grep -q "remote dataset" "$tmp/remote.out" && ok "a remote dataset is refused" || bad "remote: $(cat "$tmp/remote.out")"
+	grep -q "remote dataset.*-o DIR" "$tmp/remote.out" && ok "a remote dataset needs -o DIR" ||
+		bad "remote: $(cat "$tmp/remote.out")"
 fi
 
 # ------------------------------------------------------------------ nginx
@@ -201,6 +203,22 @@ same "http digest with the index" "$want" "$(read_run "$tmp/st3" "$RF_NGINX_URL/
 	bad "http: the open read $(open_bytes "$tmp/st3") bytes of $shard_bytes"
 same "http digest without an index (404)" "$want" "$(read_run "$tmp/st4" "$RF_NGINX_URL/$tag/none/$brace")"
 [ "$(open_bytes "$tmp/st4")" -ge $((shard_bytes / 2)) ] || bad "http without an index: the open read $(open_bytes "$tmp/st4")"
+# a remote dataset indexed into -o DIR (its headers scanned over HTTP, a
+# presigned URL's query left out of the file's name): the local index's bytes
+mkdir -p "$tmp/rix" "$RF_NGINX_ROOT/$tag/up"
+"$cli" index -o "$tmp/rix" "$RF_NGINX_URL/$tag/none/shard-{000000..000001}.tar" \
+	"$RF_NGINX_URL/$tag/none/shard-000002.tar?X-Amz-Signature=SECRET" >"$tmp/rix.out" 2>&1 ||
+	bad "index of a remote dataset: $(cat "$tmp/rix.out")"
+for s in 0 1 2; do
+	cmp -s "$tmp/rix/shard-00000$s.idx" "$tmp/rf/shard-00000$s.idx" ||
+		bad "remote index of shard $s differs from the local one"
+done
+grep -q SECRET "$tmp/rix.out" && bad "a URL's signature reached index's output"
+same "remote index: 3 written" 3 "$(ls "$tmp"/rix/*.idx | wc -l)"
+cp "$tmp"/ds/*.tar "$tmp"/rix/*.idx "$RF_NGINX_ROOT/$tag/up/" # uploaded beside the tars
+same "http digest with the uploaded index" "$want" "$(read_run "$tmp/st4u" "$RF_NGINX_URL/$tag/up/$brace")"
+[ "$(open_bytes "$tmp/st4u")" -lt $((shard_bytes / 20)) ] && ok "uploaded index: the open read $(open_bytes "$tmp/st4u") bytes" ||
+	bad "uploaded index: the open read $(open_bytes "$tmp/st4u") bytes of $shard_bytes"
 
 # ------------------------------------------------------------------ s3rver
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
@@ -219,6 +237,14 @@ same "s3 digest with DALI's index" "$want" "$(read_run "$tmp/st5" "${s3[@]}" "s3
 same "s3 prefix listing: .idx beside .tar is its index" "$want" \
 	"$(read_run "$tmp/st6" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/idx/")"
 same "s3 digest without an index" "$want" "$(read_run "$tmp/st7" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/none/$brace")"
+mkdir -p "$tmp/six"
+"$cli" index --json -o "$tmp/six" "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/none/" >"$tmp/six.json" 2>/dev/null ||
+	bad "index of an S3 prefix: $(cat "$tmp/six.json")"
+same "index of an S3 prefix: 3 written" 3 "$(rf_json "$tmp/six.json" written)"
+for s in 0 1 2; do
+	cmp -s "$tmp/six/shard-00000$s.idx" "$tmp/rf/shard-00000$s.idx" ||
+		bad "S3 index of shard $s differs from the local one"
+done
 
 # S3 answers 403 for a missing key to a caller without s3:ListBucket: the
 # index is absent then, not an error (a private SigV4 verifier answers so)

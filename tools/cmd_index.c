@@ -1,14 +1,17 @@
 /* cmd_index.c - `ringfeed index DATASET...`: writes a WebDataset index file
- * (DALI's wds2idx v1.2 format) for every local .tar shard of each DATASET,
+ * (DALI's wds2idx v1.2 format) for every .tar shard of each DATASET,
  * PREFIX.idx beside PREFIX.tar (or in -o DIR), so that opening the tar reads
  * the index instead of its headers; `--check` verifies the index files
  * already there against their tars instead. A DATASET is anything `read`
- * takes that is local (files, directories, manifests); writing needs a
- * local dataset, so a remote URL is refused. Progress on stderr; the
- * report (one line per shard, or --json) on stdout. */
+ * takes (files, directories, manifests, URLs, S3 prefixes, with the
+ * loader's flags); a remote one's tars are scanned through the fetch layer
+ * and their index files written into -o DIR, which it needs (the loader
+ * writes nothing to a store). Progress on stderr; the report (one line per
+ * shard, or --json) on stdout. */
 #include "commands.h"
 #include "flags.h"
 #include "json.h"
+#include "loader_opts.h"
 #include "ringfeed.h"
 
 #include <errno.h>
@@ -18,17 +21,20 @@
 #include <string.h>
 
 static const char index_usage[] =
-    "usage: ringfeed index [--check] [-o DIR] [-q|--quiet] [--json] DATASET...\n"
-    "Writes a WebDataset index file for each local .tar shard of each DATASET (a\n"
-    "shard, a directory, a manifest: as `ringfeed read` takes them): PREFIX.idx beside\n"
-    "PREFIX.tar, in DALI's wds2idx v1.2 format (DALI's webdataset reader takes it\n"
-    "too). Opening a tar with an index reads the index, not the tar's headers.\n"
-    "Each is written atomically (a temporary file, renamed). Shards of other formats\n"
-    "are skipped. Remote datasets (http(s)://, s3://) are refused: writing needs a\n"
-    "local dataset.\n"
+    "usage: ringfeed index [--check] [-o DIR] [-q|--quiet] [--json] [LOADER FLAGS]\n"
+    "                      DATASET...\n"
+    "Writes a WebDataset index file for each .tar shard of each DATASET (a shard, a\n"
+    "directory, a manifest, a URL, an S3 prefix: as `ringfeed read` takes them):\n"
+    "PREFIX.idx beside PREFIX.tar, in DALI's wds2idx v1.2 format (DALI's webdataset\n"
+    "reader takes it too). Opening a tar with an index reads the index, not the\n"
+    "tar's headers. Each is written atomically (a temporary file, renamed). Shards\n"
+    "of other formats are skipped. A remote dataset (http(s)://, s3://) is scanned\n"
+    "through the loader's fetch layer (its flags: --s3-endpoint, credentials,\n"
+    "retries, as `read` takes them) and needs -o DIR: upload the files beside the\n"
+    "tars (a read-only store needs none: the index cache keeps layouts).\n"
     "  -o DIR     write the index files into DIR (named after their tars)\n"
-    "  --check    write nothing: check each tar's existing index file against the\n"
-    "             tar, and name the stale or missing ones\n"
+    "  --check    write nothing: check each local tar's existing index file\n"
+    "             against the tar, and name the stale or missing ones\n"
     "  -q         print only problems\n"
     "  --json     one JSON object: {\"shards\", \"written\", \"ok\", \"stale\",\n"
     "             \"failed\", \"results\": [{\"shard\", \"index\", \"status\", \"error\"}]}\n"
@@ -47,24 +53,36 @@ static bool is_remote(const char *name)
 	return strstr(name, "://") && strncmp(name, "file://", 7) != 0;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+/* The length of a URL's path part (no query or fragment). */
+static size_t path_len(const char *u)
 {
-	size_t n = strlen(s), m = strlen(suffix);
-	return n > m && !strcmp(s + n - m, suffix);
+	return strcspn(u, is_remote(u) ? "?#" : "");
 }
 
-/* PREFIX.idx beside PREFIX.tar, or DIR/PREFIX.idx (malloc'd). */
+/* A .tar by its path (a URL's query left out). */
+static bool tar_path(const char *u)
+{
+	size_t n = path_len(u);
+	return n > 4 && !memcmp(u + n - 4, ".tar", 4);
+}
+
+/* PREFIX.idx beside PREFIX.tar, or DIR/PREFIX.idx (malloc'd; a URL's query
+ * left out). */
 static char *index_path(const index_run *r, const char *tar)
 {
-	const char *base = r->out_dir ? strrchr(tar, '/') : NULL;
-	base = r->out_dir ? (base ? base + 1 : tar) : tar;
-	size_t dl = r->out_dir ? strlen(r->out_dir) + 1 : 0, bl = strlen(base);
+	size_t tn = path_len(tar);
+	const char *base = tar;
+	for (size_t i = 0; r->out_dir && i < tn; i++)
+		if (tar[i] == '/')
+			base = tar + i + 1;
+	size_t dl = r->out_dir ? strlen(r->out_dir) + 1 : 0, bl = (size_t)(tar + tn - base);
 	char *p = malloc(dl + bl + 1);
 	if (!p)
 		return NULL;
 	if (r->out_dir)
 		snprintf(p, dl + 1, "%s/", r->out_dir);
-	memcpy(p + dl, base, bl + 1);
+	memcpy(p + dl, base, bl);
+	p[dl + bl] = 0;
 	memcpy(p + dl + bl - 4, ".idx", 4);
 	return p;
 }
@@ -95,10 +113,12 @@ static void result(index_run *r, const char *tar, const char *idx, const char *s
 		printf("%s %s%s%s\n", status, tar, idx ? " -> " : "", idx ? idx : "");
 }
 
-static void one_shard(index_run *r, const char *tar)
+/* One .tar: a local path, or (ref set) a remote one, shown by its redacted
+ * name. */
+static void one_shard(index_run *r, const rf_config *cfg, const rf_shard_ref *ref, const char *tar)
 {
 	rf_error err = {0};
-	char *idx = index_path(r, tar);
+	char *idx = index_path(r, ref ? ref->url : tar);
 	r->shards++;
 	if (!idx) {
 		r->failed++;
@@ -106,7 +126,9 @@ static void one_shard(index_run *r, const char *tar)
 		return;
 	}
 	fprintf(stderr, "ringfeed index: %s %s\n", r->check ? "checking" : "writing", idx);
-	int rc = r->check ? rf_tar_index_check(tar, idx, &err) : rf_tar_index_build(tar, idx, &err);
+	int rc = ref        ? rf_tar_index_build_ref(cfg, ref, idx, &err)
+	         : r->check ? rf_tar_index_check(tar, idx, &err)
+	                    : rf_tar_index_build(tar, idx, &err);
 	if (rc == 0) {
 		r->check ? r->ok++ : r->written++;
 		result(r, tar, idx, r->check ? "ok" : "wrote", NULL);
@@ -120,26 +142,38 @@ static void one_shard(index_run *r, const char *tar)
 	free(idx);
 }
 
-/* One DATASET: its shards as `read` expands them; the local .tar ones. */
-static void one_dataset(index_run *r, const char *name)
+static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char **names);
+
+/* One DATASET (with its own configuration holding the loader flags): its
+ * shards as `read` expands them; the .tar ones. */
+static void one_dataset(index_run *r, int argc, char **argv, const char *name)
 {
 	rf_error err = {0};
 	char shown[4200];
-	if (is_remote(name)) {
+	const char *why = NULL;
+	if (is_remote(name) && r->check)
+		why = "a remote dataset: --check reads index files beside local tars (read the "
+		      "dataset: a stale index is named there)";
+	else if (is_remote(name) && !r->out_dir)
+		why = "a remote dataset: the loader writes nothing to a store; give -o DIR to "
+		      "write its index files here, then upload them beside the .tar files";
+	if (why) {
 		r->failed++;
-		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED",
-		       "a remote dataset: index files are written beside local tars (copy the "
-		       "dataset, index it, and upload the .idx files beside the .tar files)");
+		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED", why);
 		return;
 	}
 	rf_config *cfg = rf_config_new();
+	index_run scratch = *r;
+	char **unused = calloc((size_t)argc + 1, sizeof(*unused));
 	rf_shard_ref *refs = NULL;
 	size_t n = 0;
-	if (!cfg || rf_config_add_url(cfg, name, &err) < 0 ||
+	bool flags = cfg && unused && index_args(argc, argv, &scratch, cfg, unused) >= 0;
+	free(unused);
+	if (!flags || rf_config_add_url(cfg, name, &err) < 0 ||
 	    rf_config_shards(cfg, &refs, &n, &err) < 0) {
 		r->failed++;
 		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED",
-		       cfg ? err.msg : "out of memory");
+		       flags ? err.msg : "out of memory");
 		rf_config_free(cfg);
 		return;
 	}
@@ -148,22 +182,26 @@ static void one_dataset(index_run *r, const char *name)
 		const char *u = refs[i].url;
 		if (!strncmp(u, "file://", 7))
 			u += 7;
-		if (is_remote(u) || !ends_with(u, ".tar"))
+		if (!tar_path(u))
 			continue;
 		tars++;
-		one_shard(r, u);
+		bool remote = is_remote(u);
+		one_shard(r, cfg, remote ? &refs[i] : NULL,
+		          remote ? flag_shown(refs[i].name ? refs[i].name : u, shown, sizeof(shown))
+		                 : u);
 	}
 	if (tars == 0) {
 		r->failed++;
 		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED",
-		       "no local .tar shards in this dataset");
+		       "no .tar shards in this dataset");
 	}
 	rf_shard_refs_free(refs, n);
 	rf_config_free(cfg);
 }
 
-/* Returns the number of DATASETs, -1 (printed) or -2 (--help printed). */
-static int index_args(int argc, char **argv, index_run *r, char **names)
+/* Applies every option to r and cfg (loader flags). Returns the number of
+ * DATASETs, -1 (printed) or -2 (--help printed). */
+static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char **names)
 {
 	int n = 0;
 	bool opts = true;
@@ -184,11 +222,17 @@ static int index_args(int argc, char **argv, index_run *r, char **names)
 			r->quiet = true;
 		else if (!strcmp(a, "-o") && i + 1 < argc && argv[i + 1][0])
 			r->out_dir = argv[++i];
-		else {
-			fprintf(stderr, "ringfeed index: %s '%s'\n%s",
-			        !strcmp(a, "-o") ? "-o needs a DIR:" : "unknown option", a,
-			        index_usage);
+		else if (!strcmp(a, "-o")) {
+			fprintf(stderr, "ringfeed index: -o needs a DIR\n%s", index_usage);
 			return -1;
+		} else {
+			int used = rf_cli_loader_flag(cfg, argc, argv, i, "index");
+			if (used == 0)
+				fprintf(stderr, "ringfeed index: unknown option '%s'\n%s", a,
+				        index_usage);
+			if (used <= 0)
+				return -1;
+			i += used - 1;
 		}
 	}
 	return n;
@@ -198,7 +242,9 @@ int cmd_index(int argc, char **argv)
 {
 	index_run r = {.first_result = true};
 	char **names = calloc((size_t)argc + 1, sizeof(*names));
-	int n = names ? index_args(argc, argv, &r, names) : -1;
+	rf_config *check = rf_config_new(); /* the flags checked once, before any work */
+	int n = names && check ? index_args(argc, argv, &r, check, names) : -1;
+	rf_config_free(check);
 	if (n == 0)
 		fprintf(stderr, "ringfeed index: missing DATASET\n%s", index_usage);
 	if (n <= 0) {
@@ -208,7 +254,7 @@ int cmd_index(int argc, char **argv)
 	if (r.json)
 		printf("{\"results\":[");
 	for (int i = 0; i < n; i++)
-		one_dataset(&r, names[i]);
+		one_dataset(&r, argc, argv, names[i]);
 	if (r.json)
 		printf("],\"shards\":%llu,\"written\":%llu,\"ok\":%llu,\"stale\":%llu,"
 		       "\"failed\":%llu}\n",

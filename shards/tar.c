@@ -23,7 +23,8 @@
 #define U64(x) ((unsigned long long)(x))
 
 /* A .tar.gz decoding to more than this is split into units at its access
- * points (tar_stream.c); a smaller one is one whole-shard unit. */
+ * points (tar_stream.c), a .tar.zst into sequential units between its
+ * checkpoints; a smaller one is one whole-shard unit. */
 #define RF_TAR_WHOLE_MAX (32u << 20)
 
 /* ------------------------------------------------------------ the layout */
@@ -120,7 +121,8 @@ static void fill_units(const tar_scan *s, rf_shard_index *ix)
 }
 
 /* Where unit u starts in the tar's (decoded) bytes: its offset, or for a
- * .tar.gz split at access points its first sample's decoded offset. */
+ * .tar.gz split at access points (a sequential .tar.zst) its first
+ * sample's decoded offset. */
 static uint64_t unit_start(const tar_layout *L, const rf_block_info *b, uint32_t u)
 {
 	return L->unit_out ? L->unit_out[u] : b->offset;
@@ -229,13 +231,59 @@ static int fill_split(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar
 	return 0;
 }
 
+/* A large .tar.zst's sequential units: runs of whole samples grouped as a
+ * plain tar's (fill_units, in decoded bytes), unit u the compressed range
+ * [c(u - 1), c(u)), c(u) the compressed bytes of the first checkpoint at
+ * or past the unit's decoded end (c(-1) = 0; the last unit ends with the
+ * object): the bytes that decode past it, read in order. */
+static int fill_seq(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar_layout *L,
+                    const rf_tar_cp *cp, size_t ncp, rf_error *err)
+{
+	fill_units(s, ix);
+	ix->compressed_bytes = ix->decoded_bytes = 0; /* summed again below */
+	ix->largest_block_compressed_bytes = ix->largest_block_decoded_bytes = 0;
+	uint64_t prev = 0;
+	size_t k = 0;
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		rf_block_info *b = &ix->block[u];
+		uint64_t start = b->offset, span = b->compressed_bytes;
+		while (k < ncp && cp[k].out < start + span)
+			k++;
+		uint64_t c = u + 1 < ix->blocks && k < ncp ? cp[k].in : o->size;
+		uint64_t dec = RF_TAR_ALIGN8(span) + rf_fmt_table_bytes(b->records);
+		if (c < prev || c > o->size || c - prev > UINT32_MAX || dec > RF_BLOCK_DECODED_MAX)
+			return rf_fail(
+			    err, -EFBIG,
+			    "shard %s: samples %llu..%llu decode to %llu bytes from "
+			    "compressed bytes [%llu, %llu): more than one unit may be (%u "
+			    "MiB decoded, 4 GiB stored)",
+			    o->name, U64(b->first_record), U64(b->first_record + b->records - 1),
+			    U64(span), U64(prev), U64(c), RF_BLOCK_DECODED_MAX >> 20);
+		L->unit_out[u] = start;
+		L->unit_span[u] = (uint32_t)span;
+		b->offset = prev;
+		b->compressed_bytes = (uint32_t)(c - prev);
+		b->decoded_bytes = (uint32_t)dec;
+		prev = c;
+	}
+	rf_fmt_layout_sums(ix);
+	ix->sequential = 1;
+	L->seq = true;
+	return 0;
+}
+
 /* The layout of the scanned samples: units of whole samples; for a
  * compressed tar (codec) one unit, the whole object, decoding to `decoded`
- * bytes, or (a large .tar.gz) a unit per access point of aps (taken over). */
+ * bytes, or (a large .tar.gz) a unit per access point of aps (taken over),
+ * or (a large .tar.zst) sequential units between the checkpoints cps
+ * (taken over). */
 static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec, uint64_t decoded,
-                        rf_tar_ap *aps, size_t naps, rf_error *err)
+                        rf_tar_ap *aps, size_t naps, rf_tar_cp *cps, size_t ncps, rf_error *err)
 {
 	int rc = retile(o, s, err);
+	bool seq = rc == 0 && codec == RF_TAR_ZSTD && decoded > RF_TAR_WHOLE_MAX && s->sn > 0;
+	if (!seq)
+		free(cps), cps = NULL, ncps = 0;
 	size_t split = 0;
 	if (rc == 0 && codec == RF_TAR_GZIP && decoded > RF_TAR_WHOLE_MAX && s->sn > 0)
 		split = aps_choose(aps, naps);
@@ -247,7 +295,7 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 	}
 	if (rc < 0)
 		return rc;
-	if (codec && !split &&
+	if (codec && !split && !seq &&
 	    (o->size > UINT32_MAX ||
 	     RF_TAR_ALIGN8(decoded) + rf_fmt_table_bytes((uint32_t)RF_MIN(s->sn, UINT32_MAX)) >
 	         RF_BLOCK_DECODED_MAX ||
@@ -259,15 +307,16 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 		    o->name, U64(o->size), U64(decoded), RF_BLOCK_DECODED_MAX >> 20);
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	tar_layout *L = calloc(1, sizeof(*L));
-	uint32_t units = split   ? (uint32_t)split
-	                 : codec ? (s->sn ? 1 : 0)
-	                         : (uint32_t)units_count(s);
-	if (L && split) {
+	uint32_t units = split           ? (uint32_t)split
+	                 : codec && !seq ? (s->sn ? 1 : 0)
+	                                 : (uint32_t)units_count(s);
+	if (L && split)
 		L->aps = aps;
-		L->unit_out = calloc(split, sizeof(uint64_t));
-		L->unit_span = calloc(split, sizeof(uint32_t));
-	} else if (split) {
+	else if (split)
 		aps_free(aps, split);
+	if (L && (split || seq)) {
+		L->unit_out = calloc(units, sizeof(uint64_t));
+		L->unit_span = calloc(units, sizeof(uint32_t));
 	}
 	if (ix) {
 		ix->metadata = strdup("");
@@ -279,17 +328,19 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 		L->key_first = malloc((s->sn + 1) * sizeof(uint32_t));
 	}
 	if (!ix || !L || !ix->metadata || !ix->block || !L->fields || !L->field_first ||
-	    !L->key_first || (split && (!L->unit_out || !L->unit_span))) {
+	    !L->key_first || ((split || seq) && (!L->unit_out || !L->unit_span))) {
 		if (ix)
 			ix->blocks = units; /* how many points L holds */
 		tar_close(ix, L);
+		free(cps);
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the layout", o->name);
 	}
 	ix->file_bytes = o->size;
 	ix->records = s->sn;
 	ix->blocks = units;
-	if (split) {
-		rc = fill_split(o, s, ix, L, err);
+	if (split || seq) {
+		rc = split ? fill_split(o, s, ix, L, err) : fill_seq(o, s, ix, L, cps, ncps, err);
+		free(cps);
 		if (rc < 0) {
 			tar_close(ix, L);
 			return rc;
@@ -314,7 +365,8 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
 	                s->fn * sizeof(rf_rec_field) + (s->sn + 1) * 8 + s->kcap +
 	                (uint64_t)L->names_n * (sizeof(char *) + 64) +
-	                split * (sizeof(rf_tar_ap) + RF_TAR_WINDOW_BYTES + 12);
+	                split * (sizeof(rf_tar_ap) + RF_TAR_WINDOW_BYTES + 12) +
+	                (seq ? (uint64_t)units * 12 : 0);
 	return RF_FMT_DONE;
 }
 
@@ -497,7 +549,7 @@ static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
 	o->held_bytes = state_bytes(o) + rf_tar_scan_bytes(s);
 	s->pos = tail;
 	if (tail == o->size)
-		return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, err);
+		return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, NULL, 0, err);
 	if (o->size - tail > RF_TAR_STEP_BYTES) {
 		o->final = true;
 		return rf_fail(err, RF_E_CORRUPT,
@@ -557,7 +609,7 @@ static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
 			         s->idx_name);
 		return rc;
 	}
-	return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, err);
+	return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, NULL, 0, err);
 }
 
 static int scan_step(rf_fmt_open *o, tar_scan *s, rf_error *err)
@@ -577,7 +629,7 @@ static int scan_step(rf_fmt_open *o, tar_scan *s, rf_error *err)
 	}
 	if (rc == RF_TAR_SCAN_MORE)
 		return rf_tar_want_from(o, s);
-	return build_layout(o, s, false, RF_TAR_PLAIN, 0, NULL, 0, err);
+	return build_layout(o, s, false, RF_TAR_PLAIN, 0, NULL, 0, NULL, 0, err);
 }
 
 static int tar_open_step(rf_fmt_open *o, rf_error *err)
@@ -589,10 +641,11 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 		if (rc != RF_TAR_SCAN_END)
 			return rc;
 		tar_stream *t = o->state;
-		size_t naps = 0;
+		size_t naps = 0, ncps = 0;
 		rf_tar_ap *aps = rf_tar_stream_take_aps(t, &naps);
+		rf_tar_cp *cps = rf_tar_stream_take_cps(t, &ncps);
 		return build_layout(o, rf_tar_stream_scan(t), false, codec,
-		                    rf_tar_stream_decoded(t), aps, naps, err);
+		                    rf_tar_stream_decoded(t), aps, naps, cps, ncps, err);
 	}
 	switch (o->step) {
 	case TAR_BEGIN: /* nothing allocated before a bound is declared */
@@ -715,31 +768,13 @@ static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, c
 	return 0;
 }
 
-static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
-                      const void *src, size_t src_len, void *dst, size_t dst_cap,
-                      rf_unit_records *out, const char *name, rf_error *err)
+/* The unit's tar bytes base[0, span) are known: its headers checked
+ * against the layout, its record table written at t, *out set. */
+static int unit_records(const tar_layout *L, const rf_block_info *b, uint32_t u,
+                        const uint8_t *base, uint64_t span, uint8_t *t, rf_unit_records *out,
+                        const char *name, rf_error *err)
 {
-	const tar_layout *L = priv;
-	if (u >= ix->blocks)
-		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
-	const rf_block_info *b = &ix->block[u];
-	/* a compressed tar's unit decodes into dst, its table after it */
-	uint64_t span = L->aps ? L->unit_span[u] : L->codec ? L->decoded : b->compressed_bytes;
-	uint64_t table_at = L->codec ? RF_TAR_ALIGN8(span) : 0;
-	if (src_len != b->compressed_bytes || dst_cap < table_at + rf_fmt_table_bytes(b->records))
-		return rf_fail(err, -EINVAL,
-		               "shard %s: unit %u: %zu stored bytes (expected %u), table room %zu",
-		               name, u, src_len, b->compressed_bytes, dst_cap);
-	if (L->aps)
-		RF_TRY(rf_tar_stream_decode_at(src, src_len, &L->aps[u],
-		                               L->unit_out[u] - L->aps[u].out, dst, dst_cap,
-		                               (size_t)span, name, u, err));
-	else if (L->codec)
-		RF_TRY(rf_tar_stream_decode(L->codec, src, src_len, dst, (size_t)L->decoded, name,
-		                            err));
-	const uint8_t *base = L->codec ? (const uint8_t *)dst : (const uint8_t *)src;
 	RF_TRY(check_unit(L, b, u, base, span, name, err));
-	uint8_t *t = (uint8_t *)dst + table_at;
 	for (uint32_t i = 0; i < b->records; i++) {
 		uint64_t r = b->first_record + i;
 		uint32_t f_last = L->field_first[r + 1] - 1; /* every sample has a field */
@@ -758,6 +793,72 @@ static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	    .key_first = L->key_first + b->first_record,
 	};
 	return 0;
+}
+
+static int tar_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+                      const void *src, size_t src_len, void *dst, size_t dst_cap,
+                      rf_unit_records *out, const char *name, rf_error *err)
+{
+	const tar_layout *L = priv;
+	if (u >= ix->blocks)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
+	if (L->seq)
+		return rf_fail(err, -EINVAL,
+		               "shard %s: unit %u: a sequential layout (a large .tar.zst): use "
+		               "decode_seq",
+		               name, u);
+	const rf_block_info *b = &ix->block[u];
+	/* a compressed tar's unit decodes into dst, its table after it */
+	uint64_t span = L->aps ? L->unit_span[u] : L->codec ? L->decoded : b->compressed_bytes;
+	uint64_t table_at = L->codec ? RF_TAR_ALIGN8(span) : 0;
+	if (src_len != b->compressed_bytes || dst_cap < table_at + rf_fmt_table_bytes(b->records))
+		return rf_fail(err, -EINVAL,
+		               "shard %s: unit %u: %zu stored bytes (expected %u), table room %zu",
+		               name, u, src_len, b->compressed_bytes, dst_cap);
+	if (L->aps)
+		RF_TRY(rf_tar_stream_decode_at(src, src_len, &L->aps[u],
+		                               L->unit_out[u] - L->aps[u].out, dst, dst_cap,
+		                               (size_t)span, name, u, err));
+	else if (L->codec)
+		RF_TRY(rf_tar_stream_decode(L->codec, src, src_len, dst, (size_t)L->decoded, name,
+		                            err));
+	const uint8_t *base = L->codec ? (const uint8_t *)dst : (const uint8_t *)src;
+	return unit_records(L, b, u, base, span, (uint8_t *)dst + table_at, out, name, err);
+}
+
+/* A sequential .tar.zst's unit: its tar bytes from the stream state
+ * (tar_stream.c), then checked and tabled as tar_decode does. */
+static int tar_decode_seq(void **state, const rf_shard_index *ix, const void *priv, uint32_t u,
+                          const void *src, size_t src_len, uint64_t src_offset, void *dst,
+                          size_t dst_cap, rf_unit_records *out, rf_fmt_more *more, const char *name,
+                          rf_error *err)
+{
+	const tar_layout *L = priv;
+	if (!L || !L->seq || !ix->sequential || u >= ix->blocks) {
+		rf_tar_seq_reset(*state); /* every error resets the state */
+		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u: not a sequential layout's",
+		               name, u, ix->blocks);
+	}
+	const rf_block_info *b = &ix->block[u];
+	uint64_t span = L->unit_span[u], table_at = RF_TAR_ALIGN8(span);
+	if (dst_cap < table_at + rf_fmt_table_bytes(b->records)) {
+		rf_tar_seq_reset(*state);
+		return rf_fail(err, -EINVAL, "shard %s: unit %u: slab of %zu bytes, %llu needed",
+		               name, u, dst_cap, U64(table_at + rf_fmt_table_bytes(b->records)));
+	}
+	rf_tar_seq_unit w = {.u = u,
+	                     .start = L->unit_out[u],
+	                     .span = span,
+	                     .last = u + 1 == ix->blocks,
+	                     .size = ix->file_bytes,
+	                     .decoded = L->decoded};
+	int rc = rf_tar_seq_decode(state, &w, src, src_len, src_offset, dst, more, name, err);
+	if (rc != 0)
+		return rc;
+	rc = unit_records(L, b, u, dst, span, (uint8_t *)dst + table_at, out, name, err);
+	if (rc < 0)
+		rf_tar_seq_reset(*state);
+	return rc;
 }
 
 /* A scanned plain tar's layout is worth caching: the scan read the whole
@@ -782,4 +883,7 @@ const rf_format rf_tar_format = {
     .decode = tar_decode,
     .in_place = true,
     .field_names = tar_field_names,
+    .decode_seq = tar_decode_seq,
+    .seq_free = rf_tar_seq_free,
+    .seq_state_bytes = RF_TAR_SEQ_STATE_BYTES,
 };

@@ -93,8 +93,10 @@ typedef struct tar_layout {
 	uint64_t decoded; /* a compressed tar's decoded bytes */
 	/* a .tar.gz split at access points (else NULL: one whole-shard unit) */
 	struct rf_tar_ap *aps; /* unit u starts from aps[u] */
-	uint64_t *unit_out;    /* the decoded offset of unit u's first sample */
-	uint32_t *unit_span;   /* unit u's decoded bytes */
+	/* a split .tar.gz, or a sequential .tar.zst (else NULL) */
+	uint64_t *unit_out;  /* the decoded offset of unit u's first sample */
+	uint32_t *unit_span; /* unit u's decoded bytes */
+	bool seq;            /* a sequential .tar.zst: units decode through decode_seq */
 } tar_layout;
 
 /* What the scan's tables take (held between open steps). */
@@ -167,6 +169,17 @@ void rf_tar_stream_free(tar_stream *t);
 /* The gzip access points met (ownership passes to the caller), in order,
  * each with first == UINT64_MAX when no sample starts after it. */
 rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n);
+
+/* A zstd stream's checkpoints: after the open's decoder had taken `in`
+ * compressed bytes it had given `out` decoded bytes, so [0, in) decodes
+ * to at least [0, out). In order; at most one per RF_TAR_CP_SPACING of
+ * output, and the last. */
+#define RF_TAR_CP_SPACING (64u << 10)
+typedef struct rf_tar_cp {
+	uint64_t out, in;
+} rf_tar_cp;
+/* The checkpoints met (a zstd stream's; ownership passes to the caller). */
+rf_tar_cp *rf_tar_stream_take_cps(tar_stream *t, size_t *n);
 /* Decodes the whole stream src into dst, which must come to exactly
  * `decoded` bytes (dst has room for one more, to see a longer stream). */
 int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t *dst,
@@ -177,6 +190,35 @@ int rf_tar_stream_decode(int codec, const uint8_t *src, size_t src_len, uint8_t 
 int rf_tar_stream_decode_at(const uint8_t *src, size_t src_len, const rf_tar_ap *a, uint64_t skip,
                             uint8_t *dst, size_t dst_cap, size_t span, const char *name, uint32_t u,
                             rf_error *err);
+
+/* A sequential .tar.zst's unit for the stream decoder: its decoded bytes
+ * [start, start + span); the last unit also decodes the stream to its end
+ * (the tar's trailing blocks, the frame checks), which must come at object
+ * byte `size` and decoded byte `decoded` (what the open saw). */
+typedef struct rf_tar_seq_unit {
+	uint32_t u;
+	uint64_t start, span;
+	bool last;
+	uint64_t size, decoded;
+} rf_tar_seq_unit;
+
+#define RF_TAR_SEQ_CARRY       (1u << 20)  /* compressed bytes kept between units */
+#define RF_TAR_SEQ_SCRATCH     (64u << 10) /* decoded bytes dropped at a time */
+#define RF_TAR_SEQ_STATE_BYTES (10u << 20) /* the most one state holds (seq_state_bytes) */
+/* rf_format.decode_seq's stream part: the unit's decoded bytes into
+ * dst[0, span), through the stream state *state (made at the first call:
+ * a zstd decoder of an 8 MiB window at most, a carry of compressed bytes,
+ * a scratch buffer). 0, RF_FMT_MORE or an error (the state reset). */
+int rf_tar_seq_decode(void **state, const rf_tar_seq_unit *w, const uint8_t *src, size_t src_len,
+                      uint64_t src_offset, uint8_t *dst, rf_fmt_more *more, const char *name,
+                      rf_error *err);
+/* Back to the stream's start (the next unit decodes from byte 0). */
+void rf_tar_seq_reset(void *state);
+void rf_tar_seq_free(void *state);
+/* What a state allocates now (tests: never more than seq_state_bytes),
+ * and what it may allocate at most (checked at its first call). */
+uint64_t rf_tar_seq_held(const void *state);
+uint64_t rf_tar_seq_need(void);
 
 /* ------------------------------------------- index files (tar_index.c) */
 

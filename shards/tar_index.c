@@ -318,6 +318,9 @@ int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 		return rf_fail(err, -EIO, "shard %s: writing its index: %s", name, strerror(errno));
 	for (uint32_t u = 0; u < ix->blocks; u++) {
 		const rf_block_info *b = &ix->block[u];
+		/* the unit's first byte in the tar (a compressed tar's units
+		 * split at access points or checkpoints: its decoded offset) */
+		uint64_t base = L->unit_out ? L->unit_out[u] : b->offset;
 		for (uint64_t r = b->first_record; r < b->first_record + b->records; r++) {
 			const char *key = L->keys + L->key_first[r];
 			size_t kl = L->key_first[r + 1] - L->key_first[r];
@@ -327,7 +330,7 @@ int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 				RF_TRY(name_ok(key, kl, fn, name, err));
 				fprintf(out, "%s%s %llu %u %.*s.%s",
 				        f > L->field_first[r] ? " " : "", fn,
-				        U64(b->offset + rf->offset), rf->len, (int)kl, key, fn);
+				        U64(base + rf->offset), rf->len, (int)kl, key, fn);
 			}
 			if (fputc('\n', out) == EOF)
 				return rf_fail(err, -EIO, "shard %s: writing its index: %s", name,

@@ -1,17 +1,22 @@
 /* tar_stream.c - compressed WebDataset tars (.tar.gz, .tgz, .tar.zst,
- * .tar.zstd; tar.h): a compressed stream cannot be range-read, so such a
- * shard is one read unit, the whole object, and its open learns the
- * samples by decoding the stream once, in bounded memory: sequential ranges
- * of the object are fed to the decompressor (zlib's inflate, zstd's
- * streaming decoder), whose output passes through a window of
- * RF_TAR_STREAM_WINDOW bytes where the header scan of tar_scan.c runs;
- * member data between headers is decoded and dropped. A step decodes at
- * most RF_TAR_STREAM_STEP_OUT bytes, so its parse bound is known before
- * its bytes arrive; the unconsumed rest of a range is asked for again (the
- * engine serves it from the bytes it holds). The decoded tar is at most
- * RF_BLOCK_DECODED_MAX (one unit's limit): a larger one is refused, naming
- * the limit. A stream cannot be entered again mid-way, so an error after
- * the first step stands (final; re-reading the range cannot resume it). */
+ * .tar.zstd; tar.h): a compressed stream cannot be range-read by tar
+ * offset, so the open learns the samples by decoding the stream once, in
+ * bounded memory: sequential ranges of the object are fed to the
+ * decompressor (zlib's inflate, zstd's streaming decoder), whose output
+ * passes through a window of RF_TAR_STREAM_WINDOW bytes where the header
+ * scan of tar_scan.c runs; member data between headers is decoded and
+ * dropped. A step decodes at most RF_TAR_STREAM_STEP_OUT bytes, so its
+ * parse bound is known before its bytes arrive; the unconsumed rest of a
+ * range is asked for again (the engine serves it from the bytes it holds).
+ * The decoded tar is at most RF_TAR_DECODED_MAX: a larger one is refused,
+ * naming the limit. A stream cannot be entered again mid-way, so an error
+ * after the first step stands (final; re-reading the range cannot resume
+ * it). A small compressed tar is then one read unit, the whole object; a
+ * large .tar.gz is split at access points (below); a large .tar.zst is
+ * read sequentially: the open keeps checkpoints (compressed bytes taken,
+ * decoded bytes given), units are the compressed ranges between them, and
+ * one decoder state decodes them in order (rf_tar_seq_decode, the end of
+ * this file). */
 #include "tar.h"
 
 #include <stdio.h>
@@ -30,7 +35,8 @@
 #define RF_TAR_ZSTD_WINDOW_LOG 23 /* 8 MiB: zstd -1..-19; larger (--long, --ultra) refused */
 #define RF_TAR_ZLIB_STATE      (64u << 10)   /* inflate's state and 32 KiB window */
 #define RF_TAR_AP_SPACING      (16u << 20)   /* decoded bytes between gzip access points */
-#define RF_TAR_GZ_DECODED_MAX  (64ull << 30) /* a .tar.gz decodes to at most this */
+#define RF_TAR_DECODED_MAX     (64ull << 30) /* a compressed tar decodes to at most this */
+#define RF_TAR_ZSTD_CALL_OUT   (128u << 10)  /* one zstd call's output at the open */
 
 struct tar_stream {
 	int codec;
@@ -54,6 +60,9 @@ struct tar_stream {
 	size_t aps_n, aps_cap;
 	size_t aps_pending; /* aps[aps_pending..] wait for the first sample after them */
 	uint64_t ap_last_out;
+	/* zstd: the checkpoints met */
+	rf_tar_cp *cps;
+	size_t cps_n, cps_cap;
 };
 
 int rf_tar_codec_of(const char *leaf)
@@ -90,14 +99,17 @@ uint64_t rf_tar_stream_bytes(const tar_stream *t)
 {
 	return t ? sizeof(*t) + (t->win ? RF_TAR_STREAM_WINDOW : 0) + decomp_bytes(t) +
 	               sizeof(tar_scan) + rf_tar_scan_bytes(t->scan) +
-	               t->aps_cap * sizeof(rf_tar_ap) + t->aps_n * RF_TAR_WINDOW_BYTES
+	               t->aps_cap * sizeof(rf_tar_ap) + t->aps_n * RF_TAR_WINDOW_BYTES +
+	               t->cps_cap * sizeof(rf_tar_cp)
 	         : 0;
 }
 
-/* The most a decoded tar of this codec may be. */
+/* The most a decoded tar of this codec may be (a .tar.gz in units at its
+ * access points, a .tar.zst in sequential units: both the same). */
 static uint64_t decoded_max(int codec)
 {
-	return codec == RF_TAR_GZIP ? RF_TAR_GZ_DECODED_MAX : RF_BLOCK_DECODED_MAX;
+	(void)codec;
+	return RF_TAR_DECODED_MAX;
 }
 
 static void decomp_end(tar_stream *t)
@@ -122,6 +134,7 @@ void rf_tar_stream_free(tar_stream *t)
 	for (size_t i = 0; i < t->aps_n; i++)
 		free(t->aps[i].window);
 	free(t->aps);
+	free(t->cps);
 	free(t);
 }
 
@@ -132,6 +145,15 @@ rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n)
 	t->aps = NULL;
 	t->aps_n = t->aps_cap = 0;
 	return a;
+}
+
+rf_tar_cp *rf_tar_stream_take_cps(tar_stream *t, size_t *n)
+{
+	rf_tar_cp *c = t->cps;
+	*n = t->cps_n;
+	t->cps = NULL;
+	t->cps_n = t->cps_cap = 0;
+	return c;
 }
 
 tar_scan *rf_tar_stream_scan(tar_stream *t)
@@ -157,6 +179,10 @@ static uint64_t step_bound(const tar_stream *t)
 	/* at most one access point per step (spacing > a step's output); its
 	 * table doubling */
 	bound += RF_TAR_WINDOW_BYTES + 2 * ((t ? t->aps_cap : 0) + 8) * sizeof(rf_tar_ap);
+	/* zstd checkpoints: at most one per RF_TAR_CP_SPACING of the step's
+	 * output and two more; the table doubling once or more to hold them */
+	uint64_t cps = out / RF_TAR_CP_SPACING + 2;
+	bound += 2 * ((t ? t->cps_cap : 0) + cps + 32) * sizeof(rf_tar_cp);
 	if (!t)
 		bound += sizeof(tar_stream) + RF_TAR_STREAM_WINDOW + RF_TAR_ZLIB_STATE +
 		         RF_TAR_WINDOW_BYTES +
@@ -230,12 +256,11 @@ static int too_large(rf_fmt_open *o, const tar_stream *t, rf_error *err)
 		               "shard %s: the gzip stream decodes to more than %llu GiB, the most "
 		               "a .tar.gz may (its access points are metadata): write smaller "
 		               "shards",
-		               o->name, U64(RF_TAR_GZ_DECODED_MAX >> 30));
+		               o->name, U64(RF_TAR_DECODED_MAX >> 30));
 	return rf_fail(err, -EFBIG,
-	               "shard %s: the zstd stream decodes to more than %u MiB, the most one unit "
-	               "may be; a .tar.zst is read whole (decompress it to .tar, which is read "
-	               "in ranges, use .tar.gz, or write smaller shards)",
-	               o->name, RF_BLOCK_DECODED_MAX >> 20);
+	               "shard %s: the zstd stream decodes to more than %llu GiB, the most a "
+	               ".tar.zst may (its checkpoints are metadata): write smaller shards",
+	               o->name, U64(RF_TAR_DECODED_MAX >> 30));
 }
 
 /* ------------------------------------------------ gzip access points
@@ -385,7 +410,32 @@ static void took_output(tar_stream *t, size_t n)
 	}
 }
 
-/* Decodes from in[*pos..len) into the window's free room. */
+/* A checkpoint after a zstd call: the decoder has taken t->consumed bytes
+ * and given `out`. The last one moves on until it lies RF_TAR_CP_SPACING
+ * past the one before; then the next is added. */
+static int cp_add(rf_fmt_open *o, tar_stream *t, uint64_t out, rf_error *err)
+{
+	rf_tar_cp c = {.out = out, .in = t->consumed};
+	size_t n = t->cps_n;
+	if (n >= 2 && t->cps[n - 1].out - t->cps[n - 2].out < RF_TAR_CP_SPACING) {
+		t->cps[n - 1] = c;
+		return 0;
+	}
+	if (n == t->cps_cap) {
+		size_t cap = t->cps_cap ? 2 * t->cps_cap : 32;
+		rf_tar_cp *a = realloc(t->cps, cap * sizeof(*a));
+		if (!a)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		t->cps = a;
+		t->cps_cap = cap;
+	}
+	t->cps[t->cps_n++] = c;
+	return 0;
+}
+
+/* Decodes from in[*pos..len) into the window's free room (zstd: at most
+ * RF_TAR_ZSTD_CALL_OUT a call, so that a checkpoint follows each few input
+ * bytes). */
 static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t len, size_t *pos,
                        size_t *made, rf_error *err)
 {
@@ -393,7 +443,7 @@ static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t 
 	*made = 0;
 	if (t->codec == RF_TAR_ZSTD) {
 		ZSTD_inBuffer ib = {in, len, *pos};
-		ZSTD_outBuffer ob = {t->win + t->win_len, room, 0};
+		ZSTD_outBuffer ob = {t->win + t->win_len, RF_MIN(room, RF_TAR_ZSTD_CALL_OUT), 0};
 		size_t r = ZSTD_decompressStream(t->zd, &ob, &ib);
 		if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
 			return rf_fail(err, -ENOTSUP,
@@ -409,7 +459,7 @@ static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t 
 		*pos = ib.pos;
 		*made = ob.pos;
 		t->ended = r == 0 && ib.pos == ib.size && t->consumed == o->size;
-		return 0;
+		return cp_add(o, t, t->total + ob.pos, err);
 	}
 	t->zs.next_in = (Bytef *)(uintptr_t)(in + *pos);
 	t->zs.avail_in = (uInt)RF_MIN(len - *pos, (size_t)UINT32_MAX);
@@ -665,4 +715,242 @@ int rf_tar_stream_decode_at(const uint8_t *src, size_t src_len, const rf_tar_ap 
 		    "decode to the %zu bytes the open saw (%s)",
 		    name, u, U64(a->in), span, msg ? msg : "truncated or damaged");
 	return 0;
+}
+
+/* ------------------------------------------ sequential .tar.zst units
+ *
+ * One zstd frame cannot be entered mid-way, so a large .tar.zst's units
+ * decode through one stream state, in order: `in` is the next compressed
+ * byte the decoder needs, `out` the decoded bytes it has given. A unit at
+ * or after `out` decodes forward to it (the bytes before it dropped into
+ * scratch: skipped), one before restarts the stream. Compressed bytes a
+ * unit's range held past where its decoding stopped are kept in the carry
+ * ([in, in + carry_len)) for the next unit, whose range starts after them;
+ * whatever is missing is asked for (RF_FMT_MORE from `in`). */
+
+typedef struct tar_seq {
+	ZSTD_DStream *zd;
+	uint64_t in, out;
+	uint8_t *carry; /* RF_TAR_SEQ_CARRY: compressed [in, in + carry_len) */
+	size_t carry_at, carry_len;
+	uint8_t *scratch; /* RF_TAR_SEQ_SCRATCH: decoded bytes dropped */
+	uint32_t unit;    /* the unit in progress (a call returned RF_FMT_MORE) */
+	bool unit_live;
+	bool frame_end; /* the last call ended a frame (and flushed it) */
+} tar_seq;
+
+uint64_t rf_tar_seq_need(void)
+{
+	return sizeof(tar_seq) + RF_TAR_SEQ_CARRY + RF_TAR_SEQ_SCRATCH +
+	       ZSTD_estimateDStreamSize((size_t)1 << RF_TAR_ZSTD_WINDOW_LOG);
+}
+
+uint64_t rf_tar_seq_held(const void *state)
+{
+	const tar_seq *q = state;
+	return q ? sizeof(*q) + RF_TAR_SEQ_CARRY + RF_TAR_SEQ_SCRATCH + ZSTD_sizeof_DStream(q->zd)
+	         : 0;
+}
+
+void rf_tar_seq_free(void *state)
+{
+	tar_seq *q = state;
+	if (!q)
+		return;
+	ZSTD_freeDStream(q->zd);
+	free(q->carry);
+	free(q->scratch);
+	free(q);
+}
+
+void rf_tar_seq_reset(void *state)
+{
+	tar_seq *q = state;
+	if (!q)
+		return;
+	ZSTD_DCtx_reset(q->zd, ZSTD_reset_session_only);
+	q->in = q->out = 0;
+	q->carry_at = q->carry_len = 0;
+	q->unit_live = false;
+	q->frame_end = false;
+}
+
+static int seq_new(tar_seq **out, const char *name, rf_error *err)
+{
+	if (rf_tar_seq_need() > RF_TAR_SEQ_STATE_BYTES) /* another libzstd's sizes */
+		return rf_fail(err, -ENOMEM,
+		               "shard %s: a zstd stream state takes %llu bytes, more than the %u "
+		               "reserved for it",
+		               name, U64(rf_tar_seq_need()), RF_TAR_SEQ_STATE_BYTES);
+	tar_seq *q = calloc(1, sizeof(*q));
+	if (q) {
+		q->zd = ZSTD_createDStream();
+		q->carry = malloc(RF_TAR_SEQ_CARRY);
+		q->scratch = malloc(RF_TAR_SEQ_SCRATCH);
+	}
+	if (!q || !q->zd || !q->carry || !q->scratch ||
+	    ZSTD_isError(
+	        ZSTD_DCtx_setParameter(q->zd, ZSTD_d_windowLogMax, RF_TAR_ZSTD_WINDOW_LOG))) {
+		rf_tar_seq_free(q);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for a zstd stream state",
+		               name);
+	}
+	*out = q;
+	return 0;
+}
+
+/* The input the decoder takes next: the carry, else src from `in`. */
+static ZSTD_inBuffer seq_input(const tar_seq *q, const uint8_t *src, size_t src_len,
+                               uint64_t src_offset)
+{
+	if (q->carry_len)
+		return (ZSTD_inBuffer){q->carry + q->carry_at, q->carry_len, 0};
+	if (src && q->in >= src_offset && q->in - src_offset < src_len)
+		return (ZSTD_inBuffer){src + (q->in - src_offset), src_len - (q->in - src_offset),
+		                       0};
+	return (ZSTD_inBuffer){NULL, 0, 0};
+}
+
+/* The output the decoder fills next: scratch before the unit (dropped) and
+ * after it (the last unit's tail), else the unit's bytes in dst. */
+static ZSTD_outBuffer seq_output(const tar_seq *q, const rf_tar_seq_unit *w, uint8_t *dst)
+{
+	uint64_t end = w->start + w->span;
+	if (q->out < w->start)
+		return (ZSTD_outBuffer){q->scratch,
+		                        (size_t)RF_MIN(w->start - q->out, RF_TAR_SEQ_SCRATCH), 0};
+	if (q->out < end)
+		return (ZSTD_outBuffer){dst + (q->out - w->start), (size_t)(end - q->out), 0};
+	return (ZSTD_outBuffer){q->scratch, RF_TAR_SEQ_SCRATCH, 0};
+}
+
+/* Whether the unit is complete: its bytes given, and for the last one the
+ * stream's end met (every frame ended, flushed, checked). */
+static bool seq_done(const tar_seq *q, const rf_tar_seq_unit *w)
+{
+	if (q->out < w->start + w->span)
+		return false;
+	return !w->last || (q->frame_end && q->in == w->size);
+}
+
+/* One decoder call: 1 (progress), 0 (it needs input it was not given), or
+ * an error. */
+static int seq_call(tar_seq *q, const rf_tar_seq_unit *w, const uint8_t *src, size_t src_len,
+                    uint64_t src_offset, uint8_t *dst, rf_fmt_more *more, const char *name,
+                    rf_error *err)
+{
+	ZSTD_inBuffer ib = seq_input(q, src, src_len, src_offset);
+	ZSTD_outBuffer ob = seq_output(q, w, dst);
+	bool drop = q->out<w->start, from_carry = q->carry_len> 0;
+	size_t r = ZSTD_decompressStream(q->zd, &ob, &ib);
+	if (ZSTD_isError(r))
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: zstd stream near compressed byte %llu: %s", name,
+		               w->u, U64(q->in + ib.pos), ZSTD_getErrorName(r));
+	q->in += ib.pos;
+	q->out += ob.pos;
+	if (from_carry) {
+		q->carry_at += ib.pos;
+		q->carry_len -= ib.pos;
+	}
+	if (drop)
+		more->skipped_bytes += ob.pos;
+	q->frame_end = r == 0;
+	if (q->out > w->decoded)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: the zstd stream decodes to more than the %llu "
+		               "bytes the open saw (compressed byte %llu)",
+		               name, w->u, U64(w->decoded), U64(q->in));
+	if (ib.pos || ob.pos)
+		return 1;
+	if (ib.size > 0) /* input and room, yet no progress: never spin on it */
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: unit %u: the zstd stream near compressed byte %llu makes no "
+		    "progress",
+		    name, w->u, U64(q->in));
+	return 0;
+}
+
+/* The rest of src past the bytes the state holds, into the carry when it
+ * fits (else the next unit asks for it again). */
+static void seq_keep(tar_seq *q, const uint8_t *src, size_t src_len, uint64_t src_offset)
+{
+	uint64_t from = q->in + q->carry_len;
+	if (!src || from < src_offset || from - src_offset >= src_len)
+		return;
+	size_t rest = src_len - (size_t)(from - src_offset);
+	if (q->carry_len + rest > RF_TAR_SEQ_CARRY)
+		return;
+	memmove(q->carry, q->carry + q->carry_at, q->carry_len);
+	q->carry_at = 0;
+	memcpy(q->carry + q->carry_len, src + (from - src_offset), rest);
+	q->carry_len += rest;
+}
+
+static int seq_run(tar_seq *q, const rf_tar_seq_unit *w, const uint8_t *src, size_t src_len,
+                   uint64_t src_offset, uint8_t *dst, rf_fmt_more *more, const char *name,
+                   rf_error *err)
+{
+	while (!seq_done(q, w)) {
+		int rc = seq_call(q, w, src, src_len, src_offset, dst, more, name, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			continue;
+		if (q->in < w->size) { /* the next bytes, from where the decoder stands */
+			more->offset = q->in;
+			more->len = RF_MIN(more->cap, w->size - q->in);
+			return RF_FMT_MORE;
+		}
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: unit %u: the zstd stream ends early: %llu compressed bytes "
+		    "gave %llu decoded bytes and no end of stream",
+		    name, w->u, U64(w->size), U64(q->out));
+	}
+	if (w->last && q->out != w->decoded)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: the zstd stream decodes to %llu bytes, the open "
+		               "saw %llu",
+		               name, w->u, U64(q->out), U64(w->decoded));
+	seq_keep(q, src, src_len, src_offset);
+	q->unit_live = false;
+	return 0;
+}
+
+int rf_tar_seq_decode(void **state, const rf_tar_seq_unit *w, const uint8_t *src, size_t src_len,
+                      uint64_t src_offset, uint8_t *dst, rf_fmt_more *more, const char *name,
+                      rf_error *err)
+{
+	tar_seq *q = *state;
+	if (!q) {
+		RF_TRY(seq_new(&q, name, err));
+		*state = q;
+	}
+	int rc = 0;
+	if (more->cap == 0 || src_offset > w->size || src_len > w->size - src_offset)
+		rc =
+		    rf_fail(err, -EINVAL,
+		            "shard %s: unit %u: bytes [%llu, +%zu) of a %llu-byte object, requests "
+		            "of at most %llu",
+		            name, w->u, U64(src_offset), src_len, U64(w->size), U64(more->cap));
+	else if (more->again && (!q->unit_live || q->unit != w->u))
+		rc = rf_fail(err, -EINVAL,
+		             "shard %s: unit %u: a call for more bytes of a unit not in progress",
+		             name, w->u);
+	if (rc < 0) {
+		rf_tar_seq_reset(q);
+		return rc;
+	}
+	if (!more->again) {
+		if (q->out > w->start) /* behind us: the stream from its start */
+			rf_tar_seq_reset(q);
+		q->unit = w->u;
+		q->unit_live = true;
+	}
+	rc = seq_run(q, w, src, src_len, src_offset, dst, more, name, err);
+	if (rc < 0)
+		rf_tar_seq_reset(q);
+	return rc;
 }

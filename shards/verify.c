@@ -54,6 +54,26 @@ static uint64_t slab_bytes_most(const rf_format *fmt, bool in_place, const rf_sh
 	return most;
 }
 
+static int walk_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                     uint64_t *size, rf_error *err);
+
+/* Decodes unit b from its bytes src: a sequential layout's through the
+ * one stream state *seq (in order: each unit's bytes follow the last's;
+ * what the state lacks is read into src's buffer, cap bytes at a time). */
+static int decode_one(const rf_verify_walk *w, const rf_format *fmt, const rf_shard_index *ix,
+                      const void *priv, uint32_t b, rf_decoder *d, void **seq, uint8_t *src,
+                      size_t cap, uint8_t *dst, uint64_t dst_cap, rf_unit_records *recs,
+                      rf_error *e)
+{
+	const rf_block_info *bi = &ix->block[b];
+	if (!ix->sequential)
+		return fmt->decode(d, ix, priv, b, src, bi->compressed_bytes, dst, dst_cap, recs,
+		                   w->name, e);
+	return rf_fmt_decode_seq_with(fmt, seq, ix, priv, b, src, bi->compressed_bytes, bi->offset,
+	                              src, cap, walk_read, (void *)w, dst, dst_cap, recs, NULL,
+	                              w->name, e);
+}
+
 /* Decodes every unit; returns a negative code only for I/O or memory errors. */
 static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const rf_shard_index *ix,
                        const void *priv, rf_error *err)
@@ -63,6 +83,7 @@ static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const
 	uint8_t *src = malloc(ix->largest_block_compressed_bytes + 1ul);
 	uint8_t *dst = malloc(cap + 1);
 	rf_decoder *d = rf_decoder_new();
+	void *seq = NULL; /* a sequential layout's stream state */
 	int rc = 0;
 	if (!src || !dst || !d)
 		rc = rf_fail(err, -ENOMEM, "shard %s: no memory to verify (%u-byte blocks)",
@@ -81,8 +102,9 @@ static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const
 			break;
 		}
 		if (r == 0)
-			r = fmt->decode(d, ix, priv, b, src, bi->compressed_bytes, dst, cap, &recs,
-			                w->name, &e);
+			r = decode_one(w, fmt, ix, priv, b, d, &seq, src,
+			               ix->largest_block_compressed_bytes + 1ul, dst, cap, &recs,
+			               &e);
 		if (r == 0 && recs.records != bi->records)
 			r = rf_fail(&e, RF_E_CORRUPT,
 			            "shard %s: block %u: decoded %u records, the layout says %u",
@@ -101,6 +123,8 @@ static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const
 		        w->name, U64(ix->compressed_bytes + 20), largest, ix->largest_record_bytes);
 		problem(v, &e);
 	}
+	if (seq)
+		fmt->seq_free(seq);
 	rf_decoder_free(d);
 	free(src);
 	free(dst);

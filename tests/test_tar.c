@@ -4,6 +4,7 @@
  * hostile headers answered with errors that name the shard and the byte. */
 #include "tar.h"
 #include "testutil.h"
+#include "verify.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,6 +670,349 @@ static void test_compressed_split(void **state)
 	free(t.p);
 }
 
+/* ------------------------------------------- sequential .tar.zst */
+
+static char *index_of(const tarbuf *t, size_t *len);
+
+#define SEQ_BUF (256u << 10) /* the caller's buffer: small, to make the decoder ask */
+
+typedef struct mem_obj {
+	const uint8_t *p;
+	size_t n;
+	uint64_t reads;
+} mem_obj;
+
+static int mem_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                    uint64_t *size, rf_error *err)
+{
+	mem_obj *m = ctx;
+	(void)err;
+	assert_null(object);
+	assert_true(offset <= m->n && len <= m->n - offset && len <= SEQ_BUF);
+	memcpy(buf, m->p + offset, len);
+	if (size)
+		*size = m->n;
+	m->reads++;
+	return 0;
+}
+
+static int mem_range(void *ctx, uint64_t offset, uint64_t len, void *buf, rf_error *err)
+{
+	mem_obj *m = ctx;
+	(void)err;
+	assert_true(offset <= m->n && len <= m->n - offset);
+	memcpy(buf, m->p + offset, len);
+	return 0;
+}
+
+/* About 35 MiB decoded: samples of 1.5 MiB and 300 KiB (bytes of a
+ * 16-symbol alphabet: compressible, not trivially) and a small field, the
+ * last of 40 bytes;
+ * *half: where sample 25 starts (a frame boundary). */
+static void tb_seq_dataset(tarbuf *t, int samples, size_t *half)
+{
+	uint8_t *data = malloc(3u << 19);
+	uint64_t x = 88172645463325252ull;
+	char name[32];
+	for (int i = 0; i < samples; i++) {
+		/* the last sample tiny: its unit's decoded end lies past the
+		 * open's last checkpoint but one, so its compressed range tends to
+		 * be empty (decoded from the bytes the unit before left) */
+		size_t len = i == samples - 1 ? 40
+		             : i % 3 == 0     ? (3u << 19)
+		                              : (300u << 10) + (size_t)i;
+		for (size_t j = 0; j < len; j++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			data[j] = (uint8_t)('a' + (x & 15));
+		}
+		snprintf((char *)data, 32, "sample %03d", i);
+		if (i == samples / 2)
+			*half = t->n;
+		snprintf(name, sizeof(name), "s/%03d.bin", i);
+		tb_file(t, name, data, len);
+		snprintf(name, sizeof(name), "s/%03d.cls", i);
+		tb_file(t, name, name, 5);
+	}
+	tb_end(t);
+	free(data);
+}
+
+/* [0, cut) and [cut, n) as zstd frames one after the other (cut == n: one
+ * frame, ZSTD_compress's), level 1, the second with a checksum. */
+static uint8_t *zs_frames(const uint8_t *src, size_t n, size_t cut, size_t *out)
+{
+	size_t cap = ZSTD_compressBound(n) + 64;
+	uint8_t *dst = malloc(cap);
+	size_t a = ZSTD_compress(dst, cap, src, cut, 1);
+	assert_false(ZSTD_isError(a));
+	*out = a;
+	if (cut < n) {
+		ZSTD_CCtx *c = ZSTD_createCCtx();
+		ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
+		ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+		size_t b = ZSTD_compress2(c, dst + a, cap - a, src + cut, n - cut);
+		assert_false(ZSTD_isError(b));
+		ZSTD_freeCCtx(c);
+		*out += b;
+	}
+	return dst;
+}
+
+/* One frame as a stream compresses it (no decoded size in its header, so
+ * the decoder sizes its buffers from the window) with the largest window
+ * the reader takes (8 MiB): the state at its largest. */
+static uint8_t *zs_stream(const uint8_t *src, size_t n, size_t *out)
+{
+	size_t cap = ZSTD_compressBound(n);
+	uint8_t *dst = malloc(cap);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 23);
+	ZSTD_inBuffer ib = {src, n, 0};
+	ZSTD_outBuffer ob = {dst, cap, 0};
+	size_t r;
+	do {
+		r = ZSTD_compressStream2(c, &ob, &ib, ZSTD_e_end);
+		assert_false(ZSTD_isError(r));
+	} while (r != 0);
+	ZSTD_freeCCtx(c);
+	*out = ob.pos;
+	return dst;
+}
+
+/* Unit u through the stream state *st: its own bytes first, the rest read
+ * as the decoder asks (SEQ_BUF at a time). */
+static int seq_unit(mem_obj *m, const rf_shard_index *ix, const void *priv, void **st, uint32_t u,
+                    uint8_t *slab, decoded *d, uint64_t *skipped, rf_error *err)
+{
+	static uint8_t buf[SEQ_BUF];
+	const rf_block_info *b = &ix->block[u];
+	return rf_fmt_decode_seq_with(&rf_tar_format, st, ix, priv, u, m->p + b->offset,
+	                              b->compressed_bytes, b->offset, buf, SEQ_BUF, mem_read, m,
+	                              slab, b->decoded_bytes, &d->r, skipped, "t.tar.zst", err);
+}
+
+/* Unit u decoded: exactly the plain tar's bytes of its samples, keyed. */
+static void seq_check(const tarbuf *t, const rf_shard_index *ix, const void *priv, uint32_t u,
+                      const decoded *d)
+{
+	const tar_layout *L = priv;
+	const rf_block_info *b = &ix->block[u];
+	assert_int_equal(d->r.records, b->records);
+	assert_int_equal(rf_record_end(d->r.ends, (int64_t)b->records - 1), L->unit_span[u]);
+	assert_true(L->unit_out[u] + L->unit_span[u] <= t->n);
+	assert_memory_equal(d->r.base, t->p + L->unit_out[u], L->unit_span[u]);
+	for (uint32_t i = 0; i < d->r.records; i++) {
+		char want[32];
+		uint32_t len = 0;
+		snprintf(want, sizeof(want), "sample %03llu",
+		         (unsigned long long)(b->first_record + i));
+		const uint8_t *p = rec_field(d, priv, i, "bin", &len);
+		assert_non_null(p);
+		assert_string_equal((const char *)p, want);
+		snprintf(want, sizeof(want), "s/%03llu", (unsigned long long)(b->first_record + i));
+		assert_key(d, i, want);
+	}
+}
+
+/* Decodes the units in the order given through one state; checks each.
+ * Returns the decoded bytes dropped (the cost of the order). */
+static uint64_t seq_order(const tarbuf *t, mem_obj *m, const rf_shard_index *ix, const void *priv,
+                          const uint32_t *order, uint32_t n)
+{
+	void *st = NULL;
+	uint64_t skipped = 0;
+	uint8_t *slab = malloc(ix->largest_block_decoded_bytes);
+	for (uint32_t i = 0; i < n; i++) {
+		decoded d = {0};
+		rf_error err = {0};
+		if (seq_unit(m, ix, priv, &st, order[i], slab, &d, &skipped, &err))
+			fail_msg("unit %u: %s", order[i], err.msg);
+		seq_check(t, ix, priv, order[i], &d);
+		/* the state never holds more than the format says it may */
+		assert_true(rf_tar_seq_held(st) <= rf_tar_format.seq_state_bytes);
+	}
+	rf_tar_format.seq_free(st);
+	free(slab);
+	return skipped;
+}
+
+/* A .tar.zst decoding past RF_TAR_WHOLE_MAX (one frame; two frames; one
+ * without its decoded size, with an 8 MiB window): a
+ * sequential layout whose units, compressed ranges between the open's
+ * checkpoints, decode through one stream state in bounded memory: in order
+ * from their own bytes alone, in any other order by decoding forward or
+ * restarting, each sample its own bytes. */
+static void test_compressed_seq(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	size_t half = 0;
+	tb_seq_dataset(&t, 50, &half);
+	assert_true(t.n > (33u << 20));
+	assert_true(rf_tar_seq_need() <= rf_tar_format.seq_state_bytes);
+	for (int frames = 1; frames <= 3; frames++) {
+		size_t n;
+		uint8_t *z = frames == 3 ? zs_stream(t.p, t.n, &n)
+		                         : zs_frames(t.p, t.n, frames == 1 ? t.n : half, &n);
+		rf_shard_index *ix;
+		void *priv;
+		uint64_t reserved = 0;
+		rf_error err = {0};
+		if (open_z("t.tar.zst", z, n, &ix, &priv, &reserved, &err))
+			fail_msg("open: %s", err.msg);
+		/* the open never held the decoded tar (a 4 MiB range, the zstd
+		 * decoder, a step's output, the checkpoints) */
+		if (reserved > (24u << 20))
+			fail_msg("the open reserved %llu bytes", (unsigned long long)reserved);
+		assert_int_equal(ix->sequential, 1);
+		assert_int_equal(ix->records, 50);
+		assert_true(ix->blocks >= 10);
+		uint64_t at = 0; /* the compressed ranges tile the object */
+		for (uint32_t u = 0; u < ix->blocks; u++) {
+			assert_int_equal(ix->block[u].offset, at);
+			at += ix->block[u].compressed_bytes;
+			assert_true(ix->block[u].decoded_bytes <= RF_BLOCK_DECODED_MAX);
+		}
+		assert_int_equal(at, n);
+		/* decode (not decode_seq) refuses, naming why */
+		uint8_t *slab = malloc(ix->largest_block_decoded_bytes);
+		decoded d = {0};
+		assert_int_equal(
+		    rf_tar_format.decode(NULL, ix, priv, 0, z, ix->block[0].compressed_bytes, slab,
+		                         ix->block[0].decoded_bytes, &d.r, "t.tar.zst", &err),
+		    -EINVAL);
+		assert_non_null(strstr(err.msg, "decode_seq"));
+		free(slab);
+		/* its index file is the plain tar's (decoded offsets, not the units') */
+		char *idx = NULL;
+		size_t idx_len = 0, plain_len = 0;
+		FILE *f = open_memstream(&idx, &idx_len);
+		assert_int_equal(rf_tar_index_write(ix, priv, f, "t.tar.zst", &err), 0);
+		fclose(f);
+		char *plain = index_of(&t, &plain_len);
+		assert_int_equal(idx_len, plain_len);
+		assert_memory_equal(idx, plain, plain_len);
+		free(idx);
+		free(plain);
+		uint32_t order[64];
+		mem_obj m = {.p = z, .n = n};
+		/* in order: each unit from its own bytes, nothing dropped, no read */
+		for (uint32_t u = 0; u < ix->blocks; u++)
+			order[u] = u;
+		assert_int_equal(seq_order(&t, &m, ix, priv, order, ix->blocks), 0);
+		assert_int_equal(m.reads, 0);
+		/* backwards: every unit restarts the stream */
+		for (uint32_t u = 0; frames == 1 && u < ix->blocks; u++)
+			order[u] = ix->blocks - 1 - u;
+		if (frames == 1)
+			assert_true(seq_order(&t, &m, ix, priv, order, ix->blocks) > 0);
+		assert_true(frames > 1 || m.reads > 0);
+		/* a shuffled order */
+		uint64_t x = 12345;
+		for (uint32_t u = ix->blocks - 1; u > 0; u--) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			uint32_t k = (uint32_t)((x >> 33) % (u + 1)), tmp = order[u];
+			order[u] = order[k], order[k] = tmp;
+		}
+		assert_true(seq_order(&t, &m, ix, priv, order, 12) > 0);
+		rf_tar_format.close(ix, priv);
+		free(z);
+	}
+	free(t.p);
+}
+
+/* A sequential layout's stream damaged after the open: an error naming
+ * the shard and unit (the units before it sound), the state reset so
+ * that the next unit decodes from the stream's start; a stream whose end
+ * is missing (its second frame, a skippable frame in its place) ends early.
+ * The verifier walks such a layout through one state too. */
+static void test_compressed_seq_damage(void **state)
+{
+	(void)state;
+	tarbuf t = {0};
+	size_t half = 0;
+	tb_seq_dataset(&t, 50, &half);
+	size_t n, n1;
+	uint8_t *z = zs_frames(t.p, t.n, half, &n);
+	uint8_t *f1 = zs_frames(t.p, half, half, &n1); /* the first frame's length */
+	assert_memory_equal(f1, z, n1);
+	free(f1);
+	rf_shard_index *ix;
+	void *priv;
+	rf_error err = {0};
+	if (open_z("t.tar.zst", z, n, &ix, &priv, NULL, &err))
+		fail_msg("open: %s", err.msg);
+	assert_true(ix->sequential && ix->blocks >= 10);
+	/* the verifier: sound, then damaged */
+	mem_obj m = {.p = z, .n = n};
+	rf_verify_walk w = {.name = "t.tar.zst", .size = n, .read = mem_range, .read_ctx = &m};
+	if (rf_verify_run(&w, &err))
+		fail_msg("verify: %s", err.msg);
+	uint8_t *bad = malloc(n);
+	const char *cases[] = {"damaged", "cut"};
+	for (int c = 0; c < 2; c++) {
+		memcpy(bad, z, n);
+		if (c == 0) {
+			bad[n1 + (n - n1) / 2] ^= 0x5a; /* in the checksummed frame */
+		} else { /* the second frame skipped: its samples never come */
+			uint32_t len = (uint32_t)(n - n1 - 8);
+			memcpy(bad + n1, "\x50\x2a\x4d\x18", 4);
+			memcpy(bad + n1 + 4, &len, 4);
+		}
+		mem_obj mb = {.p = bad, .n = n};
+		void *st = NULL;
+		uint8_t *slab = malloc(ix->largest_block_decoded_bytes);
+		int rc = 0;
+		uint32_t u = 0;
+		for (; u < ix->blocks; u++) {
+			decoded d = {0};
+			rc = seq_unit(&mb, ix, priv, &st, u, slab, &d, NULL, &err);
+			if (rc)
+				break;
+			if (c == 1) /* damage may decode to other bytes before a check sees it */
+				seq_check(&t, ix, priv, u, &d);
+		}
+		if (rc != RF_E_CORRUPT)
+			fail_msg("%s: decode gave %d (%s)", cases[c], rc, err.msg);
+		assert_true(ix->block[u].offset + ix->block[u].compressed_bytes > n1);
+		char unit[32];
+		snprintf(unit, sizeof(unit), "unit %u", u);
+		if (!strstr(err.msg, "t.tar.zst") || !strstr(err.msg, unit))
+			fail_msg("%s: %s", cases[c], err.msg);
+		if (c == 1 && !strstr(err.msg, "ends early"))
+			fail_msg("%s: %s", cases[c], err.msg);
+		/* the state was reset: unit 0 of the sound stream decodes */
+		decoded d = {0};
+		if (seq_unit(&m, ix, priv, &st, 0, slab, &d, NULL, &err))
+			fail_msg("after %s: %s", cases[c], err.msg);
+		seq_check(&t, ix, priv, 0, &d);
+		/* continuing a unit the state has not begun is refused */
+		rf_fmt_more more = {.cap = SEQ_BUF, .again = true};
+		assert_int_equal(rf_tar_format.decode_seq(&st, ix, priv, 1, z, 0, 0, slab,
+		                                          ix->block[1].decoded_bytes, &d.r, &more,
+		                                          "t.tar.zst", &err),
+		                 -EINVAL);
+		rf_tar_format.seq_free(st);
+		free(slab);
+		/* the verifier names the damage */
+		w.read_ctx = &mb;
+		rc = rf_verify_run(&w, &err);
+		if (c == 0 && rc != RF_E_CORRUPT) /* (cut: a shorter tar, sound) */
+			fail_msg("verify %s: %d %s", cases[c], rc, err.msg);
+		assert_true(c == 1 || strstr(err.msg, "t.tar.zst"));
+		w.read_ctx = &m;
+	}
+	free(bad);
+	rf_tar_format.close(ix, priv);
+	/* cut short: the open itself finds the stream's end missing */
+	assert_true(open_z("t.tar.zst", z, n / 2, &ix, &priv, NULL, &err) < 0);
+	if (!strstr(err.msg, "t.tar.zst") || !strstr(err.msg, "ends early"))
+		fail_msg("cut: %s", err.msg);
+	free(z);
+	free(t.p);
+}
+
 /* ------------------------------------------------------ index files */
 
 /* A small dataset: metadata, a directory, long names, a missing field. */
@@ -1010,6 +1354,8 @@ int main(void)
 	    cmocka_unit_test(test_compressed),
 	    cmocka_unit_test(test_compressed_bounded),
 	    cmocka_unit_test(test_compressed_split),
+	    cmocka_unit_test(test_compressed_seq),
+	    cmocka_unit_test(test_compressed_seq_damage),
 	    cmocka_unit_test(test_index_same_layout),
 	    cmocka_unit_test(test_index_dali_text),
 	    cmocka_unit_test(test_index_hostile),

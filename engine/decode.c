@@ -141,11 +141,18 @@ static uint64_t rf_more_cap(const rf_engine *e, const rf_read *rd)
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
-	rf_unit_set(e, u, RF_U_DECODING);
-	e->ring.decoding++;
 	const rf_shard *sh = &e->shards[u->shard];
 	const rf_shard_index *ix = sh->index;
-	struct rf_seq_state *ss = ix->sequential ? rf_seq_take(e, u->shard) : NULL;
+	struct rf_seq_state *ss = NULL;
+	if (ix->sequential) { /* its own state after a MORE read, else a free one */
+		ss = u->seq_state ? &e->seqs.v[u->seq_state - 1] : rf_seq_take(e, u->shard);
+		if (!ss) { /* every one busy: waits until one is given back (rf_seq_wake) */
+			u->seq_wait = true;
+			return;
+		}
+	}
+	rf_unit_set(e, u, RF_U_DECODING);
+	e->ring.decoding++;
 	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->again};
 	rf_engine_unlock(e);
 	rf_error err = {0};
@@ -157,12 +164,9 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	    sh->fmt->field_names ? rf_unit_fields_at(sh, &ix->block[u->block]) : u->slab_bytes;
 	int rc = !slab ? rf_fail(&err, -ENOMEM, "shard %s: block %u: no memory for its slab",
 	                         sh->name, u->block)
-	         : ix->sequential
-	             ? (ss ? rf_decode_seq(ss, sh, u, dst_cap, &recs, &more, &err)
-	                   : rf_fail(&err, -EAGAIN, "shard %s: block %u: no stream decoder free",
-	                             sh->name, u->block))
-	             : sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
-	                               u->src_len, slab, dst_cap, &recs, sh->name, &err);
+	         : ss  ? rf_decode_seq(ss, sh, u, dst_cap, &recs, &more, &err)
+	               : sh->fmt->decode(dec, ix, sh->fmt_priv, u->block, u->read->buf + u->src_at,
+	                                 u->src_len, slab, dst_cap, &recs, sh->name, &err);
 	bool index_lies = false; /* the frame passed its checksum: re-reading cannot help */
 	if (rc == 0 && recs.records != ix->block[u->block].records)
 		rc = rf_fail(&err, RF_E_CORRUPT,
@@ -178,14 +182,19 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	rf_engine_lock(e);
 	e->st.decode_ns += t1 - t0;
 	e->ring.decoding--;
-	if (ss) {
-		ss->busy = false;
+	if (ss)
 		e->st.stream_skipped_bytes += more.skipped_bytes;
-	}
-	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err))
+	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err)) {
+		u->seq_state = (uint8_t)(ss - e->seqs.v + 1); /* kept for its next call */
+		ss->busy = true;
 		return;
+	}
 	if (rc == RF_FMT_MORE)
 		rc = err.code;
+	if (ss) {
+		ss->busy = false;
+		u->seq_state = 0;
+	}
 	u->again = false;
 	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
 		return;
@@ -223,7 +232,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	if (rd && --rd->units_left == 0)
 		rf_read_free(e, rd);
 	if (ix->sequential)
-		rf_seq_release_next(e, seq);
+		rf_seq_wake(e);
 	rf_frontier_advance(e);
 	rf_engine_wake_loop(e);
 }

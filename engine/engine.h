@@ -76,10 +76,12 @@ typedef struct rf_unit_slot {
 	uint32_t shard, block, records;
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
-	uint8_t rereads; /* re-reads after a failed checksum (<= retries) */
-	bool more;       /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;      /* sequential: the next decode continues after such a read */
-	bool seq_wait;   /* sequential: FETCHED, waiting for the unit before it to decode */
+	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
+	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
+	bool again;        /* sequential: the next decode continues after such a read */
+	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
+	                    * or for a free stream state */
+	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
@@ -529,9 +531,11 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u);
  * sequential shard's waiting for the unit before it (seq_wait). Returns
  * true when queued. */
 bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u);
-/* A sequential shard's unit `seq` is done (decoded or failed): queues the
- * next unit when it waited for this one. */
-void rf_seq_release_next(rf_engine *e, uint64_t seq);
+/* A sequential shard's unit is done (decoded or failed) or a stream state
+ * was given back: queues the waiting units that may go now. */
+void rf_seq_wake(rf_engine *e);
+/* Gives back the stream state u holds across its MORE reads (if any). */
+void rf_seq_state_put(rf_engine *e, rf_unit_slot *u);
 /* Advances frontier_seq over decoded (or skipped) units. */
 void rf_frontier_advance(rf_engine *e);
 /* Marks the stream's end (code RF_END) or error after the batches queued so

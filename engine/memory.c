@@ -188,15 +188,15 @@ static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
 		const rf_shard *s = &e->shards[i];
 		if (!s->index->sequential)
 			continue;
-		if (!s->fmt->decode_seq || !s->fmt->seq_free)
+		if (!s->fmt->decode_seq || !s->fmt->seq_free || !s->fmt->seq_state_bytes)
 			return rf_fail(err, -EINVAL,
 			               "shard %s: a sequential layout its format cannot decode",
 			               s->name);
-		most = RF_MAX(most, s->fmt->seq_state_bytes);
+		most = RF_MAX(most, s->fmt->seq_state_bytes(s->index, s->fmt_priv));
 	}
 	if (most == 0 || e->seqs.v)
 		return 0;
-	e->seqs.n = e->threads + 1;
+	e->seqs.n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
 	e->seqs.v = calloc(e->seqs.n, sizeof(*e->seqs.v));
 	if (!e->seqs.v)
 		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", e->seqs.n);

@@ -50,8 +50,9 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 			         msg ? msg : strerror((int)-res));
 			rf_unit_fail(e, u, (int)res, m);
 			u->read = NULL;
-			rf_seq_release_next(e, u->seq);
 		}
+		if (e->indexes[rd->shard]->sequential)
+			rf_seq_wake(e);
 		rf_read_free(e, rd);
 		e->coll.kick = true;
 		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
@@ -93,9 +94,11 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		rf_unit_fail(e, u, (int)res, m);
 		u->read = NULL;
 		u->more = u->again = false;
+		rf_seq_state_put(e, u);
 		if (--rd->units_left == 0)
 			rf_read_free(e, rd);
-		rf_seq_release_next(e, u->seq);
+		if (e->indexes[u->shard]->sequential)
+			rf_seq_wake(e);
 		e->coll.kick = true;
 	} else {
 		e->st.fetched_bytes += u->src_len;
@@ -383,12 +386,14 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	rf_engine_lock(e);
 }
 
-/* Reserves the bytes of a run of units and its read buffer; NULL (and
- * nothing reserved) when the budget or memory says no. mu held. */
-static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t dec, uint64_t headroom)
+/* Reserves the bytes of a run of units and its read buffer (at least
+ * buf_min bytes); NULL (and nothing reserved) when the budget or memory
+ * says no. mu held. */
+static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t buf_min, uint64_t dec,
+                                 uint64_t headroom)
 {
 	RF_MU_HELD(e);
-	uint64_t fetch_bytes = rf_pool_class_bytes(comp + e->read_align);
+	uint64_t fetch_bytes = rf_pool_class_bytes(RF_MAX(comp, buf_min) + e->read_align);
 	if (rf_budget_reserve(&e->budget, RF_MEM_FETCH, fetch_bytes, headroom + dec) < 0)
 		return NULL;
 	if (rf_budget_reserve(&e->budget, RF_MEM_DECODED, dec, headroom) < 0) {
@@ -447,17 +452,23 @@ static bool rf_sched_one(rf_engine *e)
 		return true;
 	}
 	uint64_t comp, dec;
+	/* a sequential unit's buffer also takes the reads its decoder asks for
+	 * (rf_more_queue): as large as its shard's largest unit, even for an
+	 * empty or small one, so that entering a stream takes few reads */
+	const rf_shard_index *ix = e->indexes[pu->shard];
+	uint64_t buf_min = ix->sequential ? ix->largest_block_compressed_bytes : 0;
 	uint32_t n = rf_run_length(e, limit, needed, RF_COALESCE_UNITS_MAX, &comp, &dec);
-	rf_read *rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+	rf_read *rd = rf_sched_reserve(e, comp, buf_min, dec, needed ? 0 : e->batch_worst_bytes);
 	while (!rd && n > 1 && !e->coll.final) { /* a shorter read may fit */
 		n = rf_run_length(e, limit, needed, n / 2, &comp, &dec);
-		rd = rf_sched_reserve(e, comp, dec, needed ? 0 : e->batch_worst_bytes);
+		rd = rf_sched_reserve(e, comp, buf_min, dec, needed ? 0 : e->batch_worst_bytes);
 	}
 	e->budget_blocked = !rd;
 	if (!rd) {
 		if (!e->coll.final)
-			rf_sched_no_budget(e, pu, needed,
-			                   rf_pool_class_bytes(comp + e->read_align) + dec);
+			rf_sched_no_budget(
+			    e, pu, needed,
+			    rf_pool_class_bytes(RF_MAX(comp, buf_min) + e->read_align) + dec);
 		return false;
 	}
 	e->host_wait_ns = 0;

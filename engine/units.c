@@ -181,6 +181,7 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
 		rf_pool_put_later(e, u->slab, u->slab_bytes);
 	}
+	rf_seq_state_put(e, u);
 	free(u->err_msg);
 	memset(u, 0, sizeof(*u));
 }
@@ -253,17 +254,28 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 
 /* ------------------------------------------------- sequential shards */
 
-/* A unit of a sequential shard decodes only after the unit before it in
- * the ring, when that one is of the same shard (its blocks are in order
- * there: plan.h): the stream's state goes from one to the next. */
+/* A unit of a sequential shard decodes only after the units before it in
+ * the ring of the same shard (its blocks are in order there: plan.h): the
+ * stream's state goes from one to the next. Looking back over that shard's
+ * units: one in flight blocks; one decoded from its bytes does not (it
+ * went after those before it); an unused boundary unit (decoded with
+ * nothing read) or a failed one is stepped over. */
 static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
-	if (!e->indexes[u->shard]->sequential || u->seq <= e->ring.tail_seq)
+	if (!e->indexes[u->shard]->sequential)
 		return false;
-	const rf_unit_slot *p = rf_slot(e, u->seq - 1);
-	return p->shard == u->shard &&
-	       (p->state == RF_U_READING || p->state == RF_U_FETCHED || p->state == RF_U_DECODING);
+	for (uint64_t s = u->seq; s-- > e->ring.tail_seq;) {
+		const rf_unit_slot *p = rf_slot(e, s);
+		if (p->shard != u->shard)
+			return false;
+		if (p->state == RF_U_READING || p->state == RF_U_FETCHED ||
+		    p->state == RF_U_DECODING)
+			return true;
+		if (p->state == RF_U_DECODED && p->slab)
+			return false;
+	}
+	return false;
 }
 
 bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u)
@@ -276,15 +288,26 @@ bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u)
 	return !u->seq_wait;
 }
 
-void rf_seq_release_next(rf_engine *e, uint64_t seq)
+void rf_seq_wake(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	if (seq + 1 >= e->sched.seq)
+	uint32_t n = 0;
+	for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
+		rf_unit_slot *u = rf_slot(e, s);
+		if (!u->seq_wait || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
+			continue;
+		u->seq_wait = false;
+		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		n++;
+	}
+	rf_engine_wake_workers(e, n);
+}
+
+void rf_seq_state_put(rf_engine *e, rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	if (!u->seq_state)
 		return;
-	rf_unit_slot *n = rf_slot(e, seq + 1);
-	if (!n->seq_wait || rf_seq_blocked(e, n))
-		return;
-	n->seq_wait = false;
-	e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = n->seq;
-	rf_engine_wake_workers(e, 1);
+	e->seqs.v[u->seq_state - 1].busy = false;
+	u->seq_state = 0;
 }

@@ -45,7 +45,7 @@ static int decode_unit(const uint8_t *z, size_t n, const rf_shard_index *ix, con
 	int rc = rf_fmt_decode_seq_with(&rf_tar_format, seq, ix, priv, u, z + b->offset,
 	                                b->compressed_bytes, b->offset, buf, SEQ_BUF, mem_read, &m,
 	                                slab, b->decoded_bytes, r, NULL, "fuzz.tar.zst", err);
-	FUZZ_CHECK(rf_tar_seq_held(*seq) <= rf_tar_format.seq_state_bytes);
+	FUZZ_CHECK(rf_tar_seq_held(*seq) <= rf_tar_format.seq_state_bytes(ix, priv));
 	return rc;
 }
 

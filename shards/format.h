@@ -271,7 +271,7 @@ typedef struct rf_format {
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 	/* Sequential layouts (rf_shard_index.sequential): decode then goes
 	 * through decode_seq, never decode. *state is the decoder state of one
-	 * stream (NULL at first: decode_seq allocates at most seq_state_bytes,
+	 * stream (NULL at first: decode_seq allocates at most seq_state_bytes(ix, priv),
 	 * which the caller has reserved; seq_free frees it). It serves any
 	 * unit of the shard whose layout it was first used with (the caller
 	 * frees it before giving it to another shard), in any order: a unit
@@ -288,7 +288,9 @@ typedef struct rf_format {
 	                  size_t dst_cap, rf_unit_records *out, rf_fmt_more *more, const char *name,
 	                  rf_error *err);
 	void (*seq_free)(void *state);
-	uint64_t seq_state_bytes; /* the most one decode_seq state holds */
+	/* the most one decode_seq state of this layout holds (a zstd stream's:
+	 * its window as the open met it, the carry, the scratch) */
+	uint64_t (*seq_state_bytes)(const rf_shard_index *ix, const void *priv);
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

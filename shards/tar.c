@@ -644,8 +644,12 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 		size_t naps = 0, ncps = 0;
 		rf_tar_ap *aps = rf_tar_stream_take_aps(t, &naps);
 		rf_tar_cp *cps = rf_tar_stream_take_cps(t, &ncps);
-		return build_layout(o, rf_tar_stream_scan(t), false, codec,
-		                    rf_tar_stream_decoded(t), aps, naps, cps, ncps, err);
+		rc = build_layout(o, rf_tar_stream_scan(t), false, codec, rf_tar_stream_decoded(t),
+		                  aps, naps, cps, ncps, err);
+		tar_layout *L = rc == RF_FMT_DONE ? o->priv : NULL;
+		if (L && L->seq) /* the stream's decoder as the open met it */
+			L->seq_bytes = rf_tar_seq_need(rf_tar_stream_zd_bytes(t));
+		return rc;
 	}
 	switch (o->step) {
 	case TAR_BEGIN: /* nothing allocated before a bound is declared */
@@ -851,7 +855,8 @@ static int tar_decode_seq(void **state, const rf_shard_index *ix, const void *pr
 	                     .span = span,
 	                     .last = u + 1 == ix->blocks,
 	                     .size = ix->file_bytes,
-	                     .decoded = L->decoded};
+	                     .decoded = L->decoded,
+	                     .state_max = L->seq_bytes};
 	int rc = rf_tar_seq_decode(state, &w, src, src_len, src_offset, dst, more, name, err);
 	if (rc != 0)
 		return rc;
@@ -859,6 +864,13 @@ static int tar_decode_seq(void **state, const rf_shard_index *ix, const void *pr
 	if (rc < 0)
 		rf_tar_seq_reset(*state);
 	return rc;
+}
+
+static uint64_t tar_seq_state_bytes(const rf_shard_index *ix, const void *priv)
+{
+	(void)ix;
+	const tar_layout *L = priv;
+	return L && L->seq ? L->seq_bytes : 0;
 }
 
 /* A scanned plain tar's layout is worth caching: the scan read the whole
@@ -885,5 +897,5 @@ const rf_format rf_tar_format = {
     .field_names = tar_field_names,
     .decode_seq = tar_decode_seq,
     .seq_free = rf_tar_seq_free,
-    .seq_state_bytes = RF_TAR_SEQ_STATE_BYTES,
+    .seq_state_bytes = tar_seq_state_bytes,
 };

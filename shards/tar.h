@@ -97,6 +97,7 @@ typedef struct tar_layout {
 	uint64_t *unit_out;  /* the decoded offset of unit u's first sample */
 	uint32_t *unit_span; /* unit u's decoded bytes */
 	bool seq;            /* a sequential .tar.zst: units decode through decode_seq */
+	uint64_t seq_bytes;  /* seq: what one decode_seq state holds at most */
 } tar_layout;
 
 /* What the scan's tables take (held between open steps). */
@@ -200,11 +201,11 @@ typedef struct rf_tar_seq_unit {
 	uint64_t start, span;
 	bool last;
 	uint64_t size, decoded;
+	uint64_t state_max; /* the most the state may hold (rf_format.seq_state_bytes) */
 } rf_tar_seq_unit;
 
-#define RF_TAR_SEQ_CARRY       (1u << 20)  /* compressed bytes kept between units */
-#define RF_TAR_SEQ_SCRATCH     (64u << 10) /* decoded bytes dropped at a time */
-#define RF_TAR_SEQ_STATE_BYTES (10u << 20) /* the most one state holds (seq_state_bytes) */
+#define RF_TAR_SEQ_CARRY   (1u << 20)  /* compressed bytes kept between units */
+#define RF_TAR_SEQ_SCRATCH (64u << 10) /* decoded bytes dropped at a time */
 /* rf_format.decode_seq's stream part: the unit's decoded bytes into
  * dst[0, span), through the stream state *state (made at the first call:
  * a zstd decoder of an 8 MiB window at most, a carry of compressed bytes,
@@ -215,10 +216,13 @@ int rf_tar_seq_decode(void **state, const rf_tar_seq_unit *w, const uint8_t *src
 /* Back to the stream's start (the next unit decodes from byte 0). */
 void rf_tar_seq_reset(void *state);
 void rf_tar_seq_free(void *state);
-/* What a state allocates now (tests: never more than seq_state_bytes),
- * and what it may allocate at most (checked at its first call). */
+/* What a state allocates now (never more than seq_state_bytes, checked
+ * after each call), and what one of a zstd decoder of `zd_bytes` holds
+ * (the open's decoder at its largest: the frames' windows). */
 uint64_t rf_tar_seq_held(const void *state);
-uint64_t rf_tar_seq_need(void);
+uint64_t rf_tar_seq_need(uint64_t zd_bytes);
+/* The open's zstd decoder at its largest (0 for gzip). */
+uint64_t rf_tar_stream_zd_bytes(const tar_stream *t);
 
 /* ------------------------------------------- index files (tar_index.c) */
 

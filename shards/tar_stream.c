@@ -41,6 +41,7 @@
 struct tar_stream {
 	int codec;
 	ZSTD_DStream *zd;
+	uint64_t zd_bytes; /* zd at its largest (the frames' windows) */
 	z_stream zs;
 	bool zs_live;
 	uint64_t consumed; /* compressed bytes the decompressor took */
@@ -145,6 +146,11 @@ rf_tar_ap *rf_tar_stream_take_aps(tar_stream *t, size_t *n)
 	t->aps = NULL;
 	t->aps_n = t->aps_cap = 0;
 	return a;
+}
+
+uint64_t rf_tar_stream_zd_bytes(const tar_stream *t)
+{
+	return t->zd_bytes;
 }
 
 rf_tar_cp *rf_tar_stream_take_cps(tar_stream *t, size_t *n)
@@ -459,6 +465,7 @@ static int decode_some(rf_fmt_open *o, tar_stream *t, const uint8_t *in, size_t 
 		*pos = ib.pos;
 		*made = ob.pos;
 		t->ended = r == 0 && ib.pos == ib.size && t->consumed == o->size;
+		t->zd_bytes = RF_MAX(t->zd_bytes, (uint64_t)ZSTD_sizeof_DStream(t->zd));
 		return cp_add(o, t, t->total + ob.pos, err);
 	}
 	t->zs.next_in = (Bytef *)(uintptr_t)(in + *pos);
@@ -739,10 +746,11 @@ typedef struct tar_seq {
 	bool frame_end; /* the last call ended a frame (and flushed it) */
 } tar_seq;
 
-uint64_t rf_tar_seq_need(void)
+/* A fresh decoder's buffers for the same frames match the open's; the
+ * margin covers its context's own bytes. */
+uint64_t rf_tar_seq_need(uint64_t zd_bytes)
 {
-	return sizeof(tar_seq) + RF_TAR_SEQ_CARRY + RF_TAR_SEQ_SCRATCH +
-	       ZSTD_estimateDStreamSize((size_t)1 << RF_TAR_ZSTD_WINDOW_LOG);
+	return sizeof(tar_seq) + RF_TAR_SEQ_CARRY + RF_TAR_SEQ_SCRATCH + zd_bytes + (64u << 10);
 }
 
 uint64_t rf_tar_seq_held(const void *state)
@@ -777,11 +785,6 @@ void rf_tar_seq_reset(void *state)
 
 static int seq_new(tar_seq **out, const char *name, rf_error *err)
 {
-	if (rf_tar_seq_need() > RF_TAR_SEQ_STATE_BYTES) /* another libzstd's sizes */
-		return rf_fail(err, -ENOMEM,
-		               "shard %s: a zstd stream state takes %llu bytes, more than the %u "
-		               "reserved for it",
-		               name, U64(rf_tar_seq_need()), RF_TAR_SEQ_STATE_BYTES);
 	tar_seq *q = calloc(1, sizeof(*q));
 	if (q) {
 		q->zd = ZSTD_createDStream();
@@ -950,6 +953,11 @@ int rf_tar_seq_decode(void **state, const rf_tar_seq_unit *w, const uint8_t *src
 		q->unit_live = true;
 	}
 	rc = seq_run(q, w, src, src_len, src_offset, dst, more, name, err);
+	if (rc >= 0 && rf_tar_seq_held(q) > w->state_max)
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: unit %u: its zstd stream's decoder holds %llu bytes, more "
+		             "than the %llu the open's did (a larger window: the object changed?)",
+		             name, w->u, U64(rf_tar_seq_held(q)), U64(w->state_max));
 	if (rc < 0)
 		rf_tar_seq_reset(q);
 	return rc;

@@ -7,8 +7,9 @@
 # (`zstd file` vs a pipe), locally, over nginx and over s3rver; a shuffled
 # order independent of threads, depth and budget; resume after every batch
 # exact; ranks equal and disjoint; hostile streams (truncated, a damaged
-# byte, decoding past the unit limit, a window larger than the decoder
-# takes) fail naming the shard; a .tar.gz past 32 MiB decoded reads as units
+# byte, a sample past the unit limit, a window larger than the decoder
+# takes) fail naming the shard (a .tar.zst past 32 MiB decoded reads:
+# cli_wds_zstd_stream.sh); a .tar.gz past 32 MiB decoded reads as units
 # from its access points (locally and over nginx, ranged). Counts and
 # digests only, never timing.
 set -euo pipefail
@@ -144,7 +145,7 @@ expect_fail() { # NAME WORDS...
 expect_fail cut.tar.gz "cut.tar.gz" "gzip stream ends early"
 expect_fail flip.tar.gz "shard $tmp/bad/flip.tar.gz: "
 expect_fail crc.tar.gz "crc.tar.gz" "gzip stream near compressed byte" "incorrect data check"
-expect_fail big.tar.zst "big.tar.zst" "decodes to more than 256 MiB"
+expect_fail big.tar.zst "big.tar.zst" "sample 'zeros' spans 300000768 bytes" "more than a read unit holds"
 expect_fail huge-sample.tar.gz "huge-sample.tar.gz" "sample 'zeros' spans 300000768 bytes" "more than a read unit holds"
 expect_fail long.tar.zst "long.tar.zst" "window is larger than 8 MiB"
 expect_fail junk.tgz "junk.tgz" "gzip stream"

@@ -60,7 +60,9 @@ static const char *layout_of(const char *path)
 		return "tar (gzip): the open decodes the stream once; past 32 MiB decoded, units "
 		       "from its access points, else one whole-shard unit";
 	if (ends_with(path, ".tar.zst") || ends_with(path, ".tar.zstd"))
-		return "tar (zstd): one whole-shard unit; the open decodes the stream once";
+		return "tar (zstd): the open decodes the stream once; past 32 MiB decoded, units "
+		       "decoded in order through one stream (a resume or a rank starting inside "
+		       "it re-decodes up to there), else one whole-shard unit";
 	if (ends_with(path, ".mds"))
 		return "mds: the shard's offset table";
 	return "mds (zstd): one whole-shard unit; the header from the decoded prefix";

@@ -14,17 +14,25 @@
  * rereads_max times per unit. The unit keeps its read (the buffer stays
  * alive) and its slab; reads_inflight counts it so the budget deadlock
  * check waits for it. Returns false when out of re-reads. mu held. */
+/* Hands u (its read set up) to the loop thread for another read into its
+ * buffer: a re-read, or the bytes its stream's decoder asked for. mu held. */
+static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	rf_unit_set(e, u, RF_U_READING);
+	e->sched.reads_inflight++;
+	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
+	rf_engine_wake_loop(e);
+}
+
 static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
 	if (u->rereads >= e->rereads_max || e->stop || !e->ring.rereads)
 		return false;
 	u->rereads++;
-	rf_unit_set(e, u, RF_U_READING);
 	e->st.rereads++;
-	e->sched.reads_inflight++;
-	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
-	rf_engine_wake_loop(e);
+	rf_reread_push(e, u);
 	return true;
 }
 
@@ -121,11 +129,8 @@ static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, r
 	u->src_at = 0;
 	u->src_len = (uint32_t)m->len;
 	u->more = u->again = true;
-	rf_unit_set(e, u, RF_U_READING);
 	e->st.stream_more_reads++;
-	e->sched.reads_inflight++;
-	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
-	rf_engine_wake_loop(e);
+	rf_reread_push(e, u);
 	return true;
 }
 

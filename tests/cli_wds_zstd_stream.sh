@@ -89,6 +89,9 @@ done
 skipped=$(rf_json "$tmp/res.json" stream_skipped_bytes)
 [ "$skipped" -gt $((decoded / 2)) ] && ok "the resume's cost is said: $skipped bytes" ||
 	bad "a resume at 36 of 48 samples re-decoded $skipped bytes"
+more=$(rf_json "$tmp/res.json" stream_more_reads)
+[ "$more" -gt 0 ] && ok "the resume read the stream's start again: $more reads its decoder asked for" ||
+	bad "a resume inside the stream asked for $more reads"
 
 : >"$tmp/ranks"
 for r in 0 1; do

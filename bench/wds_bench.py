@@ -163,7 +163,9 @@ def run_one(args):
             f"{where}/shard-{{000000..{args.shards - 1:06d}}}.tar"
         ds = RingfeedDataset(src, batch=args.batch, shuffle=False, threads=args.threads,
                              budget=args.budget)
-        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+        # the batch as the dataset gives it, as the other side's collate_fn
+        # does (batch_size=None would otherwise walk every dict: default_convert)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0, collate_fn=as_list)
     else:
         urls = [f"{where}/{n}" for n in shard_names(args)]
         dl = torch.utils.data.DataLoader(make_wds_dataset(urls), batch_size=args.batch,

@@ -185,6 +185,21 @@ grep -q "STALE .*shard-000002" "$tmp/stale2.out" || bad "index --check misses th
 rm "$tmp/stale/shard-000001.idx"
 "$cli" index --check "$tmp/stale" >"$tmp/miss.out" 2>/dev/null && bad "index --check passed a missing index"
 grep -q "MISSING .*shard-000001" "$tmp/miss.out" || bad "index --check does not name the missing index: $(cat "$tmp/miss.out")"
+# -o DIR with two tars of one basename: the second is refused, never written
+# over the first's index
+mkdir -p "$tmp/twin/a" "$tmp/twin/b" "$tmp/twin/o"
+cp "$tmp/ds/shard-000000.tar" "$tmp/twin/a/x.tar"
+cp "$tmp/ds/shard-000001.tar" "$tmp/twin/b/x.tar"
+if "$cli" index -o "$tmp/twin/o" "$tmp/twin/a/x.tar" "$tmp/twin/b/x.tar" >"$tmp/twin.out" 2>/dev/null; then
+	bad "index -o: two tars of one name both written"
+else
+	grep -q "FAILED $tmp/twin/b/x.tar" "$tmp/twin.out" && grep -q "same name" "$tmp/twin.out" &&
+		ok "index -o: the second tar of one name refused" || bad "twins: $(cat "$tmp/twin.out")"
+fi
+mkdir -p "$tmp/twin/ref"
+"$cli" index -o "$tmp/twin/ref" "$tmp/twin/a/x.tar" >/dev/null 2>&1 || bad "index of a/x.tar alone"
+cmp -s "$tmp/twin/o/x.idx" "$tmp/twin/ref/x.idx" && ok "index -o: the first tar's index kept" ||
+	bad "index -o: the first tar's index was written over"
 if "$cli" index "$RF_NGINX_URL/x/shard-000000.tar" >"$tmp/remote.out" 2>&1; then
 	bad "ringfeed index of a remote dataset without -o succeeded"
 else

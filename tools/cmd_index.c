@@ -46,7 +46,56 @@ typedef struct index_run {
 	const char *out_dir;
 	uint64_t shards, written, ok, stale, failed;
 	bool first_result;
+	/* -o DIR: the index files written so far, so that two tars of one
+	 * basename (in different directories or stores) are an error, not
+	 * one index silently written over the other's */
+	char **seen;
+	size_t seen_n, seen_cap; /* an open-addressed set, cap a power of 2 */
 } index_run;
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* Adds idx to the set: 1 when it was there already, 0 added, -1 no memory. */
+static int seen_add(index_run *r, char *idx)
+{
+	if (2 * (r->seen_n + 1) > r->seen_cap) {
+		size_t cap = r->seen_cap ? 2 * r->seen_cap : 64;
+		char **v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -1;
+		for (size_t i = 0; i < r->seen_cap; i++)
+			for (size_t k = r->seen[i] ? name_hash(r->seen[i]) & (cap - 1) : 0;
+			     r->seen[i]; k = (k + 1) & (cap - 1))
+				if (!v[k]) {
+					v[k] = r->seen[i];
+					break;
+				}
+		free(r->seen);
+		r->seen = v;
+		r->seen_cap = cap;
+	}
+	size_t k = name_hash(idx) & (r->seen_cap - 1);
+	for (; r->seen[k]; k = (k + 1) & (r->seen_cap - 1))
+		if (!strcmp(r->seen[k], idx))
+			return 1;
+	if (!(r->seen[k] = strdup(idx)))
+		return -1;
+	r->seen_n++;
+	return 0;
+}
+
+static void seen_free(index_run *r)
+{
+	for (size_t i = 0; i < r->seen_cap; i++)
+		free(r->seen[i]);
+	free(r->seen);
+}
 
 static bool is_remote(const char *name)
 {
@@ -123,6 +172,16 @@ static void one_shard(index_run *r, const rf_config *cfg, const rf_shard_ref *re
 	if (!idx) {
 		r->failed++;
 		result(r, tar, NULL, "FAILED", "out of memory");
+		return;
+	}
+	int dup = r->out_dir && !r->check ? seen_add(r, idx) : 0;
+	if (dup != 0) {
+		r->failed++;
+		result(r, tar, idx, "FAILED",
+		       dup < 0 ? "out of memory"
+		               : "another tar of this run has the same name: its index file in -o "
+		                 "DIR would be written over (index the two apart)");
+		free(idx);
 		return;
 	}
 	fprintf(stderr, "ringfeed index: %s %s\n", r->check ? "checking" : "writing", idx);
@@ -268,5 +327,6 @@ int cmd_index(int argc, char **argv)
 		       r.check ? "sound" : "written", (unsigned long long)r.stale,
 		       (unsigned long long)r.failed);
 	free(names);
+	seen_free(&r);
 	return r.stale || r.failed ? 1 : 0;
 }

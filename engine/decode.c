@@ -9,11 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A frame that fails its checksum may have been damaged in transit: the
- * loop thread reads the same range again into the same buffer, at most
- * rereads_max times per unit. The unit keeps its read (the buffer stays
- * alive) and its slab; reads_inflight counts it so the budget deadlock
- * check waits for it. Returns false when out of re-reads. mu held. */
 /* Hands u (its read set up) to the loop thread for another read into its
  * buffer: a re-read, or the bytes its stream's decoder asked for. mu held. */
 static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
@@ -25,6 +20,11 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
 	rf_engine_wake_loop(e);
 }
 
+/* A frame that fails its checksum may have been damaged in transit: the
+ * loop thread reads the same range again into the same buffer, at most
+ * rereads_max times per unit. The unit keeps its read (the buffer stays
+ * alive) and its slab; reads_inflight counts it so the budget deadlock
+ * check waits for it. Returns false when out of re-reads. mu held. */
 static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
@@ -62,8 +62,9 @@ static int rf_records_check(const rf_shard_index *ix, uint32_t block, const uint
 /* The decoder state for a unit of sequential shard `shard`: the one bound
  * to it when free, else the free one used longest ago, which forgets its
  * stream (a later unit of that shard restarts it: stream_skipped_bytes
- * says what that cost). There are threads + 1 states and at most `threads`
- * busy, so one is always free. mu held. */
+ * says what that cost). Busy: a worker decodes with it, or a unit holds it
+ * across its MORE reads. NULL when every one is busy (the unit waits for
+ * rf_seq_wake). mu held. */
 static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard)
 {
 	RF_MU_HELD(e);

@@ -63,6 +63,17 @@ static inline bool rf_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 	return !__builtin_mul_overflow(a, b, out);
 }
 
+/* 64-bit FNV-1a over n bytes, from h (RF_FNV_OFFSET to start): digests and
+ * file names, never anything an adversary must not collide. */
+#define RF_FNV_OFFSET 0xcbf29ce484222325ull
+static inline uint64_t rf_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* Opens a local file for reading without blocking on what is not a regular

@@ -98,20 +98,10 @@ bool rf_icache_cacheable(const rf_icache_key *k)
 	return key_serialise(k, key, sizeof(key)) > 0;
 }
 
-static uint64_t fnv1a64(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static void name_of(const char *key, size_t n, char name[RF_ICACHE_NAME_BYTES])
 {
 	snprintf(name, RF_ICACHE_NAME_BYTES, "%016llx" ENTRY_SUFFIX,
-	         (unsigned long long)fnv1a64(key, n));
+	         (unsigned long long)rf_fnv1a(RF_FNV_OFFSET, key, n));
 }
 
 int rf_icache_entry_name(const rf_icache_key *k, char name[RF_ICACHE_NAME_BYTES])

@@ -78,14 +78,6 @@ struct rf_inj_read {
 static const char *const rf_inj_fault_names[] = {"none", "I/O error", "connection reset",
                                                  "short read", "corruption"};
 
-static uint64_t rf_fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; s && *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
 /* Every decision of one attempt, from its key alone (see inject.h). */
 static void rf_inj_decide(rf_inj_read *r)
 {
@@ -354,7 +346,8 @@ static int inject_wrap(rf_fetch *f, rf_source *inner, const char *spec, rf_sourc
 	s->inner = inner;
 	s->loop = rf_fetch_loop(f);
 	s->spec = parsed;
-	s->name_key = rf_fnv1a(inner->name);
+	s->name_key =
+	    inner->name ? rf_fnv1a(RF_FNV_OFFSET, inner->name, strlen(inner->name)) : RF_FNV_OFFSET;
 	s->epoch_ns = rf_fetch_epoch_ns(f);
 	s->retries = RF_MIN(rf_fetch_opts(f)->retries, 1000u);
 	s->base.size = inner->size;

@@ -1,6 +1,7 @@
 /* testutil.c - see testutil.h. */
 #include "testutil.h"
 #include "ringfeed.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,10 +120,7 @@ int rf_test_exit_code(int failed)
 
 uint64_t rf_test_rec_id(const uint8_t *p, uint32_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ len;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
+	return rf_fnv1a(RF_FNV_OFFSET ^ len, p, len);
 }
 
 void rf_test_dataset_make(rf_test_dataset *d, const char *tag, uint32_t nshards, uint32_t records,

@@ -13,6 +13,7 @@
 #include "json.h"
 #include "loader_opts.h"
 #include "ringfeed.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -53,37 +54,34 @@ typedef struct index_run {
 	size_t seen_n, seen_cap; /* an open-addressed set, cap a power of 2 */
 } index_run;
 
-static uint64_t name_hash(const char *s)
+/* The slot of name in a set of cap slots: where it is, or the empty one
+ * where it goes. */
+static size_t seen_slot(char *const *v, size_t cap, const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
+	size_t k = rf_fnv1a(RF_FNV_OFFSET, name, strlen(name)) & (cap - 1);
+	while (v[k] && strcmp(v[k], name))
+		k = (k + 1) & (cap - 1);
+	return k;
 }
 
 /* Adds idx to the set: 1 when it was there already, 0 added, -1 no memory. */
-static int seen_add(index_run *r, char *idx)
+static int seen_add(index_run *r, const char *idx)
 {
-	if (2 * (r->seen_n + 1) > r->seen_cap) {
+	if (2 * (r->seen_n + 1) > r->seen_cap) { /* at most half full */
 		size_t cap = r->seen_cap ? 2 * r->seen_cap : 64;
 		char **v = calloc(cap, sizeof(*v));
 		if (!v)
 			return -1;
 		for (size_t i = 0; i < r->seen_cap; i++)
-			for (size_t k = r->seen[i] ? name_hash(r->seen[i]) & (cap - 1) : 0;
-			     r->seen[i]; k = (k + 1) & (cap - 1))
-				if (!v[k]) {
-					v[k] = r->seen[i];
-					break;
-				}
+			if (r->seen[i])
+				v[seen_slot(v, cap, r->seen[i])] = r->seen[i];
 		free(r->seen);
 		r->seen = v;
 		r->seen_cap = cap;
 	}
-	size_t k = name_hash(idx) & (r->seen_cap - 1);
-	for (; r->seen[k]; k = (k + 1) & (r->seen_cap - 1))
-		if (!strcmp(r->seen[k], idx))
-			return 1;
+	size_t k = seen_slot(r->seen, r->seen_cap, idx);
+	if (r->seen[k])
+		return 1;
 	if (!(r->seen[k] = strdup(idx)))
 		return -1;
 	r->seen_n++;

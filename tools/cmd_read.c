@@ -8,6 +8,7 @@
 #include "loader_opts.h"
 #include "ringfeed.h"
 #include "tar_out.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -60,16 +61,6 @@ static void rf_read_usage(FILE *f)
 	rf_cli_loader_help(f);
 }
 
-#define RF_FNV_OFFSET 0xcbf29ce484222325ull
-#define RF_FNV_PRIME  0x100000001b3ull
-
-static uint64_t rf_fnv(uint64_t h, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * RF_FNV_PRIME;
-	return h;
-}
-
 typedef struct rf_read_sum {
 	uint64_t records, bytes, digest;
 } rf_read_sum;
@@ -77,7 +68,7 @@ typedef struct rf_read_sum {
 static uint64_t rf_fnv_u32(uint64_t h, uint32_t v)
 {
 	uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-	return rf_fnv(h, le, 4);
+	return rf_fnv1a(h, le, 4);
 }
 
 /* A member KEY.FIELD of --output tar. */
@@ -114,8 +105,8 @@ static int rf_read_emit_samples(const rf_read_opts *o, const rf_batch *b, rf_rea
 		const char *key = b->keys + b->key_offsets[i];
 		size_t key_len = (size_t)(b->key_offsets[i + 1] - b->key_offsets[i]);
 		if (o->digest)
-			sum->digest = rf_fnv(rf_fnv_u32(sum->digest, (uint32_t)key_len),
-			                     (const uint8_t *)key, key_len);
+			sum->digest = rf_fnv1a(rf_fnv_u32(sum->digest, (uint32_t)key_len),
+			                       (const uint8_t *)key, key_len);
 		sum->records++;
 		for (uint32_t f = 0; f < b->fields; f++) {
 			const rf_batch_field *fd = &b->field[f];
@@ -123,10 +114,10 @@ static int rf_read_emit_samples(const rf_read_opts *o, const rf_batch *b, rf_rea
 			uint32_t len = (uint32_t)(fd->offsets[i + 1] - fd->offsets[i]);
 			if (o->digest) {
 				size_t nl = strlen(fd->name);
-				sum->digest = rf_fnv(rf_fnv_u32(sum->digest, (uint32_t)nl),
-				                     (const uint8_t *)fd->name, nl);
+				sum->digest = rf_fnv1a(rf_fnv_u32(sum->digest, (uint32_t)nl),
+				                       (const uint8_t *)fd->name, nl);
 				sum->digest = fd->present[i]
-				                  ? rf_fnv(rf_fnv_u32(sum->digest, len), p, len)
+				                  ? rf_fnv1a(rf_fnv_u32(sum->digest, len), p, len)
 				                  : rf_fnv_u32(sum->digest, UINT32_MAX);
 			}
 			if (!fd->present[i])
@@ -156,7 +147,7 @@ static int rf_read_emit(const rf_read_opts *o, const rf_batch *b, rf_read_sum *s
 		uint8_t le[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
 		                 (uint8_t)(len >> 24)};
 		if (o->digest)
-			sum->digest = rf_fnv(rf_fnv(sum->digest, le, 4), p, len);
+			sum->digest = rf_fnv1a(rf_fnv1a(sum->digest, le, 4), p, len);
 		sum->records++;
 		sum->bytes += len;
 		char key[32] = "";

@@ -163,18 +163,34 @@ static void rf_verify_teardown(rf_vsrc *v)
 	rf_loop_free(loop);
 }
 
-/* Opens ref's source, walks it, closes it: 0, RF_E_CORRUPT or an I/O error. */
-static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
-                         void (*report)(void *ctx, const rf_error *e), void *ctx,
-                         uint32_t max_reports, rf_error *e)
+/* Opens ref's source (v->src), waiting for it. */
+static int rf_vsrc_open(rf_vsrc *v, const rf_shard_ref *ref, rf_error *e)
 {
 	v->src = NULL;
 	v->w.done = false;
 	/* a listed size is checked, not trusted: the source finds the real one */
 	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
 	int rc = rf_source_open(v->fetch, ref->url, hint, &v->src, rf_fetch_wait_cb, &v->w, e);
-	if (rc == 0)
-		rc = rf_vsrc_wait(v, e);
+	return rc == 0 ? rf_vsrc_wait(v, e) : rc;
+}
+
+/* Closes the shard's source and the sidecar it read. */
+static void rf_vsrc_close(rf_vsrc *v)
+{
+	rf_source_close(v->src);
+	v->src = NULL;
+	rf_source_close(v->side);
+	v->side = NULL;
+	free(v->side_url);
+	v->side_url = NULL;
+}
+
+/* Opens ref's source, walks it, closes it: 0, RF_E_CORRUPT or an I/O error. */
+static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
+                         void (*report)(void *ctx, const rf_error *e), void *ctx,
+                         uint32_t max_reports, rf_error *e)
+{
+	int rc = rf_vsrc_open(v, ref, e);
 	if (rc == 0) {
 		rf_verify_walk w = {.name = rf_source_name(v->src),
 		                    .url = ref->url,
@@ -204,12 +220,7 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 		if (report && max_reports)
 			report(ctx, e);
 	}
-	rf_source_close(v->src);
-	v->src = NULL;
-	rf_source_close(v->side);
-	v->side = NULL;
-	free(v->side_url);
-	v->side_url = NULL;
+	rf_vsrc_close(v);
 	return rc;
 }
 
@@ -262,13 +273,14 @@ RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
 {
 	if (!cfg || !ref || !ref->url || !idx_path)
 		return rf_fail(err, -EINVAL, "rf_tar_index_build_ref: bad arguments");
+	size_t path = strcspn(ref->url, "?#"); /* as rf_tar_index_build: a plain tar's name */
+	if (path < 5 || memcmp(ref->url + path - 4, ".tar", 4) != 0)
+		return rf_fail(err, -EINVAL, "%s: not a .tar (an index is written for a plain tar)",
+		               ref->name ? ref->name : "shard");
 	rf_vsrc v = {0};
 	RF_TRY(rf_verify_setup(&v, cfg, err));
 	v.opt.tar_scan_only = true; /* an index already beside it is not read */
-	uint64_t hint = ref->listed ? UINT64_MAX : ref->size_hint;
-	int rc = rf_source_open(v.fetch, ref->url, hint, &v.src, rf_fetch_wait_cb, &v.w, err);
-	if (rc == 0)
-		rc = rf_vsrc_wait(&v, err);
+	int rc = rf_vsrc_open(&v, ref, err);
 	if (rc == 0) {
 		const char *name = rf_source_name(v.src);
 		rf_fmt_open o = {.url = ref->url,
@@ -277,19 +289,12 @@ RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
 		                 .opt = &v.opt,
 		                 .in_place = rf_tar_format.in_place};
 		rc = rf_format_open_with(&rf_tar_format, &o, rf_vsrc_fmt_read, &v, err);
-		if (rc == RF_FMT_DONE && rf_tar_format.cacheable &&
-		    !rf_tar_format.cacheable(o.priv))
-			rc = rf_fail(
-			    err, -EINVAL,
-			    "shard %s: not a plain .tar (an index file is for a plain tar)", name);
-		if (o.index)
-			rc = rc < 0 ? rc : rf_tar_index_save(o.index, o.priv, idx_path, name, err);
-		if (o.index)
+		if (rc == RF_FMT_DONE) {
+			rc = rf_tar_index_save(o.index, o.priv, idx_path, name, err);
 			rf_tar_format.close(o.index, o.priv);
+		}
 	}
-	rf_source_close(v.src);
-	rf_source_close(v.side);
-	free(v.side_url);
+	rf_vsrc_close(&v);
 	rf_verify_teardown(&v);
 	return rc < 0 ? rc : 0;
 }

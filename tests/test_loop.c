@@ -38,21 +38,44 @@ static void drain(rf_loop *loop)
 	assert_int_equal(rf_loop_pending(loop), 0);
 }
 
+/* A file of n bytes (byte i is i * mul + add) in a fresh directory, open
+ * for reading, and a loop: for the read tests. */
+typedef struct file_loop {
+	char *dir;
+	int fd;
+	rf_loop *loop;
+} file_loop;
+
+static file_loop file_loop_new(void *data, size_t n, unsigned mul, unsigned add)
+{
+	file_loop f = {.dir = rf_test_tmpdir("loop")};
+	char path[600];
+	snprintf(path, sizeof(path), "%s/f", f.dir);
+	for (size_t i = 0; i < n; i++)
+		((uint8_t *)data)[i] = (uint8_t)(i * mul + add);
+	assert_int_equal(rf_test_write_file(path, data, n), 0);
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(f.fd >= 0);
+	rf_error err = {0};
+	assert_int_equal(rf_loop_new(&f.loop, &err), 0);
+	return f;
+}
+
+static void file_loop_free(file_loop *f)
+{
+	rf_loop_free(f->loop);
+	close(f->fd);
+	rf_test_rmtree(f->dir);
+	free(f->dir);
+}
+
 static void test_read_file(void **state)
 {
 	(void)state;
-	char *dir = rf_test_tmpdir("loop");
-	char path[600];
-	snprintf(path, sizeof(path), "%s/f", dir);
 	char data[10000];
-	for (size_t i = 0; i < sizeof(data); i++)
-		data[i] = (char)(i * 7 + 3);
-	assert_int_equal(rf_test_write_file(path, data, sizeof(data)), 0);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	rf_loop *loop;
-	rf_error err = {0};
-	assert_int_equal(rf_loop_new(&loop, &err), 0);
+	file_loop f = file_loop_new(data, sizeof(data), 7, 3);
+	rf_loop *loop = f.loop;
+	int fd = f.fd;
 	char buf[3000];
 	hit h = {0};
 	int64_t id = rf_loop_read(loop, fd, buf, sizeof(buf), 5000, on_hit, &h);
@@ -71,10 +94,7 @@ static void test_read_file(void **state)
 	assert_int_equal(h2.res, 1000);
 	assert_int_equal(h3.res, -EBADF);
 	assert_int_equal(rf_loop_pending(loop), 0);
-	rf_loop_free(loop);
-	close(fd);
-	rf_test_rmtree(dir);
-	free(dir);
+	file_loop_free(&f);
 }
 
 static void test_timers_and_cancel(void **state)
@@ -360,18 +380,10 @@ static void test_drive(void **state)
 static void test_regions(void **state)
 {
 	(void)state;
-	char *dir = rf_test_tmpdir("loop");
-	char path[600];
-	snprintf(path, sizeof(path), "%s/f", dir);
 	uint8_t data[20000];
-	for (size_t i = 0; i < sizeof(data); i++)
-		data[i] = (uint8_t)(i * 13 + 1);
-	assert_int_equal(rf_test_write_file(path, data, sizeof(data)), 0);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	rf_loop *loop;
-	rf_error err = {0};
-	assert_int_equal(rf_loop_new(&loop, &err), 0);
+	file_loop f = file_loop_new(data, sizeof(data), 13, 1);
+	rf_loop *loop = f.loop;
+	int fd = f.fd;
 	static uint8_t mem[RF_LOOP_REGIONS_MAX + 1][8192];
 	assert_int_equal(rf_loop_region_find(loop, mem[0], 1), -1);
 	int idx = rf_loop_region_add(loop, mem[0], sizeof(mem[0]));
@@ -401,10 +413,7 @@ static void test_regions(void **state)
 			print_message(
 			    "RLIMIT_MEMLOCK refused region %u: the full table is not checked\n", i);
 			drain(loop);
-			rf_loop_free(loop);
-			close(fd);
-			rf_test_rmtree(dir);
-			free(dir);
+			file_loop_free(&f);
 			return;
 		}
 		assert_true(rc >= 0);
@@ -417,10 +426,7 @@ static void test_regions(void **state)
 	assert_int_equal(rf_loop_region_add(loop, NULL, 64), -EINVAL);
 	assert_int_equal(rf_loop_region_add(loop, mem[0], 0), -EINVAL);
 	drain(loop);
-	rf_loop_free(loop);
-	close(fd);
-	rf_test_rmtree(dir);
-	free(dir);
+	file_loop_free(&f);
 }
 
 int main(void)

@@ -174,7 +174,8 @@ static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 
 #define RF_DATASET_INDEX_BYTES_MAX (64ull << 20)
 
-static char *rf_remote_entry_url(const char *murl, const char *entry);
+static int rf_remote_entry_url(const char *murl, const char *entry, const char *where, char **out,
+                               rf_error *err);
 
 /* The format whose dataset index has the last component of name, or NULL. */
 static const rf_format *rf_index_format(const char *name)
@@ -202,7 +203,9 @@ static int rf_index_add(void *ctx, const char *basename, uint64_t size, rf_error
 	rf_index_ctx *c = ctx;
 	char *u = NULL;
 	if (c->remote) {
-		u = rf_remote_entry_url(c->index, basename);
+		char shown[RF_URL_BYTES_MAX];
+		rf_url_redact(c->index, shown, sizeof(shown));
+		RF_TRY(rf_remote_entry_url(c->index, basename, shown, &u, err));
 	} else {
 		const char *slash = strrchr(c->index, '/');
 		char *dir = slash ? strndup(c->index, (size_t)(slash - c->index) + 1) : strdup(".");
@@ -370,26 +373,41 @@ static bool rf_is_bucket_url(const char *url)
 	return !strncmp(url, "s3://", 5) || !strncmp(url, "gs://", 5);
 }
 
-/* An entry of the manifest at murl, resolved against it: a URL stays as it
- * is; "/path" is on the manifest's host (http) or bucket (s3://, gs://);
- * anything else is relative to the manifest's "directory". Never a local
- * path: a remote manifest names remote objects only. malloc'd. */
-static char *rf_remote_entry_url(const char *murl, const char *entry)
+/* An entry of the manifest (or dataset index) at murl, resolved against
+ * it: a store's URL (http, https, s3, gs) stays as it is; "/path" is on the
+ * manifest's host (http) or bucket (s3://, gs://); anything else is relative
+ * to the manifest's "directory". Never a local file: a remote manifest names
+ * objects on a store only, so file:// and every other scheme are refused
+ * (where names the manifest, redacted). *out is malloc'd. */
+static int rf_remote_entry_url(const char *murl, const char *entry, const char *where, char **out,
+                               rf_error *err)
 {
-	if (strstr(entry, "://"))
-		return strdup(entry);
-	const char *auth = strstr(murl, "://") + 3;
-	const char *root = auth + strcspn(auth, "/?#"); /* end of the authority (bucket) */
-	const char *q = murl + strcspn(murl, "?#");
-	const char *slash = q;
-	while (slash > root && *slash != '/')
-		slash--;
-	size_t keep = entry[0] == '/' ? (size_t)(root - murl) : (size_t)(slash - murl);
-	const char *rest = entry[0] == '/' ? entry + 1 : entry;
-	char *out = malloc(keep + 1 + strlen(rest) + 1);
-	if (out)
-		sprintf(out, "%.*s/%s", (int)keep, murl, rest);
-	return out;
+	*out = NULL;
+	if (strstr(entry, "://")) {
+		rf_url_scheme sc = rf_url_scheme_of(entry);
+		if (sc != RF_URL_HTTP && sc != RF_URL_HTTPS && sc != RF_URL_S3 && sc != RF_URL_GS) {
+			char shown[RF_URL_BYTES_MAX];
+			rf_url_redact(entry, shown, sizeof(shown));
+			return rf_fail(
+			    err, -EPERM,
+			    "%s: entry '%s' is not on a store (a remote manifest names "
+			    "only http(s)://, s3:// or gs:// objects, never local files)",
+			    where, shown);
+		}
+		*out = strdup(entry);
+	} else {
+		const char *auth = strstr(murl, "://") + 3;
+		const char *root = auth + strcspn(auth, "/?#"); /* end of the authority (bucket) */
+		const char *q = murl + strcspn(murl, "?#");
+		const char *slash = q;
+		while (slash > root && *slash != '/')
+			slash--;
+		size_t keep = entry[0] == '/' ? (size_t)(root - murl) : (size_t)(slash - murl);
+		const char *rest = entry[0] == '/' ? entry + 1 : entry;
+		if ((*out = malloc(keep + 1 + strlen(rest) + 1)))
+			sprintf(*out, "%.*s/%s", (int)keep, murl, rest);
+	}
+	return *out ? 0 : rf_fail(err, -ENOMEM, "out of memory for the shard list");
 }
 
 /* A manifest at a URL: fetched whole (at most 64 MiB), parsed like a local
@@ -408,9 +426,12 @@ static int rf_expand_remote_manifest(rf_shard_list *l, const rf_fetch_options *f
 	if (rc == 0 && m->count == 0)
 		rc = rf_fail(err, -ENOENT, "%s: manifest lists no shards", shown);
 	for (size_t i = 0; rc == 0 && i < m->count; i++) {
-		char *u = rf_remote_entry_url(url, m->entry[i].url);
-		rc = u ? rf_list_push(l, u, m->entry[i].bytes, err)
-		       : rf_fail(err, -ENOMEM, "out of memory for the shard list");
+		char *u = NULL, where[RF_URL_BYTES_MAX + 32];
+		snprintf(where, sizeof(where), "%s line %llu", shown,
+		         (unsigned long long)m->entry[i].line);
+		rc = rf_remote_entry_url(url, m->entry[i].url, where, &u, err);
+		if (rc == 0)
+			rc = rf_list_push(l, u, m->entry[i].bytes, err);
 		free(u);
 	}
 	rf_manifest_free(m);

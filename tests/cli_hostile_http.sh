@@ -79,4 +79,23 @@ expect_fail "one byte per second" "too slow" --retries 1 --low-speed-bytes-per-s
 grep -q "2 attempts" "$tmp/err" && ok "trickle: retried once, then failed" ||
 	bad "trickle attempts: $(cat "$tmp/err")"
 
+# A remote manifest names objects on a store, never local files: entries
+# with file:// (any case) or another scheme are refused naming the manifest's
+# line, and nothing local is read (a local shard would give the digest).
+for entry in "file://$tmp/ds/shard-000000.rfs" "FILE://$tmp/ds/shard-000000.rfs" \
+	"file:///etc/passwd" "ftp://127.0.0.1/x.rfs"; do
+	printf '# ringfeed manifest v1\n%s\t%s\t%s\n' "$entry" "$size" "$records" \
+		>"$RF_BAD_ROOT/$tag/local.rfm"
+	rc=0
+	timeout "$guard_s" "$cli" read --digest --retries 1 "$u/ok/$tag/local.rfm" \
+		>"$tmp/out" 2>"$tmp/err" || rc=$?
+	if [ $rc -eq 0 ]; then
+		bad "remote manifest naming '$entry' was read: $(tail -n 1 "$tmp/out")"
+	elif grep -q "local.rfm line 2: entry .* is not on a store" "$tmp/err"; then
+		ok "remote manifest naming '${entry%%://*}://...' refused: $(head -c 200 "$tmp/err")"
+	else
+		bad "remote manifest naming '$entry': $(cat "$tmp/err")"
+	fi
+done
+
 rf_checks_done

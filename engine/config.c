@@ -190,7 +190,10 @@ static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_e
 		return 0;
 	}
 	uint64_t v;
-	RF_TRY(rf_option_parse(o, value, &v, err));
+	if (i == RF_CFG_host_budget && !strcmp(value, "auto"))
+		v = RF_HOST_BUDGET_AUTO;
+	else
+		RF_TRY(rf_option_parse(o, value, &v, err));
 	cfg->num[i] = v;
 	return 0;
 }

@@ -32,7 +32,9 @@
 	X(tune_interval, SECONDS, "200ms", 10000000ull, 10000000000ull,                            \
 	  "controller interval: measure, decide the depth, write a trace line")                    \
 	X(trace, STR, "", 0, 0, "write one JSON line per controller interval to this file")        \
-	X(threads, U32, "0", 0, 256, "decode threads (0 = number of cores)")                       \
+	X(threads, U32, "0", 0, 256,                                                               \
+	  "decode threads (0: the CPUs this process may use, affinity and cgroup quota, divided "  \
+	  "by $LOCAL_WORLD_SIZE; 1..64)")                                                          \
 	X(seed, U64, "0", 0, UINT64_MAX, "shuffle seed")                                           \
 	X(epoch, U64, "0", 0, 1ull << 40, "first epoch")                                           \
 	X(epochs, U64, "1", 0, 1ull << 40, "epochs to deliver (0 = endless)")                      \
@@ -100,7 +102,8 @@
 	X(inject, STR, "", 0, 0, "fault injection spec (testing; else $RINGFEED_INJECT)")          \
 	X(host_budget, BYTES, "0", 0, 1ull << 50,                                                  \
 	  "if > 0: a byte budget shared by every loader on this host with the same "               \
-	  "host_budget_name (each loader's reservations need room in both budgets)")               \
+	  "host_budget_name (each loader's reservations need room in both budgets); auto: 25% "    \
+	  "of the memory this process may use (cgroup limit, else physical)")                      \
 	X(host_budget_name, STR, "default", 0, 0,                                                  \
 	  "name of the host budget: 1..64 of A-Z a-z 0-9 . _ - (/dev/shm/ringfeed-hb-NAME)")       \
 	X(host_loaders, U32, "0", 0, 256,                                                          \
@@ -130,7 +133,8 @@ typedef enum rf_config_key {
 	    RF_CFG_COUNT
 } rf_config_key;
 
-#define RF_CONFIG_URLS_MAX 1000000
+#define RF_CONFIG_URLS_MAX  1000000
+#define RF_HOST_BUDGET_AUTO UINT64_MAX /* host_budget=auto (engine/defaults.h) */
 
 struct rf_config {
 	uint32_t magic;

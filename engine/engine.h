@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "collate.h"
 #include "config.h"
+#include "defaults.h"
 #include "dio.h"
 #include "fields.h"
 #include "format.h"
@@ -178,6 +179,10 @@ typedef struct rf_engine {
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;
+	char threads_source[RF_DEFAULTS_SOURCE_BYTES]; /* where threads came from (defaults.c) */
+	char host_source[RF_DEFAULTS_SOURCE_BYTES];    /* the host budget's: "" when none */
+	char index_cache_off[256];                     /* "" or why the index cache is off */
+	bool index_cache_off_said;                     /* on stderr once (open phase) */
 	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
 	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
 	uint32_t reads_max;    /* reads in flight at most, needed ones too: half the loop's

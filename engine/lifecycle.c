@@ -339,10 +339,10 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_collate_check(&e->cp, err));
 	RF_TRY(rf_config_format_options(c, &e->fmt_opt, err));
 	RF_TRY(rf_open_check_batches(e, err));
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	e->threads = (uint32_t)rf_cfg(c, RF_CFG_threads);
-	if (e->threads == 0)
-		e->threads = (uint32_t)RF_MAX(1, RF_MIN(cores, 64));
+	rf_node_limits node;
+	rf_node_limits_read("", &node);
+	RF_TRY(rf_default_threads(c, &node, &e->threads, e->threads_source,
+	                          sizeof(e->threads_source), err));
 	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
 	e->skip_blocks_max = (uint32_t)rf_cfg(c, RF_CFG_skip_blocks);
 	e->skip_records_max = rf_cfg(c, RF_CFG_skip_records);

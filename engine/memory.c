@@ -86,13 +86,15 @@ static uint64_t rf_batch_worst(const rf_engine *e, uint32_t largest_record, uint
  * working set from it for the loader's life (see budget.h). */
 static int rf_open_host_budget(rf_engine *e, uint64_t floor_bytes, rf_error *err)
 {
-	uint64_t total = rf_cfg(e->cfg, RF_CFG_host_budget);
-	if (total == 0)
+	rf_node_limits node;
+	rf_host_defaults hd;
+	if (rf_cfg(e->cfg, RF_CFG_host_budget) == 0)
 		return 0;
-	const char *name = rf_cfg_str(e->cfg, RF_CFG_host_budget_name);
-	RF_TRY(rf_hostbudget_open(name ? name : "default", total, &e->host, err));
-	return rf_budget_attach_host(&e->budget, e->host, floor_bytes,
-	                             (uint32_t)rf_cfg(e->cfg, RF_CFG_host_loaders),
+	rf_node_limits_read("", &node);
+	RF_TRY(rf_default_host_budget(e->cfg, &node, &hd, err));
+	snprintf(e->host_source, sizeof(e->host_source), "%s", hd.source);
+	RF_TRY(rf_hostbudget_open(hd.name, hd.total_bytes, &e->host, err));
+	return rf_budget_attach_host(&e->budget, e->host, floor_bytes, hd.loaders,
 	                             RF_HOSTBUDGET_FLOOR_MS, err);
 }
 

@@ -303,6 +303,12 @@ static bool rf_open_cache_get(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
+	if (!e->open.icache && e->index_cache_off[0] && !e->index_cache_off_said &&
+	    s->fmt->sidecar_write && s->fmt->cache_tag) { /* the first shard it would serve */
+		e->index_cache_off_said = true;
+		fprintf(stderr, "ringfeed: %s (tar layouts are scanned again at each open)\n",
+		        e->index_cache_off);
+	}
 	if (!e->open.icache || o->no_cache || !s->fmt->sidecar_write || !s->fmt->cache_tag)
 		return false;
 	char v[RF_SOURCE_VALIDATOR_BYTES];
@@ -748,9 +754,11 @@ int rf_open_phase(rf_engine *e)
 	RF_TRY(rf_open_slots_new(e, open_max));
 	const char *dir = rf_config_index_cache_dir(e->cfg);
 	rf_error why = {0};
-	if (dir) /* a cache that cannot be used is no cache: the open goes on */
-		(void)rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0,
-		                     &e->open.icache, &why);
+	if (dir && /* a cache that cannot be used is no cache: the open goes on */
+	    rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0, &e->open.icache,
+	                   &why) < 0)
+		snprintf(e->index_cache_off, sizeof(e->index_cache_off), "%.255s",
+		         why.msg[0] ? why.msg : "cannot be opened");
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
 	rf_icache_close(e->open.icache);
 	e->open.icache = NULL;

@@ -63,6 +63,21 @@ static int rf_stats_json_skips(const rf_stats *s, char *buf, size_t cap)
 	return n;
 }
 
+/* Where the defaults came from, and why the index cache is off; written
+ * over the closing brace before it, ending with one. */
+static int rf_stats_json_defaults(const rf_stats *s, char *buf, size_t cap)
+{
+	char threads[6 * sizeof(s->threads_source) + 3],
+	    host[6 * sizeof(s->host_budget_source) + 3], icache[6 * sizeof(s->index_cache_off) + 3];
+	rf_json_quote(threads, sizeof(threads), s->threads_source);
+	rf_json_quote(host, sizeof(host), s->host_budget_source);
+	rf_json_quote(icache, sizeof(icache), s->index_cache_off);
+	return snprintf(buf, cap,
+	                ",\"threads_source\":%s,\"host_budget_source\":%s,"
+	                "\"index_cache_off\":%s}",
+	                threads, host, icache);
+}
+
 /* This rank's counts for the consumer's epoch. mu held. */
 static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 {
@@ -152,6 +167,9 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->index_cache_puts = e->open.cache_puts;
 	s->stream_skipped_bytes = e->st.stream_skipped_bytes;
 	s->stream_more_reads = e->st.stream_more_reads;
+	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
+	snprintf(s->host_budget_source, sizeof(s->host_budget_source), "%s", e->host_source);
+	snprintf(s->index_cache_off, sizeof(s->index_cache_off), "%s", e->index_cache_off);
 	s->direct_bytes = e->st.direct_bytes;
 	s->direct_refused_files = e->st.direct_refused;
 	s->fixed_reads = e->st.fixed_reads;
@@ -318,6 +336,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;
+	m = rf_stats_json_defaults(&s, buf + n - 1, cap - (size_t)n + 1);
+	if (m < 0 || (size_t)m >= cap - (size_t)n + 1)
+		return -ENOSPC;
+	n += m - 1;
 	/* The host budget's figures go last, inside the object. */
 	int h = rf_budget_host_json(&e->budget, buf + n - 1, cap - (size_t)n + 1);
 	return h < 0 ? h : n - 1 + h;

@@ -500,6 +500,12 @@ typedef struct rf_stats {
 	 * unit no rank of this one takes) */
 	uint64_t stream_skipped_bytes; /* decoded and dropped to reach a unit */
 	uint64_t stream_more_reads;    /* extra reads its decoder asked for */
+	/* where the node-aware defaults came from, and what is off */
+	char threads_source[160];     /* "set (threads=N)" or "C CPUs usable (affinity A, cgroup
+	                               * ... Q) / LOCAL_WORLD_SIZE L" */
+	char host_budget_source[160]; /* "" (no host budget), "set" or "auto: 25% of ...", with
+	                               * "; loaders L from LOCAL_WORLD_SIZE; name from the job" */
+	char index_cache_off[256];    /* "" or why the index cache is off (said once on stderr) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -672,6 +672,10 @@ static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
 	printf("  setup: consumer %.3f ms of work per batch, %u decode threads, budget %s%s%s\n",
 	       o->step_ms, s->threads, rf_mb(s->budget_bytes, a, 32),
 	       o->inject ? ", injected faults " : "", o->inject ? o->inject : "");
+	printf("  threads: %s%s%s\n", s->threads_source,
+	       s->host_budget_source[0] ? "; host budget: " : "", s->host_budget_source);
+	if (s->index_cache_off[0])
+		printf("  index cache: off: %s\n", s->index_cache_off);
 	rf_bench_text_rates(o, r);
 	rf_bench_text_depth(r);
 	rf_bench_text_memory(r);

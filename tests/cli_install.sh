@@ -18,6 +18,7 @@ cmake --install "$BUILD" --prefix "$T/prefix" >/dev/null
 libdir=$(ls -d "$T"/prefix/lib*/pkgconfig | head -1)
 libdir=${libdir%/pkgconfig}
 [ -f "$T/prefix/include/ringfeed.h" ] || fail "header not installed"
+cmp -s "$T/prefix/share/doc/ringfeed/LICENSE" "$SRC/LICENSE" || fail "LICENSE not installed"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 # The install prefix is not the configured one: the .pc must follow it.
 grep -q "^CMAKE_INSTALL_PREFIX:PATH=$T/prefix\$" "$BUILD/CMakeCache.txt" && fail "prefix not distinct"
@@ -77,6 +78,8 @@ grep -q "missing.rfs" "$T/err" || fail "missing shard error: $(cat "$T/err")"
 mkdir -p "$T/pkg"
 printf '%s\n' 'cmake_minimum_required(VERSION 3.18)' 'project(uses_ringfeed C)' \
 	'find_package(ringfeed 0.1 REQUIRED)' \
+	'if(NOT ringfeed_LICENSE STREQUAL "Apache-2.0")' \
+	'  message(FATAL_ERROR "ringfeed_LICENSE is ${ringfeed_LICENSE}")' 'endif()' \
 	"add_executable(consumer_shared \"$SRC/examples/consumer.c\")" \
 	'target_link_libraries(consumer_shared PRIVATE ringfeed::ringfeed)' \
 	"add_executable(consumer_static \"$SRC/examples/consumer.c\")" \

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define RF_NODE_PATH_BYTES   1024u
@@ -314,4 +315,31 @@ uint64_t rf_node_memory(const rf_node_limits *l)
 	if (l->mem_limit_bytes && l->mem_total_bytes)
 		return RF_MIN(l->mem_limit_bytes, l->mem_total_bytes);
 	return l->mem_limit_bytes ? l->mem_limit_bytes : l->mem_total_bytes;
+}
+
+int rf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	int rc = pthread_attr_init(&a);
+	if (rc != 0)
+		return rc;
+	rc = pthread_attr_setstacksize(&a, RF_THREAD_STACK_BYTES);
+	if (rc == 0)
+		rc = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return rc;
+}
+
+void rf_node_oom_hint(char *buf, size_t cap)
+{
+	struct rlimit r;
+	buf[0] = '\0';
+	if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+		return;
+	char b[24];
+	snprintf(buf, cap,
+	         " (the address-space limit RLIMIT_AS is %s: ringfeed maps about its budget "
+	         "plus 64 MiB of glibc malloc arena per thread and 2 MiB of stack per thread; "
+	         "raise the limit, or set MALLOC_ARENA_MAX=2 for the process)",
+	         rf_fmt_bytes((uint64_t)r.rlim_cur, b, sizeof(b)));
 }

@@ -9,6 +9,8 @@
 #ifndef RF_NODE_H
 #define RF_NODE_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define RF_NODE_LINE_BYTES 4096u  /* longer lines of /proc files are passed over */
@@ -33,5 +35,20 @@ void rf_node_limits_read(const char *root, rf_node_limits *out);
 uint32_t rf_node_cpus(const rf_node_limits *l);
 /* The memory it may use: min(cgroup limit, machine), 0 when neither is known. */
 uint64_t rf_node_memory(const rf_node_limits *l);
+
+/* Thread stacks the engine's threads get (they hold no large frames; curl
+ * and TLS run on the loop thread, the larger). Sanitizers' frames are larger. */
+#if defined(__SANITIZE_ADDRESS__) || defined(RF_SANITIZE)
+#define RF_THREAD_STACK_BYTES (8u << 20)
+#else
+#define RF_THREAD_STACK_BYTES (2u << 20)
+#endif
+/* pthread_create with an RF_THREAD_STACK_BYTES stack; 0 or the error number. */
+int rf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* Out of memory under an address-space limit: a sentence for the message
+ * naming RLIMIT_AS and what to do ("" when there is no such limit). */
+#define RF_NODE_HINT_BYTES 320u
+void rf_node_oom_hint(char *buf, size_t cap);
 
 #endif

@@ -109,7 +109,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 		e->shards[i].idx = i;
 	}
 	e->rereads_max = (uint32_t)rf_cfg(e->cfg, RF_CFG_retries);
-	int rc = pthread_create(&e->loop_thread, NULL, rf_sched_main, e);
+	int rc = rf_thread_start(&e->loop_thread, rf_sched_main, e);
 	if (rc != 0)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
 	e->loop_started = true;
@@ -291,7 +291,7 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	    rf_recycle_seed(e) < 0)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
-		int rc = pthread_create(&e->workers[i], NULL, rf_worker_main, e);
+		int rc = rf_thread_start(&e->workers[i], rf_worker_main, e);
 		if (rc != 0)
 			return rf_fail(err, -rc, "cannot start decode thread %u: %s", i,
 			               strerror(rc));

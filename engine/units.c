@@ -203,7 +203,10 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
 		return;
 	e->coll.final = true;
 	e->coll.final_code = code;
-	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s", msg ? msg : "");
+	char hint[RF_NODE_HINT_BYTES] = "";
+	if (code == -ENOMEM)
+		rf_node_oom_hint(hint, sizeof(hint));
+	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s%s", msg ? msg : "", hint);
 	rf_engine_wake_consumer(e);
 	rf_engine_wake_loop(e);
 }

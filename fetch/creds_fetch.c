@@ -108,6 +108,8 @@ int rf_creds_sts_start(rf_creds *c, rf_error *err)
 {
 	bool web = c->kind == K_WEB_IDENTITY;
 	char *token = NULL;
+	if (web && !c->token_file)
+		return rf_fail(err, -EINVAL, "web identity without a token file");
 	if (web)
 		RF_TRY(read_token_file(c->token_file, "web identity token", &token, err));
 	/* Sorted by name (SigV4 signs the body's hash, the order is ours). */

@@ -72,6 +72,16 @@ start creds3 $PY "$TS/creds_server.py" --ttl 3 "${creds_args[@]}"
 CR3=http://127.0.0.1:$port
 start creds0 $PY "$TS/creds_server.py" --ttl 0 "${creds_args[@]}"
 CR0=http://127.0.0.1:$port
+# Verifiers of static keys, as a profile holds them (one also wants a token).
+ST_AK=AKIARFSTATIC$$
+ST_SK=rf-static-secret-SECRET-$$
+ST_TOK=rf-static-session-SECRET-$$
+start s3static $PY "$TS/sigv4_server.py" --root "$tmp/root" --access-key "$ST_AK" \
+	--secret-key "$ST_SK" --bucket ringfeed
+S3STATIC=http://127.0.0.1:$port
+start s3tok $PY "$TS/sigv4_server.py" --root "$tmp/root" --access-key "$ST_AK" \
+	--secret-key "$ST_SK" --session-token "$ST_TOK" --bucket ringfeed
+S3TOK=http://127.0.0.1:$port
 
 # Many small blocks, so the read is many range requests spread over time.
 $PY -c 'import base64, os, sys; sys.stdout.buffer.write(base64.b64encode(os.urandom(786432)))' \
@@ -259,6 +269,57 @@ run noprofile "${files[@]}" AWS_PROFILE=nosuch -- "$URL"
 [ $rc != 0 ] && grep -q "AWS_PROFILE nosuch: no such profile in $tmp/home/credentials" \
 	"$tmp/noprofile.err" && ok "noprofile: a missing AWS_PROFILE is an error naming the files" ||
 	bad "noprofile: rc=$rc: $(tail -n 2 "$tmp/noprofile.err")"
+
+# 5b. Static keys in the shared files, the everyday setup, each against a
+#     verifier that checks the signature (and the session token): the
+#     default profile, AWS_PROFILE, keys only in the config file, the files
+#     elsewhere, a session token; a fake HOME each, and nothing else set.
+keys() { # [PROFILE-HEADER]: a profile with the static keys
+	printf '[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$1" "$ST_AK" "$ST_SK"
+}
+wrong() { # PROFILE-HEADER: a profile with keys the verifiers refuse
+	printf '[%s]\naws_access_key_id = AKIAWRONG\naws_secret_access_key = wrong\n' "$1"
+}
+static_ok() { # NAME: read_ok, and neither the static secret nor the token shown
+	read_ok "$1"
+	if grep -aqE "$ST_SK|$ST_TOK" "$tmp/$1.out" "$tmp/$1.err" "$tmp/$1.stats" \
+		"$tmp/$1.trace" 2>/dev/null; then
+		bad "$1: the profile's secret or token appears in the output"
+	else
+		ok "$1: the profile's secret and token appear nowhere"
+	fi
+}
+for h in def named cfg cfgdef elsewhere tok; do mkdir -p "$tmp/h_$h/.aws"; done
+keys default >"$tmp/h_def/.aws/credentials"
+run static_default HOME="$tmp/h_def" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_default
+{ wrong default; keys work; } >"$tmp/h_named/.aws/credentials"
+printf '[default]\nregion = us-east-1\n[profile work]\nregion = us-east-1\n' \
+	>"$tmp/h_named/.aws/config"
+run static_named HOME="$tmp/h_named" AWS_PROFILE=work -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_named
+{ wrong default; keys "profile work"; } >"$tmp/h_cfg/.aws/config"
+run static_config HOME="$tmp/h_cfg" AWS_PROFILE=work -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_config
+keys default >"$tmp/h_cfgdef/.aws/config"
+run static_config_default HOME="$tmp/h_cfgdef" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_config_default
+mkdir -p "$tmp/else"
+keys team >"$tmp/else/creds.ini"
+printf '[profile team]\nregion = us-east-1\n' >"$tmp/else/config.ini"
+wrong default >"$tmp/h_elsewhere/.aws/credentials" # not read: the variables win
+run static_elsewhere HOME="$tmp/h_elsewhere" AWS_SHARED_CREDENTIALS_FILE="$tmp/else/creds.ini" \
+	AWS_CONFIG_FILE="$tmp/else/config.ini" AWS_PROFILE=team -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_elsewhere
+{ keys default; printf 'aws_session_token = %s\n' "$ST_TOK"; } >"$tmp/h_tok/.aws/credentials"
+run static_token HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"
+static_ok static_token
+# the same profile without its token: the verifier that wants one refuses
+keys default >"$tmp/h_tok/.aws/credentials"
+run static_token_missing HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"
+[ $rc != 0 ] && grep -q "HTTP 403" "$tmp/static_token_missing.err" &&
+	ok "static_token_missing: without the profile's token the verifier refuses (it checks)" ||
+	bad "static_token_missing: rc=$rc: $(tail -n 2 "$tmp/static_token_missing.err")"
 
 # 6. A failing STS call names the source and the STS error, never the token.
 printf 'not-the-token\n' >"$tmp/badtok"

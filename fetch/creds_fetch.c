@@ -83,6 +83,7 @@ static int http_get(rf_creds *c, const char *what, const char *method, rf_error 
 	    .timeout_ms = imds ? 2 * RF_CREDS_IMDS_CONNECT_MS : FETCH_TIMEOUT_MS,
 	    .retries = imds && c->step == 0 ? -1 : 2,
 	    .uncounted = true,
+	    .credential = true,
 	};
 	c->headers[0] = c->header;
 	c->headers[1] = NULL;

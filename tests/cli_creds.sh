@@ -72,6 +72,14 @@ start creds3 $PY "$TS/creds_server.py" --ttl 3 "${creds_args[@]}"
 CR3=http://127.0.0.1:$port
 start creds0 $PY "$TS/creds_server.py" --ttl 0 "${creds_args[@]}"
 CR0=http://127.0.0.1:$port
+# The redirect checks: "other" logs all it receives (and answers 404); the
+# redirectors send every request there (307 and 302, any method).
+start other $PY "$TS/redirect_server.py" --log "$tmp/other.requests"
+OTHER=http://127.0.0.1:$port
+start r307 $PY "$TS/redirect_server.py" --redirect-to "$OTHER" --status 307
+R307=http://127.0.0.1:$port
+start r302 $PY "$TS/redirect_server.py" --redirect-to "$OTHER" --status 302
+R302=http://127.0.0.1:$port
 # Verifiers of static keys, as a profile holds them (one also wants a token).
 ST_AK=AKIARFSTATIC$$
 ST_SK=rf-static-secret-SECRET-$$
@@ -330,6 +338,45 @@ run webid_bad AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/badtok" \
 	! grep -q "not-the-token" "$tmp/webid_bad.err" &&
 	ok "webid_bad: fails naming web identity and InvalidIdentityToken" ||
 	bad "webid_bad: rc=$rc: $(tail -n 2 "$tmp/webid_bad.err")"
+
+# 6b. No credential request follows a redirect to another origin: STS (web
+#     identity: the token is in the POST body; AssumeRole: signed), the
+#     container endpoint (with and without its token), IMDSv2, and a signed
+#     S3 request. Each fails naming the redirect (without secrets), and the
+#     other host receives nothing at all.
+refused() { # NAME FROM-URL: failed, naming the refused redirect to $OTHER
+	if [ $rc != 0 ] && grep -q "redirect from $2 to $OTHER/[^ ]* (another host) refused" \
+		"$tmp/$1.err"; then
+		ok "$1: the redirect to another origin is refused and named"
+	else
+		bad "$1: rc=$rc: $(tail -n 2 "$tmp/$1.err")"
+	fi
+	if [ -e "$tmp/other.requests" ]; then
+		bad "$1: the other host received: $(head -c 300 "$tmp/other.requests" | tr '\n' ' ')"
+		grep -qaE "$WEBTOK|$CTOK|$SRC_AK|$ST_AK|WebIdentityToken" "$tmp/other.requests" &&
+			bad "$1: ... and a secret among it"
+		rm -f "$tmp/other.requests"
+	else
+		ok "$1: the other host received nothing"
+	fi
+	no_secrets "$1"
+}
+run redir_webid AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/webtok" \
+	AWS_ENDPOINT_URL_STS="$R307" -- "$URL"
+refused redir_webid "$R307"
+run redir_assume "${files[@]}" AWS_PROFILE=assume AWS_ENDPOINT_URL_STS="$R307" -- "$URL"
+refused redir_assume "$R307"
+run redir_container AWS_CONTAINER_CREDENTIALS_FULL_URI="$R302/container/v2/creds" -- "$URL"
+refused redir_container "$R302"
+run redir_container_tok AWS_CONTAINER_CREDENTIALS_FULL_URI="$R302/container/v2/creds" \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$tmp/ctok" -- "$URL"
+refused redir_container_tok "$R302"
+# IMDS is the last source: its failure is "nothing found", named in the 403
+run redir_imds AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="$R307" -- "$URL"
+refused redir_imds "$R307"
+run redir_s3 AWS_ACCESS_KEY_ID="$ST_AK" AWS_SECRET_ACCESS_KEY="$ST_SK" \
+	AWS_SESSION_TOKEN="$ST_TOK" -- --s3-endpoint "$R307" --retries 1 "$URL"
+refused redir_s3 "$R307"
 
 # 7. The chain finds nothing: anonymous, and the 403 says what was tried.
 run nothing -- "$URL"

@@ -322,6 +322,25 @@ static_ok static_elsewhere
 { keys default; printf 'aws_session_token = %s\n' "$ST_TOK"; } >"$tmp/h_tok/.aws/credentials"
 run static_token HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"
 static_ok static_token
+# what an unused profile holds fails nothing: a 5000-byte line, a 1.5 MiB
+# section, a line that is no setting (the used profile's keys still read)
+mkdir -p "$tmp/h_big/.aws"
+keys default >"$tmp/h_big/.aws/credentials"
+$PY - "$tmp/h_big/.aws/config" <<'PYEOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("[profile other]\nnote = %s\nnot a setting\n" % ("x" * 5000))
+    f.write("[profile huge]\n" + "".join("k%d = %s\n" % (i, "v" * 150) for i in range(10000)))
+    f.write("[default]\nregion = us-east-1\n")
+PYEOF
+run static_big_config HOME="$tmp/h_big" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_big_config
+# the same long line in the profile used is an error naming file, line and profile
+printf '[default]\nnote = %s\n' "$(head -c 17000 /dev/zero | tr '\0' x)" >"$tmp/h_big/.aws/config"
+run static_long_used HOME="$tmp/h_big" -- --s3-endpoint "$S3STATIC" "$URL"
+[ $rc != 0 ] && grep -q "AWS config file $tmp/h_big/.aws/config line 2 (profile default): a line longer than 16384 bytes" \
+	"$tmp/static_long_used.err" && ok "static_long_used: the used profile's long line is named" ||
+	bad "static_long_used: rc=$rc: $(tail -n 2 "$tmp/static_long_used.err")"
 # the same profile without its token: the verifier that wants one refuses
 keys default >"$tmp/h_tok/.aws/credentials"
 run static_token_missing HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"

@@ -1,12 +1,15 @@
 /* aws_config.c - the AWS shared credentials and config files (see
- * aws_config.h). One pass over the lines; every entry is one allocation of
- * key and value, kept in file order so the last of a repeated key wins. */
+ * aws_config.h). One streamed pass over the lines (fed in chunks, assembled
+ * in a bounded line buffer); the sections not kept are skipped without
+ * parsing their lines; every entry kept is one allocation of key and value,
+ * in file order so the last of a repeated key wins. */
 #include "aws_config.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +37,28 @@ typedef struct ini_parse {
 	rf_aws_ini *ini;
 	rf_aws_ini_kind kind;
 	const char *shown;
+	const char *const *keep; /* NULL: every section */
 	rf_error *err;
 	unsigned line;
-	int section;        /* -1: before any section, or a skipped one */
-	bool skipping;      /* inside a section the SDKs ignore */
-	char *sub;          /* the open sub-section's key, or NULL */
-	ini_entry *last;    /* the last top-level entry (continuations) */
-	size_t value_bytes; /* of every value: bounded by the file size */
+	int section;                    /* -1: before any section, or a skipped one */
+	bool skipping;                  /* inside a section not kept (or that the SDKs ignore) */
+	char *sub;                      /* the open sub-section's key, or NULL */
+	ini_entry *last;                /* the last top-level entry (continuations) */
+	uint64_t fed;                   /* bytes of the file so far */
+	size_t len;                     /* of the line in buf */
+	bool over;                      /* the line is longer than buf: only its start is in buf */
+	char name[NAME_BYTES_MAX + 16]; /* the open section's, for messages */
+	char buf[RF_AWS_INI_LINE_BYTES_MAX + 1]; /* the line being read */
 } ini_parse;
 
 static int bad(ini_parse *p, const char *what)
 {
-	return rf_fail(p->err, -EINVAL, "AWS %s file %.200s line %u: %s",
-	               p->kind == RF_AWS_INI_CONFIG ? "config" : "credentials", p->shown, p->line,
-	               what);
+	const char *file = p->kind == RF_AWS_INI_CONFIG ? "config" : "credentials";
+	if (p->section < 0)
+		return rf_fail(p->err, -EINVAL, "AWS %s file %.200s line %u: %s", file, p->shown,
+		               p->line, what);
+	return rf_fail(p->err, -EINVAL, "AWS %s file %.200s line %u (%s%.100s): %s", file, p->shown,
+	               p->line, strchr(p->name, ' ') ? "" : "profile ", p->name, what);
 }
 
 static void wipe_free(char *s)
@@ -122,6 +133,16 @@ static void section_name(rf_aws_ini_kind kind, const char *raw, char *out, size_
 	}
 }
 
+static bool kept(const char *const *keep, const char *name)
+{
+	if (!keep)
+		return true;
+	for (; *keep; keep++)
+		if (!strcmp(*keep, name))
+			return true;
+	return false;
+}
+
 static int open_section(ini_parse *p, char *line)
 {
 	char *close = strchr(line, ']');
@@ -139,10 +160,11 @@ static int open_section(ini_parse *p, char *line)
 	free(p->sub);
 	p->sub = NULL;
 	p->last = NULL;
-	p->skipping = !name[0];
+	p->skipping = !name[0] || !kept(p->keep, name);
 	p->section = -1;
 	if (p->skipping)
 		return 0;
+	snprintf(p->name, sizeof(p->name), "%s", name);
 	rf_aws_ini *ini = p->ini;
 	if ((p->section = find_section(ini, name)) >= 0)
 		return 0; /* a repeated section continues the first */
@@ -221,6 +243,13 @@ static int indented(ini_parse *p, char *line)
 	if (!p->last || p->sub)
 		return bad(p, "an indented line that continues nothing");
 	size_t old = strlen(p->last->value), add = strlen(line);
+	if (old + add + 1 > RF_AWS_INI_VALUE_BYTES_MAX) {
+		char what[96];
+		snprintf(what, sizeof(what),
+		         "a value longer than %u bytes (with its continuations)",
+		         RF_AWS_INI_VALUE_BYTES_MAX);
+		return bad(p, what);
+	}
 	char *v = realloc(p->last->value, old + add + 2);
 	if (!v)
 		return rf_fail(p->err, -ENOMEM, "out of memory reading %.200s", p->shown);
@@ -246,62 +275,176 @@ static int setting(ini_parse *p, char *line)
 	return 0;
 }
 
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 && *s != '\t')
+			return true;
+	return false;
+}
+
 static int parse_line(ini_parse *p, char *raw)
 {
 	bool indent = raw[0] == ' ' || raw[0] == '\t';
 	char *line = trim(raw);
 	if (!*line || *line == '#' || *line == ';')
 		return 0;
-	for (const char *c = line; *c; c++)
-		if ((unsigned char)*c < 0x20 && *c != '\t')
-			return bad(p, "a control character");
 	if (*line == '[' && !indent)
-		return open_section(p, line);
+		return has_control(line) ? bad(p, "a control character") : open_section(p, line);
 	if (p->skipping)
-		return 0;
+		return 0; /* a section not kept: whatever it holds */
+	if (has_control(line))
+		return bad(p, "a control character");
 	if (p->section < 0)
 		return bad(p, "a setting before any [section]");
 	return indent ? indented(p, line) : setting(p, line);
 }
 
-int rf_aws_ini_parse(const char *text, size_t len, rf_aws_ini_kind kind, const char *shown,
-                     rf_aws_ini **out, rf_error *err)
+/* A line longer than the buffer: only its start is there. A comment, or a
+ * line of a section not kept, is skipped; a section header cannot be (what
+ * follows it is unknown): an error, as is a long line of a kept section. */
+static int long_line(ini_parse *p)
 {
-	*out = NULL;
-	ini_parse p = {.kind = kind, .shown = shown, .err = err, .section = -1};
-	if (len > RF_AWS_INI_BYTES_MAX)
-		return rf_fail(err, -EFBIG, "AWS shared file %.200s is larger than %u bytes", shown,
-		               RF_AWS_INI_BYTES_MAX);
-	if (memchr(text, '\0', len))
-		return rf_fail(err, -EINVAL, "AWS shared file %.200s holds a NUL byte", shown);
-	if (!(p.ini = calloc(1, sizeof(*p.ini))))
-		return rf_fail(err, -ENOMEM, "out of memory reading %.200s", shown);
-	char line[RF_AWS_INI_LINE_BYTES_MAX + 1];
-	int rc = 0;
-	for (size_t at = 0; at < len && rc == 0;) {
-		const char *nl = memchr(text + at, '\n', len - at);
-		size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
-		p.line++;
-		if (n > RF_AWS_INI_LINE_BYTES_MAX) {
-			rc = bad(&p, "a line longer than 4096 bytes");
-			break;
+	const char *s = p->buf;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s == '#' || *s == ';')
+		return 0;
+	char what[96];
+	if (*s == '[' && s == p->buf) {
+		snprintf(what, sizeof(what), "a section header longer than %u bytes",
+		         RF_AWS_INI_LINE_BYTES_MAX);
+		return bad(p, what);
+	}
+	if (p->skipping)
+		return 0;
+	snprintf(what, sizeof(what), "a line longer than %u bytes", RF_AWS_INI_LINE_BYTES_MAX);
+	return bad(p, what);
+}
+
+static int end_line(ini_parse *p)
+{
+	size_t n = p->len;
+	bool over = p->over;
+	p->line++;
+	p->len = 0;
+	p->over = false;
+	p->buf[n] = '\0';
+	int rc;
+	if (over)
+		rc = long_line(p);
+	else if (memchr(p->buf, '\0', n)) /* a NUL: matters only where a line is read */
+		rc = p->skipping && p->buf[0] != '[' ? 0 : bad(p, "a NUL byte");
+	else
+		rc = parse_line(p, p->buf);
+	explicit_bzero(p->buf, n);
+	return rc;
+}
+
+/* Feeds the next bytes of the file; lines end at '\n'. */
+static int feed(ini_parse *p, const char *data, size_t n)
+{
+	p->fed += n;
+	if (p->fed > RF_AWS_INI_BYTES_MAX)
+		return rf_fail(p->err, -EFBIG, "AWS shared file %.200s is larger than %u bytes",
+		               p->shown, RF_AWS_INI_BYTES_MAX);
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t take = nl ? (size_t)(nl - data) : n;
+		size_t room = RF_AWS_INI_LINE_BYTES_MAX - p->len;
+		if (!p->over) {
+			memcpy(p->buf + p->len, data, RF_MIN(take, room));
+			p->len += RF_MIN(take, room);
+			p->over = take > room;
 		}
-		memcpy(line, text + at, n);
-		line[n] = '\0';
-		rc = parse_line(&p, line);
-		explicit_bzero(line, n);
-		at += n + (nl != NULL);
+		if (!nl)
+			return 0;
+		RF_TRY(end_line(p));
+		data += take + 1;
+		n -= take + 1;
 	}
-	free(p.sub);
-	if (rc < 0) {
-		rf_aws_ini_free(p.ini);
-		return rc;
-	}
-	*out = p.ini;
 	return 0;
 }
 
-int rf_aws_ini_load(const char *path, rf_aws_ini_kind kind, rf_aws_ini **out, rf_error *err)
+static int parse_begin(ini_parse *p, rf_aws_ini_kind kind, const char *shown,
+                       const char *const *keep, rf_error *err)
+{
+	memset(p, 0, offsetof(ini_parse, buf));
+	p->kind = kind;
+	p->shown = shown;
+	p->keep = keep;
+	p->err = err;
+	p->section = -1;
+	if (!(p->ini = calloc(1, sizeof(*p->ini))))
+		return rf_fail(err, -ENOMEM, "out of memory reading %.200s", shown);
+	return 0;
+}
+
+/* Ends the parse (rc: how the feeding went): *out, or everything freed. */
+static int parse_end(ini_parse *p, int rc, rf_aws_ini **out)
+{
+	if (rc == 0 && (p->len > 0 || p->over)) /* a last line without '\n' */
+		rc = end_line(p);
+	explicit_bzero(p->buf, sizeof(p->buf));
+	free(p->sub);
+	p->sub = NULL;
+	if (rc < 0) {
+		rf_aws_ini_free(p->ini);
+		return rc;
+	}
+	*out = p->ini;
+	return 0;
+}
+
+int rf_aws_ini_parse_only(const char *text, size_t len, rf_aws_ini_kind kind, const char *shown,
+                          const char *const *keep, rf_aws_ini **out, rf_error *err)
+{
+	*out = NULL;
+	if (len > RF_AWS_INI_BYTES_MAX)
+		return rf_fail(err, -EFBIG, "AWS shared file %.200s is larger than %u bytes", shown,
+		               RF_AWS_INI_BYTES_MAX);
+	ini_parse *p = malloc(sizeof(*p)); /* the line buffer: 16 KiB */
+	if (!p)
+		return rf_fail(err, -ENOMEM, "out of memory reading %.200s", shown);
+	int rc = parse_begin(p, kind, shown, keep, err);
+	if (rc == 0)
+		rc = parse_end(p, feed(p, text, len), out);
+	free(p);
+	return rc;
+}
+
+int rf_aws_ini_parse(const char *text, size_t len, rf_aws_ini_kind kind, const char *shown,
+                     rf_aws_ini **out, rf_error *err)
+{
+	return rf_aws_ini_parse_only(text, len, kind, shown, NULL, out, err);
+}
+
+#define LOAD_CHUNK_BYTES 16384
+
+/* Streams fd into the parse: the file is never held whole. */
+static int load_fd(ini_parse *p, int fd)
+{
+	char chunk[LOAD_CHUNK_BYTES];
+	int rc = 0;
+	for (;;) { /* bounded: feed refuses past RF_AWS_INI_BYTES_MAX */
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = rf_fail(p->err, -errno, "AWS shared file %.200s: %s", p->shown,
+			             strerror(errno));
+		if (n <= 0)
+			break;
+		rc = feed(p, chunk, (size_t)n);
+		explicit_bzero(chunk, (size_t)n);
+		if (rc < 0)
+			break;
+	}
+	return rc;
+}
+
+int rf_aws_ini_load(const char *path, rf_aws_ini_kind kind, const char *const *keep,
+                    rf_aws_ini **out, rf_error *err)
 {
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -309,30 +452,20 @@ int rf_aws_ini_load(const char *path, rf_aws_ini_kind kind, rf_aws_ini **out, rf
 		return rf_fail(err, -errno, "AWS shared file %.200s: %s", path, strerror(errno));
 	struct stat st;
 	int rc = 0;
-	char *buf = NULL;
+	ini_parse *p = NULL;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		rc = rf_fail(err, -EINVAL, "AWS shared file %.200s is not a regular file", path);
 	else if (st.st_size > RF_AWS_INI_BYTES_MAX)
 		rc = rf_fail(err, -EFBIG, "AWS shared file %.200s is larger than %u bytes", path,
 		             RF_AWS_INI_BYTES_MAX);
-	else if (!(buf = malloc((size_t)st.st_size + 1)))
+	else if (!(p = malloc(sizeof(*p))))
 		rc = rf_fail(err, -ENOMEM, "out of memory reading %.200s", path);
-	size_t got = 0;
-	while (rc == 0 && got < (size_t)st.st_size) { /* bounded by the size checked above */
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* shrank while read: parse what is there */
-		got += (size_t)n;
-	}
-	close(fd);
 	if (rc == 0)
-		rc = rf_aws_ini_parse(buf, got, kind, path, out, err);
-	if (buf) {
-		explicit_bzero(buf, got);
-		free(buf);
-	}
+		rc = parse_begin(p, kind, path, keep, err);
+	if (rc == 0)
+		rc = parse_end(p, load_fd(p, fd), out);
+	close(fd);
+	free(p);
 	return rc;
 }
 
@@ -390,16 +523,44 @@ static int shared_path(const char *env, const char *leaf, char **out, rf_error *
 	return 0;
 }
 
-static int load_optional(const char *path, rf_aws_ini_kind kind, rf_aws_ini **out, rf_error *err)
+static int load_optional(const char *path, rf_aws_ini_kind kind, const char *const *keep,
+                         rf_aws_ini **out, rf_error *err)
 {
 	*out = NULL;
 	if (!path)
 		return 0;
 	rf_error e2 = {0};
-	int rc = rf_aws_ini_load(path, kind, out, &e2);
+	int rc = rf_aws_ini_load(path, kind, keep, out, &e2);
 	if (rc == -ENOENT || rc == -ENOTDIR)
 		return 0;
 	return rc < 0 ? rf_fail(err, rc, "%s", e2.msg) : 0;
+}
+
+static int load_pair(rf_aws_shared *s, const char *const *keep, rf_error *err)
+{
+	rf_aws_ini_free(s->credentials);
+	rf_aws_ini_free(s->config);
+	s->credentials = s->config = NULL;
+	int rc =
+	    load_optional(s->credentials_path, RF_AWS_INI_CREDENTIALS, keep, &s->credentials, err);
+	return rc < 0 ? rc
+	              : load_optional(s->config_path, RF_AWS_INI_CONFIG, keep, &s->config, err);
+}
+
+/* The sections the profile points to (source_profile, services), kept by a
+ * second pass: keep[1..] are malloc'd, NULL when there is none. */
+static int pointed_to(const rf_aws_shared *s, char *keep[3], rf_error *err)
+{
+	const char *src = rf_aws_profile_get(s, s->profile, "source_profile");
+	const char *svc = rf_aws_profile_get(s, s->profile, "services");
+	int n = 1;
+	if (src && *src && strcmp(src, s->profile) && !(keep[n++] = strdup(src)))
+		return rf_fail(err, -ENOMEM, "out of memory");
+	if (svc && *svc && asprintf(&keep[n++], "services %s", svc) < 0) {
+		keep[n - 1] = NULL;
+		return rf_fail(err, -ENOMEM, "out of memory");
+	}
+	return n > 1;
 }
 
 int rf_aws_shared_load(const char *profile, rf_aws_shared *out, rf_error *err)
@@ -414,14 +575,18 @@ int rf_aws_shared_load(const char *profile, rf_aws_shared *out, rf_error *err)
 		                 &out->credentials_path, err);
 	if (rc == 0)
 		rc = shared_path("AWS_CONFIG_FILE", "config", &out->config_path, err);
+	char *keep[4] = {out->profile, NULL, NULL, NULL};
 	if (rc == 0)
-		rc = load_optional(out->credentials_path, RF_AWS_INI_CREDENTIALS, &out->credentials,
-		                   err);
+		rc = load_pair(out, (const char *const *)keep, err);
 	if (rc == 0)
-		rc = load_optional(out->config_path, RF_AWS_INI_CONFIG, &out->config, err);
+		rc = pointed_to(out, keep, err);
+	if (rc > 0)
+		rc = load_pair(out, (const char *const *)keep, err);
+	free(keep[1]);
+	free(keep[2]);
 	if (rc < 0)
 		rf_aws_shared_free(out);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 void rf_aws_shared_free(rf_aws_shared *s)

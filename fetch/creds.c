@@ -133,8 +133,11 @@ static int fetch_start(rf_creds *c, rf_error *err)
 	case K_CONTAINER:
 		rc = rf_creds_container_start(c, err);
 		break;
-	default:
+	case K_IMDS:
 		rc = rf_creds_imds_step(c, err);
+		break;
+	default:
+		rc = rf_fail(err, -EINVAL, "no credential source was picked to fetch from");
 		break;
 	}
 	if (rc < 0) {

@@ -83,6 +83,7 @@ static int http_get(rf_creds *c, const char *what, const char *method, rf_error 
 	    .timeout_ms = imds ? 2 * RF_CREDS_IMDS_CONNECT_MS : FETCH_TIMEOUT_MS,
 	    .retries = imds && c->step == 0 ? -1 : 2,
 	    .uncounted = true,
+	    .credential = true,
 	};
 	c->headers[0] = c->header;
 	c->headers[1] = NULL;
@@ -108,6 +109,8 @@ int rf_creds_sts_start(rf_creds *c, rf_error *err)
 {
 	bool web = c->kind == K_WEB_IDENTITY;
 	char *token = NULL;
+	if (web && !c->token_file)
+		return rf_fail(err, -EINVAL, "web identity without a token file");
 	if (web)
 		RF_TRY(read_token_file(c->token_file, "web identity token", &token, err));
 	/* Sorted by name (SigV4 signs the body's hash, the order is ours). */

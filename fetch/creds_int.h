@@ -26,7 +26,8 @@
 #define NO_OP (-1)
 
 typedef enum creds_kind {
-	K_WEB_IDENTITY = 0,
+	K_NONE = 0, /* nothing picked: a fetch of it is refused */
+	K_WEB_IDENTITY,
 	K_ASSUME_ROLE,
 	K_PROCESS,
 	K_CONTAINER,

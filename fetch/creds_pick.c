@@ -132,7 +132,8 @@ static int pick_assume_role(rf_creds *c, const rf_aws_shared *s, const char *whe
 	return creds_dup_to(&c->duration_s, dur && *dur ? dur : NULL, err);
 }
 
-/* 1 = picked (static keys in *v, or c->kind set), 0 = not configured. */
+/* 1 = a source to fetch from (c->kind set), 0 = the profile's static keys
+ * in *v, or nothing configured (*v untouched). */
 static int pick_profile_in(rf_creds *c, const rf_aws_shared *s, rf_creds_value *v, rf_error *err)
 {
 	const char *p = s->profile;
@@ -151,8 +152,8 @@ static int pick_profile_in(rf_creds *c, const rf_aws_shared *s, rf_creds_value *
 	if (arn && *arn)
 		return pick_assume_role(c, s, where, arn, err) < 0 ? -1 : 1;
 	int rc = profile_keys(s, p, v, err);
-	if (rc != 0)
-		return rc;
+	if (rc != 0) /* static keys: nothing to fetch (1 would fetch a kind never set) */
+		return rc < 0 ? rc : 0;
 	const char *cmd = rf_aws_profile_get(s, p, "credential_process");
 	if (!cmd || !*cmd)
 		return 0;
@@ -250,6 +251,9 @@ int rf_creds_pick(rf_creds *c, rf_creds_value *v, rf_error *err)
 	int rc = pick_web_identity(c, err);
 	if (rc == 0)
 		rc = pick_profile(c, v, err);
+	if (rc != 0 && v->access_key) /* a source and static keys at once: a bug */
+		rc = rf_fail(err, -EINVAL, "credential chain: static keys and %s both picked",
+		             c->source);
 	if (rc == 0 && v->access_key)
 		return 0;
 	if (rc == 0)

@@ -153,15 +153,16 @@ static int configure(rf_http *h, rf_http_xfer *x)
 /* --------------------------------------------------------- redirects */
 
 /* Follows x->redirect: the same transfer, queued first in line, for the URL
- * curl resolved from Location. No credential reaches another host (another
- * scheme, host or port): a signed (S3) request refuses the redirect, naming
- * both hosts; an unsigned one goes on without the URL's user:password (it
- * carries no other secret: custom headers are only ever S3's). Returns 0 when
- * queued, or a negative code with why set. */
+ * curl resolved from Location. No secret reaches another origin (scheme, host
+ * or port): a request that sends one (a credential request, S3 or STS
+ * signing, a POST/PUT body such as a web identity token, extra headers such
+ * as an authorization token) refuses the redirect, naming both (the target
+ * without userinfo or query); a plain GET goes on without the URL's
+ * user:password. Returns 0 when queued, or a negative code with why set. */
 static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 {
 	rf_http *h = x->h;
-	char from[300], to[300];
+	char from[300], to[300], shown[200];
 	if (rf_url_origin(x->url, from, sizeof(from)) < 0)
 		snprintf(from, sizeof(from), "%s", "(unparsable URL)");
 	if (rf_url_origin(x->redirect, to, sizeof(to)) < 0) {
@@ -175,18 +176,14 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 		return -EPROTO;
 	}
 	bool cross = strcmp(from, to) != 0;
-	if (cross && (x->req.sigv4 || x->req.headers)) {
+	bool secret = x->req.credential || x->req.sigv4 || x->req.headers || x->req.post;
+	if (cross && (secret || x->req.sign)) {
+		rf_url_redact(x->redirect, shown, sizeof(shown));
 		snprintf(why, cap,
-		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: a "
-		         "credential request follows no redirect to another host",
-		         x->status, from, to);
-		return -EPROTO;
-	}
-	if (cross && x->req.sign) {
-		snprintf(why, cap,
-		         "HTTP %ld redirect from %.80s to %.80s (another host) refused: S3 "
-		         "credentials never follow a redirect to another host",
-		         x->status, from, to);
+		         "HTTP %ld redirect from %.80s to %.150s (another host) refused: %s",
+		         x->status, from, shown,
+		         secret ? "a credential request follows no redirect to another origin"
+		                : "S3 credentials never follow a redirect to another origin");
 		return -EPROTO;
 	}
 	char *next = cross ? rf_url_without_userinfo(x->redirect) : strdup(x->redirect);

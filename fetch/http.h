@@ -48,8 +48,9 @@ typedef struct rf_http_request {
 	 * before the callback; kept by the caller until then */
 	char *validator;
 	size_t validator_cap;
-	/* Credential fetches (creds.c) also use these; such a request never
-	 * follows a redirect to another host when it has headers or sigv4. */
+	/* Credential fetches (creds.c) also use these. A request that is
+	 * credential, signed (sign, sigv4) or carries a body or extra headers
+	 * follows no redirect to another origin (scheme, host, port). */
 	const char *method;             /* NULL: by kind; else e.g. "PUT", "POST" */
 	const char *post;               /* request body (kept by the caller until the callback) */
 	size_t post_len;                /* of post */
@@ -60,6 +61,8 @@ typedef struct rf_http_request {
 	uint32_t timeout_ms;         /* 0: the client's */
 	int retries;                 /* 0: the client's; < 0: none; > 0: this many */
 	bool uncounted;              /* not a data request: left out of the counters */
+	bool credential;             /* a credential request (STS, container, IMDS): its answer, and
+	                              * what it sends, are secrets: same-origin redirects only */
 } rf_http_request;
 
 /* S3 signing settings (copied). All key fields NULL = anonymous; then

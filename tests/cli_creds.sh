@@ -72,6 +72,24 @@ start creds3 $PY "$TS/creds_server.py" --ttl 3 "${creds_args[@]}"
 CR3=http://127.0.0.1:$port
 start creds0 $PY "$TS/creds_server.py" --ttl 0 "${creds_args[@]}"
 CR0=http://127.0.0.1:$port
+# The redirect checks: "other" logs all it receives (and answers 404); the
+# redirectors send every request there (307 and 302, any method).
+start other $PY "$TS/redirect_server.py" --log "$tmp/other.requests"
+OTHER=http://127.0.0.1:$port
+start r307 $PY "$TS/redirect_server.py" --redirect-to "$OTHER" --status 307
+R307=http://127.0.0.1:$port
+start r302 $PY "$TS/redirect_server.py" --redirect-to "$OTHER" --status 302
+R302=http://127.0.0.1:$port
+# Verifiers of static keys, as a profile holds them (one also wants a token).
+ST_AK=AKIARFSTATIC$$
+ST_SK=rf-static-secret-SECRET-$$
+ST_TOK=rf-static-session-SECRET-$$
+start s3static $PY "$TS/sigv4_server.py" --root "$tmp/root" --access-key "$ST_AK" \
+	--secret-key "$ST_SK" --bucket ringfeed
+S3STATIC=http://127.0.0.1:$port
+start s3tok $PY "$TS/sigv4_server.py" --root "$tmp/root" --access-key "$ST_AK" \
+	--secret-key "$ST_SK" --session-token "$ST_TOK" --bucket ringfeed
+S3TOK=http://127.0.0.1:$port
 
 # Many small blocks, so the read is many range requests spread over time.
 $PY -c 'import base64, os, sys; sys.stdout.buffer.write(base64.b64encode(os.urandom(786432)))' \
@@ -260,6 +278,76 @@ run noprofile "${files[@]}" AWS_PROFILE=nosuch -- "$URL"
 	"$tmp/noprofile.err" && ok "noprofile: a missing AWS_PROFILE is an error naming the files" ||
 	bad "noprofile: rc=$rc: $(tail -n 2 "$tmp/noprofile.err")"
 
+# 5b. Static keys in the shared files, the everyday setup, each against a
+#     verifier that checks the signature (and the session token): the
+#     default profile, AWS_PROFILE, keys only in the config file, the files
+#     elsewhere, a session token; a fake HOME each, and nothing else set.
+keys() { # [PROFILE-HEADER]: a profile with the static keys
+	printf '[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$1" "$ST_AK" "$ST_SK"
+}
+wrong() { # PROFILE-HEADER: a profile with keys the verifiers refuse
+	printf '[%s]\naws_access_key_id = AKIAWRONG\naws_secret_access_key = wrong\n' "$1"
+}
+static_ok() { # NAME: read_ok, and neither the static secret nor the token shown
+	read_ok "$1"
+	if grep -aqE "$ST_SK|$ST_TOK" "$tmp/$1.out" "$tmp/$1.err" "$tmp/$1.stats" \
+		"$tmp/$1.trace" 2>/dev/null; then
+		bad "$1: the profile's secret or token appears in the output"
+	else
+		ok "$1: the profile's secret and token appear nowhere"
+	fi
+}
+for h in def named cfg cfgdef elsewhere tok; do mkdir -p "$tmp/h_$h/.aws"; done
+keys default >"$tmp/h_def/.aws/credentials"
+run static_default HOME="$tmp/h_def" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_default
+{ wrong default; keys work; } >"$tmp/h_named/.aws/credentials"
+printf '[default]\nregion = us-east-1\n[profile work]\nregion = us-east-1\n' \
+	>"$tmp/h_named/.aws/config"
+run static_named HOME="$tmp/h_named" AWS_PROFILE=work -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_named
+{ wrong default; keys "profile work"; } >"$tmp/h_cfg/.aws/config"
+run static_config HOME="$tmp/h_cfg" AWS_PROFILE=work -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_config
+keys default >"$tmp/h_cfgdef/.aws/config"
+run static_config_default HOME="$tmp/h_cfgdef" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_config_default
+mkdir -p "$tmp/else"
+keys team >"$tmp/else/creds.ini"
+printf '[profile team]\nregion = us-east-1\n' >"$tmp/else/config.ini"
+wrong default >"$tmp/h_elsewhere/.aws/credentials" # not read: the variables win
+run static_elsewhere HOME="$tmp/h_elsewhere" AWS_SHARED_CREDENTIALS_FILE="$tmp/else/creds.ini" \
+	AWS_CONFIG_FILE="$tmp/else/config.ini" AWS_PROFILE=team -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_elsewhere
+{ keys default; printf 'aws_session_token = %s\n' "$ST_TOK"; } >"$tmp/h_tok/.aws/credentials"
+run static_token HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"
+static_ok static_token
+# what an unused profile holds fails nothing: a 5000-byte line, a 1.5 MiB
+# section, a line that is no setting (the used profile's keys still read)
+mkdir -p "$tmp/h_big/.aws"
+keys default >"$tmp/h_big/.aws/credentials"
+$PY - "$tmp/h_big/.aws/config" <<'PYEOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("[profile other]\nnote = %s\nnot a setting\n" % ("x" * 5000))
+    f.write("[profile huge]\n" + "".join("k%d = %s\n" % (i, "v" * 150) for i in range(10000)))
+    f.write("[default]\nregion = us-east-1\n")
+PYEOF
+run static_big_config HOME="$tmp/h_big" -- --s3-endpoint "$S3STATIC" "$URL"
+static_ok static_big_config
+# the same long line in the profile used is an error naming file, line and profile
+printf '[default]\nnote = %s\n' "$(head -c 17000 /dev/zero | tr '\0' x)" >"$tmp/h_big/.aws/config"
+run static_long_used HOME="$tmp/h_big" -- --s3-endpoint "$S3STATIC" "$URL"
+[ $rc != 0 ] && grep -q "AWS config file $tmp/h_big/.aws/config line 2 (profile default): a line longer than 16384 bytes" \
+	"$tmp/static_long_used.err" && ok "static_long_used: the used profile's long line is named" ||
+	bad "static_long_used: rc=$rc: $(tail -n 2 "$tmp/static_long_used.err")"
+# the same profile without its token: the verifier that wants one refuses
+keys default >"$tmp/h_tok/.aws/credentials"
+run static_token_missing HOME="$tmp/h_tok" -- --s3-endpoint "$S3TOK" "$URL"
+[ $rc != 0 ] && grep -q "HTTP 403" "$tmp/static_token_missing.err" &&
+	ok "static_token_missing: without the profile's token the verifier refuses (it checks)" ||
+	bad "static_token_missing: rc=$rc: $(tail -n 2 "$tmp/static_token_missing.err")"
+
 # 6. A failing STS call names the source and the STS error, never the token.
 printf 'not-the-token\n' >"$tmp/badtok"
 run webid_bad AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/badtok" \
@@ -269,6 +357,45 @@ run webid_bad AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/badtok" \
 	! grep -q "not-the-token" "$tmp/webid_bad.err" &&
 	ok "webid_bad: fails naming web identity and InvalidIdentityToken" ||
 	bad "webid_bad: rc=$rc: $(tail -n 2 "$tmp/webid_bad.err")"
+
+# 6b. No credential request follows a redirect to another origin: STS (web
+#     identity: the token is in the POST body; AssumeRole: signed), the
+#     container endpoint (with and without its token), IMDSv2, and a signed
+#     S3 request. Each fails naming the redirect (without secrets), and the
+#     other host receives nothing at all.
+refused() { # NAME FROM-URL: failed, naming the refused redirect to $OTHER
+	if [ $rc != 0 ] && grep -q "redirect from $2 to $OTHER/[^ ]* (another host) refused" \
+		"$tmp/$1.err"; then
+		ok "$1: the redirect to another origin is refused and named"
+	else
+		bad "$1: rc=$rc: $(tail -n 2 "$tmp/$1.err")"
+	fi
+	if [ -e "$tmp/other.requests" ]; then
+		bad "$1: the other host received: $(head -c 300 "$tmp/other.requests" | tr '\n' ' ')"
+		grep -qaE "$WEBTOK|$CTOK|$SRC_AK|$ST_AK|WebIdentityToken" "$tmp/other.requests" &&
+			bad "$1: ... and a secret among it"
+		rm -f "$tmp/other.requests"
+	else
+		ok "$1: the other host received nothing"
+	fi
+	no_secrets "$1"
+}
+run redir_webid AWS_ROLE_ARN=$ROLE AWS_WEB_IDENTITY_TOKEN_FILE="$tmp/webtok" \
+	AWS_ENDPOINT_URL_STS="$R307" -- "$URL"
+refused redir_webid "$R307"
+run redir_assume "${files[@]}" AWS_PROFILE=assume AWS_ENDPOINT_URL_STS="$R307" -- "$URL"
+refused redir_assume "$R307"
+run redir_container AWS_CONTAINER_CREDENTIALS_FULL_URI="$R302/container/v2/creds" -- "$URL"
+refused redir_container "$R302"
+run redir_container_tok AWS_CONTAINER_CREDENTIALS_FULL_URI="$R302/container/v2/creds" \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$tmp/ctok" -- "$URL"
+refused redir_container_tok "$R302"
+# IMDS is the last source: its failure is "nothing found", named in the 403
+run redir_imds AWS_EC2_METADATA_DISABLED=false AWS_EC2_METADATA_SERVICE_ENDPOINT="$R307" -- "$URL"
+refused redir_imds "$R307"
+run redir_s3 AWS_ACCESS_KEY_ID="$ST_AK" AWS_SECRET_ACCESS_KEY="$ST_SK" \
+	AWS_SESSION_TOKEN="$ST_TOK" -- --s3-endpoint "$R307" --retries 1 "$URL"
+refused redir_s3 "$R307"
 
 # 7. The chain finds nothing: anonymous, and the 403 says what was tried.
 run nothing -- "$URL"

@@ -21,13 +21,16 @@ PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-hostbudget-XXXXXX")
 name=clihb-$$
 killpid=""
+pids=() # run_three's ranks: a failed check exits while others still run
 cleanup() {
 	[ -z "$killpid" ] || kill -9 "$killpid" 2>/dev/null || true
+	[ ${#pids[@]} -eq 0 ] || kill -9 "${pids[@]}" 2>/dev/null || true
 	rm -rf "$T"
 	rm -f "/dev/shm/ringfeed-hb-$name" "/dev/shm/ringfeed-hb-$name-kill" \
 		"/dev/shm/ringfeed-hb-$name-trunc" "/dev/shm/ringfeed-hb-$name-regrow"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM # the EXIT trap then runs (CTest kills on timeout)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok   $*"; }
 
@@ -54,7 +57,8 @@ done
 run_three() {
 	local tag=$1
 	shift
-	local pids=() r
+	local r
+	pids=()
 	for r in 0 1 2; do
 		"$CLI" read --digest "$T/ds" "${O[@]}" --rank $r --host-budget 10MiB \
 			--host-budget-name "$name" --inject latency=1ms --stats "$T/stats.$r" "$@" \
@@ -66,6 +70,7 @@ run_three() {
 		cmp -s "$T/want.$r" "$T/got.$r" ||
 			fail "$tag: rank $r delivered $(cat "$T/got.$r"), alone: $(cat "$T/want.$r")"
 	done
+	pids=()
 	ok "$tag: 3 ranks on one host budget deliver what each delivers alone"
 	$PY - "$T" $((10 << 20)) $((16 << 20)) <<'PYEOF'
 import json, sys

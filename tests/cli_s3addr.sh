@@ -29,29 +29,40 @@ SECRET=rf-addr-secret/0123456789abcdef
 BKT=rfaddr
 DOTS=rf.dots.bucket
 
-# start_verifier NAME REGION [ARGS...]: prints the port
+# start_verifier NAME REGION [ARGS...]: its port in $port. Called in this
+# shell, never in $(...): a subshell's EXIT trap is not this script's (and
+# bash execs a subshell's last command, so its trap never ran), which left
+# every verifier running after the test.
 start_verifier() {
-	local name=$1 region=$2
+	local name=$1 region=$2 pid
 	shift 2
 	mkdir -p "$tmp/$name/$BKT" "$tmp/$name/$DOTS"
 	python3 "$src/tests/servers/sigv4_server.py" --root "$tmp/$name" --port 0 \
 		--port-file "$tmp/$name.port" --access-key "$ACCESS" --secret-key "$SECRET" \
 		--region "$region" "$@" >"$tmp/$name.log" 2>&1 &
-	echo $! >"$tmp/$name.pid"
-	rf_at_exit "kill $(cat "$tmp/$name.pid") 2>/dev/null || true"
+	pid=$!
+	rf_at_exit "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
 	for _ in $(seq 100); do
 		[ -s "$tmp/$name.port" ] && break
 		sleep 0.1
 	done
-	cat "$tmp/$name.port"
+	[ -s "$tmp/$name.port" ] || {
+		cat "$tmp/$name.log" >&2
+		echo "FAIL: verifier $name did not start" >&2
+		exit 1
+	}
+	port=$(cat "$tmp/$name.port")
 }
 stat_of() { # PORT NAME: a counter of a verifier
 	curl -sf "http://127.0.0.1:$1/_stats" | python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', 0))"
 }
 
-s3port=$(start_verifier s3 eu-west-3)
-gsport=$(start_verifier gs auto)
-rport=$(start_verifier redir eu-west-3 --redirect-unsigned)
+start_verifier s3 eu-west-3
+s3port=$port
+start_verifier gs auto
+gsport=$port
+start_verifier redir eu-west-3 --redirect-unsigned
+rport=$port
 
 head -c 300000 /dev/urandom >"$tmp/data.bin"
 "$cli" pack --from fixed:1000 --block-size 32KiB --shard-size 100000 "$tmp/data.bin" -o "$tmp/ds" >/dev/null

@@ -2,10 +2,13 @@
  * input: STS XML, container / IMDS / credential_process JSON, ISO 8601
  * times, credential_process command lines, and when a refresh is due. */
 #include "creds.h"
+#include "creds_int.h"
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define STS_OK(root, creds)                                                                        \
 	"<" root "Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><" root "Result>"   \
@@ -188,12 +191,54 @@ static void test_refresh_delay(void **state)
 	assert_true(rf_creds_refresh_delay_ms(t0, t0, t0 - 5) == 500);
 }
 
+/* A profile's static keys are the answer itself: the picker returns 0 with
+ * the keys (nothing to fetch), not 1 ("fetch kind 0" once fetched web
+ * identity with no token file). */
+static void test_pick_static_keys(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/rf-creds-pick-XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/credentials", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[work]\naws_access_key_id = AKWORK\naws_secret_access_key = SKWORK\n"
+	      "aws_session_token = TKWORK\n",
+	      f);
+	fclose(f);
+	static const char *const unset[] = {"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+	                                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+	                                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"};
+	for (size_t i = 0; i < sizeof(unset) / sizeof(*unset); i++)
+		unsetenv(unset[i]);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+	setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+	setenv("AWS_PROFILE", "work", 1);
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	rf_creds c = {.s3_region = "us-east-1", .fd = -1};
+	rf_creds_value v = {0};
+	rf_error err = {0};
+	assert_int_equal(rf_creds_pick(&c, &v, &err), 0);
+	assert_int_equal(c.kind, K_NONE);
+	assert_string_equal(v.access_key, "AKWORK");
+	assert_string_equal(v.secret_key, "SKWORK");
+	assert_string_equal(v.session_token, "TKWORK");
+	assert_null(c.token_file);
+	rf_creds_value_wipe(&v);
+	unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+	unsetenv("AWS_CONFIG_FILE");
+	unsetenv("AWS_PROFILE");
+	unsetenv("AWS_EC2_METADATA_DISABLED");
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sts),           cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_time),          cmocka_unit_test(test_command),
-	    cmocka_unit_test(test_refresh_delay),
+	    cmocka_unit_test(test_refresh_delay), cmocka_unit_test(test_pick_static_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

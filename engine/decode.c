@@ -144,6 +144,33 @@ static uint64_t rf_more_cap(const rf_engine *e, const rf_read *rd)
 	return RF_MIN(cap, (uint64_t)UINT32_MAX);
 }
 
+/* A unit whose stored bytes failed: true when they are the bytes that
+ * failed before its last re-read (a local file's, or a store's that
+ * answers the same): damage at rest, which another re-read cannot mend.
+ * A sequential unit's buffer holds its decoder's last request: never
+ * compared. */
+static bool rf_reread_same(rf_unit_slot *u, bool sequential)
+{
+	if (sequential)
+		return false;
+	uint64_t sum = rf_fnv1a(RF_FNV_OFFSET, u->read->buf + u->src_at, u->src_len);
+	u->same_bytes = u->rereads > 0 && sum == u->failed_sum;
+	u->failed_sum = sum;
+	return u->same_bytes;
+}
+
+/* What the re-reads of a failed unit showed, after its error. */
+static void rf_reread_note(const rf_unit_slot *u, rf_error *err)
+{
+	size_t l = strlen(err->msg);
+	if (u->same_bytes)
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+		         " (the same bytes on re-read: not damage in transit)");
+	else if (u->rereads)
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+		         " (still after %u re-reads, each with other bytes)", u->rereads);
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -202,16 +229,13 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		u->seq_state = 0;
 	}
 	u->again = false;
-	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
+	if (rc == RF_E_CORRUPT && !index_lies && !rf_reread_same(u, ss != NULL) &&
+	    rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
-		if (u->rereads) {
-			size_t l = strlen(err.msg);
-			snprintf(err.msg + l, sizeof(err.msg) - l, " (still after %u re-reads)",
-			         u->rereads);
-		}
+		rf_reread_note(u, &err);
 		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;

@@ -76,12 +76,14 @@ typedef struct rf_unit_slot {
 	uint32_t shard, block, records;
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
-	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
-	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;        /* sequential: the next decode continues after such a read */
-	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
-	                    * or for a free stream state */
-	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
+	uint8_t rereads;     /* re-reads after a failed checksum (<= retries) */
+	bool same_bytes;     /* a re-read gave the bytes that failed again: no more */
+	uint64_t failed_sum; /* rf_fnv1a of the stored bytes that failed last */
+	bool more;           /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
+	bool again;          /* sequential: the next decode continues after such a read */
+	bool seq_wait;       /* sequential: FETCHED, waiting for the unit before it to decode,
+	                      * or for a free stream state */
+	uint8_t seq_state;   /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
@@ -135,6 +137,10 @@ typedef struct rf_shard {
 	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
+	/* the skip policy's blocks of this shard in epoch skipped_epoch
+	 * (collation.c, mu held): all of them is an error, not a skip */
+	uint32_t skipped_blocks;
+	uint64_t skipped_epoch;
 } rf_shard;
 
 /* A record the collator located, for a filler to copy. */

@@ -141,6 +141,7 @@ typedef struct rf_shard {
 	 * (collation.c, mu held): all of them is an error, not a skip */
 	uint32_t skipped_blocks;
 	uint64_t skipped_epoch;
+	bool cache_dropped; /* its layout's index cache entry was dropped (decode.c, mu held) */
 } rf_shard;
 
 /* A record the collator located, for a filler to copy. */
@@ -384,6 +385,7 @@ typedef struct rf_engine {
 		uint64_t register_refused; /* read buffers the kernel would not register */
 		uint64_t rereads;          /* ranges read again after failing a checksum */
 		uint64_t stream_skipped_bytes, stream_more_reads; /* sequential shards */
+		uint64_t index_cache_stale_drops; /* entries a decode contradicted (decode.c) */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 		double lat_ms[RF_LATENCY_SAMPLES];

@@ -500,6 +500,10 @@ typedef struct rf_stats {
 	 * unit no rank of this one takes) */
 	uint64_t stream_skipped_bytes; /* decoded and dropped to reach a unit */
 	uint64_t stream_more_reads;    /* extra reads its decoder asked for */
+	/* index cache entries dropped because a unit contradicted the layout
+	 * they gave (the shard changed under the same key): the next open
+	 * scans those shards again */
+	uint64_t index_cache_stale_drops;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

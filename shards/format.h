@@ -274,6 +274,10 @@ typedef struct rf_format {
 	 * sidecar's want: the open then checks them as it checks the file's. */
 	int (*sidecar_write)(const rf_shard_index *ix, const void *priv, FILE *out,
 	                     const char *name, rf_error *err);
+	/* True when priv's layout came from the index cache's entry (what
+	 * sidecar_write wrote), not from a scan or an index file: a unit that
+	 * contradicts it makes the engine drop the entry. NULL: never. */
+	bool (*layout_cached)(const void *priv);
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 	/* Sequential layouts (rf_shard_index.sequential): decode then goes

@@ -81,7 +81,8 @@ static int pieces_read(void *ctx, uint8_t *buf, size_t cap, size_t *got, rf_erro
 {
 	(void)err;
 	pieces *r = ctx;
-	*got = RF_MIN(RF_MIN(cap, r->left), 1 + (r->calls++ * 7) % 13);
+	size_t piece = 1 + (r->calls++ * 7) % 13; /* RF_MIN evaluates twice */
+	*got = RF_MIN(RF_MIN(cap, r->left), piece);
 	memcpy(buf, r->p, *got);
 	r->p += *got;
 	r->left -= *got;

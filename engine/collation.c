@@ -206,6 +206,30 @@ static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
 	return b;
 }
 
+/* The skip policy leaves out a damaged block, never a whole shard: a skip
+ * that would leave out every block of u's shard in this epoch is refused
+ * (the stream fails naming the shard: a stale layout, a truncated or
+ * rewritten shard, not a bad block). mu held. */
+static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u)
+{
+	RF_MU_HELD(e);
+	rf_shard *sh = &e->shards[u->shard];
+	if (sh->skipped_epoch != e->coll.epoch) {
+		sh->skipped_epoch = e->coll.epoch;
+		sh->skipped_blocks = 0;
+	}
+	if (sh->skipped_blocks + 1 < sh->index->blocks)
+		return false;
+	char m[RF_ERROR_MSG_BYTES];
+	snprintf(m, sizeof(m),
+	         "shard %s: every one of its %u block(s) failed; the skip policy leaves out "
+	         "damaged blocks, never a whole shard: %s",
+	         sh->name, sh->index->blocks, u->err_msg ? u->err_msg : "failed");
+	free(u->err_msg);
+	u->err_msg = strdup(m);
+	return true;
+}
+
 /* The skip policy: unit u failed and its first record is needed at
  * stream position pos. Within the epoch's bounds it is skipped (its records are left
  * out of their batches, every position stays where it was); the count is
@@ -214,7 +238,7 @@ static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
 static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 {
 	RF_MU_HELD(e);
-	if (e->skip_blocks_max == 0)
+	if (e->skip_blocks_max == 0 || rf_coll_skip_whole_shard(e, u))
 		return false;
 	bool counted = e->coll.epoch == e->resume_epoch && e->resume_pos > 0 &&
 	               rf_unit_first_pos(e, u) < e->resume_pos;
@@ -224,6 +248,7 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 		return false;
 	e->coll.skip_blocks = blocks;
 	e->coll.skip_records = records;
+	e->shards[u->shard].skipped_blocks++;
 	rf_skip *s = &e->coll.skip_log[e->coll.skips++ % RF_SKIP_LOG];
 	*s = (rf_skip){.shard = u->shard,
 	               .block = u->block,

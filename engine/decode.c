@@ -3,7 +3,9 @@
  * finish in any order), queues a frame that failed its checksum for a
  * re-read, fills planned batches and runs the collator (collation.c) when
  * it is kicked. */
+#include "config.h"
 #include "engine.h"
+#include "icache.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -144,6 +146,66 @@ static uint64_t rf_more_cap(const rf_engine *e, const rf_read *rd)
 	return RF_MIN(cap, (uint64_t)UINT32_MAX);
 }
 
+/* A unit whose stored bytes failed: true when they are the bytes that
+ * failed before its last re-read (a local file's, or a store's that
+ * answers the same): damage at rest, which another re-read cannot mend.
+ * A sequential unit's buffer holds its decoder's last request: never
+ * compared. */
+static bool rf_reread_same(rf_unit_slot *u, bool sequential)
+{
+	if (sequential)
+		return false;
+	uint64_t sum = rf_fnv1a(RF_FNV_OFFSET, u->read->buf + u->src_at, u->src_len);
+	u->same_bytes = u->rereads > 0 && sum == u->failed_sum;
+	u->failed_sum = sum;
+	return u->same_bytes;
+}
+
+/* What the re-reads of a failed unit showed, after its error. */
+static void rf_reread_note(const rf_unit_slot *u, rf_error *err)
+{
+	size_t l = strlen(err->msg);
+	if (u->same_bytes)
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+		         " (the same bytes on re-read: not damage in transit)");
+	else if (u->rereads)
+		snprintf(err->msg + l, sizeof(err->msg) - l,
+		         " (still after %u re-reads, each with other bytes)", u->rereads);
+}
+
+/* A unit (its re-reads spent) contradicts the layout the index cache gave
+ * its shard (rf_format.layout_cached): the shard changed under the same
+ * key (an object rewritten with its size and ETag or mtime put back). The
+ * entry is removed, once per shard, so that the next open scans the shard
+ * again; counted in index_cache_stale_drops. The key as the open built it
+ * (open.c, rf_cache_key). mu held: a few system calls on an error path. */
+static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc)
+{
+	RF_MU_HELD(e);
+	if (rc != RF_E_CORRUPT || sh->cache_dropped || !sh->fmt->layout_cached ||
+	    !sh->fmt->layout_cached(sh->fmt_priv))
+		return;
+	sh->cache_dropped = true;
+	const char *dir = rf_config_index_cache_dir(e->cfg);
+	rf_icache *c = NULL;
+	rf_error why = {0};
+	if (!dir || rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0, &c, &why) < 0)
+		return;
+	char v[RF_SOURCE_VALIDATOR_BYTES] = "";
+	if (sh->src)
+		rf_source_validator(sh->src, v, sizeof(v));
+	if (!v[0] && sh->validator)
+		snprintf(v, sizeof(v), "%s", sh->validator);
+	rf_icache_key k = {.url = sh->url,
+	                   .size = rf_source_size(sh->src),
+	                   .validator = v,
+	                   .format = sh->fmt->cache_tag,
+	                   .format_version = sh->fmt->cache_version};
+	if (rf_icache_drop(c, &k) == 0)
+		e->st.index_cache_stale_drops++;
+	rf_icache_close(c);
+}
+
 static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
@@ -202,16 +264,14 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		u->seq_state = 0;
 	}
 	u->again = false;
-	if (rc == RF_E_CORRUPT && !index_lies && rf_reread_queue(e, u))
+	if (rc == RF_E_CORRUPT && !index_lies && !rf_reread_same(u, ss != NULL) &&
+	    rf_reread_queue(e, u))
 		return;
 	rf_read *rd = u->read;
 	u->read = NULL;
 	if (rc < 0) {
-		if (u->rereads) {
-			size_t l = strlen(err.msg);
-			snprintf(err.msg + l, sizeof(err.msg) - l, " (still after %u re-reads)",
-			         u->rereads);
-		}
+		rf_reread_note(u, &err);
+		rf_cache_drop_stale(e, &e->shards[u->shard], rc);
 		rf_unit_fail(e, u, rc, err.msg); /* returns the slab */
 	} else {
 		u->slab = slab;

@@ -77,12 +77,14 @@ typedef struct rf_unit_slot {
 	uint32_t shard, block, records;
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
-	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
-	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;        /* sequential: the next decode continues after such a read */
-	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
-	                    * or for a free stream state */
-	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
+	uint8_t rereads;     /* re-reads after a failed checksum (<= retries) */
+	bool same_bytes;     /* a re-read gave the bytes that failed again: no more */
+	uint64_t failed_sum; /* rf_fnv1a of the stored bytes that failed last */
+	bool more;           /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
+	bool again;          /* sequential: the next decode continues after such a read */
+	bool seq_wait;       /* sequential: FETCHED, waiting for the unit before it to decode,
+	                      * or for a free stream state */
+	uint8_t seq_state;   /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
@@ -136,6 +138,11 @@ typedef struct rf_shard {
 	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
+	/* the skip policy's blocks of this shard in epoch skipped_epoch
+	 * (collation.c, mu held): all of them is an error, not a skip */
+	uint32_t skipped_blocks;
+	uint64_t skipped_epoch;
+	bool cache_dropped; /* its layout's index cache entry was dropped (decode.c, mu held) */
 } rf_shard;
 
 /* A record the collator located, for a filler to copy. */
@@ -383,6 +390,7 @@ typedef struct rf_engine {
 		uint64_t register_refused; /* read buffers the kernel would not register */
 		uint64_t rereads;          /* ranges read again after failing a checksum */
 		uint64_t stream_skipped_bytes, stream_more_reads; /* sequential shards */
+		uint64_t index_cache_stale_drops; /* entries a decode contradicted (decode.c) */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 		double lat_ms[RF_LATENCY_SAMPLES];

@@ -172,7 +172,7 @@ static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 
 /* ------------------------------------ dataset indexes (MDS index.json) */
 
-#define RF_DATASET_INDEX_BYTES_MAX (64ull << 20)
+#define RF_DATASET_INDEX_BYTES_MAX (64ull << 20) /* a remote index's body */
 
 static int rf_remote_entry_url(const char *murl, const char *entry, const char *where, char **out,
                                rf_error *err);
@@ -218,47 +218,68 @@ static int rf_index_add(void *ctx, const char *basename, uint64_t size, rf_error
 	return rc;
 }
 
-static int rf_read_small_file(const char *path, char **buf, size_t *len, rf_error *err)
+/* The index's bytes for the format's expand: from a local file in pieces
+ * (read), or from a body fetched whole (remote). */
+typedef struct rf_index_reader {
+	int fd;
+	const char *path;
+	const char *body;
+	size_t left;
+} rf_index_reader;
+
+static int rf_index_read(void *ctx, uint8_t *buf, size_t cap, size_t *got, rf_error *err)
 {
-	uint64_t size = 0;
-	int fd = rf_open_regular(path, "", &size, err);
-	if (fd < 0)
-		return fd;
-	if (size > RF_DATASET_INDEX_BYTES_MAX || !(*buf = malloc(size ? size : 1))) {
-		close(fd);
-		return rf_fail(err, -EFBIG, "%s: %llu bytes, more than an index may be (%llu)",
-		               path, (unsigned long long)size,
-		               (unsigned long long)RF_DATASET_INDEX_BYTES_MAX);
+	rf_index_reader *r = ctx;
+	*got = 0;
+	if (r->fd < 0) {
+		*got = RF_MIN(cap, r->left);
+		memcpy(buf, r->body, *got);
+		r->body += *got;
+		r->left -= *got;
+		return 0;
 	}
-	ssize_t n = 0;
-	for (*len = 0; *len < size && (n = read(fd, *buf + *len, size - *len)) > 0;)
-		*len += (size_t)n;
-	close(fd);
-	if (n < 0) {
-		free(*buf);
-		return rf_fail(err, -errno, "%s: %s", path, strerror(errno));
-	}
+	ssize_t n;
+	do
+		n = read(r->fd, buf, cap);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return rf_fail(err, -errno, "%s: %s", r->path, strerror(errno));
+	*got = (size_t)n;
 	return 0;
 }
 
-/* A dataset index (a path, or a URL fetched whole): its format lists the
- * shards, each resolved beside the index. */
+/* A dataset index (a path read in pieces, or a URL fetched whole): its
+ * format lists the shards, each resolved beside the index. What reading it
+ * holds (the format's expand_bytes, and a remote index's body) must fit
+ * the budget; it is given back before the shards' indexes are reserved. */
 static int rf_expand_index(rf_shard_list *l, const rf_format *fmt, const rf_config *cfg,
                            const char *where, bool remote, rf_error *err)
 {
 	char shown[RF_URL_BYTES_MAX];
 	rf_url_redact(where, shown, sizeof(shown));
+	uint64_t budget = rf_cfg(cfg, RF_CFG_budget), room = budget - fmt->expand_bytes;
+	if (budget < fmt->expand_bytes)
+		return rf_fail(err, RF_E_BUDGET,
+		               "%s: reading it needs %llu bytes, more than the budget (%llu)",
+		               shown, (unsigned long long)fmt->expand_bytes,
+		               (unsigned long long)budget);
+	rf_index_reader r = {.fd = -1, .path = shown};
 	char *buf = NULL;
-	size_t len = 0;
 	if (remote) {
 		rf_fetch_options fo;
 		rf_config_fetch_options(cfg, &fo);
-		RF_TRY(rf_remote_get(&fo, where, RF_DATASET_INDEX_BYTES_MAX, &buf, &len, err));
+		RF_TRY(rf_remote_get(&fo, where, RF_MIN(RF_DATASET_INDEX_BYTES_MAX, room), &buf,
+		                     &r.left, err));
+		r.body = buf;
 	} else {
-		RF_TRY(rf_read_small_file(where, &buf, &len, err));
+		uint64_t size = 0;
+		if ((r.fd = rf_open_regular(where, "", &size, err)) < 0)
+			return r.fd;
 	}
 	rf_index_ctx c = {.l = l, .index = where, .remote = remote};
-	int rc = fmt->expand((const uint8_t *)buf, len, shown, rf_index_add, &c, err);
+	int rc = fmt->expand(rf_index_read, &r, shown, rf_index_add, &c, err);
+	if (r.fd >= 0)
+		close(r.fd);
 	free(buf);
 	return rc;
 }

@@ -387,6 +387,18 @@ int rf_icache_get(rf_icache *c, const rf_icache_key *k, void *buf, uint64_t cap,
 	return rc;
 }
 
+int rf_icache_drop(rf_icache *c, const rf_icache_key *k)
+{
+	entry e;
+	char name[RF_ICACHE_NAME_BYTES];
+	if (entry_find(c, k, &e, name) < 0)
+		return -ENOENT;
+	entry_remove(c, name, &e);
+	close(e.fd);
+	c->counters.stale_drops++;
+	return 0;
+}
+
 /* ------------------------------------------------------------- writing */
 
 static int write_full(int fd, const void *buf, uint64_t len)

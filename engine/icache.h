@@ -56,6 +56,7 @@ typedef struct rf_icache_counters {
 	uint64_t corrupt; /* entries found damaged or foreign (removed when damaged) */
 	uint64_t puts;
 	uint64_t evictions;
+	uint64_t stale_drops; /* entries removed by rf_icache_drop */
 } rf_icache_counters;
 
 /* The default directory into buf: $RINGFEED_CACHE_DIR if set and not empty,
@@ -97,6 +98,10 @@ int rf_icache_stat(rf_icache *c, const rf_icache_key *k, uint64_t *payload_bytes
  * -ENOENT on a miss (a damaged entry is removed), -EFBIG when the payload is
  * larger than cap (left in place). */
 int rf_icache_get(rf_icache *c, const rf_icache_key *k, void *buf, uint64_t cap, uint64_t *len);
+/* Removes k's entry (checked to be k's): the layout it holds was found
+ * stale (the object changed under the same key; a decode contradicted
+ * it). 0, or -ENOENT when there is none. */
+int rf_icache_drop(rf_icache *c, const rf_icache_key *k);
 /* Stores payload under k (atomically replacing an older entry), then keeps
  * the directory within its bounds. 0, or a negative errno the caller may
  * ignore (-EINVAL: k not cacheable; -EFBIG: larger than the cache; I/O). */

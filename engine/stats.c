@@ -165,6 +165,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->index_cache_hits = e->open.cache_hits; /* written by the open phase, done by now */
 	s->index_cache_misses = e->open.cache_misses;
 	s->index_cache_puts = e->open.cache_puts;
+	s->index_cache_stale_drops = e->st.index_cache_stale_drops;
 	s->stream_skipped_bytes = e->st.stream_skipped_bytes;
 	s->stream_more_reads = e->st.stream_more_reads;
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
@@ -314,15 +315,16 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	    buf + n, cap - (size_t)n,
 	    ",\"fetch_hedges\":%llu,\"fetch_hedges_won\":%llu,\"open_fetched_bytes\":%llu,"
 	    "\"index_cache_hits\":%llu,\"index_cache_misses\":%llu,"
-	    "\"index_cache_puts\":%llu,\"direct_bytes\":%llu,\"direct_refused_files\":%llu,"
+	    "\"index_cache_puts\":%llu,\"index_cache_stale_drops\":%llu,"
+	    "\"direct_bytes\":%llu,\"direct_refused_files\":%llu,"
 	    "\"fixed_reads\":%llu,\"fixed_bytes\":%llu,\"direct_register_refused\":%llu,"
 	    "\"stream_skipped_bytes\":%llu,\"stream_more_reads\":%llu,\"pauses_by_source\":%s",
 	    (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
 	    (unsigned long long)s.open_fetched_bytes, (unsigned long long)s.index_cache_hits,
 	    (unsigned long long)s.index_cache_misses, (unsigned long long)s.index_cache_puts,
-	    (unsigned long long)s.direct_bytes, (unsigned long long)s.direct_refused_files,
-	    (unsigned long long)s.fixed_reads, (unsigned long long)s.fixed_bytes,
-	    (unsigned long long)s.direct_register_refused,
+	    (unsigned long long)s.index_cache_stale_drops, (unsigned long long)s.direct_bytes,
+	    (unsigned long long)s.direct_refused_files, (unsigned long long)s.fixed_reads,
+	    (unsigned long long)s.fixed_bytes, (unsigned long long)s.direct_register_refused,
 	    (unsigned long long)s.stream_skipped_bytes, (unsigned long long)s.stream_more_reads,
 	    p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)

@@ -58,7 +58,7 @@ struct rf_file_source {
 	rf_fd_slot slot; /* this file's descriptor while open */
 	rf_list reads;   /* of rf_file_read (in_source), in flight */
 	/* the version seen at open (rf_source_validator) */
-	uint64_t dev, ino, mtime_ns;
+	uint64_t dev, ino, mtime_ns, ctime_ns;
 };
 
 /* One read of the file into memory: the whole range (page cache), or with
@@ -465,15 +465,18 @@ static uint64_t rf_file_memory_bytes(const rf_source *s)
 	return sizeof(rf_file_source) + strlen(s->name) + 1;
 }
 
-/* Device, inode, size and mtime: a file rewritten in place or replaced by
- * a rename shows as another version (a tool that restores all four, e.g.
- * a copy back with its mtime over the same inode, is not seen). */
+/* Device, inode, size, mtime and ctime: a file rewritten in place or
+ * replaced by a rename shows as another version, also when a tool restores
+ * its size and mtime over the same inode (cp -p, tar -x, rsync --inplace
+ * -t): no tool can set the ctime, any write or chmod moves it. (A chmod or
+ * a new link then costs one rescan.) */
 static size_t rf_file_validator(const rf_source *s, char *buf, size_t cap)
 {
 	const rf_file_source *fs = (const rf_file_source *)s;
-	int n = snprintf(buf, cap, "file:dev=%llu,ino=%llu,size=%llu,mtime_ns=%llu",
+	int n = snprintf(buf, cap, "file:dev=%llu,ino=%llu,size=%llu,mtime_ns=%llu,ctime_ns=%llu",
 	                 (unsigned long long)fs->dev, (unsigned long long)fs->ino,
-	                 (unsigned long long)s->size, (unsigned long long)fs->mtime_ns);
+	                 (unsigned long long)s->size, (unsigned long long)fs->mtime_ns,
+	                 (unsigned long long)fs->ctime_ns);
 	if (n < 0 || (size_t)n >= cap) {
 		if (cap)
 			buf[0] = '\0';
@@ -518,6 +521,7 @@ static int rf_file_stat(rf_file_source *fs, const char *path, uint64_t size_hint
 	fs->dev = (uint64_t)st.st_dev;
 	fs->ino = (uint64_t)st.st_ino;
 	fs->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+	fs->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec;
 	fs->st->bytes_total += fs->base.size;
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* fuzz_mds.c - libFuzzer target for MosaicML MDS (shards/mds.c). The first
  * byte picks what the rest is: 0 an uncompressed shard (opened step by
  * step, every unit of an accepted layout decoded), 1 a zstd shard (the same),
- * 2 an index.json (rf_mds_index_parse), 3 a config JSON
+ * 2 an index.json (rf_mds_index_parse, and read in small pieces through
+ * rf_mds_index_scan: the same answer), 3 a config JSON
  * (rf_mds_config_parse), 4 a column encoding (rf_mds_encoding_size). An
  * accepted layout must add up: units tile the samples in order, every field
  * lies inside its sample, names are the shard's columns. */
@@ -71,6 +72,23 @@ static void check_units(const rf_format *f, const uint8_t *data, const rf_shard_
 	FUZZ_CHECK(rec == ix->records);
 }
 
+typedef struct pieces {
+	const uint8_t *p;
+	size_t left, calls;
+} pieces;
+
+static int pieces_read(void *ctx, uint8_t *buf, size_t cap, size_t *got, rf_error *err)
+{
+	(void)err;
+	pieces *r = ctx;
+	size_t piece = 1 + (r->calls++ * 7) % 13; /* RF_MIN evaluates twice */
+	*got = RF_MIN(RF_MIN(cap, r->left), piece);
+	memcpy(buf, r->p, *got);
+	r->p += *got;
+	r->left -= *got;
+	return 0;
+}
+
 static int count_add(void *ctx, const char *basename, uint64_t size, rf_error *err)
 {
 	FUZZ_CHECK(*basename && !strchr(basename, '/') && strcmp(basename, ".."));
@@ -100,12 +118,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			f->close(ix, priv);
 		}
 	} else if (kind == 2) {
-		size_t n = 0;
+		size_t n = 0, pieces_n = 0;
 		int rc = rf_mds_index_parse(p, size, "fuzz/index.json", count_add, &n, &err);
 		if (rc < 0)
 			fuzz_check_error(rc, &err);
 		else
 			FUZZ_CHECK(n > 0);
+		/* read in pieces of 1..13 bytes: every value split across reads
+		 * gives the same answer */
+		pieces r = {p, size, 0};
+		rf_error err2 = {0};
+		int rc2 = rf_mds_index_scan(pieces_read, &r, "fuzz/index.json", count_add,
+		                            &pieces_n, &err2);
+		FUZZ_CHECK(rc2 == rc && pieces_n == n);
 	} else if (kind == 3) {
 		rf_mds_columns c;
 		int rc = rf_mds_config_parse((const char *)p, size, &c, "fuzz.mds", &err);

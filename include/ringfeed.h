@@ -506,6 +506,10 @@ typedef struct rf_stats {
 	char host_budget_source[160]; /* "" (no host budget), "set" or "auto: 25% of ...", with
 	                               * "; loaders L from LOCAL_WORLD_SIZE; name from the job" */
 	char index_cache_off[256];    /* "" or why the index cache is off (said once on stderr) */
+	/* index cache entries dropped because a unit contradicted the layout
+	 * they gave (the shard changed under the same key): the next open
+	 * scans those shards again */
+	uint64_t index_cache_stale_drops;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

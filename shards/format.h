@@ -199,6 +199,10 @@ typedef struct rf_rec_field {
 	uint32_t len;
 } rf_rec_field;
 
+/* Reads the next bytes of an object, at most cap, into buf: *got = 0 at
+ * its end. For a format's dataset index (rf_format.expand). */
+typedef int (*rf_fmt_stream_fn)(void *ctx, uint8_t *buf, size_t cap, size_t *got, rf_error *err);
+
 typedef struct rf_format {
 	const char *name; /* "rfs": shown in messages, inspect, stats */
 	/* RF_FMT_NO / MAYBE / YES for an object's name (a path or URL path:
@@ -250,14 +254,17 @@ typedef struct rf_format {
 	/* Dataset-level indexes (MDS's index.json): the file name such an
 	 * index has (a directory holding one stands for it), or NULL. */
 	const char *expand_name;
-	/* Lists the shards an index's bytes name, calling add for each in
-	 * order with its name relative to the index's directory (one name
-	 * component: never a path) and its size when the index says it
-	 * (UINT64_MAX when not). Pure: the engine reads the index. */
-	int (*expand)(const uint8_t *buf, size_t len, const char *name,
+	/* Lists the shards an index names, calling add for each in order with
+	 * its name relative to the index's directory (one name component:
+	 * never a path) and its size when the index says it (UINT64_MAX when
+	 * not). It reads the index through `read` (the engine opens it), in
+	 * pieces, holding at most expand_bytes while it runs (the engine
+	 * reserves them), however large the index. */
+	int (*expand)(rf_fmt_stream_fn read, void *rctx, const char *name,
 	              int (*add)(void *ctx, const char *basename, uint64_t size_hint,
 	                         rf_error *err),
 	              void *ctx, rf_error *err);
+	uint64_t expand_bytes;
 	/* A layout worth keeping in the index cache (engine/icache.c) for a
 	 * store the loader cannot write beside: true when priv's layout was
 	 * costly to learn (a tar's header scan). NULL: never cached. */
@@ -267,6 +274,10 @@ typedef struct rf_format {
 	 * sidecar's want: the open then checks them as it checks the file's. */
 	int (*sidecar_write)(const rf_shard_index *ix, const void *priv, FILE *out,
 	                     const char *name, rf_error *err);
+	/* True when priv's layout came from the index cache's entry (what
+	 * sidecar_write wrote), not from a scan or an index file: a unit that
+	 * contradicts it makes the engine drop the entry. NULL: never. */
+	bool (*layout_cached)(const void *priv);
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 	/* Sequential layouts (rf_shard_index.sequential): decode then goes

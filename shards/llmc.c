@@ -40,9 +40,19 @@ static int llmc_claim(const char *name)
  * is llm.c's but lies. */
 static int header_parse(rf_fmt_open *o, const uint8_t *h, rf_tok_priv *p, rf_error *err)
 {
+	uint32_t magic = o->got_len >= 4 ? rf_load_le32(h) : 0;
+	if (o->got_len < LLMC_HEADER_BYTES &&
+	    (magic == LLMC_MAGIC_U16 || magic == LLMC_MAGIC_U32)) {
+		o->final = true; /* the file's size: reading again cannot change it */
+		return rf_fail(err, RF_E_CORRUPT,
+		               "%s: %" PRIu64
+		               " bytes: it starts with llm.c's magic %u, but an llm.c "
+		               "token file has a %u-byte header (truncated?)",
+		               o->name, o->size, magic, LLMC_HEADER_BYTES);
+	}
 	if (o->got_len < LLMC_HEADER_BYTES)
 		return 0;
-	uint32_t magic = rf_load_le32(h), version = rf_load_le32(h + 4);
+	uint32_t version = rf_load_le32(h + 4);
 	uint64_t count = rf_load_le32(h + 8);
 	if (magic != LLMC_MAGIC_U16 && magic != LLMC_MAGIC_U32)
 		return 0;
@@ -70,6 +80,13 @@ static int raw_parse(rf_fmt_open *o, rf_tok_priv *p, rf_error *err)
 	if (!o->opt || !o->opt->token_dtype) {
 		o->final = true;
 		uint32_t magic = o->got_len >= 4 ? rf_load_le32(o->got) : 0;
+		if (o->size < LLMC_HEADER_BYTES)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "%s: %" PRIu64
+			               " bytes: shorter than llm.c's %u-byte header, "
+			               "not an llm.c token file; a headerless (nanoGPT) file needs "
+			               "its token dtype named",
+			               o->name, o->size, LLMC_HEADER_BYTES);
 		return rf_fail(
 		    err, RF_E_CORRUPT,
 		    "%s: not an llm.c token file (its first int32 is %u; llm.c writes %u or "

@@ -15,8 +15,9 @@
  * whole. A sample's columns become its fields (raw bytes: str and json as
  * their UTF-8, numbers little-endian, ndarray its values, with MDS's own
  * dtype/shape prefix when the encoding leaves them dynamic); its key is
- * SHARD/NNNNNNNN. index.json lists a dataset's shards (rf_mds_index_parse,
- * the format's expansion). The JSON and column parsers: mds_columns.c. */
+ * SHARD/NNNNNNNN. index.json lists a dataset's shards (rf_mds_index_scan,
+ * the format's expansion: mds_index.c). The JSON and column parsers:
+ * mds_columns.c. */
 #include "mds.h"
 
 #include <stdio.h>
@@ -521,14 +522,6 @@ static int zstd_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv
 	                    out, name, err);
 }
 
-static int mds_expand(const uint8_t *buf, size_t len, const char *name,
-                      int (*add)(void *ctx, const char *basename, uint64_t size_hint,
-                                 rf_error *err),
-                      void *ctx, rf_error *err)
-{
-	return rf_mds_index_parse(buf, len, name, add, ctx, err);
-}
-
 const rf_format rf_mds_format = {
     .name = "mds",
     .claim = mds_claim,
@@ -539,7 +532,8 @@ const rf_format rf_mds_format = {
     .field_names = mds_field_names,
     .table_bytes = mds_table_bytes,
     .expand_name = "index.json",
-    .expand = mds_expand,
+    .expand = rf_mds_index_scan,
+    .expand_bytes = RF_MDS_INDEX_WINDOW + 4096,
 };
 
 const rf_format rf_mds_zstd_format = {

@@ -6,14 +6,16 @@
 
 #include "format.h"
 
-#define RF_MDS_COLUMNS_MAX 256
-#define RF_MDS_NAME_MAX    255         /* a column name's bytes */
-#define RF_MDS_CONFIG_MAX  (64u << 10) /* the shard's config JSON */
-#define RF_MDS_INDEX_MAX   (64u << 20) /* index.json */
-#define RF_MDS_UNIT_BYTES  (1u << 20)  /* an uncompressed shard's read unit target */
-#define RF_MDS_STEP_BYTES  (64u << 10) /* the first read of a shard's header */
-#define RF_MDS_WINDOW_MAX  (1u << 27)  /* a zstd shard's frame window */
-#define RF_MDS_KEY_MAX     80          /* a sample's key: SHARD/NNNNNNNN */
+#define RF_MDS_COLUMNS_MAX     256
+#define RF_MDS_NAME_MAX        255         /* a column name's bytes */
+#define RF_MDS_CONFIG_MAX      (64u << 10) /* the shard's config JSON */
+#define RF_MDS_INDEX_MAX       (64u << 20) /* index.json */
+#define RF_MDS_INDEX_WINDOW    (64u << 10) /* what the index.json scanner reads at once */
+#define RF_MDS_INDEX_DEPTH_MAX 32          /* how deep index.json's values nest */
+#define RF_MDS_UNIT_BYTES      (1u << 20)  /* an uncompressed shard's read unit target */
+#define RF_MDS_STEP_BYTES      (64u << 10) /* the first read of a shard's header */
+#define RF_MDS_WINDOW_MAX      (1u << 27)  /* a zstd shard's frame window */
+#define RF_MDS_KEY_MAX         80          /* a sample's key: SHARD/NNNNNNNN */
 
 extern const rf_format rf_mds_format;      /* shard.NNNNN.mds */
 extern const rf_format rf_mds_zstd_format; /* shard.NNNNN.mds.zstd: a whole-shard unit */
@@ -38,9 +40,17 @@ int64_t rf_mds_encoding_size(const char *encoding);
 int rf_mds_sample(const rf_mds_columns *c, const uint8_t *s, uint32_t len, uint32_t base,
                   rf_rec_field *out, const char *name, uint64_t at, rf_error *err);
 
-/* index.json (version 2): for each shard, add(ctx, basename, bytes) with
- * the file the shard is stored as (zip_data when compressed, else
- * raw_data), a single name component. */
+/* index.json (version 2), read through `read` (mds_index.c): for each
+ * shard, add(ctx, basename, bytes) with the file the shard is stored as
+ * (zip_data when compressed, else raw_data), a single name component.
+ * Holds RF_MDS_INDEX_WINDOW bytes and one shard's fields, whatever the
+ * index holds besides; at most RF_MDS_INDEX_MAX bytes, values nested at
+ * most RF_MDS_INDEX_DEPTH_MAX deep. rf_mds_index_parse: the same over
+ * bytes in memory. */
+int rf_mds_index_scan(rf_fmt_stream_fn read, void *rctx, const char *name,
+                      int (*add)(void *ctx, const char *basename, uint64_t size_hint,
+                                 rf_error *err),
+                      void *ctx, rf_error *err);
 int rf_mds_index_parse(const uint8_t *buf, size_t len, const char *name,
                        int (*add)(void *ctx, const char *basename, uint64_t size_hint,
                                   rf_error *err),

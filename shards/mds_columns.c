@@ -1,6 +1,7 @@
 /* mds_columns.c - the JSON and column side of MosaicML MDS (mds.h): column
  * encodings and their sizes, the shard's config JSON, a sample's columns
- * from its bytes, and the dataset's index.json. All JSON through jansson;
+ * from its bytes (the dataset's index.json: mds_index.c). JSON through
+ * jansson (a config is at most RF_MDS_CONFIG_MAX bytes);
  * every size, count and name checked before use. */
 #include "mds.h"
 
@@ -205,70 +206,4 @@ int rf_mds_sample(const rf_mds_columns *c, const uint8_t *s, uint32_t len, uint3
 		               "shard %s: sample at byte %llu: columns take %llu of its %u bytes",
 		               shard, U64(at), U64(pos), len);
 	return 0;
-}
-
-/* ------------------------------------------------------------ index.json */
-
-static bool one_component(const char *b)
-{
-	return *b && !strchr(b, '/') && !strchr(b, '\\') && strcmp(b, ".") && strcmp(b, "..");
-}
-
-static int index_shard(json_t *s, size_t i, const char *name,
-                       int (*add)(void *, const char *, uint64_t, rf_error *), void *ctx,
-                       rf_error *err)
-{
-	json_t *raw = json_object_get(s, "raw_data"), *zip = json_object_get(s, "zip_data");
-	json_t *fmt = json_object_get(s, "format"), *comp = json_object_get(s, "compression");
-	json_t *file = json_is_object(zip) ? zip : raw;
-	const char *base = jstr(json_object_get(file, "basename"), 255);
-	json_t *bytes = json_object_get(file, "bytes");
-	if (!json_is_object(s) || !jstr(fmt, 16) || strcmp(json_string_value(fmt), "mds") != 0)
-		return rf_fail(err, -ENOTSUP, "%s: shard %zu: format is not \"mds\"", name, i);
-	if (!json_is_object(raw) || !(json_is_null(zip) || json_is_object(zip)) || !base ||
-	    !one_component(base) || !json_is_integer(bytes) || json_integer_value(bytes) < 0)
-		return rf_fail(err, RF_E_CORRUPT,
-		               "%s: shard %zu: raw_data / zip_data need a basename (one name, no "
-		               "'/') and bytes",
-		               name, i);
-	bool zstd = json_is_object(zip);
-	const char *c = json_is_string(comp) ? json_string_value(comp) : NULL;
-	if (zstd != (c != NULL) || (c && strcmp(c, "zstd") && strncmp(c, "zstd:", 5)))
-		return rf_fail(err, -ENOTSUP,
-		               "%s: shard %zu (%s): compression %s is not none or zstd (with "
-		               "zip_data when zstd)",
-		               name, i, base, c ? c : "null");
-	if ((zstd ? rf_mds_zstd_format.claim(base) : rf_mds_format.claim(base)) != RF_FMT_YES)
-		return rf_fail(err, RF_E_CORRUPT, "%s: shard %zu: '%s' does not end in %s", name, i,
-		               base, zstd ? ".mds.zstd" : ".mds");
-	return add(ctx, base, (uint64_t)json_integer_value(bytes), err);
-}
-
-int rf_mds_index_parse(const uint8_t *buf, size_t len, const char *name,
-                       int (*add)(void *ctx, const char *basename, uint64_t size_hint,
-                                  rf_error *err),
-                       void *ctx, rf_error *err)
-{
-	json_error_t je;
-	json_t *o = len <= RF_MDS_INDEX_MAX
-	                ? json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je)
-	                : NULL;
-	if (!json_is_object(o)) {
-		int rc = rf_fail(err, RF_E_CORRUPT, "%s: not a JSON object of at most %u bytes%s%s",
-		                 name, RF_MDS_INDEX_MAX, o || len > RF_MDS_INDEX_MAX ? "" : ": ",
-		                 o || len > RF_MDS_INDEX_MAX ? "" : je.text);
-		json_decref(o);
-		return rc;
-	}
-	json_t *ver = json_object_get(o, "version"), *shards = json_object_get(o, "shards");
-	int rc = 0;
-	if (!json_is_integer(ver) || json_integer_value(ver) != 2 || !json_is_array(shards))
-		rc = rf_fail(err, -EPROTONOSUPPORT,
-		             "%s: not an MDS index (version 2 with a shards array)", name);
-	else if (json_array_size(shards) == 0)
-		rc = rf_fail(err, -ENOENT, "%s: the index lists no shards", name);
-	for (size_t i = 0; rc == 0 && i < json_array_size(shards); i++)
-		rc = index_shard(json_array_get(shards, i), i, name, add, ctx, err);
-	json_decref(o);
-	return rc;
 }

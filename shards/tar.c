@@ -360,6 +360,7 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 	L->names_n = s->names_n, s->names_n = 0;
 	L->skipped = s->skipped;
 	L->from_index = from_index;
+	L->from_cache = from_index && s->idx_from_cache;
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
@@ -544,10 +545,23 @@ static int idx_parse(rf_fmt_open *o, tar_scan *s, rf_error *err)
 }
 
 /* The index parsed into the tables: the layout, or the tar's tail to check. */
+/* What to do about a stale index: a file is the user's to write again; the
+ * index cache's entry is dropped by the engine, which scans the tar. */
+static const char *idx_advice(const tar_scan *s)
+{
+	return s->idx_from_cache ? "the index cache's entry is dropped and the tar scanned again"
+	                         : "write it again with ringfeed index";
+}
+
 static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
 {
 	o->held_bytes = state_bytes(o) + rf_tar_scan_bytes(s);
 	s->pos = tail;
+	char *cached = NULL; /* messages name the cached index, not a file */
+	if (s->idx_from_cache && asprintf(&cached, "(the cached index of %s)", o->name) > 0) {
+		free(s->idx_name);
+		s->idx_name = cached;
+	}
 	if (tail == o->size)
 		return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, NULL, 0, err);
 	if (o->size - tail > RF_TAR_STEP_BYTES) {
@@ -555,8 +569,8 @@ static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "index %s: the tar holds %llu bytes past the index's last member "
 		               "(byte %llu), more than end-of-archive blocks: the index is stale "
-		               "(write it again: ringfeed index)",
-		               s->idx_name, U64(o->size - tail), U64(tail));
+		               "(%s)",
+		               s->idx_name, U64(o->size - tail), U64(tail), idx_advice(s));
 	}
 	/* the tail: end-of-archive blocks, or members the index left out */
 	o->step = TAR_IDX_TAIL;
@@ -567,7 +581,7 @@ static int idx_parsed(rf_fmt_open *o, tar_scan *s, uint64_t tail, rf_error *err)
 }
 
 typedef struct tail_walk {
-	const char *name, *idx_name;
+	const char *name, *idx_name, *advice;
 	uint64_t at;
 } tail_walk;
 
@@ -582,9 +596,9 @@ static int tail_member(void *ctx, const char *n, size_t len, uint64_t data, uint
 		return 0;
 	return rf_fail(err, RF_E_CORRUPT,
 	               "shard %s: member '%s' at byte %llu is not in index %s (the index is "
-	               "stale: write it again with ringfeed index)",
+	               "stale: %s)",
 	               w->name, rf_tar_shown(n, len, b, sizeof(b)),
-	               U64(w->at + data - RF_TAR_BLOCK), w->idx_name);
+	               U64(w->at + data - RF_TAR_BLOCK), w->idx_name, w->advice);
 }
 
 static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
@@ -595,7 +609,8 @@ static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
 		               "[%llu, +%llu)",
 		               o->name, U64(o->got_offset), U64(o->got_len), U64(s->pos),
 		               U64(o->size - s->pos));
-	tail_walk w = {.name = o->name, .idx_name = s->idx_name, .at = s->pos};
+	tail_walk w = {
+	    .name = o->name, .idx_name = s->idx_name, .advice = idx_advice(s), .at = s->pos};
 	char where[RF_ERROR_MSG_BYTES / 2];
 	snprintf(where, sizeof(where), "%s past index %s (bytes relative to its byte %llu)",
 	         o->name, s->idx_name, U64(s->pos));
@@ -605,8 +620,8 @@ static int idx_tail(rf_fmt_open *o, tar_scan *s, rf_error *err)
 		if (!strstr(err->msg, "stale"))
 			snprintf(err->msg + l, sizeof(err->msg) - l,
 			         " (after the last member index %s lists: the index is stale or "
-			         "wrong: write it again with ringfeed index)",
-			         s->idx_name);
+			         "wrong: %s)",
+			         s->idx_name, idx_advice(s));
 		return rc;
 	}
 	return build_layout(o, s, true, RF_TAR_PLAIN, 0, NULL, 0, NULL, 0, err);
@@ -692,8 +707,19 @@ typedef struct unit_walk {
 	uint64_t unit_offset; /* the unit's first byte in the shard */
 	const char *name;
 	uint32_t u;
-	bool from_index;
+	bool from_index, from_cache;
 } unit_walk;
+
+/* Why a layout the tar contradicts was wrong. */
+static const char *stale_why(bool from_index, bool from_cache)
+{
+	return from_cache   ? " (the cached index of this tar, from the index cache, is stale: "
+	                      "the tar changed under the same version; the entry is dropped "
+	                      "and the next open scans the tar again)"
+	       : from_index ? " (the index file is stale or wrong: write it again with "
+	                      "ringfeed index)"
+	                    : " (the tar changed since the open)";
+}
 
 static int walk_mismatch(unit_walk *w, const char *n, size_t len, uint64_t data, const char *what,
                          rf_error *err)
@@ -702,9 +728,7 @@ static int walk_mismatch(unit_walk *w, const char *n, size_t len, uint64_t data,
 	return rf_fail(err, RF_E_CORRUPT, "shard %s: unit %u: member '%s' at byte %llu: %s%s",
 	               w->name, w->u, rf_tar_shown(n, len, b, sizeof(b)),
 	               U64(w->unit_offset + data - RF_TAR_BLOCK), what,
-	               w->from_index ? " (the index file is stale or wrong: write it again with "
-	                               "ringfeed index)"
-	                             : " (the tar changed since the open)");
+	               stale_why(w->from_index, w->from_cache));
 }
 
 static bool field_is(const char *stored, const char *f, size_t len)
@@ -758,7 +782,8 @@ static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, c
 	               .unit_offset = at,
 	               .name = name,
 	               .u = u,
-	               .from_index = L->from_index};
+	               .from_index = L->from_index,
+	               .from_cache = L->from_cache};
 	char where[RF_ERROR_MSG_BYTES / 2];
 	snprintf(where, sizeof(where), "%s unit %u (bytes relative to its byte %llu)", name, u,
 	         U64(at));
@@ -768,7 +793,7 @@ static int check_unit(const tar_layout *L, const rf_block_info *b, uint32_t u, c
 		               "shard %s: unit %u: the layout names %u members the tar does not "
 		               "hold there (from byte %llu)%s",
 		               name, u, w.f_end - w.f, U64(at + L->fields[w.f].offset),
-		               L->from_index ? " (the index file is stale or wrong)" : "");
+		               stale_why(L->from_index, L->from_cache));
 	return 0;
 }
 
@@ -882,12 +907,19 @@ static bool tar_cacheable(const void *priv)
 	return L && !L->from_index && L->codec == RF_TAR_PLAIN;
 }
 
+static bool tar_layout_cached(const void *priv)
+{
+	const tar_layout *L = priv;
+	return L && L->from_cache;
+}
+
 const rf_format rf_tar_format = {
     .name = "tar",
     .cacheable = tar_cacheable,
-    .sidecar_write = rf_tar_index_write,
+    .sidecar_write = rf_tar_cache_write,
+    .layout_cached = tar_layout_cached,
     .cache_tag = "tar",
-    .cache_version = 1,
+    .cache_version = 2, /* 2: the first line says the index cache wrote it */
     .claim = tar_claim,
     .open_step = tar_open_step,
     .open_abort = tar_open_abort,

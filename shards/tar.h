@@ -73,6 +73,7 @@ typedef struct tar_scan {
 	 * redacted name, and its bytes */
 	char *idx_url, *idx_name;
 	bool idx_cache_only; /* a presigned URL: only the index cache may answer idx_url */
+	bool idx_from_cache; /* the index's bytes are the index cache's (rf_tar_cache_write) */
 	uint64_t idx_bytes;
 	uint64_t idx_members; /* at most this many members (counted before the parse) */
 } tar_scan;
@@ -89,6 +90,7 @@ typedef struct tar_layout {
 	uint32_t names_n;
 	uint64_t skipped;
 	bool from_index;  /* built from an index file, not from a header scan */
+	bool from_cache;  /* that index was the index cache's entry, not a file */
 	int codec;        /* RF_TAR_PLAIN, or the compressed tar's codec */
 	uint64_t decoded; /* a compressed tar's decoded bytes */
 	/* a .tar.gz split at access points (else NULL: one whole-shard unit) */
@@ -252,6 +254,11 @@ uint64_t rf_tar_index_parse_bound(uint64_t members, uint64_t len);
  * space in a name), -EIO when out fails. out may be a file or a memory
  * stream (open_memstream) for a caller's buffer. */
 int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err);
+/* The same for the index cache's entry (rf_format.sidecar_write): its first
+ * line says so ("v1.2 SAMPLES ringfeed-index-cache"), so that a layout the
+ * tar contradicts blames the cached index, not an index file. */
+int rf_tar_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
                        rf_error *err);
 /* rf_tar_index_write into idx_path atomically (a temporary file beside it,
  * fsync'd, renamed): for rf_tar_index_build and the remote build. */

@@ -102,7 +102,10 @@ uint64_t rf_tar_index_parse_bound(uint64_t members, uint64_t len)
 	return (members + 1) * per + 2 * len + RF_TAR_FIELDS_MAX * (sizeof(char *) + 64) + 4096;
 }
 
-static int first_line(idx_cursor *c, uint64_t shard_bytes, uint64_t *samples, rf_error *err)
+#define CACHE_MARK "ringfeed-index-cache"
+
+static int first_line(idx_cursor *c, uint64_t shard_bytes, uint64_t *samples, bool *cached,
+                      rf_error *err)
 {
 	const uint8_t *t;
 	size_t n = token(c, &t);
@@ -123,6 +126,11 @@ static int first_line(idx_cursor *c, uint64_t shard_bytes, uint64_t *samples, rf
 		               "%llu (one per 512 bytes of the %llu-byte tar)",
 		               c->name, (int)RF_MIN(n, 24), (const char *)t,
 		               U64(shard_bytes / RF_TAR_BLOCK), U64(shard_bytes));
+	size_t at = c->at;
+	n = token(c, &t);
+	*cached = n == strlen(CACHE_MARK) && !memcmp(t, CACHE_MARK, n);
+	if (!*cached)
+		c->at = at;
 	return line_end(c, "a version and a sample count", err);
 }
 
@@ -264,7 +272,7 @@ int rf_tar_index_parse(const rf_fmt_open *o, tar_scan *s, const char *idx_name, 
 			               idx_name, U64(m));
 		s->fcap = s->scap = m;
 	}
-	RF_TRY(first_line(&c, o->size, &samples, err));
+	RF_TRY(first_line(&c, o->size, &samples, &s->idx_from_cache, err));
 	for (uint64_t i = 0; i < samples; i++) {
 		if (c.at >= c.len)
 			return rf_fail(err, RF_E_CORRUPT,
@@ -306,15 +314,15 @@ static int name_ok(const char *key, size_t key_len, const char *field, const cha
 	return 0;
 }
 
-int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
-                       rf_error *err)
+static int index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       bool cache, rf_error *err)
 {
 	const tar_layout *L = priv;
 	if (ix->records == 0)
 		return rf_fail(err, -EINVAL,
 		               "shard %s: no samples: DALI's index format needs at least one",
 		               name);
-	if (fprintf(out, "v1.2 %llu\n", U64(ix->records)) < 0)
+	if (fprintf(out, "v1.2 %llu%s\n", U64(ix->records), cache ? " " CACHE_MARK : "") < 0)
 		return rf_fail(err, -EIO, "shard %s: writing its index: %s", name, strerror(errno));
 	for (uint32_t u = 0; u < ix->blocks; u++) {
 		const rf_block_info *b = &ix->block[u];
@@ -338,6 +346,18 @@ int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 		}
 	}
 	return 0;
+}
+
+int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	return index_write(ix, priv, out, name, false, err);
+}
+
+int rf_tar_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	return index_write(ix, priv, out, name, true, err);
 }
 
 bool rf_tar_layout_equal(const rf_shard_index *a, const void *pa, const rf_shard_index *b,

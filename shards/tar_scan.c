@@ -115,7 +115,8 @@ void rf_tar_scan_clear(tar_scan *s)
 	                .idx_url = s->idx_url,
 	                .idx_name = s->idx_name,
 	                .idx_bytes = s->idx_bytes,
-	                .idx_members = s->idx_members};
+	                .idx_members = s->idx_members,
+	                .idx_from_cache = s->idx_from_cache};
 }
 
 void rf_tar_scan_free(tar_scan *s)

@@ -157,6 +157,44 @@ if "$CLI" read --digest "$T/bad2" >/dev/null 2>"$T/err"; then fail "lying offset
 grep -q "shard.00000.mds" "$T/err" && grep -q "offset table at byte" "$T/err" || { cat "$T/err"; fail "offset error unclear"; }
 echo "ok: hostile index.json and offsets named"
 
+# a 60 MiB index.json whose ignored key holds 20 M empty objects: read in
+# bounded memory at --budget 64MiB (jansson built every value: 4.8 GB), and
+# the same records as the plain index; values nested past 32 are refused,
+# naming the file and the bound
+mkdir -p "$T/big"
+cp "$T/mds"/shard.* "$T/big/"
+"$PY" - "$T/mds/index.json" "$T/big/index.json" <<'PYEOF'
+import json, sys
+o = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as f:
+    f.write('{"junk": [')
+    chunk = "{}," * (1 << 20)
+    for _ in range(20):
+        f.write(chunk)
+    f.write('{}], ' + json.dumps(o)[1:])
+PYEOF
+[ "$(stat -c %s "$T/big/index.json")" -gt $((60 << 20)) ] || fail "the big index is not 60 MiB"
+"$CLI" read --no-shuffle --digest "$T/mds" >"$T/small.digest"
+/usr/bin/time -v "$CLI" read --no-shuffle --digest --budget 64MiB "$T/big" >"$T/big.digest" 2>"$T/time" ||
+	{ cat "$T/time"; fail "the big index.json was not read"; }
+cmp -s "$T/small.digest" "$T/big.digest" || fail "the big index.json read other records"
+rss_kb=$(awk -F: '/Maximum resident set size/ {print $2 + 0}' "$T/time")
+# a sanitizer build's shadow memory and quarantine take more; the bound
+# still tells kilobytes per value (GBs) from a window
+limit_mib=40
+grep -q '^RF_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && limit_mib=256
+[ -n "$rss_kb" ] && [ "$rss_kb" -lt $((limit_mib << 10)) ] ||
+	fail "reading a 60 MiB index.json took ${rss_kb} KiB (more than $limit_mib MiB) at --budget 64MiB"
+"$PY" - "$T/mds/index.json" "$T/big/index.json" <<'PYEOF'
+import json, sys
+o = json.load(open(sys.argv[1]))
+open(sys.argv[2], "w").write('{"junk": ' + "[" * 33 + "]" * 33 + ", " + json.dumps(o)[1:])
+PYEOF
+if "$CLI" read --digest "$T/big" >/dev/null 2>"$T/err"; then fail "an index nested 33 deep was read"; fi
+grep -q "$T/big/index.json: at byte 41: values nest more than 32 deep" "$T/err" ||
+	{ cat "$T/err"; fail "the nesting bound's error is unclear"; }
+echo "ok: a 60 MiB index.json read in ${rss_kb} KiB at --budget 64MiB; nesting bounded"
+
 # verify: the sound dataset is sound; a sample whose column size runs past it
 # is named (a check only a full decode makes)
 "$CLI" verify "$T/mds" >"$T/verify.out" 2>&1 || { cat "$T/verify.out"; fail "verify of the MDS dataset failed"; }

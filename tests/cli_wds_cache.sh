@@ -127,4 +127,42 @@ else
 	ok "no signature in the cache"
 fi
 
+# an object rewritten in place on the store with its size and mtime put
+# back: nginx's ETag (mtime and size) is the same, so is the key, and the
+# entry's layout is stale. The read that meets it fails naming the cached
+# index (there is no index file), drops the entry (index_cache_stale_drops),
+# never delivers the old layout's samples; the next read scans it again.
+$PY - "$tmp" <<'PYEOF'
+import io, random, sys, tarfile
+for seed in (1, 2):
+    rng = random.Random(seed)
+    with tarfile.open(f"{sys.argv[1]}/re{seed}.tar", "w", format=tarfile.GNU_FORMAT) as t:
+        for i in range(60):
+            for ext, n in (("jpg", 3000), ("cls", 4)):
+                ti = tarfile.TarInfo(f"r{seed}/{(i * 7) % 60 if seed == 2 else i:06d}.{ext}")
+                ti.size = n
+                t.addfile(ti, io.BytesIO(rng.randbytes(n)))
+PYEOF
+want_re2=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/re2.tar" | tail -n 1)
+cp "$tmp/re1.tar" "$RF_NGINX_ROOT/$tag/re.tar"
+touch -d '2020-01-01 00:00:00' "$RF_NGINX_ROOT/$tag/re.tar"
+re="$RF_NGINX_URL/$tag/re.tar"
+rd "$tmp/r1.json" "$re" >/dev/null
+same "rewritten object, cold: stored" 1 "$(j "$tmp/r1.json" index_cache_puts)"
+cat "$tmp/re2.tar" >"$RF_NGINX_ROOT/$tag/re.tar"
+touch -d '2020-01-01 00:00:00' "$RF_NGINX_ROOT/$tag/re.tar"
+set +e
+"$cli" read --digest --no-shuffle --index-cache "$cache" --stats "$tmp/r2.json" "$re" \
+	>"$tmp/r2.out" 2>"$tmp/r2.err"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && ok "rewritten object under the same ETag: the stale layout is an error" ||
+	bad "the stale cached layout was read: $(cat "$tmp/r2.out")"
+grep -q "the cached index of this tar, from the index cache, is stale" "$tmp/r2.err" &&
+	! grep -q "index file" "$tmp/r2.err" && ok "the error blames the cached index" ||
+	bad "the error does not name the cached index: $(cat "$tmp/r2.err")"
+same "rewritten object: the entry dropped" 1 "$(j "$tmp/r2.json" index_cache_stale_drops)"
+same "rewritten object, next read: its new samples" "$want_re2" "$(rd "$tmp/r3.json" "$re")"
+same "rewritten object, next read: scanned again" 1 "$(j "$tmp/r3.json" index_cache_puts)"
+
 rf_checks_done cli_wds_cache

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct done {
@@ -307,19 +308,22 @@ static void test_direct_io(void **state)
 	direct_reads(e, e->path, true);
 }
 
-/* The version of a local file: device, inode, size and mtime in ns, as
- * stat says; a new mtime is a new version; the injector passes it on. */
+/* The version of a local file: device, inode, size, mtime and ctime in ns,
+ * as stat says; a new mtime is a new version, and so is a rewrite that puts
+ * the size and mtime back (the ctime moves); the injector passes it on. */
 static void test_validator_local(void **state)
 {
 	env *e = *state;
 	struct stat st;
 	assert_int_equal(stat(e->path, &st), 0);
 	char want[RF_SOURCE_VALIDATOR_BYTES], got[RF_SOURCE_VALIDATOR_BYTES];
-	snprintf(want, sizeof(want), "file:dev=%llu,ino=%llu,size=%llu,mtime_ns=%llu",
+	snprintf(want, sizeof(want), "file:dev=%llu,ino=%llu,size=%llu,mtime_ns=%llu,ctime_ns=%llu",
 	         (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 	         (unsigned long long)st.st_size,
 	         (unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
-	             (unsigned long long)st.st_mtim.tv_nsec);
+	             (unsigned long long)st.st_mtim.tv_nsec,
+	         (unsigned long long)st.st_ctim.tv_sec * 1000000000ull +
+	             (unsigned long long)st.st_ctim.tv_nsec);
 	rf_source *s = open_ok(e, e->path);
 	assert_int_equal(rf_source_validator(s, got, sizeof(got)), strlen(want));
 	assert_string_equal(got, want);
@@ -337,6 +341,21 @@ static void test_validator_local(void **state)
 	assert_string_not_equal(again, want);
 	assert_non_null(strstr(again, ",mtime_ns=1000000000123456789"));
 	rf_source_close(s);
+	/* rewritten in place, size and mtime restored (cp -p, rsync --inplace
+	 * -t): the ctime says it is another version */
+	struct timespec pause = {0, 20000000};
+	nanosleep(&pause, NULL);
+	int fd = open(e->path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, e->data, 1, 0), 1);
+	close(fd);
+	assert_int_equal(utimensat(AT_FDCWD, e->path, ts, 0), 0);
+	s = open_ok(e, e->path);
+	char rewritten[RF_SOURCE_VALIDATOR_BYTES];
+	assert_true(rf_source_validator(s, rewritten, sizeof(rewritten)) > 0);
+	assert_non_null(strstr(rewritten, ",mtime_ns=1000000000123456789"));
+	assert_string_not_equal(rewritten, again);
+	rf_source_close(s);
 	/* wrapped by the fault injector (where built in): the inner file's */
 	rf_fetch_options opt;
 	rf_fetch_options_init(&opt);
@@ -348,7 +367,7 @@ static void test_validator_local(void **state)
 	e->fetch = f;
 	s = open_ok(e, e->path);
 	assert_true(rf_source_validator(s, got, sizeof(got)) > 0);
-	assert_string_equal(got, again);
+	assert_string_equal(got, rewritten);
 	rf_source_close(s);
 }
 

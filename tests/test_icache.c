@@ -129,6 +129,17 @@ static void test_round_trip(void **state)
 	rf_icache_counters cn;
 	rf_icache_counters_get(e->c, &cn);
 	assert_true(cn.hits >= 4 && cn.puts == 3);
+	/* a stale entry dropped: gone, counted; another key's is left; a
+	 * second drop finds none */
+	rf_icache_key kept = key_of("http://host/ds/shard-1.tar", "etag:\"abc\"");
+	assert_int_equal(rf_icache_put(e->c, &kept, "y", 1), 0);
+	assert_int_equal(rf_icache_drop(e->c, &k), 0);
+	assert_int_equal(lookup(e, &k, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(lookup(e, &kept, buf, sizeof(buf)), 1);
+	assert_int_equal(rf_icache_drop(e->c, &k), -ENOENT);
+	assert_int_equal(rf_icache_drop(NULL, &k), -ENOENT);
+	rf_icache_counters_get(e->c, &cn);
+	assert_int_equal(cn.stale_drops, 1);
 }
 
 /* A well-formed entry of another key under k's name: a miss, and left for

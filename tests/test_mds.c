@@ -350,6 +350,83 @@ static void test_index(void **state)
 	assert_non_null(strstr(err.msg, "compression gz"));
 }
 
+/* An index read in pieces that never ends: `{"junk": "aaaa...` */
+typedef struct endless {
+	uint64_t sent;
+} endless;
+
+static int endless_read(void *ctx, uint8_t *out, size_t cap, size_t *got, rf_error *err)
+{
+	(void)err;
+	endless *e = ctx;
+	static const char head[] = "{\"junk\": \"";
+	memset(out, 'a', cap);
+	if (e->sent == 0)
+		memcpy(out, head, strlen(head));
+	e->sent += cap;
+	*got = cap;
+	return 0;
+}
+
+static void test_index_bounds(void **state)
+{
+	(void)state;
+	listed l;
+	rf_error err = {0};
+	const char *one =
+	    SHARD_JSON("null", "{\"basename\": \"sh\\u0061rd.00000.mds\", \"bytes\": 7}", "null");
+	/* ignored values of every kind, nested up to the bound, keys in any
+	 * order, escapes decoded */
+	char *doc = malloc(1 << 16);
+	assert_non_null(doc);
+	int n = snprintf(doc, 1 << 16, "{\"x\": ");
+	for (int i = 0; i < RF_MDS_INDEX_DEPTH_MAX - 2; i++)
+		n += snprintf(doc + n, 64, i % 2 ? "[" : "{\"k\\n\": ");
+	n += snprintf(doc + n, 64, "[true, false, null, -1.5e+3, \"\\ud83d\\ude00\"]");
+	for (int i = RF_MDS_INDEX_DEPTH_MAX - 3; i >= 0; i--)
+		n += snprintf(doc + n, 8, i % 2 ? "]" : "}");
+	snprintf(doc + n, 4096, ", \"shards\": [%s], \"version\": 2}", one);
+	int rc = index_of(doc, &l, &err);
+	if (rc < 0)
+		fprintf(stderr, "%s\n%s\n", err.msg, doc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.names[0], "shard.00000.mds");
+	assert_int_equal(l.bytes[0], 7);
+
+	/* one level deeper is refused, naming the file, the byte and the bound */
+	n = snprintf(doc, 1 << 16, "{\"x\": ");
+	for (int i = 0; i < RF_MDS_INDEX_DEPTH_MAX; i++)
+		doc[n++] = '[';
+	snprintf(doc + n, 64, "]]]");
+	assert_true(index_of(doc, &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "d/index.json: at byte 38: values nest more than 32 deep"));
+	free(doc);
+
+	/* the bytes' bound is met by a reader that never ends, not by memory */
+	endless e = {0};
+	assert_int_equal(rf_mds_index_scan(endless_read, &e, "d/index.json", add, &l, &err),
+	                 -EFBIG);
+	assert_non_null(strstr(err.msg, "d/index.json: more than 67108864 bytes"));
+	assert_true(e.sent <= RF_MDS_INDEX_MAX + RF_MDS_INDEX_WINDOW);
+
+	/* a key the index uses, twice; bytes after the object; a real version */
+	assert_true(index_of("{\"version\": 2, \"version\": 2, \"shards\": []}", &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "key \"version\" twice"));
+	assert_true(index_of("{\"version\": 2, \"shards\": []} {}", &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "bytes after the index's object"));
+	assert_true(index_of("{\"version\": 2.0, \"shards\": []}", &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "version 2 with a shards array"));
+	assert_true(
+	    index_of("{\"version\": 2, \"shards\": [{\"format\": \"m\\u0000ds\"}]}", &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "shard 0: format is not \"mds\""));
+	assert_true(index_of("{\"version\": 2, \"shards\": [] ", &l, &err) < 0);
+	assert_non_null(
+	    strstr(err.msg, "d/index.json: at byte 28: the file ends inside an object"));
+	assert_true(index_of("{\"version\": 2, \"shards\": [] 7}", &l, &err) < 0);
+	assert_non_null(strstr(err.msg, "d/index.json: at byte 28: ',' or '}' was expected"));
+}
+
 static void test_encodings(void **state)
 {
 	(void)state;
@@ -369,9 +446,9 @@ static void test_encodings(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plain),     cmocka_unit_test(test_zstd),
-	    cmocka_unit_test(test_hostile),   cmocka_unit_test(test_index),
-	    cmocka_unit_test(test_encodings),
+	    cmocka_unit_test(test_plain),        cmocka_unit_test(test_zstd),
+	    cmocka_unit_test(test_hostile),      cmocka_unit_test(test_index),
+	    cmocka_unit_test(test_index_bounds), cmocka_unit_test(test_encodings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,6 +158,23 @@ static void test_llmc_headers(void **state)
 		                 RF_E_CORRUPT);
 		assert_non_null(strstr(err.msg, "llm.c header: magic"));
 		assert_non_null(strstr(err.msg, "with version 3"));
+		/* its first 12 bytes alone: too short for the header, said so
+		 * (not "its first int32 is 20240520; llm.c writes 20240520") */
+		rf_store_le32(b + 4, kinds[k].version);
+		assert_int_equal(open1(&rf_format_llmc, b, 12, NULL, &ix, &priv, &err),
+		                 RF_E_CORRUPT);
+		char want[160];
+		snprintf(want, sizeof(want),
+		         "d/train.bin: 12 bytes: it starts with llm.c's magic %u, but an llm.c "
+		         "token file has a 1024-byte header",
+		         kinds[k].magic);
+		assert_non_null(strstr(err.msg, want));
+		assert_null(strstr(err.msg, "llm.c writes"));
+		/* shorter than a header, another first int32: too short, said so */
+		assert_int_equal(open1(&rf_format_llmc, b + 4, 12, NULL, &ix, &priv, &err),
+		                 RF_E_CORRUPT);
+		assert_non_null(strstr(err.msg, "d/train.bin: 12 bytes: shorter than llm.c's "
+		                                "1024-byte header, not an llm.c token file"));
 		free(b);
 	}
 	free(tok);

@@ -71,14 +71,45 @@ static uint64_t rf_fnv_u32(uint64_t h, uint32_t v)
 	return rf_fnv1a(h, le, 4);
 }
 
-/* A member KEY.FIELD of --output tar. */
+/* A name for stderr: control bytes as '?', at most 120 bytes. */
+static void rf_read_shown(const char *p, size_t len, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len && n + 4 < cap && n < 120; i++)
+		out[n++] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f ? '?' : p[i];
+	if (n < len && n + 4 < cap)
+		memcpy(out + n, "...", 3), n += 3;
+	out[n] = 0;
+}
+
+/* A member KEY.FIELD of --output tar, its key and field made safe to
+ * extract (tar_out.h: no absolute path, no ".." or control byte); the
+ * first one changed is said once on stderr. */
 static int rf_read_member(const char *key, size_t key_len, const char *field, const uint8_t *p,
                           uint64_t len)
 {
-	char name[8192];
-	int n = snprintf(name, sizeof(name), "%.*s.%s", (int)key_len, key, field);
+	static bool said;
+	char name[8192], k[4200], f[600];
+	bool kc, fc;
+	int kn = rf_tar_out_safe_part(key, key_len, k, sizeof(k), &kc);
+	int fn = rf_tar_out_safe_part(field, strlen(field), f, sizeof(f), &fc);
+	int n = kn < 0 || fn < 0 ? -1 : snprintf(name, sizeof(name), "%s.%s", k, f);
 	if (n < 0 || (size_t)n >= sizeof(name))
 		return -1;
+	if ((kc || fc) && !said) {
+		char orig[8192], was[160], now[160];
+		int on = snprintf(orig, sizeof(orig), "%.*s.%s", (int)key_len, key, field);
+		rf_read_shown(orig, on < 0 ? 0 : RF_MIN((size_t)on, sizeof(orig) - 1), was,
+		              sizeof(was));
+		rf_read_shown(name, (size_t)n, now, sizeof(now));
+		fprintf(stderr,
+		        "ringfeed read: --output tar: a member name that is not safe to extract "
+		        "(a leading '/', a '.' or '..' component, a control byte) is written "
+		        "changed, with a hash of the original: '%s' -> '%s' (this and any "
+		        "other)\n",
+		        was, now);
+		said = true;
+	}
 	return rf_tar_out_member(stdout, name, (size_t)n, p, len);
 }
 

@@ -1,7 +1,10 @@
 /* tar_out.c - see tar_out.h. Members are written with mode 0644, owner 0
- * and time 0, so the same samples give the same bytes. */
+ * and time 0, so the same samples give the same bytes; names are made safe
+ * to extract (rf_tar_out_safe_part) by the caller. */
 #include "tar_out.h"
+#include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define BLOCK 512
@@ -76,6 +79,57 @@ int rf_tar_out_member(FILE *f, const char *name, size_t name_len, const uint8_t 
 	if (header(f, name, name_len, len, '0') < 0)
 		return -1;
 	return put_padded(f, data, len);
+}
+
+static bool part_safe(const char *p, size_t len)
+{
+	if (len == 0 || p[0] == '/')
+		return false;
+	for (size_t i = 0, start = 0; i <= len; i++) {
+		if (i < len && ((unsigned char)p[i] < 0x20 || p[i] == 0x7f))
+			return false;
+		if (i < len && p[i] != '/')
+			continue;
+		size_t n = i - start;
+		if (n == 0 || (n == 1 && p[start] == '.') ||
+		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+int rf_tar_out_safe_part(const char *p, size_t len, char *out, size_t cap, bool *changed)
+{
+	*changed = !part_safe(p, len);
+	if (!*changed) {
+		if (len >= cap)
+			return -1;
+		memcpy(out, p, len);
+		out[len] = 0;
+		return (int)len;
+	}
+	size_t n = 0;
+	for (size_t i = 0, start = 0; i <= len; i++) {
+		if (i < len && p[i] != '/')
+			continue;
+		size_t c = i - start;
+		const char *s = p + start;
+		start = i + 1;
+		if (c == 0 || (c == 1 && s[0] == '.'))
+			continue;
+		if (n + c + 2 >= cap)
+			return -1;
+		if (n)
+			out[n++] = '/';
+		if (c == 2 && s[0] == '.' && s[1] == '.')
+			s = "__";
+		for (size_t k = 0; k < c; k++)
+			out[n++] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '_' : s[k];
+	}
+	int m = snprintf(out + n, cap - n, "~%08llx",
+	                 (unsigned long long)(rf_fnv1a(RF_FNV_OFFSET, p, len) & 0xffffffffu));
+	return m < 0 || (size_t)m >= cap - n ? -1 : (int)(n + (size_t)m);
 }
 
 int rf_tar_out_end(FILE *f)

@@ -41,6 +41,8 @@ typedef struct rf_open_slot {
 	bool side_cached; /* side_url's bytes are the index cache's entry, in buf */
 	bool no_cache;    /* the entry failed the format's checks: open without it */
 	uint32_t steps;
+	bool stepping; /* rf_open_step runs this slot's steps (below) */
+	bool step_due; /* a step's bytes are ready: the running rf_open_step takes it */
 	uint32_t next_free;
 	int first_code; /* the first format's error, when another is tried (0: none) */
 	char first_msg[RF_ERROR_MSG_BYTES];
@@ -417,7 +419,7 @@ static bool rf_open_fallback(rf_shard *s, int rc, const rf_error *err)
 
 /* Runs the format's step on the delivered bytes (o->fo.got...), then does
  * what it asks: another range, done, or the error. */
-static void rf_open_step(rf_shard *s)
+static void rf_open_step_once(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
@@ -464,6 +466,27 @@ static void rf_open_step(rf_shard *s)
 	}
 	rf_open_cache_put(s);
 	rf_open_finish(s, 0, NULL);
+}
+
+/* Runs the shard's steps while their bytes are at hand. A range served
+ * from the buffer, an absent sidecar, a restart without the cache or with
+ * another format, or a read that completes at once all come back here
+ * from inside a step: that call only marks the next step due, and the
+ * loop below runs it. So the depth of calls never grows with the steps a
+ * shard asks for (a compressed tar of zeros asks thousands, each served
+ * from the one read it made). */
+static void rf_open_step(rf_shard *s)
+{
+	rf_open_slot *o = s->open;
+	o->step_due = true;
+	if (o->stepping)
+		return;
+	o->stepping = true;
+	while (s->open == o && o->step_due) {
+		o->step_due = false;
+		rf_open_step_once(s);
+	}
+	o->stepping = false; /* also when the open finished (the slot is free) */
 }
 
 /* Delivers [want) from the buffer (it lies inside): no read. */
@@ -663,6 +686,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	e->open.free = o->next_free;
 	o->first_code = 0;
 	o->side_cached = o->no_cache = false;
+	o->stepping = o->step_due = false;
 	s->open = o;
 	s->stage = RF_OPEN_OPENING;
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RF_OPEN_WAIT_NS   100000000ull
-#define RF_OPEN_STEPS_MAX (1u << 20) /* a format asking for more is broken */
+#define RF_OPEN_WAIT_NS      100000000ull
+#define RF_OPEN_SAY_AFTER_NS 2000000000ull /* an open this long says how far it got */
+#define RF_OPEN_SAY_EVERY_NS 3000000000ull /* ... and again this often */
+#define RF_OPEN_STEPS_MAX    (1u << 20)    /* a format asking for more is broken */
 
 enum {
 	RF_OPEN_IDLE = 0,
@@ -747,11 +749,27 @@ static bool rf_open_all_done(void *ctx)
 	return e->open.done >= e->nshards;
 }
 
+/* A long open (a slow store, many shards) says how far it got on stderr,
+ * from RF_OPEN_SAY_AFTER_NS on, every RF_OPEN_SAY_EVERY_NS, and once more
+ * when it ends: a user sees it move instead of a silent wait. */
+static void rf_open_say(rf_engine *e, bool end)
+{
+	uint64_t now = rf_now_ns(), ran = now - e->open.t0_ns;
+	if (end ? e->open.said_ns == 0
+	        : ran < RF_OPEN_SAY_AFTER_NS ||
+	              (e->open.said_ns && now - e->open.said_ns < RF_OPEN_SAY_EVERY_NS))
+		return;
+	e->open.said_ns = now;
+	fprintf(stderr, "ringfeed: opening shards: %u/%u%s, %.1f s (%u at a time)\n", e->open.done,
+	        e->nshards, end ? " done" : "", (double)ran / 1e9, e->open.slots_n);
+}
+
 /* Between ticks of the open phase: retries the ranges waiting for budget
  * and starts more opens; stops at the first failure or when all are done. */
 static uint64_t rf_open_before_sleep(void *ctx)
 {
 	rf_engine *e = ctx;
+	rf_open_say(e, false);
 	/* while a range waits for budget, open no more (theirs would wait
 	 * too) and retry the waiting ones, oldest first */
 	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open.waiting;
@@ -770,12 +788,15 @@ int rf_open_phase(rf_engine *e)
 {
 	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	RF_TRY(rf_open_slots_new(e, open_max));
+	e->open.t0_ns = rf_now_ns();
+	e->open.said_ns = 0;
 	const char *dir = rf_config_index_cache_dir(e->cfg);
 	rf_error why = {0};
 	if (dir) /* a cache that cannot be used is no cache: the open goes on */
 		(void)rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0,
 		                     &e->open.icache, &why);
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	rf_open_say(e, true);
 	rf_icache_close(e->open.icache);
 	e->open.icache = NULL;
 	if (rc < 0) {

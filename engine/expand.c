@@ -45,6 +45,11 @@ static int rf_list_too_big(const rf_shard_list *l, uint64_t more, const char *wh
 static int rf_list_room_for(rf_shard_list *l, const rf_manifest_count *c, uint64_t text_bytes,
                             const char *name, rf_error *err)
 {
+	if (c->over_line) /* as the parser says it, without reading the text whole */
+		return rf_fail(err, -E2BIG,
+		               "manifest %s: line %llu: more than %d shards (the most a manifest "
+		               "may list)",
+		               name, (unsigned long long)c->over_line, RF_MANIFEST_ENTRIES_MAX);
 	uint64_t list = c->entries * sizeof(rf_shard) + c->entry_bytes;
 	uint64_t parse = text_bytes + c->entries * sizeof(rf_manifest_entry) + c->entry_bytes;
 	if (!l->budget_bytes || l->bytes + list + parse <= l->budget_bytes)

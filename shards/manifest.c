@@ -308,7 +308,8 @@ RF_API int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *e
 static void count_line_end(rf_manifest_count *c)
 {
 	if (!c->skip && c->at_line > 0) {
-		c->entries++;
+		if (++c->entries == RF_MANIFEST_ENTRIES_MAX + 1ull)
+			c->over_line = c->lines + 1;
 		c->entry_bytes += c->at_line;
 	}
 	c->at_line = 0;

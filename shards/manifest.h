@@ -17,9 +17,10 @@ char *rf_manifest_join(const char *base, const char *path);
  * are still the parser's to name. */
 typedef struct rf_manifest_count {
 	uint64_t entries, entry_bytes;
-	uint64_t lines;   /* newlines seen */
-	uint64_t at_line; /* bytes of the current line so far */
-	bool skip;        /* the current line is the magic, blank or a comment */
+	uint64_t lines;     /* newlines seen */
+	uint64_t over_line; /* the line of entry RF_MANIFEST_ENTRIES_MAX + 1 (0: none) */
+	uint64_t at_line;   /* bytes of the current line so far */
+	bool skip;          /* the current line is the magic, blank or a comment */
 } rf_manifest_count;
 void rf_manifest_count_feed(rf_manifest_count *c, const char *buf, size_t len);
 void rf_manifest_count_end(rf_manifest_count *c);

@@ -105,6 +105,16 @@ static void test_count(void **state)
 	assert_int_equal(c.entries, 3);
 	unlink(path);
 	assert_true(rf_manifest_count_file(path, &c, &err) < 0);
+	/* the line of the entry past the most a manifest may list, as the
+	 * parser names it (the magic is line 1, a comment line 2) */
+	c = (rf_manifest_count){0};
+	rf_manifest_count_feed(&c, RF_MANIFEST_MAGIC "\n# c\n", strlen(RF_MANIFEST_MAGIC) + 5);
+	for (uint32_t i = 0; i < RF_MANIFEST_ENTRIES_MAX; i++)
+		rf_manifest_count_feed(&c, "x 1 1\n", 6);
+	assert_int_equal(c.over_line, 0);
+	rf_manifest_count_feed(&c, "x", 1);
+	rf_manifest_count_end(&c);
+	assert_int_equal(c.over_line, RF_MANIFEST_ENTRIES_MAX + 3);
 }
 
 static void test_parse_bad(void **state)

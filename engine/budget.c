@@ -51,32 +51,56 @@ static void host_trim(rf_budget *b)
 		b->host_held_bytes = keep;
 }
 
+/* Why a floor found no room: what is held, what other loaders wait for,
+ * what is kept for loaders announced but not attached, and so what all of
+ * them need together against the total (figures at the last try). */
+static int rf_host_floor_fail(struct rf_hostbudget *hb, uint64_t need, int timeout_ms,
+                              const rf_hostbudget_info *w, rf_error *err)
+{
+	uint64_t others = w->wanted_bytes - RF_MIN(need, w->wanted_bytes), future = 0, all;
+	uint32_t coming = w->expected_members > w->members ? w->expected_members - w->members : 0;
+	if (!rf_mul_u64(coming, w->floor_max_bytes, &future))
+		future = UINT64_MAX;
+	if (!rf_add_u64(w->used_bytes, others, &all) || !rf_add_u64(all, future, &all) ||
+	    !rf_add_u64(all, need, &all))
+		all = UINT64_MAX;
+	char t[4][32];
+	return rf_fail(
+	    err, RF_E_BUDGET,
+	    "host budget '%s' of %llu bytes (%s) had no room within %d ms for this loader's "
+	    "minimum of %llu bytes (%s): %llu bytes held by %u loader(s) attached, %llu bytes "
+	    "of minimums other loaders wait for, %llu bytes kept for %u loader(s) announced but "
+	    "not attached (%s each, the largest minimum asked): %llu bytes (%s) needed together "
+	    "(raise --host-budget to that, or lower the loaders' budgets)",
+	    rf_hostbudget_name(hb), (unsigned long long)w->total_bytes,
+	    rf_fmt_bytes(w->total_bytes, t[0], sizeof(t[0])), timeout_ms, (unsigned long long)need,
+	    rf_fmt_bytes(need, t[1], sizeof(t[1])), (unsigned long long)w->used_bytes, w->members,
+	    (unsigned long long)others, (unsigned long long)future, coming,
+	    rf_fmt_bytes(w->floor_max_bytes, t[2], sizeof(t[2])), (unsigned long long)all,
+	    rf_fmt_bytes(all, t[3], sizeof(t[3])));
+}
+
 int rf_budget_attach_host(rf_budget *b, struct rf_hostbudget *hb, uint64_t floor_bytes,
                           uint32_t expected_loaders, int timeout_ms, rf_error *err)
 {
 	/* Before any reservation (used is the fixed part at most): no lock is
 	 * held while waiting for other loaders to make room. */
 	uint64_t need = RF_MAX(rf_budget_used(b), floor_bytes);
-	int rc = rf_hostbudget_reserve_floor(hb, need, expected_loaders, timeout_ms);
-	if (rc < 0) {
-		rf_hostbudget_info info = {0};
-		rf_hostbudget_info_get(hb, &info);
-		if (need > info.total_bytes)
-			return rf_fail(
-			    err, RF_E_BUDGET,
-			    "host budget '%s' of %llu bytes is smaller than this loader's "
-			    "minimum of %llu bytes (raise --host-budget)",
-			    rf_hostbudget_name(hb), (unsigned long long)info.total_bytes,
-			    (unsigned long long)need);
+	rf_hostbudget_info why = {0};
+	int rc = rf_hostbudget_reserve_floor(hb, need, expected_loaders, timeout_ms, &why);
+	if (rc < 0 && need > why.total_bytes && rc == -ENOBUFS)
 		return rf_fail(err, RF_E_BUDGET,
-		               "host budget '%s' had no room for this loader's minimum of %llu "
-		               "bytes within %d ms: %llu of %llu bytes held by %u loader(s)%s "
-		               "(raise --host-budget or lower the loaders' budgets)",
-		               rf_hostbudget_name(hb), (unsigned long long)need, timeout_ms,
-		               (unsigned long long)info.used_bytes,
-		               (unsigned long long)info.total_bytes, info.members,
-		               rc == -ENOBUFS ? "" : ", or its lock failed");
-	}
+		               "host budget '%s' of %llu bytes is smaller than this loader's "
+		               "minimum of %llu bytes (raise --host-budget)",
+		               rf_hostbudget_name(hb), (unsigned long long)why.total_bytes,
+		               (unsigned long long)need);
+	if (rc == -ENOBUFS)
+		return rf_host_floor_fail(hb, need, timeout_ms, &why, err);
+	if (rc < 0)
+		return rf_fail(err, RF_E_BUDGET,
+		               "host budget '%s': this loader's minimum of %llu bytes could not be "
+		               "reserved: %s",
+		               rf_hostbudget_name(hb), (unsigned long long)need, strerror(-rc));
 	pthread_mutex_lock(&b->mu);
 	b->host = hb;
 	b->host_floor_bytes = floor_bytes;

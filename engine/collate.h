@@ -63,6 +63,9 @@ typedef struct rf_position {
 	uint32_t skipped_blocks; /* and those blocks */
 	uint32_t nsegs;
 	struct rf_segment *segs; /* nsegs (owned by whoever filled the position) */
+	uint32_t version;        /* of the encoding it came from (0: the current one) */
+	uint64_t names_hash;     /* rf_state_content_add (version 3 on) */
+	uint64_t content_hash;
 } rf_position;
 
 /* Bytes of the encoding of p. */

@@ -288,6 +288,7 @@ typedef struct rf_engine {
 		uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 		struct rf_icache *icache; /* the index cache during the open phase, or NULL */
 		uint64_t cache_hits, cache_misses, cache_puts; /* its answers (loop thread) */
+		uint64_t t0_ns, said_ns; /* its start; its last progress line (0: none) */
 	} open;
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */

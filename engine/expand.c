@@ -23,7 +23,45 @@
 typedef struct rf_shard_list {
 	rf_shard *v;
 	uint32_t n, cap;
+	uint64_t budget_bytes; /* the loader's budget: the list is refused past it */
+	uint64_t bytes;        /* the entries and their strings, as rf_memory_shard_list counts */
 } rf_shard_list;
+
+static int rf_list_too_big(const rf_shard_list *l, uint64_t more, const char *what, rf_error *err)
+{
+	char lim[32], b[32];
+	uint64_t need = l->bytes + more;
+	return rf_fail(err, RF_E_BUDGET,
+	               "budget %s is too small for the shard list: %s needs at least %llu "
+	               "bytes (%s) before any shard is opened (raise budget)",
+	               rf_fmt_bytes(l->budget_bytes, lim, sizeof(lim)), what,
+	               (unsigned long long)need, rf_fmt_bytes(need, b, sizeof(b)));
+}
+
+/* What a manifest of c's entries costs to build into the list, counted
+ * before it is parsed: the list's entries and names, and while it is
+ * parsed, its text and its entries. Refused past the budget, so a huge
+ * manifest costs a count of its lines, never the list it would make. */
+static int rf_list_room_for(rf_shard_list *l, const rf_manifest_count *c, uint64_t text_bytes,
+                            const char *name, rf_error *err)
+{
+	if (c->over_line) /* as the parser says it, without reading the text whole */
+		return rf_fail(err, -E2BIG,
+		               "manifest %s: line %llu: more than %d shards (the most a manifest "
+		               "may list)",
+		               name, (unsigned long long)c->over_line, RF_MANIFEST_ENTRIES_MAX);
+	uint64_t list = c->entries * sizeof(rf_shard) + c->entry_bytes;
+	uint64_t parse = text_bytes + c->entries * sizeof(rf_manifest_entry) + c->entry_bytes;
+	if (!l->budget_bytes || l->bytes + list + parse <= l->budget_bytes)
+		return 0;
+	char what[512];
+	snprintf(what, sizeof(what),
+	         "manifest %s lists %llu shards: %llu bytes of shard list, and %llu more while "
+	         "its text is parsed, so it",
+	         name, (unsigned long long)c->entries, (unsigned long long)list,
+	         (unsigned long long)parse);
+	return rf_list_too_big(l, list + parse, what, err);
+}
 
 static int rf_list_push(rf_shard_list *l, const char *url, uint64_t size_hint, rf_error *err)
 {
@@ -61,6 +99,12 @@ static int rf_list_push(rf_shard_list *l, const char *url, uint64_t size_hint, r
 	}
 	s->size_hint = size_hint;
 	l->n++;
+	l->bytes += sizeof(*s) + strlen(s->url) + 1 + (s->name == s->url ? 0 : strlen(s->name) + 1);
+	if (l->budget_bytes && l->bytes > l->budget_bytes) {
+		char what[64];
+		snprintf(what, sizeof(what), "the list of %u shard(s) so far", l->n);
+		return rf_list_too_big(l, 0, what, err);
+	}
 	return 0;
 }
 
@@ -141,6 +185,9 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 {
 	rf_manifest *m = NULL;
+	rf_manifest_count c;
+	RF_TRY(rf_manifest_count_file(path, &c, err));
+	RF_TRY(rf_list_room_for(l, &c, c.entry_bytes + c.lines, path, err));
 	RF_TRY(rf_manifest_read_file(path, &m, err));
 	int rc = 0;
 	bool owned = false;
@@ -442,7 +489,12 @@ static int rf_expand_remote_manifest(rf_shard_list *l, const rf_fetch_options *f
 	size_t len = 0;
 	rf_manifest *m = NULL;
 	RF_TRY(rf_remote_get(fo, url, RF_REMOTE_MANIFEST_BYTES_MAX, &buf, &len, err));
-	int rc = rf_manifest_parse(buf, len, NULL, shown, &m, err);
+	rf_manifest_count c = {0};
+	rf_manifest_count_feed(&c, buf, len);
+	rf_manifest_count_end(&c);
+	int rc = rf_list_room_for(l, &c, 0, shown, err); /* its text is held already */
+	if (rc == 0)
+		rc = rf_manifest_parse(buf, len, NULL, shown, &m, err);
 	free(buf);
 	if (rc == 0 && m->count == 0)
 		rc = rf_fail(err, -ENOENT, "%s: manifest lists no shards", shown);
@@ -536,7 +588,7 @@ static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url
 
 int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err)
 {
-	rf_shard_list l = {0};
+	rf_shard_list l = {.budget_bytes = rf_cfg(cfg, RF_CFG_budget)};
 	int rc = 0;
 	if (cfg->nurls == 0)
 		rc = rf_fail(err, -EINVAL, "no shards given (add a file, directory or manifest)");

@@ -81,14 +81,32 @@ static void set_want(rf_hostbudget *hb, hb_slot *s, uint64_t want)
 		hb->sh->wanted_bytes = UINT64_MAX;
 }
 
+static void info_fill(const rf_hostbudget *hb, const hb_slot *s, rf_hostbudget_info *out)
+{
+	const hb_shared *sh = hb->sh;
+	memset(out, 0, sizeof(*out));
+	out->total_bytes = sh->total_bytes;
+	out->used_bytes = sh->used_bytes;
+	out->peak_used_bytes = sh->peak_used_bytes;
+	out->own_bytes = s ? s->reserved_bytes : 0;
+	out->reclaimed_bytes = sh->reclaimed_bytes;
+	out->reclaims = sh->reclaims;
+	out->members = rf_hb_count_members(sh);
+	out->wanted_bytes = sh->wanted_bytes;
+	out->floor_max_bytes = sh->floor_max_bytes;
+	out->expected_members = sh->expected_members;
+}
+
 int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expected_loaders,
-                                int timeout_ms)
+                                int timeout_ms, rf_hostbudget_info *why)
 {
 	if (getpid() != hb->pid)
 		return -ECHILD;
 	RF_TRY(rf_hb_lock(hb));
 	hb_slot *s = rf_hb_own_slot(hb);
 	if (s && bytes > hb->sh->total_bytes) {
+		if (why)
+			info_fill(hb, s, why);
 		rf_hb_unlock(hb->sh);
 		return -ENOBUFS; /* waiting cannot help */
 	}
@@ -107,7 +125,10 @@ int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expe
 		nanosleep(&ts, NULL);
 	}
 	if (rf_hb_lock(hb) == 0) {
-		if ((s = rf_hb_own_slot(hb)) != NULL)
+		s = rf_hb_own_slot(hb);
+		if (why && rc == -ENOBUFS) /* before its own wait is taken back */
+			info_fill(hb, s, why);
+		if (s)
 			set_want(hb, s, 0);
 		rf_hb_unlock(hb->sh);
 	}
@@ -117,20 +138,9 @@ int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expe
 int rf_hostbudget_info_get(rf_hostbudget *hb, rf_hostbudget_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	hb_shared *sh = hb->sh;
 	RF_TRY(rf_hb_lock(hb));
-	hb_slot *s = getpid() == hb->pid ? rf_hb_own_slot(hb) : NULL;
-	out->total_bytes = sh->total_bytes;
-	out->used_bytes = sh->used_bytes;
-	out->peak_used_bytes = sh->peak_used_bytes;
-	out->own_bytes = s ? s->reserved_bytes : 0;
-	out->reclaimed_bytes = sh->reclaimed_bytes;
-	out->reclaims = sh->reclaims;
-	out->members = rf_hb_count_members(sh);
-	out->wanted_bytes = sh->wanted_bytes;
-	out->floor_max_bytes = sh->floor_max_bytes;
-	out->expected_members = sh->expected_members;
-	rf_hb_unlock(sh);
+	info_fill(hb, getpid() == hb->pid ? rf_hb_own_slot(hb) : NULL, out);
+	rf_hb_unlock(hb->sh);
 	return 0;
 }
 

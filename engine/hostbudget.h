@@ -72,9 +72,11 @@ int rf_hostbudget_reserve(rf_hostbudget *hb, uint64_t bytes);
  * loaders will share the budget: until that many are attached, room for the
  * largest floor asked so far is kept for each one still to come, so a late
  * rank never finds the total taken by the read-ahead of the early ones.
- * 0, -ENOBUFS after the timeout, or a reserve error. */
+ * 0, -ENOBUFS after the timeout, or a reserve error. With -ENOBUFS and
+ * why set: the figures at the last try, this loader's wait still counted
+ * (wanted_bytes holds its floor too), for the message that says why. */
 int rf_hostbudget_reserve_floor(rf_hostbudget *hb, uint64_t bytes, uint32_t expected_loaders,
-                                int timeout_ms);
+                                int timeout_ms, rf_hostbudget_info *why);
 /* Returns bytes reserved through this handle (clamped to what it holds). */
 int rf_hostbudget_release(rf_hostbudget *hb, uint64_t bytes);
 uint64_t rf_hostbudget_used(rf_hostbudget *hb);

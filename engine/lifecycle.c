@@ -143,6 +143,19 @@ static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_err
 static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf_error *err)
 {
 	RF_TRY(rf_state_check(saved, now, err));
+	if (saved->epoch >= e->epoch_end) /* epoch 2^64 - 1 too: no run reaches it */
+		return e->epoch_end == UINT64_MAX
+		           ? rf_fail(err, -EINVAL,
+		                     "resume state is at epoch %llu, which no run reaches (a "
+		                     "damaged or forged state?)",
+		                     (unsigned long long)saved->epoch)
+		           : rf_fail(err, -EINVAL,
+		                     "resume state is at epoch %llu, past this run's last epoch "
+		                     "%llu (epoch %llu, epochs %llu)",
+		                     (unsigned long long)saved->epoch,
+		                     (unsigned long long)(e->epoch_end - 1),
+		                     (unsigned long long)e->epoch_first,
+		                     (unsigned long long)(e->epoch_end - e->epoch_first));
 	if (saved->epoch < e->epoch_first)
 		return rf_fail(err, -EINVAL, "resume state is at epoch %llu, before epoch %llu",
 		               (unsigned long long)saved->epoch,
@@ -221,6 +234,9 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	RF_TRY(rf_memory_reserve_meta(e, planned, what, err));
 	rf_position pos = {.epoch = e->epoch_first};
 	rf_state_identity(e->sched.plan, &pos);
+	for (uint32_t i = 0; i < e->nshards; i++)
+		rf_state_content_add(&pos, e->shards[i].name, e->shards[i].fmt->name,
+		                     e->indexes[i]);
 	e->seq_epoch = UINT64_MAX;
 	if (c->has_resume) {
 		rf_position saved;

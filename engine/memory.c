@@ -106,7 +106,10 @@ static int rf_open_host_budget(rf_engine *e, uint64_t floor_bytes, rf_error *err
 static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span)
 {
 	size_t n = rf_plan_unit_count(plan);
-	uint64_t records = rf_plan_epoch_records(plan);
+	/* plan positions, not stream records: a rank's units hold its windows,
+	 * whole, while it emits only its slice of them (a quarter of a window
+	 * under world 4 is spread over all its blocks) */
+	uint64_t records = rf_plan_epoch_plan_records(plan);
 	uint32_t best = 0;
 	size_t lo = 0; /* first unit ending after the span's start */
 	for (uint64_t start = 0; start < records; start += align) {

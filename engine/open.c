@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RF_OPEN_WAIT_NS   100000000ull
-#define RF_OPEN_STEPS_MAX (1u << 20) /* a format asking for more is broken */
+#define RF_OPEN_WAIT_NS      100000000ull
+#define RF_OPEN_SAY_AFTER_NS 2000000000ull /* an open this long says how far it got */
+#define RF_OPEN_SAY_EVERY_NS 3000000000ull /* ... and again this often */
+#define RF_OPEN_STEPS_MAX    (1u << 20)    /* a format asking for more is broken */
 
 enum {
 	RF_OPEN_IDLE = 0,
@@ -41,6 +43,8 @@ typedef struct rf_open_slot {
 	bool side_cached; /* side_url's bytes are the index cache's entry, in buf */
 	bool no_cache;    /* the entry failed the format's checks: open without it */
 	uint32_t steps;
+	bool stepping; /* rf_open_step runs this slot's steps (below) */
+	bool step_due; /* a step's bytes are ready: the running rf_open_step takes it */
 	uint32_t next_free;
 	int first_code; /* the first format's error, when another is tried (0: none) */
 	char first_msg[RF_ERROR_MSG_BYTES];
@@ -423,7 +427,7 @@ static bool rf_open_fallback(rf_shard *s, int rc, const rf_error *err)
 
 /* Runs the format's step on the delivered bytes (o->fo.got...), then does
  * what it asks: another range, done, or the error. */
-static void rf_open_step(rf_shard *s)
+static void rf_open_step_once(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
@@ -470,6 +474,27 @@ static void rf_open_step(rf_shard *s)
 	}
 	rf_open_cache_put(s);
 	rf_open_finish(s, 0, NULL);
+}
+
+/* Runs the shard's steps while their bytes are at hand. A range served
+ * from the buffer, an absent sidecar, a restart without the cache or with
+ * another format, or a read that completes at once all come back here
+ * from inside a step: that call only marks the next step due, and the
+ * loop below runs it. So the depth of calls never grows with the steps a
+ * shard asks for (a compressed tar of zeros asks thousands, each served
+ * from the one read it made). */
+static void rf_open_step(rf_shard *s)
+{
+	rf_open_slot *o = s->open;
+	o->step_due = true;
+	if (o->stepping)
+		return;
+	o->stepping = true;
+	while (s->open == o && o->step_due) {
+		o->step_due = false;
+		rf_open_step_once(s);
+	}
+	o->stepping = false; /* also when the open finished (the slot is free) */
 }
 
 /* Delivers [want) from the buffer (it lies inside): no read. */
@@ -669,6 +694,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	e->open.free = o->next_free;
 	o->first_code = 0;
 	o->side_cached = o->no_cache = false;
+	o->stepping = o->step_due = false;
 	s->open = o;
 	s->stage = RF_OPEN_OPENING;
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
@@ -729,11 +755,27 @@ static bool rf_open_all_done(void *ctx)
 	return e->open.done >= e->nshards;
 }
 
+/* A long open (a slow store, many shards) says how far it got on stderr,
+ * from RF_OPEN_SAY_AFTER_NS on, every RF_OPEN_SAY_EVERY_NS, and once more
+ * when it ends: a user sees it move instead of a silent wait. */
+static void rf_open_say(rf_engine *e, bool end)
+{
+	uint64_t now = rf_now_ns(), ran = now - e->open.t0_ns;
+	if (end ? e->open.said_ns == 0
+	        : ran < RF_OPEN_SAY_AFTER_NS ||
+	              (e->open.said_ns && now - e->open.said_ns < RF_OPEN_SAY_EVERY_NS))
+		return;
+	e->open.said_ns = now;
+	fprintf(stderr, "ringfeed: opening shards: %u/%u%s, %.1f s (%u at a time)\n", e->open.done,
+	        e->nshards, end ? " done" : "", (double)ran / 1e9, e->open.slots_n);
+}
+
 /* Between ticks of the open phase: retries the ranges waiting for budget
  * and starts more opens; stops at the first failure or when all are done. */
 static uint64_t rf_open_before_sleep(void *ctx)
 {
 	rf_engine *e = ctx;
+	rf_open_say(e, false);
 	/* while a range waits for budget, open no more (theirs would wait
 	 * too) and retry the waiting ones, oldest first */
 	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open.waiting;
@@ -752,6 +794,8 @@ int rf_open_phase(rf_engine *e)
 {
 	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
 	RF_TRY(rf_open_slots_new(e, open_max));
+	e->open.t0_ns = rf_now_ns();
+	e->open.said_ns = 0;
 	const char *dir = rf_config_index_cache_dir(e->cfg);
 	rf_error why = {0};
 	if (dir && /* a cache that cannot be used is no cache: the open goes on */
@@ -760,6 +804,7 @@ int rf_open_phase(rf_engine *e)
 		snprintf(e->index_cache_off, sizeof(e->index_cache_off), "%.255s",
 		         why.msg[0] ? why.msg : "cannot be opened");
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	rf_open_say(e, true);
 	rf_icache_close(e->open.icache);
 	e->open.icache = NULL;
 	if (rc < 0) {

@@ -20,6 +20,38 @@ void rf_state_identity(const rf_plan *plan, rf_position *out)
 	out->shuffle = pp->shuffle;
 	out->pad = pp->pad;
 	out->world = pp->world;
+	out->version = RF_STATE_VERSION;
+	out->names_hash = rf_mix64(0x4e414d45ull);   /* "NAME" */
+	out->content_hash = rf_mix64(0x434f4e54ull); /* "CONT" */
+}
+
+static uint64_t hash_str(uint64_t h, const char *s, size_t n)
+{
+	return rf_mix64(rf_fnv1a(h ^ n, s, n));
+}
+
+void rf_state_content_add(rf_position *p, const char *name, const char *format,
+                          const rf_shard_index *ix)
+{
+	size_t end = strcspn(name, "?#");
+	while (end > 0 && name[end - 1] == '/')
+		end--;
+	size_t start = end;
+	while (start > 0 && name[start - 1] != '/')
+		start--;
+	p->names_hash = hash_str(p->names_hash, name + start, end - start);
+	uint64_t h = hash_str(p->content_hash, format, strlen(format));
+	h = rf_mix64(h ^ ix->file_bytes);
+	h = rf_mix64(h ^ ix->records);
+	h = rf_mix64(h ^ ix->blocks);
+	for (uint32_t b = 0; b < ix->blocks; b++) {
+		const rf_block_info *u = &ix->block[b];
+		h = rf_mix64(h ^ u->offset);
+		h = rf_mix64(h ^ ((uint64_t)u->compressed_bytes << 32 | u->decoded_bytes));
+		h = rf_mix64(h ^ u->records);
+	}
+	const char *meta = ix->metadata ? ix->metadata : "";
+	p->content_hash = hash_str(h, meta, strlen(meta));
 }
 
 void rf_position_clear(rf_position *p)
@@ -30,9 +62,19 @@ void rf_position_clear(rf_position *p)
 	p->has_seq = false;
 }
 
+static bool state_v2(const rf_position *p)
+{
+	return p->version == 2;
+}
+
+static size_t state_head(const rf_position *p)
+{
+	return state_v2(p) ? RF_STATE_V2_HEAD : RF_STATE_HEAD;
+}
+
 size_t rf_state_bytes(const rf_position *p)
 {
-	return RF_STATE_BYTES_MIN + 16u * (p->has_seq ? p->nsegs : 0);
+	return state_head(p) + 4 + 16u * (p->has_seq ? p->nsegs : 0);
 }
 
 int rf_state_encode(const rf_position *p, void *buf, size_t cap)
@@ -42,8 +84,9 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	if (cap < n || nsegs > RF_PLAN_SEGMENTS_MAX)
 		return cap < n ? -ENOSPC : -E2BIG;
 	uint8_t *b = buf;
-	memcpy(b, RF_STATE_MAGIC, 8);
-	rf_store_le32(b + 8, RF_STATE_VERSION);
+	size_t head = state_head(p);
+	memcpy(b, state_v2(p) ? "RFSTATE2" : RF_STATE_MAGIC, 8);
+	rf_store_le32(b + 8, state_v2(p) ? 2 : RF_STATE_VERSION);
 	rf_store_le32(b + 12, (p->shuffle ? FLAG_SHUFFLE : 0) | (p->pad ? FLAG_PAD : 0) |
 	                          (p->has_seq ? FLAG_SEQ : 0));
 	rf_store_le64(b + 16, p->dataset_hash);
@@ -58,9 +101,13 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	rf_store_le64(b + 72, p->batch);
 	rf_store_le64(b + 80, p->skipped);
 	rf_store_le32(b + 88, p->skipped_blocks);
+	if (!state_v2(p)) {
+		rf_store_le64(b + 92, p->names_hash);
+		rf_store_le64(b + 100, p->content_hash);
+	}
 	for (uint32_t i = 0; i < nsegs; i++) {
-		rf_store_le64(b + RF_STATE_HEAD + 16 * i, p->segs[i].start);
-		rf_store_le64(b + RF_STATE_HEAD + 16 * i + 8, p->segs[i].records);
+		rf_store_le64(b + head + 16 * i, p->segs[i].start);
+		rf_store_le64(b + head + 16 * i + 8, p->segs[i].records);
 	}
 	rf_store_le32(b + n - 4, rf_state_crc32c(b, n - 4));
 	return (int)n;
@@ -68,10 +115,10 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 
 static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_error *err)
 {
-	if (!b || len < RF_STATE_BYTES_MIN || len > RF_STATE_BYTES_MAX)
+	if (!b || len < RF_STATE_V2_BYTES_MIN || len > RF_STATE_BYTES_MAX)
 		return rf_fail(err, -EINVAL,
 		               "resume state: %zu bytes, a ringfeed state has %d to %d", len,
-		               RF_STATE_BYTES_MIN, RF_STATE_BYTES_MAX);
+		               RF_STATE_V2_BYTES_MIN, RF_STATE_BYTES_MAX);
 	if (memcmp(b, "RFSTATE1", 8) == 0)
 		return rf_fail(
 		    err, -EINVAL,
@@ -79,16 +126,19 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		    "resume changed the stream); this build reads version %u: start the "
 		    "epoch afresh",
 		    RF_STATE_VERSION);
-	if (memcmp(b, RF_STATE_MAGIC, 8) != 0)
+	bool v2 = memcmp(b, "RFSTATE2", 8) == 0;
+	if (!v2 && memcmp(b, RF_STATE_MAGIC, 8) != 0)
 		return rf_fail(err, -EINVAL, "resume state: not a ringfeed state (magic is not %s)",
 		               RF_STATE_MAGIC);
 	uint32_t version = rf_load_le32(b + 8);
-	if (version != RF_STATE_VERSION)
+	if (version != (v2 ? 2 : RF_STATE_VERSION))
 		return rf_fail(err, -EINVAL,
-		               "resume state: version %u, this build reads version %u", version,
-		               RF_STATE_VERSION);
+		               "resume state: version %u under magic %.8s, this build reads "
+		               "version %u (and 2)",
+		               version, (const char *)b, RF_STATE_VERSION);
+	size_t head = v2 ? RF_STATE_V2_HEAD : RF_STATE_HEAD;
 	uint32_t nsegs = rf_load_le32(b + 52);
-	if (nsegs > RF_PLAN_SEGMENTS_MAX || len != RF_STATE_BYTES_MIN + 16ull * nsegs)
+	if (nsegs > RF_PLAN_SEGMENTS_MAX || len != head + 4 + 16ull * nsegs)
 		return rf_fail(err, -EINVAL,
 		               "resume state: %zu bytes do not hold its %u segments (at most %u)",
 		               len, nsegs, RF_PLAN_SEGMENTS_MAX);
@@ -112,7 +162,10 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 	                   .record = rf_load_le64(b + 64),
 	                   .batch = rf_load_le64(b + 72),
 	                   .skipped = rf_load_le64(b + 80),
-	                   .skipped_blocks = rf_load_le32(b + 88)};
+	                   .skipped_blocks = rf_load_le32(b + 88),
+	                   .version = version,
+	                   .names_hash = v2 ? 0 : rf_load_le64(b + 92),
+	                   .content_hash = v2 ? 0 : rf_load_le64(b + 100)};
 	if ((flags & ~7u) || (nsegs && !q->has_seq) || q->world == 0 || q->window == 0)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: flags %#x, world %u, window %u, %u segments do not "
@@ -130,12 +183,13 @@ int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err)
 	rf_position q;
 	RF_TRY(state_decode_head(buf, len, &q, err));
 	const uint8_t *b = buf;
+	size_t head = state_head(&q);
 	uint64_t total = 0;
 	if (q.nsegs > 0 && !(q.segs = calloc(q.nsegs, sizeof(*q.segs))))
 		return rf_fail(err, -ENOMEM, "resume state: out of memory");
 	for (uint32_t i = 0; i < q.nsegs; i++) {
-		rf_segment s = {rf_load_le64(b + RF_STATE_HEAD + 16 * i),
-		                rf_load_le64(b + RF_STATE_HEAD + 16 * i + 8)};
+		rf_segment s = {rf_load_le64(b + head + 16 * i),
+		                rf_load_le64(b + head + 16 * i + 8)};
 		if (s.start > q.dataset_records || s.records > q.dataset_records - s.start ||
 		    s.records > q.dataset_records - total) {
 			free(q.segs);
@@ -165,6 +219,24 @@ int rf_state_check(const rf_position *s, const rf_position *n, rf_error *err)
 		    s->dataset_shards, (unsigned long long)s->dataset_records,
 		    (unsigned long long)s->dataset_hash, n->dataset_shards,
 		    (unsigned long long)n->dataset_records, (unsigned long long)n->dataset_hash);
+	/* a version 2 state names no content: its shape is all there is */
+	if (!state_v2(s) && s->names_hash != n->names_hash)
+		return rf_fail(err, -EINVAL,
+		               "resume state is for another dataset: the same shape (%u shards, "
+		               "%llu records) but other shard names (names %016llx saved, %016llx "
+		               "now: a shard was renamed, or another dataset given)",
+		               n->dataset_shards, (unsigned long long)n->dataset_records,
+		               (unsigned long long)s->names_hash,
+		               (unsigned long long)n->names_hash);
+	if (!state_v2(s) && s->content_hash != n->content_hash)
+		return rf_fail(err, -EINVAL,
+		               "resume state is for another dataset: the same shape (%u shards, "
+		               "%llu records) and shard names but other contents (layouts %016llx "
+		               "saved, %016llx now: a shard's bytes, formats, units or metadata "
+		               "differ; a shard was rewritten)",
+		               n->dataset_shards, (unsigned long long)n->dataset_records,
+		               (unsigned long long)s->content_hash,
+		               (unsigned long long)n->content_hash);
 	if (s->seed != n->seed)
 		return rf_fail(err, -EINVAL, "resume state: seed differs: saved %llu, now %llu",
 		               (unsigned long long)s->seed, (unsigned long long)n->seed);

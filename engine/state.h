@@ -4,13 +4,17 @@
  * re-split: what a saved position leaves of its epoch, as a sequence of
  * stream segments for the new world.
  *
- * Encoding (version 2, little-endian, 96 + 16 * nsegs bytes):
- *   0 "RFSTATE2"  8 u32 version  12 u32 flags (1 shuffle, 2 pad, 4 has_seq)
+ * Encoding (version 3, little-endian, 112 + 16 * nsegs bytes):
+ *   0 "RFSTATE3"  8 u32 version  12 u32 flags (1 shuffle, 2 pad, 4 has_seq)
  *   16 u64 dataset hash  24 u64 dataset records  32 u32 shards  36 u32 window
  *   40 u64 seed  48 u32 world  52 u32 nsegs  56 u64 epoch  64 u64 record
  *   72 u64 batch  80 u64 skipped  88 u32 skipped blocks
- *   92 nsegs x (u64 start, u64 records), then u32 CRC-32C of all before it.
- * A state without a re-split has no segments (96 bytes). */
+ *   92 u64 names hash  100 u64 content hash (rf_state_content)
+ *   108 nsegs x (u64 start, u64 records), then u32 CRC-32C of all before it.
+ * A state without a re-split has no segments (112 bytes). Version 2
+ * ("RFSTATE2", 96 + 16 * nsegs bytes) is version 3 without the two hashes
+ * (segments at 92): still read, and written back as it was; it names no
+ * content, so only its shape is checked. */
 #ifndef RF_STATE_H
 #define RF_STATE_H
 
@@ -18,14 +22,23 @@
 #include "crc32c.h"
 #include "plan.h"
 
-#define RF_STATE_MAGIC     "RFSTATE2"
-#define RF_STATE_VERSION   2u
-#define RF_STATE_HEAD      92
-#define RF_STATE_BYTES_MIN (RF_STATE_HEAD + 4)
-#define RF_STATE_BYTES_MAX (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX)
+#define RF_STATE_MAGIC        "RFSTATE3"
+#define RF_STATE_VERSION      3u
+#define RF_STATE_HEAD         108
+#define RF_STATE_BYTES_MIN    (RF_STATE_HEAD + 4)
+#define RF_STATE_BYTES_MAX    (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX)
+#define RF_STATE_V2_HEAD      92
+#define RF_STATE_V2_BYTES_MIN (RF_STATE_V2_HEAD + 4)
 
 /* The stream-identity fields of a position for this plan. */
 void rf_state_identity(const rf_plan *plan, rf_position *out);
+/* The dataset's content identity, shard by shard in order: each shard's
+ * name (its last path component, without a query: the same dataset read
+ * through another store or directory is the same) into names_hash; its
+ * format, layout (object bytes, records, every unit's offset, stored and
+ * decoded bytes and records) and user metadata into content_hash. */
+void rf_state_content_add(rf_position *p, const char *name, const char *format,
+                          const rf_shard_index *ix);
 /* 0 when `saved` is a position in the stream `now` describes; else an error
  * naming the first setting that differs, its saved value and the new one. */
 int rf_state_check(const rf_position *saved, const rf_position *now, rf_error *err);

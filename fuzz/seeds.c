@@ -100,7 +100,9 @@ static int write_blocks(const char *dir, const shard_kind *k, const char *path)
 static int write_states(const char *dir)
 {
 	rf_segment segs[2] = {{0, 10}, {500, 20}};
-	rf_position ps[3] = {{.world = 1, .window = 1},
+	/* version 3 (the current), and one of each kind as version 2 (read
+	 * still, shape only) */
+	rf_position ps[6] = {{.world = 1, .window = 1, .names_hash = 1, .content_hash = 2},
 	                     {.dataset_hash = 0x0123456789abcdefull,
 	                      .dataset_records = 1000,
 	                      .dataset_shards = 3,
@@ -111,7 +113,9 @@ static int write_states(const char *dir)
 	                      .epoch = 3,
 	                      .record = 200,
 	                      .batch = 25,
-	                      .skipped = 2},
+	                      .skipped = 2,
+	                      .names_hash = 0x4e414d45ull,
+	                      .content_hash = 0xfedcba9876543210ull},
 	                     {.dataset_records = 1000,
 	                      .window = 1,
 	                      .world = 2,
@@ -119,11 +123,20 @@ static int write_states(const char *dir)
 	                      .nsegs = 2,
 	                      .segs = segs,
 	                      .record = 4,
-	                      .batch = 1}};
+	                      .batch = 1,
+	                      .names_hash = UINT64_MAX}};
+	for (size_t i = 0; i < 3; i++) {
+		ps[3 + i] = ps[i];
+		ps[3 + i].version = 2;
+		ps[3 + i].names_hash = ps[3 + i].content_hash = 0;
+	}
 	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
 		uint8_t b[RF_STATE_BYTES_MIN + 64];
 		char out[4096];
-		snprintf(out, sizeof(out), "%s/state/position-%zu", dir, i);
+		if (i < 3)
+			snprintf(out, sizeof(out), "%s/state/position-%zu", dir, i);
+		else
+			snprintf(out, sizeof(out), "%s/state/v2-position-%zu", dir, i - 3);
 		FILE *f = fopen(out, "wb");
 		int n = rf_state_encode(&ps[i], b, sizeof(b));
 		if (n <= 0 || !f || fwrite(b, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)

@@ -299,8 +299,10 @@ int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
 /* Resume from a state produced by rf_state_save (copied). A state saved by
  * any rank resumes every rank of the job, on the same or another world size
  * and batch size (another world re-splits what no rank had taken); one saved
- * under another dataset, seed or shuffle setting is refused at rf_open,
- * naming the setting with its saved and new value. */
+ * under another dataset (another shape, other shard names, or other
+ * contents: the shards' layouts), seed or shuffle setting is refused at
+ * rf_open, naming the setting with its saved and new value, and so is one
+ * whose epoch is past the run's last. */
 int rf_config_set_resume(rf_config *cfg, const void *state, size_t len, rf_error *err);
 /* NUL-separated, double-NUL terminated list of option names with help text:
  * "name\0help\0name\0help\0\0". */

@@ -302,3 +302,54 @@ RF_API int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *e
 	}
 	return 0;
 }
+
+/* ------------------------------------------- counting before building */
+
+static void count_line_end(rf_manifest_count *c)
+{
+	if (!c->skip && c->at_line > 0) {
+		if (++c->entries == RF_MANIFEST_ENTRIES_MAX + 1ull)
+			c->over_line = c->lines + 1;
+		c->entry_bytes += c->at_line;
+	}
+	c->at_line = 0;
+}
+
+void rf_manifest_count_feed(rf_manifest_count *c, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		char ch = buf[i];
+		if (ch == '\n') {
+			count_line_end(c);
+			c->lines++;
+			continue;
+		}
+		if (c->at_line == 0) /* a line's first byte: the magic line, or a comment */
+			c->skip = c->lines == 0 || ch == '#' || ch == '\r';
+		c->at_line++;
+	}
+}
+
+void rf_manifest_count_end(rf_manifest_count *c)
+{
+	count_line_end(c);
+}
+
+int rf_manifest_count_file(const char *path, rf_manifest_count *c, rf_error *err)
+{
+	*c = (rf_manifest_count){0};
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "manifest", &size, err); /* never blocks on a FIFO */
+	if (fd < 0)
+		return fd;
+	char buf[1 << 16];
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		rf_manifest_count_feed(c, buf, (size_t)r);
+	int e = r < 0 ? errno : 0;
+	close(fd);
+	if (r < 0)
+		return rf_fail(err, -e, "manifest %s: cannot read: %s", path, strerror(e));
+	rf_manifest_count_end(c);
+	return 0;
+}

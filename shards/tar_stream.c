@@ -37,6 +37,13 @@
 #define RF_TAR_AP_SPACING      (16u << 20)   /* decoded bytes between gzip access points */
 #define RF_TAR_DECODED_MAX     (64ull << 30) /* a compressed tar decodes to at most this */
 #define RF_TAR_ZSTD_CALL_OUT   (128u << 10)  /* one zstd call's output at the open */
+/* Decoded bytes per compressed byte past which the open refuses a stream
+ * (a decompression bomb: its open would decode for minutes from a few
+ * hundred KB), after the first RF_TAR_RATIO_FREE decoded bytes. Deflate
+ * cannot pass 1032:1; real tars under zstd -19 stay far below 100:1; a
+ * tar of zeros under zstd -3 is about 32000:1 (docs/design.md). */
+#define RF_TAR_RATIO_MAX  2048u
+#define RF_TAR_RATIO_FREE (64ull << 20)
 
 struct tar_stream {
 	int codec;
@@ -267,6 +274,21 @@ static int too_large(rf_fmt_open *o, const tar_stream *t, rf_error *err)
 	               "shard %s: the zstd stream decodes to more than %llu GiB, the most a "
 	               ".tar.zst may (its checkpoints are metadata): write smaller shards",
 	               o->name, U64(RF_TAR_DECODED_MAX >> 30));
+}
+
+/* More than RF_TAR_RATIO_MAX decoded bytes per compressed byte taken (past
+ * the first RF_TAR_RATIO_FREE): refused before the open decodes it all. */
+static int too_dense(rf_fmt_open *o, const tar_stream *t, uint64_t decoded, rf_error *err)
+{
+	uint64_t in = RF_MAX(t->consumed, 1);
+	if (decoded <= RF_TAR_RATIO_FREE || decoded / in < RF_TAR_RATIO_MAX)
+		return 0;
+	return rf_fail(err, -EFBIG,
+	               "shard %s: the %s stream decodes to %llu bytes from its first %llu "
+	               "compressed bytes, a ratio of %llu:1, past the %u:1 a compressed tar "
+	               "may have (a decompression bomb?)",
+	               o->name, codec_name(t->codec), U64(decoded), U64(t->consumed),
+	               U64(decoded / in), RF_TAR_RATIO_MAX);
 }
 
 /* ------------------------------------------------ gzip access points
@@ -532,6 +554,7 @@ static int feed(rf_fmt_open *o, tar_stream *t, rf_error *err)
 			               o->name, codec_name(t->codec), U64(t->consumed));
 		if (t->total + made > decoded_max(t->codec))
 			return too_large(o, t, err);
+		RF_TRY(too_dense(o, t, t->total + made, err));
 		took_output(t, made);
 		out += made;
 		if (t->win_len == RF_TAR_STREAM_WINDOW)

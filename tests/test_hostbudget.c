@@ -676,7 +676,7 @@ typedef struct floor_arg {
 static void *floor_thread(void *arg)
 {
 	floor_arg *a = arg;
-	a->rc = rf_hostbudget_reserve_floor(a->hb, a->bytes, 0, a->timeout_ms);
+	a->rc = rf_hostbudget_reserve_floor(a->hb, a->bytes, 0, a->timeout_ms, NULL);
 	return NULL;
 }
 
@@ -692,8 +692,9 @@ static void test_floor_wait(void **state)
 	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
 	assert_int_equal(rf_hostbudget_open(name, 1000, &h2, &err), 0);
 	assert_int_equal(rf_hostbudget_reserve(h1, 900), 0);
-	assert_int_equal(rf_hostbudget_reserve_floor(h2, 300, 0, 20), -ENOBUFS);     /* gave up */
-	assert_int_equal(rf_hostbudget_reserve_floor(h2, 1001, 0, 10000), -ENOBUFS); /* > total */
+	assert_int_equal(rf_hostbudget_reserve_floor(h2, 300, 0, 20, NULL), -ENOBUFS); /* gave up */
+	assert_int_equal(rf_hostbudget_reserve_floor(h2, 1001, 0, 10000, NULL),
+	                 -ENOBUFS); /* > total */
 	rf_hostbudget_info info;
 	assert_int_equal(rf_hostbudget_info_get(h1, &info), 0);
 	assert_int_equal(info.wanted_bytes, 0);
@@ -720,6 +721,58 @@ static void test_floor_wait(void **state)
 	assert_false(shm_exists(name));
 }
 
+/* A floor that finds no room says why: what is held, what other loaders
+ * wait for, what is kept for loaders still to come, and the sum against
+ * the total (it once said "0 of 1000 bytes held by 2 loader(s)"). */
+static void test_floor_fail_says_why(void **state)
+{
+	(void)state;
+	char name[64];
+	unique_name(name, sizeof(name), "floorwhy");
+	rf_error err = {0};
+	rf_hostbudget *h1 = NULL, *h2 = NULL;
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h2, &err), 0);
+	floor_arg a = {h1, 600, 60000, 1}; /* waits: h2's floor below leaves no room */
+	rf_hostbudget_info info = {0};
+	assert_int_equal(rf_hostbudget_reserve(h2, 500), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, floor_thread, &a), 0);
+	for (int i = 0; i < 2000 && info.wanted_bytes == 0; i++) { /* bounded: 10 s */
+		sleep_ms(5);
+		assert_int_equal(rf_hostbudget_info_get(h2, &info), 0);
+	}
+	assert_int_equal(info.wanted_bytes, 600);
+	assert_int_equal(rf_hostbudget_release(h2, 500), 0);
+	rf_budget b2;
+	rf_budget_init(&b2, 1000);
+	assert_int_equal(rf_budget_attach_host(&b2, h2, 600, 0, 20, &err), RF_E_BUDGET);
+	const char *want[] = {"minimum of 600 bytes", "0 bytes held by 2 loader(s) attached",
+	                      "600 bytes of minimums other loaders wait for",
+	                      "1200 bytes (1.2 KiB) needed together"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(err.msg, want[i]))
+			fail_msg("expected '%s' in: %s", want[i], err.msg);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0); /* h2 gave up: h1's floor fits */
+	rf_budget_destroy(&b2);
+	rf_hostbudget_close(h1);
+	rf_hostbudget_close(h2);
+	/* loaders announced (4) but not attached: their floors are kept */
+	unique_name(name, sizeof(name), "floorwhy2");
+	assert_int_equal(rf_hostbudget_open(name, 1000, &h1, &err), 0);
+	rf_budget b1;
+	rf_budget_init(&b1, 1000);
+	assert_int_equal(rf_budget_attach_host(&b1, h1, 300, 4, 0, &err), RF_E_BUDGET);
+	const char *want2[] = {"900 bytes kept for 3 loader(s) announced but not attached",
+	                       "1200 bytes (1.2 KiB) needed together"};
+	for (size_t i = 0; i < sizeof(want2) / sizeof(want2[0]); i++)
+		if (!strstr(err.msg, want2[i]))
+			fail_msg("expected '%s' in: %s", want2[i], err.msg);
+	rf_budget_destroy(&b1);
+	rf_hostbudget_close(h1);
+}
+
 /* With the number of loaders announced, room for the floors of those not
  * attached yet is kept: the early ones' read-ahead cannot take it. */
 static void test_expected_loaders(void **state)
@@ -730,14 +783,14 @@ static void test_expected_loaders(void **state)
 	rf_error err = {0};
 	rf_hostbudget *h[3];
 	assert_int_equal(rf_hostbudget_open(name, 1000, &h[0], &err), 0);
-	assert_int_equal(rf_hostbudget_reserve_floor(h[0], 100, 3, 0), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[0], 100, 3, 0, NULL), 0);
 	assert_int_equal(rf_hostbudget_reserve(h[0], 701), -ENOBUFS); /* 2 x 100 kept */
 	assert_int_equal(rf_hostbudget_reserve(h[0], 700), 0);
 	assert_int_equal(rf_hostbudget_open(name, 1000, &h[1], &err), 0);
-	assert_int_equal(rf_hostbudget_reserve_floor(h[1], 100, 3, 0), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[1], 100, 3, 0, NULL), 0);
 	assert_int_equal(rf_hostbudget_reserve(h[1], 1), -ENOBUFS); /* 1 x 100 kept */
 	assert_int_equal(rf_hostbudget_open(name, 1000, &h[2], &err), 0);
-	assert_int_equal(rf_hostbudget_reserve_floor(h[2], 100, 3, 0), 0);
+	assert_int_equal(rf_hostbudget_reserve_floor(h[2], 100, 3, 0, NULL), 0);
 	rf_hostbudget_info info;
 	assert_int_equal(rf_hostbudget_info_get(h[2], &info), 0);
 	assert_int_equal(info.used_bytes, 1000);
@@ -756,9 +809,10 @@ static void test_expected_loaders(void **state)
 static int remove_objects(void **state)
 {
 	(void)state;
-	const char *tags[] = {"zero",  "single",  "join",     "fork",      "multi",
-	                      "kill",  "open",    "lock",     "race",      "loaders",
-	                      "floor", "threads", "headroom", "floorwait", "expected"};
+	const char *tags[] = {"zero",     "single",   "join",     "fork",      "multi",
+	                      "kill",     "open",     "lock",     "race",      "loaders",
+	                      "floor",    "threads",  "headroom", "floorwait", "expected",
+	                      "floorwhy", "floorwhy2"};
 	for (size_t i = 0; i < RF_ARRAY_LEN(tags); i++) {
 		char name[64];
 		unique_name(name, sizeof(name), tags[i]);
@@ -946,6 +1000,7 @@ int main(void)
 	    cmocka_unit_test(test_floor_wait),
 	    cmocka_unit_test(test_expected_loaders),
 	    cmocka_unit_test(test_refuses_open_mode),
+	    cmocka_unit_test(test_floor_fail_says_why),
 	    cmocka_unit_test(test_refuses_other_owner),
 	    cmocka_unit_test(test_truncated_is_an_error),
 	    cmocka_unit_test(test_regrown_zeroed_is_an_error),

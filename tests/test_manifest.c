@@ -2,11 +2,13 @@
  * URLs kept, comments and CRLF, and every malformed line named by number. */
 #include "manifest.h"
 #include "testutil.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static rf_manifest *parse(const char *text, const char *base, rf_error *err, int *rc)
 {
@@ -61,6 +63,58 @@ static void expect_bad(const char *text, int code, const char *needle)
 	if (!strstr(err.msg, needle))
 		fail_msg("'%s' lacks '%s'", err.msg, needle);
 	assert_non_null(strstr(err.msg, "m.rfm"));
+}
+
+/* The count before the parse: the entries the parser would make, whatever
+ * the pieces the text comes in (a line cut anywhere), comments, blank lines,
+ * CRLF and a last line without a newline. */
+static void test_count(void **state)
+{
+	(void)state;
+	const char *text = RF_MANIFEST_MAGIC "\n"
+	                                     "a.rfs\t100\t2\n"
+	                                     "# a comment\n"
+	                                     "\n"
+	                                     "\r\n"
+	                                     "sub/b.rfs\t200\t3\r\n"
+	                                     "c.rfs\t300\t4";
+	size_t len = strlen(text);
+	rf_error err = {0};
+	int rc;
+	rf_manifest *m = parse(text, "/d", &err, &rc);
+	if (rc != 0)
+		fail_msg("%s", err.msg);
+	for (size_t piece = 1; piece <= len; piece++) {
+		rf_manifest_count c = {0};
+		for (size_t at = 0; at < len; at += piece)
+			rf_manifest_count_feed(&c, text + at, RF_MIN(piece, len - at));
+		rf_manifest_count_end(&c);
+		assert_int_equal(c.entries, m->count);
+		assert_int_equal(c.entry_bytes, strlen("a.rfs\t100\t2") +
+		                                    strlen("sub/b.rfs\t200\t3\r") +
+		                                    strlen("c.rfs\t300\t4"));
+	}
+	rf_manifest_free(m);
+	char path[] = "/tmp/rf-test-count-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	rf_manifest_count c;
+	assert_int_equal(rf_manifest_count_file(path, &c, &err), 0);
+	assert_int_equal(c.entries, 3);
+	unlink(path);
+	assert_true(rf_manifest_count_file(path, &c, &err) < 0);
+	/* the line of the entry past the most a manifest may list, as the
+	 * parser names it (the magic is line 1, a comment line 2) */
+	c = (rf_manifest_count){0};
+	rf_manifest_count_feed(&c, RF_MANIFEST_MAGIC "\n# c\n", strlen(RF_MANIFEST_MAGIC) + 5);
+	for (uint32_t i = 0; i < RF_MANIFEST_ENTRIES_MAX; i++)
+		rf_manifest_count_feed(&c, "x 1 1\n", 6);
+	assert_int_equal(c.over_line, 0);
+	rf_manifest_count_feed(&c, "x", 1);
+	rf_manifest_count_end(&c);
+	assert_int_equal(c.over_line, RF_MANIFEST_ENTRIES_MAX + 3);
 }
 
 static void test_parse_bad(void **state)
@@ -304,7 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_ok),       cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_bounds),         cmocka_unit_test(test_write_read_file),
 	    cmocka_unit_test(test_listed_checked), cmocka_unit_test(test_fifo_refused),
-	    cmocka_unit_test(test_verify_shards),
+	    cmocka_unit_test(test_verify_shards),  cmocka_unit_test(test_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,9 @@ static rf_position position(uint64_t epoch, uint64_t record, uint64_t batch)
 	                     .record = record,
 	                     .batch = batch,
 	                     .skipped = 3,
-	                     .skipped_blocks = 1};
+	                     .skipped_blocks = 1,
+	                     .names_hash = 0x1111222233334444ull,
+	                     .content_hash = 0x5555666677778888ull};
 }
 
 static void assert_same(const rf_position *a, const rf_position *b)
@@ -41,6 +43,8 @@ static void assert_same(const rf_position *a, const rf_position *b)
 	assert_int_equal(a->batch, b->batch);
 	assert_int_equal(a->skipped, b->skipped);
 	assert_int_equal(a->skipped_blocks, b->skipped_blocks);
+	assert_int_equal(a->names_hash, b->names_hash);
+	assert_int_equal(a->content_hash, b->content_hash);
 	assert_int_equal(a->has_seq ? a->nsegs : 0, b->has_seq ? b->nsegs : 0);
 	for (uint32_t i = 0; a->has_seq && i < a->nsegs; i++) {
 		assert_int_equal(a->segs[i].start, b->segs[i].start);
@@ -61,13 +65,15 @@ static void test_round_trip(void **state)
 		int n = rf_state_encode(&cases[i], buf, sizeof(buf));
 		assert_int_equal(n, (int)rf_state_bytes(&cases[i]));
 		assert_int_equal(n, RF_STATE_BYTES_MIN + (i == 2 ? 48 : 0));
-		assert_memory_equal(buf, "RFSTATE2", 8);
+		assert_memory_equal(buf, "RFSTATE3", 8);
 		rf_position out;
 		rf_error err = {0};
 		assert_int_equal(rf_state_decode(buf, (size_t)n, &out, &err), 0);
 		assert_same(&out, &cases[i]);
+		assert_int_equal(out.version, 3);
 		rf_position_clear(&out);
 	}
+	assert_int_equal(RF_STATE_BYTES_MIN, 112);
 	uint8_t small[RF_STATE_BYTES_MIN + 47];
 	assert_int_equal(rf_state_encode(&cases[2], small, sizeof(small)), -ENOSPC);
 }
@@ -116,10 +122,12 @@ static void test_corruption(void **state)
 			memcpy(buf, good, sizeof(good));
 			buf[i] ^= (uint8_t)(1u << bit);
 			expect_reject(buf, N,
-			              i < 8               ? "magic"
-			              : i < 12            ? "version"
-			              : i >= 52 && i < 56 ? "segments"
-			                                  : "checksum");
+			              i == 7 && buf[7] == '1'   ? "version 1" /* an older state */
+			              : i == 7 && buf[7] == '2' ? "version 3 under magic RFSTATE2"
+			              : i < 8                   ? "magic"
+			              : i < 12                  ? "version"
+			              : i >= 52 && i < 56       ? "segments"
+			                                        : "checksum");
 		}
 	/* Wrong lengths, including none at all. */
 	memcpy(buf, good, sizeof(good));
@@ -132,7 +140,7 @@ static void test_corruption(void **state)
 	expect_reject(v1, sizeof(v1), "version 1");
 	expect_reject(NULL, 0, "0 bytes");
 	/* A future version with a valid checksum: named as a version problem. */
-	expect_reject(buf, encode_edited(&p, buf, 8, 3), "version 3");
+	expect_reject(buf, encode_edited(&p, buf, 8, 4), "version 4");
 	/* Well-formed but impossible: more batches than records, unknown flags,
 	 * world 0, a segment past the dataset. */
 	rf_position bad = position(1, 3, 4);
@@ -171,6 +179,92 @@ static void test_check_names_the_difference(void **state)
 	expect_differs(&s, &n, "now 8 shards, 1000 records");
 	n = s, n.dataset_hash ^= 1; /* same counts, a block rewritten */
 	expect_differs(&s, &n, "another dataset");
+	/* the same shape: other shard names, or other contents, each named */
+	n = s, n.names_hash ^= 1;
+	expect_differs(&s, &n, "same shape (7 shards, 1000 records) but other shard names");
+	n = s, n.content_hash ^= 1;
+	expect_differs(&s, &n, "and shard names but other contents");
+}
+
+/* A version 2 state (no content identity) is still read, written back as
+ * it was, and checked for its shape only. */
+static void test_version_2(void **state)
+{
+	(void)state;
+	rf_segment segs[2] = {{10, 5}, {100, 50}};
+	rf_position p = position(3, 12, 2);
+	p.version = 2, p.has_seq = true, p.nsegs = 2, p.segs = segs;
+	uint8_t buf[RF_STATE_BYTES_MIN + 64], again[sizeof(buf)];
+	int n = rf_state_encode(&p, buf, sizeof(buf));
+	assert_int_equal(n, RF_STATE_V2_BYTES_MIN + 32);
+	assert_memory_equal(buf, "RFSTATE2", 8);
+	assert_int_equal(rf_load_le32(buf + 8), 2);
+	rf_position out;
+	rf_error err = {0};
+	assert_int_equal(rf_state_decode(buf, (size_t)n, &out, &err), 0);
+	assert_int_equal(out.version, 2);
+	assert_int_equal(out.names_hash, 0);
+	assert_int_equal(out.nsegs, 2);
+	assert_int_equal(out.segs[1].start, 100);
+	assert_int_equal(rf_state_encode(&out, again, sizeof(again)), n);
+	assert_memory_equal(again, buf, (size_t)n);
+	rf_position now = position(0, 0, 0); /* any names and contents */
+	assert_int_equal(rf_state_check(&out, &now, &err), 0);
+	now.dataset_hash ^= 1;
+	assert_true(rf_state_check(&out, &now, &err) < 0);
+	rf_position_clear(&out);
+	/* a version 3 header under the version 2 magic is refused */
+	rf_store_le32(buf + 8, 3);
+	rf_store_le32(buf + n - 4, rf_state_crc32c(buf, (size_t)n - 4));
+	expect_reject(buf, (size_t)n, "version 3 under magic RFSTATE2");
+}
+
+/* The content identity: names by their last component (any store or
+ * directory, any query), layouts unit by unit. */
+static void test_content_identity(void **state)
+{
+	(void)state;
+	rf_block_info blocks[2] = {
+	    {.offset = 0, .compressed_bytes = 100, .decoded_bytes = 400, .records = 4},
+	    {.offset = 100, .compressed_bytes = 90, .decoded_bytes = 300, .records = 3}};
+	rf_shard_index ix = {
+	    .file_bytes = 250, .records = 7, .blocks = 2, .metadata = "m", .block = blocks};
+	const char *same[] = {"/data/a/shard-0.rfs", "s3://bucket/x/shard-0.rfs?X-Amz-Signature=1",
+	                      "https://h/shard-0.rfs#f", "shard-0.rfs", "/data/a/shard-0.rfs/"};
+	rf_position first = {0};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		rf_position p = {0};
+		rf_state_content_add(&p, same[i], "rfs", &ix);
+		if (i == 0)
+			first = p;
+		assert_int_equal(p.names_hash, first.names_hash);
+		assert_int_equal(p.content_hash, first.content_hash);
+	}
+	rf_position p = {0};
+	rf_state_content_add(&p, "/data/a/shard-1.rfs", "rfs", &ix);
+	assert_int_not_equal(p.names_hash, first.names_hash);
+	assert_int_equal(p.content_hash, first.content_hash);
+	/* each field of the layout counts: one unit's stored bytes, the format,
+	 * the metadata */
+	blocks[1].compressed_bytes = 91;
+	p = (rf_position){0};
+	rf_state_content_add(&p, same[0], "rfs", &ix);
+	assert_int_not_equal(p.content_hash, first.content_hash);
+	blocks[1].compressed_bytes = 90;
+	p = (rf_position){0};
+	rf_state_content_add(&p, same[0], "tar", &ix);
+	assert_int_not_equal(p.content_hash, first.content_hash);
+	ix.metadata = "n";
+	p = (rf_position){0};
+	rf_state_content_add(&p, same[0], "rfs", &ix);
+	assert_int_not_equal(p.content_hash, first.content_hash);
+	/* the order of shards counts */
+	rf_position ab = {0}, ba = {0};
+	rf_state_content_add(&ab, "a.rfs", "rfs", &ix);
+	rf_state_content_add(&ab, "b.rfs", "rfs", &ix);
+	rf_state_content_add(&ba, "b.rfs", "rfs", &ix);
+	rf_state_content_add(&ba, "a.rfs", "rfs", &ix);
+	assert_int_not_equal(ab.names_hash, ba.names_hash);
 }
 
 /* The remaining sequence is every record of [0, L) minus what the W ranks
@@ -262,9 +356,13 @@ static void test_remaining(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip), cmocka_unit_test(test_crc32c),
-	    cmocka_unit_test(test_corruption), cmocka_unit_test(test_check_names_the_difference),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_crc32c),
+	    cmocka_unit_test(test_corruption),
+	    cmocka_unit_test(test_check_names_the_difference),
 	    cmocka_unit_test(test_remaining),
+	    cmocka_unit_test(test_version_2),
+	    cmocka_unit_test(test_content_identity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

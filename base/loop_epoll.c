@@ -295,8 +295,9 @@ static int rf_epoll_timeout_ms(rf_loop *loop, uint64_t max_wait_ns)
 		uint64_t at = loop->ops[e->heap[0]].u.timer.deadline_ns, now = rf_now_ns();
 		wait = RF_MIN(wait, at > now ? at - now : 0);
 	}
-	uint64_t ms = (wait + 999999ull) / 1000000ull; /* never early */
-	return (int)RF_MIN(ms, (uint64_t)INT_MAX);
+	if (wait >= (uint64_t)INT_MAX * 1000000ull)
+		return INT_MAX;                        /* ~25 days: and no overflow rounding up */
+	return (int)((wait + 999999ull) / 1000000ull); /* never early */
 }
 
 static int rf_epoll_fire_timers(rf_loop *loop)

@@ -56,6 +56,7 @@ uint32_t rf_loop_read_threads(const rf_loop *loop);      /* epoll: the pool's bo
 const char *rf_loop_fallback(const rf_loop *loop);
 void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
 
+/* A read at offset (uint64_t)-1 reads at the fd's position (a pipe). */
 int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
                      void *arg);
 /* Registered buffers (io_uring_register_buffers into a sparse table made on
@@ -79,8 +80,7 @@ int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len);
  * on epoll a plain read. */
 int64_t rf_loop_read_fixed(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
                            int index, rf_loop_cb cb, void *arg);
-/* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion.
- * A read at offset (uint64_t)-1 reads at the fd's position (pipes). */
+/* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion. */
 int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg);
 int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg);
 /* Cancels a pending op: its callback will not run. Unknown/finished ids are ignored. */

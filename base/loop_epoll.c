@@ -277,6 +277,12 @@ static int rf_epoll_event(rf_loop *loop, uint64_t udata, uint32_t events)
 		do
 			n = read(fd, op->u.poll.buf, op->u.poll.len);
 		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == EAGAIN) { /* a non-blocking fd drained by another: wait on */
+			struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+			                         .data.u64 = udata};
+			if (epoll_ctl(E(loop)->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+				return 0;
+		}
 		res = n < 0 ? -errno : (int)RF_MIN((size_t)n, (size_t)INT32_MAX);
 	}
 	rf_epoll_disarm(loop, slot);

@@ -515,6 +515,40 @@ static void test_polls(void **state)
 	close(p[1]);
 }
 
+/* Two reads at a non-blocking pipe's position: one byte written completes
+ * one of them; the other waits (epoll: its read found nothing and re-armed)
+ * until the next byte. */
+static void test_pipe_reads_wait(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	rf_loop *loop;
+	assert_int_equal(loop_new(&loop, NULL), 0);
+	char b0[8], b1[8];
+	hit h0 = {0}, h1 = {0};
+	assert_true(rf_loop_read(loop, p[0], b0, sizeof(b0), UINT64_MAX, on_hit, &h0) >= 0);
+	assert_true(rf_loop_read(loop, p[0], b1, sizeof(b1), UINT64_MAX, on_hit, &h1) >= 0);
+	assert_true(rf_loop_run_once(loop, 1000000ull) >= 0);
+	assert_int_equal(write(p[1], "a", 1), 1);
+	int calls = 0;
+	for (int i = 0; i < 50 && calls < 1; i++) {
+		assert_true(rf_loop_run_once(loop, 10000000ull) >= 0);
+		calls = h0.calls + h1.calls;
+	}
+	assert_int_equal(h0.calls + h1.calls, 1);
+	assert_int_equal(h0.calls ? h0.res : h1.res, 1);
+	assert_int_equal(rf_loop_pending(loop), 1);
+	assert_int_equal(write(p[1], "b", 1), 1);
+	run_until(loop, h0.calls ? &h1.calls : &h0.calls, 1);
+	assert_int_equal(h0.res, 1);
+	assert_int_equal(h1.res, 1);
+	assert_int_equal(b0[0] + b1[0], 'a' + 'b');
+	rf_loop_free(loop);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* Timers fire in deadline order whatever order they were set in, the same
  * deadline in any order; cancelled ones in the middle never fire. */
 typedef struct order {
@@ -632,7 +666,7 @@ static int use_epoll(void **state)
 	    cmocka_unit_test(test_free_in_flight), cmocka_unit_test(test_drive),                   \
 	    cmocka_unit_test(test_regions), cmocka_unit_test(test_polls),                          \
 	    cmocka_unit_test(test_timer_order), cmocka_unit_test(test_many_reads),                 \
-	    cmocka_unit_test(test_backend_choice)
+	    cmocka_unit_test(test_backend_choice), cmocka_unit_test(test_pipe_reads_wait)
 
 /* Both backends; where io_uring is blocked (a container), its half cannot
  * run: the epoll half runs and the test reports skip (77), not pass. */

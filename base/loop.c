@@ -1,136 +1,58 @@
-/* loop.c - the io_uring event loop (see loop.h): a fixed table of op slots
- * with generations, an eventfd for cross-thread wake-ups, timers as
- * IORING_OP_TIMEOUT, and one function (rf_loop_run_once) that submits, waits
- * and dispatches.
+/* loop.c - the event loop's common half (see loop.h): the fixed table of op
+ * slots with generations, ids, cancellation, dispatch, registered-region
+ * bookkeeping, rf_loop_drive, and the choice of backend (loop_uring.c or
+ * loop_epoll.c, through rf_loop_backend_ops).
  *
- * Slot life: FREE -> LIVE (SQE prepared, callback wanted) -> FREE when its CQE
- * is dispatched. A cancel turns LIVE into ZOMBIE: the callback is dropped at
- * once, but the slot stays taken until the kernel's CQE for it arrives, so
- * rf_loop_pending() counts every request the kernel may still be working on
- * (a cancelled read may still write its buffer until then) and rf_loop_free()
- * can drain them all before the ring goes away. */
-#include "loop.h"
+ * Slot life: FREE -> LIVE (issued, callback wanted) -> FREE when its
+ * completion is dispatched. A cancel turns LIVE into ZOMBIE: the callback is
+ * dropped at once, but the slot stays taken until the backend's completion
+ * for it arrives, so rf_loop_pending() counts every request that may still
+ * be working (a cancelled read may still write its buffer until then) and
+ * rf_loop_free() can drain them all before the backend goes away. */
+#include "loop_int.h"
 #include "util.h"
 
-#include <liburing.h>
-#include <poll.h>
-#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include <string.h>
 
-#define RF_LOOP_SQ_ENTRIES 1024
-#define RF_LOOP_CQ_ENTRIES 8192
-#define RF_LOOP_CQE_BATCH  64
-/* user_data slot numbers outside the table: */
-#define RF_LOOP_SLOT_WAKE   0xfffffff0u /* the eventfd read */
-#define RF_LOOP_SLOT_CANCEL 0xfffffff1u /* an ASYNC_CANCEL request itself */
-#define RF_LOOP_DRAIN_NS    (10ull * 1000000000ull)
+/* AUTO's memory, once per process: io_uring_setup's refusal (0: none seen).
+ * A seccomp filter or the sysctl holds for the whole process, so later loops
+ * go to epoll without asking again, and the line is said once. */
+static _Atomic int rf_loop_uring_refused;
+static atomic_flag rf_loop_fallback_said = ATOMIC_FLAG_INIT;
 
-enum rf_op_state { RF_OP_FREE = 0, RF_OP_LIVE, RF_OP_ZOMBIE };
-enum rf_op_kind { RF_OP_READ = 1, RF_OP_POLL, RF_OP_TIMER };
+static const char *const rf_loop_backend_names[] = {"auto", "io_uring", "epoll"};
 
-typedef struct rf_loop_region {
-	uintptr_t base; /* 0: free */
-	size_t len;
-} rf_loop_region;
-
-typedef struct rf_loop_op {
-	uint32_t gen;
-	uint8_t state; /* enum rf_op_state */
-	uint8_t kind;  /* enum rf_op_kind */
-	rf_loop_cb cb;
-	void *arg;
-	struct __kernel_timespec ts; /* timers: read by the kernel at submit time */
-} rf_loop_op;
-
-struct rf_loop {
-	struct io_uring ring;
-	bool enabled; /* ring created IORING_SETUP_R_DISABLED until the loop thread enables it */
-	bool wake_armed;
-	bool closing; /* rf_loop_free is draining: do not re-arm the wake read */
-	int efd;
-	uint64_t efd_value;
-	unsigned pending; /* slots LIVE or ZOMBIE */
-	unsigned nfree;
-	uint32_t ops_max;           /* table size, fixed at rf_loop_new_sized */
-	uint32_t *free_slots;       /* ops_max */
-	rf_loop_op *ops;            /* ops_max */
-	rf_loop_deferred *deferred; /* freed after the drain in rf_loop_free */
-	bool regions_table;         /* the sparse table of registered buffers exists */
-	uint32_t regions_used;
-	rf_loop_region regions[RF_LOOP_REGIONS_MAX]; /* index = the kernel's buffer index */
-};
-
-/* Generations use 31 bits so an id is a non-negative int64_t equal to the
- * SQE's user_data. */
-static int64_t rf_loop_id(uint32_t gen, uint32_t slot)
+int rf_loop_backend_parse(const char *name, uint32_t *out)
 {
-	return (int64_t)((uint64_t)gen << 32 | slot);
+	for (uint32_t k = 0; name && k < RF_ARRAY_LEN(rf_loop_backend_names); k++) {
+		if (!strcmp(name, rf_loop_backend_names[k])) {
+			*out = k;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
-static uint64_t rf_loop_udata(uint32_t gen, uint32_t slot)
+const char *rf_loop_backend_name(uint32_t backend)
 {
-	return (uint64_t)gen << 32 | slot;
+	return backend < RF_ARRAY_LEN(rf_loop_backend_names) ? rf_loop_backend_names[backend] : "?";
 }
 
-/* Creates the ring. Preferred: one issuer with deferred task work (completions
- * are processed only when the loop thread waits: no IPIs, no surprises); the
- * ring starts disabled so whichever thread runs the loop becomes its issuer. */
-static int rf_loop_ring_init(rf_loop *loop, rf_error *err)
+rf_loop_backend rf_loop_backend_of(const rf_loop *loop)
 {
-	struct io_uring_params p = {0};
-	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-	          IORING_SETUP_R_DISABLED;
-	p.cq_entries = RF_LOOP_CQ_ENTRIES;
-	int rc = io_uring_queue_init_params(RF_LOOP_SQ_ENTRIES, &loop->ring, &p);
-	if (rc == 0)
-		return 0;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_CQSIZE;
-	p.cq_entries = RF_LOOP_CQ_ENTRIES;
-	rc = io_uring_queue_init_params(RF_LOOP_SQ_ENTRIES, &loop->ring, &p);
-	if (rc < 0)
-		return rf_fail(err, rc, "io_uring_queue_init: %s", strerror(-rc));
-	loop->enabled = true;
-	return 0;
+	return loop->be->id;
 }
 
-static int rf_loop_enable(rf_loop *loop)
+uint32_t rf_loop_read_threads(const rf_loop *loop)
 {
-	if (loop->enabled)
-		return 0;
-	/* liburing 2.3 declares io_uring_enable_rings but does not export it. */
-	long rc = syscall(__NR_io_uring_register, loop->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-	                  NULL, 0);
-	if (rc < 0)
-		return -errno;
-	loop->enabled = true;
-	return 0;
+	return loop->be->id == RF_LOOP_EPOLL ? loop->read_threads : 0;
 }
 
-/* An SQE, flushing the submission queue when it is full. */
-static struct io_uring_sqe *rf_loop_sqe(rf_loop *loop)
+const char *rf_loop_fallback(const rf_loop *loop)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&loop->ring);
-	if (sqe)
-		return sqe;
-	if (rf_loop_enable(loop) < 0 || io_uring_submit(&loop->ring) < 0)
-		return NULL;
-	return io_uring_get_sqe(&loop->ring);
-}
-
-static void rf_loop_arm_wake(rf_loop *loop)
-{
-	if (loop->wake_armed || loop->closing)
-		return;
-	struct io_uring_sqe *sqe = rf_loop_sqe(loop);
-	if (!sqe)
-		return; /* retried at the next run_once */
-	io_uring_prep_read(sqe, loop->efd, &loop->efd_value, sizeof(loop->efd_value), 0);
-	io_uring_sqe_set_data64(sqe, rf_loop_udata(0, RF_LOOP_SLOT_WAKE));
-	loop->wake_armed = true;
+	return loop->fallback;
 }
 
 static void rf_loop_free_table(rf_loop *loop)
@@ -140,9 +62,8 @@ static void rf_loop_free_table(rf_loop *loop)
 	free(loop);
 }
 
-int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err)
+static int rf_loop_alloc(rf_loop **out, uint32_t ops_max, rf_error *err)
 {
-	*out = NULL;
 	if (ops_max == 0 || ops_max > RF_LOOP_OPS_LIMIT)
 		return rf_fail(err, -EINVAL, "event loop: %u op slots is outside 1..%u", ops_max,
 		               RF_LOOP_OPS_LIMIT);
@@ -157,24 +78,120 @@ int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory for the event loop");
 	}
 	loop->ops_max = ops_max;
-	int rc = rf_loop_ring_init(loop, err);
+	for (uint32_t i = 0; i < ops_max; i++)
+		loop->free_slots[i] = ops_max - 1 - i;
+	loop->nfree = ops_max;
+	*out = loop;
+	return 0;
+}
+
+/* The backend asked for: opts, else $RINGFEED_IO_BACKEND, else AUTO. */
+static int rf_loop_wanted(const rf_loop_opts *o, uint32_t *backend, rf_error *err)
+{
+	*backend = o->backend;
+	if (o->backend > RF_LOOP_EPOLL)
+		return rf_fail(err, -EINVAL,
+		               "event loop: backend %u is not auto, io_uring or epoll", o->backend);
+	const char *env = getenv("RINGFEED_IO_BACKEND");
+	if (o->backend != RF_LOOP_AUTO || !env || !*env)
+		return 0;
+	if (rf_loop_backend_parse(env, backend) < 0)
+		return rf_fail(err, -EINVAL,
+		               "RINGFEED_IO_BACKEND: '%.40s' is not auto, io_uring or epoll", env);
+	return 0;
+}
+
+static bool rf_loop_blocked(int rc)
+{
+	return rc == -EPERM || rc == -EACCES || rc == -ENOSYS;
+}
+
+/* AUTO after io_uring_setup refused with rc: epoll, said once per process. */
+static void rf_loop_fall_back(rf_loop *loop, int rc)
+{
+	snprintf(loop->fallback, sizeof(loop->fallback), "io_uring_setup: %s", strerror(-rc));
+	int expected = 0;
+	atomic_compare_exchange_strong(&rf_loop_uring_refused, &expected, rc);
+	if (atomic_flag_test_and_set(&rf_loop_fallback_said))
+		return;
+	fprintf(stderr,
+	        "ringfeed: io_uring is blocked here (%s) — a container's seccomp profile or "
+	        "kernel.io_uring_disabled; using epoll + %u read threads\n",
+	        loop->fallback, loop->read_threads);
+}
+
+static int rf_loop_refused(int rc, rf_error *err)
+{
+	return rf_fail(err, rc,
+	               "io_backend io_uring: io_uring_setup: %s — io_uring is blocked here (a "
+	               "container's seccomp profile or kernel.io_uring_disabled); allow "
+	               "io_uring_setup, io_uring_enter and io_uring_register (docker run "
+	               "--security-opt seccomp=PROFILE, Kubernetes "
+	               "securityContext.seccompProfile), or sysctl kernel.io_uring_disabled=0, "
+	               "or use io_backend auto",
+	               strerror(-rc));
+}
+
+/* Sets loop->be and its state for the backend wanted. */
+static int rf_loop_start(rf_loop *loop, const rf_loop_opts *o, uint32_t want, rf_error *err)
+{
+	int refused = atomic_load(&rf_loop_uring_refused);
+	if (want == RF_LOOP_EPOLL || (want == RF_LOOP_AUTO && refused)) {
+		if (want == RF_LOOP_AUTO)
+			rf_loop_fall_back(loop, refused);
+		loop->be = &rf_loop_epoll_ops;
+		return loop->be->init(loop, o, err);
+	}
+	loop->be = &rf_loop_uring_ops;
+	rf_error uerr = {0};
+	int rc = loop->be->init(loop, o, &uerr);
+	if (rc == 0)
+		return 0;
+	if (!rf_loop_blocked(rc)) {
+		if (err)
+			*err = uerr;
+		return rc;
+	}
+	if (want == RF_LOOP_IO_URING)
+		return rf_loop_refused(rc, err);
+	rf_loop_fall_back(loop, rc);
+	loop->be = &rf_loop_epoll_ops;
+	return loop->be->init(loop, o, err);
+}
+
+int rf_loop_new_opts(rf_loop **out, const rf_loop_opts *opts, rf_error *err)
+{
+	*out = NULL;
+	rf_loop_opts o = *opts;
+	if (o.ops_max == 0)
+		o.ops_max = RF_LOOP_OPS_MAX;
+	if (o.read_threads == 0)
+		o.read_threads = RF_LOOP_READ_THREADS_DEFAULT;
+	if (o.read_threads > RF_LOOP_READ_THREADS_MAX)
+		return rf_fail(err, -EINVAL, "event loop: %u read threads is outside 1..%u",
+		               o.read_threads, RF_LOOP_READ_THREADS_MAX);
+	uint32_t want;
+	RF_TRY(rf_loop_wanted(&o, &want, err));
+	rf_loop *loop = NULL;
+	RF_TRY(rf_loop_alloc(&loop, o.ops_max, err));
+	loop->read_threads = o.read_threads;
+	int rc = rf_loop_start(loop, &o, want, err);
 	if (rc < 0) {
 		rf_loop_free_table(loop);
 		return rc;
 	}
-	loop->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (loop->efd < 0) {
-		rc = -errno;
-		io_uring_queue_exit(&loop->ring);
-		rf_loop_free_table(loop);
-		return rf_fail(err, rc, "eventfd: %s", strerror(-rc));
-	}
-	for (uint32_t i = 0; i < ops_max; i++)
-		loop->free_slots[i] = ops_max - 1 - i;
-	loop->nfree = ops_max;
-	rf_loop_arm_wake(loop);
 	*out = loop;
 	return 0;
+}
+
+int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err)
+{
+	*out = NULL;
+	if (ops_max == 0)
+		return rf_fail(err, -EINVAL, "event loop: 0 op slots is outside 1..%u",
+		               RF_LOOP_OPS_LIMIT);
+	rf_loop_opts o = {.ops_max = ops_max};
+	return rf_loop_new_opts(out, &o, err);
 }
 
 int rf_loop_new(rf_loop **out, rf_error *err)
@@ -182,14 +199,10 @@ int rf_loop_new(rf_loop **out, rf_error *err)
 	return rf_loop_new_sized(out, RF_LOOP_OPS_MAX, err);
 }
 
-/* Takes a slot and an SQE for a new op; returns the slot or -EAGAIN. */
-static int64_t rf_loop_take(rf_loop *loop, uint8_t kind, rf_loop_cb cb, void *arg,
-                            struct io_uring_sqe **sqe)
+/* Takes a slot for a new op; returns the slot or -EAGAIN. */
+static int64_t rf_loop_take(rf_loop *loop, uint8_t kind, rf_loop_cb cb, void *arg)
 {
 	if (loop->nfree == 0)
-		return -EAGAIN;
-	*sqe = rf_loop_sqe(loop);
-	if (!*sqe)
 		return -EAGAIN;
 	uint32_t slot = loop->free_slots[--loop->nfree];
 	rf_loop_op *op = &loop->ops[slot];
@@ -202,42 +215,104 @@ static int64_t rf_loop_take(rf_loop *loop, uint8_t kind, rf_loop_cb cb, void *ar
 	return slot;
 }
 
-static int64_t rf_loop_commit(rf_loop *loop, uint32_t slot, struct io_uring_sqe *sqe)
+static void rf_loop_release(rf_loop *loop, uint32_t slot)
 {
-	uint32_t gen = loop->ops[slot].gen;
-	io_uring_sqe_set_data64(sqe, rf_loop_udata(gen, slot));
-	return rf_loop_id(gen, slot);
+	rf_loop_op *op = &loop->ops[slot];
+	op->state = RF_OP_FREE;
+	op->cb = NULL;
+	op->arg = NULL;
+	loop->free_slots[loop->nfree++] = slot;
+	loop->pending--;
+}
+
+/* The op's id once the backend took it (rc 0), else the slot back and rc. */
+static int64_t rf_loop_issued(rf_loop *loop, uint32_t slot, int rc)
+{
+	if (rc < 0) {
+		rf_loop_release(loop, slot);
+		return rc;
+	}
+	return (int64_t)rf_loop_udata(loop->ops[slot].gen, slot);
+}
+
+static int64_t rf_loop_read_any(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
+                                int index, rf_loop_cb cb, void *arg)
+{
+	int64_t slot = rf_loop_take(loop, RF_OP_READ, cb, arg);
+	if (slot < 0)
+		return slot;
+	int rc = loop->be->read(loop, (uint32_t)slot, fd, buf, len, offset, index);
+	return rf_loop_issued(loop, (uint32_t)slot, rc);
 }
 
 int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
                      void *arg)
 {
-	struct io_uring_sqe *sqe;
-	int64_t slot = rf_loop_take(loop, RF_OP_READ, cb, arg, &sqe);
-	if (slot < 0)
-		return slot;
-	io_uring_prep_read(sqe, fd, buf, len, offset);
-	return rf_loop_commit(loop, (uint32_t)slot, sqe);
+	return rf_loop_read_any(loop, fd, buf, len, offset, -1, cb, arg);
 }
 
 int64_t rf_loop_read_fixed(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
                            int index, rf_loop_cb cb, void *arg)
 {
-	struct io_uring_sqe *sqe;
-	int64_t slot = rf_loop_take(loop, RF_OP_READ, cb, arg, &sqe);
-	if (slot < 0)
-		return slot;
-	io_uring_prep_read_fixed(sqe, fd, buf, len, offset, index);
-	return rf_loop_commit(loop, (uint32_t)slot, sqe);
+	return rf_loop_read_any(loop, fd, buf, len, offset, index, cb, arg);
 }
 
-/* Sets the kernel's buffer `index` to iov (an empty iovec clears it). */
-static int rf_loop_region_update(rf_loop *loop, unsigned index, void *base, size_t len)
+int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg)
 {
-	struct iovec iov = {.iov_base = base, .iov_len = len};
-	__u64 tag = 0;
-	int rc = io_uring_register_buffers_update_tag(&loop->ring, index, &iov, &tag, 1);
-	return rc < 0 ? rc : 0;
+	int64_t slot = rf_loop_take(loop, RF_OP_POLL, cb, arg);
+	if (slot < 0)
+		return slot;
+	return rf_loop_issued(loop, (uint32_t)slot, loop->be->poll(loop, (uint32_t)slot, fd, mask));
+}
+
+int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg)
+{
+	int64_t slot = rf_loop_take(loop, RF_OP_TIMER, cb, arg);
+	if (slot < 0)
+		return slot;
+	int rc = loop->be->timer(loop, (uint32_t)slot, delay_ns);
+	return rf_loop_issued(loop, (uint32_t)slot, rc);
+}
+
+void rf_loop_cancel(rf_loop *loop, int64_t id)
+{
+	if (id < 0)
+		return;
+	uint32_t slot = (uint32_t)id;
+	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
+	if (slot >= loop->ops_max)
+		return;
+	rf_loop_op *op = &loop->ops[slot];
+	if (op->state != RF_OP_LIVE || op->gen != gen)
+		return;
+	op->state = RF_OP_ZOMBIE;
+	op->cb = NULL;
+	op->arg = NULL;
+	loop->be->cancel(loop, slot);
+}
+
+/* The slot is freed before the callback runs so the callback may issue new
+ * ops (even into the same slot, with a new generation). */
+int rf_loop_complete(rf_loop *loop, uint64_t udata, int res)
+{
+	uint32_t slot = (uint32_t)udata;
+	uint32_t gen = (uint32_t)(udata >> 32);
+	if (slot >= loop->ops_max)
+		return 0;
+	rf_loop_op *op = &loop->ops[slot];
+	if (op->state == RF_OP_FREE || op->gen != gen)
+		return 0; /* stale: not ours any more */
+	bool live = op->state == RF_OP_LIVE;
+	rf_loop_cb cb = op->cb;
+	void *arg = op->arg;
+	uint8_t kind = op->kind;
+	rf_loop_release(loop, slot);
+	if (!live || !cb)
+		return 0; /* cancelled: its owner no longer wants it */
+	if (kind == RF_OP_TIMER && res == -ETIME)
+		res = 0;
+	cb(arg, res);
+	return 1;
 }
 
 int rf_loop_region_add(rf_loop *loop, void *base, size_t len)
@@ -246,19 +321,10 @@ int rf_loop_region_add(rf_loop *loop, void *base, size_t len)
 		return -EINVAL;
 	if (loop->regions_used == RF_LOOP_REGIONS_MAX)
 		return -ENOSPC;
-	int rc = rf_loop_enable(loop); /* registration needs a live ring: this thread's */
-	if (rc < 0)
-		return rc;
-	if (!loop->regions_table) {
-		rc = io_uring_register_buffers_sparse(&loop->ring, RF_LOOP_REGIONS_MAX);
-		if (rc < 0)
-			return rc;
-		loop->regions_table = true;
-	}
 	unsigned i = 0;
 	while (loop->regions[i].base)
 		i++;
-	rc = rf_loop_region_update(loop, i, base, len);
+	int rc = loop->be->region_set(loop, i, base, len);
 	if (rc < 0)
 		return rc;
 	loop->regions[i] = (rf_loop_region){.base = (uintptr_t)base, .len = len};
@@ -272,7 +338,7 @@ size_t rf_loop_region_remove(rf_loop *loop, const void *base)
 		if (loop->regions[i].base != (uintptr_t)base)
 			continue;
 		size_t len = loop->regions[i].len;
-		(void)rf_loop_region_update(loop, i, NULL, 0);
+		(void)loop->be->region_set(loop, i, NULL, 0);
 		loop->regions[i] = (rf_loop_region){0};
 		loop->regions_used--;
 		return len;
@@ -294,119 +360,9 @@ int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len)
 	return -1;
 }
 
-int64_t rf_loop_poll(rf_loop *loop, int fd, uint32_t mask, rf_loop_cb cb, void *arg)
-{
-	struct io_uring_sqe *sqe;
-	int64_t slot = rf_loop_take(loop, RF_OP_POLL, cb, arg, &sqe);
-	if (slot < 0)
-		return slot;
-	io_uring_prep_poll_add(sqe, fd, mask);
-	return rf_loop_commit(loop, (uint32_t)slot, sqe);
-}
-
-int64_t rf_loop_timer(rf_loop *loop, uint64_t delay_ns, rf_loop_cb cb, void *arg)
-{
-	struct io_uring_sqe *sqe;
-	int64_t slot = rf_loop_take(loop, RF_OP_TIMER, cb, arg, &sqe);
-	if (slot < 0)
-		return slot;
-	rf_loop_op *op = &loop->ops[slot];
-	op->ts.tv_sec = (long long)(delay_ns / 1000000000ull);
-	op->ts.tv_nsec = (long long)(delay_ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &op->ts, 0, 0);
-	return rf_loop_commit(loop, (uint32_t)slot, sqe);
-}
-
-/* Asks the kernel to cancel the request with this user_data (best effort:
- * the op is a zombie either way and its CQE frees the slot). */
-static void rf_loop_submit_cancel(rf_loop *loop, uint64_t udata)
-{
-	struct io_uring_sqe *sqe = rf_loop_sqe(loop);
-	if (!sqe)
-		return;
-	io_uring_prep_cancel64(sqe, udata, 0);
-	io_uring_sqe_set_data64(sqe, rf_loop_udata(0, RF_LOOP_SLOT_CANCEL));
-}
-
-void rf_loop_cancel(rf_loop *loop, int64_t id)
-{
-	if (id < 0)
-		return;
-	uint32_t slot = (uint32_t)id;
-	uint32_t gen = (uint32_t)((uint64_t)id >> 32);
-	if (slot >= loop->ops_max)
-		return;
-	rf_loop_op *op = &loop->ops[slot];
-	if (op->state != RF_OP_LIVE || op->gen != gen)
-		return;
-	op->state = RF_OP_ZOMBIE;
-	op->cb = NULL;
-	op->arg = NULL;
-	rf_loop_submit_cancel(loop, rf_loop_udata(op->gen, slot));
-}
-
-/* Handles one completion. The slot is freed before the callback runs so the
- * callback may issue new ops (even into the same slot, with a new generation). */
-static int rf_loop_dispatch(rf_loop *loop, uint64_t udata, int res)
-{
-	uint32_t slot = (uint32_t)udata;
-	uint32_t gen = (uint32_t)(udata >> 32);
-	if (slot == RF_LOOP_SLOT_WAKE) {
-		loop->wake_armed = false;
-		rf_loop_arm_wake(loop);
-		return 0;
-	}
-	if (slot >= loop->ops_max)
-		return 0; /* cancel requests, liburing's own timeout */
-	rf_loop_op *op = &loop->ops[slot];
-	if (op->state == RF_OP_FREE || op->gen != gen)
-		return 0; /* stale: not ours any more */
-	bool live = op->state == RF_OP_LIVE;
-	rf_loop_cb cb = op->cb;
-	void *arg = op->arg;
-	uint8_t kind = op->kind;
-	op->state = RF_OP_FREE;
-	op->cb = NULL;
-	op->arg = NULL;
-	loop->free_slots[loop->nfree++] = slot;
-	loop->pending--;
-	if (!live || !cb)
-		return 0; /* cancelled: its owner no longer wants it */
-	if (kind == RF_OP_TIMER && res == -ETIME)
-		res = 0;
-	cb(arg, res);
-	return 1;
-}
-
 int rf_loop_run_once(rf_loop *loop, uint64_t max_wait_ns)
 {
-	int rc = rf_loop_enable(loop);
-	if (rc < 0)
-		return rc;
-	rf_loop_arm_wake(loop);
-	struct __kernel_timespec ts = {
-	    .tv_sec = (long long)(max_wait_ns / 1000000000ull),
-	    .tv_nsec = (long long)(max_wait_ns % 1000000000ull),
-	};
-	struct io_uring_cqe *cqe = NULL;
-	rc = io_uring_submit_and_wait_timeout(&loop->ring, &cqe, 1, &ts, NULL);
-	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN)
-		return rc;
-	int handled = 0;
-	struct io_uring_cqe *batch[RF_LOOP_CQE_BATCH];
-	unsigned n;
-	while ((n = io_uring_peek_batch_cqe(&loop->ring, batch, RF_LOOP_CQE_BATCH)) > 0) {
-		uint64_t udata[RF_LOOP_CQE_BATCH];
-		int res[RF_LOOP_CQE_BATCH];
-		for (unsigned i = 0; i < n; i++) {
-			udata[i] = batch[i]->user_data;
-			res[i] = batch[i]->res;
-		}
-		io_uring_cq_advance(&loop->ring, n);
-		for (unsigned i = 0; i < n; i++)
-			handled += rf_loop_dispatch(loop, udata[i], res[i]);
-	}
-	return handled;
+	return loop->be->run_once(loop, max_wait_ns);
 }
 
 int rf_loop_drive(rf_loop *loop, rf_loop_until_fn until, rf_loop_before_sleep_fn before_sleep,
@@ -425,10 +381,7 @@ int rf_loop_drive(rf_loop *loop, rf_loop_until_fn until, rf_loop_before_sleep_fn
 
 void rf_loop_wake(rf_loop *loop)
 {
-	uint64_t one = 1;
-	/* EAGAIN means the counter is already non-zero: a wake-up is pending. */
-	ssize_t w = write(loop->efd, &one, sizeof(one));
-	(void)w;
+	loop->be->wake(loop);
 }
 
 unsigned rf_loop_pending(const rf_loop *loop)
@@ -441,25 +394,24 @@ uint32_t rf_loop_ops_max(const rf_loop *loop)
 	return loop->ops_max;
 }
 
+void rf_loop_drain(rf_loop *loop, bool (*busy)(rf_loop *loop))
+{
+	uint64_t deadline = rf_now_ns() + RF_LOOP_DRAIN_NS;
+	while (busy(loop) && rf_now_ns() < deadline) {
+		if (rf_loop_run_once(loop, 50000000ull) < 0)
+			break;
+	}
+}
+
 void rf_loop_free(rf_loop *loop)
 {
 	if (!loop)
 		return;
 	for (uint32_t s = 0; s < loop->ops_max; s++)
 		if (loop->ops[s].state == RF_OP_LIVE)
-			rf_loop_cancel(loop, rf_loop_id(loop->ops[s].gen, s));
+			rf_loop_cancel(loop, (int64_t)rf_loop_udata(loop->ops[s].gen, s));
 	loop->closing = true;
-	if (loop->wake_armed)
-		rf_loop_submit_cancel(loop, rf_loop_udata(0, RF_LOOP_SLOT_WAKE));
-	/* Drain: a cancelled read may still be writing its buffer; wait for every
-	 * CQE (bounded: a request the kernel cannot finish is abandoned). */
-	uint64_t deadline = rf_now_ns() + RF_LOOP_DRAIN_NS;
-	while ((loop->pending > 0 || loop->wake_armed) && loop->enabled && rf_now_ns() < deadline) {
-		if (rf_loop_run_once(loop, 50000000ull) < 0)
-			break;
-	}
-	io_uring_queue_exit(&loop->ring);
-	close(loop->efd);
+	loop->be->fini(loop); /* drains: a cancelled read may still be writing its buffer */
 	while (loop->deferred) {
 		rf_loop_deferred *d = loop->deferred;
 		loop->deferred = d->next;

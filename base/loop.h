@@ -1,4 +1,7 @@
-/* loop.h - the io_uring event loop: one ring, owned by one thread.
+/* loop.h - the event loop: one loop, owned by one thread, over one of two
+ * backends with one contract: io_uring (the fast path), or epoll + a timer
+ * heap + a small bounded pool of pread threads (where io_uring is blocked:
+ * a container's seccomp profile, kernel.io_uring_disabled).
  *
  * Every request is an "op" in a fixed table of slots (sized at creation); its id
  * (returned to the caller, and the SQE's user_data) is (generation << 32 |
@@ -21,18 +24,46 @@ typedef struct rf_loop rf_loop;
 /* res: bytes for reads, revents for polls, 0 for timers, or -errno. */
 typedef void (*rf_loop_cb)(void *arg, int res);
 
-int rf_loop_new(rf_loop **out, rf_error *err); /* RF_LOOP_OPS_MAX slots */
+/* Which backend: AUTO takes $RINGFEED_IO_BACKEND when set (auto, io_uring or
+ * epoll), else io_uring, falling back to epoll when io_uring_setup answers
+ * EPERM, EACCES or ENOSYS (said once per process on stderr, and remembered:
+ * later loops of the process go to epoll at once). IO_URING refused is an
+ * error saying how to allow it. */
+typedef enum rf_loop_backend {
+	RF_LOOP_AUTO = 0,
+	RF_LOOP_IO_URING = 1,
+	RF_LOOP_EPOLL = 2,
+} rf_loop_backend;
+#define RF_LOOP_READ_THREADS_DEFAULT 4u
+#define RF_LOOP_READ_THREADS_MAX     16u
+#define RF_LOOP_FALLBACK_BYTES       96
+typedef struct rf_loop_opts {
+	uint32_t ops_max;      /* the table (0: RF_LOOP_OPS_MAX; else 1..RF_LOOP_OPS_LIMIT) */
+	uint32_t backend;      /* rf_loop_backend */
+	uint32_t read_threads; /* epoll: pread threads at most (0: default; 1..MAX) */
+} rf_loop_opts;
+int rf_loop_new_opts(rf_loop **out, const rf_loop_opts *opts, rf_error *err);
+int rf_loop_new(rf_loop **out, rf_error *err); /* RF_LOOP_OPS_MAX slots, AUTO */
 /* A table of ops_max slots (1..RF_LOOP_OPS_LIMIT; small ones let tests fill it). */
 int rf_loop_new_sized(rf_loop **out, uint32_t ops_max, rf_error *err);
+/* "auto", "io_uring" or "epoll" into *out; -EINVAL for anything else. */
+int rf_loop_backend_parse(const char *name, uint32_t *out);
+const char *rf_loop_backend_name(uint32_t backend);
+rf_loop_backend rf_loop_backend_of(const rf_loop *loop); /* IO_URING or EPOLL */
+uint32_t rf_loop_read_threads(const rf_loop *loop);      /* epoll: the pool's bound; else 0 */
+/* Why AUTO did not take io_uring ("io_uring_setup: Operation not permitted"),
+ * or "" when it did or was not asked. */
+const char *rf_loop_fallback(const rf_loop *loop);
 void rf_loop_free(rf_loop *loop); /* cancels and drains every op first */
 
+/* A read at offset (uint64_t)-1 reads at the fd's position (a pipe). */
 int64_t rf_loop_read(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset, rf_loop_cb cb,
                      void *arg);
 /* Registered buffers (io_uring_register_buffers into a sparse table made on
- * first use): memory the kernel pins once, so a read into it
- * (IORING_OP_READ_FIXED) skips pinning its pages per request. Loop thread
- * only (the ring's single issuer). A region must stay mapped until removed
- * (or the loop freed): the kernel holds its pages, not its addresses. */
+ * first use; the epoll backend has none: -EOPNOTSUPP): memory the kernel pins once, so a read into
+ * it (IORING_OP_READ_FIXED) skips pinning its pages per request. Loop thread only (the ring's
+ * single issuer). A region must stay mapped until removed (or the loop freed): the kernel holds its
+ * pages, not its addresses. */
 #define RF_LOOP_REGIONS_MAX      1024u
 #define RF_LOOP_REGION_BYTES_MAX (1ull << 30) /* the kernel's limit per buffer */
 /* Registers [base, base + len): its index, or -errno (-ENOMEM or -EPERM:
@@ -45,7 +76,8 @@ int rf_loop_region_add(rf_loop *loop, void *base, size_t len);
 size_t rf_loop_region_remove(rf_loop *loop, const void *base);
 /* The index of the region that holds [p, p + len) whole, or -1. */
 int rf_loop_region_find(const rf_loop *loop, const void *p, size_t len);
-/* rf_loop_read into a registered region (index from rf_loop_region_find). */
+/* rf_loop_read into a registered region (index from rf_loop_region_find);
+ * on epoll a plain read. */
 int64_t rf_loop_read_fixed(rf_loop *loop, int fd, void *buf, uint32_t len, uint64_t offset,
                            int index, rf_loop_cb cb, void *arg);
 /* One-shot poll (POLLIN/POLLOUT mask); re-arm after each completion. */

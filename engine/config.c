@@ -5,6 +5,7 @@
 #include "format.h"
 #include "hostbudget.h"
 #include "inject.h"
+#include "loop.h"
 #include "url.h"
 #include "util.h"
 
@@ -181,6 +182,9 @@ static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_e
 	uint32_t mode;
 	if (i == RF_CFG_direct_io)
 		RF_TRY(rf_direct_io_parse(value, &mode, err));
+	if (i == RF_CFG_io_backend && rf_loop_backend_parse(value, &mode) < 0)
+		return rf_fail(err, -EINVAL,
+		               "option io_backend: '%.40s' is not auto, io_uring or epoll", value);
 	if (o->type == RF_T_STR) {
 		char *copy = strdup(value);
 		if (!copy)
@@ -342,6 +346,10 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	if (!dio || rf_direct_io_parse(dio, &out->direct_io, NULL) < 0)
 		out->direct_io = RF_DIRECT_IO_OFF; /* checked when set */
 	out->direct_io_memory_bytes = rf_cfg(cfg, RF_CFG_direct_io_memory);
+	const char *iob = rf_cfg_str(cfg, RF_CFG_io_backend);
+	if (!iob || rf_loop_backend_parse(iob, &out->io_backend) < 0)
+		out->io_backend = RF_LOOP_AUTO; /* checked when set */
+	out->io_threads = (uint32_t)rf_cfg(cfg, RF_CFG_io_threads);
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

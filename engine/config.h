@@ -60,6 +60,10 @@
 	X(direct_io_memory, BYTES, "0", 0, 1ull << 50,                                             \
 	  "direct_io auto: the memory the page cache could hold (0: physical memory, or the "      \
 	  "cgroup's memory limit when lower)")                                                     \
+	X(io_backend, STR, "auto", 0, 0,                                                           \
+	  "the event loop: auto (io_uring; epoll where a container or the kernel blocks it, said " \
+	  "once; else $RINGFEED_IO_BACKEND), io_uring (an error where blocked) or epoll")          \
+	X(io_threads, U32, "4", 1, 16, "epoll backend: threads doing the file reads (pread)")      \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
 	X(retries, U32, "5", 0, 100,                                                               \
 	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \

@@ -69,6 +69,12 @@ void rf_dio_tick(rf_engine *e)
 static void rf_dio_refused(rf_engine *e, int rc, uint64_t bytes)
 {
 	e->dio->refused = true;
+	if (rc == -EOPNOTSUPP) { /* the epoll backend: O_DIRECT preads into aligned buffers */
+		fprintf(stderr,
+		        "ringfeed: direct I/O: the epoll backend has no registered buffers: "
+		        "plain reads into the aligned buffers\n");
+		return;
+	}
 	fprintf(stderr,
 	        "ringfeed: direct I/O: io_uring refused to register a read buffer of %llu bytes "
 	        "(%s%s): plain reads from now on\n",

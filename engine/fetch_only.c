@@ -5,6 +5,7 @@
 #include "engine.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static int rf_fetch_only_run(const rf_config *cfg, const rf_url_list *objs, rf_fetch_result *out,
@@ -14,7 +15,7 @@ static int rf_fetch_only_run(const rf_config *cfg, const rf_url_list *objs, rf_f
 	rf_config_fetch_options(cfg, &fo);
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
-	RF_TRY(rf_loop_new(&loop, err));
+	RF_TRY(rf_fetch_loop_new(&fo, 0, &loop, err));
 	int rc = rf_fetch_new(loop, &fo, &f, err);
 	rf_drain_report rep = {0};
 	if (rc == 0)
@@ -30,6 +31,13 @@ static int rf_fetch_only_run(const rf_config *cfg, const rf_url_list *objs, rf_f
 		out->fixed_reads = fc.fixed_reads;
 		out->fixed_bytes = fc.fixed_bytes;
 		out->register_error = fc.register_error;
+	}
+	if (loop) {
+		snprintf(out->io_backend, sizeof(out->io_backend), "%s",
+		         rf_loop_backend_name(rf_loop_backend_of(loop)));
+		out->io_read_threads = rf_loop_read_threads(loop);
+		snprintf(out->io_backend_fallback, sizeof(out->io_backend_fallback), "%s",
+		         rf_loop_fallback(loop));
 	}
 	out->registered_bytes = rep.registered_bytes;
 	out->shards = rep.objects;

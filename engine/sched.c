@@ -602,7 +602,7 @@ void *rf_sched_main(void *arg)
 	fo.mem_ctx = e;
 	rf_loop *loop = NULL;
 	uint32_t ops = e->cfg->test_loop_ops ? e->cfg->test_loop_ops : RF_LOOP_OPS_MAX;
-	int rc = rf_loop_new_sized(&loop, ops, &err);
+	int rc = rf_fetch_loop_new(&fo, ops, &loop, &err);
 	rf_engine_lock(e);
 	e->loop = loop; /* published under mu: rf_close may look at it */
 	e->reads_max = e->cfg->test_reads_max ? e->cfg->test_reads_max : RF_MAX(1u, ops / 2);

@@ -100,6 +100,18 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s)
 		s->skips[i] = e->coll.skip_log[(e->coll.skips - s->skips_listed + i) % RF_SKIP_LOG];
 }
 
+/* Which loop backend runs (mu held: e->loop is published under it). */
+static void rf_stats_loop(rf_engine *e, rf_stats *s)
+{
+	if (!e->loop)
+		return;
+	snprintf(s->io_backend, sizeof(s->io_backend), "%s",
+	         rf_loop_backend_name(rf_loop_backend_of(e->loop)));
+	s->io_read_threads = rf_loop_read_threads(e->loop);
+	snprintf(s->io_backend_fallback, sizeof(s->io_backend_fallback), "%s",
+	         rf_loop_fallback(e->loop));
+}
+
 static int rf_stats_fill(rf_loader *l, rf_stats *s)
 {
 	rf_engine *e = (rf_engine *)l;
@@ -178,6 +190,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->direct_register_refused = e->st.register_refused;
 	s->rereads = e->st.rereads;
 	s->threads = e->threads;
+	rf_stats_loop(e, s);
 	rf_control_explain(e, s); /* last: in the figures above */
 	rf_engine_unlock(e);
 	rf_latency_stats(lat, nlat, s);
@@ -307,6 +320,7 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 		return -ENOSPC;
 	n += m;
 	char pauses[6144]; /* RF_PAUSE_SOURCES entries, URLs escaped */
+	char iob[40], iofb[200];
 	rf_engine *e = (rf_engine *)l;
 	rf_engine_lock(e);
 	int p = rf_control_pauses_json(e, pauses, sizeof(pauses));
@@ -318,7 +332,8 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	    "\"index_cache_puts\":%llu,\"index_cache_stale_drops\":%llu,"
 	    "\"direct_bytes\":%llu,\"direct_refused_files\":%llu,"
 	    "\"fixed_reads\":%llu,\"fixed_bytes\":%llu,\"direct_register_refused\":%llu,"
-	    "\"stream_skipped_bytes\":%llu,\"stream_more_reads\":%llu,\"pauses_by_source\":%s",
+	    "\"stream_skipped_bytes\":%llu,\"stream_more_reads\":%llu,\"io_backend\":%s,"
+	    "\"io_read_threads\":%u,\"io_backend_fallback\":%s,\"pauses_by_source\":%s",
 	    (unsigned long long)s.fetch_hedges, (unsigned long long)s.fetch_hedges_won,
 	    (unsigned long long)s.open_fetched_bytes, (unsigned long long)s.index_cache_hits,
 	    (unsigned long long)s.index_cache_misses, (unsigned long long)s.index_cache_puts,
@@ -326,6 +341,9 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 	    (unsigned long long)s.direct_refused_files, (unsigned long long)s.fixed_reads,
 	    (unsigned long long)s.fixed_bytes, (unsigned long long)s.direct_register_refused,
 	    (unsigned long long)s.stream_skipped_bytes, (unsigned long long)s.stream_more_reads,
+	    rf_json_quote(iob, sizeof(iob), s.io_backend), s.io_read_threads,
+	    s.io_backend_fallback[0] ? rf_json_quote(iofb, sizeof(iofb), s.io_backend_fallback)
+	                             : "null",
 	    p > 0 ? pauses : "[]");
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;

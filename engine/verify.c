@@ -147,7 +147,7 @@ static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
 	rf_config_fetch_options(cfg, &fo);
 	RF_TRY(rf_config_format_options(cfg, &v->opt, err));
 	rf_loop *loop = NULL;
-	RF_TRY(rf_loop_new(&loop, err));
+	RF_TRY(rf_fetch_loop_new(&fo, 0, &loop, err));
 	int rc = rf_fetch_new(loop, &fo, &v->fetch, err);
 	if (rc < 0)
 		rf_loop_free(loop);

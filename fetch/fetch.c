@@ -52,6 +52,13 @@ void rf_fetch_options_init(rf_fetch_options *opt)
 	opt->hedge_floor_ms = 50;
 }
 
+int rf_fetch_loop_new(const rf_fetch_options *opt, uint32_t ops_max, rf_loop **out, rf_error *err)
+{
+	rf_loop_opts lo = {
+	    .ops_max = ops_max, .backend = opt->io_backend, .read_threads = opt->io_threads};
+	return rf_loop_new_opts(out, &lo, err);
+}
+
 static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
 {
 	if (!*field)

@@ -552,7 +552,7 @@ static int one_request_run(const rf_fetch_options *opt, const char *url, one_req
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
 	rf_fetch_wait w = {0};
-	RF_TRY(rf_loop_new(&loop, err));
+	RF_TRY(rf_fetch_loop_new(opt, 0, &loop, err));
 	int rc = rf_fetch_new(loop, opt, &f, err);
 	if (rc == 0)
 		rc = run_one(f, url, o, &w, err);
@@ -614,7 +614,7 @@ int rf_fetch_list(const rf_fetch_options *opt, const char *url, const rf_list_fi
 {
 	rf_loop *loop = NULL;
 	rf_fetch *f = NULL;
-	RF_TRY(rf_loop_new(&loop, err));
+	RF_TRY(rf_fetch_loop_new(opt, 0, &loop, err));
 	int rc = rf_fetch_new(loop, opt, &f, err);
 	if (rc == 0) {
 		const char *names[] = {url};

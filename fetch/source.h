@@ -55,6 +55,10 @@ typedef struct rf_fetch_options {
 	/* _AUTO turns O_DIRECT on once the files opened outgrow this (0: the
 	 * physical memory, or the cgroup's memory limit where lower) */
 	uint64_t direct_io_memory_bytes;
+	/* The loop a private one (rf_fetch_list, rf_remote_*) makes, as the
+	 * loader's: backend (rf_loop_backend; 0 auto) and epoll's read threads
+	 * (0: the default). */
+	uint32_t io_backend, io_threads;
 } rf_fetch_options;
 
 enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
@@ -62,6 +66,9 @@ enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
 /* Defaults: connections 16, retries 5, throttle wait 20 s, connect 10 s,
  * request 60 s, low speed 1 KiB/s for 30 s; strings NULL. */
 void rf_fetch_options_init(rf_fetch_options *opt);
+/* A loop for the fetch layer as opt says (io_backend, io_threads); ops_max
+ * 0: RF_LOOP_OPS_MAX. */
+int rf_fetch_loop_new(const rf_fetch_options *opt, uint32_t ops_max, rf_loop **out, rf_error *err);
 
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err);
 void rf_fetch_free(rf_fetch *f); /* closes sources, cancels transfers */

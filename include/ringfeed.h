@@ -512,6 +512,12 @@ typedef struct rf_stats {
 	 * they gave (the shard changed under the same key): the next open
 	 * scans those shards again */
 	uint64_t index_cache_stale_drops;
+	/* the event loop (io_backend): "io_uring", or "epoll" where io_uring
+	 * is blocked or epoll was asked for; "" before the loop thread starts */
+	char io_backend[16];
+	uint32_t io_read_threads;     /* epoll: the pread threads' bound (0 on io_uring) */
+	char io_backend_fallback[96]; /* why auto did not take io_uring, e.g.
+	                               * "io_uring_setup: Operation not permitted"; else "" */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this
@@ -596,7 +602,10 @@ typedef struct rf_fetch_result {
 	uint64_t fixed_bytes;          /* bytes those reads asked for */
 	uint64_t registered_bytes;     /* read buffers registered with io_uring (direct_io) */
 	int register_error;            /* 0, or why registering them was refused (-errno:
-	                                * -ENOMEM is RLIMIT_MEMLOCK; plain reads then) */
+	                                * -ENOMEM is RLIMIT_MEMLOCK; -EOPNOTSUPP on epoll) */
+	char io_backend[16];           /* the event loop: "io_uring" or "epoll" */
+	uint32_t io_read_threads;      /* epoll: the pread threads' bound (0 on io_uring) */
+	char io_backend_fallback[96];  /* why auto did not take io_uring; else "" */
 } rf_fetch_result;
 
 /* The storage path alone (`ringfeed bench --fetch-only`): fetches every byte

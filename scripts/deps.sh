@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
       libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
-	pkgs+=(curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
+	# libseccomp-dev: tests/seccomp_wrap.c (io_uring blocked as container profiles do)
+	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
 	       python3-torch python3-zstandard libxml2-utils python3-setuptools python3-wheel
 	       python3-venv python3-pip librsvg2-bin)
 	# By command, not package name: a nodejs from NodeSource ships its own npm

@@ -2,7 +2,10 @@
 # test.sh - installs dependencies, builds ringfeed twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer), starts the test servers
 # (scripts/servers.sh: nginx, s3rver, SigV4 verifier, misbehaving HTTP) and
-# runs every test in both builds against them. The servers stop on exit,
+# runs every test in both builds against them; then the reading tests
+# (ctest label io) once more in the plain build under rf-seccomp-wrap, with
+# io_uring blocked as a default container's seccomp profile blocks it, so
+# they run on the epoll backend and must give the same digests (~2 min). The servers stop on exit,
 # whatever happens; under this script a server test whose variables are
 # missing fails instead of skipping (RF_REQUIRE_SERVERS=1).
 set -euo pipefail
@@ -24,4 +27,6 @@ echo "== tests (plain build)"
 (cd "$top/build" && ctest --output-on-failure -j2) || status=1
 echo "== tests (ASan + UBSan build)"
 (cd "$top/build-asan" && ctest --output-on-failure -j2) || status=1
+echo "== reading tests with io_uring blocked (plain build, epoll backend)"
+(cd "$top/build" && ./rf-seccomp-wrap ctest --output-on-failure -j2 -L io) || status=1
 exit $status

@@ -57,12 +57,14 @@ static void test_drain_files(void **state)
 	assert_int_equal(rf_fetch_new(loop, &opt, &fd, NULL), 0);
 	assert_int_equal(rf_fetch_drain(fd, &lb, 64 << 10, 3, &rep, &err), 0);
 	assert_true(rep.bytes == sizeof(bigdata));
-	assert_int_equal(rep.registered_bytes, 3 * (64 << 10));
+	/* the epoll backend (io_uring blocked) registers nothing: plain reads */
+	bool reg = rf_loop_backend_of(loop) == RF_LOOP_IO_URING;
+	assert_int_equal(rep.registered_bytes, reg ? 3 * (64 << 10) : 0);
 	rf_fetch_counters c;
 	rf_fetch_counters_get(fd, &c);
-	assert_int_equal(c.register_error, 0);
+	assert_int_equal(c.register_error, reg ? 0 : -EOPNOTSUPP);
 	assert_int_equal(c.registered_bytes, 0); /* unregistered at the end */
-	assert_true(c.fixed_reads >= 3);
+	assert_true(reg ? c.fixed_reads >= 3 : c.fixed_reads == 0);
 	rf_fetch_free(fd);
 	rf_url_list_free(&lb);
 	/* a missing object: the error names it, nothing hangs */

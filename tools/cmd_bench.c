@@ -488,7 +488,8 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
 	       "\"payload_bytes_per_s\":%.3f,\"consumer_wait_fraction\":%.6f,"
 	       "\"queue_empty_fraction\":%.6f,\"queue_partial_fraction\":%.6f,"
 	       "\"queue_full_fraction\":%.6f,\"queue_swings\":%llu,\"depth_batches\":%u,"
-	       "\"threads\":%u,\"budget_bytes\":%llu,\"mem_peak_total_bytes\":%llu,"
+	       "\"threads\":%u,\"io_backend\":\"%s\",\"io_read_threads\":%u,"
+	       "\"budget_bytes\":%llu,\"mem_peak_total_bytes\":%llu,"
 	       "\"mem_peak_bytes\":{\"fetch\":%llu,\"decoded\":%llu,\"batch\":%llu,"
 	       "\"scratch\":%llu,\"metadata\":%llu},\"rss_peak_bytes\":%llu,\"status\":%d,"
 	       "\"decode_limit_bytes_per_s\":%.3f,\"decode_ratio\":%.4f,",
@@ -498,8 +499,9 @@ static void rf_bench_json(const rf_bench_opts *o, const rf_bench_result *r,
 	       (double)r->batches / w, (double)r->records / w, (double)s->decoded_bytes / w,
 	       (double)r->payload / w, s->consumer_wait_s / w, s->queue_empty_fraction,
 	       s->queue_partial_fraction, s->queue_full_fraction,
-	       (unsigned long long)s->queue_swings, s->depth_batches, s->threads,
-	       (unsigned long long)s->budget_bytes, (unsigned long long)s->mem_peak_total_bytes,
+	       (unsigned long long)s->queue_swings, s->depth_batches, s->threads, s->io_backend,
+	       s->io_read_threads, (unsigned long long)s->budget_bytes,
+	       (unsigned long long)s->mem_peak_total_bytes,
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_FETCH],
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_DECODED],
 	       (unsigned long long)s->mem_peak_bytes[RF_MEM_BATCH],
@@ -663,14 +665,27 @@ static void rf_bench_text_compare(const rf_bench_opts *o, const rf_bench_result 
 	printf("    %-26s %s\n", "diagnosis, fixed depth", t->diagnosis_text);
 }
 
+/* "io_uring", or "epoll + N read threads". */
+static const char *rf_bench_loop_name(const char *backend, uint32_t threads, char *buf, size_t cap)
+{
+	if (threads)
+		snprintf(buf, cap, "%s + %u read threads", backend, threads);
+	else
+		snprintf(buf, cap, "%s", backend);
+	return buf;
+}
+
 static void rf_bench_text(const rf_bench_opts *o, const rf_bench_result *r,
                           const rf_bench_result *base)
 {
 	const rf_stats *s = &r->st;
 	char a[32];
 	printf("ringfeed bench: %s\n", o->nurls ? "given shards" : o->demo_dir);
-	printf("  setup: consumer %.3f ms of work per batch, %u decode threads, budget %s%s%s\n",
-	       o->step_ms, s->threads, rf_mb(s->budget_bytes, a, 32),
+	char loop[64];
+	rf_bench_loop_name(s->io_backend, s->io_read_threads, loop, sizeof(loop));
+	printf("  setup: consumer %.3f ms of work per batch, %u decode threads, budget %s, loop "
+	       "%s%s%s\n",
+	       o->step_ms, s->threads, rf_mb(s->budget_bytes, a, 32), loop,
 	       o->inject ? ", injected faults " : "", o->inject ? o->inject : "");
 	printf("  threads: %s%s%s\n", s->threads_source,
 	       s->host_budget_source[0] ? "; host budget: " : "", s->host_budget_source);
@@ -754,7 +769,10 @@ static void rf_bench_direct_note(const rf_fetch_result *f, bool json)
 		        "(READ_FIXED)\n",
 		        (unsigned long long)f->fixed_reads, (unsigned long long)f->fixed_bytes,
 		        (unsigned long long)f->registered_bytes);
-	if (f->register_error)
+	if (f->register_error == -EOPNOTSUPP)
+		fprintf(stderr, "direct I/O: the epoll backend has no registered buffers: plain "
+		                "reads into the aligned buffers\n");
+	else if (f->register_error)
 		fprintf(stderr,
 		        "direct I/O: io_uring refused to register the read buffers (%s%s): plain "
 		        "reads\n",
@@ -778,20 +796,25 @@ static int rf_bench_fetch_only(const rf_config *cfg, const rf_bench_opts *o)
 		printf("{\"fetch_only\":true,\"shards\":%llu,\"bytes\":%llu,\"reads\":%llu,"
 		       "\"requests\":%llu,\"retries\":%llu,\"seconds\":%.6f,\"mb_per_s\":%.3f,"
 		       "\"direct_bytes\":%llu,\"direct_refused_files\":%llu,\"fixed_reads\":%llu,"
-		       "\"fixed_bytes\":%llu,\"registered_bytes\":%llu,\"register_error\":%d}\n",
+		       "\"fixed_bytes\":%llu,\"registered_bytes\":%llu,\"register_error\":%d,"
+		       "\"io_backend\":\"%s\",\"io_read_threads\":%u}\n",
 		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
 		       (unsigned long long)f.reads, (unsigned long long)f.requests,
 		       (unsigned long long)f.retries, f.seconds, mbs,
 		       (unsigned long long)f.direct_bytes,
 		       (unsigned long long)f.direct_refused_files,
 		       (unsigned long long)f.fixed_reads, (unsigned long long)f.fixed_bytes,
-		       (unsigned long long)f.registered_bytes, f.register_error);
-	else
+		       (unsigned long long)f.registered_bytes, f.register_error, f.io_backend,
+		       f.io_read_threads);
+	else {
+		char loop[64];
 		printf("fetch only: %llu shards, %llu bytes in %llu reads (%llu remote requests, "
-		       "%llu retries) in %.3f s: %.1f MB/s\n",
+		       "%llu retries) in %.3f s: %.1f MB/s (loop %s)\n",
 		       (unsigned long long)f.shards, (unsigned long long)f.bytes,
 		       (unsigned long long)f.reads, (unsigned long long)f.requests,
-		       (unsigned long long)f.retries, f.seconds, mbs);
+		       (unsigned long long)f.retries, f.seconds, mbs,
+		       rf_bench_loop_name(f.io_backend, f.io_read_threads, loop, sizeof(loop)));
+	}
 	rf_bench_direct_note(&f, o->json);
 	return 0;
 }

@@ -32,15 +32,20 @@ static const char verify_usage[] =
     "or empty manifest) is reported as DAMAGED NAME and counted as a failed name, not\n"
     "as a shard. `--` ends the options.\n"
     "--json: one JSON object instead: {\"shards\", \"damaged\", \"names_failed\",\n"
-    "\"results\": [{\"path\", \"ok\", \"problems\": [...]}]} (with --quiet, only the\n"
-    "damaged shards' results).\n"
+    "\"not_verified\", \"results\": [{\"path\", \"ok\", \"problems\": [...]}]} (ok null: not\n"
+    "verified; with --quiet, only the damaged shards' results).\n"
+    "When reading cannot start here at all (the event loop or the fetch layer: e.g.\n"
+    "--io-backend io_uring where a container blocks io_uring), the shards are not\n"
+    "called damaged: '  setup error (not damage): WHY', then 'NOT VERIFIED SHARD'.\n"
     "Exit status: 0 all sound, 1 a shard is damaged or unreadable or a NAME expands\n"
-    "to no shard, 2 bad usage (no NAME given included).\n";
+    "to no shard, 2 bad usage (no NAME given included), 3 nothing damaged but some\n"
+    "shards not verified: a setup error of this environment, not of the data.\n";
 
 typedef struct verify_state {
 	uint32_t max_reports;
 	int quiet, json;
 	uint64_t shards, damaged, names_failed;
+	uint64_t unverified; /* shards a setup error left unread (not damage) */
 } verify_state;
 
 typedef struct verify_name_run {
@@ -99,10 +104,13 @@ static void verify_name(verify_state *v, rf_config *cfg, const char *name)
 	}
 	verify_name_run r = {.v = v, .refs = refs};
 	if (rf_verify_shards(cfg, refs, n, report, on_done, &r, v->max_reports, &err) < 0 &&
-	    r.done < n) /* the fetch layer could not start: none of the rest was read */
-		printf("  %s\n", err.msg);
-	for (size_t i = r.done; i < n; i++)
-		verdict(v, refs[i].name, -EIO);
+	    r.done < n) /* the loop or fetch layer could not start: nothing was read */
+		printf("  setup error (not damage): %s\n", err.msg);
+	char shown[4200];
+	for (size_t i = r.done; i < n; i++) {
+		v->unverified++;
+		printf("NOT VERIFIED %s\n", flag_shown(refs[i].name, shown, sizeof(shown)));
+	}
 	rf_shard_refs_free(refs, n);
 }
 
@@ -174,10 +182,15 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
 	if (v.names_failed)
 		printf(", %llu name%s failed", (unsigned long long)v.names_failed,
 		       v.names_failed == 1 ? "" : "s");
+	if (v.unverified)
+		printf(", %llu not verified (a setup error here, not damage)",
+		       (unsigned long long)v.unverified);
 	printf("\n");
 	*vp = v;
-	if (v.names_failed)
+	if (v.names_failed || v.damaged)
 		return 1;
+	if (v.unverified)
+		return 3;
 	if (v.shards == 0) {
 		printf("verify: nothing was verified\n");
 		return 1;
@@ -191,9 +204,10 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
  * what the text says. */
 static void json_results(const char *text, size_t len, const verify_state *v)
 {
-	printf("{\"shards\":%llu,\"damaged\":%llu,\"names_failed\":%llu,\"results\":[",
+	printf("{\"shards\":%llu,\"damaged\":%llu,\"names_failed\":%llu,\"not_verified\":%llu,"
+	       "\"results\":[",
 	       (unsigned long long)v->shards, (unsigned long long)v->damaged,
-	       (unsigned long long)v->names_failed);
+	       (unsigned long long)v->names_failed, (unsigned long long)v->unverified);
 	const char *p = text, *end = text + len;
 	int results = 0, problems = 0;
 	while (p < end) {
@@ -204,17 +218,18 @@ static void json_results(const char *text, size_t len, const verify_state *v)
 		         p);
 		p += n + 1;
 		bool ok = !strncmp(line, "ok ", 3), bad = !strncmp(line, "DAMAGED ", 8);
+		bool unread = !strncmp(line, "NOT VERIFIED ", 13);
 		if (!strncmp(line, "  ", 2)) {
 			printf("%s", problems++
 			                 ? ","
 			                 : (results ? ",{\"problems\":[" : "{\"problems\":["));
 			rf_json_fput(stdout, line + 2);
-		} else if (ok || bad) {
+		} else if (ok || bad || unread) {
 			if (!problems)
 				printf("%s{\"problems\":[", results ? "," : "");
 			printf("],\"path\":");
-			rf_json_fput(stdout, line + (ok ? 3 : 8));
-			printf(",\"ok\":%s}", ok ? "true" : "false");
+			rf_json_fput(stdout, line + (ok ? 3 : bad ? 8 : 13));
+			printf(",\"ok\":%s}", ok ? "true" : bad ? "false" : "null");
 			results++;
 			problems = 0;
 		}

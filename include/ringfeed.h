@@ -158,6 +158,14 @@ int rf_layout_open_config(const char *path, const struct rf_config *cfg, rf_layo
  * where), another error when a file cannot be read (-ENOENT: no index). */
 int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_error *err);
 int rf_tar_index_check(const char *tar_path, const char *idx_path, rf_error *err);
+/* TFRecord index files (DALI's tfrecord2idx format: "OFFSET SIZE" per
+ * record; docs/format.md): PREFIX.idx beside PREFIX.tfrecord(s).
+ * rf_tfrecord_index_build walks the local file's frames (an index already
+ * there is not read) and writes idx_path atomically; rf_tfrecord_index_check:
+ * 0 when the index beside the file (idx_path, which must be that one) lists
+ * exactly its records, RF_E_CORRUPT when stale, -ENOENT when absent. */
+int rf_tfrecord_index_build(const char *path, const char *idx_path, rf_error *err);
+int rf_tfrecord_index_check(const char *path, const char *idx_path, rf_error *err);
 
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;

@@ -65,7 +65,9 @@ struct rf_fmt_options {
 	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
 	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
 	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
-	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned */
+	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned
+	                      * (a .tfrecord's PREFIX.idx alike: its frames are walked) */
+	bool tfrecord_raw;   /* TFRecord records are bytes (one field), not tf.train.Examples */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */

@@ -97,6 +97,29 @@ bool rf_format_is_shard_name(const char *name)
 	return rf_format_for(name, false) != NULL;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n)
+{
+	size_t len = strlen(name);
+	if (len < 5 || strcmp(name + len - 4, ".idx") != 0)
+		return false;
+	char shard[4096];
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		for (const char *const *x = formats[i]->sidecar_suffixes; x && *x; x++) {
+			if (snprintf(shard, sizeof(shard), "%.*s%s", (int)(len - 4), name, *x) >=
+			    (int)sizeof(shard))
+				continue;
+			const char *key = shard;
+			if (bsearch(&key, sorted, n, sizeof(*sorted), name_cmp))
+				return true;
+		}
+	return false;
+}
+
 const rf_format *rf_format_by_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)

@@ -269,6 +269,9 @@ typedef struct rf_format {
 	 * sidecar's want: the open then checks them as it checks the file's. */
 	int (*sidecar_write)(const rf_shard_index *ix, const void *priv, FILE *out,
 	                     const char *name, rf_error *err);
+	/* NULL-terminated: a listed PREFIX.idx beside a listed PREFIX + one of
+	 * these (".tar") is this format's sidecar, not a shard (Megatron's). */
+	const char *const *sidecar_suffixes;
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 	/* Sequential layouts (rf_shard_index.sequential): decode then goes
@@ -323,6 +326,10 @@ int rf_format_claim(const rf_format *f, const char *name);
 const rf_format *rf_format_next(const char *name, const rf_format *after);
 /* True when a listing or a directory should take this name as a shard. */
 bool rf_format_is_shard_name(const char *name);
+/* True when name (a listed file name or URL) is PREFIX.idx and sorted (the
+ * listing's n names, strcmp order) holds PREFIX + a suffix of a format's
+ * sidecar_suffixes: that shard's index file, not a shard. */
+bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
 /* The name a format reads a named local path by, when another

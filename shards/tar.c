@@ -882,8 +882,11 @@ static bool tar_cacheable(const void *priv)
 	return L && !L->from_index && L->codec == RF_TAR_PLAIN;
 }
 
+static const char *const tar_sidecar_suffixes[] = {".tar", NULL};
+
 const rf_format rf_tar_format = {
     .name = "tar",
+    .sidecar_suffixes = tar_sidecar_suffixes,
     .cacheable = tar_cacheable,
     .sidecar_write = rf_tar_index_write,
     .cache_tag = "tar",

@@ -189,16 +189,6 @@ static uint64_t rec_table(uint64_t nf)
 	return 12 + RF_TFR_KEY_MAX + 12 * nf;
 }
 
-/* The most an Example of len data bytes decodes to (an index's layout,
- * whose Examples the open did not read): every list byte a packed int64
- * (8 bytes out), a feature per 5 bytes (the least a keyed entry takes),
- * each padded to 8 and tabled. */
-static uint64_t rec_bound(uint64_t len)
-{
-	uint64_t nf = len / 5 + 1;
-	return 8 * len + 11 * nf + rec_table(nf);
-}
-
 static void set_stem(tfr_layout *L, const char *url)
 {
 	const char *b = strrchr(url, '/');
@@ -222,14 +212,23 @@ typedef struct tfr_scan {
 	int codec;
 	char *idx_url, *idx_name;
 	uint64_t idx_bytes, idx_lines;
+	uint32_t *idx_lens; /* Examples with an index: its records' data bytes */
+	uint32_t largest;   /* the largest record's bytes as decode delivers it */
+	uint64_t idx_n;
 	uint8_t *dec_buf; /* a compressed file's decoded stream (between two steps) */
 	uint64_t dec_len;
 	uint64_t names_bytes;
 } tfr_scan;
 
+/* What build_layout may allocate for n records (at most a unit each). */
+static uint64_t layout_bound(uint64_t n)
+{
+	return sizeof(rf_shard_index) + sizeof(tfr_layout) + 4096 + n * (sizeof(rf_block_info) + 4);
+}
+
 static uint64_t scan_bytes(const tfr_scan *s)
 {
-	return sizeof(*s) + s->cap * 8 + s->names_bytes + s->dec_len +
+	return sizeof(*s) + s->cap * 8 + s->idx_n * 4 + s->names_bytes + s->dec_len +
 	       (s->idx_url ? 2 * strlen(s->idx_url) + 2 : 0);
 }
 
@@ -243,6 +242,7 @@ static void scan_free(tfr_scan *s)
 	free(s->idx_url);
 	free(s->idx_name);
 	free(s->dec_buf);
+	free(s->idx_lens);
 	free(s);
 }
 
@@ -337,7 +337,15 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 			*need = rc == 2 ? 12 : frame;
 			return 0;
 		}
-		uint64_t dec = rec_table(1);
+		if (s->idx_lens && (s->n >= s->idx_n || len != s->idx_lens[s->n]))
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: record %llu at offset %llu: the frame holds %llu data "
+			    "bytes, the index says %llu (the index is stale or wrong: write "
+			    "it again with ringfeed index)",
+			    s->idx_name, U64(s->n), U64(s->pos), U64(len),
+			    s->n < s->idx_n ? U64(s->idx_lens[s->n]) : 0ull);
+		uint64_t dec = rec_table(1), rec = frame; /* a raw record: its frame */
 		if (!s->raw) {
 			ex_sum x = {.s = s, .name = name, .err = err};
 			rf_pb_error pe = {0};
@@ -347,7 +355,9 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 			if (w < 0)
 				return not_example(p + off, len, s->pos, s->n, &pe, name, err);
 			dec = x.out + rec_table(x.nf);
+			rec = x.out; /* its fields, each padded to 8 */
 		}
+		s->largest = (uint32_t)RF_MAX(s->largest, rec);
 		if (dec > RF_BLOCK_DECODED_MAX / 2)
 			return rf_fail(err, RF_E_CORRUPT,
 			               "shard %s: record %llu (frame at byte %llu) decodes to %llu "
@@ -372,7 +382,7 @@ static uint32_t units_fill(const tfr_scan *s, const tfr_layout *L, rf_shard_inde
 	uint64_t at = 0, stored = 0, dec = 0;
 	for (uint64_t i = 0; i < s->n; i++) {
 		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)s->len[i];
-		uint64_t d = L->raw || !L->from_index ? s->dec[i] : rec_bound(s->len[i]);
+		uint64_t d = s->dec[i];
 		if (b && (stored >= RF_TFR_UNIT_BYTES || dec + d + 64 > RF_BLOCK_DECODED_MAX ||
 		          stored + f > UINT32_MAX))
 			b = NULL;
@@ -387,8 +397,6 @@ static uint32_t units_fill(const tfr_scan *s, const tfr_layout *L, rf_shard_inde
 		b->records++;
 		b->compressed_bytes = (uint32_t)stored;
 		b->decoded_bytes = (uint32_t)(dec + 24);
-		if (ix)
-			ix->largest_record_bytes = RF_MAX(ix->largest_record_bytes, (uint32_t)f);
 		at += f;
 	}
 	return u;
@@ -416,6 +424,7 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 	}
 	ix->file_bytes = o->size;
 	ix->records = s->n;
+	ix->largest_record_bytes = s->largest;
 	if (s->codec) {
 		uint64_t dec = (s->dec_len + 7) / 8 * 8 + 24;
 		for (uint64_t i = 0; i < s->n; i++)
@@ -433,15 +442,24 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 			ix->block[0] = (rf_block_info){.compressed_bytes = (uint32_t)o->size,
 			                               .decoded_bytes = (uint32_t)dec,
 			                               .records = (uint32_t)s->n};
-			for (uint64_t i = 0; i < s->n; i++)
-				ix->largest_record_bytes = RF_MAX(ix->largest_record_bytes,
-				                                  RF_TFR_FRAME_BYTES + s->len[i]);
 		}
 		L->decoded = s->dec_len;
 		rf_fmt_layout_sums(ix);
 	} else {
 		ix->blocks = units_fill(s, L, ix);
 		rf_fmt_layout_sums(ix);
+		for (uint32_t u = 0; u < ix->blocks; u++)
+			if (ix->block[u].decoded_bytes > RF_BLOCK_DECODED_MAX) {
+				uint64_t r = ix->block[u].first_record;
+				tfr_close(ix, L);
+				o->final = true;
+				return rf_fail(
+				    err, -EFBIG,
+				    "shard %s: record %llu of %u bytes may decode to more "
+				    "than a unit holds (%u MiB) when its Example is unread: "
+				    "open it without its index file",
+				    o->name, U64(r), s->len[r], RF_BLOCK_DECODED_MAX >> 20);
+			}
 	}
 	L->len = s->len, s->len = NULL;
 	L->names = s->names, s->names = NULL;
@@ -464,7 +482,6 @@ enum {
 	TFR_IDX_SIZE,  /* the index's size (or its absence) */
 	TFR_IDX_BYTES, /* the index's bytes: its lines counted */
 	TFR_IDX_PARSE, /* the same bytes again (from the buffer), parsed */
-	TFR_IDX_FIRST, /* an index's first unit: the Examples' keys */
 	TFR_SCAN,      /* walking the frames */
 	TFR_Z_READ,    /* a compressed file: its bytes, decoded */
 	TFR_Z_SCAN,    /* ... its frames walked */
@@ -543,7 +560,8 @@ static int want_scan(rf_fmt_open *o, tfr_scan *s, uint64_t need)
 	    .offset = s->pos,
 	    .len = len,
 	    .parse_bound = 2 * (s->cap + len / RF_TFR_FRAME_BYTES + 1024) * 8 +
-	                   (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 1 + 24),
+	                   (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 1 + 24) +
+	                   layout_bound(s->cap + len / RF_TFR_FRAME_BYTES + 1),
 	};
 	return RF_FMT_NEED;
 }
@@ -600,19 +618,22 @@ static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
 	RF_TRY(got_check(o, err));
 	uint64_t need = 0, pos0 = s->pos;
+	uint64_t n0 = s->n;
 	int rc = scan_frames(s, o->got, o->got_len, false, &need, o->name, err);
-	if (rc < 0) {
-		o->final = pos0 == 0 && s->n == 0; /* the first frame is not one */
+	if (rc < 0) { /* the state as it was: the engine may read the range again */
+		s->pos = pos0, s->n = n0;
+		o->final = pos0 == 0 && n0 == 0; /* the first frame is not one */
 		return rc;
 	}
 	if (s->pos == o->size)
-		return build_layout(o, s, false, err);
+		return build_layout(o, s, s->idx_lens != NULL, err);
 	if (need && s->pos + need > o->size) {
-		o->final = true;
-		return rf_fail(err, RF_E_CORRUPT,
-		               "shard %s: record %llu (frame at byte %llu): the file ends at byte "
-		               "%llu, inside its %llu-byte frame",
-		               o->name, U64(s->n), U64(s->pos), U64(o->size), U64(need));
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: record %llu (frame at byte %llu): the file ends at byte "
+		             "%llu, inside its %llu-byte frame",
+		             o->name, U64(s->n), U64(s->pos), U64(o->size), U64(need));
+		s->pos = pos0, s->n = n0;
+		return rc;
 	}
 	return want_scan(o, s, need);
 }
@@ -642,7 +663,8 @@ static int z_read(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	o->held_bytes = scan_bytes(s);
 	o->want = (rf_fmt_want){.len = 0,
 	                        .parse_bound = 2 * (n / RF_TFR_FRAME_BYTES + 1024) * 8 +
-	                                       (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 25)};
+	                                       (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 25) +
+	                                       layout_bound(1)};
 	return RF_FMT_NEED;
 }
 
@@ -657,10 +679,12 @@ static int z_scan(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		             "shard %s: record %llu (frame at decoded byte %llu): the stream ends "
 		             "at decoded byte %llu, inside its %llu-byte frame",
 		             o->name, U64(s->n), U64(s->pos), U64(s->dec_len), U64(need));
+	if (rc < 0) { /* the state as it was: the step may be called again */
+		s->pos = s->n = 0;
+		return rc;
+	}
 	free(s->dec_buf);
 	s->dec_buf = NULL;
-	if (rc < 0)
-		return rc;
 	return build_layout(o, s, false, err);
 }
 
@@ -706,10 +730,11 @@ static int idx_bytes(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	RF_TRY(idx_got(o, s, err));
 	s->idx_lines = rf_tfr_index_lines(o->got, (size_t)o->got_len);
 	o->step = TFR_IDX_PARSE;
-	o->want = (rf_fmt_want){.object = s->idx_url,
-	                        .offset = 0,
-	                        .len = s->idx_bytes,
-	                        .parse_bound = 8 * (s->idx_lines + 1) + 64};
+	o->want =
+	    (rf_fmt_want){.object = s->idx_url,
+	                  .offset = 0,
+	                  .len = s->idx_bytes,
+	                  .parse_bound = 8 * (s->idx_lines + 1) + 64 + layout_bound(s->idx_lines)};
 	return RF_FMT_NEED;
 }
 
@@ -729,52 +754,23 @@ static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	if (!s->dec)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	s->n = s->cap = n;
-	for (uint64_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++) {
 		s->dec[i] = (uint32_t)rec_table(1);
+		s->largest = (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)lens[i]);
+	}
 	o->held_bytes = scan_bytes(s);
 	if (s->raw || n == 0)
 		return build_layout(o, s, true, err);
-	/* the first unit's Examples: the shard's field names */
-	uint64_t first = 0;
-	for (uint64_t i = 0; i < n && first < RF_TFR_UNIT_BYTES; i++)
-		first += RF_TFR_FRAME_BYTES + (uint64_t)lens[i];
-	o->step = TFR_IDX_FIRST;
-	o->want =
-	    (rf_fmt_want){.offset = 0,
-	                  .len = first,
-	                  .parse_bound = (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 1 + 24)};
-	return RF_FMT_NEED;
-}
-
-/* The index's first unit: its frames checked against the index, its
- * Examples' keys the shard's names. */
-static int idx_first(rf_fmt_open *o, tfr_scan *s, rf_error *err)
-{
-	RF_TRY(got_check(o, err));
-	tfr_scan t = {.names = s->names, .names_n = s->names_n, .raw = false};
-	uint64_t need = 0;
-	int rc = scan_frames(&t, o->got, o->got_len, true, &need, o->name, err);
-	s->names = t.names, s->names_n = t.names_n, s->names_bytes = t.names_bytes;
-	for (uint64_t i = 0; rc == 0 && i < t.n; i++)
-		if (t.len[i] != s->len[i])
-			rc = rf_fail(
-			    err, RF_E_CORRUPT,
-			    "index %s: record %llu: the index says %llu data bytes, the frame "
-			    "holds %u (the index is stale or wrong: write it again with "
-			    "ringfeed index)",
-			    s->idx_name, U64(i), U64(s->len[i]), t.len[i]);
-	if (rc == 0 && need)
-		rc = rf_fail(err, RF_E_CORRUPT,
-		             "index %s: record %llu at byte %llu: the index's record ends before "
-		             "its frame (the index is stale or wrong)",
-		             s->idx_name, U64(t.n), U64(t.pos));
-	free(t.len);
-	free(t.dec);
-	if (rc < 0) {
-		o->final = true;
-		return rc;
-	}
-	return build_layout(o, s, true, err);
+	/* Examples: their keys and decoded sizes are in the records, not in the
+	 * index, so the frames are walked too, each checked against its line */
+	s->idx_lens = s->len, s->idx_n = n;
+	s->largest = 0;
+	s->len = NULL;
+	free(s->dec);
+	s->dec = NULL;
+	s->n = s->cap = 0;
+	o->step = TFR_SCAN;
+	return want_scan(o, s, 0);
 }
 
 static int tfr_open_step(rf_fmt_open *o, rf_error *err)
@@ -798,8 +794,6 @@ static int tfr_open_step(rf_fmt_open *o, rf_error *err)
 		return idx_bytes(o, s, err);
 	case TFR_IDX_PARSE:
 		return idx_parse(o, s, err);
-	case TFR_IDX_FIRST:
-		return idx_first(o, s, err);
 	case TFR_Z_READ:
 		return z_read(o, s, err);
 	case TFR_Z_SCAN:
@@ -861,6 +855,7 @@ static int out_feature(void *ctx, const rf_ex_feature *f)
 	x->seen[id / 64] |= 1ull << (id % 64);
 	uint64_t at = (x->at + 7) & ~7ull;
 	if (x->write) {
+		memset(x->base + x->at, 0, at - x->at); /* padding: part of the record */
 		rf_example_encode(f, x->base + at);
 		x->fields[x->nf] = (rf_rec_field){
 		    .name = (uint32_t)id, .offset = (uint32_t)at, .len = (uint32_t)f->out_bytes};
@@ -889,10 +884,8 @@ static int ex_fail(const ex_out *x, int w, const rf_pb_error *pe, uint64_t r, ui
 	               "shard %s: unit %u: record %llu (frame at byte %llu): feature '%s' %s", name,
 	               u, U64(r), U64(at), k,
 	               x->twice ? "twice in one Example"
-	               : x->L->from_index
-	                   ? "is not among the keys of the shard's first unit (read with its "
-	                     "index; without PREFIX.idx the open reads every record's keys)"
-	                   : "is not among the keys the open read (the file changed since)");
+	                        : "is not among the keys the open read (the file changed "
+	                          "since)");
 }
 
 /* Unit u's frames p[0, len) from stream byte `at`: every frame and CRC
@@ -961,7 +954,8 @@ static int unit_records(const tfr_layout *L, const rf_block_info *b, uint32_t u,
 			rf_pb_error pe;
 			rf_example_walk(p + off + 12, dl, out_feature, &x, NULL, &pe);
 			f += x.nf;
-			rec_at = x.at;
+			rec_at = (x.at + 7) & ~7ull; /* the record ends padded: x.out bytes */
+			memset(dst + pay + x.at, 0, rec_at - x.at);
 		}
 		rf_store_le32(t.ends + 4 * i, (uint32_t)rec_at);
 		keys +=
@@ -1030,12 +1024,14 @@ static uint64_t tfr_table_bytes(const rf_shard_index *ix, const void *priv, uint
 	return u < ix->blocks ? ix->block[u].decoded_bytes : 0;
 }
 
-/* A walked plain file's layout is worth keeping in the index cache (the
- * walk read the whole file); a compressed one is decoded whole anyway. */
+/* A walked layout is not kept in the index cache: the cache keeps it as
+ * the sidecar's bytes (a tfrecord2idx index), which lack what the walk
+ * learned of the Examples (their keys, their decoded sizes), so a layout
+ * from it would size every unit for the worst case. */
 static bool tfr_cacheable(const void *priv)
 {
-	const tfr_layout *L = priv;
-	return L && !L->from_index && L->codec == RF_TFR_PLAIN;
+	(void)priv;
+	return false;
 }
 
 const uint32_t *rf_tfr_layout_lens(const void *priv, bool *compressed)
@@ -1051,7 +1047,10 @@ bool rf_tfr_layout_from_index(const void *priv)
 	return L && L->from_index;
 }
 
+static const char *const tfr_sidecar_suffixes[] = {".tfrecord", ".tfrecords", NULL};
+
 const rf_format rf_tfrecord_format = {
+    .sidecar_suffixes = tfr_sidecar_suffixes,
     .name = "tfrecord",
     .claim = tfr_claim,
     .open_step = tfr_open_step,

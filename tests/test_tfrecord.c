@@ -81,7 +81,7 @@ static void put_frame(buf *f, const buf *data)
 static void example(buf *ex, uint32_t i)
 {
 	buf fs = {0}, l = {0}, pk = {0};
-	uint8_t img[400];
+	uint8_t img[400] = {0};
 	for (uint32_t k = 0; k < 100 + i; k++)
 		img[k] = (uint8_t)(k * 7 + i);
 	put_len(&l, 1, img, 100 + i);
@@ -468,7 +468,7 @@ static void test_protobuf(void **state)
 	assert_int_equal(walk(&bad, &w, &e), -1);
 	assert_non_null(strstr(e.what, "float_list"));
 	/* a length past its message */
-	uint8_t past[] = {0x0a, 0x05, 0x0a, 0x10, 0x00};
+	uint8_t past[] = {0x0a, 0x03, 0x0a, 0x10, 0x00};
 	bad.n = 0;
 	put(&bad, past, sizeof(past));
 	assert_int_equal(walk(&bad, &w, &e), -1);

@@ -8,7 +8,7 @@ TFRecordOptions(compression_type=...) writes them.
 
   tfrecord_write.py DIR --shards K --records N [--seed S] [--image-bytes B]
                     [--codec none|gzip|zlib] [--raw] [--expect FILE]
-                    [--index] [--name train]
+                    [--index] [--name train] [--dump-records DIR]
 
 writes DIR/NAME-0000I.tfrecord[.gz|.zlib] and, with --expect, a JSON list
 of every record in file order: {"key": STEM/NNNNNNNN, "fields": {name: hex}}
@@ -101,6 +101,7 @@ def main():
     ap.add_argument("--expect")
     ap.add_argument("--index", action="store_true")
     ap.add_argument("--name", default="train")
+    ap.add_argument("--dump-records", help="also write each record's data to DIR/NNNNNNNN")
     a = ap.parse_args()
     pb = None if a.raw else compile_protos()
     rng = random.Random(a.seed)
@@ -117,6 +118,10 @@ def main():
                 fields = {"record": data.hex()}
             else:
                 data, fields = make_example(pb, rng, n, a.image_bytes)
+            if a.dump_records:
+                os.makedirs(a.dump_records, exist_ok=True)
+                with open(os.path.join(a.dump_records, "%08d" % n), "wb") as f:
+                    f.write(data)
             idx.append("%d %d\n" % (len(body), len(data) + 16))
             body += frame(data)
             expect.append({"key": "%s/%08d" % (stem, r), "fields": fields})

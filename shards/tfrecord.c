@@ -6,9 +6,10 @@
  *
  * with no index, so open learns the layout by walking the frames in large
  * sequential ranges (every length's CRC checked, every Example's keys read
- * for the field names and the decoded sizes), or from a DALI tfrecord2idx
- * sidecar PREFIX.idx ("OFFSET SIZE" per record) checked against the file's
- * size and then against every frame at decode. Records are grouped into
+ * for the field names and the decoded sizes), checking each frame against
+ * a DALI tfrecord2idx sidecar PREFIX.idx ("OFFSET SIZE" per record) when
+ * there is one; raw records take the index alone (checked against the
+ * file's size, then against every frame at decode). Records are grouped into
  * units of about RF_TFR_UNIT_BYTES. A record is a tf.train.Example whose
  * features become its fields (protobuf.c; the encoding in protobuf.h), or,
  * with rf_fmt_options.tfrecord_raw, its data as one field ("record"), read

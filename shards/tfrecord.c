@@ -1035,6 +1035,29 @@ static bool tfr_cacheable(const void *priv)
 	return false;
 }
 
+/* The layout's records, frames back to back from byte 0. */
+int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	bool compressed = true;
+	const uint32_t *len = rf_tfr_layout_lens(priv, &compressed);
+	if (compressed || (ix->records && !len))
+		return rf_fail(err, -EINVAL,
+		               "shard %s: not a plain TFRecord's layout (DALI's tfrecord2idx "
+		               "indexes uncompressed files)",
+		               name);
+	uint64_t at = 0;
+	for (uint64_t r = 0; r < ix->records; r++) {
+		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)len[r];
+		if (fprintf(out, "%llu %llu\n", U64(at), U64(f)) < 0)
+			return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
+		at += f;
+	}
+	if (at != ix->file_bytes)
+		return rf_fail(err, -EINVAL, "shard %s: its records do not tile the file", name);
+	return 0;
+}
+
 const uint32_t *rf_tfr_layout_lens(const void *priv, bool *compressed)
 {
 	const tfr_layout *L = priv;

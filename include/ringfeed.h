@@ -141,6 +141,9 @@ const rf_shard_index *rf_layout_index(const rf_layout *l);
 const char *rf_layout_format(const rf_layout *l);     /* "rfs" */
 uint64_t rf_layout_payload_bytes(const rf_layout *l); /* the records' bytes */
 void rf_layout_free(rf_layout *l);
+/* True when the layout's records are samples with named fields (tar, MDS,
+ * TFRecord), not single records: 1, else 0. */
+int rf_layout_has_fields(const rf_layout *l);
 struct rf_config;
 /* rf_layout_open with a loader config's format options (seq_len,
  * token_dtype, eot_token, token_out: token files read as `read` would);

@@ -351,6 +351,11 @@ RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
 	return l->fmt->payload_bytes ? l->fmt->payload_bytes(l->index) : l->index->decoded_bytes;
 }
 
+RF_API int rf_layout_has_fields(const rf_layout *l)
+{
+	return l && l->fmt->field_names != NULL;
+}
+
 RF_API void rf_layout_free(rf_layout *l)
 {
 	if (!l)

@@ -118,8 +118,9 @@ ok "ringfeed index writes tfrecord2idx files"
 
 "$cli" inspect "$tmp/plain/train-00000.tfrecord" >"$tmp/inspect.out" 2>&1 ||
 	bad "inspect: $(cat "$tmp/inspect.out")"
-grep -q "tfrecord" "$tmp/inspect.out" && grep -q "40" "$tmp/inspect.out" &&
-	ok "inspect a .tfrecord" || bad "inspect: $(cat "$tmp/inspect.out")"
+grep -q "^samples  *40$" "$tmp/inspect.out" &&
+	grep -q "^field image/class/label 40 present (0 absent), 320 bytes, largest 8$" "$tmp/inspect.out" &&
+	ok "inspect a .tfrecord: its samples and fields" || bad "inspect: $(cat "$tmp/inspect.out")"
 if "$cli" verify "$tmp/gz" >"$tmp/verify.out" 2>&1 && grep -q "0 damaged" "$tmp/verify.out"; then
 	ok "verify decodes .tfrecord.gz"
 else

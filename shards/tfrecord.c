@@ -620,9 +620,10 @@ static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	RF_TRY(got_check(o, err));
 	uint64_t need = 0, pos0 = s->pos;
 	uint64_t n0 = s->n;
+	uint32_t largest0 = s->largest;
 	int rc = scan_frames(s, o->got, o->got_len, false, &need, o->name, err);
 	if (rc < 0) { /* the state as it was: the engine may read the range again */
-		s->pos = pos0, s->n = n0;
+		s->pos = pos0, s->n = n0, s->largest = largest0;
 		o->final = pos0 == 0 && n0 == 0; /* the first frame is not one */
 		return rc;
 	}
@@ -633,7 +634,7 @@ static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		             "shard %s: record %llu (frame at byte %llu): the file ends at byte "
 		             "%llu, inside its %llu-byte frame",
 		             o->name, U64(s->n), U64(s->pos), U64(o->size), U64(need));
-		s->pos = pos0, s->n = n0;
+		s->pos = pos0, s->n = n0, s->largest = largest0;
 		return rc;
 	}
 	return want_scan(o, s, need);
@@ -682,6 +683,7 @@ static int z_scan(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		             o->name, U64(s->n), U64(s->pos), U64(s->dec_len), U64(need));
 	if (rc < 0) { /* the state as it was: the step may be called again */
 		s->pos = s->n = 0;
+		s->largest = 0;
 		return rc;
 	}
 	free(s->dec_buf);

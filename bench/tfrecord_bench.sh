@@ -28,16 +28,22 @@ rm -rf "$work/recs"
 echo "data: $(du -sh "$work/tfr" | cut -f1) TFRecord in $shards files," \
 	"$(du -sh "$work/rfs" | cut -f1) .rfs; $records Examples of ~$image image bytes"
 cat "$work"/tfr/* "$work"/rfs/* >/dev/null # both in the page cache
-printf "  %-4s %14s %14s %14s %14s\n" run "tfr rec/s" "rfs rec/s" "tfr MB/s" "rfs MB/s"
+printf "  %-4s %10s %10s %9s %9s %11s %11s %8s %8s\n" run "tfr rec/s" "rfs rec/s" \
+	"tfr MB/s" "rfs MB/s" "tfr CPU/GB" "rfs CPU/GB" "tfr open" "rfs open"
 for i in 1 2 3; do
 	"$CLI" bench --json "$work/tfr" >"$work/t$i.json"
 	"$CLI" bench --json "$work/rfs" >"$work/r$i.json"
-	printf "  %-4s %14.0f %14.0f %14.0f %14.0f\n" $i "$(field "$work/t$i.json" records_per_s)" \
-		"$(field "$work/r$i.json" records_per_s)" \
+	printf "  %-4s %10.0f %10.0f %9.0f %9.0f %10.2fs %10.2fs %7.2fs %7.2fs\n" $i \
+		"$(field "$work/t$i.json" records_per_s)" "$(field "$work/r$i.json" records_per_s)" \
 		"$($PY -c "print($(field "$work/t$i.json" decoded_bytes_per_s)/1e6)")" \
-		"$($PY -c "print($(field "$work/r$i.json" decoded_bytes_per_s)/1e6)")"
+		"$($PY -c "print($(field "$work/r$i.json" decoded_bytes_per_s)/1e6)")" \
+		"$(field "$work/t$i.json" cpu_s_per_decoded_gb)" "$(field "$work/r$i.json" cpu_s_per_decoded_gb)" \
+		"$(field "$work/t$i.json" open_s)" "$(field "$work/r$i.json" open_s)"
 done
 t=$(for i in 1 2 3; do field "$work/t$i.json" records_per_s; done | median)
 r=$(for i in 1 2 3; do field "$work/r$i.json" records_per_s; done | median)
 printf "median records/s: TFRecord %.0f, .rfs %.0f, ratio %.3f (goal >= 0.9)\n" "$t" "$r" \
 	"$($PY -c "print($t / $r)")"
+tc=$(for i in 1 2 3; do field "$work/t$i.json" cpu_s_per_decoded_gb; done | median)
+rc=$(for i in 1 2 3; do field "$work/r$i.json" cpu_s_per_decoded_gb; done | median)
+printf "median CPU-s per decoded GB: TFRecord %.2f, .rfs %.2f (the open's walk included)\n" "$tc" "$rc"

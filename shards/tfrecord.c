@@ -546,7 +546,8 @@ static void tfr_open_abort(rf_fmt_open *o)
 
 static uint64_t state_bound(const rf_fmt_open *o)
 {
-	return sizeof(tfr_scan) + 2 * (strlen(o->url) + strlen(o->name) + 8);
+	/* the state, or an empty file's layout at the next step */
+	return sizeof(tfr_scan) + 2 * (strlen(o->url) + strlen(o->name) + 8) + layout_bound(1);
 }
 
 /* The next scan range from s->pos: a step's bytes, or the whole next frame

@@ -213,6 +213,12 @@ static void test_examples(void **state)
 	check_examples(ix, priv, f.p, 300);
 	rf_tfrecord_format.close(ix, priv);
 	free(f.p);
+	/* TensorFlow's file of no records: a layout of none (within its bound) */
+	buf empty = {0};
+	assert_int_equal(open_buf("x.tfrecord", &empty, NULL, false, &ix, &priv, &err), 0);
+	assert_int_equal(ix->records, 0);
+	assert_int_equal(ix->blocks, 0);
+	rf_tfrecord_format.close(ix, priv);
 }
 
 static void test_units_and_index(void **state)

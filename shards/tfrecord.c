@@ -647,11 +647,20 @@ static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 static int z_read(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
 	RF_TRY(got_check(o, err));
-	uint64_t cap = RF_TFR_WHOLE_MAX + 1;
-	if (!(s->dec_buf = malloc(cap)))
-		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	/* a buffer of 4 times the compressed bytes, doubled (the stream decoded
+	 * again) until the stream fits or the limit is reached */
+	uint64_t max = RF_TFR_WHOLE_MAX + 1, cap = RF_MIN(max, RF_MAX(4 * o->got_len, 1u << 16));
 	uint64_t n = 0;
-	int rc = inflate_all(s->codec, o->got, o->got_len, s->dec_buf, cap, &n, o->name, err);
+	int rc;
+	for (;;) {
+		free(s->dec_buf); /* never two buffers at once: the bound holds one */
+		if (!(s->dec_buf = malloc(cap)))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		rc = inflate_all(s->codec, o->got, o->got_len, s->dec_buf, cap, &n, o->name, err);
+		if (rc != -EFBIG || cap == max)
+			break;
+		cap = RF_MIN(max, 2 * cap);
+	}
 	if (rc < 0) {
 		free(s->dec_buf);
 		s->dec_buf = NULL;

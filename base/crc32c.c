@@ -1,14 +1,42 @@
 /* crc32c.c - CRC-32C, table-driven slicing-by-8 (about 1.5 GB/s per core,
- * plenty for an index that is a few KiB to a few MiB). The tables are built
- * once, on first use. */
+ * plenty for an index that is a few KiB to a few MiB), or on x86-64 CPUs
+ * with SSE4.2 its crc32 instruction, 8 bytes at a time (several GB/s: a
+ * TFRecord's every record is checked with it). The tables and the choice
+ * are made once, on first use. */
 #include "crc32c.h"
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
 
 #define RF_CRC32C_POLY 0x82F63B78u
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static bool crc_hw_ok;
+
+#if defined(__x86_64__)
+/* c is the running (inverted) CRC, as the table loop keeps it. */
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8_t *p, size_t len)
+{
+	while (len && ((uintptr_t)p & 7)) {
+		c = __builtin_ia32_crc32qi(c, *p++);
+		len--;
+	}
+	uint64_t c64 = c;
+	while (len >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, v);
+		p += 8;
+		len -= 8;
+	}
+	c = (uint32_t)c64;
+	while (len--)
+		c = __builtin_ia32_crc32qi(c, *p++);
+	return c;
+}
+#endif
 
 static void crc_init(void)
 {
@@ -25,6 +53,10 @@ static void crc_init(void)
 			crc_table[t][n] = c;
 		}
 	}
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	crc_hw_ok = __builtin_cpu_supports("sse4.2");
+#endif
 }
 
 uint32_t rf_crc32c(uint32_t crc, const void *buf, size_t len)
@@ -32,6 +64,10 @@ uint32_t rf_crc32c(uint32_t crc, const void *buf, size_t len)
 	pthread_once(&crc_once, crc_init);
 	const uint8_t *p = buf;
 	uint32_t c = ~crc;
+#if defined(__x86_64__)
+	if (crc_hw_ok)
+		return ~crc_hw(c, p, len);
+#endif
 	while (len && ((uintptr_t)p & 7)) {
 		c = crc_table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
 		len--;

@@ -372,6 +372,7 @@ int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, r
 {
 	memset(out, 0, sizeof(*out));
 	out->seq_len = (uint32_t)rf_cfg(cfg, RF_CFG_seq_len);
+	out->tfrecord_raw = rf_cfg(cfg, RF_CFG_tfrecord_raw) != 0;
 	const char *dt = rf_cfg_str(cfg, RF_CFG_token_dtype);
 	if (dt && !(out->token_dtype = (uint8_t)rf_tok_dtype_parse(dt)))
 		return rf_fail(err, -EINVAL,

@@ -113,21 +113,13 @@ static int rf_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A listing's PREFIX.idx beside PREFIX.tar is that tar's index file (a
- * WebDataset index, DALI's wds2idx), not a Megatron dataset: the tar's
+/* A listing's PREFIX.idx beside a shard whose format reads it as its
+ * sidecar (PREFIX.tar: a WebDataset index; PREFIX.tfrecord: a tfrecord2idx
+ * index) is that shard's index file, not a Megatron dataset: the shard's
  * open reads it. sorted: the listing's names (or URLs), sorted. */
 static bool rf_is_tar_index(const char *name, char *const *sorted, size_t n)
 {
-	size_t len = strlen(name);
-	if (len < 5 || strcmp(name + len - 4, ".idx") != 0)
-		return false;
-	char *tar = strdup(name);
-	if (!tar)
-		return false;
-	memcpy(tar + len - 4, ".tar", 4);
-	bool found = bsearch(&tar, sorted, n, sizeof(*sorted), rf_name_cmp) != NULL;
-	free(tar);
-	return found;
+	return rf_format_is_sidecar(name, sorted, n);
 }
 
 static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err)

@@ -141,6 +141,9 @@ const rf_shard_index *rf_layout_index(const rf_layout *l);
 const char *rf_layout_format(const rf_layout *l);     /* "rfs" */
 uint64_t rf_layout_payload_bytes(const rf_layout *l); /* the records' bytes */
 void rf_layout_free(rf_layout *l);
+/* True when the layout's records are samples with named fields (tar, MDS,
+ * TFRecord), not single records: 1, else 0. */
+int rf_layout_has_fields(const rf_layout *l);
 struct rf_config;
 /* rf_layout_open with a loader config's format options (seq_len,
  * token_dtype, eot_token, token_out: token files read as `read` would);
@@ -158,6 +161,14 @@ int rf_layout_open_config(const char *path, const struct rf_config *cfg, rf_layo
  * where), another error when a file cannot be read (-ENOENT: no index). */
 int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_error *err);
 int rf_tar_index_check(const char *tar_path, const char *idx_path, rf_error *err);
+/* TFRecord index files (DALI's tfrecord2idx format: "OFFSET SIZE" per
+ * record; docs/format.md): PREFIX.idx beside PREFIX.tfrecord(s).
+ * rf_tfrecord_index_build walks the local file's frames (an index already
+ * there is not read) and writes idx_path atomically; rf_tfrecord_index_check:
+ * 0 when the index beside the file (idx_path, which must be that one) lists
+ * exactly its records, RF_E_CORRUPT when stale, -ENOENT when absent. */
+int rf_tfrecord_index_build(const char *path, const char *idx_path, rf_error *err);
+int rf_tfrecord_index_check(const char *path, const char *idx_path, rf_error *err);
 
 /* A reusable decoder (one zstd context). Not thread-safe: one per thread. */
 typedef struct rf_decoder rf_decoder;

@@ -10,6 +10,9 @@ if [ "${1:-}" = "--test" ]; then
 	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
 	       python3-torch python3-zstandard libxml2-utils python3-setuptools python3-wheel
 	       python3-venv python3-pip librsvg2-bin)
+	# TFRecord tests: TensorFlow's example.proto compiled by protoc, the
+	# framing's CRC-32C from crcmod (tests/tfrecord_write.py)
+	pkgs+=(protobuf-compiler python3-protobuf python3-crcmod)
 	# By command, not package name: a nodejs from NodeSource ships its own npm
 	# (Debian's npm package would conflict with it), and any nginx build with
 	# the ssl module serves the tests (scripts/servers.sh).

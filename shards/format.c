@@ -14,6 +14,7 @@ extern const rf_format rf_format_megatron;
 extern const rf_format rf_tar_format;
 extern const rf_format rf_mds_format;
 extern const rf_format rf_mds_zstd_format;
+extern const rf_format rf_tfrecord_format;
 
 /* Claim order: on equal claims the earlier row wins. llmc first: an
  * explicitly named *.bin is a token file (its open refuses one without
@@ -22,8 +23,8 @@ extern const rf_format rf_mds_zstd_format;
  * (PREFIX.bin, PREFIX) never takes a bare name from it: Megatron datasets
  * are named by their .idx. */
 static const rf_format *const formats[] = {
-    &rf_format_llmc,     &rf_tar_format, &rf_mds_format,
-    &rf_mds_zstd_format, &rf_format_rfs, &rf_format_megatron,
+    &rf_format_llmc, &rf_tar_format,      &rf_mds_format,      &rf_mds_zstd_format,
+    &rf_format_rfs,  &rf_format_megatron, &rf_tfrecord_format,
 };
 
 const rf_format *const *rf_formats(uint32_t *count)
@@ -96,6 +97,29 @@ bool rf_format_is_shard_name(const char *name)
 	return rf_format_for(name, false) != NULL;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n)
+{
+	size_t len = strlen(name);
+	if (len < 5 || strcmp(name + len - 4, ".idx") != 0)
+		return false;
+	char shard[4096];
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		for (const char *const *x = formats[i]->sidecar_suffixes; x && *x; x++) {
+			if (snprintf(shard, sizeof(shard), "%.*s%s", (int)(len - 4), name, *x) >=
+			    (int)sizeof(shard))
+				continue;
+			const char *key = shard;
+			if (bsearch(&key, sorted, n, sizeof(*sorted), name_cmp))
+				return true;
+		}
+	return false;
+}
+
 const rf_format *rf_format_by_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
@@ -116,7 +140,7 @@ char *rf_format_local_name(const char *path)
 
 const char *rf_format_patterns(void)
 {
-	return ".rfs, .idx, .tar, .mds or .mds.zstd";
+	return ".rfs, .idx, .tar, .mds, .mds.zstd or .tfrecord";
 }
 
 /* ------------------------------------------------- synchronous driver */
@@ -325,6 +349,11 @@ RF_API const char *rf_layout_format(const rf_layout *l)
 RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
 {
 	return l->fmt->payload_bytes ? l->fmt->payload_bytes(l->index) : l->index->decoded_bytes;
+}
+
+RF_API int rf_layout_has_fields(const rf_layout *l)
+{
+	return l && l->fmt->field_names != NULL;
 }
 
 RF_API void rf_layout_free(rf_layout *l)

@@ -65,7 +65,9 @@ struct rf_fmt_options {
 	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
 	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
 	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
-	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned */
+	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned
+	                      * (a .tfrecord's PREFIX.idx alike: its frames are walked) */
+	bool tfrecord_raw;   /* TFRecord records are bytes (one field), not tf.train.Examples */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */
@@ -278,6 +280,9 @@ typedef struct rf_format {
 	 * sidecar_write wrote), not from a scan or an index file: a unit that
 	 * contradicts it makes the engine drop the entry. NULL: never. */
 	bool (*layout_cached)(const void *priv);
+	/* NULL-terminated: a listed PREFIX.idx beside a listed PREFIX + one of
+	 * these (".tar") is this format's sidecar, not a shard (Megatron's). */
+	const char *const *sidecar_suffixes;
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
 	/* Sequential layouts (rf_shard_index.sequential): decode then goes
@@ -332,6 +337,10 @@ int rf_format_claim(const rf_format *f, const char *name);
 const rf_format *rf_format_next(const char *name, const rf_format *after);
 /* True when a listing or a directory should take this name as a shard. */
 bool rf_format_is_shard_name(const char *name);
+/* True when name (a listed file name or URL) is PREFIX.idx and sorted (the
+ * listing's n names, strcmp order) holds PREFIX + a suffix of a format's
+ * sidecar_suffixes: that shard's index file, not a shard. */
+bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
 /* The name a format reads a named local path by, when another

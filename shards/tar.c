@@ -912,9 +912,11 @@ static bool tar_layout_cached(const void *priv)
 	const tar_layout *L = priv;
 	return L && L->from_cache;
 }
+static const char *const tar_sidecar_suffixes[] = {".tar", NULL};
 
 const rf_format rf_tar_format = {
     .name = "tar",
+    .sidecar_suffixes = tar_sidecar_suffixes,
     .cacheable = tar_cacheable,
     .sidecar_write = rf_tar_cache_write,
     .layout_cached = tar_layout_cached,

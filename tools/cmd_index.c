@@ -33,6 +33,8 @@ static const char index_usage[] =
     "through the loader's fetch layer (its flags: --s3-endpoint, credentials,\n"
     "retries, as `read` takes them) and needs -o DIR: upload the files beside the\n"
     "tars (a read-only store needs none: the index cache keeps layouts).\n"
+    "A local PREFIX.tfrecord gets PREFIX.idx in DALI's tfrecord2idx format\n"
+    "(OFFSET SIZE per record), which the open reads instead of walking the file.\n"
     "  -o DIR     write the index files into DIR (named after their tars)\n"
     "  --check    write nothing: check each local tar's existing index file\n"
     "             against the tar, and name the stale or missing ones\n"
@@ -106,11 +108,26 @@ static size_t path_len(const char *u)
 	return strcspn(u, is_remote(u) ? "?#" : "");
 }
 
-/* A .tar by its path (a URL's query left out). */
+/* The suffix an indexed shard's path ends with (a URL's query left out):
+ * ".tar", or ".tfrecord" / ".tfrecords" (DALI's tfrecord2idx index: this
+ * writer names the format because the index files are the user's, written
+ * beside the shards, which the seam's formats never do), else NULL. */
+static const char *indexed_suffix(const char *u)
+{
+	static const char *const sfx[] = {".tar", ".tfrecord", ".tfrecords"};
+	size_t n = path_len(u);
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		size_t k = strlen(sfx[i]);
+		if (n > k && !memcmp(u + n - k, sfx[i], k))
+			return sfx[i];
+	}
+	return NULL;
+}
+
 static bool tar_path(const char *u)
 {
-	size_t n = path_len(u);
-	return n > 4 && !memcmp(u + n - 4, ".tar", 4);
+	const char *s = indexed_suffix(u);
+	return s && !strcmp(s, ".tar");
 }
 
 /* PREFIX.idx beside PREFIX.tar, or DIR/PREFIX.idx (malloc'd; a URL's query
@@ -123,14 +140,15 @@ static char *index_path(const index_run *r, const char *tar)
 		if (tar[i] == '/')
 			base = tar + i + 1;
 	size_t dl = r->out_dir ? strlen(r->out_dir) + 1 : 0, bl = (size_t)(tar + tn - base);
+	const char *sfx = indexed_suffix(tar);
+	size_t cut = sfx ? strlen(sfx) : 4;
 	char *p = malloc(dl + bl + 1);
 	if (!p)
 		return NULL;
 	if (r->out_dir)
 		snprintf(p, dl + 1, "%s/", r->out_dir);
-	memcpy(p + dl, base, bl);
-	p[dl + bl] = 0;
-	memcpy(p + dl + bl - 4, ".idx", 4);
+	memcpy(p + dl, base, bl - cut);
+	memcpy(p + dl + bl - cut, ".idx", 5);
 	return p;
 }
 
@@ -183,9 +201,16 @@ static void one_shard(index_run *r, const rf_config *cfg, const rf_shard_ref *re
 		return;
 	}
 	fprintf(stderr, "ringfeed index: %s %s\n", r->check ? "checking" : "writing", idx);
-	int rc = ref        ? rf_tar_index_build_ref(cfg, ref, idx, &err)
-	         : r->check ? rf_tar_index_check(tar, idx, &err)
-	                    : rf_tar_index_build(tar, idx, &err);
+	bool tfr = !tar_path(ref ? ref->url : tar);
+	int rc = tfr && ref        ? -EOPNOTSUPP
+	         : tfr && r->check ? rf_tfrecord_index_check(tar, idx, &err)
+	         : tfr             ? rf_tfrecord_index_build(tar, idx, &err)
+	         : ref             ? rf_tar_index_build_ref(cfg, ref, idx, &err)
+	         : r->check        ? rf_tar_index_check(tar, idx, &err)
+	                           : rf_tar_index_build(tar, idx, &err);
+	if (rc == -EOPNOTSUPP && tfr && ref)
+		snprintf(err.msg, sizeof(err.msg),
+		         "a remote TFRecord: index a local copy (its index file is the same)");
 	if (rc == 0) {
 		r->check ? r->ok++ : r->written++;
 		result(r, tar, idx, r->check ? "ok" : "wrote", NULL);
@@ -239,7 +264,7 @@ static void one_dataset(index_run *r, int argc, char **argv, const char *name)
 		const char *u = refs[i].url;
 		if (!strncmp(u, "file://", 7))
 			u += 7;
-		if (!tar_path(u))
+		if (!indexed_suffix(u))
 			continue;
 		tars++;
 		bool remote = is_remote(u);
@@ -250,7 +275,7 @@ static void one_dataset(index_run *r, int argc, char **argv, const char *name)
 	if (tars == 0) {
 		r->failed++;
 		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED",
-		       "no .tar shards in this dataset");
+		       "no .tar or .tfrecord shards in this dataset");
 	}
 	rf_shard_refs_free(refs, n);
 	rf_config_free(cfg);

@@ -241,6 +241,10 @@ int cmd_inspect(int argc, char **argv)
 		fprintf(stderr, "ringfeed inspect: %s\n", err.msg);
 		return 1;
 	}
+	if (rf_layout_has_fields(lay)) { /* samples of another format: through a loader */
+		rf_layout_free(lay);
+		return rf_inspect_samples(path, json);
+	}
 	const rf_shard_index *ix = rf_layout_index(lay);
 	inspect_info info = {rf_layout_format(lay), rf_layout_payload_bytes(lay)};
 	double ratio = rf_tool_ratio(info.payload_bytes, ix->file_bytes);

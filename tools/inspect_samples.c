@@ -65,7 +65,9 @@ static const char *layout_of(const char *path)
 		       "it re-decodes up to there), else one whole-shard unit";
 	if (ends_with(path, ".mds"))
 		return "mds: the shard's offset table";
-	return "mds (zstd): one whole-shard unit; the header from the decoded prefix";
+	if (ends_with(path, ".mds.zstd"))
+		return "mds (zstd): one whole-shard unit; the header from the decoded prefix";
+	return "samples with fields, read through the loader (docs/format.md)";
 }
 
 static void add_batch(const rf_batch *b, field_sum *f, uint32_t *nf)

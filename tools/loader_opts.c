@@ -45,6 +45,8 @@ int rf_cli_loader_flag(rf_config *cfg, int argc, char **argv, int i, const char 
 		return rf_cli_set(cfg, "shuffle", "0", cmd) < 0 ? -1 : 1;
 	if (!strcmp(a, "--truncate"))
 		return rf_cli_set(cfg, "truncate", "1", cmd) < 0 ? -1 : 1;
+	if (!strcmp(a, "--tfrecord-raw")) /* an option's flag, as --truncate */
+		return rf_cli_set(cfg, "tfrecord_raw", "1", cmd) < 0 ? -1 : 1;
 	if (!strcmp(a, "--no-sign-request")) /* the AWS CLI's name */
 		return rf_cli_set(cfg, "s3_no_sign", "1", cmd) < 0 ? -1 : 1;
 	char key[64];
@@ -83,7 +85,9 @@ static void rf_cli_help_line(FILE *f, const char *key, const char *help)
 	size_t n = strlen(help), cut = strlen(none);
 	int len = n >= cut && !strcmp(help + n - cut, none) ? (int)(n - cut) : (int)n;
 	fprintf(f, "  %-24s %.*s%s\n", flag, len, help,
-	        !strcmp(key, "truncate") ? "; --truncate alone is --truncate=1" : "");
+	        !strcmp(key, "truncate")       ? "; --truncate alone is --truncate=1"
+	        : !strcmp(key, "tfrecord_raw") ? "; --tfrecord-raw alone is --tfrecord-raw=1"
+	                                       : "");
 }
 
 void rf_cli_loader_help(FILE *f)

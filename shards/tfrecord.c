@@ -1,0 +1,1103 @@
+/* tfrecord.c - TensorFlow's TFRecord files behind the format seam. A file
+ * is a run of frames (tensorflow/core/lib/io/record_writer.cc):
+ *
+ *   u64 length, u32 masked CRC-32C of the length, data, u32 masked CRC-32C
+ *   of the data     (masked = ((crc >> 15) | (crc << 17)) + 0xa282ead8)
+ *
+ * with no index, so open learns the layout by walking the frames in large
+ * sequential ranges (every length's CRC checked, every Example's keys read
+ * for the field names and the decoded sizes), checking each frame against
+ * a DALI tfrecord2idx sidecar PREFIX.idx ("OFFSET SIZE" per record) when
+ * there is one; raw records take the index alone (checked against the
+ * file's size, then against every frame at decode). Records are grouped into
+ * units of about RF_TFR_UNIT_BYTES. A record is a tf.train.Example whose
+ * features become its fields (protobuf.c; the encoding in protobuf.h), or,
+ * with rf_fmt_options.tfrecord_raw, its data as one field ("record"), read
+ * in place. A .tfrecord.gz / .tfrecord.zlib (TensorFlow's GZIP / ZLIB
+ * compression) of at most RF_TFR_WHOLE_MAX decoded bytes is one unit, the
+ * whole object, decoded at open (to learn its layout) and again at decode.
+ * Every data CRC is checked at decode. */
+#include "tfrecord.h"
+
+#include "crc32c.h"
+#include "protobuf.h"
+
+#include <stdlib.h>
+#include <zlib.h>
+
+#define U64(x) ((unsigned long long)(x))
+
+/* ------------------------------------------------------------ framing */
+
+uint32_t rf_tfr_masked_crc(const void *p, size_t len)
+{
+	uint32_t c = rf_crc32c(0, p, len);
+	return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+int rf_tfr_frame(const uint8_t *p, uint64_t avail, uint64_t at, uint64_t record, bool check_data,
+                 uint64_t *data_len, uint64_t *frame, const char *name, rf_error *err)
+{
+	if (avail < 12)
+		return 2;
+	uint64_t len = rf_load_le64(p);
+	uint32_t crc = rf_load_le32(p + 8), want = rf_tfr_masked_crc(p, 8);
+	if (crc != want)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: record %llu (frame at byte %llu): byte %llu: the length's "
+		    "CRC is 0x%08x, its length bytes give 0x%08x",
+		    name, U64(record), U64(at), U64(at + 8), crc, want);
+	if (len > RF_TFR_RECORD_MAX)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: record %llu (frame at byte %llu): a record of %llu bytes "
+		               "(at most %u)",
+		               name, U64(record), U64(at), U64(len), RF_TFR_RECORD_MAX);
+	*data_len = len;
+	*frame = RF_TFR_FRAME_BYTES + len;
+	if (avail < *frame)
+		return 1;
+	if (check_data) {
+		uint32_t dc = rf_load_le32(p + 12 + len), dw = rf_tfr_masked_crc(p + 12, len);
+		if (dc != dw)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: record %llu (frame at byte %llu): byte %llu: the "
+			               "data's CRC is 0x%08x, its %llu data bytes give 0x%08x",
+			               name, U64(record), U64(at), U64(at + 12 + len), dc, U64(len),
+			               dw);
+	}
+	return 0;
+}
+
+int rf_tfr_codec_of(const char *leaf)
+{
+	size_t n = strlen(leaf);
+	if (n > 3 && strcmp(leaf + n - 3, ".gz") == 0)
+		return RF_TFR_GZIP;
+	if (n > 5 && strcmp(leaf + n - 5, ".zlib") == 0)
+		return RF_TFR_ZLIB;
+	return RF_TFR_PLAIN;
+}
+
+/* The stream's decoded bytes into dst[0, cap): *out_len of them; a stream
+ * longer than cap is an error (-EFBIG); gzip members may follow each
+ * other. */
+static int inflate_all(int codec, const uint8_t *src, uint64_t len, uint8_t *dst, uint64_t cap,
+                       uint64_t *out_len, const char *name, rf_error *err)
+{
+	z_stream z = {0};
+	int bits = codec == RF_TFR_GZIP ? 15 + 16 : 15;
+	if (inflateInit2(&z, bits) != Z_OK)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for zlib", name);
+	uint64_t in = 0, out = 0;
+	int rc = 0;
+	for (;;) {
+		z.next_in = (Bytef *)(src + in);
+		z.avail_in = (uInt)RF_MIN(len - in, 1u << 30);
+		z.next_out = dst + out;
+		z.avail_out = (uInt)RF_MIN(cap - out, 1u << 30);
+		uInt ai = z.avail_in, ao = z.avail_out;
+		int zr = inflate(&z, Z_NO_FLUSH);
+		in += ai - z.avail_in;
+		out += ao - z.avail_out;
+		if (zr == Z_STREAM_END) {
+			if (in == len)
+				break;
+			if (codec != RF_TFR_GZIP) {
+				rc = rf_fail(
+				    err, RF_E_CORRUPT,
+				    "shard %s: %llu bytes past the zlib stream's end (byte %llu)",
+				    name, U64(len - in), U64(in));
+				break;
+			}
+			inflateReset(&z); /* another gzip member */
+			continue;
+		}
+		if (zr == Z_OK && out == cap) {
+			rc = rf_fail(err, -EFBIG,
+			             "shard %s: decodes to more than %llu bytes (at most %u MiB "
+			             "for a compressed TFRecord: decompress it, or write smaller "
+			             "files)",
+			             name, U64(cap - 1), RF_TFR_WHOLE_MAX >> 20);
+			break;
+		}
+		if (zr == Z_OK && ai != z.avail_in)
+			continue;
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: compressed byte %llu (decoded byte %llu): %s", name,
+		             U64(in), U64(out),
+		             zr == Z_OK || zr == Z_BUF_ERROR ? "the stream ends early"
+		             : z.msg                         ? z.msg
+		                                             : "not a zlib/gzip stream");
+		break;
+	}
+	inflateEnd(&z);
+	*out_len = out;
+	return rc;
+}
+
+/* ------------------------------------------------------------ names */
+
+/* Feature key -> name id: the hint first (records keep their keys in one
+ * order), then every name. -1 when absent. */
+static int name_find(char *const *names, uint32_t n, const uint8_t *key, uint32_t len,
+                     uint32_t *hint)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (*hint + k) % n;
+		if (strncmp(names[i], (const char *)key, len) == 0 && names[i][len] == 0) {
+			*hint = (i + 1) % n;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------ the layout */
+
+typedef struct tfr_layout {
+	bool raw, from_index;
+	int codec;
+	uint64_t decoded; /* a compressed file's decoded bytes */
+	uint32_t *len;    /* every record's data bytes */
+	char **names;
+	uint32_t names_n;
+	char stem[48];
+} tfr_layout;
+
+static void names_free(char **names, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static void tfr_close(rf_shard_index *ix, void *priv)
+{
+	tfr_layout *L = priv;
+	if (L) {
+		free(L->len);
+		names_free(L->names, L->names_n);
+		free(L);
+	}
+	rf_index_free(ix);
+}
+
+/* What a record adds to its unit's slab past its data: its end, field and
+ * key starts, its key, its fields (a raw record: one). */
+static uint64_t rec_table(uint64_t nf)
+{
+	return 12 + RF_TFR_KEY_MAX + 12 * nf;
+}
+
+static void set_stem(tfr_layout *L, const char *url)
+{
+	const char *b = strrchr(url, '/');
+	b = b ? b + 1 : url;
+	size_t n = strcspn(b, "?#");
+	const char *dot = memmem(b, n, ".tfrecord", 9);
+	if (dot)
+		n = (size_t)(dot - b);
+	snprintf(L->stem, sizeof(L->stem), "%.*s", (int)RF_MIN(n, 40), b);
+}
+
+/* ------------------------------------------------------------ the scan */
+
+typedef struct tfr_scan {
+	uint64_t pos;        /* the next frame's byte (decoded, for a compressed file) */
+	uint64_t n, cap;     /* records met */
+	uint32_t *len, *dec; /* per record: data bytes, slab bytes (Examples read) */
+	char **names;
+	uint32_t names_n, hint;
+	bool raw, cache_only;
+	int codec;
+	char *idx_url, *idx_name;
+	uint64_t idx_bytes, idx_lines;
+	uint32_t *idx_lens; /* Examples with an index: its records' data bytes */
+	uint32_t largest;   /* the largest record's bytes as decode delivers it */
+	uint64_t idx_n;
+	uint8_t *dec_buf; /* a compressed file's decoded stream (between two steps) */
+	uint64_t dec_len;
+	uint64_t names_bytes;
+} tfr_scan;
+
+/* What build_layout may allocate for n records (at most a unit each). */
+static uint64_t layout_bound(uint64_t n)
+{
+	return sizeof(rf_shard_index) + sizeof(tfr_layout) + 4096 + n * (sizeof(rf_block_info) + 4);
+}
+
+static uint64_t scan_bytes(const tfr_scan *s)
+{
+	return sizeof(*s) + s->cap * 8 + s->idx_n * 4 + s->names_bytes + s->dec_len +
+	       (s->idx_url ? 2 * strlen(s->idx_url) + 2 : 0);
+}
+
+static void scan_free(tfr_scan *s)
+{
+	if (!s)
+		return;
+	free(s->len);
+	free(s->dec);
+	names_free(s->names, s->names_n);
+	free(s->idx_url);
+	free(s->idx_name);
+	free(s->dec_buf);
+	free(s->idx_lens);
+	free(s);
+}
+
+static int scan_push(tfr_scan *s, uint32_t len, uint32_t dec, const char *name, rf_error *err)
+{
+	if (s->n == s->cap) {
+		uint64_t cap = s->cap ? 2 * s->cap : 1024;
+		uint32_t *a = realloc(s->len, cap * 4);
+		if (a)
+			s->len = a;
+		uint32_t *b = a ? realloc(s->dec, cap * 4) : NULL;
+		if (b)
+			s->dec = b;
+		if (!a || !b)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory for the records",
+			               name);
+		s->cap = cap;
+	}
+	s->len[s->n] = len;
+	s->dec[s->n] = dec;
+	s->n++;
+	return 0;
+}
+
+/* An Example's keys interned, its slab bytes summed. */
+typedef struct ex_sum {
+	tfr_scan *s;
+	uint64_t out, nf;
+	const char *name;
+	rf_error *err;
+	int rc;
+} ex_sum;
+
+static int sum_feature(void *ctx, const rf_ex_feature *f)
+{
+	ex_sum *x = ctx;
+	tfr_scan *s = x->s;
+	if (name_find(s->names, s->names_n, f->key, f->key_len, &s->hint) < 0) {
+		if (s->names_n >= RF_TFR_FIELDS_MAX) {
+			x->rc = rf_fail(x->err, RF_E_CORRUPT,
+			                "shard %s: more than %u distinct feature keys", x->name,
+			                RF_TFR_FIELDS_MAX);
+			return 1;
+		}
+		char **v = s->names_n % 64 ? s->names
+		                           : realloc(s->names, (s->names_n + 64) * sizeof(char *));
+		char *k = v ? strndup((const char *)f->key, f->key_len) : NULL;
+		if (v)
+			s->names = v;
+		if (!k) {
+			x->rc = rf_fail(x->err, -ENOMEM, "shard %s: out of memory", x->name);
+			return 1;
+		}
+		s->names[s->names_n++] = k;
+		s->names_bytes += f->key_len + 1 + sizeof(char *) + 16;
+	}
+	x->out += (f->out_bytes + 7) & ~7ull;
+	x->nf++;
+	return 0;
+}
+
+/* A record's data that is not an Example: a CRC error when the data's CRC
+ * is wrong (the bytes are damaged), else the walk's. */
+static int not_example(const uint8_t *frame, uint64_t len, uint64_t at, uint64_t record,
+                       const rf_pb_error *pe, const char *name, rf_error *err)
+{
+	uint64_t dl, fl;
+	RF_TRY(
+	    rf_tfr_frame(frame, RF_TFR_FRAME_BYTES + len, at, record, true, &dl, &fl, name, err));
+	return rf_fail(err, RF_E_CORRUPT,
+	               "shard %s: record %llu (frame at byte %llu): byte %llu: not a "
+	               "tf.train.Example: %s (read the records as bytes: tfrecord_raw)",
+	               name, U64(record), U64(at), U64(at + 12 + pe->at), pe->what);
+}
+
+/* The frames of p[0, avail) from stream byte `at` (s->pos): whole ones
+ * taken (an Example's keys and sizes with them), s->pos past them. *need:
+ * 0, or the bytes from s->pos the next frame needs. `check_data`: every
+ * data CRC checked (a compressed file's, decoded here anyway). */
+static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check_data,
+                       uint64_t *need, const char *name, rf_error *err)
+{
+	uint64_t off = 0;
+	*need = 0;
+	while (off < avail) {
+		uint64_t len, frame;
+		int rc = rf_tfr_frame(p + off, avail - off, s->pos, s->n, check_data, &len, &frame,
+		                      name, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0) {
+			*need = rc == 2 ? 12 : frame;
+			return 0;
+		}
+		if (s->idx_lens && (s->n >= s->idx_n || len != s->idx_lens[s->n]))
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "index %s: record %llu at offset %llu: the frame holds %llu data "
+			    "bytes, the index says %llu (the index is stale or wrong: write "
+			    "it again with ringfeed index)",
+			    s->idx_name, U64(s->n), U64(s->pos), U64(len),
+			    s->n < s->idx_n ? U64(s->idx_lens[s->n]) : 0ull);
+		uint64_t dec = rec_table(1), rec = frame; /* a raw record: its frame */
+		if (!s->raw) {
+			ex_sum x = {.s = s, .name = name, .err = err};
+			rf_pb_error pe = {0};
+			int w = rf_example_walk(p + off + 12, len, sum_feature, &x, NULL, &pe);
+			if (w > 0)
+				return x.rc;
+			if (w < 0)
+				return not_example(p + off, len, s->pos, s->n, &pe, name, err);
+			dec = x.out + rec_table(x.nf);
+			rec = x.out; /* its fields, each padded to 8 */
+		}
+		s->largest = (uint32_t)RF_MAX(s->largest, rec);
+		if (dec > RF_BLOCK_DECODED_MAX / 2)
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: record %llu (frame at byte %llu) decodes to %llu "
+			               "bytes (at most %u)",
+			               name, U64(s->n), U64(s->pos), U64(dec),
+			               RF_BLOCK_DECODED_MAX / 2);
+		RF_TRY(scan_push(s, (uint32_t)len, (uint32_t)dec, name, err));
+		s->pos += frame;
+		off += frame;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ units */
+
+/* Units: runs of whole records of about RF_TFR_UNIT_BYTES stored, closed
+ * before one would decode past the largest block. */
+static uint32_t units_fill(const tfr_scan *s, const tfr_layout *L, rf_shard_index *ix)
+{
+	uint32_t u = 0;
+	rf_block_info *b = NULL, tmp;
+	uint64_t at = 0, stored = 0, dec = 0;
+	for (uint64_t i = 0; i < s->n; i++) {
+		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)s->len[i];
+		uint64_t d = s->dec[i];
+		if (b && (stored >= RF_TFR_UNIT_BYTES || dec + d + 64 > RF_BLOCK_DECODED_MAX ||
+		          stored + f > UINT32_MAX))
+			b = NULL;
+		if (!b) {
+			b = ix ? &ix->block[u] : &tmp;
+			*b = (rf_block_info){.offset = at, .first_record = i};
+			u++;
+			stored = dec = 0;
+		}
+		stored += f;
+		dec += d;
+		b->records++;
+		b->compressed_bytes = (uint32_t)stored;
+		b->decoded_bytes = (uint32_t)(dec + 24);
+		at += f;
+	}
+	return u;
+}
+
+static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *err)
+{
+	tfr_layout *L = calloc(1, sizeof(*L));
+	rf_shard_index *ix = calloc(1, sizeof(*ix));
+	if (L) {
+		L->raw = s->raw;
+		L->from_index = from_index;
+		L->codec = s->codec;
+	}
+	uint32_t units = L ? units_fill(s, L, NULL) : 0;
+	if (s->codec && units > 1)
+		units = 1; /* the whole object */
+	if (ix) {
+		ix->metadata = strdup("");
+		ix->block = calloc(units ? units : 1, sizeof(rf_block_info));
+	}
+	if (!L || !ix || !ix->metadata || !ix->block) {
+		tfr_close(ix, L);
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the layout", o->name);
+	}
+	ix->file_bytes = o->size;
+	ix->records = s->n;
+	ix->largest_record_bytes = s->largest;
+	if (s->codec) {
+		uint64_t dec = (s->dec_len + 7) / 8 * 8 + 24;
+		for (uint64_t i = 0; i < s->n; i++)
+			dec += s->dec[i];
+		ix->blocks = s->n ? 1 : 0;
+		if (s->n) {
+			if (dec > RF_BLOCK_DECODED_MAX || o->size > UINT32_MAX) {
+				tfr_close(ix, L);
+				return rf_fail(
+				    err, -EFBIG,
+				    "shard %s: %llu records decode to %llu bytes, more than "
+				    "one unit may be (%u MiB)",
+				    o->name, U64(s->n), U64(dec), RF_BLOCK_DECODED_MAX >> 20);
+			}
+			ix->block[0] = (rf_block_info){.compressed_bytes = (uint32_t)o->size,
+			                               .decoded_bytes = (uint32_t)dec,
+			                               .records = (uint32_t)s->n};
+		}
+		L->decoded = s->dec_len;
+		rf_fmt_layout_sums(ix);
+	} else {
+		ix->blocks = units_fill(s, L, ix);
+		rf_fmt_layout_sums(ix);
+		for (uint32_t u = 0; u < ix->blocks; u++)
+			if (ix->block[u].decoded_bytes > RF_BLOCK_DECODED_MAX) {
+				uint64_t r = ix->block[u].first_record;
+				tfr_close(ix, L);
+				o->final = true;
+				return rf_fail(
+				    err, -EFBIG,
+				    "shard %s: record %llu of %u bytes may decode to more "
+				    "than a unit holds (%u MiB) when its Example is unread: "
+				    "open it without its index file",
+				    o->name, U64(r), s->len[r], RF_BLOCK_DECODED_MAX >> 20);
+			}
+	}
+	L->len = s->len, s->len = NULL;
+	L->names = s->names, s->names = NULL;
+	L->names_n = s->names_n, s->names_n = 0;
+	set_stem(L, o->url);
+	if (s->codec || !s->raw)
+		o->in_place = false; /* Examples decode by copy, a stream into a slab */
+	o->index = ix;
+	o->priv = L;
+	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)ix->blocks * sizeof(rf_block_info) +
+	                4 * s->n + s->names_bytes + 64;
+	return RF_FMT_DONE;
+}
+
+/* ------------------------------------------------------------ the open */
+
+enum {
+	TFR_BEGIN = 0, /* declares the state's bound */
+	TFR_STATE,     /* allocates the state, asks for PREFIX.idx's size or scans */
+	TFR_IDX_SIZE,  /* the index's size (or its absence) */
+	TFR_IDX_BYTES, /* the index's bytes: its lines counted */
+	TFR_IDX_PARSE, /* the same bytes again (from the buffer), parsed */
+	TFR_SCAN,      /* walking the frames */
+	TFR_Z_READ,    /* a compressed file: its bytes, decoded */
+	TFR_Z_SCAN,    /* ... its frames walked */
+};
+
+static int tfr_claim(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	char leaf[256];
+	size_t n = strlen(base);
+	if (n >= sizeof(leaf))
+		return RF_FMT_NO;
+	memcpy(leaf, base, n + 1);
+	if (rf_tfr_codec_of(leaf)) /* drop .gz / .zlib */
+		leaf[n - (leaf[n - 1] == 'z' ? 3 : 5)] = 0;
+	n = strlen(leaf);
+	bool yes = (n > 9 && strcmp(leaf + n - 9, ".tfrecord") == 0) ||
+	           (n > 10 && strcmp(leaf + n - 10, ".tfrecords") == 0) ||
+	           strstr(leaf, ".tfrecord-") != NULL || strstr(leaf, ".tfrecords-") != NULL;
+	return yes && leaf[0] != '.' ? RF_FMT_YES : RF_FMT_NO;
+}
+
+static int codec_of_url(const char *url)
+{
+	char leaf[256];
+	const char *slash = strrchr(url, '/');
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : url, "?#"),
+	         slash ? slash + 1 : url);
+	return rf_tfr_codec_of(leaf);
+}
+
+char *rf_tfr_idx_sibling(const char *url, bool *query)
+{
+	size_t path = strcspn(url, "?#"), cut;
+	if (path > 10 && memcmp(url + path - 10, ".tfrecords", 10) == 0)
+		cut = 10;
+	else if (path > 9 && memcmp(url + path - 9, ".tfrecord", 9) == 0)
+		cut = 9;
+	else
+		return NULL;
+	bool q = url[path] == '?';
+	if (query)
+		*query = q;
+	size_t n = q ? path : strlen(url);
+	char *s = malloc(n - cut + 5);
+	if (s) {
+		memcpy(s, url, path - cut);
+		memcpy(s + path - cut, ".idx", 4);
+		memcpy(s + path - cut + 4, url + path, n - path);
+		s[n - cut + 4] = 0;
+	}
+	return s;
+}
+
+static void tfr_open_abort(rf_fmt_open *o)
+{
+	scan_free(o->state);
+	o->state = NULL;
+}
+
+static uint64_t state_bound(const rf_fmt_open *o)
+{
+	/* the state, or an empty file's layout at the next step */
+	return sizeof(tfr_scan) + 2 * (strlen(o->url) + strlen(o->name) + 8) + layout_bound(1);
+}
+
+/* The next scan range from s->pos: a step's bytes, or the whole next frame
+ * when it is larger; the bound: the tables doubling past a frame per 16
+ * bytes, and the names. */
+static int want_scan(rf_fmt_open *o, tfr_scan *s, uint64_t need)
+{
+	uint64_t step = o->local ? RF_TFR_STEP_LOCAL_BYTES : RF_TFR_STEP_BYTES;
+	uint64_t len = RF_MIN(RF_MAX(step, need), o->size - s->pos);
+	o->held_bytes = scan_bytes(s);
+	o->want = (rf_fmt_want){
+	    .offset = s->pos,
+	    .len = len,
+	    .parse_bound = 2 * (s->cap + len / RF_TFR_FRAME_BYTES + 1024) * 8 +
+	                   (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 1 + 24) +
+	                   layout_bound(s->cap + len / RF_TFR_FRAME_BYTES + 1),
+	};
+	return RF_FMT_NEED;
+}
+
+static int state_new(rf_fmt_open *o, rf_error *err)
+{
+	tfr_scan *s = calloc(1, sizeof(*s));
+	if (!s)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	o->state = s;
+	s->raw = o->opt && o->opt->tfrecord_raw;
+	s->codec = codec_of_url(o->url);
+	if (s->codec) {
+		if (o->size > RF_TFR_WHOLE_MAX) {
+			o->final = true;
+			return rf_fail(err, -EFBIG,
+			               "shard %s: a compressed TFRecord of %llu bytes (at most %u "
+			               "MiB: decompress it, or write smaller files)",
+			               o->name, U64(o->size), RF_TFR_WHOLE_MAX >> 20);
+		}
+		o->step = TFR_Z_READ;
+		o->held_bytes = scan_bytes(s);
+		o->want = (rf_fmt_want){.offset = 0,
+		                        .len = o->size,
+		                        .parse_bound = RF_TFR_WHOLE_MAX + 1 + (256u << 10)};
+		return RF_FMT_NEED;
+	}
+	bool want_idx = !(o->opt && o->opt->tar_scan_only);
+	if (want_idx && (s->idx_url = rf_tfr_idx_sibling(o->url, &s->cache_only)) &&
+	    !(s->idx_name = rf_tfr_idx_sibling(o->name, NULL)))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	o->held_bytes = scan_bytes(s);
+	if (!s->idx_url) {
+		o->step = TFR_SCAN;
+		return want_scan(o, s, 0);
+	}
+	o->step = TFR_IDX_SIZE;
+	o->want =
+	    (rf_fmt_want){.object = s->idx_url, .optional = true, .cache_only = s->cache_only};
+	return RF_FMT_NEED;
+}
+
+static int got_check(const rf_fmt_open *o, rf_error *err)
+{
+	if (!o->got || o->got_offset != o->want.offset || o->got_len != o->want.len)
+		return rf_fail(
+		    err, -EIO,
+		    "shard %s: open step got bytes [%llu, +%llu), asked for [%llu, +%llu)", o->name,
+		    U64(o->got_offset), U64(o->got_len), U64(o->want.offset), U64(o->want.len));
+	return 0;
+}
+
+static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	RF_TRY(got_check(o, err));
+	uint64_t need = 0, pos0 = s->pos;
+	uint64_t n0 = s->n;
+	uint32_t largest0 = s->largest;
+	int rc = scan_frames(s, o->got, o->got_len, false, &need, o->name, err);
+	if (rc < 0) { /* the state as it was: the engine may read the range again */
+		s->pos = pos0, s->n = n0, s->largest = largest0;
+		o->final = pos0 == 0 && n0 == 0; /* the first frame is not one */
+		return rc;
+	}
+	if (s->pos == o->size)
+		return build_layout(o, s, s->idx_lens != NULL, err);
+	if (need && s->pos + need > o->size) {
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: record %llu (frame at byte %llu): the file ends at byte "
+		             "%llu, inside its %llu-byte frame",
+		             o->name, U64(s->n), U64(s->pos), U64(o->size), U64(need));
+		s->pos = pos0, s->n = n0, s->largest = largest0;
+		return rc;
+	}
+	return want_scan(o, s, need);
+}
+
+/* A compressed file's bytes: decoded whole into the state (its bound
+ * declared with the read), then a step of no bytes declares the tables'
+ * bound before the frames are walked. */
+static int z_read(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	RF_TRY(got_check(o, err));
+	/* a buffer of 4 times the compressed bytes, doubled (the stream decoded
+	 * again) until the stream fits or the limit is reached */
+	uint64_t max = RF_TFR_WHOLE_MAX + 1, cap = RF_MIN(max, RF_MAX(4 * o->got_len, 1u << 16));
+	uint64_t n = 0;
+	int rc;
+	for (;;) {
+		free(s->dec_buf); /* never two buffers at once: the bound holds one */
+		if (!(s->dec_buf = malloc(cap)))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		rc = inflate_all(s->codec, o->got, o->got_len, s->dec_buf, cap, &n, o->name, err);
+		if (rc != -EFBIG || cap == max)
+			break;
+		cap = RF_MIN(max, 2 * cap);
+	}
+	if (rc < 0) {
+		free(s->dec_buf);
+		s->dec_buf = NULL;
+		o->final = rc == -EFBIG;
+		return rc;
+	}
+	uint8_t *small = realloc(s->dec_buf, n ? n : 1);
+	if (small)
+		s->dec_buf = small;
+	s->dec_len = n;
+	o->step = TFR_Z_SCAN;
+	o->held_bytes = scan_bytes(s);
+	o->want = (rf_fmt_want){.len = 0,
+	                        .parse_bound = 2 * (n / RF_TFR_FRAME_BYTES + 1024) * 8 +
+	                                       (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 25) +
+	                                       layout_bound(1)};
+	return RF_FMT_NEED;
+}
+
+static int z_scan(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	uint64_t need = 0;
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s (decoded)", o->name);
+	int rc = scan_frames(s, s->dec_buf, s->dec_len, true, &need, where, err);
+	if (rc == 0 && need)
+		rc = rf_fail(err, RF_E_CORRUPT,
+		             "shard %s: record %llu (frame at decoded byte %llu): the stream ends "
+		             "at decoded byte %llu, inside its %llu-byte frame",
+		             o->name, U64(s->n), U64(s->pos), U64(s->dec_len), U64(need));
+	if (rc < 0) { /* the state as it was: the step may be called again */
+		s->pos = s->n = 0;
+		s->largest = 0;
+		return rc;
+	}
+	free(s->dec_buf);
+	s->dec_buf = NULL;
+	return build_layout(o, s, false, err);
+}
+
+/* ------------------------------------------------ the index sidecar */
+
+static int idx_size(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	if (o->absent) { /* no index beside the file: walk its frames */
+		free(s->idx_url);
+		free(s->idx_name);
+		s->idx_url = s->idx_name = NULL;
+		o->step = TFR_SCAN;
+		return want_scan(o, s, 0);
+	}
+	uint64_t n = o->got_object_size;
+	if (n > RF_TFR_INDEX_BYTES_MAX || (n == 0 && o->size > 0)) {
+		o->final = true;
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "index %s: %llu bytes: not a tfrecord2idx index of at most %u bytes "
+		    "for a %llu-byte file (remove it, or write it again: ringfeed index)",
+		    s->idx_name, U64(n), RF_TFR_INDEX_BYTES_MAX, U64(o->size));
+	}
+	s->idx_bytes = n;
+	if (n == 0) /* an empty file, an empty index */
+		return build_layout(o, s, true, err);
+	o->step = TFR_IDX_BYTES;
+	o->want = (rf_fmt_want){.object = s->idx_url, .offset = 0, .len = n};
+	return RF_FMT_NEED;
+}
+
+static int idx_got(const rf_fmt_open *o, const tfr_scan *s, rf_error *err)
+{
+	if (!o->got || o->got_offset != 0 || o->got_len != s->idx_bytes)
+		return rf_fail(err, -EIO,
+		               "index %s: the open got bytes [%llu, +%llu), asked for [0, +%llu)",
+		               s->idx_name, U64(o->got_offset), U64(o->got_len), U64(s->idx_bytes));
+	return 0;
+}
+
+static int idx_bytes(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	RF_TRY(idx_got(o, s, err));
+	s->idx_lines = rf_tfr_index_lines(o->got, (size_t)o->got_len);
+	o->step = TFR_IDX_PARSE;
+	o->want =
+	    (rf_fmt_want){.object = s->idx_url,
+	                  .offset = 0,
+	                  .len = s->idx_bytes,
+	                  .parse_bound = 8 * (s->idx_lines + 1) + 64 + layout_bound(s->idx_lines)};
+	return RF_FMT_NEED;
+}
+
+static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	RF_TRY(idx_got(o, s, err));
+	uint32_t *lens = NULL;
+	uint64_t n = 0;
+	int rc =
+	    rf_tfr_index_parse(o->got, (size_t)o->got_len, o->size, s->idx_name, &lens, &n, err);
+	if (rc < 0) {
+		o->final = true;
+		return rc;
+	}
+	s->len = lens;
+	s->dec = calloc(n ? n : 1, 4);
+	if (!s->dec)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	s->n = s->cap = n;
+	for (uint64_t i = 0; i < n; i++) {
+		s->dec[i] = (uint32_t)rec_table(1);
+		s->largest = (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)lens[i]);
+	}
+	o->held_bytes = scan_bytes(s);
+	if (s->raw || n == 0)
+		return build_layout(o, s, true, err);
+	/* Examples: their keys and decoded sizes are in the records, not in the
+	 * index, so the frames are walked too, each checked against its line */
+	s->idx_lens = s->len, s->idx_n = n;
+	s->largest = 0;
+	s->len = NULL;
+	free(s->dec);
+	s->dec = NULL;
+	s->n = s->cap = 0;
+	o->step = TFR_SCAN;
+	return want_scan(o, s, 0);
+}
+
+static int tfr_open_step(rf_fmt_open *o, rf_error *err)
+{
+	tfr_scan *s = o->state;
+	switch (o->step) {
+	case TFR_BEGIN: /* nothing allocated before a bound is declared */
+		o->step = TFR_STATE;
+		o->held_bytes = 0;
+		o->want = (rf_fmt_want){.len = 0, .parse_bound = state_bound(o)};
+		return RF_FMT_NEED;
+	case TFR_STATE:
+		if (o->size == 0 && !codec_of_url(o->url)) { /* TensorFlow's file of no records */
+			tfr_scan none = {.raw = o->opt && o->opt->tfrecord_raw};
+			return build_layout(o, &none, false, err);
+		}
+		return state_new(o, err);
+	case TFR_IDX_SIZE:
+		return idx_size(o, s, err);
+	case TFR_IDX_BYTES:
+		return idx_bytes(o, s, err);
+	case TFR_IDX_PARSE:
+		return idx_parse(o, s, err);
+	case TFR_Z_READ:
+		return z_read(o, s, err);
+	case TFR_Z_SCAN:
+		return z_scan(o, s, err);
+	default:
+		return scan_step(o, s, err);
+	}
+}
+
+/* ------------------------------------------------------------ decode */
+
+/* The slab's tables after `at` (8-aligned) for r records and nf fields. */
+typedef struct tfr_table {
+	uint8_t *ends;
+	uint32_t *field_first, *key_first;
+	rf_rec_field *fields;
+	char *keys;
+	uint64_t end; /* the slab bytes used */
+} tfr_table;
+
+static tfr_table table_at(uint8_t *dst, uint64_t at, uint64_t r, uint64_t nf)
+{
+	tfr_table t;
+	at = (at + 7) & ~7ull;
+	t.ends = dst + at;
+	t.field_first = (uint32_t *)(dst + at + 4 * r + 4);
+	t.key_first = t.field_first + r + 1;
+	t.fields = (rf_rec_field *)(t.key_first + r + 1);
+	t.keys = (char *)(t.fields + nf);
+	t.end = at + 4 * r + 4 + 8 * (r + 1) + 12 * nf + RF_TFR_KEY_MAX * r;
+	return t;
+}
+
+/* A decoding record's fields. */
+typedef struct ex_out {
+	const tfr_layout *L;
+	uint8_t *base; /* the payload's start */
+	uint64_t at;   /* the next field's offset from base */
+	rf_rec_field *fields;
+	uint64_t nf, out;
+	uint64_t seen[(RF_TFR_FIELDS_MAX + 63) / 64];
+	uint32_t hint;
+	bool write;
+	const char *bad_key; /* a key the layout does not have, or one twice */
+	uint32_t bad_len;
+	bool twice;
+} ex_out;
+
+static int out_feature(void *ctx, const rf_ex_feature *f)
+{
+	ex_out *x = ctx;
+	int id = name_find(x->L->names, x->L->names_n, f->key, f->key_len, &x->hint);
+	if (id < 0 || (x->seen[id / 64] >> (id % 64) & 1)) {
+		x->bad_key = (const char *)f->key;
+		x->bad_len = f->key_len;
+		x->twice = id >= 0;
+		return 1;
+	}
+	x->seen[id / 64] |= 1ull << (id % 64);
+	uint64_t at = (x->at + 7) & ~7ull;
+	if (x->write) {
+		memset(x->base + x->at, 0, at - x->at); /* padding: part of the record */
+		rf_example_encode(f, x->base + at);
+		x->fields[x->nf] = (rf_rec_field){
+		    .name = (uint32_t)id, .offset = (uint32_t)at, .len = (uint32_t)f->out_bytes};
+	}
+	x->at = at + f->out_bytes;
+	x->out += (f->out_bytes + 7) & ~7ull;
+	x->nf++;
+	return 0;
+}
+
+static int ex_fail(const ex_out *x, int w, const rf_pb_error *pe, uint64_t r, uint64_t at,
+                   const char *name, uint32_t u, rf_error *err)
+{
+	if (w < 0)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: unit %u: record %llu (frame at byte %llu): byte %llu: not a "
+		    "tf.train.Example: %s (read the records as bytes: tfrecord_raw)",
+		    name, u, U64(r), U64(at), U64(at + 12 + pe->at), pe->what);
+	char k[RF_EX_KEY_MAX + 1];
+	snprintf(k, sizeof(k), "%.*s", (int)x->bad_len, x->bad_key);
+	for (char *c = k; *c; c++)
+		if (*c < 32 || *c > 126)
+			*c = '?';
+	return rf_fail(err, RF_E_CORRUPT,
+	               "shard %s: unit %u: record %llu (frame at byte %llu): feature '%s' %s", name,
+	               u, U64(r), U64(at), k,
+	               x->twice ? "twice in one Example"
+	                        : "is not among the keys the open read (the file changed "
+	                          "since)");
+}
+
+/* Unit u's frames p[0, len) from stream byte `at`: every frame and CRC
+ * checked against the layout, the records tabled into dst. `pay`: where the
+ * payload starts in dst (Examples), `base`: the raw records' base. */
+static int unit_records(const tfr_layout *L, const rf_block_info *b, uint32_t u, const uint8_t *p,
+                        uint64_t len, uint64_t at, uint8_t *dst, size_t dst_cap, uint64_t pay,
+                        const uint8_t *base, rf_unit_records *out, const char *name, rf_error *err)
+{
+	uint64_t off = 0, payload = 0, nf = 0;
+	for (uint32_t i = 0; i < b->records; i++) { /* pass 1: frames, CRCs, sizes */
+		uint64_t r = b->first_record + i, dl, fl;
+		int rc = rf_tfr_frame(p + off, len - off, at + off, r, true, &dl, &fl, name, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0 || dl != L->len[r])
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: unit %u: record %llu (frame at byte %llu): %s%s",
+			               name, u, U64(r), U64(at + off),
+			               rc > 0 ? "the frame ends past the unit"
+			                      : "its length is not the layout's",
+			               L->from_index
+			                   ? " (the index file is stale or wrong: write it "
+			                     "again with ringfeed index)"
+			                   : " (the file changed since the open)");
+		if (!L->raw) {
+			ex_out x = {.L = L};
+			rf_pb_error pe = {0};
+			int w = rf_example_walk(p + off + 12, dl, out_feature, &x, NULL, &pe);
+			if (w)
+				return ex_fail(&x, w, &pe, r, at + off, name, u, err);
+			payload += x.out;
+			nf += x.nf;
+		} else {
+			nf++;
+		}
+		off += fl;
+	}
+	if (off != len)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: %llu bytes past its %u records (from byte %llu)",
+		               name, u, U64(len - off), b->records, U64(at + off));
+	tfr_table t = table_at(dst, pay + payload, b->records, nf);
+	if (t.end > dst_cap)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: unit %u: decodes to %llu bytes, the layout allowed %zu "
+		               "(the file changed since the open)",
+		               name, u, U64(t.end), dst_cap);
+	uint64_t keys = 0, f = 0, rec_at = 0;
+	off = 0;
+	for (uint32_t i = 0; i < b->records; i++) { /* pass 2: the records */
+		uint64_t r = b->first_record + i, dl = rf_load_le64(p + off);
+		t.field_first[i] = (uint32_t)f;
+		t.key_first[i] = (uint32_t)keys;
+		if (L->raw) {
+			t.fields[f++] = (rf_rec_field){.name = 0,
+			                               .offset = (uint32_t)(p + off + 12 - base),
+			                               .len = (uint32_t)dl};
+			rec_at = (uint64_t)(p + off + RF_TFR_FRAME_BYTES + dl - base);
+		} else {
+			ex_out x = {.L = L,
+			            .base = dst + pay,
+			            .at = rec_at,
+			            .fields = t.fields + f,
+			            .write = true};
+			rf_pb_error pe;
+			rf_example_walk(p + off + 12, dl, out_feature, &x, NULL, &pe);
+			f += x.nf;
+			rec_at = (x.at + 7) & ~7ull; /* the record ends padded: x.out bytes */
+			memset(dst + pay + x.at, 0, rec_at - x.at);
+		}
+		rf_store_le32(t.ends + 4 * i, (uint32_t)rec_at);
+		keys +=
+		    (uint64_t)snprintf(t.keys + keys, RF_TFR_KEY_MAX, "%s/%08llu", L->stem, U64(r));
+		off += RF_TFR_FRAME_BYTES + dl;
+	}
+	rf_store_le32(t.ends + 4 * (uint64_t)b->records, b->records);
+	t.field_first[b->records] = (uint32_t)f;
+	t.key_first[b->records] = (uint32_t)keys;
+	*out = (rf_unit_records){.base = L->raw ? base : dst + pay,
+	                         .ends = (const uint32_t *)t.ends,
+	                         .records = b->records,
+	                         .fields = t.fields,
+	                         .field_first = t.field_first,
+	                         .keys = t.keys,
+	                         .key_first = t.key_first};
+	return 0;
+}
+
+static int tfr_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, uint32_t u,
+                      const void *src, size_t src_len, void *dst, size_t dst_cap,
+                      rf_unit_records *out, const char *name, rf_error *err)
+{
+	(void)d;
+	const tfr_layout *L = priv;
+	if (u >= ix->blocks)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
+	const rf_block_info *b = &ix->block[u];
+	if (src_len != b->compressed_bytes)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u: %zu stored bytes (expected %u)",
+		               name, u, src_len, b->compressed_bytes);
+	if (!L->codec)
+		return unit_records(L, b, u, src, src_len, b->offset, dst, dst_cap, 0, src, out,
+		                    name, err);
+	uint64_t n = 0, room = (L->decoded + 7) & ~7ull;
+	if (dst_cap < room + 8)
+		return rf_fail(err, -EINVAL, "shard %s: unit %u: a slab of %zu bytes", name, u,
+		               dst_cap);
+	RF_TRY(inflate_all(L->codec, src, src_len, dst, L->decoded + 1, &n, name, err));
+	if (n != L->decoded)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: decodes to %llu bytes, %llu when it was opened (the file "
+		               "changed since)",
+		               name, U64(n), U64(L->decoded));
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s (decoded)", name);
+	return unit_records(L, b, u, dst, n, 0, dst, dst_cap, room, dst, out, where, err);
+}
+
+static uint32_t tfr_field_names(const void *priv, const char *const **names)
+{
+	static const char *const raw[] = {RF_TFR_RAW_FIELD};
+	const tfr_layout *L = priv;
+	if (L->raw) {
+		*names = raw;
+		return 1;
+	}
+	*names = (const char *const *)L->names;
+	return L->names_n;
+}
+
+/* A raw, plain file's units are read in place: the slab holds the table. */
+static uint64_t tfr_table_bytes(const rf_shard_index *ix, const void *priv, uint32_t u)
+{
+	(void)priv;
+	return u < ix->blocks ? ix->block[u].decoded_bytes : 0;
+}
+
+/* A walked layout is not kept in the index cache: the cache keeps it as
+ * the sidecar's bytes (a tfrecord2idx index), which lack what the walk
+ * learned of the Examples (their keys, their decoded sizes), so a layout
+ * from it would size every unit for the worst case. */
+static bool tfr_cacheable(const void *priv)
+{
+	(void)priv;
+	return false;
+}
+
+/* The layout's records, frames back to back from byte 0. */
+int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	bool compressed = true;
+	const uint32_t *len = rf_tfr_layout_lens(priv, &compressed);
+	if (compressed || (ix->records && !len))
+		return rf_fail(err, -EINVAL,
+		               "shard %s: not a plain TFRecord's layout (DALI's tfrecord2idx "
+		               "indexes uncompressed files)",
+		               name);
+	uint64_t at = 0;
+	for (uint64_t r = 0; r < ix->records; r++) {
+		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)len[r];
+		if (fprintf(out, "%llu %llu\n", U64(at), U64(f)) < 0)
+			return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
+		at += f;
+	}
+	if (at != ix->file_bytes)
+		return rf_fail(err, -EINVAL, "shard %s: its records do not tile the file", name);
+	return 0;
+}
+
+const uint32_t *rf_tfr_layout_lens(const void *priv, bool *compressed)
+{
+	const tfr_layout *L = priv;
+	*compressed = L && L->codec != RF_TFR_PLAIN;
+	return L ? L->len : NULL;
+}
+
+bool rf_tfr_layout_from_index(const void *priv)
+{
+	const tfr_layout *L = priv;
+	return L && L->from_index;
+}
+
+static const char *const tfr_sidecar_suffixes[] = {".tfrecord", ".tfrecords", NULL};
+
+const rf_format rf_tfrecord_format = {
+    .sidecar_suffixes = tfr_sidecar_suffixes,
+    .name = "tfrecord",
+    .claim = tfr_claim,
+    .open_step = tfr_open_step,
+    .open_abort = tfr_open_abort,
+    .close = tfr_close,
+    .decode = tfr_decode,
+    .in_place = true,
+    .field_names = tfr_field_names,
+    .table_bytes = tfr_table_bytes,
+    .cacheable = tfr_cacheable,
+    .sidecar_write = rf_tfr_index_write,
+    .cache_tag = "tfrecord",
+    .cache_version = 1,
+};

@@ -1,0 +1,67 @@
+/* tfrecord.h - TensorFlow's TFRecord files as a format (tfrecord.c; the
+ * Example reader in protobuf.c): the table row, the framing helpers and
+ * the DALI tfrecord2idx index files, for the tools, tests and fuzz targets.
+ * Internal; see docs/format.md, "TFRecord". */
+#ifndef RF_TFRECORD_H
+#define RF_TFRECORD_H
+
+#include "format.h"
+
+#include <stdio.h>
+
+#define RF_TFR_FRAME_BYTES      16           /* u64 length, u32 its CRC, ..., u32 data CRC */
+#define RF_TFR_RECORD_MAX       (64u << 20)  /* one record's data */
+#define RF_TFR_UNIT_BYTES       (1u << 20)   /* a read unit's target span */
+#define RF_TFR_STEP_BYTES       (1u << 20)   /* one open step's read (remote) */
+#define RF_TFR_STEP_LOCAL_BYTES (4u << 20)   /* ... of a local file */
+#define RF_TFR_WHOLE_MAX        (32u << 20)  /* a compressed file's decoded bytes, at most */
+#define RF_TFR_FIELDS_MAX       1024         /* distinct feature keys per shard */
+#define RF_TFR_KEY_MAX          64           /* a record's key: STEM/NNNNNNNN */
+#define RF_TFR_INDEX_BYTES_MAX  (256u << 20) /* a tfrecord2idx file's bytes */
+#define RF_TFR_RAW_FIELD        "record"     /* the one field of a raw record */
+
+extern const rf_format rf_tfrecord_format;
+
+enum { RF_TFR_PLAIN = 0, RF_TFR_GZIP = 1, RF_TFR_ZLIB = 2 };
+/* The compression a name's last component says (.gz: GZIP, .zlib: ZLIB). */
+int rf_tfr_codec_of(const char *leaf);
+
+/* TensorFlow's masked CRC-32C (crc32c.h's, rotated and offset). */
+uint32_t rf_tfr_masked_crc(const void *p, size_t len);
+
+/* The frame at p[0, avail) (byte `at` of the stream, for messages):
+ * 0 with *data_len set when its header is sound and all of it is there
+ * (*frame = 16 + data_len); 1 when avail holds its header but not all of
+ * it (*frame set: the bytes it needs); 2 when avail is under 12 bytes;
+ * RF_E_CORRUPT (err names the record, the byte and the check) when the
+ * length's CRC is wrong, the length is past RF_TFR_RECORD_MAX, or (with
+ * check_data) the data's CRC is wrong. */
+int rf_tfr_frame(const uint8_t *p, uint64_t avail, uint64_t at, uint64_t record, bool check_data,
+                 uint64_t *data_len, uint64_t *frame, const char *name, rf_error *err);
+
+/* Writes a TFRecord layout's records (ix, priv from the format's open) as
+ * a DALI tfrecord2idx index ("OFFSET SIZE\n" per record, SIZE the whole
+ * frame) to out. -EINVAL for a compressed file's layout (DALI indexes
+ * uncompressed files), -EIO when out fails. */
+int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err);
+/* A layout's record data lengths (NULL for none), *compressed when it is
+ * a compressed file's (priv from the format's open). */
+const uint32_t *rf_tfr_layout_lens(const void *priv, bool *compressed);
+/* True when the layout was read from a tfrecord2idx file. */
+bool rf_tfr_layout_from_index(const void *priv);
+/* PREFIX.idx for PREFIX.tfrecord / PREFIX.tfrecords (a query left out:
+ * *query set when there was one), or NULL for another name. malloc'd. */
+char *rf_tfr_idx_sibling(const char *url, bool *query);
+
+/* Parses a tfrecord2idx file's bytes into record data lengths (*lens,
+ * malloc'd, *n records), checking every line: two decimal numbers, the
+ * offsets contiguous from 0 (each where the record before ends), each
+ * size a frame (16..16 + RF_TFR_RECORD_MAX bytes), the last ending at
+ * file_bytes. Errors name idx_name, the line, the record and its offset. */
+int rf_tfr_index_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, const char *idx_name,
+                       uint32_t **lens, uint64_t *n, rf_error *err);
+/* The most records an index of len bytes lists (its lines): counts only. */
+uint64_t rf_tfr_index_lines(const uint8_t *buf, size_t len);
+
+#endif

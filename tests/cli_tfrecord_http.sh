@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# cli_tfrecord_http.sh - TFRecord files read over the network give what
+# they give from local files: the same shuffled digest (records, keys,
+# fields and bytes) and --output tar stream from nginx (HTTP range reads:
+# the open's frame walk in sequential ranges, a tfrecord2idx PREFIX.idx
+# sidecar beside some, units of whole records), from s3rver (keys by brace
+# range, and a prefix listing that takes each PREFIX.idx as its file's
+# index, not as a shard), and a .tfrecord.gz over both.
+set -euo pipefail
+src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/servers.inc.sh"
+PY=/usr/bin/python3
+if ! command -v protoc >/dev/null || ! $PY -c "import google.protobuf, crcmod" 2>/dev/null; then
+	echo "SKIP: protoc, python3-protobuf or python3-crcmod missing (scripts/deps.sh --test)" >&2
+	exit $RF_SKIP
+fi
+rf_servers_or_start
+cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
+. "$src/tests/check.inc.sh"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-tfr-http.XXXXXX")
+rf_at_exit "rm -rf '$tmp'"
+tag=cli-tfr-http-$$
+$PY "$src/tests/tfrecord_write.py" "$tmp/ds" --shards 3 --records 30 --seed 8 --image-bytes 90000 --index
+rm "$tmp/ds/train-00001.idx" # one file without an index: walked
+gzip -c "$tmp/ds/train-00002.tfrecord" >"$tmp/train-00002.tfrecord.gz"
+brace="train-{00000..00002}.tfrecord"
+read_digest() { "$cli" read --digest --seed 5 --batch 8 "$@" | tail -n 1; }
+want=$(read_digest "$tmp/ds")
+case $want in records=90*digest=*) ok "local digest: $want" ;; *) bad "local read: '$want'" ;; esac
+"$cli" read --no-shuffle --output tar "$tmp/ds" | md5sum >"$tmp/local.tar.md5"
+# a .tfrecord.gz is one unit (another shuffle of blocks): in order, the same
+ns() { "$cli" read --digest --no-shuffle --batch 8 "$@" | tail -n 1; }
+nswant=$(ns "$tmp/ds")
+mkdir -p "$tmp/gz"
+cp "$tmp/ds/train-00000.tfrecord" "$tmp/ds/train-00001.tfrecord" "$tmp/train-00002.tfrecord.gz" "$tmp/gz/"
+same "local, one file gzip'd" "$nswant" "$(ns "$tmp/gz")"
+
+mkdir -p "$RF_NGINX_ROOT/$tag"
+cp "$tmp"/ds/* "$tmp/train-00002.tfrecord.gz" "$RF_NGINX_ROOT/$tag/"
+rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag'"
+same "http digest" "$want" "$(read_digest --connections 4 "$RF_NGINX_URL/$tag/$brace")"
+same "http --output tar" "$(cat "$tmp/local.tar.md5")" \
+	"$("$cli" read --no-shuffle --output tar "$RF_NGINX_URL/$tag/$brace" | md5sum)"
+same "http, one file gzip'd" "$nswant" \
+	"$(ns "$RF_NGINX_URL/$tag/train-00000.tfrecord" "$RF_NGINX_URL/$tag/train-00001.tfrecord" \
+		"$RF_NGINX_URL/$tag/train-00002.tfrecord.gz")"
+
+s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
+	--s3-secret-key "$RF_S3_SECRET_KEY")
+for f in "$tmp"/ds/*; do
+	rf_s3_put "$f" "$tag/$(basename "$f")" || bad "upload $f"
+done
+same "s3 digest" "$want" "$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/$brace")"
+same "s3 prefix digest (the listing takes .tfrecord, not the .idx)" "$want" \
+	"$(read_digest "${s3[@]}" "s3://$RF_S3_BUCKET/$tag/")"
+
+rf_checks_done cli_tfrecord_http

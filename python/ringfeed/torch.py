@@ -129,6 +129,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._iter = None  # main process: the DataLoader iteration with workers under way
         self._spec_path = None  # what each worker iteration runs (written by the main process)
         self._identity = None  # (options key, engine state of rank 0 of 1): the dataset's
+        self._opened = None  # (epoch, resume) of the main process's last open
 
     # -- rank, world, workers --------------------------------------------
     @property
@@ -198,12 +199,30 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         if int(opts.get("epochs", 1)) == 0:
             raise TypeError("RingfeedDataset with epochs=0 is endless: it has no len()")
         n_workers = self._workers()
-        key = (repr(sorted(opts.items())), repr(self._resume), n_workers)
+        # While an iteration of this epoch is under way (or just ended), its
+        # length: the resume it started from, not the epoch's start.
+        epoch = int(self.options.get("epoch", 0))
+        resume, it = self._resume, self._iter
+        if resume is None and self._opened is not None and self._opened[0] == epoch:
+            resume = self._opened[1]
+        if n_workers and resume is None and it is not None and it["spec"]["epoch"] == epoch \
+                and it["spec"]["workers"] == n_workers:
+            spec = it["spec"]
+        else:
+            spec = None
+        key = (repr(sorted(opts.items())), repr(resume), n_workers, repr(spec))
         if self._len is None or self._len[0] != key:
             if n_workers == 0:
-                n = self._probe_count(self._resume)
+                resume, over = self._main_resume(resume)
+                n = 0 if resume is False else self._probe_count(resume, **over)
             else:
-                n = self._workers_len(self._plan(n_workers))
+                if spec is None:
+                    saved, self._resume = self._resume, resume
+                    try:
+                        spec = self._plan(n_workers)
+                    finally:
+                        self._resume = saved
+                n = self._workers_len(spec)
             self._len = (key, n)
         return self._len[1]
 
@@ -336,8 +355,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         with open(tmp, "wb") as f:
             pickle.dump(spec, f)
         os.replace(tmp, self._spec_path)
-        self._iter = {"spec": spec, "k": 0, "it": id(it), "active": True}
+        self._iter = {"spec": spec, "k": 0, "it": id(it)}
         self._resume = None
+        self._opened = None
         self._bound = weakref.ref(loader)
 
     def _on_received(self, it):
@@ -395,19 +415,30 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._iter = None
         opts = self._options_now()
         resume, self._resume = self._resume, None
-        if resume is not None and "workers" in resume:  # as one worker (slot 0)
-            saved, self._resume = self._resume, resume
-            spec = self._plan(1)
-            self._resume = saved
-            if spec["slot_states"] is not None:
-                if spec["slot_states"][0] is None:
-                    return None
-                opts.update(rank=0, world=1)
-                resume = {"version": 1, "state": spec["slot_states"][0]}
-            else:
-                resume = spec["common"]
+        self._opened = (int(self.options.get("epoch", 0)), resume)
+        resume, over = self._main_resume(resume)
+        if resume is False:
+            return None
+        opts.update(over)
         self._loader = Loader(self.urls, resume=resume, **opts)
         return self._loader
+
+    def _main_resume(self, resume):
+        """(engine resume, option overrides) for the main process's engine:
+        a workers state is read as by one worker (slot 0 of 1); False when
+        nothing of it is left for this rank."""
+        if resume is None or "workers" not in resume:
+            return resume, {}
+        saved, self._resume = self._resume, resume
+        try:
+            spec = self._plan(1)
+        finally:
+            self._resume = saved
+        if spec["slot_states"] is None:
+            return spec["common"], {}
+        if spec["slot_states"][0] is None:
+            return False, {}
+        return {"version": 1, "state": spec["slot_states"][0]}, {"rank": 0, "world": 1}
 
     def _open_worker(self, info):
         n = info.num_workers
@@ -516,6 +547,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             sd = dict(sd)
         self._resume = sd
         self._iter = None
+        self._opened = None
         if self._loader is not None:
             self._loader.close()
             self._loader = None

@@ -7,7 +7,7 @@ pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl
       libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd)
 if [ "${1:-}" = "--test" ]; then
 	pkgs+=(curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
-	       python3-torch python3-zstandard libxml2-utils python3-setuptools python3-wheel
+	       python3-torch python3-pil python3-zstandard libxml2-utils python3-setuptools python3-wheel
 	       python3-venv python3-pip librsvg2-bin)
 	# By command, not package name: a nodejs from NodeSource ships its own npm
 	# (Debian's npm package would conflict with it), and any nginx build with

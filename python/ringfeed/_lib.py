@@ -291,6 +291,17 @@ def config_error(rc, text, key):
     return _make(ConfigError, rc, text)
 
 
+def config_error_of(text, value, choices):
+    """ConfigError for a binding-level option: text, and the nearest of
+    choices to value (difflib)."""
+    import difflib
+
+    near = difflib.get_close_matches(value, choices, n=2, cutoff=0.5)
+    if near:
+        text += "; did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return _make(ConfigError, -errno.EINVAL, text)
+
+
 def config_keys():
     """{name: help} from rf_config_keys()."""
     p = lib().rf_config_keys()

@@ -53,8 +53,73 @@ import weakref
 import torch
 import torch.utils.data
 
-from . import _state
+from . import _lib, _state
+from ._lib import Error
 from ._loader import Loader
+
+IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "ppm", "bmp", "gif", "tif", "tiff")
+DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8")
+
+
+class SampleError(Error, ValueError):
+    """A sample's decode or transform raised: the message names the sample
+    (its key, its record in the batch, the batch and epoch). Built from one
+    message so that it crosses from a DataLoader worker whole."""
+
+    def __init__(self, message, code=-22):  # -EINVAL
+        super().__init__(code, message)
+
+
+def _decode_image(data, mode):
+    from PIL import Image  # python3-pil, imported only when asked for
+    import io
+
+    import numpy as np
+
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    if mode == "pil":
+        return img
+    gray = mode in ("l8", "torchl8")
+    arr = np.asarray(img.convert("L" if gray else "RGB"))
+    if not mode.startswith("torch"):
+        return arr if mode != "rgb" else arr.astype("float32") / 255.0
+    t = torch.from_numpy(arr.copy())
+    t = t.unsqueeze(0) if gray else t.permute(2, 0, 1)
+    return t.float().div_(255.0) if mode == "torchrgb" else t
+
+
+def decode_sample(sample, mode):
+    """WebDataset's decoders by field name (the part after the last dot):
+    images (jpg, jpeg, png, webp, ...) by `mode` ("pil": a PIL image;
+    "rgb8": HxWx3 uint8 array; "rgb": HxWx3 float32 in [0, 1]; "torchrgb8":
+    3xHxW uint8 tensor; "torchrgb": 3xHxW float tensor; "l8" / "torchl8":
+    grayscale), cls / cls2 / index an int, txt / text a str, json the
+    object, npy the array; other fields stay bytes."""
+    out = {}
+    for name, v in sample.items():
+        ext = name.rsplit(".", 1)[-1].lower()
+        if name.startswith("__") or not isinstance(v, (bytes, bytearray)):
+            out[name] = v
+        elif ext in IMAGE_EXTS:
+            out[name] = _decode_image(v, mode)
+        elif ext in ("cls", "cls2", "index"):
+            out[name] = int(v.decode().strip())
+        elif ext in ("txt", "text"):
+            out[name] = v.decode("utf-8")
+        elif ext == "json":
+            import json
+
+            out[name] = json.loads(v)
+        elif ext == "npy":
+            import io
+
+            import numpy as np
+
+            out[name] = np.load(io.BytesIO(v), allow_pickle=False)
+        else:
+            out[name] = v
+    return out
 
 RAGGED_KEYS = ("payload", "offsets")
 PADDED_KEYS = ("rows", "lengths")
@@ -70,6 +135,24 @@ def _dist_rank_world():
     if env.get("RANK", "").isdigit() and env.get("WORLD_SIZE", "").isdigit():
         return int(env["RANK"]), int(env["WORLD_SIZE"])
     return None, None
+
+
+def _host_defaults(opts, workers):
+    """The engines of one host share it: threads defaults to the CPUs this
+    process may use divided by the host's local loaders (LOCAL_WORLD_SIZE
+    ranks x DataLoader workers), and a host_budget counts that many loaders.
+    Explicit options win."""
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    loaders = (int(local) if local.isdigit() and int(local) > 0 else 1) * max(1, workers)
+    if opts.get("threads") is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        opts["threads"] = max(1, cpus // loaders)
+    if opts.get("host_budget") not in (None, 0, "0") and opts.get("host_loaders") is None:
+        opts["host_loaders"] = loaders
+    return opts
 
 
 def _batches(records, batch, drop_last):
@@ -111,8 +194,28 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     DataLoader(num_workers=0, pin_memory=False) that is the last batch your
     loop received."""
 
-    def __init__(self, urls, rank=None, world=None, as_tuple=False, tail=None, **options):
+    def __init__(self, urls, rank=None, world=None, as_tuple=False, tail=None, *,
+                 transform=None, batch_transform=None, collate_fn=None, decode=None,
+                 on_error="raise", **options):
         super().__init__()
+        if decode not in DECODERS:
+            raise _lib.config_error_of(
+                f"decode={decode!r}: one of {', '.join(repr(d) for d in DECODERS)}",
+                str(decode), [str(d) for d in DECODERS if d])
+        if on_error not in ("raise", "skip"):
+            raise _lib.config_error_of(f"on_error={on_error!r}: 'raise' or 'skip'",
+                                       str(on_error), ["raise", "skip"])
+        for name, fn in (("transform", transform), ("batch_transform", batch_transform),
+                         ("collate_fn", collate_fn)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name}= must be callable, not {type(fn).__name__}")
+        if batch_transform is not None and collate_fn is not None:
+            raise TypeError("give batch_transform= or collate_fn=, not both (the same hook)")
+        self.transform = transform
+        self.batch_transform = batch_transform or collate_fn
+        self.decode = decode
+        self.on_error = on_error
+        self._skipped = 0
         self._rank_arg = rank
         self._world_arg = world
         self.urls = urls
@@ -420,7 +523,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         if resume is False:
             return None
         opts.update(over)
-        self._loader = Loader(self.urls, resume=resume, **opts)
+        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, 0))
         return self._loader
 
     def _main_resume(self, resume):
@@ -454,7 +557,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         else:
             opts.update(rank=spec["rank"] * n + slot, world=spec["world"] * n)
             resume = spec["common"]
-        self._loader = Loader(self.urls, resume=resume, **opts)
+        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, n))
         return self._loader
 
     def _fields_item(self, batch):
@@ -471,9 +574,74 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         batch.release()
         return out
 
+    def _samples_item(self, batch):
+        """Per-sample work (decode=, transform=, then batch_transform= on
+        the list): each sample is a dict of its fields' bytes ("__key__" its
+        key; a single-field record is {"data": bytes}). A sample whose decode
+        or transform raises stops the stream with SampleError naming it, or
+        with on_error="skip" is left out and counted (its batch is one
+        sample shorter: every rank still yields the same number of
+        batches)."""
+        names = batch.field_names
+        keys = batch.keys if names else None
+        fields = [batch[n] for n in names]
+        if not names:
+            payload, offsets = batch.payload, batch.offsets
+        out = []
+        for i in range(batch.records):
+            if names:
+                sample = {"__key__": keys[i]}
+                for name, f in zip(names, fields):
+                    v = f.view(i)
+                    if v is not None:
+                        sample[name] = bytes(v)
+            else:
+                sample = {"data": payload[offsets[i]:offsets[i + 1]].tobytes()}
+            try:
+                if self.decode:
+                    sample = decode_sample(sample, self.decode)
+                if self.transform is not None:
+                    sample = self.transform(sample)
+            except Exception as e:
+                key = keys[i] if names else None
+                where = (f"sample {key!r} (record {i} of batch {batch.index}, "
+                         f"epoch {batch.epoch}, first record {batch.first_record})")
+                if self.on_error == "skip":
+                    self._skipped += 1
+                    self._note_skip()
+                    continue
+                raise SampleError(f"{where}: {type(e).__name__}: {e}") from e
+            out.append(sample)  # bytes copied out: the batch can go back below
+        batch.release()
+        return self.batch_transform(out) if self.batch_transform is not None else out
+
+    def _note_skip(self):
+        """Skips counted where the main process can add them up (a worker's
+        count lives in its own process)."""
+        info = torch.utils.data.get_worker_info()
+        if info is not None and self._spec_path:
+            with open(f"{self._spec_path}.skips{info.id}", "w") as f:
+                f.write(str(self._skipped))
+
+    @property
+    def samples_skipped(self):
+        """Samples left out by on_error="skip" (this process's, plus the
+        DataLoader workers' of the last worker iteration)."""
+        n = self._skipped
+        if self._spec_path and self._iter is not None:
+            for i in range(self._iter["spec"]["workers"]):
+                try:
+                    with open(f"{self._spec_path}.skips{i}") as f:
+                        n += int(f.read() or 0)
+                except (OSError, ValueError):
+                    pass
+        return n
+
     def _item(self, batch):
         """The batch's tensors; releases the batch, so from here on only the
         tensors keep its memory out of the budget."""
+        if self.decode or self.transform is not None or self.batch_transform is not None:
+            return self._samples_item(batch)
         if batch.field_names:
             return self._fields_item(batch)
         if self.options.get("seq_len"):

@@ -11,6 +11,8 @@ memory is never freed under a live array and rf_close never runs while a
 batch is out. See Batch for the release contract.
 """
 
+from __future__ import annotations
+
 import ctypes
 import errno
 import io
@@ -18,6 +20,7 @@ import json
 import os
 import threading
 import weakref
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -308,7 +311,7 @@ class Batch:
         self._key_offsets = b.key_offsets if b.fields else None
 
     # -- release -------------------------------------------------------
-    def release(self):
+    def release(self) -> None:
         """Ends access to the batch and returns its memory (now, or when the
         last array taken from it is freed). Idempotent."""
         with self._handle.lock:
@@ -349,10 +352,10 @@ class Batch:
             return np.empty(0, dtype=np.dtype(typestr))
         return np.asarray(_View(self, addr, (count,), typestr, writable))
 
-    def payload_array(self, writable=False):
+    def payload_array(self, writable: bool = False) -> np.ndarray:
         return self._array(self._payload, self.payload_bytes, "|u1", writable)
 
-    def offsets_array(self, writable=False):
+    def offsets_array(self, writable: bool = False) -> np.ndarray:
         if self._offsets:
             return self._array(self._offsets, self.records + 1, "<i8", writable)
         self._check()
@@ -360,7 +363,7 @@ class Batch:
             return np.arange(self.records + 1, dtype=np.int64) * self.row_bytes
         raise Error(-errno.EINVAL, "engine gave a ragged batch without offsets")
 
-    def lengths_array(self, writable=False):
+    def lengths_array(self, writable: bool = False) -> np.ndarray:
         if self._lengths:
             return self._array(self._lengths, self.records, "<u4", writable)
         return np.diff(self.offsets_array()).astype(np.uint32)  # copy: engine had none
@@ -388,7 +391,7 @@ class Batch:
             raise Error(-errno.EINVAL, "rows: the batch is ragged (set pad_to for rows)")
         return self.payload[: self.records * self.row_bytes].reshape(self.records, self.row_bytes)
 
-    def tokens(self, dtype=None, writable=False):
+    def tokens(self, dtype=None, writable: bool = False) -> np.ndarray:
         """A batch of token windows (seq_len=L) as a [records, L + 1] array
         of the token type (a view, no copy). dtype defaults to the loader's
         token_out, else its token_dtype; a Megatron or llm.c file's own type
@@ -506,7 +509,12 @@ class Loader:
     single stream: iterating after the end yields nothing. See Batch for when
     batch memory goes back to the budget."""
 
-    def __init__(self, urls, resume=None, **options):
+    def __init__(
+        self,
+        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        resume: dict | bytes | None = None,
+        **options: int | float | str | bool | os.PathLike | None,
+    ) -> None:
         self._urls = _urls(urls)
         self._options = {}
         for k, v in options.items():
@@ -553,7 +561,7 @@ class Loader:
         self._handle = _Handle(ptr)
         self._ended = False
 
-    def close(self):
+    def close(self) -> None:
         """Stops the engine. Batches nobody reads any more are returned at
         once; rf_close runs when the last array from the last batch is gone."""
         h, self._handle = self._handle, None
@@ -592,13 +600,13 @@ class Loader:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         b = self._take(-1)
         if b is None:  # cannot happen with an unbounded wait
             raise Error(-errno.ETIMEDOUT, "rf_next timed out")
         return b
 
-    def next(self, timeout_ms=-1):
+    def next(self, timeout_ms: int = -1) -> Batch | None:
         """Like next(loader), with a bound: None when no batch came within
         timeout_ms (-1 waits forever); StopIteration at the end."""
         return self._take(int(timeout_ms))
@@ -625,7 +633,7 @@ class Loader:
         got._token_dtype = self._token_dtype
         return got
 
-    def records(self):
+    def records(self) -> Iterator[bytes]:
         """Yields every record as bytes (copies), releasing each batch."""
         for b in self:
             with b:
@@ -652,7 +660,7 @@ class Loader:
 
         return h.call(save)
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """The consumer's position (after every batch taken so far) as
         {"version": 1, "state": bytes}; opaque, for load_state_dict or
         Loader(resume=...)."""
@@ -677,7 +685,7 @@ class Loader:
             )
         return bytes(sd["state"])
 
-    def load_state_dict(self, sd):
+    def load_state_dict(self, sd: dict | bytes) -> None:
         """Repositions the stream at a saved state: closes the engine (see
         close()) and reopens it resuming there. The engine refuses a state
         saved under another dataset or configuration (ringfeed.Error)."""
@@ -688,7 +696,7 @@ class Loader:
         self._closed = False
         self._open(state)
 
-    def stats(self):
+    def stats(self) -> dict:
         """The engine's figures (rf_stats_json) as a dict."""
         h = self._handle
         if h is None:

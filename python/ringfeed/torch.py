@@ -44,11 +44,14 @@ to keep longer. Tensors are writable: the engine does not read a batch after
 delivering it.
 """
 
+from __future__ import annotations
+
 import os
 import pickle
 import sys
 import tempfile
 import weakref
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils.data
@@ -89,7 +92,7 @@ def _decode_image(data, mode):
     return t.float().div_(255.0) if mode == "torchrgb" else t
 
 
-def decode_sample(sample, mode):
+def decode_sample(sample: dict, mode: str) -> dict:
     """WebDataset's decoders by field name (the part after the last dot):
     images (jpg, jpeg, png, webp, ...) by `mode` ("pil": a PIL image;
     "rgb8": HxWx3 uint8 array; "rgb": HxWx3 float32 in [0, 1]; "torchrgb8":
@@ -194,9 +197,21 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     DataLoader(num_workers=0, pin_memory=False) that is the last batch your
     loop received."""
 
-    def __init__(self, urls, rank=None, world=None, as_tuple=False, tail=None, *,
-                 transform=None, batch_transform=None, collate_fn=None, decode=None,
-                 on_error="raise", **options):
+    def __init__(
+        self,
+        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        rank: int | None = None,
+        world: int | None = None,
+        as_tuple: bool = False,
+        tail: str | None = None,
+        *,
+        transform: Callable[[dict], Any] | None = None,
+        batch_transform: Callable[[list], Any] | None = None,
+        collate_fn: Callable[[list], Any] | None = None,
+        decode: str | None = None,
+        on_error: str = "raise",
+        **options: int | float | str | bool | os.PathLike | None,
+    ) -> None:
         super().__init__()
         if decode not in DECODERS:
             raise _lib.config_error_of(
@@ -292,7 +307,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         n = max(0, st["epoch_batches"] - done)
         return n + (left_epochs - 1) * st["epoch_batches_later"]
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches this rank yields in one iteration (every rank the same):
         the engine's count, known at open from the shard indexes, after a
         resume the batches left. With epochs=N, all N epochs; endless
@@ -363,7 +378,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 )
             f = f.f_back
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """The epoch of the next iteration (workers too, persistent ones
         included: they read it when the iteration starts). A pending resume
         of an earlier epoch is dropped."""
@@ -684,7 +699,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             if info is not None:
                 loader.close()
 
-    def state_dict(self):
+    def state_dict(self) -> dict | None:
         """{"version", ...}: the position after the last batch the training
         loop received (or the pending resume point when nothing was iterated
         since). With num_workers=0 the engine's state ({"version", "state"}).
@@ -702,7 +717,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             return None
         return self._loader.state_dict()
 
-    def load_state_dict(self, sd):
+    def load_state_dict(self, sd: dict | None) -> None:
         """Resume there on the next iteration (None: start afresh)."""
         if sd is not None:
             if isinstance(sd, dict) and "workers" in sd:
@@ -720,10 +735,12 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             self._loader.close()
             self._loader = None
 
-    def stats(self):
+    def stats(self) -> dict | None:
+        """The engine's figures (this process's engine; None before one opened)."""
         return self._loader.stats() if self._loader is not None else None
 
-    def close(self):
+    def close(self) -> None:
+        """Closes this process's engine (iteration opens a new one)."""
         if self._loader is not None:
             self._loader.close()
             self._loader = None

@@ -91,8 +91,22 @@ def _make(cls, code, message):
     return e
 
 
+# The engine's messages name its C calls; from Python the user calls these.
+_PYTHON_NAMES = (
+    ("rf_config_keys()", "ringfeed.config_keys()"),
+    ("only rf_release can free", "only Batch.release() (or dropping the batch and its arrays) can free"),
+)
+
+
+def pythonic(message):
+    for c_name, py_name in _PYTHON_NAMES:
+        message = message.replace(c_name, py_name)
+    return message
+
+
 def error(code, message):
     """The Error subclass for an engine failure code (and message)."""
+    message = pythonic(message)
     if code == -errno.ECHILD:
         return _make(ForkedChildError, code, message)
     if code == -errno.ECANCELED and "closed" in message:
@@ -271,8 +285,7 @@ def lib():
 def check(rc, err):
     """Raises Error for a negative rc, with the message in rf_error err."""
     if rc < 0:
-        msg = err.text() or os.strerror(-rc)
-        raise Error(rc, msg)
+        raise error(rc, err.text() or os.strerror(-rc))
     return rc
 
 
@@ -280,8 +293,7 @@ def config_error(rc, text, key):
     """ConfigError for option `key`: the engine's text, naming Python's
     ringfeed.config_keys() instead of the C call, and for an unknown name the
     nearest known ones (difflib)."""
-    text = text or os.strerror(-rc)
-    text = text.replace("rf_config_keys()", "ringfeed.config_keys()")
+    text = pythonic(text or os.strerror(-rc))
     if "unknown option" in text:
         import difflib
 

@@ -557,7 +557,7 @@ class Loader:
         finally:
             lib.rf_config_free(cfg)
         if not ptr:
-            raise Error(err.code or -errno.EIO, err.text() or "rf_open failed")
+            raise _lib.error(err.code or -errno.EIO, err.text() or "rf_open failed")
         self._handle = _Handle(ptr)
         self._ended = False
 

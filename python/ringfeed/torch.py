@@ -749,7 +749,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
 def _unlink(path, owner):
     if os.getpid() != owner:  # a forked worker leaves the main process's file
         return
-    for p in (path, path + ".tmp"):
+    import glob
+
+    for p in [path, path + ".tmp"] + glob.glob(glob.escape(path) + ".skips*"):
         try:
             os.unlink(p)
         except OSError:

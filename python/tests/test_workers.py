@@ -87,7 +87,7 @@ def test_two_epochs_set_epoch(small, persistent):
 
 def test_resume_after_every_batch(small):
     man, _ = small
-    opts = dict(OPTS, batch=24)
+    opts = dict(OPTS, batch=40)
     ds = RingfeedDataset(man, **opts)
     full = [ids(item) for item in loader(ds, 2)]
     for k in range(len(full) + 1):

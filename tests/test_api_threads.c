@@ -111,6 +111,19 @@ static void test_close_while_blocked_in_next(void **state)
 	assert_true(cancelled > 0); /* the case this test is about did happen */
 }
 
+/* The child's progress, for the message if it ever hangs (SIGALRM). */
+static volatile sig_atomic_t g_child_step;
+
+static void child_alarm(int sig)
+{
+	(void)sig;
+	char msg[] = "child: hung at step N\n";
+	msg[sizeof(msg) - 3] = (char)('0' + g_child_step % 10);
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+	}
+	_exit(3);
+}
+
 static void test_forked_child(void **state)
 {
 	(void)state;
@@ -123,22 +136,31 @@ static void test_forked_child(void **state)
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
-		alarm(60); /* a hang (the defect) fails by SIGALRM, not by CTest's timeout */
+		signal(SIGALRM, child_alarm);
+		alarm(60); /* a hang (the defect) fails here, not by CTest's timeout */
 		int fails = 0;
 		rf_batch *cb = NULL;
+		g_child_step = 1;
 		fails += rf_next(l, &cb, -1) != -ECHILD;
+		g_child_step = 2;
 		fails += cb != NULL;
 		fails += strstr(rf_last_error(l), want) == NULL;
 		fails += strstr(rf_last_error(l), "a forked child must open its own") == NULL;
 		rf_stats s;
+		g_child_step = 3;
 		fails += rf_stats_get(l, &s, sizeof(s)) != -ECHILD;
 		char buf[4096];
+		g_child_step = 4;
 		fails += rf_stats_json(l, buf, sizeof(buf)) != -ECHILD;
 		size_t len = 0;
+		g_child_step = 5;
 		fails += rf_state_save(l, NULL, &len) != -ECHILD;
+		g_child_step = 6;
 		rf_release(l, b); /* ignored in the child */
 		rf_error err = {0};
+		g_child_step = 7;
 		fails += rf_close_checked(l, &err) != -ECHILD;
+		g_child_step = 8;
 		fails += strstr(err.msg, "forked child") == NULL;
 		if (fails)
 			fprintf(stderr, "child: %d check(s) failed; last error: %s\n", fails,
@@ -147,7 +169,9 @@ static void test_forked_child(void **state)
 	}
 	int status = 0;
 	assert_int_equal(waitpid(child, &status, 0), child);
-	assert_true(WIFEXITED(status));
+	if (!WIFEXITED(status))
+		fail_msg("the child ended by signal %d",
+		         WIFSIGNALED(status) ? WTERMSIG(status) : -1);
 	assert_int_equal(WEXITSTATUS(status), 0);
 	/* the parent's loader is untouched: it goes on */
 	rf_release(l, b);

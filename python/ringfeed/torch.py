@@ -2,7 +2,7 @@
 
     from ringfeed.torch import RingfeedDataset
     ds = RingfeedDataset("data/manifest.rfm", batch=256, budget="1GiB", seed=7)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)  # or 0
     for step, b in enumerate(dl):
         payload, offsets = b["payload"], b["offsets"]   # uint8 [bytes], int64 [n+1]
         ...
@@ -187,15 +187,23 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     Token windows (seq_len=L, token_out="int64"): one [B, L + 1] tensor
     (inputs x = t[:, :-1], targets y = t[:, 1:]).
 
-    rank / world default to torch.distributed's when it is initialised
-    (explicit arguments win). Other keywords are engine options (see
-    ringfeed.Loader). Each iteration opens a loader for `epoch` (set_epoch()
+    rank / world are resolved when iteration starts: explicit arguments,
+    else torch.distributed's when it is initialised, else torchrun's
+    RANK / WORLD_SIZE. Other keywords are engine options (see
+    ringfeed.Loader); transform=, batch_transform= (or collate_fn=), decode=
+    and on_error= are per-sample work, done in the DataLoader's workers (see
+    docs/python.md). Each iteration opens a loader for `epoch` (set_epoch()
     changes it); with epochs=N one iteration spans N epochs.
 
-    state_dict() is the position after the last batch this dataset yielded;
-    load_state_dict() makes the next iteration resume exactly there. With
-    DataLoader(num_workers=0, pin_memory=False) that is the last batch your
-    loop received."""
+    With DataLoader(num_workers=N), each worker opens its own engine as
+    virtual rank rank*N + worker of world*N.
+
+    state_dict() is the position after the last batch the training loop
+    received (with num_workers=0 and pin_memory=False, the last one this
+    dataset yielded; with workers, counted in the main process, whatever the
+    workers prefetched); load_state_dict() makes the next iteration resume
+    exactly there (on the same world and workers; each remaining record
+    once on others)."""
 
     def __init__(
         self,

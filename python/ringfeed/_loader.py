@@ -347,10 +347,15 @@ class Batch:
             raise Error(-errno.EINVAL, f"batch {self.epoch}:{self.index} was released")
 
     def _array(self, addr, count, typestr, writable=False):
-        self._check()
-        if count == 0 or not addr:
-            return np.empty(0, dtype=np.dtype(typestr))
-        return np.asarray(_View(self, addr, (count,), typestr, writable))
+        # The check and the view's count under one lock: a release() from
+        # another thread (close() returning the batches) comes before both or
+        # after both, never between (which would view returned memory).
+        with self._handle.lock:
+            self._check()
+            if count == 0 or not addr:
+                return np.empty(0, dtype=np.dtype(typestr))
+            view = _View(self, addr, (count,), typestr, writable)
+        return np.asarray(view)
 
     def payload_array(self, writable: bool = False) -> np.ndarray:
         return self._array(self._payload, self.payload_bytes, "|u1", writable)

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 {
@@ -16,7 +17,24 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 		return NULL;
 	}
 	rf_error local = {0};
-	return (rf_loader *)rf_engine_new(cfg, err ? err : &local);
+	rf_engine *e = rf_engine_new(cfg, err ? err : &local);
+	if (e)
+		e->api.pid = getpid();
+	return (rf_loader *)e;
+}
+
+/* A loader's threads live in the process that opened it: a forked child has
+ * a copy of its memory (and of its lock, possibly held) but none of its
+ * threads, so a call there would wait for ever. Refused (-ECHILD) before the
+ * lock is taken; the message goes to the child's copy of the loader. */
+int rf_engine_process_check(rf_engine *e)
+{
+	if (e->api.pid == getpid())
+		return 0;
+	snprintf(e->last_error, sizeof(e->last_error),
+	         "this loader was opened in process %ld; a forked child must open its own",
+	         (long)e->api.pid);
+	return -ECHILD;
 }
 
 /* ------------------------------------------------------------- consumer */
@@ -135,7 +153,14 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (!e || !out)
 		return -EINVAL;
 	*out = NULL;
+	RF_TRY(rf_engine_process_check(e));
 	rf_engine_lock(e);
+	if (e->api.closing) { /* rf_close has begun: the loader is going away */
+		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
+		rf_engine_unlock(e);
+		return -ECANCELED;
+	}
+	e->api.next_calls++;
 	uint64_t t0 = rf_now_ns();
 	if (e->st.last_return_ns) { /* the consumer's own time since the last batch */
 		e->st.busy_ns += t0 - e->st.last_return_ns;
@@ -150,8 +175,11 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (waits)
 		e->st.wait_ns += t1 - t0;
 	e->st.waiting_since_ns = 0;
-	if (rc == 0 && e->ready.head != e->ready.tail &&
-	    e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
+	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */
+		rc = -ECANCELED;
+		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
+	} else if (rc == 0 && e->ready.head != e->ready.tail &&
+	           e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
 		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
 		rf_list_push_front(&e->ready.held_list, &b->held);
 		b->held_now = true;
@@ -194,6 +222,8 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 			    e->sched.reads_inflight,
 			    (unsigned long long)(e->ring.jobs_tail - e->ring.jobs_head));
 	}
+	if (--e->api.next_calls == 0 && e->api.closing)
+		pthread_cond_broadcast(&e->ready_cv); /* rf_close waits for this */
 	rf_engine_unlock(e);
 	return rc;
 }
@@ -202,7 +232,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 {
 	rf_engine *e = rf_engine_of(l);
 	rf_ebatch *b = (rf_ebatch *)batch;
-	if (!e || !b || b->magic != RF_BATCH_MAGIC)
+	if (!e || !b || b->magic != RF_BATCH_MAGIC || rf_engine_process_check(e) < 0)
 		return;
 	rf_engine_lock(e);
 	if (b->magic != RF_BATCH_MAGIC || !b->held_now) { /* released twice */
@@ -227,6 +257,7 @@ RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 	rf_engine *e = rf_engine_of(l);
 	if (!e || !len)
 		return -EINVAL;
+	RF_TRY(rf_engine_process_check(e));
 	rf_engine_lock(e);
 	rf_position p = e->pos;
 	rf_engine_unlock(e);
@@ -261,6 +292,15 @@ RF_API int rf_close_checked(rf_loader *l, rf_error *err)
 	rf_engine *e = rf_engine_of(l);
 	if (!e)
 		return l ? rf_fail(err, -EINVAL, "rf_close: not a loader") : 0;
+	if (rf_engine_process_check(e) < 0) /* the threads to join are the parent's */
+		return rf_fail(err, -ECHILD, "rf_close: %s", e->last_error);
+	rf_engine_lock(e);
+	e->api.closing = true; /* later rf_next calls are refused */
+	e->stop = true;        /* and those in progress return (-ECANCELED) */
+	pthread_cond_broadcast(&e->ready_cv);
+	while (e->api.next_calls > 0)
+		rf_cond_wait(e, &e->ready_cv);
+	rf_engine_unlock(e);
 	rf_engine_stop_threads(e); /* the trace's last line is written and closed */
 	int rc = rf_control_output_error(e, err);
 	rf_engine_free(e);

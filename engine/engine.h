@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
@@ -237,6 +238,15 @@ typedef struct rf_engine {
 	uint32_t workers_started;
 	bool stop;
 	bool workers_done; /* rf_close joined the workers: the loop thread may tear down */
+	/* The public calls' guard (api.c): the process that opened the loader (a
+	 * forked child's calls are refused, set once by rf_open), and, under mu,
+	 * rf_next calls in progress and whether rf_close has begun (it refuses new
+	 * rf_next calls and waits on ready_cv for these to return) */
+	struct rf_api_guard {
+		pid_t pid;
+		uint32_t next_calls;
+		bool closing;
+	} api;
 	atomic_bool wake_pending;
 	/* wake-ups (mu): a condition variable is signalled only when someone
 	 * waits on it, one worker per piece of new work (units.c), and counted */
@@ -441,6 +451,9 @@ typedef struct rf_engine {
 rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err);
 void rf_engine_stop_threads(rf_engine *e);
 void rf_engine_free(rf_engine *e);
+/* api.c: 0 in the process that opened the loader; in another (a forked
+ * child) -ECHILD, with the message in e->last_error. Takes no lock. */
+int rf_engine_process_check(rf_engine *e);
 
 /* memory.c: the open-time memory model. Reserves open-phase metadata
  * (RF_MEM_METADATA) before it is allocated (what: the message's subject). */

@@ -117,6 +117,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	rf_engine *e = (rf_engine *)l;
 	if (!e || e->magic != RF_LOADER_MAGIC || !s)
 		return -EINVAL;
+	RF_TRY(rf_engine_process_check(e));
 	memset(s, 0, sizeof(*s));
 	double lat[RF_LATENCY_SAMPLES];
 	rf_budget_snapshot b;

@@ -22,11 +22,22 @@
  *     returned so far, whichever thread took it. (The consumer's rate r and
  *     its wait are measured between rf_next calls, so they describe one
  *     consuming thread.)
- *   - rf_close must be the last call on a loader and must not run while any
- *     other call on it is in progress (a thread blocked in rf_next included:
- *     wake it with a timeout first). It joins the loader's threads and frees
- *     every batch still held: their payload, offsets and lengths become
- *     invalid and they must not be passed to rf_release afterwards.
+ *   - rf_close may run while other threads are inside rf_next: from its
+ *     start, rf_next calls return -ECANCELED ("the loader is closed") without
+ *     a batch, and rf_close waits for those in progress to return before it
+ *     frees anything. It must still be the last call on the loader: a call
+ *     that begins after rf_close has returned touches freed memory, and
+ *     rf_release, rf_state_save and the stats must not run concurrently with
+ *     it (an embedder counts its own calls, as the Python binding does). It
+ *     joins the loader's threads and frees every batch still held: their
+ *     payload, offsets and lengths become invalid and they must not be passed
+ *     to rf_release afterwards.
+ *   - A loader belongs to the process that opened it. In a forked child
+ *     (which has none of its threads) rf_next, rf_state_save and the stats
+ *     return -ECHILD ("this loader was opened in process P; a forked child
+ *     must open its own", in rf_last_error), rf_release does nothing and
+ *     rf_close_checked returns -ECHILD without freeing: the child opens its
+ *     own loader.
  *   - rf_config_* calls on one rf_config are not thread-safe. rf_open copies
  *     everything it needs from cfg (options, URLs, resume state, the
  *     allocator's function pointers and ctx): cfg may be changed or freed

@@ -8,7 +8,7 @@ pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl
 if [ "${1:-}" = "--test" ]; then
 	# libseccomp-dev: tests/seccomp_wrap.c (io_uring blocked as container profiles do)
 	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
-	       python3-torch python3-zstandard libxml2-utils python3-setuptools python3-wheel
+	       python3-torch python3-pil python3-zstandard libxml2-utils python3-setuptools python3-wheel
 	       python3-venv python3-pip librsvg2-bin)
 	# TFRecord tests: TensorFlow's example.proto compiled by protoc, the
 	# framing's CRC-32C from crcmod (tests/tfrecord_write.py)

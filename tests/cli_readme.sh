@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# cli_readme.sh - the README's shell examples, typed in order on a fresh
-# clone, work. Every ```sh block of README.md runs, in order, in one bash
-# session (set -e: each command must succeed) inside a copy of the tracked
+# cli_readme.sh - the README's shell and Python examples, typed in order on a
+# fresh clone, work. Every ```sh block of README.md runs, in order, in one bash
+# session (set -e: each command must succeed), and every ```python block runs
+# at its place in that order as one /usr/bin/python3 script with
+# PYTHONPATH=python (as the README says to run from a checkout); both inside a
+# copy of the tracked
 # files whose build/ is this build (so `export PATH="$PWD/build:$PATH"` and
 # `cmake --install build` work as written). A block preceded by
 #   <!-- readme-test: setup REASON -->   (it installs packages or builds: this
@@ -27,7 +30,7 @@ import re, shlex, sys
 readme, script, skipped = sys.argv[1:]
 lines = open(readme).read().split("\n")
 out = ["set -euo pipefail", "cd \"$RF_CLONE\""]
-skips, blocks, marker = [], 0, None
+skips, blocks, pyblocks, marker = [], 0, 0, None
 i = 0
 while i < len(lines):
     line = lines[i]
@@ -56,6 +59,22 @@ while i < len(lines):
                 out.extend(cmd)
                 cmd = []
         marker = None
+    elif re.match(r"^```python\s*$", line):
+        body = []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        blocks += 1
+        pyblocks += 1
+        if marker:
+            skips.append("%s (%s): python block %d" % (marker[0], marker[1], pyblocks))
+        else:
+            out.append("echo %s >&2" % shlex.quote("+ python block %d" % pyblocks))
+            out.append("PYTHONPATH=python /usr/bin/python3 - <<'RF_README_PY'")
+            out.extend(body)
+            out.append("RF_README_PY")
+        marker = None
     elif line.strip():
         marker = None if not line.lstrip().startswith("<!--") else marker
     i += 1
@@ -74,5 +93,7 @@ if ! (cd "$T/clone" && env -u RF_CLI PATH="$path" RF_CLONE="$T/clone" HOME="$T/h
 fi
 n=$(grep -c '^+ ' "$T/err")
 [ "$n" -ge 20 ] || fail "only $n README commands ran"
+py=$(grep -c '^+ python block' "$T/err" || true)
+[ "$py" -ge 3 ] || fail "only $py README Python blocks ran"
 grep -q 'records=200000 ' "$T/out" || fail "read --digest of the README's dataset: $(head -5 "$T/out")"
-echo "cli_readme: ok ($n commands run)"
+echo "cli_readme: ok ($n commands run, $py of them Python blocks)"

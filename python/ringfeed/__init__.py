@@ -16,16 +16,19 @@ build/ folder above it (source checkout), or on the system library path.
 ringfeed.torch has the PyTorch IterableDataset.
 """
 
-from ._lib import Error, LibraryNotFound, config_keys
+from ._lib import ConfigError, Error, ForkedChildError, LibraryNotFound, LoaderClosed, config_keys
 from ._loader import STATE_VERSION, Batch, Field, Loader
 from ._writer import write_manifest, write_shard
 
 __all__ = [
     "Batch",
+    "ConfigError",
     "Field",
     "Error",
+    "ForkedChildError",
     "LibraryNotFound",
     "Loader",
+    "LoaderClosed",
     "STATE_VERSION",
     "config_keys",
     "library_path",

@@ -25,17 +25,20 @@ RF_ERROR_MSG_BYTES = 512
 ENV_VAR = "RINGFEED_LIBRARY"
 
 
-class Error(Exception):
+class Error(OSError):
     """An error reported by the ringfeed engine (or by this binding).
 
-    `code` is the engine's negative errno value (e.g. -errno.EBADMSG for a
-    corrupt shard), `message` its text, which names the shard, block, offset
-    or URL concerned."""
+    An OSError: `errno` is the positive errno value (errno.EBADMSG for a
+    corrupt shard), `code` the engine's negative one, `message` its text,
+    which names the shard, block, offset or URL concerned. Bad options are
+    ConfigError (also a ValueError); using a closed loader is LoaderClosed
+    (also a ValueError, as reading a closed file is); a forked child using
+    its parent's loader is ForkedChildError."""
 
     def __init__(self, code, message):
         self.code = int(code)
         self.message = str(message)
-        super().__init__(self.message)
+        super().__init__(-self.code, self.message)
 
     @property
     def errno_name(self):
@@ -43,6 +46,72 @@ class Error(Exception):
 
     def __str__(self):
         return f"{self.message} [{self.errno_name}]"
+
+    def __reduce__(self):  # crosses process boundaries (DataLoader workers) whole
+        return (_rebuild, (type(self).__name__, self.code, self.message))
+
+
+class ConfigError(Error, ValueError):
+    """A bad option name or value (the message names it, and for a misspelt
+    name suggests the nearest one)."""
+
+
+class LoaderClosed(Error, ValueError):
+    """The loader was closed (perhaps by another thread while this one
+    iterated): no batch comes from it any more."""
+
+    def __init__(self, code=-errno.ECANCELED, message="the loader is closed"):
+        super().__init__(code, message)
+
+
+class ForkedChildError(Error):
+    """A loader used in a process other than the one that opened it (a
+    forked child: its engine threads stayed in the parent)."""
+
+    def __init__(self, pid, message=None):
+        if isinstance(pid, int) and message is None and pid > 0:
+            message = (
+                f"this loader was opened in process {pid}; a forked child must open its own "
+                "(open loaders after the fork, e.g. in a DataLoader worker's iteration)"
+            )
+            pid = -errno.ECHILD
+        super().__init__(pid, message)
+
+
+def _rebuild(name, code, message):
+    cls = {c.__name__: c for c in (Error, ConfigError, LoaderClosed, ForkedChildError)}.get(
+        name, Error
+    )
+    return _make(cls, code, message)
+
+
+def _make(cls, code, message):
+    e = OSError.__new__(cls)
+    Error.__init__(e, code, message)
+    return e
+
+
+# The engine's messages name its C calls; from Python the user calls these.
+_PYTHON_NAMES = (
+    ("rf_config_keys()", "ringfeed.config_keys()"),
+    ("only rf_release can free", "only Batch.release() (or dropping the batch and its arrays) can free"),
+)
+
+
+def pythonic(message):
+    for c_name, py_name in _PYTHON_NAMES:
+        message = message.replace(c_name, py_name)
+    return message
+
+
+def error(code, message):
+    """The Error subclass for an engine failure code (and message)."""
+    message = pythonic(message)
+    if code == -errno.ECHILD:
+        return _make(ForkedChildError, code, message)
+    if code == -errno.ECANCELED and "closed" in message:
+        return _make(LoaderClosed, code, message)
+    return Error(code, message)
 
 
 class LibraryNotFound(Error, OSError):
@@ -62,6 +131,9 @@ class LibraryNotFound(Error, OSError):
 
     def __str__(self):
         return self.message
+
+    def __reduce__(self):
+        return (LibraryNotFound, (self.tried,))
 
 
 class rf_error(ctypes.Structure):
@@ -213,9 +285,33 @@ def lib():
 def check(rc, err):
     """Raises Error for a negative rc, with the message in rf_error err."""
     if rc < 0:
-        msg = err.text() or os.strerror(-rc)
-        raise Error(rc, msg)
+        raise error(rc, err.text() or os.strerror(-rc))
     return rc
+
+
+def config_error(rc, text, key):
+    """ConfigError for option `key`: the engine's text, naming Python's
+    ringfeed.config_keys() instead of the C call, and for an unknown name the
+    nearest known ones (difflib)."""
+    text = pythonic(text or os.strerror(-rc))
+    if "unknown option" in text:
+        import difflib
+
+        near = difflib.get_close_matches(key, list(config_keys()), n=3, cutoff=0.6)
+        if near:
+            text += "; did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return _make(ConfigError, rc, text)
+
+
+def config_error_of(text, value, choices):
+    """ConfigError for a binding-level option: text, and the nearest of
+    choices to value (difflib)."""
+    import difflib
+
+    near = difflib.get_close_matches(value, choices, n=2, cutoff=0.5)
+    if near:
+        text += "; did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return _make(ConfigError, -errno.EINVAL, text)
 
 
 def config_keys():

@@ -11,6 +11,8 @@ memory is never freed under a live array and rf_close never runs while a
 batch is out. See Batch for the release contract.
 """
 
+from __future__ import annotations
+
 import ctypes
 import errno
 import io
@@ -18,6 +20,7 @@ import json
 import os
 import threading
 import weakref
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -29,7 +32,15 @@ _NEXT_SLICE_MS = 100  # rf_next waits in slices so Ctrl-C and close() get throug
 
 
 class _Handle:
-    """One rf_loader *, closed when asked to and no batch is out any more."""
+    """One rf_loader *, closed when asked to once no batch is out and no
+    rf_next call is in progress (another thread may close while one iterates).
+
+    Every C call goes through here under `lock`, except rf_next's wait (which
+    must not hold it): `calls` counts the rf_next calls in progress, and
+    rf_close runs only when it is 0, so no call ever starts on, or returns
+    into, a closed engine. A forked child (another pid) never touches the
+    parent's engine, not even this lock (a parent's thread may have held it
+    at the fork): it gets ForkedChildError."""
 
     def __init__(self, ptr):
         self.lib = _lib.lib()
@@ -39,47 +50,92 @@ class _Handle:
         self.pid = os.getpid()  # a forked child must not touch the parent's engine
         self.out = weakref.WeakValueDictionary()  # id -> Batch taken, not yet returned
         self.out_count = 0
+        self.calls = 0  # rf_next calls in progress (lock)
         self.close_wanted = False
+
+    def check_process(self):
+        if os.getpid() != self.pid:
+            raise _lib.ForkedChildError(self.pid)
+
+    def call(self, fn, *args):
+        """fn(ptr, *args) under the lock, on a live engine of this process."""
+        self.check_process()
+        with self.lock:
+            if self.ptr is None or self.close_wanted:
+                raise _lib.LoaderClosed()
+            return fn(self.ptr, *args)
 
     def give_back(self, batch):
         """rf_release for batch, once (under the lock: views may die in any thread)."""
+        if os.getpid() != self.pid:
+            batch._ptr = None
+            return
         with self.lock:
             ptr, batch._ptr = batch._ptr, None
-            if ptr is None or self.ptr is None or os.getpid() != self.pid:
+            if ptr is None or self.ptr is None:
                 return
             self.lib.rf_release(self.ptr, ptr)
             self.out_count -= 1
-            if self.close_wanted and self.out_count == 0:
-                self._close_locked()
+            self._close_if_done()
 
     def take(self, timeout_ms):
-        """rf_next: a Batch, None on timeout, RF_END at the end; raises on error."""
+        """rf_next: a Batch, None on timeout, RF_END at the end; raises on error
+        (LoaderClosed once close was asked for, even by another thread)."""
+        self.check_process()
+        with self.lock:
+            if self.ptr is None or self.close_wanted:
+                raise _lib.LoaderClosed()
+            self.calls += 1
+            ptr = self.ptr
         out = ctypes.POINTER(_lib.rf_batch)()
-        rc = self.lib.rf_next(self.ptr, ctypes.byref(out), timeout_ms)
+        rc = None
+        try:
+            rc = self.lib.rf_next(ptr, ctypes.byref(out), timeout_ms)
+        finally:
+            with self.lock:
+                self.calls -= 1
+                if self.close_wanted:  # closed meanwhile: the batch goes back
+                    if rc == 0 and out:
+                        self.lib.rf_release(ptr, out)
+                    self._close_if_done()
+                    rc = "closed"
+                elif rc == 0:
+                    batch = Batch(self, out)  # reads the batch while the engine lives
+                    self.out_count += 1
+                    self.out[id(batch)] = batch
+                elif rc is not None and rc < 0 and rc != -errno.ETIMEDOUT:
+                    msg = self.lib.rf_last_error(ptr)  # before anyone may close
+                    msg = msg.decode("utf-8", "replace") if msg else os.strerror(-rc)
+        if rc == "closed":
+            raise _lib.LoaderClosed()
+        if rc == 0:
+            return batch
         if rc == -errno.ETIMEDOUT:
             return None
         if rc == _lib.RF_END:
             return _lib.RF_END
-        if rc < 0:
-            msg = self.lib.rf_last_error(self.ptr)
-            raise Error(rc, msg.decode("utf-8", "replace") if msg else os.strerror(-rc))
-        batch = Batch(self, out)
-        with self.lock:
-            self.out_count += 1
-            self.out[id(batch)] = batch
-        return batch
+        raise _lib.error(rc, msg)
 
     def request_close(self):
-        """Returns every batch nobody can still read; rf_close once none is out."""
+        """Returns every batch nobody can still read; rf_close once none is out
+        and no rf_next is in progress (that call returns LoaderClosed)."""
+        if os.getpid() != self.pid:  # the parent's engine is the parent's to close
+            self.ptr = None
+            return
         for b in list(self.out.values()):
             b.release()
         with self.lock:
             self.close_wanted = True
-            if self.out_count == 0:
-                self._close_locked()
+            self._close_if_done()
 
-    def _close_locked(self):
-        if self.ptr is not None and os.getpid() == self.pid:
+    def _close_if_done(self):
+        if (
+            self.close_wanted
+            and self.calls == 0
+            and self.out_count == 0
+            and self.ptr is not None
+            and os.getpid() == self.pid
+        ):
             self.lib.rf_close(self.ptr)
             self.ptr = None
 
@@ -255,7 +311,7 @@ class Batch:
         self._key_offsets = b.key_offsets if b.fields else None
 
     # -- release -------------------------------------------------------
-    def release(self):
+    def release(self) -> None:
         """Ends access to the batch and returns its memory (now, or when the
         last array taken from it is freed). Idempotent."""
         with self._handle.lock:
@@ -291,15 +347,20 @@ class Batch:
             raise Error(-errno.EINVAL, f"batch {self.epoch}:{self.index} was released")
 
     def _array(self, addr, count, typestr, writable=False):
-        self._check()
-        if count == 0 or not addr:
-            return np.empty(0, dtype=np.dtype(typestr))
-        return np.asarray(_View(self, addr, (count,), typestr, writable))
+        # The check and the view's count under one lock: a release() from
+        # another thread (close() returning the batches) comes before both or
+        # after both, never between (which would view returned memory).
+        with self._handle.lock:
+            self._check()
+            if count == 0 or not addr:
+                return np.empty(0, dtype=np.dtype(typestr))
+            view = _View(self, addr, (count,), typestr, writable)
+        return np.asarray(view)
 
-    def payload_array(self, writable=False):
+    def payload_array(self, writable: bool = False) -> np.ndarray:
         return self._array(self._payload, self.payload_bytes, "|u1", writable)
 
-    def offsets_array(self, writable=False):
+    def offsets_array(self, writable: bool = False) -> np.ndarray:
         if self._offsets:
             return self._array(self._offsets, self.records + 1, "<i8", writable)
         self._check()
@@ -307,7 +368,7 @@ class Batch:
             return np.arange(self.records + 1, dtype=np.int64) * self.row_bytes
         raise Error(-errno.EINVAL, "engine gave a ragged batch without offsets")
 
-    def lengths_array(self, writable=False):
+    def lengths_array(self, writable: bool = False) -> np.ndarray:
         if self._lengths:
             return self._array(self._lengths, self.records, "<u4", writable)
         return np.diff(self.offsets_array()).astype(np.uint32)  # copy: engine had none
@@ -335,7 +396,7 @@ class Batch:
             raise Error(-errno.EINVAL, "rows: the batch is ragged (set pad_to for rows)")
         return self.payload[: self.records * self.row_bytes].reshape(self.records, self.row_bytes)
 
-    def tokens(self, dtype=None, writable=False):
+    def tokens(self, dtype=None, writable: bool = False) -> np.ndarray:
         """A batch of token windows (seq_len=L) as a [records, L + 1] array
         of the token type (a view, no copy). dtype defaults to the loader's
         token_out, else its token_dtype; a Megatron or llm.c file's own type
@@ -453,7 +514,12 @@ class Loader:
     single stream: iterating after the end yields nothing. See Batch for when
     batch memory goes back to the budget."""
 
-    def __init__(self, urls, resume=None, **options):
+    def __init__(
+        self,
+        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        resume: dict | bytes | None = None,
+        **options: int | float | str | bool | os.PathLike | None,
+    ) -> None:
         self._urls = _urls(urls)
         self._options = {}
         for k, v in options.items():
@@ -475,7 +541,9 @@ class Loader:
         err = _lib.rf_error()
         try:
             for k, v in self._options.items():
-                _lib.check(lib.rf_config_set(cfg, k.encode(), v.encode(), err), err)
+                rc = lib.rf_config_set(cfg, k.encode(), v.encode(), err)
+                if rc < 0:
+                    raise _lib.config_error(rc, err.text(), k)
             for u in self._urls:
                 _lib.check(lib.rf_config_add_url(cfg, os.fsencode(u), err), err)
             if state is not None:
@@ -494,19 +562,19 @@ class Loader:
         finally:
             lib.rf_config_free(cfg)
         if not ptr:
-            raise Error(err.code or -errno.EIO, err.text() or "rf_open failed")
+            raise _lib.error(err.code or -errno.EIO, err.text() or "rf_open failed")
         self._handle = _Handle(ptr)
         self._ended = False
 
-    def close(self):
+    def close(self) -> None:
         """Stops the engine. Batches nobody reads any more are returned at
         once; rf_close runs when the last array from the last batch is gone."""
-        if self._handle is not None:
+        h, self._handle = self._handle, None
+        if h is not None:
             try:
-                self._last_state = self._save()
+                self._last_state = self._save_of(h)
             except Error:
                 pass
-            h, self._handle = self._handle, None
             h.request_close()
         self._closed = True
 
@@ -537,21 +605,23 @@ class Loader:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         b = self._take(-1)
         if b is None:  # cannot happen with an unbounded wait
             raise Error(-errno.ETIMEDOUT, "rf_next timed out")
         return b
 
-    def next(self, timeout_ms=-1):
+    def next(self, timeout_ms: int = -1) -> Batch | None:
         """Like next(loader), with a bound: None when no batch came within
         timeout_ms (-1 waits forever); StopIteration at the end."""
         return self._take(int(timeout_ms))
 
     def _take(self, timeout_ms):
         h = self._handle
-        if h is None or self._ended:
+        if self._ended:
             raise StopIteration
+        if h is None:
+            raise _lib.LoaderClosed()
         # Wait in slices so Ctrl-C is seen (ctypes drops the GIL inside rf_next).
         while True:
             step = _NEXT_SLICE_MS if timeout_ms < 0 else min(timeout_ms, _NEXT_SLICE_MS)
@@ -568,7 +638,7 @@ class Loader:
         got._token_dtype = self._token_dtype
         return got
 
-    def records(self):
+    def records(self) -> Iterator[bytes]:
         """Yields every record as bytes (copies), releasing each batch."""
         for b in self:
             with b:
@@ -577,18 +647,25 @@ class Loader:
 
     # -- state and stats -----------------------------------------------
     def _save(self):
-        h = self._handle
-        n = ctypes.c_size_t(0)
-        rc = h.lib.rf_state_save(h.ptr, None, ctypes.byref(n))
-        if rc < 0:
-            raise Error(rc, (h.lib.rf_last_error(h.ptr) or b"rf_state_save").decode())
-        buf = ctypes.create_string_buffer(max(n.value, 1))
-        rc = h.lib.rf_state_save(h.ptr, buf, ctypes.byref(n))
-        if rc < 0:
-            raise Error(rc, (h.lib.rf_last_error(h.ptr) or b"rf_state_save").decode())
-        return buf.raw[: n.value]
+        if self._handle is None:
+            raise _lib.LoaderClosed()
+        return self._save_of(self._handle)
 
-    def state_dict(self):
+    @staticmethod
+    def _save_of(h):
+        def save(ptr):
+            n = ctypes.c_size_t(0)
+            rc = h.lib.rf_state_save(ptr, None, ctypes.byref(n))
+            buf = ctypes.create_string_buffer(max(n.value, 1)) if rc >= 0 else None
+            if rc >= 0:
+                rc = h.lib.rf_state_save(ptr, buf, ctypes.byref(n))
+            if rc < 0:
+                raise _lib.error(rc, (h.lib.rf_last_error(ptr) or b"rf_state_save").decode())
+            return buf.raw[: n.value]
+
+        return h.call(save)
+
+    def state_dict(self) -> dict:
         """The consumer's position (after every batch taken so far) as
         {"version": 1, "state": bytes}; opaque, for load_state_dict or
         Loader(resume=...)."""
@@ -613,7 +690,7 @@ class Loader:
             )
         return bytes(sd["state"])
 
-    def load_state_dict(self, sd):
+    def load_state_dict(self, sd: dict | bytes) -> None:
         """Repositions the stream at a saved state: closes the engine (see
         close()) and reopens it resuming there. The engine refuses a state
         saved under another dataset or configuration (ringfeed.Error)."""
@@ -624,18 +701,23 @@ class Loader:
         self._closed = False
         self._open(state)
 
-    def stats(self):
+    def stats(self) -> dict:
         """The engine's figures (rf_stats_json) as a dict."""
         h = self._handle
         if h is None:
-            raise Error(-errno.EINVAL, "stats: the loader is closed")
-        cap = 64 << 10
-        while cap <= 16 << 20:
-            buf = ctypes.create_string_buffer(cap)
-            rc = h.lib.rf_stats_json(h.ptr, buf, cap)
-            if rc >= 0:
-                return json.loads(buf.raw[:rc].decode("utf-8"))
-            if rc != -errno.ENOSPC:
-                raise Error(rc, "rf_stats_json failed")
-            cap *= 4
-        raise Error(-errno.ENOSPC, "rf_stats_json: more than 16 MiB")
+            raise _lib.LoaderClosed()
+
+        def stats_json(ptr):
+            cap = 64 << 10
+            while cap <= 16 << 20:
+                buf = ctypes.create_string_buffer(cap)
+                rc = h.lib.rf_stats_json(ptr, buf, cap)
+                if rc >= 0:
+                    return buf.raw[:rc]
+                if rc != -errno.ENOSPC:
+                    msg = h.lib.rf_last_error(ptr) if rc == -errno.ECHILD else None
+                    raise _lib.error(rc, msg.decode() if msg else "rf_stats_json failed")
+                cap *= 4
+            raise _lib.error(-errno.ENOSPC, "rf_stats_json: more than 16 MiB")
+
+        return json.loads(h.call(stats_json).decode("utf-8"))

@@ -2,7 +2,7 @@
 
     from ringfeed.torch import RingfeedDataset
     ds = RingfeedDataset("data/manifest.rfm", batch=256, budget="1GiB", seed=7)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)  # or 0
     for step, b in enumerate(dl):
         payload, offsets = b["payload"], b["offsets"]   # uint8 [bytes], int64 [n+1]
         ...
@@ -10,19 +10,26 @@
             torch.save({"data": ds.state_dict(), ...}, "ckpt.pt")
     # later: ds.load_state_dict(ckpt["data"]) before iterating resumes exactly.
 
-The engine reads, decodes and collates in its own threads, so use
-num_workers=0 (worker processes would each read the whole stream; this
-dataset refuses to run inside one) and batch_size=None (batches come
-collated: the default batch_size=1 would add a dimension and fail on ragged
-batches, so it is refused with a TypeError).
+Use batch_size=None (batches come collated: the default batch_size=1 would
+add a dimension and fail on ragged batches, so it is refused with a
+TypeError). num_workers=0 runs one engine in the main process (it reads and
+decodes in its own threads). num_workers=N runs one engine in each worker
+process, as virtual rank rank*N + worker of world*N: workers read disjoint,
+equal slices, and the DataLoader's round-robin over them gives one
+deterministic order for a given (world, N). Each worker opens its engine
+after the fork, in its own process (a loader never crosses a fork).
 
 Under torch.distributed every rank yields the same number of batches per
 epoch (len(ds), known before the first batch), so collective steps never
 wait at an epoch's end; tail="drop" (default) leaves out the records that do
 not divide evenly among the ranks, tail="pad" repeats records from the
 epoch's start instead, drop_last=True drops each rank's last partial batch.
-A state_dict() saved by any rank resumes the whole job, on the same or
-another number of ranks (and batch size). skip_blocks=N (skip_records=M)
+Rank and world are resolved when iteration starts (and by len()):
+explicit arguments, else torch.distributed's when it is initialised, else
+torchrun's RANK / WORLD_SIZE, else 0 of 1; a dataset built before
+init_process_group reads its rank's slice. A state_dict() saved by any rank
+resumes the whole job, on the same or another number of ranks (and batch
+size, and number of DataLoader workers). skip_blocks=N (skip_records=M)
 leaves out up to N undeliverable blocks an epoch instead of stopping (each
 skip in stats()["skips"]); batches keep their positions, so ranks keep equal
 counts.
@@ -37,22 +44,137 @@ to keep longer. Tensors are writable: the engine does not read a batch after
 delivering it.
 """
 
+from __future__ import annotations
+
+import os
+import pickle
 import sys
+import tempfile
+import weakref
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils.data
 
+from . import _lib, _state
+from ._lib import Error
 from ._loader import Loader
+
+IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "ppm", "bmp", "gif", "tif", "tiff")
+DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8")
+
+
+class SampleError(Error, ValueError):
+    """A sample's decode or transform raised: the message names the sample
+    (its key, its record in the batch, the batch and epoch). Built from one
+    message so that it crosses from a DataLoader worker whole."""
+
+    def __init__(self, message, code=-22):  # -EINVAL
+        super().__init__(code, message)
+
+
+def _decode_image(data, mode):
+    from PIL import Image  # python3-pil, imported only when asked for
+    import io
+
+    import numpy as np
+
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    if mode == "pil":
+        return img
+    gray = mode in ("l8", "torchl8")
+    arr = np.asarray(img.convert("L" if gray else "RGB"))
+    if not mode.startswith("torch"):
+        return arr if mode != "rgb" else arr.astype("float32") / 255.0
+    t = torch.from_numpy(arr.copy())
+    t = t.unsqueeze(0) if gray else t.permute(2, 0, 1)
+    return t.float().div_(255.0) if mode == "torchrgb" else t
+
+
+def decode_sample(sample: dict, mode: str) -> dict:
+    """WebDataset's decoders by field name (the part after the last dot):
+    images (jpg, jpeg, png, webp, ...) by `mode` ("pil": a PIL image;
+    "rgb8": HxWx3 uint8 array; "rgb": HxWx3 float32 in [0, 1]; "torchrgb8":
+    3xHxW uint8 tensor; "torchrgb": 3xHxW float tensor; "l8" / "torchl8":
+    grayscale), cls / cls2 / index an int, txt / text a str, json the
+    object, npy the array; other fields stay bytes."""
+    out = {}
+    for name, v in sample.items():
+        ext = name.rsplit(".", 1)[-1].lower()
+        if name.startswith("__") or not isinstance(v, (bytes, bytearray)):
+            out[name] = v
+        elif ext in IMAGE_EXTS:
+            out[name] = _decode_image(v, mode)
+        elif ext in ("cls", "cls2", "index"):
+            out[name] = int(v.decode().strip())
+        elif ext in ("txt", "text"):
+            out[name] = v.decode("utf-8")
+        elif ext == "json":
+            import json
+
+            out[name] = json.loads(v)
+        elif ext == "npy":
+            import io
+
+            import numpy as np
+
+            out[name] = np.load(io.BytesIO(v), allow_pickle=False)
+        else:
+            out[name] = v
+    return out
 
 RAGGED_KEYS = ("payload", "offsets")
 PADDED_KEYS = ("rows", "lengths")
 
 
 def _dist_rank_world():
+    """torch.distributed's rank and world when initialised, else torchrun's
+    RANK / WORLD_SIZE environment, else (None, None)."""
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
+    env = os.environ
+    if env.get("RANK", "").isdigit() and env.get("WORLD_SIZE", "").isdigit():
+        return int(env["RANK"]), int(env["WORLD_SIZE"])
     return None, None
+
+
+def _host_defaults(opts, workers):
+    """The engines of one host share it: threads defaults to the CPUs this
+    process may use divided by the host's local loaders (LOCAL_WORLD_SIZE
+    ranks x DataLoader workers), and a host_budget counts that many loaders.
+    Explicit options win."""
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    loaders = (int(local) if local.isdigit() and int(local) > 0 else 1) * max(1, workers)
+    if opts.get("threads") is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        opts["threads"] = max(1, cpus // loaders)
+    if opts.get("host_budget") not in (None, 0, "0") and opts.get("host_loaders") is None:
+        opts["host_loaders"] = loaders
+    return opts
+
+
+def _batches(records, batch, drop_last):
+    return records // batch if drop_last else -(-records // batch)
+
+
+def _round_robin(counts, k):
+    """How many of the first k items came from each worker, when the
+    DataLoader takes one from each worker in turn, skipping a worker once
+    it has none left."""
+    got = [0] * len(counts)
+    while k > 0 and any(g < c for g, c in zip(got, counts)):
+        for i, c in enumerate(counts):
+            if k == 0:
+                break
+            if got[i] < c:
+                got[i] += 1
+                k -= 1
+    return got
 
 
 class RingfeedDataset(torch.utils.data.IterableDataset):
@@ -65,21 +187,60 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     Token windows (seq_len=L, token_out="int64"): one [B, L + 1] tensor
     (inputs x = t[:, :-1], targets y = t[:, 1:]).
 
-    rank / world default to torch.distributed's when it is initialised
-    (explicit arguments win). Other keywords are engine options (see
-    ringfeed.Loader). Each iteration opens a loader for `epoch` (set_epoch()
+    rank / world are resolved when iteration starts: explicit arguments,
+    else torch.distributed's when it is initialised, else torchrun's
+    RANK / WORLD_SIZE. Other keywords are engine options (see
+    ringfeed.Loader); transform=, batch_transform= (or collate_fn=), decode=
+    and on_error= are per-sample work, done in the DataLoader's workers (see
+    docs/python.md). Each iteration opens a loader for `epoch` (set_epoch()
     changes it); with epochs=N one iteration spans N epochs.
 
-    state_dict() is the position after the last batch this dataset yielded;
-    load_state_dict() makes the next iteration resume exactly there. With
-    DataLoader(num_workers=0, pin_memory=False) that is the last batch your
-    loop received."""
+    With DataLoader(num_workers=N), each worker opens its own engine as
+    virtual rank rank*N + worker of world*N.
 
-    def __init__(self, urls, rank=None, world=None, as_tuple=False, tail=None, **options):
+    state_dict() is the position after the last batch the training loop
+    received (with num_workers=0 and pin_memory=False, the last one this
+    dataset yielded; with workers, counted in the main process, whatever the
+    workers prefetched); load_state_dict() makes the next iteration resume
+    exactly there (on the same world and workers; each remaining record
+    once on others)."""
+
+    def __init__(
+        self,
+        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        rank: int | None = None,
+        world: int | None = None,
+        as_tuple: bool = False,
+        tail: str | None = None,
+        *,
+        transform: Callable[[dict], Any] | None = None,
+        batch_transform: Callable[[list], Any] | None = None,
+        collate_fn: Callable[[list], Any] | None = None,
+        decode: str | None = None,
+        on_error: str = "raise",
+        **options: int | float | str | bool | os.PathLike | None,
+    ) -> None:
         super().__init__()
-        drank, dworld = _dist_rank_world()
-        self.rank = rank if rank is not None else drank
-        self.world = world if world is not None else dworld
+        if decode not in DECODERS:
+            raise _lib.config_error_of(
+                f"decode={decode!r}: one of {', '.join(repr(d) for d in DECODERS)}",
+                str(decode), [str(d) for d in DECODERS if d])
+        if on_error not in ("raise", "skip"):
+            raise _lib.config_error_of(f"on_error={on_error!r}: 'raise' or 'skip'",
+                                       str(on_error), ["raise", "skip"])
+        for name, fn in (("transform", transform), ("batch_transform", batch_transform),
+                         ("collate_fn", collate_fn)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name}= must be callable, not {type(fn).__name__}")
+        if batch_transform is not None and collate_fn is not None:
+            raise TypeError("give batch_transform= or collate_fn=, not both (the same hook)")
+        self.transform = transform
+        self.batch_transform = batch_transform or collate_fn
+        self.decode = decode
+        self.on_error = on_error
+        self._skipped = 0
+        self._rank_arg = rank
+        self._world_arg = world
         self.urls = urls
         self.options = dict(options)
         if tail is not None:
@@ -90,30 +251,118 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._loader = None
         self._resume = None
         self._len = None
+        self._bound = None  # the DataLoader built over this dataset (weak; main process)
+        self._iter = None  # main process: the DataLoader iteration with workers under way
+        self._spec_path = None  # what each worker iteration runs (written by the main process)
+        self._identity = None  # (options key, engine state of rank 0 of 1): the dataset's
+        self._opened = None  # (epoch, resume) of the main process's last open
+
+    # -- rank, world, workers --------------------------------------------
+    @property
+    def rank(self):
+        """This process's rank: the explicit one, else torch.distributed's,
+        else torchrun's RANK, else None (0). Resolved when asked."""
+        return self._rank_arg if self._rank_arg is not None else _dist_rank_world()[0]
+
+    @property
+    def world(self):
+        return self._world_arg if self._world_arg is not None else _dist_rank_world()[1]
+
+    def _rank_world(self):
+        r, w = self.rank, self.world
+        return (r or 0), (w or 1)
 
     def _options_now(self):
         opts = dict(self.options)
-        if self.rank is not None:
-            opts["rank"] = self.rank
-        if self.world is not None:
-            opts["world"] = self.world
+        rank, world = self.rank, self.world
+        if rank is not None:
+            opts["rank"] = rank
+        if world is not None:
+            opts["world"] = world
         return opts
 
-    def __len__(self):
-        """Batches this rank yields in one iteration (every rank the same):
-        the engine's count, known at open from the shard indexes. With
-        epochs=N, all N epochs; endless (epochs=0) has no length."""
+    def _workers(self):
+        """The number of DataLoader workers reading this dataset: inside a
+        worker, its DataLoader's; in the main process, that of the last
+        DataLoader built over it (0: none, or num_workers=0)."""
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            return info.num_workers
+        dl = self._bound() if self._bound is not None else None
+        return int(getattr(dl, "num_workers", 0) or 0)
+
+    def __getstate__(self):  # spawned workers: no engine, no weak reference
+        d = dict(self.__dict__)
+        d["_loader"] = d["_bound"] = d["_iter"] = None
+        return d
+
+    # -- length ------------------------------------------------------------
+    def _probe_count(self, resume, **over):
+        """Batches an engine opened with these options yields in one
+        iteration (from the shard indexes; nothing is read): the first
+        epoch's count less the batches a same-world resume already took,
+        plus the later epochs'."""
         opts = self._options_now()
+        opts.update(over)
+        first = int(opts.get("epoch", 0))
         epochs = int(opts.get("epochs", 1))
-        if epochs == 0:
+        with Loader(self.urls, resume=resume, **opts) as probe:
+            st = probe.stats()
+            done = _state.State.decode(probe._save()).batch
+        left_epochs = first + epochs - st["epoch"]
+        if left_epochs <= 0:
+            return 0
+        n = max(0, st["epoch_batches"] - done)
+        return n + (left_epochs - 1) * st["epoch_batches_later"]
+
+    def __len__(self) -> int:
+        """Batches this rank yields in one iteration (every rank the same):
+        the engine's count, known at open from the shard indexes, after a
+        resume the batches left. With epochs=N, all N epochs; endless
+        (epochs=0) has no length. With DataLoader workers, all workers'
+        batches (the DataLoader built over the dataset says how many)."""
+        opts = self._options_now()
+        if int(opts.get("epochs", 1)) == 0:
             raise TypeError("RingfeedDataset with epochs=0 is endless: it has no len()")
-        key = (repr(sorted(opts.items())), repr(self._resume))
+        n_workers = self._workers()
+        # While an iteration of this epoch is under way (or just ended), its
+        # length: the resume it started from, not the epoch's start.
+        epoch = int(self.options.get("epoch", 0))
+        resume, it = self._resume, self._iter
+        if resume is None and self._opened is not None and self._opened[0] == epoch:
+            resume = self._opened[1]
+        if n_workers and resume is None and it is not None and it["spec"]["epoch"] == epoch \
+                and it["spec"]["workers"] == n_workers:
+            spec = it["spec"]
+        else:
+            spec = None
+        key = (repr(sorted(opts.items())), repr(resume), n_workers, repr(spec))
         if self._len is None or self._len[0] != key:
-            with Loader(self.urls, resume=self._resume, **opts) as probe:
-                st = probe.stats()
-            n = st["epoch_batches"] + (epochs - 1) * st["epoch_batches_later"]
+            if n_workers == 0:
+                resume, over = self._main_resume(resume)
+                n = 0 if resume is False else self._probe_count(resume, **over)
+            else:
+                if spec is None:
+                    saved, self._resume = self._resume, resume
+                    try:
+                        spec = self._plan(n_workers)
+                    finally:
+                        self._resume = saved
+                n = self._workers_len(spec)
             self._len = (key, n)
         return self._len[1]
+
+    def _workers_len(self, spec):
+        n, big = spec["workers"], spec["world"] * spec["workers"]
+        if spec["slot_states"] is not None:
+            batch = int(self.options.get("batch", 0) or 0)
+            drop = bool(self.options.get("drop_last"))
+            return sum(
+                _batches(_state.seq_length(seg), batch, drop) for seg in spec["slot_segs"]
+            )
+        return n * self._probe_count(
+            spec["common"], rank=spec["rank"] * n, world=big, epoch=spec["epoch"]
+        )
 
     @staticmethod
     def _check_not_auto_batched():
@@ -137,21 +386,201 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 )
             f = f.f_back
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch of the next iteration (workers too, persistent ones
+        included: they read it when the iteration starts). A pending resume
+        of an earlier epoch is dropped."""
         self.options["epoch"] = int(epoch)
+        if self._resume is not None and self._resume_epoch(self._resume) < int(epoch):
+            self._resume = None
+
+    @staticmethod
+    def _resume_epoch(sd):
+        if "workers" in sd:
+            return int(sd["workers"]["epoch"])
+        return _state.State.decode(Loader._decode_state(sd)).epoch
+
+    # -- the plan of one iteration -----------------------------------------
+    def _identity_state(self):
+        """The engine state of rank 0 of 1 at the epoch's start: the dataset's
+        identity (hash, records, seed, shuffle, pad) for the states this
+        binding writes. Opens the shard indexes once per option set."""
+        opts = {k: v for k, v in self.options.items() if k not in ("epoch", "epochs")}
+        key = repr(sorted(opts.items()))
+        if self._identity is None or self._identity[0] != key:
+            with Loader(self.urls, rank=0, world=1, **opts) as probe:
+                self._identity = (key, probe._save())
+        return _state.State.decode(self._identity[1])
+
+    def _plan(self, n):
+        """What the n workers of this rank run in the next iteration: each
+        DataLoader worker i plays slot (i + rotate) % n, virtual rank
+        rank * n + slot of world * n. From a fresh epoch or an engine state
+        (`common`, for every virtual rank, the engine re-splits it), or from a
+        workers state: on the same world and workers, each slot its own
+        remaining records (`slot_states`, world-1 states), else all of them
+        re-split (`common`)."""
+        rank, world = self._rank_world()
+        spec = {"rank": rank, "world": world, "workers": n,
+                "epoch": int(self.options.get("epoch", 0)),
+                "epochs": int(self.options.get("epochs", 1)), "rotate": 0, "kind": "fresh",
+                "common": None, "slot_states": None, "slot_segs": None, "all_segs": None,
+                "stream_epoch": int(self.options.get("epoch", 0))}
+        sd = self._resume
+        if sd is None:
+            return spec
+        if "workers" not in sd:
+            spec.update(kind="native", common=dict(sd),
+                        stream_epoch=self._resume_epoch(sd))
+            return spec
+        w = sd["workers"]
+        ident = _state.State.decode(w["identity"])
+        spec["stream_epoch"] = int(w["epoch"])
+        if w["world"] == world and w["workers"] == n:
+            segs = [list(map(tuple, w["remaining"][rank * n + s])) for s in range(n)]
+            spec.update(
+                kind="slots", rotate=int(w["rotate"]), slot_segs=segs,
+                all_segs=[list(map(tuple, x)) for x in w["remaining"]],
+                slot_states=[_state.of_sequence(ident, int(w["epoch"]), x).encode()
+                             if x else None for x in segs])
+        else:
+            union = _state.seq_range([tuple(x) for v in w["remaining"] for x in v], 0,
+                                     sum(c for v in w["remaining"] for _, c in v))
+            spec.update(kind="union", all_segs=[union], common={
+                "version": 1,
+                "state": _state.of_sequence(ident, int(w["epoch"]), union).encode()})
+        return spec
+
+    def _read_spec(self, n):
+        """Inside a worker: the plan the main process wrote when this
+        iteration started (a persistent worker's copy of the dataset is
+        older), else one made here."""
+        path = self._spec_path
+        if path and os.path.exists(path):
+            with open(path, "rb") as f:
+                spec = pickle.load(f)
+            if spec["workers"] == n:
+                return spec
+        return self._plan(n)
+
+    def _on_iter_start(self, loader, it):
+        """Main process, a DataLoader iteration with workers begins (before
+        any worker starts on it): writes its plan for the workers, and starts
+        counting the batches the loop receives. The pending resume is used
+        up (as with num_workers=0)."""
+        n = int(loader.num_workers or 0)
+        if n == 0:
+            return
+        spec = self._plan(n)
+        if self._spec_path is None:
+            where = "/dev/shm" if os.path.isdir("/dev/shm") else None
+            fd, self._spec_path = tempfile.mkstemp(prefix="ringfeed-plan-", dir=where)
+            os.close(fd)
+            weakref.finalize(self, _unlink, self._spec_path, os.getpid())
+        tmp = self._spec_path + ".tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(spec, f)
+        os.replace(tmp, self._spec_path)
+        self._iter = {"spec": spec, "k": 0, "it": id(it)}
+        self._resume = None
+        self._opened = None
+        self._bound = weakref.ref(loader)
+
+    def _on_received(self, it):
+        if self._iter is not None and self._iter["it"] == id(it):
+            self._iter["k"] += 1
+
+    def _workers_state(self):
+        """The state after the batches the loop received in this iteration
+        (not what the workers produced): the round-robin says which worker
+        each came from, so each virtual rank's remaining records are known,
+        for every rank alike (ranks receive the same count)."""
+        it = self._iter
+        spec, k = it["spec"], it["k"]
+        n, world = spec["workers"], spec["world"]
+        big, rot = n * world, spec["rotate"]
+        if spec["epochs"] != 1:
+            raise ValueError(
+                "RingfeedDataset.state_dict() with DataLoader workers needs epochs=1 "
+                "(one epoch per iteration; set_epoch() between them)")
+        ident = self._identity_state()
+        if spec["kind"] == "slots":
+            seqs = spec["all_segs"]
+        elif spec["kind"] == "union":
+            seqs = _state.split(spec["all_segs"][0], big, ident.pad)
+        elif spec["kind"] == "native":
+            r = _state.State.decode(Loader._decode_state(spec["common"]))
+            if r.world == big and r.pad == ident.pad:
+                seqs = [_state.seq_range(x, r.record, _state.seq_length(x) - r.record)
+                        for x in _state.split(r.sequence(), big, ident.pad)]
+            else:
+                seqs = _state.split(_state.remaining(r), big, ident.pad)
+        else:
+            seqs = _state.split([(0, ident.dataset_records)], big, ident.pad)
+        batch = int(self.options.get("batch", 0) or 0)
+        if batch <= 0:
+            raise ValueError("RingfeedDataset with workers: set batch= (records per batch)")
+        drop = bool(self.options.get("drop_last"))
+        mine = spec["rank"] * n
+        counts = [_batches(_state.seq_length(seqs[mine + (i + rot) % n]), batch, drop)
+                  for i in range(n)]
+        got = _round_robin(counts, k)
+        rem = []
+        for v in range(big):
+            length = _state.seq_length(seqs[v])
+            took = min(got[(v % n - rot) % n] * batch, length)
+            rem.append(_state.seq_range(seqs[v], took, length - took))
+        return {"version": 1, "workers": {
+            "epoch": spec["stream_epoch"], "world": world, "workers": n,
+            "rotate": (rot + k) % n, "batch": batch, "identity": ident.encode(),
+            "remaining": rem}}
 
     def _open(self):
-        info = torch.utils.data.get_worker_info()
-        if info is not None:
-            raise RuntimeError(
-                "RingfeedDataset runs in the main process: use DataLoader(num_workers=0); "
-                "the engine reads and decodes in its own threads"
-            )
         if self._loader is not None:
             self._loader.close()
+        self._iter = None
         opts = self._options_now()
         resume, self._resume = self._resume, None
-        self._loader = Loader(self.urls, resume=resume, **opts)
+        self._opened = (int(self.options.get("epoch", 0)), resume)
+        resume, over = self._main_resume(resume)
+        if resume is False:
+            return None
+        opts.update(over)
+        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, 0))
+        return self._loader
+
+    def _main_resume(self, resume):
+        """(engine resume, option overrides) for the main process's engine:
+        a workers state is read as by one worker (slot 0 of 1); False when
+        nothing of it is left for this rank."""
+        if resume is None or "workers" not in resume:
+            return resume, {}
+        saved, self._resume = self._resume, resume
+        try:
+            spec = self._plan(1)
+        finally:
+            self._resume = saved
+        if spec["slot_states"] is None:
+            return spec["common"], {}
+        if spec["slot_states"][0] is None:
+            return False, {}
+        return {"version": 1, "state": spec["slot_states"][0]}, {"rank": 0, "world": 1}
+
+    def _open_worker(self, info):
+        n = info.num_workers
+        spec = self._read_spec(n)
+        slot = (info.id + spec["rotate"]) % n
+        opts = dict(self.options)
+        opts["epoch"] = spec["epoch"]
+        if spec["slot_states"] is not None:
+            if spec["slot_states"][slot] is None:
+                return None
+            opts.update(rank=0, world=1)
+            resume = {"version": 1, "state": spec["slot_states"][slot]}
+        else:
+            opts.update(rank=spec["rank"] * n + slot, world=spec["world"] * n)
+            resume = spec["common"]
+        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, n))
         return self._loader
 
     def _fields_item(self, batch):
@@ -168,9 +597,74 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         batch.release()
         return out
 
+    def _samples_item(self, batch):
+        """Per-sample work (decode=, transform=, then batch_transform= on
+        the list): each sample is a dict of its fields' bytes ("__key__" its
+        key; a single-field record is {"data": bytes}). A sample whose decode
+        or transform raises stops the stream with SampleError naming it, or
+        with on_error="skip" is left out and counted (its batch is one
+        sample shorter: every rank still yields the same number of
+        batches)."""
+        names = batch.field_names
+        keys = batch.keys if names else None
+        fields = [batch[n] for n in names]
+        if not names:
+            payload, offsets = batch.payload, batch.offsets
+        out = []
+        for i in range(batch.records):
+            if names:
+                sample = {"__key__": keys[i]}
+                for name, f in zip(names, fields):
+                    v = f.view(i)
+                    if v is not None:
+                        sample[name] = bytes(v)
+            else:
+                sample = {"data": payload[offsets[i]:offsets[i + 1]].tobytes()}
+            try:
+                if self.decode:
+                    sample = decode_sample(sample, self.decode)
+                if self.transform is not None:
+                    sample = self.transform(sample)
+            except Exception as e:
+                key = keys[i] if names else None
+                where = (f"sample {key!r} (record {i} of batch {batch.index}, "
+                         f"epoch {batch.epoch}, first record {batch.first_record})")
+                if self.on_error == "skip":
+                    self._skipped += 1
+                    self._note_skip()
+                    continue
+                raise SampleError(f"{where}: {type(e).__name__}: {e}") from e
+            out.append(sample)  # bytes copied out: the batch can go back below
+        batch.release()
+        return self.batch_transform(out) if self.batch_transform is not None else out
+
+    def _note_skip(self):
+        """Skips counted where the main process can add them up (a worker's
+        count lives in its own process)."""
+        info = torch.utils.data.get_worker_info()
+        if info is not None and self._spec_path:
+            with open(f"{self._spec_path}.skips{info.id}", "w") as f:
+                f.write(str(self._skipped))
+
+    @property
+    def samples_skipped(self):
+        """Samples left out by on_error="skip" (this process's, plus the
+        DataLoader workers' of the last worker iteration)."""
+        n = self._skipped
+        if self._spec_path and self._iter is not None:
+            for i in range(self._iter["spec"]["workers"]):
+                try:
+                    with open(f"{self._spec_path}.skips{i}") as f:
+                        n += int(f.read() or 0)
+                except (OSError, ValueError):
+                    pass
+        return n
+
     def _item(self, batch):
         """The batch's tensors; releases the batch, so from here on only the
         tensors keep its memory out of the budget."""
+        if self.decode or self.transform is not None or self.batch_transform is not None:
+            return self._samples_item(batch)
         if batch.field_names:
             return self._fields_item(batch)
         if self.options.get("seq_len"):
@@ -200,35 +694,118 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         self._check_not_auto_batched()
-        loader = self._open()
-        for batch in loader:
-            # No local keeps the item: while suspended here, the generator
-            # must not hold the consumer's previous batch.
-            yield self._item(batch)
+        info = torch.utils.data.get_worker_info()
+        loader = self._open() if info is None else self._open_worker(info)
+        if loader is None:  # nothing left of the resumed epoch for this slot
+            return
+        try:
+            for batch in loader:
+                # No local keeps the item: while suspended here, the generator
+                # must not hold the consumer's previous batch.
+                yield self._item(batch)
+        finally:
+            if info is not None:
+                loader.close()
 
-    def state_dict(self):
-        """{"version", "state"}: the position after the last batch yielded
-        (or the pending resume point when nothing was iterated since)."""
+    def state_dict(self) -> dict | None:
+        """{"version", ...}: the position after the last batch the training
+        loop received (or the pending resume point when nothing was iterated
+        since). With num_workers=0 the engine's state ({"version", "state"}).
+        With DataLoader workers, taken in the main process: a function of the
+        batches the loop received from the DataLoader's iterator, not of what
+        the workers produced or the DataLoader prefetched; it resumes
+        exactly on the same world and number of workers (the same stream),
+        and delivers each remaining record once on another world, batch
+        size or number of workers. Needs epochs=1 with workers."""
         if self._resume is not None:
             return dict(self._resume)
+        if self._iter is not None:
+            return self._workers_state()
         if self._loader is None:
             return None
         return self._loader.state_dict()
 
-    def load_state_dict(self, sd):
+    def load_state_dict(self, sd: dict | None) -> None:
         """Resume there on the next iteration (None: start afresh)."""
         if sd is not None:
-            Loader._decode_state(sd)  # check the version now, not at iteration
+            if isinstance(sd, dict) and "workers" in sd:
+                if sd.get("version") != 1:
+                    raise ValueError(f"ringfeed state: version {sd.get('version')!r}, "
+                                     "this binding reads 1")
+                _state.State.decode(sd["workers"]["identity"])
+            else:
+                Loader._decode_state(sd)  # check the version now, not at iteration
             sd = dict(sd)
         self._resume = sd
+        self._iter = None
+        self._opened = None
         if self._loader is not None:
             self._loader.close()
             self._loader = None
 
-    def stats(self):
+    def stats(self) -> dict | None:
+        """The engine's figures (this process's engine; None before one opened)."""
         return self._loader.stats() if self._loader is not None else None
 
-    def close(self):
+    def close(self) -> None:
+        """Closes this process's engine (iteration opens a new one)."""
         if self._loader is not None:
             self._loader.close()
             self._loader = None
+
+
+def _unlink(path, owner):
+    if os.getpid() != owner:  # a forked worker leaves the main process's file
+        return
+    import glob
+
+    for p in [path, path + ".tmp"] + glob.glob(glob.escape(path) + ".skips*"):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def _install_hooks():
+    """The main process learns when a DataLoader iteration with workers
+    starts (before its workers do) and counts the batches the loop receives:
+    three small wrappers around torch's DataLoader, active only for a
+    RingfeedDataset. Without them (another torch layout) workers still
+    work; state_dict() with workers is then refused."""
+    from torch.utils.data import dataloader as dl
+
+    multi = getattr(dl, "_MultiProcessingDataLoaderIter", None)
+    base = getattr(dl, "_BaseDataLoaderIter", None)
+    if multi is None or base is None or getattr(multi, "_ringfeed_hooked", False):
+        return
+    init, reset, nxt = multi.__init__, multi._reset, base.__next__
+    loader_init = dl.DataLoader.__init__
+
+    def multi_init(self, loader, *a, **k):
+        if isinstance(loader.dataset, RingfeedDataset):
+            loader.dataset._on_iter_start(loader, self)
+        init(self, loader, *a, **k)
+
+    def multi_reset(self, loader, first_iter=False):
+        if not first_iter and isinstance(loader.dataset, RingfeedDataset):
+            loader.dataset._on_iter_start(loader, self)
+        reset(self, loader, first_iter)
+
+    def base_next(self):
+        data = nxt(self)
+        ds = getattr(self, "_dataset", None)
+        if isinstance(ds, RingfeedDataset):
+            ds._on_received(self)
+        return data
+
+    def dataloader_init(self, dataset, *a, **k):
+        loader_init(self, dataset, *a, **k)
+        if isinstance(dataset, RingfeedDataset):
+            dataset._bound = weakref.ref(self)
+
+    multi.__init__, multi._reset, base.__next__ = multi_init, multi_reset, base_next
+    dl.DataLoader.__init__ = dataloader_init
+    multi._ringfeed_hooked = True
+
+
+_install_hooks()

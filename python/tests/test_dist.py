@@ -92,15 +92,19 @@ def test_elastic_resume_on_fewer_ranks(uneven):
     assert len(allrecs) >= 1001 - 2 - 1  # only the two tails (< world each) are left out
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_torch_distributed_two_epochs(uneven, tmp_path, world):
+@pytest.mark.parametrize("world,workers", [(2, 0), (3, 0), (2, 2)])
+def test_torch_distributed_two_epochs(uneven, tmp_path, world, workers):
+    """Also: the datasets are built before init_process_group, so each
+    rank must learn its rank when iteration starts (disjoint, equal
+    slices, not the whole dataset on every rank)."""
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available")
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", PYTHONPATH=str(HERE.parent))
     init = tmp_path / "init"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "dist_worker.py"), uneven, str(init), str(r), str(world)],
+            [sys.executable, str(HERE / "dist_worker.py"), uneven, str(init), str(r), str(world),
+             str(workers)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
         for r in range(world)
@@ -115,6 +119,10 @@ def test_torch_distributed_two_epochs(uneven, tmp_path, world):
             pytest.fail("a rank did not finish two epochs within 120 s (hang)")
         assert p.returncode == 0, err
         outs.append(out.split())
+    slices = [set(o[o.index("ids") + 1:o.index("steps")]) for o in outs]
+    assert len({len(x) for x in slices}) == 1  # equal slices
+    assert len(set().union(*slices)) == sum(len(x) for x in slices)  # disjoint
+    assert sum(len(x) for x in slices) > 1001 - world * max(workers, 1)
     steps = {tuple(o[-3:]) for o in outs}
     assert len(steps) == 1, outs  # every rank the same steps per epoch
     e0, e1, n = map(int, steps.pop())

@@ -28,6 +28,7 @@ def test_keeping_every_batch_raises_instead_of_hanging(cli, tmp_path):
         e = exc.value
         assert e.code == -errno.ENOBUFS
         assert "budget 4.0 MiB is held by the consumer" in e.message, e.message
+        assert "Batch.release()" in e.message and "rf_release" not in e.message  # Python's name
         m = re.search(r": (\d+) batch\(es\) of (\d+) bytes", e.message)
         assert m, e.message
         assert int(m.group(1)) == len(kept) > 4

@@ -102,10 +102,3 @@ def test_rank_world_from_torch_distributed(dataset, monkeypatch):
     assert (ds.rank, ds.world) == (0, 1)
     assert {r for batch in run(ds) for r in batch} == set(dataset.records)
     ds.close()
-
-
-def test_worker_processes_are_refused(dataset):
-    ds = RingfeedDataset(dataset.manifest, **OPTS)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1)
-    with pytest.raises(RuntimeError, match="num_workers=0"):
-        next(iter(dl))

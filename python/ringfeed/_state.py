@@ -1,0 +1,144 @@
+"""_state.py - the engine's resume state (engine/state.h, version 2) read and
+written in Python, for DataLoader workers: a state of W x N virtual ranks
+whose positions differ (worker w received one batch more than worker w + 1)
+is kept as each virtual rank's remaining records, as segments of the epoch's
+global stream, and handed to an engine as a world-1 state whose sequence is
+those segments (the engine's own elastic resume reads such a state).
+
+The split and the remaining records follow engine/state.c
+(rf_state_remaining) and the partition of docs/design.md: of a sequence of L
+records, virtual rank v of V takes positions [v*S, (v+1)*S), S = L // V
+(pad: ceil, positions past L wrapping to the start)."""
+
+import struct
+
+MAGIC = b"RFSTATE2"
+HEAD = 92
+FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ = 1, 2, 4
+SEGMENTS_MAX = 4096
+
+_CRC_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC_TABLE.append(_c)
+
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+class State:
+    """A decoded engine state (the fields of engine/state.h)."""
+
+    __slots__ = ("flags", "dataset_hash", "dataset_records", "shards", "window", "seed",
+                 "world", "epoch", "record", "batch", "skipped", "skipped_blocks", "segs")
+
+    @classmethod
+    def decode(cls, buf):
+        buf = bytes(buf)
+        if len(buf) < HEAD + 4 or buf[:8] != MAGIC:
+            raise ValueError("ringfeed state: not a version-2 engine state")
+        (crc,) = struct.unpack_from("<I", buf, len(buf) - 4)
+        if crc32c(buf[:-4]) != crc:
+            raise ValueError("ringfeed state: checksum mismatch")
+        s = cls()
+        (_, s.flags, s.dataset_hash, s.dataset_records, s.shards, s.window, s.seed, s.world,
+         nsegs, s.epoch, s.record, s.batch, s.skipped, s.skipped_blocks) = struct.unpack_from(
+            "<IIQQIIQIIQQQQI", buf, 8)
+        if len(buf) != HEAD + 4 + 16 * nsegs:
+            raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} segments")
+        s.segs = [struct.unpack_from("<QQ", buf, HEAD + 16 * i) for i in range(nsegs)]
+        return s
+
+    @property
+    def pad(self):
+        return bool(self.flags & FLAG_PAD)
+
+    def sequence(self):
+        """The epoch's sequence as global segments."""
+        return list(self.segs) if self.flags & FLAG_SEQ else [(0, self.dataset_records)]
+
+    def encode(self):
+        nsegs = len(self.segs) if self.flags & FLAG_SEQ else 0
+        if nsegs > SEGMENTS_MAX:
+            raise ValueError(
+                f"ringfeed state: {nsegs} stream segments, more than {SEGMENTS_MAX} "
+                "(resume on the same world and workers first)")
+        head = struct.pack("<8sIIQQIIQIIQQQQI", MAGIC, 2, self.flags, self.dataset_hash,
+                           self.dataset_records, self.shards, self.window, self.seed,
+                           self.world, nsegs, self.epoch, self.record, self.batch,
+                           self.skipped, self.skipped_blocks)
+        body = head + b"".join(struct.pack("<QQ", a, n) for a, n in self.segs[:nsegs])
+        return body + struct.pack("<I", crc32c(body))
+
+
+def seq_length(segs):
+    return sum(n for _, n in segs)
+
+
+def seq_range(segs, start, count):
+    """Positions [start, start + count) of a sequence (wrapping past its
+    end: the pad policy) as merged global segments."""
+    out = []
+    length = seq_length(segs)
+    if length == 0 or count <= 0:
+        return out
+    at = start % length
+    while count > 0:
+        j, base = 0, 0
+        while j < len(segs) and base + segs[j][1] <= at:
+            base += segs[j][1]
+            j += 1
+        if j == len(segs):
+            at = 0
+            continue
+        off = at - base
+        take = min(count, segs[j][1] - off)
+        x = segs[j][0] + off
+        if out and out[-1][0] + out[-1][1] == x:
+            out[-1] = (out[-1][0], out[-1][1] + take)
+        else:
+            out.append((x, take))
+        at += take
+        count -= take
+    return out
+
+
+def split(segs, parts, pad):
+    """The sequence cut into `parts` equal slices (the engine's partition)."""
+    length = seq_length(segs)
+    s = (length + parts - 1) // parts if pad else length // parts
+    return [seq_range(segs, v * s, s) for v in range(parts)]
+
+
+def remaining(state):
+    """What a native state (every rank of state.world at state.record) leaves
+    of its epoch, as global segments in order (rf_state_remaining)."""
+    seq = state.sequence()
+    slices = split(seq, state.world, state.pad)
+    out = []
+    for sl in slices:
+        for seg in seq_range(sl, state.record, seq_length(sl) - state.record):
+            if out and out[-1][0] + out[-1][1] == seg[0]:
+                out[-1] = (out[-1][0], out[-1][1] + seg[1])
+            else:
+                out.append(seg)
+    return out
+
+
+def of_sequence(identity, epoch, segs):
+    """A world-1 state at the start of a sequence `segs` of epoch `epoch`,
+    with the dataset identity of the state `identity`."""
+    s = State()
+    for f in State.__slots__:
+        setattr(s, f, getattr(identity, f))
+    s.flags = (identity.flags & (FLAG_SHUFFLE | FLAG_PAD)) | FLAG_SEQ
+    s.world, s.epoch, s.record, s.batch = 1, epoch, 0, 0
+    s.skipped = s.skipped_blocks = 0
+    s.segs = [tuple(x) for x in segs]
+    return s

@@ -116,6 +116,9 @@
 	  "token (e.g. 50256); else runs of 1024 tokens")                                          \
 	X(token_out, STR, "", 0, 0,                                                                \
 	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")   \
+	X(columns, STR, "", 0, 0,                                                                  \
+	  "Parquet: the columns a record has (comma list, e.g. text,id); default: every column "   \
+	  "of a type the reader decodes")                                                          \
 	X(index_cache, STR, "", 0, 0,                                                              \
 	  "indexes learned by scanning (tar) of objects it cannot write beside: cache directory "  \
 	  "(an absolute path; default $RINGFEED_CACHE_DIR, else $XDG_CACHE_HOME/ringfeed/index, "  \

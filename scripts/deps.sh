@@ -4,7 +4,8 @@
 #   scripts/deps.sh --test   also the test servers and tools (nginx, s3rver, python3-torch...)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
-      libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd)
+      libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd libsnappy-dev liblz4-dev
+      libbrotli-dev)
 if [ "${1:-}" = "--test" ]; then
 	pkgs+=(curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
 	       python3-torch python3-zstandard libxml2-utils python3-setuptools python3-wheel

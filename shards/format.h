@@ -66,6 +66,7 @@ struct rf_fmt_options {
 	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
 	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
 	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned */
+	char columns[1024];  /* Parquet: the columns a record has (comma list); "" = all read */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */

@@ -322,7 +322,8 @@ int rf_pq_meta_parse(const uint8_t *buf, size_t len, pq_file_meta *m, const char
 
 /* ------------------------------------------------------------ page headers */
 
-static void data_header(rf_thrift *t, pq_page_header *h)
+/* DataPageHeader, or DictionaryPageHeader (its field 3 is is_sorted). */
+static void data_header(rf_thrift *t, pq_page_header *h, bool dict)
 {
 	int16_t saved = rf_thrift_struct_begin(t), id;
 	uint8_t ty;
@@ -336,10 +337,16 @@ static void data_header(rf_thrift *t, pq_page_header *h)
 			h->encoding = (int32_t)rf_thrift_int(t, ty), seen |= 2;
 			break;
 		case 3:
-			h->def_encoding = (int32_t)rf_thrift_int(t, ty);
+			if (dict)
+				rf_thrift_skip(t, ty); /* is_sorted */
+			else
+				h->def_encoding = (int32_t)rf_thrift_int(t, ty);
 			break;
 		case 4:
-			h->rep_encoding = (int32_t)rf_thrift_int(t, ty);
+			if (dict)
+				rf_thrift_skip(t, ty);
+			else
+				h->rep_encoding = (int32_t)rf_thrift_int(t, ty);
 			break;
 		default:
 			rf_thrift_skip(t, ty);
@@ -418,7 +425,7 @@ int rf_pq_page_header(const uint8_t *buf, size_t len, pq_page_header *h, uint32_
 				rf_thrift_fail(&t, "a page header part that is not a struct");
 				break;
 			}
-			data_header(&t, h);
+			data_header(&t, h, id == 7);
 			*(id == 5 ? &h->has_data : &h->has_dict) = true;
 			break;
 		case 8:

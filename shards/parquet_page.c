@@ -356,7 +356,7 @@ static int delta_byte_array(const uint8_t *p, size_t len, uint64_t n, values *v,
 		if (pl > prev_len)
 			return FAIL("DELTA_BYTE_ARRAY: a prefix longer than the value before");
 		uint64_t at = v->len;
-		if ((uint64_t)pl + sl > src - at)
+		if (at + pl > src) /* the value may overlap only its own suffix */
 			return FAIL("values larger than the chunk's metadata allows");
 		memmove(v->out + at, v->out + prev_at, pl);
 		memmove(v->out + at + pl, v->out + src, sl);

@@ -35,4 +35,11 @@ if [ "${1:-}" = "--test" ]; then
 		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2) ||
 			{ echo "deps: npm install s3rver@3.7.1 failed (is the npm registry reachable?)" >&2; exit 1; }
 	fi
+	# The Parquet tests' reference writers and reader (tests/parquet_gen.mjs).
+	if [ ! -d "$top/.cache/npm/node_modules/parquet-wasm" ] ||
+		[ ! -d "$top/.cache/npm/node_modules/@duckdb/node-api" ]; then
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent \
+			@duckdb/node-api@1.5.6-r.1 parquet-wasm@0.8.0 >&2) ||
+			{ echo "deps: npm install @duckdb/node-api parquet-wasm failed" >&2; exit 1; }
+	fi
 fi

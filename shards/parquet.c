@@ -23,9 +23,11 @@ static const char *const type_names[] = {"BOOLEAN", "INT32",  "INT64",      "INT
                                          "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
 
 typedef struct pq_unit_chunk {
-	uint64_t start, bytes; /* in the file */
-	uint64_t value_bound;  /* its values' bytes at most */
-	uint32_t chunk;        /* into meta.chunk */
+	uint64_t start, bytes;      /* in the file */
+	uint64_t value_bound;       /* its values' bytes at most */
+	uint64_t dict_cap, scratch; /* its dictionary room, its scratch */
+	bool page_in_out;           /* pq_sink.page_in_out */
+	uint32_t chunk;             /* into meta.chunk */
 } pq_unit_chunk;
 
 typedef struct pq_unit {
@@ -265,8 +267,13 @@ static int value_bound(const pq_column *col, const pq_chunk_meta *c, uint64_t lo
 	uint64_t n = (uint64_t)c->num_values, b;
 	if (col->width)
 		return rf_mul_u64(n, col->width, out) ? 0 : -1;
+	/* strings: their bytes, plus the chunk's uncompressed size (pages are
+	 * decoded in the tail of the values' room: pq_sink.page_in_out) */
 	if (c->unencoded_bytes >= 0)
-		return *out = (uint64_t)c->unencoded_bytes, 0;
+		return rf_add_u64((uint64_t)c->unencoded_bytes, (uint64_t)c->total_uncompressed,
+		                  out)
+		           ? 0
+		           : -1;
 	if (c->encodings & 1u << PQ_ENC_DELTA_BYTE_ARRAY) {
 		snprintf(why, cap,
 		         "DELTA_BYTE_ARRAY strings without size statistics (their "
@@ -339,7 +346,6 @@ static int build_units(rf_fmt_open *o, pq_layout *L, uint64_t data_end, rf_error
 				    "schema, the rows or the file's %llu data bytes",
 				    o->name, g, L->col[k].name, (long long)c->data_page_offset,
 				    (long long)c->total_compressed, U64(data_end));
-			U->scratch = RF_MAX(U->scratch, rf_pq_chunk_scratch(c));
 		}
 		first_row += U->rows;
 	}
@@ -361,11 +367,18 @@ static int finish_units(rf_fmt_open *o, pq_layout *L, const uint64_t *longest, r
 			pq_unit_chunk *uc = &U->c[k];
 			const pq_chunk_meta *c = &L->m.chunk[uc->chunk];
 			char why[160] = "values past 2^64 bytes";
-			if (value_bound(&L->col[k], c, longest ? longest[u * L->ncols + k] : 0,
-			                &uc->value_bound, why, sizeof(why)) < 0)
+			uint64_t at = (uint64_t)u * L->ncols + k,
+			         dict_bytes = longest[(uint64_t)L->units * L->ncols + at];
+			if (value_bound(&L->col[k], c, longest[at], &uc->value_bound, why,
+			                sizeof(why)) < 0)
 				return rf_fail(err, -EPROTONOSUPPORT,
 				               "shard %s: row group %u, column %s: %s", o->name,
 				               U->group, L->col[k].name, why);
+			uc->page_in_out =
+			    !L->col[k].width && !(c->encodings & 1u << PQ_ENC_DELTA_BYTE_ARRAY);
+			uc->dict_cap = rf_pq_dict_cap(c, dict_bytes);
+			uc->scratch = rf_pq_chunk_scratch(c, dict_bytes, uc->page_in_out);
+			U->scratch = RF_MAX(U->scratch, uc->scratch);
 			U->values += uc->value_bound;
 			row_bound += L->col[k].kind == PQ_FLAT && L->col[k].width ? L->col[k].width
 			                                                          : uc->value_bound;
@@ -404,7 +417,8 @@ static int finish_units(rf_fmt_open *o, pq_layout *L, const uint64_t *longest, r
 typedef struct pq_state {
 	uint32_t phase; /* 0: the tail asked for; 1: the footer; 2: dictionaries */
 	pq_layout *L;
-	uint64_t *longest; /* units * ncols: a dictionary's longest value */
+	uint64_t *longest; /* units * ncols: a dictionary's longest value, then as
+	                    * many: its decoded bytes (0: not read) */
 	uint64_t next;     /* the next unit chunk to look at for a dictionary */
 	uint64_t held;
 } pq_state;
@@ -455,7 +469,8 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 		rc = select_columns(L, want, o->name, err);
 	if (rc == 0)
 		rc = build_units(o, L, at, err);
-	if (rc == 0 && !(s->longest = calloc((uint64_t)(L->units ? L->units : 1) * L->ncols, 8)))
+	if (rc == 0 &&
+	    !(s->longest = calloc(2 * (uint64_t)(L->units ? L->units : 1) * L->ncols, 8)))
 		rc = rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	if (rc < 0) {
 		layout_free(L);
@@ -468,7 +483,7 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 	snprintf(L->stem, sizeof(L->stem), "%.*s", (int)RF_MIN(n, 40), b);
 	s->L = L;
 	s->phase = 2;
-	s->held = sizeof(*s) + layout_held(L) + 8ull * L->units * L->ncols;
+	s->held = sizeof(*s) + layout_held(L) + 16ull * (L->units ? L->units : 1) * L->ncols;
 	o->held_bytes = s->held;
 	return next_dict(o, s, err);
 }
@@ -537,8 +552,9 @@ static int dict_step(rf_fmt_open *o, pq_state *s, rf_error *err)
 	if (!scratch)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	const char *why = NULL;
-	int rc = rf_pq_dict_longest(c, o->got, (size_t)o->got_len, scratch, cap,
-	                            &s->longest[s->next], &why);
+	int rc =
+	    rf_pq_dict_longest(c, o->got, (size_t)o->got_len, scratch, cap, &s->longest[s->next],
+	                       &s->longest[(uint64_t)L->units * L->ncols + s->next], &why);
 	free(scratch);
 	if (rc < 0)
 		return rf_fail(err, rc,
@@ -699,7 +715,9 @@ static int pq_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, 
 		             .row_len = lens + (uint64_t)k * U->rows,
 		             .rows = U->rows,
 		             .scratch = scratch,
-		             .scratch_cap = p.scratch};
+		             .scratch_cap = p.scratch,
+		             .dict_cap = uc->dict_cap,
+		             .page_in_out = uc->page_in_out};
 		uint64_t at = 0;
 		const char *why = "?";
 		int rc = rf_pq_chunk_decode(&L->col[k], &L->m.chunk[uc->chunk],

@@ -117,11 +117,19 @@ typedef struct pq_sink {
 	uint64_t rows;
 	uint8_t *scratch;
 	uint64_t scratch_cap;
+	uint64_t dict_cap; /* the scratch's first bytes: the dictionary's */
+	/* compressed data pages decompress into the tail of out (the value
+	 * bound then holds the chunk's uncompressed size on top of its values:
+	 * decoding moves forward, never past what it has read); else into the
+	 * scratch */
+	bool page_in_out;
 } pq_sink;
 
-/* The scratch a chunk of these figures needs, and the bound of its output
- * values given the largest dictionary value (0 when none was read). */
-uint64_t rf_pq_chunk_scratch(const pq_chunk_meta *c);
+/* A chunk's dictionary room in the scratch (dict_bytes: its dictionary
+ * page's decoded size when the open read it, else 0: the chunk's size). */
+uint64_t rf_pq_dict_cap(const pq_chunk_meta *c, uint64_t dict_bytes);
+/* The scratch a chunk needs (rf_pq_chunk_decode's sink.scratch_cap). */
+uint64_t rf_pq_chunk_scratch(const pq_chunk_meta *c, uint64_t dict_bytes, bool page_in_out);
 
 /* Decodes one column chunk (its bytes: chunk, len) into s: every row of
  * the row group gets its length. Errors say what and at which byte of the
@@ -132,6 +140,7 @@ int rf_pq_chunk_decode(const pq_column *col, const pq_chunk_meta *c, const uint8
 /* The largest value of a BYTE_ARRAY dictionary page (its bytes from the
  * page header on), decompressed into scratch (the chunk's uncompressed size). */
 int rf_pq_dict_longest(const pq_chunk_meta *c, const uint8_t *page, size_t len, uint8_t *scratch,
-                       uint64_t scratch_cap, uint64_t *longest, const char **why);
+                       uint64_t scratch_cap, uint64_t *longest, uint64_t *dict_bytes,
+                       const char **why);
 
 #endif

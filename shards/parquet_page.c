@@ -19,9 +19,19 @@
 
 #define FAIL(msg) (*why = (msg), RF_E_CORRUPT)
 
-uint64_t rf_pq_chunk_scratch(const pq_chunk_meta *c)
+uint64_t rf_pq_dict_cap(const pq_chunk_meta *c, uint64_t dict_bytes)
 {
-	return 3 * (uint64_t)c->total_uncompressed + 24 * (uint64_t)c->num_values + 4096;
+	uint32_t dict = 1u << PQ_ENC_PLAIN_DICTIONARY | 1u << PQ_ENC_RLE_DICTIONARY;
+	if (c->dictionary_page_offset <= 0 && !(c->encodings & dict))
+		return 64;
+	uint64_t n = dict_bytes ? dict_bytes : (uint64_t)c->total_uncompressed;
+	return (2 * n + 64 + 7) & ~7ull; /* its bytes, and offsets of its values */
+}
+
+uint64_t rf_pq_chunk_scratch(const pq_chunk_meta *c, uint64_t dict_bytes, bool page_in_out)
+{
+	return rf_pq_dict_cap(c, dict_bytes) + (page_in_out ? 0 : (uint64_t)c->total_uncompressed) +
+	       24 * (uint64_t)c->num_values + 4096;
 }
 
 /* ------------------------------------------------------------ scratch */
@@ -259,7 +269,7 @@ static int put(values *v, const void *src, uint64_t n, const char **why)
 {
 	if (n > v->cap - v->len)
 		return FAIL("values larger than the chunk's metadata allows");
-	memcpy(v->out + v->len, src, n);
+	memmove(v->out + v->len, src, n); /* a page decoded into out's tail lies ahead */
 	v->len += n;
 	return 0;
 }
@@ -605,9 +615,15 @@ static int one_page(chunk_state *st, const pq_chunk_meta *cm, const uint8_t *chu
 	if (raw && body - levels != out_n)
 		return FAIL("an uncompressed page whose sizes differ");
 	if (!raw) {
-		uint8_t *buf = take(where, out_n ? out_n : 1);
+		pq_sink *s = st->s;
+		uint8_t *buf;
+		if (h.type != PQ_PAGE_DICT && s->page_in_out)
+			buf = out_n <= s->out_cap - s->out_len ? s->out + s->out_cap - out_n : NULL;
+		else
+			buf = take(where, out_n ? out_n : 1);
 		if (!buf)
-			return FAIL("scratch exhausted (the chunk's uncompressed size is wrong)");
+			return FAIL(
+			    "no room for the page (the chunk's uncompressed size is wrong)");
 		RF_TRY(decompress(cm->codec, data + levels, body - levels, buf, out_n, why));
 		dec = buf;
 	}
@@ -622,8 +638,8 @@ static int one_page(chunk_state *st, const pq_chunk_meta *cm, const uint8_t *chu
 int rf_pq_chunk_decode(const pq_column *col, const pq_chunk_meta *c, const uint8_t *chunk,
                        size_t len, pq_sink *s, uint64_t *at, const char **why)
 {
-	uint64_t dict_cap = 2 * (uint64_t)c->total_uncompressed + 64;
-	if (s->scratch_cap < dict_cap)
+	uint64_t dict_cap = s->dict_cap;
+	if (s->scratch_cap < dict_cap || dict_cap % 8)
 		return *at = 0, FAIL("scratch smaller than the chunk needs");
 	arena dict_arena = {s->scratch, dict_cap, 0};
 	chunk_state st = {.col = col, .s = s};
@@ -644,11 +660,13 @@ int rf_pq_chunk_decode(const pq_column *col, const pq_chunk_meta *c, const uint8
 }
 
 int rf_pq_dict_longest(const pq_chunk_meta *c, const uint8_t *page, size_t len, uint8_t *scratch,
-                       uint64_t scratch_cap, uint64_t *longest, const char **why)
+                       uint64_t scratch_cap, uint64_t *longest, uint64_t *dict_bytes,
+                       const char **why)
 {
 	pq_page_header h;
 	uint32_t hl;
 	*longest = 0;
+	*dict_bytes = 0;
 	RF_TRY(rf_pq_page_header(page, len, &h, &hl, why));
 	if (h.type != PQ_PAGE_DICT || !h.has_dict)
 		return FAIL("the chunk's dictionary page offset names no dictionary page");
@@ -663,6 +681,7 @@ int rf_pq_dict_longest(const pq_chunk_meta *c, const uint8_t *page, size_t len, 
 		return FAIL("an uncompressed page whose sizes differ");
 	}
 	uint64_t at = 0, size = (uint64_t)h.uncompressed;
+	*dict_bytes = size;
 	for (int32_t i = 0; i < h.num_values; i++) {
 		if (size - at < 4 || rf_load_le32(d + at) > size - at - 4)
 			return FAIL("a dictionary value past its page");

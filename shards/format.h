@@ -292,6 +292,10 @@ typedef struct rf_format {
 	/* the most one decode_seq state of this layout holds (a zstd stream's:
 	 * its window as the open met it, the carry, the scratch) */
 	uint64_t (*seq_state_bytes)(const rf_shard_index *ix, const void *priv);
+	/* The layout's largest_record_bytes is a bound the open could set
+	 * before decoding (Parquet: rows' sizes are known only decoded), not
+	 * the exact largest record: the verifier checks records stay within it. */
+	bool largest_record_bound;
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

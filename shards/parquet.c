@@ -750,4 +750,5 @@ const rf_format rf_parquet_format = {
     .decode = pq_decode,
     .in_place = false,
     .field_names = pq_field_names,
+    .largest_record_bound = true,
 };

@@ -39,6 +39,10 @@ done
 "$PY" "$SRC/tests/parquet_check.py" "$CLI" "$T/d/arrow_lz4_small_pages.parquet" --columns s,f ||
 	fail "columns s,f of arrow-rs's many row groups"
 
+# verify decodes every row group and checks the records against the layout
+out=$("$CLI" verify "$T"/d/*.parquet 2>&1) || fail "verify: $out"
+echo "$out" | grep -q "verify: $n shards, 0 damaged" || fail "verify: $out"
+
 # the shuffled order does not depend on the threads
 d1=$("$CLI" read --digest --threads 1 "$T"/d/duck_*.parquet | tail -1)
 d4=$("$CLI" read --digest --threads 4 --depth 3 "$T"/d/duck_*.parquet | tail -1)
@@ -72,6 +76,8 @@ open(sys.argv[2], "wb").write(d)
 PYEOF
 out=$("$CLI" read --digest "$T/flip.parquet" 2>&1) && fail "a damaged page accepted: $out"
 echo "$out" | grep -q "flip.parquet: row group 0, column id, at byte" || fail "damaged page: $out"
+out=$("$CLI" verify "$T/flip.parquet" 2>&1) && fail "verify passed a damaged page: $out"
+echo "$out" | grep -q "DAMAGED $T/flip.parquet" || fail "verify of a damaged page: $out"
 out=$("$CLI" read --columns nope "$T/d/duck_zstd.parquet" 2>&1) && fail "an unknown column accepted"
 echo "$out" | grep -q 'no column "nope"' || fail "unknown column: $out"
 echo "cli_parquet: ok ($n files)"

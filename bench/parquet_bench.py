@@ -2,8 +2,8 @@
 column (zstd and snappy): decoded rows/s with the same thread count and
 peak RSS, medians of 3, side by side. The file is written by DuckDB
 (@duckdb/node-api from .cache/npm, scripts/deps.sh --test): ROWS rows
-(default 200000) of id and a text of 0.6-2.4 KB, row groups of 50000.
-ringfeed: `read --columns text --threads T --output none`; DuckDB:
+(default 200000) of id and a text of 0.6-2.4 KB, row groups of 30000.
+ringfeed: `read --columns text --threads T --budget 512MiB --no-shuffle`; DuckDB:
 `SELECT sum(length(text))` over read_parquet with SET threads = T (every
 value decoded), in a node process (its RSS includes node's own ~50 MB)."""
 import os, statistics, subprocess, sys, tempfile, time
@@ -29,7 +29,7 @@ if (mode === 'write') {
     await c.run(`COPY (SELECT i AS id, repeat(md5(i::VARCHAR) || ' ' || md5((i * 7)::VARCHAR) ||
       ' the quick brown fox jumps over the lazy dog ', (10 + i % 30)::INTEGER) AS text
       FROM range(${b}) t(i)) TO '${a}/text_${comp}.parquet'
-      (FORMAT parquet, COMPRESSION ${comp}, ROW_GROUP_SIZE 50000)`);
+      (FORMAT parquet, COMPRESSION ${comp}, ROW_GROUP_SIZE 30000)`);
 } else {
   const r = await c.runAndReadAll(`SELECT count(*), sum(length(text)) FROM read_parquet('${a}')`);
   console.log(JSON.stringify(r.getRows()[0].map(String)));
@@ -73,7 +73,7 @@ for comp in ("zstd", "snappy"):
     n = int(check.strip().strip("[]").split(",")[0].strip('"'))
     assert n == rows, check
     rf = [measured([cli, "read", "--columns", "text", "--threads", str(threads),
-                    "--budget", "2GiB", "--no-shuffle", f]) for _ in range(3)]
+                    "--budget", "512MiB", "--no-shuffle", f]) for _ in range(3)]
     dk = [measured(["node", duck, "read", f, "", str(threads)]) for _ in range(3)]
     rf_rate = rows / statistics.median(w for w, _ in rf)
     dk_rate = rows / statistics.median(w for w, _ in dk)

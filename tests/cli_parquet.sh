@@ -78,6 +78,14 @@ out=$("$CLI" read --digest "$T/flip.parquet" 2>&1) && fail "a damaged page accep
 echo "$out" | grep -q "flip.parquet: row group 0, column id, at byte" || fail "damaged page: $out"
 out=$("$CLI" verify "$T/flip.parquet" 2>&1) && fail "verify passed a damaged page: $out"
 echo "$out" | grep -q "DAMAGED $T/flip.parquet" || fail "verify of a damaged page: $out"
+# a row past the 4 MiB row bound: refused, named
+cp "$T/d/big_row.pq" "$T/big_row.parquet"
+out=$("$CLI" read --digest "$T/big_row.parquet" 2>&1) && fail "a 5 MB row accepted: $out"
+echo "$out" | grep -q "big_row.parquet: row group 0, row 1: 5000008 bytes, more than a row may hold" ||
+	fail "a 5 MB row: $out"
+# the batch is sized from that bound: batches of 64 rows fit a 512 MiB budget
+"$CLI" read --budget 512MiB --digest "$T/d/duck_zstd.parquet" | grep -q "records=5000 " ||
+	fail "duck_zstd.parquet in a 512 MiB budget"
 out=$("$CLI" read --columns nope "$T/d/duck_zstd.parquet" 2>&1) && fail "an unknown column accepted"
 echo "$out" | grep -q 'no column "nope"' || fail "unknown column: $out"
 echo "cli_parquet: ok ($n files)"

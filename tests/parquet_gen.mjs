@@ -36,6 +36,9 @@ await c.run(`COPY (SELECT * FROM src LIMIT 1) TO '${out}/duck_one.parquet' (FORM
 await c.run(`COPY (SELECT * FROM src LIMIT 0) TO '${out}/duck_empty.parquet' (FORMAT parquet)`);
 await c.run(`COPY (SELECT id, text FROM src) TO '${out}/duck_v2.parquet' (FORMAT parquet, PARQUET_VERSION V2, COMPRESSION zstd)`);
 files.push(`${out}/duck_one.parquet`, `${out}/duck_empty.parquet`, `${out}/duck_v2.parquet`);
+// a row past the reader's 4 MiB row bound (not .parquet: not compared, read apart)
+await c.run(`COPY (SELECT i AS id, repeat('x', (CASE WHEN i = 1 THEN 5000000 ELSE 10 END)::INTEGER) AS text
+  FROM range(3) t(i)) TO '${out}/big_row.pq' (FORMAT parquet)`);
 
 // arrow-rs: DuckDB's file read into Arrow and written again with writer
 // properties that choose encodings, page versions, dictionaries, codecs.

@@ -16,9 +16,8 @@
 #define U64(x)         ((unsigned long long)(x))
 #define PQ_TAIL_LOCAL  (1u << 20)
 #define PQ_TAIL_REMOTE (64u << 10)
-#define PQ_ROW_MAX                                                                                 \
-	(4u << 20)    /* a row's bytes: the layout's largest record (the budget sizes a batch from \
-	                 it) */
+/* a row's bytes: the layout's largest record (the budget sizes a batch from it) */
+#define PQ_ROW_MAX (4u << 20)
 #define PQ_KEY_MAX 64 /* a row's key: STEM/ROW */
 
 static const char *const type_names[] = {"BOOLEAN", "INT32",  "INT64",      "INT96",

@@ -39,6 +39,9 @@ files.push(`${out}/duck_one.parquet`, `${out}/duck_empty.parquet`, `${out}/duck_
 // a row past the reader's 4 MiB row bound (not .parquet: not compared, read apart)
 await c.run(`COPY (SELECT i AS id, repeat('x', (CASE WHEN i = 1 THEN 5000000 ELSE 10 END)::INTEGER) AS text
   FROM range(3) t(i)) TO '${out}/big_row.pq' (FORMAT parquet)`);
+// one row group of 9 MB of text: its rows' bound is the 4 MiB cap
+await c.run(`COPY (SELECT i AS id, repeat(md5(i::VARCHAR), 94) AS text FROM range(3000) t(i))
+  TO '${out}/wide.pq' (FORMAT parquet, COMPRESSION zstd)`);
 
 // arrow-rs: DuckDB's file read into Arrow and written again with writer
 // properties that choose encodings, page versions, dictionaries, codecs.

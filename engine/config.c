@@ -387,6 +387,12 @@ int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, r
 		if (!out->seq_len)
 			return rf_fail(err, -EINVAL, "token_out widens windows: it needs seq_len");
 	}
+	const char *cols = rf_cfg_str(cfg, RF_CFG_columns);
+	if (cols && strlen(cols) >= sizeof(out->columns))
+		return rf_fail(err, -EINVAL, "columns: a list of at most %zu bytes",
+		               sizeof(out->columns) - 1);
+	if (cols)
+		snprintf(out->columns, sizeof(out->columns), "%s", cols);
 	const char *eot = rf_cfg_str(cfg, RF_CFG_eot_token);
 	if (eot) {
 		char *end = NULL;

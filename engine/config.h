@@ -125,6 +125,9 @@
 	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")   \
 	X(tfrecord_raw, BOOL, "0", 0, 1,                                                           \
 	  "TFRecord: records are their bytes (one field, \"record\"), not tf.train.Examples")      \
+	X(columns, STR, "", 0, 0,                                                                  \
+	  "Parquet: the columns a record has (comma list, e.g. text,id); default: every column "   \
+	  "of a type the reader decodes")                                                          \
 	X(index_cache, STR, "", 0, 0,                                                              \
 	  "indexes learned by scanning (tar) of objects it cannot write beside: cache directory "  \
 	  "(an absolute path; default $RINGFEED_CACHE_DIR, else $XDG_CACHE_HOME/ringfeed/index, "  \

@@ -220,7 +220,9 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd)
 }
 
 /* Counts units from sched_unit that one read can cover: same shard,
- * consecutive blocks, same need class, within request_size. A format whose
+ * consecutive blocks whose bytes follow each other (a format's units may
+ * leave gaps between them), same need class, within
+ * request_size. A format whose
  * units are stored as they decode keeps each read's buffer as its records'
  * bytes until the unit is released: one unit per read, so a unit's bytes
  * never pin its neighbours'. */
@@ -244,7 +246,8 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
 		if (n > 0 &&
 		    (pu->shard != first->shard || pu->block != first->block + n ||
 		     pu->records == 0 || pu->unused || (g < e->sched.need_global) != needed ||
-		     g >= limit_global || *comp_bytes + bi->compressed_bytes > e->request_bytes))
+		     g >= limit_global || *comp_bytes + bi->compressed_bytes > e->request_bytes ||
+		     bi->offset != ix->block[first->block].offset + *comp_bytes))
 			break;
 		*comp_bytes += bi->compressed_bytes;
 		*dec_bytes += rf_unit_slab_bytes(sh, bi);

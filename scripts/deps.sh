@@ -4,7 +4,8 @@
 #   scripts/deps.sh --test   also the test servers and tools (nginx, s3rver, python3-torch...)
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
-      libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd)
+      libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd libsnappy-dev liblz4-dev
+      libbrotli-dev)
 if [ "${1:-}" = "--test" ]; then
 	# libseccomp-dev: tests/seccomp_wrap.c (io_uring blocked as container profiles do)
 	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
@@ -37,5 +38,12 @@ if [ "${1:-}" = "--test" ]; then
 		mkdir -p "$top/.cache/npm"
 		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2) ||
 			{ echo "deps: npm install s3rver@3.7.1 failed (is the npm registry reachable?)" >&2; exit 1; }
+	fi
+	# The Parquet tests' reference writers and reader (tests/parquet_gen.mjs).
+	if [ ! -d "$top/.cache/npm/node_modules/parquet-wasm" ] ||
+		[ ! -d "$top/.cache/npm/node_modules/@duckdb/node-api" ]; then
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent \
+			@duckdb/node-api@1.5.6-r.1 parquet-wasm@0.8.0 >&2) ||
+			{ echo "deps: npm install @duckdb/node-api parquet-wasm failed" >&2; exit 1; }
 	fi
 fi

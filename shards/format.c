@@ -15,6 +15,7 @@ extern const rf_format rf_tar_format;
 extern const rf_format rf_mds_format;
 extern const rf_format rf_mds_zstd_format;
 extern const rf_format rf_tfrecord_format;
+extern const rf_format rf_parquet_format;
 
 /* Claim order: on equal claims the earlier row wins. llmc first: an
  * explicitly named *.bin is a token file (its open refuses one without
@@ -23,8 +24,8 @@ extern const rf_format rf_tfrecord_format;
  * (PREFIX.bin, PREFIX) never takes a bare name from it: Megatron datasets
  * are named by their .idx. */
 static const rf_format *const formats[] = {
-    &rf_format_llmc, &rf_tar_format,      &rf_mds_format,      &rf_mds_zstd_format,
-    &rf_format_rfs,  &rf_format_megatron, &rf_tfrecord_format,
+    &rf_format_llmc,    &rf_tar_format, &rf_mds_format,      &rf_mds_zstd_format,
+    &rf_parquet_format, &rf_format_rfs, &rf_format_megatron, &rf_tfrecord_format,
 };
 
 const rf_format *const *rf_formats(uint32_t *count)
@@ -140,7 +141,7 @@ char *rf_format_local_name(const char *path)
 
 const char *rf_format_patterns(void)
 {
-	return ".rfs, .idx, .tar, .mds, .mds.zstd or .tfrecord";
+	return ".rfs, .idx, .tar, .mds, .mds.zstd, .tfrecord or .parquet";
 }
 
 /* ------------------------------------------------- synchronous driver */

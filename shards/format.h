@@ -68,6 +68,7 @@ struct rf_fmt_options {
 	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned
 	                      * (a .tfrecord's PREFIX.idx alike: its frames are walked) */
 	bool tfrecord_raw;   /* TFRecord records are bytes (one field), not tf.train.Examples */
+	char columns[1024];  /* Parquet: the columns a record has (comma list); "" = all read */
 };
 
 /* How strongly a format claims a name (an object's file name or key). */
@@ -307,6 +308,10 @@ typedef struct rf_format {
 	/* the most one decode_seq state of this layout holds (a zstd stream's:
 	 * its window as the open met it, the carry, the scratch) */
 	uint64_t (*seq_state_bytes)(const rf_shard_index *ix, const void *priv);
+	/* The layout's largest_record_bytes is a bound the open could set
+	 * before decoding (Parquet: rows' sizes are known only decoded), not
+	 * the exact largest record: the verifier checks records stay within it. */
+	bool largest_record_bound;
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */

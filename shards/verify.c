@@ -116,7 +116,9 @@ static int walk_blocks(verify_run *v, const rf_format *fmt, bool in_place, const
 		sound++;
 		largest = RF_MAX(largest, largest_in_block(recs.ends, bi->records));
 	}
-	if (rc == 0 && sound == ix->blocks && largest != ix->largest_record_bytes) {
+	bool off = fmt->largest_record_bound ? largest > ix->largest_record_bytes
+	                                     : largest != ix->largest_record_bytes;
+	if (rc == 0 && sound == ix->blocks && off) {
 		rf_error e;
 		rf_fail(&e, RF_E_CORRUPT,
 		        "shard %s: index at byte %llu: largest record is %u bytes, index says %u",

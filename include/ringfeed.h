@@ -506,6 +506,18 @@ typedef struct rf_stats {
 	char host_budget_source[160]; /* "" (no host budget), "set" or "auto: 25% of ...", with
 	                               * "; loaders L from LOCAL_WORLD_SIZE; name from the job" */
 	char index_cache_off[256];    /* "" or why the index cache is off (said once on stderr) */
+	/* the data cache of remote ranges (cache=read|readwrite; one block) */
+	uint64_t data_cache_hits, data_cache_misses; /* reads of cached objects */
+	uint64_t data_cache_hit_bytes;               /* served from the cache */
+	uint64_t data_cache_store_bytes;             /* read from the store (cached objects) */
+	uint64_t data_cache_written_bytes;           /* written to the cache */
+	uint64_t data_cache_write_skipped;   /* not written: write-behind full, budget, disk */
+	uint64_t data_cache_not_admitted;    /* outside the admitted subset (capacity / size) */
+	uint64_t data_cache_verify_failures; /* cached ranges whose CRC failed: refetched */
+	uint64_t data_cache_removed_files;   /* files of older object versions removed */
+	uint64_t data_cache_used_bytes;      /* the cache's bytes on disk (this loader's view) */
+	double data_cache_admit_fraction;    /* the policy: a stable subset of this fraction */
+	char data_cache_off[160];            /* "" or why the cache (or its writing) is off */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

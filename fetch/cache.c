@@ -90,17 +90,29 @@ typedef struct rf_cache_source {
 	rf_list reads;
 } rf_cache_source;
 
-typedef struct rf_cache_read {
+#define RF_CACHE_PIECES_MAX 32 /* recorded ranges one read may be served from */
+
+typedef struct rf_cache_read rf_cache_read;
+
+typedef struct rf_cache_piece {
+	rf_cache_read *r;
+	uint64_t offset;
+	uint32_t len, crc;
+	int64_t op; /* its loop read, or -1 */
+	bool bad;
+} rf_cache_piece;
+
+struct rf_cache_read {
 	rf_list_node in_source;
 	rf_cache_source *src;
 	uint8_t *buf;
 	uint64_t offset, len;
-	uint32_t crc;
-	int64_t op; /* the loop read of a hit, or -1 */
-	bool inner; /* the store reads it */
+	uint64_t cached_end; /* the recorded chain from offset ends here */
+	uint32_t npieces, pending;
+	rf_cache_piece pieces[RF_CACHE_PIECES_MAX];
 	rf_fetch_cb cb;
 	void *arg;
-} rf_cache_read;
+};
 
 /* ------------------------------------------------------------ the index */
 
@@ -141,6 +153,10 @@ static void index_put(rf_cache_obj *o, const rf_cache_entry *e)
 	}
 	rf_cache_slot *s = slot_find(o, e->offset);
 	if (!s)
+		return;
+	/* A finer range at an offset stays: reads chain ranges, and a coarser
+	 * one (a merged read) would split no read that the finer ones serve. */
+	if (s->offset_plus1 && s->len > 0 && s->len < e->len)
 		return;
 	if (!s->offset_plus1)
 		o->n++;
@@ -458,16 +474,17 @@ static void on_inner(void *arg, int64_t res, const char *msg)
 		pthread_mutex_lock(&s->c->mu);
 		s->c->n.cache_store_bytes += r->len;
 		pthread_mutex_unlock(&s->c->mu);
-		if (s->obj)
-			write_behind(s->c, s->obj, r->offset, r->buf, r->len);
+		uint64_t end = r->offset + r->len;
+		if (s->obj && r->cached_end < end) /* what the record lacks, from its first gap */
+			write_behind(s->c, s->obj, r->cached_end,
+			             r->buf + (r->cached_end - r->offset), end - r->cached_end);
 	}
 	read_finish(r, res, msg);
 }
 
 static void go_inner(rf_cache_read *r)
 {
-	r->inner = true;
-	r->op = -1;
+	r->npieces = r->pending = 0;
 	int rc = rf_source_read(r->src->inner, r->offset, r->len, r->buf, on_inner, r);
 	if (rc < 0) {
 		char msg[256];
@@ -478,22 +495,29 @@ static void go_inner(rf_cache_read *r)
 	}
 }
 
-static void on_hit(void *arg, int res)
+/* Every piece read and checked: the bytes, or (any piece short or failing
+ * its CRC) the store for the whole read, counted. */
+static void hit_done(rf_cache_read *r)
 {
-	rf_cache_read *r = arg;
 	rf_cache_source *s = r->src;
-	r->op = -1;
-	bool ok = res >= 0 && (uint64_t)res == r->len && rf_crc32c(0, r->buf, r->len) == r->crc;
+	bool ok = true;
 	pthread_mutex_lock(&s->c->mu);
+	for (uint32_t i = 0; i < r->npieces; i++) {
+		rf_cache_piece *p = &r->pieces[i];
+		if (!p->bad)
+			continue;
+		ok = false;
+		s->c->n.cache_verify_failures++;
+		rf_cache_slot *sl = slot_find(s->obj, p->offset);
+		if (sl && sl->offset_plus1 && sl->crc == p->crc)
+			sl->len = 0; /* refetched and written again */
+		r->cached_end = RF_MIN(r->cached_end, p->offset);
+	}
 	if (ok) {
 		s->c->n.cache_hits++;
 		s->c->n.cache_hit_bytes += r->len;
 	} else {
-		s->c->n.cache_verify_failures++;
 		s->c->n.cache_misses++;
-		rf_cache_slot *sl = slot_find(s->obj, r->offset);
-		if (sl && sl->offset_plus1 && sl->crc == r->crc)
-			sl->len = 0; /* refetched and written again */
 	}
 	pthread_mutex_unlock(&s->c->mu);
 	if (ok)
@@ -502,16 +526,54 @@ static void on_hit(void *arg, int res)
 		go_inner(r);
 }
 
-/* The recorded range that is exactly [offset, offset + len), if any. */
-static bool lookup(rf_cache_source *s, uint64_t offset, uint64_t len, uint32_t *crc)
+static void on_piece(void *arg, int res)
 {
+	rf_cache_piece *p = arg;
+	rf_cache_read *r = p->r;
+	p->op = -1;
+	p->bad = res < 0 || (uint64_t)res != p->len ||
+	         rf_crc32c(0, r->buf + (p->offset - r->offset), p->len) != p->crc;
+	if (--r->pending == 0)
+		hit_done(r);
+}
+
+/* The chain of recorded ranges from r->offset (under mu): r->pieces, and
+ * r->cached_end where it stops (the read's end: a hit). */
+static void chain(rf_cache_source *s, rf_cache_read *r)
+{
+	uint64_t pos = r->offset, end = r->offset + r->len;
+	r->npieces = 0;
 	pthread_mutex_lock(&s->c->mu);
-	rf_cache_slot *sl = slot_find(s->obj, offset);
-	bool hit = sl && sl->offset_plus1 && sl->len == len;
-	if (hit)
-		*crc = sl->crc;
+	while (pos < end && r->npieces < RF_CACHE_PIECES_MAX) {
+		rf_cache_slot *sl = slot_find(s->obj, pos);
+		if (!sl || !sl->offset_plus1 || sl->len == 0 || sl->len > end - pos)
+			break;
+		r->pieces[r->npieces++] = (rf_cache_piece){
+		    .r = r, .offset = pos, .len = sl->len, .crc = sl->crc, .op = -1};
+		pos += sl->len;
+	}
 	pthread_mutex_unlock(&s->c->mu);
-	return hit;
+	r->cached_end = pos;
+}
+
+/* Starts a loop read per piece; false (nothing pending) when the loop
+ * refused one: the caller reads the store instead. */
+static bool hit_start(rf_cache_read *r)
+{
+	rf_loop *loop = rf_fetch_loop(r->src->base.fetch);
+	for (uint32_t i = 0; i < r->npieces; i++) {
+		rf_cache_piece *p = &r->pieces[i];
+		p->op = rf_loop_read(loop, r->src->obj->dat_fd, r->buf + (p->offset - r->offset),
+		                     p->len, p->offset, on_piece, p);
+		if (p->op < 0) {
+			for (uint32_t k = 0; k < i; k++)
+				rf_loop_cancel(loop, r->pieces[k].op);
+			r->pending = 0;
+			return false;
+		}
+		r->pending++;
+	}
+	return true;
 }
 
 static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
@@ -524,28 +586,29 @@ static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf,
 	rf_cache_read *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	*r = (rf_cache_read){
-	    .src = s, .buf = buf, .offset = offset, .len = len, .op = -1, .cb = cb, .arg = arg};
+	*r = (rf_cache_read){.src = s,
+	                     .buf = buf,
+	                     .offset = offset,
+	                     .len = len,
+	                     .cached_end = end,
+	                     .cb = cb,
+	                     .arg = arg};
 	bool hit = false;
-	if (s->obj && len <= RF_CACHE_RANGE_BYTES_MAX) {
-		hit = lookup(s, offset, len, &r->crc);
-		if (!hit) { /* another loader may have written it since */
+	if (s->obj) {
+		chain(s, r);
+		if (r->cached_end < end) { /* another loader may have written it since */
 			rec_refresh(s->obj);
-			hit = lookup(s, offset, len, &r->crc);
+			chain(s, r);
 		}
-	}
-	if (hit) {
-		r->op = rf_loop_read(rf_fetch_loop(base->fetch), s->obj->dat_fd, buf, (uint32_t)len,
-		                     offset, on_hit, r);
-		hit = r->op >= 0;
-	}
-	if (!hit) {
-		if (s->obj) {
+		hit = r->cached_end == end && hit_start(r);
+		if (!hit) {
 			pthread_mutex_lock(&s->c->mu);
 			s->c->n.cache_misses++;
 			pthread_mutex_unlock(&s->c->mu);
 		}
-		r->inner = true;
+	}
+	if (!hit) {
+		r->npieces = 0;
 		int rc = rf_source_read(s->inner, offset, len, buf, on_inner, r);
 		if (rc < 0) {
 			free(r);
@@ -562,8 +625,9 @@ static void cache_close(rf_source *base)
 	rf_source_close(s->inner); /* its reads are cancelled: no callbacks after this */
 	while (!rf_list_empty(&s->reads)) {
 		rf_cache_read *r = rf_list_entry(s->reads.head, rf_cache_read, in_source);
-		if (r->op >= 0)
-			rf_loop_cancel(rf_fetch_loop(base->fetch), r->op);
+		for (uint32_t i = 0; i < r->npieces; i++)
+			if (r->pieces[i].op >= 0)
+				rf_loop_cancel(rf_fetch_loop(base->fetch), r->pieces[i].op);
 		rf_list_remove(&s->reads, &r->in_source);
 		free(r);
 	}

@@ -207,9 +207,10 @@ static void obj_unref(rf_cache_obj *o) /* under mu */
 	free(o);
 }
 
-static int open_at(int dirfd, const char *name, bool rw)
+static int open_at(int dirfd, const char *name, bool rw, bool append)
 {
-	int flags = (rw ? O_RDWR | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC;
+	int flags = (rw ? O_RDWR | O_CREAT : O_RDONLY) | (rw && append ? O_APPEND : 0) |
+	            O_NOFOLLOW | O_CLOEXEC;
 	return openat(dirfd, name, flags, 0600);
 }
 
@@ -230,9 +231,9 @@ static rf_cache_obj *obj_open(rf_cache *c, const char *url, const char *validato
 		(void)mkdirat(c->dirfd, dname, 0700);
 	o->dirfd = openat(c->dirfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (o->dirfd >= 0)
-		o->rec_fd = open_at(o->dirfd, o->rec_name, rw);
+		o->rec_fd = open_at(o->dirfd, o->rec_name, rw, true);
 	if (o->rec_fd >= 0)
-		o->dat_fd = open_at(o->dirfd, o->dat_name, rw);
+		o->dat_fd = open_at(o->dirfd, o->dat_name, rw, false);
 	struct stat st;
 	if (o->dat_fd < 0 || fstat(o->rec_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid() || (uint64_t)st.st_size > RF_CACHE_REC_BYTES_MAX)
@@ -345,13 +346,11 @@ static int job_write(rf_cache *c, rf_cache_job *j)
 	rf_cache_entry e = {.offset = j->offset, .len = j->len, .crc = j->crc};
 	uint8_t ent[RF_CACHE_ENTRY_BYTES];
 	rf_cache_entry_make(&e, ent);
-	/* One write of 32 bytes at the end (O_APPEND is not set: other loaders
-	 * append too, so find the end with lseek under no lock; a torn or
-	 * interleaved entry is stepped over by readers). */
-	off_t end = lseek(o->rec_fd, 0, SEEK_END);
-	if (end < 0)
-		return -errno;
-	if (pwrite(o->rec_fd, ent, sizeof(ent), end) != (ssize_t)sizeof(ent))
+	/* One write of 32 bytes: the record is opened O_APPEND, so entries of
+	 * loaders appending at once never land on each other (a torn one, after
+	 * a crash or a full disk, is stepped over by readers). */
+	errno = 0;
+	if (write(o->rec_fd, ent, sizeof(ent)) != (ssize_t)sizeof(ent))
 		return errno ? -errno : -ENOSPC;
 	pthread_mutex_lock(&c->mu);
 	index_put(o, &e);

@@ -8,7 +8,9 @@
 # the store (new ETag) is never served from its old ranges (and the old
 # files go); a loader killed with -9 while it writes leaves a cache the next
 # run reads exactly; a read-only and a full cache directory (small tmpfs)
-# leave the read intact with one stated reason.
+# leave the read intact with one stated reason; four loaders at once on one
+# cache read exactly and leave it sound (each may fetch a range the others
+# are fetching: there are no claims yet).
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -95,6 +97,21 @@ kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 same "digest after a killed writer" "$want2" "$(run)"
 $chk verify "$cache" >"$tmp/v" && ok "after kill -9: $(cat "$tmp/v")" || bad "after kill -9: $(cat "$tmp/v")"
+
+# ---- four loaders at once on one cache: exact reads, a sound cache ----------
+rm -rf "$cache"
+b5=$(served)
+for i in 1 2 3 4; do
+	"$cli" read --digest --cache readwrite --cache-dir "$cache" "$url" 2>&1 | tail -n 1 \
+		>"$tmp/par$i" &
+done
+wait
+for i in 1 2 3 4; do same "loader $i of 4 at once" "$want2" "$(cat "$tmp/par$i")"; done
+echo "four loaders at once fetched $(($(served) - b5)) bytes (one loader: $e1)"
+$chk verify "$cache" >"$tmp/v" && ok "after 4 at once: $(cat "$tmp/v")" || bad "after 4 at once: $(cat "$tmp/v")"
+b6=$(served)
+same "a fifth loader after them" "$want2" "$(run)"
+[ $(($(served) - b6)) -le $((e1 / 100)) ] && ok "the fifth fetched <= 1%" || bad "the fifth fetched $(($(served) - b6))"
 
 # ---- a read-only and a full cache directory ---------------------------------
 for kind in ro full; do

@@ -67,6 +67,8 @@ $chk verify "$cache" >"$tmp/v" && ok "verify: $(cat "$tmp/v")" || bad "verify: $
 # ---- a flipped byte: detected, refetched, counted ---------------------------
 $chk flip "$cache" >/dev/null
 $chk verify "$cache" >/dev/null && bad "the flip was not seen by the checker" || ok "flip made"
+"$cli" cache verify --cache-dir "$cache" >"$tmp/cv" && bad "ringfeed cache verify missed the flip" ||
+	{ grep -q "bad=1" "$tmp/cv" && ok "ringfeed cache verify names the flip" || bad "cache verify: $(cat "$tmp/cv")"; }
 b4=$(served)
 same "digest with a flipped cached byte" "$want" "$(run --stats "$tmp/s4.json")"
 same "the flip was counted" 1 "$(rf_json "$tmp/s4.json" data_cache_verify_failures)"
@@ -96,6 +98,8 @@ sleep 0.4
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 same "digest after a killed writer" "$want2" "$(run)"
+"$cli" cache verify --cache-dir "$cache" >"$tmp/cv" && ok "ringfeed cache verify after kill -9: $(tail -n 1 "$tmp/cv")" ||
+	bad "ringfeed cache verify after kill -9: $(cat "$tmp/cv")"
 $chk verify "$cache" >"$tmp/v" && ok "after kill -9: $(cat "$tmp/v")" || bad "after kill -9: $(cat "$tmp/v")"
 
 # ---- four loaders at once on one cache: exact reads, a sound cache ----------
@@ -112,6 +116,15 @@ $chk verify "$cache" >"$tmp/v" && ok "after 4 at once: $(cat "$tmp/v")" || bad "
 b6=$(served)
 same "a fifth loader after them" "$want2" "$(run)"
 [ $(($(served) - b6)) -le $((e1 / 100)) ] && ok "the fifth fetched <= 1%" || bad "the fifth fetched $(($(served) - b6))"
+
+# ---- ls, du, clear (only the cache's own files) -----------------------------
+"$cli" cache ls --cache-dir "$cache" >"$tmp/ls"
+same "ls: one line per object, and the total" 5 "$(wc -l <"$tmp/ls")"
+grep -q "$secret" "$tmp/ls" && bad "ls shows the query" || ok "ls shows no query"
+touch "$cache/not-the-caches"
+"$cli" cache clear --cache-dir "$cache" >"$tmp/clear"
+same "clear leaves only what is not the cache's" "not-the-caches" "$(ls -A "$cache")"
+same "du after clear" 0 "$("$cli" cache du --cache-dir "$cache" | sed 's/.*ranges=\([0-9]*\).*/\1/')"
 
 # ---- a read-only and a full cache directory ---------------------------------
 for kind in ro full; do

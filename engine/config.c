@@ -2,6 +2,7 @@
  * against the one table in config.h; shard URLs (with {000..063} brace
  * ranges expanded); the batch allocator; the resume position. */
 #include "config.h"
+#include "cache.h"
 #include "format.h"
 #include "hostbudget.h"
 #include "inject.h"
@@ -177,6 +178,13 @@ static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_e
 	const rf_option *o = &rf_options[i];
 	if (i == RF_CFG_index_cache)
 		RF_TRY(rf_index_cache_check(value, err));
+	uint32_t cache_mode;
+	if (i == RF_CFG_cache && rf_cache_mode_parse(value, &cache_mode) < 0)
+		return rf_fail(err, -EINVAL, "option cache: '%.40s' is not off, read or readwrite",
+		               value);
+	if (i == RF_CFG_cache_dir && value[0] && value[0] != '/')
+		return rf_fail(err, -EINVAL, "option cache_dir: '%.60s' is not an absolute path",
+		               value);
 	if (i == RF_CFG_host_budget_name)
 		RF_TRY(rf_hostbudget_name_check(value, err));
 	uint32_t mode;
@@ -350,6 +358,11 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 	if (!iob || rf_loop_backend_parse(iob, &out->io_backend) < 0)
 		out->io_backend = RF_LOOP_AUTO; /* checked when set */
 	out->io_threads = (uint32_t)rf_cfg(cfg, RF_CFG_io_threads);
+	const char *cache = rf_cfg_str(cfg, RF_CFG_cache);
+	if (!cache || rf_cache_mode_parse(cache, &out->cache_mode) < 0)
+		out->cache_mode = RF_CACHE_OFF; /* checked when set */
+	out->cache_dir = rf_cfg_str(cfg, RF_CFG_cache_dir);
+	out->cache_bytes = rf_cfg(cfg, RF_CFG_cache_bytes);
 	out->inject = rf_cfg_str(cfg, RF_CFG_inject);
 	if (!out->inject) { /* the third way in: tests that cannot pass flags */
 		const char *env = getenv("RINGFEED_INJECT");

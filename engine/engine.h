@@ -402,6 +402,8 @@ typedef struct rf_engine {
 		uint64_t rereads;          /* ranges read again after failing a checksum */
 		uint64_t stream_skipped_bytes, stream_more_reads; /* sequential shards */
 		uint64_t index_cache_stale_drops; /* entries a decode contradicted (decode.c) */
+		rf_fetch_counters
+		    cache; /* the data cache's counters (cache_*), as the last read saw */
 		uint64_t q_samples, q_empty, q_full, q_swings;
 		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
 		double lat_ms[RF_LATENCY_SAMPLES];

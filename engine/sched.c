@@ -40,6 +40,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	e->st.fixed_reads = fc.fixed_reads;
 	e->st.fixed_bytes = fc.fixed_bytes;
 	e->st.register_refused = fc.register_refused;
+	e->st.cache = fc;
 	if (res < 0) {
 		e->st.fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {

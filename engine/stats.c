@@ -26,6 +26,25 @@ static void rf_latency_stats(double *v, size_t n, rf_stats *s)
 	s->fetch_latency_max_ms = v[n - 1];
 }
 
+/* The data cache's counters, as the last read saw them. mu held. */
+static void rf_stats_data_cache(rf_engine *e, rf_stats *s)
+{
+	RF_MU_HELD(e);
+	const rf_fetch_counters *c = &e->st.cache;
+	s->data_cache_hits = c->cache_hits;
+	s->data_cache_misses = c->cache_misses;
+	s->data_cache_hit_bytes = c->cache_hit_bytes;
+	s->data_cache_store_bytes = c->cache_store_bytes;
+	s->data_cache_written_bytes = c->cache_written_bytes;
+	s->data_cache_write_skipped = c->cache_write_skipped;
+	s->data_cache_not_admitted = c->cache_not_admitted;
+	s->data_cache_verify_failures = c->cache_verify_failures;
+	s->data_cache_removed_files = c->cache_removed_files;
+	s->data_cache_used_bytes = c->cache_used_bytes;
+	s->data_cache_admit_fraction = c->cache_admit_fraction;
+	snprintf(s->data_cache_off, sizeof(s->data_cache_off), "%s", c->cache_off);
+}
+
 /* Wake-ups and the lock's hold times. mu held. */
 static void rf_stats_wake(rf_engine *e, rf_stats *s)
 {
@@ -184,6 +203,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
 	snprintf(s->host_budget_source, sizeof(s->host_budget_source), "%s", e->host_source);
 	snprintf(s->index_cache_off, sizeof(s->index_cache_off), "%s", e->index_cache_off);
+	rf_stats_data_cache(e, s);
 	s->direct_bytes = e->st.direct_bytes;
 	s->direct_refused_files = e->st.direct_refused;
 	s->fixed_reads = e->st.fixed_reads;
@@ -260,6 +280,30 @@ static int rf_stats_json_wake(const rf_stats *s, char *buf, size_t cap)
 	    (unsigned long long)s->waits_consumer, (unsigned long long)s->lock_acquisitions,
 	    s->lock_hold_max_us, s->lock_hold_total_s,
 	    rf_json_quote(at, sizeof(at), s->lock_hold_max_at));
+}
+
+/* The data cache (one block; the policy is the admitted fraction). */
+static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
+{
+	char off[6 * sizeof(s->data_cache_off) + 3];
+	return snprintf(
+	    buf, cap,
+	    ",\"data_cache_hits\":%llu,\"data_cache_misses\":%llu,\"data_cache_hit_bytes\":%llu,"
+	    "\"data_cache_store_bytes\":%llu,\"data_cache_written_bytes\":%llu,"
+	    "\"data_cache_write_skipped\":%llu,\"data_cache_not_admitted\":%llu,"
+	    "\"data_cache_verify_failures\":%llu,\"data_cache_removed_files\":%llu,"
+	    "\"data_cache_used_bytes\":%llu,\"data_cache_policy\":\"stable subset by hash\","
+	    "\"data_cache_admit_fraction\":%.6f,\"data_cache_off\":%s",
+	    (unsigned long long)s->data_cache_hits, (unsigned long long)s->data_cache_misses,
+	    (unsigned long long)s->data_cache_hit_bytes,
+	    (unsigned long long)s->data_cache_store_bytes,
+	    (unsigned long long)s->data_cache_written_bytes,
+	    (unsigned long long)s->data_cache_write_skipped,
+	    (unsigned long long)s->data_cache_not_admitted,
+	    (unsigned long long)s->data_cache_verify_failures,
+	    (unsigned long long)s->data_cache_removed_files,
+	    (unsigned long long)s->data_cache_used_bytes, s->data_cache_admit_fraction,
+	    rf_json_quote(off, sizeof(off), s->data_cache_off));
 }
 
 /* The JSON object of the snapshot snap, taken from l. */
@@ -350,6 +394,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 		return -ENOSPC;
 	n += m;
 	m = rf_stats_json_wake(&s, buf + n, cap - (size_t)n);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_data_cache(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

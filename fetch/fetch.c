@@ -1,6 +1,7 @@
 /* fetch.c - the fetch layer's front door: options, the table of source kinds
  * (chosen by URL scheme) and the optional wrapper (fault injection). Every
  * call runs on the loop thread. See source.h for how to add a kind. */
+#include "cache.h"
 #include "source.h"
 #include "store.h"
 #include "url.h"
@@ -28,10 +29,14 @@ static const rf_store *const rf_stores[] = {
  * the row's pointers. */
 static const rf_source_wrapper *const rf_wrapper = &rf_source_wrapper_inject;
 
+/* The data cache around remote sources (cache.c), named as data too. */
+static const rf_cache_row *const rf_cache_layer = &rf_data_cache;
+
 struct rf_fetch {
 	rf_loop *loop;
 	rf_fetch_options opt;
 	char *strings[12]; /* owned copies of the option strings */
+	rf_cache *cache;   /* NULL when cache_mode is off */
 	void *state[RF_KINDS_MAX];
 	bool ready[RF_KINDS_MAX];
 	uint64_t epoch_ns; /* creation time: fault injection stalls count from here */
@@ -83,10 +88,11 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 		f->opt = *opt;
 	else
 		rf_fetch_options_init(&f->opt);
-	const char **fields[] = {
-	    &f->opt.ca_file,       &f->opt.s3.endpoint,   &f->opt.s3.region,
-	    &f->opt.s3.access_key, &f->opt.s3.secret_key, &f->opt.s3.session_token,
-	    &f->opt.s3.addressing, &f->opt.gs.endpoint,   &f->opt.inject};
+	const char **fields[] = {&f->opt.ca_file,       &f->opt.s3.endpoint,
+	                         &f->opt.s3.region,     &f->opt.s3.access_key,
+	                         &f->opt.s3.secret_key, &f->opt.s3.session_token,
+	                         &f->opt.s3.addressing, &f->opt.gs.endpoint,
+	                         &f->opt.inject,        &f->opt.cache_dir};
 	for (size_t i = 0; i < RF_ARRAY_LEN(fields); i++) {
 		if (rf_fetch_copy(f, fields[i], i) < 0) {
 			rf_fetch_free(f);
@@ -105,6 +111,10 @@ int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_
 			return rc;
 		}
 	}
+	if (f->opt.cache_mode != RF_CACHE_OFF && rf_cache_layer->create(&f->opt, &f->cache) < 0) {
+		rf_fetch_free(f);
+		return rf_fail(err, -ENOMEM, "out of memory for the data cache");
+	}
 	f->epoch_ns = rf_now_ns();
 	*out = f;
 	return 0;
@@ -117,6 +127,7 @@ void rf_fetch_free(rf_fetch *f)
 	for (size_t i = 0; i < RF_ARRAY_LEN(rf_kinds); i++)
 		if (f->ready[i] && rf_kinds[i]->fini)
 			rf_kinds[i]->fini(f->state[i]);
+	rf_cache_layer->destroy(f->cache);
 	for (size_t i = 0; i < RF_ARRAY_LEN(f->strings); i++)
 		free(f->strings[i]);
 	free(f);
@@ -163,6 +174,8 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
 		if (f->ready[k] && rf_kinds[k]->counters)
 			rf_kinds[k]->counters(f->state[k], out);
+	if (f->cache)
+		rf_cache_layer->counters_add(f->cache, out);
 }
 
 const rf_store *rf_store_of(const char *url, size_t *row)
@@ -255,6 +268,16 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
 	RF_TRY(kind->open(f, f->state[k], url, size_hint, &s, err));
 	s->open_cb = cb;
 	s->open_arg = arg;
+	/* Remote objects only: a local dataset is never cached. */
+	if (kind != &rf_source_kind_file && rf_cache_layer->on(f->cache)) {
+		rf_source *c = NULL;
+		int rc = rf_cache_layer->wrap(f, f->cache, s, url, &c, err);
+		if (rc < 0) {
+			rf_source_close(s);
+			return rc;
+		}
+		s = c;
+	}
 	if (f->opt.inject && *f->opt.inject && rf_wrapper) {
 		rf_source *w = NULL;
 		int rc = rf_wrapper->wrap(f, s, f->opt.inject, &w, err);

@@ -59,6 +59,12 @@ typedef struct rf_fetch_options {
 	 * loader's: backend (rf_loop_backend; 0 auto) and epoll's read threads
 	 * (0: the default). */
 	uint32_t io_backend, io_threads;
+	/* The data cache (cache.h) of remote objects' ranges: RF_CACHE_OFF (0,
+	 * the default here), _READ or _READWRITE; its directory (NULL: the
+	 * default) and its bound in bytes (0: the default). */
+	uint32_t cache_mode;
+	const char *cache_dir;
+	uint64_t cache_bytes;
 } rf_fetch_options;
 
 enum { RF_DIRECT_IO_OFF = 0, RF_DIRECT_IO_ON, RF_DIRECT_IO_AUTO };
@@ -145,6 +151,20 @@ typedef struct rf_fetch_counters {
 	uint64_t register_refused; /* registrations the kernel refused (plain reads instead) */
 	int register_error;        /* the first refusal's -errno (0: none) */
 	uint64_t bounce_allocs;    /* O_DIRECT bounce blocks allocated (edge blocks are reused) */
+	/* the data cache (cache.h) */
+	uint64_t cache_hits, cache_misses; /* reads of cached objects */
+	uint64_t cache_hit_bytes;          /* served from the cache */
+	uint64_t cache_store_bytes;        /* read from the store through the cache's wrapper */
+	uint64_t cache_written_bytes;      /* written to the cache (recorded) */
+	uint64_t cache_write_skipped;      /* ranges not written: write-behind full, budget, disk */
+	uint64_t cache_not_admitted;       /* ranges outside the admitted subset */
+	uint64_t cache_verify_failures;    /* cached ranges whose CRC failed (refetched) */
+	uint64_t cache_removed_files;      /* files of older versions removed */
+	uint64_t cache_foreign;            /* records of another object or damaged (not used) */
+	uint64_t cache_unversioned;        /* objects without a version: not cached */
+	uint64_t cache_used_bytes;         /* on disk, as this loader knows it */
+	double cache_admit_fraction;       /* capacity / remote bytes opened, at most 1 */
+	char cache_off[160];               /* "" or why the cache (or its writing) is off */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);

@@ -540,6 +540,18 @@ typedef struct rf_stats {
 	uint32_t io_read_threads;     /* epoll: the pread threads' bound (0 on io_uring) */
 	char io_backend_fallback[96]; /* why auto did not take io_uring, e.g.
 	                               * "io_uring_setup: Operation not permitted"; else "" */
+	/* the data cache of remote ranges (cache=read|readwrite; one block) */
+	uint64_t data_cache_hits, data_cache_misses; /* reads of cached objects */
+	uint64_t data_cache_hit_bytes;               /* served from the cache */
+	uint64_t data_cache_store_bytes;             /* read from the store (cached objects) */
+	uint64_t data_cache_written_bytes;           /* written to the cache */
+	uint64_t data_cache_write_skipped;   /* not written: write-behind full, budget, disk */
+	uint64_t data_cache_not_admitted;    /* outside the admitted subset (capacity / size) */
+	uint64_t data_cache_verify_failures; /* cached ranges whose CRC failed: refetched */
+	uint64_t data_cache_removed_files;   /* files of older object versions removed */
+	uint64_t data_cache_used_bytes;      /* the cache's bytes on disk (this loader's view) */
+	double data_cache_admit_fraction;    /* the policy: a stable subset of this fraction */
+	char data_cache_off[160];            /* "" or why the cache (or its writing) is off */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this
@@ -635,6 +647,30 @@ typedef struct rf_fetch_result {
  * `connections` reads in flight) through the same loop and sources as the
  * loader, without decoding anything. */
 int rf_fetch_only(const rf_config *cfg, rf_fetch_result *out, rf_error *err);
+
+/* ------------------------------------------------- the data cache's files */
+
+/* What a look over a data cache directory found (ringfeed cache ...). */
+typedef struct rf_data_cache_info {
+	uint64_t objects;        /* object versions (records) */
+	uint64_t ranges;         /* recorded ranges */
+	uint64_t recorded_bytes; /* their bytes */
+	uint64_t disk_bytes;     /* what the cache's files take on disk */
+	uint64_t bad_ranges;     /* verify: ranges whose bytes fail their CRC-32C */
+	uint64_t foreign;        /* records that are damaged or not the cache's */
+	uint64_t removed;        /* clear: files removed */
+} rf_data_cache_info;
+enum { RF_DATA_CACHE_DU = 0, RF_DATA_CACHE_LS, RF_DATA_CACHE_VERIFY, RF_DATA_CACHE_CLEAR };
+/* One object version (LS and VERIFY): its clean URL (no userinfo, query or
+ * fragment), version, size, ranges and their bytes, and bad ranges. */
+typedef void (*rf_data_cache_each_fn)(void *ctx, const char *url, const char *validator,
+                                      uint64_t size, uint64_t ranges, uint64_t bytes, uint64_t bad);
+/* Walks the data cache in dir (NULL or "": the default directory; the
+ * directory rules of the loader's cache apply): DU sums, LS lists, VERIFY
+ * reads every range back against its CRC, CLEAR removes the files the cache
+ * writes (nothing else). 0, or -errno with err naming why. */
+int rf_data_cache_admin(const char *dir, int action, rf_data_cache_each_fn each, void *ctx,
+                        rf_data_cache_info *out, rf_error *err);
 
 #ifdef __cplusplus
 }

@@ -14,5 +14,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 #endif

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# cli_cache_data.sh - the data cache (fetch/cache.h) over nginx, counted at
+# the server (its access log): three runs of a dataset that fits fetch at
+# most 1% of the first run's bytes in the second and third, with the same
+# digest; nothing secret (the URL's query) reaches a cache file or name;
+# every recorded range verifies; a byte flipped in a cached range is
+# detected, refetched and counted, never delivered; an object changed on
+# the store (new ETag) is never served from its old ranges (and the old
+# files go); a loader killed with -9 while it writes leaves a cache the next
+# run reads exactly; a read-only and a full cache directory (small tmpfs)
+# leave the read intact with one stated reason; four loaders at once on one
+# cache read exactly and leave it sound (each may fetch a range the others
+# are fetching: there are no claims yet).
+set -euo pipefail
+src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/servers.inc.sh"
+rf_servers_or_start
+cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
+. "$src/tests/check.inc.sh"
+py=/usr/bin/python3
+chk="$py $src/tests/cache_data_check.py"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-cli-cache-data.XXXXXX")
+rf_at_exit "rm -rf '$tmp'"
+tag=cli-cache-data-$$
+"$cli" pack --demo -o "$tmp/ds" --demo-bytes 6MiB --demo-shards 4 >/dev/null
+want=$("$cli" read --digest "$tmp/ds" | tail -n 1)
+mkdir -p "$RF_NGINX_ROOT/$tag"
+cp "$tmp"/ds/shard-*.rfs "$RF_NGINX_ROOT/$tag/"
+rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag'"
+log=$RF_SERVERS_DIR/logs/nginx-access.log
+[ -f "$log" ] || log=$(ls "${RF_SERVERS_DIR:-/nonexistent}"/logs/nginx*access*.log 2>/dev/null | head -n 1)
+[ -n "$log" ] && [ -f "$log" ] || { echo "SKIP: no nginx access log under RF_SERVERS_DIR"; exit 77; }
+# body bytes nginx sent for this test's objects so far
+served() { awk -v t="/$tag/" 'index($7, t) == 1 { s += $10 } END { print s + 0 }' "$log"; }
+secret=TOPSECRETSIG$$
+url="$RF_NGINX_URL/$tag/shard-{000000..000003}.rfs?X-Amz-Signature=$secret"
+cache=$tmp/cache
+run() { "$cli" read --digest --cache readwrite --cache-dir "$cache" "$@" "$url" | tail -n 1; }
+
+# ---- three runs: the later ones come from the cache ------------------------
+b0=$(served)
+same "run 1 digest" "$want" "$(run --stats "$tmp/s1.json")"
+b1=$(served)
+same "run 2 digest" "$want" "$(run --stats "$tmp/s2.json")"
+b2=$(served)
+same "run 3 digest" "$want" "$(run --stats "$tmp/s3.json")"
+b3=$(served)
+e1=$((b1 - b0)) e2=$((b2 - b1)) e3=$((b3 - b2))
+echo "store bytes per run: $e1 $e2 $e3"
+[ "$e1" -ge 4000000 ] && ok "run 1 fetched the dataset ($e1 bytes)" || bad "run 1 fetched $e1 bytes"
+[ $((e2 * 100)) -le "$e1" ] && ok "run 2 fetched <= 1% ($e2)" || bad "run 2 fetched $e2 of $e1"
+[ $((e3 * 100)) -le "$e1" ] && ok "run 3 fetched <= 1% ($e3)" || bad "run 3 fetched $e3 of $e1"
+hits=$(rf_json "$tmp/s3.json" data_cache_hit_bytes)
+[ "$hits" -ge 4000000 ] && ok "run 3 served $hits bytes from the cache" || bad "run 3 hit bytes $hits"
+same "no verify failures" 0 "$(rf_json "$tmp/s3.json" data_cache_verify_failures)"
+same "cache on" "" "$(rf_json "$tmp/s3.json" data_cache_off)"
+
+# ---- secrets and integrity ------------------------------------------------
+if grep -rqa "$secret" "$cache" || $chk names "$cache" | grep -q "$secret"; then
+	bad "the URL's query reached the cache"
+else
+	ok "no secret in any cache file or name"
+fi
+$chk verify "$cache" >"$tmp/v" && ok "verify: $(cat "$tmp/v")" || bad "verify: $(cat "$tmp/v")"
+
+# ---- a flipped byte: detected, refetched, counted ---------------------------
+$chk flip "$cache" >/dev/null
+$chk verify "$cache" >/dev/null && bad "the flip was not seen by the checker" || ok "flip made"
+"$cli" cache verify --cache-dir "$cache" >"$tmp/cv" && bad "ringfeed cache verify missed the flip" ||
+	{ grep -q "bad=1" "$tmp/cv" && ok "ringfeed cache verify names the flip" || bad "cache verify: $(cat "$tmp/cv")"; }
+b4=$(served)
+same "digest with a flipped cached byte" "$want" "$(run --stats "$tmp/s4.json")"
+same "the flip was counted" 1 "$(rf_json "$tmp/s4.json" data_cache_verify_failures)"
+[ $(($(served) - b4)) -gt 0 ] && ok "the damaged range was refetched" || bad "nothing refetched"
+$chk verify "$cache" >"$tmp/v" && ok "rewritten: $(cat "$tmp/v")" || bad "after refetch: $(cat "$tmp/v")"
+
+# ---- an object changed on the store: never its old ranges -------------------
+"$cli" pack --demo -o "$tmp/other" --demo-bytes 7MiB --demo-shards 4 >/dev/null
+mkdir "$tmp/ds2"
+cp "$tmp"/ds/shard-*.rfs "$tmp/ds2/"
+cp "$tmp/other/shard-000001.rfs" "$tmp/ds2/shard-000001.rfs"
+want2=$("$cli" read --digest "$tmp/ds2" | tail -n 1)
+[ "$want2" != "$want" ] || bad "the changed dataset reads the same"
+cp "$tmp/other/shard-000001.rfs" "$RF_NGINX_ROOT/$tag/shard-000001.rfs"
+touch -d '+1 hour' "$RF_NGINX_ROOT/$tag/shard-000001.rfs" # a new mtime: a new ETag
+same "digest after the object changed" "$want2" "$(run --stats "$tmp/s5.json")"
+[ "$(rf_json "$tmp/s5.json" data_cache_removed_files)" -ge 1 ] &&
+	ok "the old version's files went" || bad "old version kept: $(cat "$tmp/s5.json")"
+same "digest of the changed dataset, cached" "$want2" "$(run)"
+
+# ---- kill -9 while writing: the next run is exact, the cache verifies --------
+rm -rf "$cache"
+"$cli" read --digest --cache readwrite --cache-dir "$cache" --inject latency=30ms "$url" \
+	>/dev/null 2>&1 &
+pid=$!
+sleep 0.4
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+same "digest after a killed writer" "$want2" "$(run)"
+"$cli" cache verify --cache-dir "$cache" >"$tmp/cv" && ok "ringfeed cache verify after kill -9: $(tail -n 1 "$tmp/cv")" ||
+	bad "ringfeed cache verify after kill -9: $(cat "$tmp/cv")"
+$chk verify "$cache" >"$tmp/v" && ok "after kill -9: $(cat "$tmp/v")" || bad "after kill -9: $(cat "$tmp/v")"
+
+# ---- four loaders at once on one cache: exact reads, a sound cache ----------
+rm -rf "$cache"
+b5=$(served)
+for i in 1 2 3 4; do
+	"$cli" read --digest --cache readwrite --cache-dir "$cache" "$url" 2>&1 | tail -n 1 \
+		>"$tmp/par$i" &
+done
+wait
+for i in 1 2 3 4; do same "loader $i of 4 at once" "$want2" "$(cat "$tmp/par$i")"; done
+echo "four loaders at once fetched $(($(served) - b5)) bytes (one loader: $e1)"
+$chk verify "$cache" >"$tmp/v" && ok "after 4 at once: $(cat "$tmp/v")" || bad "after 4 at once: $(cat "$tmp/v")"
+b6=$(served)
+same "a fifth loader after them" "$want2" "$(run)"
+[ $(($(served) - b6)) -le $((e1 / 100)) ] && ok "the fifth fetched <= 1%" || bad "the fifth fetched $(($(served) - b6))"
+
+# ---- ls, du, clear (only the cache's own files) -----------------------------
+"$cli" cache ls --cache-dir "$cache" >"$tmp/ls"
+same "ls: one line per object, and the total" 5 "$(wc -l <"$tmp/ls")"
+grep -q "$secret" "$tmp/ls" && bad "ls shows the query" || ok "ls shows no query"
+touch "$cache/not-the-caches"
+"$cli" cache clear --cache-dir "$cache" >"$tmp/clear"
+same "clear leaves only what is not the cache's" "not-the-caches" "$(ls -A "$cache")"
+same "du after clear" 0 "$("$cli" cache du --cache-dir "$cache" | sed 's/.*ranges=\([0-9]*\).*/\1/')"
+
+# ---- a read-only and a full cache directory ---------------------------------
+for kind in ro full; do
+	mnt=$tmp/mnt-$kind
+	mkdir -p "$mnt"
+	opts=size=1m
+	[ $kind = ro ] && opts=ro,size=1m
+	if ! mount -t tmpfs -o "$opts" tmpfs "$mnt" 2>/dev/null; then
+		echo "skip $kind: cannot mount a tmpfs (needs root)"
+		continue
+	fi
+	rf_at_exit "umount '$mnt' 2>/dev/null"
+	chmod 700 "$mnt" 2>/dev/null || true
+	got=$("$cli" read --digest --cache readwrite --cache-dir "$mnt/data" \
+		--stats "$tmp/$kind.json" "$url" 2>"$tmp/$kind.err" | tail -n 1)
+	same "$kind cache dir: digest" "$want2" "$got"
+	n=$(grep -c "data cache" "$tmp/$kind.err" || true)
+	same "$kind cache dir: one stated reason" 1 "$n"
+	reason=$(rf_json "$tmp/$kind.json" data_cache_off)
+	[ -n "$reason" ] && ok "$kind: stats say '$reason'" || bad "$kind: no reason in the stats"
+	umount "$mnt" && ok "$kind: unmounted"
+done
+
+rf_checks_done cli_cache_data

@@ -3,6 +3,7 @@
  * untrusted bytes, and the bounds kept by each put (least recently used
  * entries removed). Only base/ and libc. */
 #include "icache.h"
+#include "cachedir.h"
 #include "crc32c.h"
 #include "util.h"
 
@@ -128,83 +129,7 @@ static bool is_entry_name(const char *s)
 
 int rf_icache_default_dir(char *buf, size_t cap)
 {
-	const char *v = getenv("RINGFEED_CACHE_DIR");
-	int n = -1;
-	if (v && *v)
-		n = snprintf(buf, cap, "%s", v);
-	else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
-		n = snprintf(buf, cap, "%s/ringfeed/index", v);
-	else if ((v = getenv("HOME")) && *v)
-		n = snprintf(buf, cap, "%s/.cache/ringfeed/index", v);
-	else
-		return -ENOENT;
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
-/* mkdir -p with mode 0700 for what it creates (existing parents untouched). */
-static int mkdir_parents(char *path, rf_error *why)
-{
-	for (char *p = path + 1;; p++) {
-		bool end = *p == '\0';
-		if (*p != '/' && !end)
-			continue;
-		*p = '\0';
-		int rc = mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
-		if (!end)
-			*p = '/';
-		if (rc < 0)
-			return rf_fail(why, rc, "index cache disabled: cannot create %s: %s", path,
-			               strerror(-rc));
-		if (end)
-			return 0;
-	}
-}
-
-/* The directory is the user's own and nobody else may write there (a
- * shared directory would let another user plant entries). */
-static int dir_check(int fd, const char *dir, rf_error *why)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return rf_fail(why, -errno, "index cache disabled: %s: %s", dir, strerror(errno));
-	if (st.st_uid != geteuid())
-		return rf_fail(why, -EPERM,
-		               "index cache disabled: %s is owned by uid %u, not this user (%u)",
-		               dir, (unsigned)st.st_uid, (unsigned)geteuid());
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return rf_fail(why, -EPERM,
-		               "index cache disabled: %s is writable by others (mode %03o; chmod "
-		               "700 it)",
-		               dir, (unsigned)(st.st_mode & 0777));
-	if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
-		return rf_fail(why, -errno, "index cache disabled: %s is not writable by this user",
-		               dir);
-	return 0;
-}
-
-static int dir_open(const char *dir, rf_error *why)
-{
-	char path[RF_ICACHE_URL_BYTES_MAX];
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
-		return rf_fail(why, -ENAMETOOLONG, "index cache disabled: directory name too long");
-	size_t n = strlen(path);
-	while (n > 1 && path[n - 1] == '/')
-		path[--n] = '\0';
-	if (path[0] != '/')
-		return rf_fail(why, -EINVAL, "index cache disabled: %s is not an absolute path",
-		               path);
-	RF_TRY(mkdir_parents(path, why));
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return rf_fail(
-		    why, -errno, "index cache disabled: %s: %s%s", path, strerror(errno),
-		    errno == ELOOP || errno == ENOTDIR ? " (a symlink or not a directory)" : "");
-	int rc = dir_check(fd, path, why);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	return fd;
+	return rf_cachedir_default("index", "", buf, cap);
 }
 
 int rf_icache_open(const char *dir, uint64_t max_bytes, uint32_t max_entries, rf_icache **out,
@@ -221,7 +146,7 @@ int rf_icache_open(const char *dir, uint64_t max_bytes, uint32_t max_entries, rf
 			    "XDG_CACHE_HOME or HOME)");
 		dir = def;
 	}
-	int fd = dir_open(dir, why);
+	int fd = rf_cachedir_open(dir, "index cache disabled", true, true, why);
 	if (fd < 0)
 		return fd;
 	rf_icache *c = calloc(1, sizeof(*c));

@@ -4,6 +4,7 @@
  * user's own, mode 0700, nobody else may write, no symlinks). base/ and
  * libc only. */
 #include "cache.h"
+#include "cachedir.h"
 #include "crc32c.h"
 #include "util.h"
 
@@ -28,17 +29,7 @@ int rf_cache_mode_parse(const char *s, uint32_t *mode)
 
 int rf_cache_default_dir(char *buf, size_t cap)
 {
-	const char *v = getenv("RINGFEED_CACHE_DIR");
-	int n = -1;
-	if (v && *v)
-		n = snprintf(buf, cap, "%s/data", v);
-	else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
-		n = snprintf(buf, cap, "%s/ringfeed/data", v);
-	else if ((v = getenv("HOME")) && *v)
-		n = snprintf(buf, cap, "%s/.cache/ringfeed/data", v);
-	else
-		return -ENOENT;
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	return rf_cachedir_default("data", "/data", buf, cap);
 }
 
 int rf_cache_clean_url(const char *url, char *out, size_t cap)
@@ -184,44 +175,6 @@ bool rf_cache_is_file_name(const char *name)
 
 /* ------------------------------------------------------------- directory */
 
-static int mkdir_parents(char *path, rf_error *why)
-{
-	for (char *p = path + 1;; p++) {
-		bool end = *p == '\0';
-		if (*p != '/' && !end)
-			continue;
-		*p = '\0';
-		int rc = mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
-		if (!end)
-			*p = '/';
-		if (rc < 0)
-			return rf_fail(why, rc, "data cache off: cannot create %s: %s", path,
-			               strerror(-rc));
-		if (end)
-			return 0;
-	}
-}
-
-static int dir_check(int fd, const char *dir, uint32_t mode, rf_error *why)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return rf_fail(why, -errno, "data cache off: %s: %s", dir, strerror(errno));
-	if (st.st_uid != geteuid())
-		return rf_fail(why, -EPERM,
-		               "data cache off: %s is owned by uid %u, not this user (%u)", dir,
-		               (unsigned)st.st_uid, (unsigned)geteuid());
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return rf_fail(why, -EPERM,
-		               "data cache off: %s is writable by others (mode %03o; chmod 700 it)",
-		               dir, (unsigned)(st.st_mode & 0777));
-	int need = mode == RF_CACHE_READWRITE ? W_OK | X_OK : R_OK | X_OK;
-	if (faccessat(fd, ".", need, AT_EACCESS) < 0)
-		return rf_fail(why, -errno, "data cache off: %s is not %s by this user", dir,
-		               mode == RF_CACHE_READWRITE ? "writable" : "readable");
-	return 0;
-}
-
 int rf_cache_dir_open(const char *dir, uint32_t mode, rf_error *why)
 {
 	char path[RF_CACHE_URL_BYTES_MAX];
@@ -231,25 +184,8 @@ int rf_cache_dir_open(const char *dir, uint32_t mode, rf_error *why)
 			return rf_fail(why, rc,
 			               "data cache off: no directory (set cache_dir, "
 			               "RINGFEED_CACHE_DIR, XDG_CACHE_HOME or HOME)");
-	} else if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-		return rf_fail(why, -ENAMETOOLONG, "data cache off: directory name too long");
+		dir = path;
 	}
-	size_t n = strlen(path);
-	while (n > 1 && path[n - 1] == '/')
-		path[--n] = '\0';
-	if (path[0] != '/')
-		return rf_fail(why, -EINVAL, "data cache off: %s is not an absolute path", path);
-	if (mode == RF_CACHE_READWRITE)
-		RF_TRY(mkdir_parents(path, why));
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return rf_fail(
-		    why, -errno, "data cache off: %s: %s%s", path, strerror(errno),
-		    errno == ELOOP || errno == ENOTDIR ? " (a symlink or not a directory)" : "");
-	int rc = dir_check(fd, path, mode, why);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	return fd;
+	bool rw = mode == RF_CACHE_READWRITE;
+	return rf_cachedir_open(dir, "data cache off", rw, rw, why);
 }

@@ -3,6 +3,7 @@
  * format's open steps over a local file, for tools and tests. */
 #include "format.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,4 +399,31 @@ int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_in
 		src = buf, src_len = (size_t)more.len, src_offset = more.offset;
 		more.again = true;
 	}
+}
+
+int rf_format_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,
+                         const char *name, rf_index_write_fn write, rf_error *err)
+{
+	size_t n = strlen(idx_path);
+	char *tmp = malloc(n + 32);
+	int rc = tmp ? 0 : rf_fail(err, -ENOMEM, "out of memory");
+	FILE *f = NULL;
+	if (rc == 0) {
+		snprintf(tmp, n + 32, "%s.tmp.%ld", idx_path, (long)getpid());
+		if (!(f = fopen(tmp, "wx")))
+			rc = rf_fail(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
+	}
+	if (rc == 0)
+		rc = write(ix, priv, f, name, err);
+	if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0) && rc == 0)
+		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, idx_path) != 0)
+		rc = rf_fail(err, -errno, "%s: cannot rename to %s: %s", tmp, idx_path,
+		             strerror(errno));
+	if (rc < 0 && f)
+		unlink(tmp);
+	free(tmp);
+	return rc;
 }

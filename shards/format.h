@@ -354,6 +354,14 @@ char *rf_format_local_name(const char *path);
 /* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
 const char *rf_format_patterns(void);
 
+/* Writes an index file atomically: write(ix, priv, f, name) into a
+ * temporary file beside idx_path, fsync'd, then renamed over it; nothing is
+ * left behind on failure. For `ringfeed index` (tar, TFRecord). */
+typedef int (*rf_index_write_fn)(const rf_shard_index *ix, const void *priv, FILE *out,
+                                 const char *name, rf_error *err);
+int rf_format_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,
+                         const char *name, rf_index_write_fn write, rf_error *err);
+
 /* True when rc, the error opening the sidecar url, says it does not exist
  * (an optional want's object is then absent, not an error): -ENOENT (a
  * local ENOENT, HTTP 404), and for an s3:// URL also -EACCES (S3 answers

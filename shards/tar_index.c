@@ -471,28 +471,7 @@ RF_API int rf_tar_index_build(const char *tar_path, const char *idx_path, rf_err
 int rf_tar_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,
                       const char *name, rf_error *err)
 {
-	size_t n = strlen(idx_path);
-	char *tmp = malloc(n + 32);
-	int rc = tmp ? 0 : rf_fail(err, -ENOMEM, "out of memory");
-	FILE *f = NULL;
-	if (rc == 0) {
-		snprintf(tmp, n + 32, "%s.tmp.%ld", idx_path, (long)getpid());
-		if (!(f = fopen(tmp, "wx")))
-			rc = rf_fail(err, -errno, "%s: cannot create: %s", tmp, strerror(errno));
-	}
-	if (rc == 0)
-		rc = rf_tar_index_write(ix, priv, f, name, err);
-	if (f && (fflush(f) != 0 || fsync(fileno(f)) != 0) && rc == 0)
-		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
-	if (f && fclose(f) != 0 && rc == 0)
-		rc = rf_fail(err, -errno, "%s: writing: %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, idx_path) != 0)
-		rc = rf_fail(err, -errno, "%s: cannot rename to %s: %s", tmp, idx_path,
-		             strerror(errno));
-	if (rc < 0 && f)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	return rf_format_index_save(ix, priv, idx_path, name, rf_tar_index_write, err);
 }
 
 RF_API int rf_tar_index_check(const char *tar_path, const char *idx_path, rf_error *err)

@@ -155,7 +155,7 @@ static bool rf_reread_same(rf_unit_slot *u, bool sequential)
 {
 	if (sequential)
 		return false;
-	uint64_t sum = rf_fnv1a(RF_FNV_OFFSET, u->read->buf + u->src_at, u->src_len);
+	uint32_t sum = (uint32_t)rf_fnv1a(RF_FNV_OFFSET, u->read->buf + u->src_at, u->src_len);
 	u->same_bytes = u->rereads > 0 && sum == u->failed_sum;
 	u->failed_sum = sum;
 	return u->same_bytes;

@@ -78,17 +78,18 @@ typedef struct rf_unit_slot {
 	uint32_t shard, block, records;
 	uint64_t first_plan_record, release_pos;
 	uint8_t state;
-	uint8_t rereads;     /* re-reads after a failed checksum (<= retries) */
-	bool same_bytes;     /* a re-read gave the bytes that failed again: no more */
-	uint64_t failed_sum; /* rf_fnv1a of the stored bytes that failed last */
-	bool more;           /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;          /* sequential: the next decode continues after such a read */
-	bool seq_wait;       /* sequential: FETCHED, waiting for the unit before it to decode,
-	                      * or for a free stream state */
-	uint8_t seq_state;   /* sequential: 1 + the state it holds across MORE reads, or 0 */
+	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
+	bool same_bytes;   /* a re-read gave the bytes that failed again: no more */
+	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
+	bool again;        /* sequential: the next decode continues after such a read */
+	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
+	                    * or for a free stream state */
+	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
 	uint32_t src_len;
+	uint32_t failed_sum; /* rf_fnv1a of the stored bytes that failed last (low 32 bits;
+	                      * beside src_len: the slot stays 136 bytes, x the ring's units) */
 	uint8_t *slab;
 	uint64_t slab_bytes; /* pool class = DECODED reservation */
 	const uint8_t *base; /* decoded: the records' bytes (the slab, or the read's

@@ -217,15 +217,16 @@ static int rf_open_budget_fail(rf_shard *s, uint64_t need, uint64_t len, rf_erro
 	const rf_fmt_want *w = &s->open->fo.want;
 	/* what the step reads: a sidecar (an index file), else the shard's own
 	 * bytes (a footer and index, or a header scan of a tar without one) */
-	const char *what =
-	    w->object ? "a read of its index file" : "a read of the shard's own bytes";
+	const char *what = w->object ? "of its index file"
+	                             : "of the shard itself (its footer and index, or a tar's "
+	                               "header scan)";
 	return rf_fail(err, RF_E_BUDGET,
-	               "budget %s is too small to learn the shards' layouts: shard %s needs "
-	               "%llu bytes at open for %s (%llu bytes at offset %llu, and what parsing "
-	               "them may allocate) while %s of metadata is held for the %u shard(s) "
-	               "opened so far (raise budget)",
+	               "budget %s is too small for the shard indexes: shard %s needs %llu bytes "
+	               "at open for a read of %llu bytes %s at offset %llu and what parsing them "
+	               "may allocate, while %s of metadata is held for the %u shard(s) opened so "
+	               "far (raise budget)",
 	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
-	               (unsigned long long)need, what, (unsigned long long)len,
+	               (unsigned long long)need, (unsigned long long)len, what,
 	               (unsigned long long)w->offset,
 	               rf_fmt_bytes(e->open.meta_bytes, held, sizeof(held)), e->open.done);
 }

@@ -69,7 +69,7 @@ out=$("$T/consumer" --budget 16MiB --batch 32 "$T/ds/manifest.rfm")
 grep -q "records=3000 " <<<"$out" || fail "consumer: $out"
 want=$("$CLI" read --digest "$T/ds/manifest.rfm" | sed 's/.*bytes=\([0-9]*\).*/\1/')
 grep -q "bytes=$want " <<<"$out" || fail "consumer bytes differ from read's $want: $out"
-grep -q "state_bytes=96" <<<"$out" || fail "consumer did not save a state: $out"
+grep -q "state_bytes=112" <<<"$out" || fail "consumer did not save a state: $out"
 "$T/consumer" "$T/missing.rfs" 2>"$T/err" && fail "missing shard accepted"
 grep -q "missing.rfs" "$T/err" || fail "missing shard error: $(cat "$T/err")"
 

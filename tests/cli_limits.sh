@@ -68,7 +68,7 @@ head -c 40000 /dev/urandom >"$T/tiny.bin"
 line=$(tail -n 1 "$T/many/manifest.rfm")
 { echo '# ringfeed manifest v1'; for _ in $(seq 64); do echo "$line"; done; } >"$T/many/m64.rfm"
 check_open_fails "64 listings" "$CLI" read --digest --budget 64MiB "$T/many/m64.rfm"
-grep -q "shard .*shard-000000.rfs needs [0-9]* bytes for its 960028-byte index" "$T/err" ||
+grep -q "shard .*shard-000000.rfs needs [0-9]* bytes at open for a read of 960028 bytes" "$T/err" ||
 	{ cat "$T/err" >&2; fail "64 listings: the message names neither shard nor bytes"; }
 # the same shard listed 8 times fits: the budget did not get smaller for it
 expect_rc 0 "$CLI" read --digest --budget 64MiB "$T/many/manifest.rfm"
@@ -94,7 +94,7 @@ with open(sys.argv[1], "wb") as out:
     out.write(f)
 PYEOF
 check_open_fails "384 MiB index" "$CLI" read --digest --budget 64MiB "$T/huge.rfs"
-grep -q "shard .*huge.rfs needs [0-9]* bytes for its 402653184-byte index" "$T/err" ||
+grep -q "shard .*huge.rfs needs [0-9]* bytes at open for a read of 402653184 bytes" "$T/err" ||
 	{ cat "$T/err" >&2; fail "384 MiB index: the message names neither shard nor bytes"; }
 
 # 4. 10,000 one-record blocks: a window that a batch of 64 straddles (5000,
@@ -131,5 +131,22 @@ for r in 0 1; do
 	cat "$T/out" >>"$T/w10k.ranks"
 done
 records_of "$T/w10k.ranks" | cmp -s - "$T/w10k.want" || fail "10k blocks, world 2: other records"
+
+# 6. a tar without an index, at a budget below its header scan's read: the
+#    refusal says what the open reads (the shard itself: a header scan), not
+#    "its 4194304-byte index" (it has none).
+/usr/bin/python3 - "$T/tars" <<'PYEOF'
+import io, os, sys, tarfile
+os.makedirs(sys.argv[1])
+with tarfile.open(f"{sys.argv[1]}/s.tar", "w") as t:
+    for i in range(20):
+        d = os.urandom(300000); ti = tarfile.TarInfo("%06d.bin" % i); ti.size = len(d)
+        t.addfile(ti, io.BytesIO(d))
+PYEOF
+rc=0
+"$CLI" read --digest --index-cache off --budget 1MiB "$T/tars" >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" = 1 ] || fail "tar at 1 MiB: exited $rc, want 1"
+grep -q "of the shard itself (its footer and index, or a tar's header scan)" "$T/err" &&
+	! grep -q "byte index" "$T/err" || { cat "$T/err" >&2; fail "tar at 1 MiB: the message"; }
 
 echo "cli_limits: ok"

@@ -64,7 +64,7 @@ read -r kib rc < <(peak_kib "$CLI" read --digest --budget 64MiB \
 	"$RF_NGINX_URL/$tag/huge-a.rfs" "$RF_NGINX_URL/$tag/huge-b.rfs")
 echo "peak RSS $kib KiB (limit $limit_kib KiB = budget + $base_kib + 16384)"
 [ "$rc" = 1 ] || { cat "$T/out" "$T/err" >&2; fail "exited $rc, want 1"; }
-grep -q "budget 64.0 MiB is too small to learn the shards' layouts: shard .*/huge-[ab].rfs needs [0-9]* bytes at open for a read of the shard's own bytes (402653184 bytes at offset" "$T/err" ||
+grep -q "budget 64.0 MiB is too small for the shard indexes: shard .*/huge-[ab].rfs needs [0-9]* bytes at open for a read of 402653184 bytes of the shard itself" "$T/err" ||
 	{ cat "$T/err" >&2; fail "the message names neither the budget, the shard nor the bytes"; }
 [ "$sanitized" = 1 ] || [ "$kib" -le "$limit_kib" ] || fail "peak RSS $kib KiB over $limit_kib KiB"
 echo "cli_limits_http: ok"

@@ -385,7 +385,7 @@ int rf_next(rf_loader *l, rf_batch **out, int timeout_ms);
 /* Returns the batch's bytes to the budget. Batches may be released in any order. */
 void rf_release(rf_loader *l, rf_batch *b);
 /* The consumer's position (after the batches returned by rf_next so far):
- * 96 bytes, plus 16 a segment in an epoch re-split by an elastic resume (at
+ * 112 bytes (version 3), plus 16 a segment in an epoch re-split by an elastic resume (at
  * most 4096). With buf == NULL sets *len to the bytes needed. */
 int rf_state_save(rf_loader *l, void *buf, size_t *len);
 /* The message of the last failed rf_next ("" after the stream's end). The

@@ -77,7 +77,7 @@ via_proxy "http all + injector" --latency 1ms --jitter 1ms --stall 20ms/100ms --
 # permanent over HTTP: the corrupt block, a 404, retries exhausted
 start_proxy
 permanent "http corrupt block on disk" "$T/bad" "http://127.0.0.1:$PORT/$tag/bad/$BAD_SHARD" \
-	"block 2" "after 5 re-reads" -- --connections 4 "http://127.0.0.1:$PORT/$tag/bad/shard-{000000..$last}.rfs"
+	"block 2" "the same bytes on re-read" -- --connections 4 "http://127.0.0.1:$PORT/$tag/bad/shard-{000000..$last}.rfs"
 rc=0
 "$CLI" read --output raw "${common[@]}" "http://127.0.0.1:$PORT/$tag/ok/shard-{000000..$nshards}.rfs" \
 	>"$T/run.raw" 2>"$T/err" || rc=$?

@@ -38,7 +38,7 @@ rc=0
 cp -r "$T/ds" "$T/bad"
 "$PY" "$CHECK" flip "$T/bad/$BAD_SHARD" 2
 permanent "local corrupt block on disk" "$T/bad" "$BAD_SHARD" "block 2" "zstd decode failed" \
-	"after 5 re-reads" -- "$T/bad/manifest.rfm"
+	"the same bytes on re-read" -- "$T/bad/manifest.rfm"
 permanent "local corrupt block, retries 0" "$T/bad" "$BAD_SHARD" "block 2" -- \
 	--retries 0 "$T/bad/manifest.rfm"
 

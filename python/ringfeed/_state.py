@@ -1,4 +1,4 @@
-"""_state.py - the engine's resume state (engine/state.h, version 2) read and
+"""_state.py - the engine's resume state (engine/state.h, versions 3 and 2) read and
 written in Python, for DataLoader workers: a state of W x N virtual ranks
 whose positions differ (worker w received one batch more than worker w + 1)
 is kept as each virtual rank's remaining records, as segments of the epoch's
@@ -12,8 +12,11 @@ records, virtual rank v of V takes positions [v*S, (v+1)*S), S = L // V
 
 import struct
 
-MAGIC = b"RFSTATE2"
-HEAD = 92
+# version 3 (what the engine writes) adds the dataset's names and contents
+# hashes after version 2's 92-byte head; a state is written back in its own
+# version, its identity carried unchanged
+MAGICS = {2: b"RFSTATE2", 3: b"RFSTATE3"}
+HEADS = {2: 92, 3: 108}
 FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ = 1, 2, 4
 SEGMENTS_MAX = 4096
 
@@ -35,24 +38,32 @@ def crc32c(data, crc=0):
 class State:
     """A decoded engine state (the fields of engine/state.h)."""
 
-    __slots__ = ("flags", "dataset_hash", "dataset_records", "shards", "window", "seed",
-                 "world", "epoch", "record", "batch", "skipped", "skipped_blocks", "segs")
+    __slots__ = ("version", "flags", "dataset_hash", "dataset_records", "shards", "window",
+                 "seed", "world", "epoch", "record", "batch", "skipped", "skipped_blocks",
+                 "names_hash", "content_hash", "segs")
 
     @classmethod
     def decode(cls, buf):
         buf = bytes(buf)
-        if len(buf) < HEAD + 4 or buf[:8] != MAGIC:
-            raise ValueError("ringfeed state: not a version-2 engine state")
+        version = next((v for v, m in MAGICS.items() if buf[:8] == m), None)
+        if version is None or len(buf) < HEADS[version] + 4:
+            raise ValueError("ringfeed state: not a version 2 or 3 engine state")
+        head = HEADS[version]
         (crc,) = struct.unpack_from("<I", buf, len(buf) - 4)
         if crc32c(buf[:-4]) != crc:
             raise ValueError("ringfeed state: checksum mismatch")
         s = cls()
-        (_, s.flags, s.dataset_hash, s.dataset_records, s.shards, s.window, s.seed, s.world,
-         nsegs, s.epoch, s.record, s.batch, s.skipped, s.skipped_blocks) = struct.unpack_from(
-            "<IIQQIIQIIQQQQI", buf, 8)
-        if len(buf) != HEAD + 4 + 16 * nsegs:
+        s.version = version
+        (stored, s.flags, s.dataset_hash, s.dataset_records, s.shards, s.window, s.seed,
+         s.world, nsegs, s.epoch, s.record, s.batch, s.skipped,
+         s.skipped_blocks) = struct.unpack_from("<IIQQIIQIIQQQQI", buf, 8)
+        if stored != version:
+            raise ValueError(f"ringfeed state: version {stored} under magic {buf[:8]!r}")
+        s.names_hash, s.content_hash = (struct.unpack_from("<QQ", buf, 92) if version >= 3
+                                        else (0, 0))
+        if len(buf) != head + 4 + 16 * nsegs:
             raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} segments")
-        s.segs = [struct.unpack_from("<QQ", buf, HEAD + 16 * i) for i in range(nsegs)]
+        s.segs = [struct.unpack_from("<QQ", buf, head + 16 * i) for i in range(nsegs)]
         return s
 
     @property
@@ -69,10 +80,12 @@ class State:
             raise ValueError(
                 f"ringfeed state: {nsegs} stream segments, more than {SEGMENTS_MAX} "
                 "(resume on the same world and workers first)")
-        head = struct.pack("<8sIIQQIIQIIQQQQI", MAGIC, 2, self.flags, self.dataset_hash,
-                           self.dataset_records, self.shards, self.window, self.seed,
-                           self.world, nsegs, self.epoch, self.record, self.batch,
+        head = struct.pack("<8sIIQQIIQIIQQQQI", MAGICS[self.version], self.version, self.flags,
+                           self.dataset_hash, self.dataset_records, self.shards, self.window,
+                           self.seed, self.world, nsegs, self.epoch, self.record, self.batch,
                            self.skipped, self.skipped_blocks)
+        if self.version >= 3:
+            head += struct.pack("<QQ", self.names_hash, self.content_hash)
         body = head + b"".join(struct.pack("<QQ", a, n) for a, n in self.segs[:nsegs])
         return body + struct.pack("<I", crc32c(body))
 

@@ -5,6 +5,7 @@
 #include "icache.h"
 #include "cachedir.h"
 #include "crc32c.h"
+#include "url.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -40,28 +41,7 @@ struct rf_icache {
 
 int rf_icache_clean_url(const char *url, char *out, size_t cap)
 {
-	const char *auth = strstr(url, "://");
-	size_t n = 0;
-	if (!auth) { /* a local path: no userinfo or query to drop */
-		n = strlen(url);
-	} else {
-		auth += 3;
-		size_t host_len = strcspn(auth, "/?#");
-		const char *at = memrchr(auth, '@', host_len);
-		const char *host = at ? at + 1 : auth;
-		size_t scheme_len = (size_t)(auth - url);
-		size_t rest = strcspn(host, "?#");
-		if (scheme_len + rest >= cap)
-			return -ENAMETOOLONG;
-		memcpy(out, url, scheme_len);
-		memcpy(out + scheme_len, host, rest);
-		out[scheme_len + rest] = '\0';
-		return 0;
-	}
-	if (n >= cap)
-		return -ENAMETOOLONG;
-	memcpy(out, url, n + 1);
-	return 0;
+	return rf_url_clean(url, out, cap);
 }
 
 static bool format_ok(const char *f)

@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "cachedir.h"
 #include "crc32c.h"
+#include "url.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -34,25 +35,7 @@ int rf_cache_default_dir(char *buf, size_t cap)
 
 int rf_cache_clean_url(const char *url, char *out, size_t cap)
 {
-	const char *auth = strstr(url, "://");
-	if (!auth) {
-		if (strlen(url) >= cap)
-			return -ENAMETOOLONG;
-		memcpy(out, url, strlen(url) + 1);
-		return 0;
-	}
-	auth += 3;
-	size_t host_len = strcspn(auth, "/?#");
-	const char *at = memrchr(auth, '@', host_len);
-	const char *host = at ? at + 1 : auth;
-	size_t scheme_len = (size_t)(auth - url);
-	size_t rest = strcspn(host, "?#");
-	if (scheme_len + rest >= cap)
-		return -ENAMETOOLONG;
-	memcpy(out, url, scheme_len);
-	memcpy(out + scheme_len, host, rest);
-	out[scheme_len + rest] = '\0';
-	return 0;
+	return rf_url_clean(url, out, cap);
 }
 
 /* ---------------------------------------------------------------- record */

@@ -524,3 +524,27 @@ char *rf_url_without_userinfo(const char *url)
 		snprintf(out, strlen(url) + 1, "%.*s%s", (int)(s - url), url, a);
 	return out;
 }
+
+int rf_url_clean(const char *url, char *out, size_t cap)
+{
+	const char *auth = strstr(url, "://");
+	if (!auth) { /* a local path: no userinfo or query to drop */
+		size_t n = strlen(url);
+		if (n >= cap)
+			return -ENAMETOOLONG;
+		memcpy(out, url, n + 1);
+		return 0;
+	}
+	auth += 3;
+	size_t host_len = strcspn(auth, "/?#");
+	const char *at = memrchr(auth, '@', host_len);
+	const char *host = at ? at + 1 : auth;
+	size_t scheme_len = (size_t)(auth - url);
+	size_t rest = strcspn(host, "?#");
+	if (scheme_len + rest >= cap)
+		return -ENAMETOOLONG;
+	memcpy(out, url, scheme_len);
+	memcpy(out + scheme_len, host, rest);
+	out[scheme_len + rest] = '\0';
+	return 0;
+}

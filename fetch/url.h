@@ -97,6 +97,12 @@ void rf_url_redact(const char *url, char *out, size_t cap); /* public: ringfeed.
 /* The same, malloc'd (NULL when out of memory). */
 char *rf_url_redact_dup(const char *url);
 
+/* A URL as a cache's key: without its user:password@ part, its query and its
+ * fragment (a presigned query's signature, a token); a plain path is copied.
+ * 0, or -ENAMETOOLONG when it does not fit cap. For the index cache and the
+ * data cache, so no secret reaches a cache's key or file. */
+int rf_url_clean(const char *url, char *out, size_t cap);
+
 /* The origin of an http(s) URL as "scheme://host:port", lower case, the port
  * always written (80/443 by default), userinfo left out: two URLs are the
  * same host for credentials exactly when their origins are equal. -EINVAL

@@ -25,9 +25,15 @@ mkdir -p "$T/clone"
 	fail "cannot copy the tracked files"
 ln -s "$BUILD" "$T/clone/build"
 
-$PY - "$SRC/README.md" "$T/script.sh" "$T/skipped.txt" <<'PYEOF'
+# A sanitizer build's library cannot load into /usr/bin/python3 (the ASan
+# runtime would have to be preloaded, as cli_python says): there the Python
+# blocks are named as not run, and the plain build's run is the one that
+# runs them (and requires at least 3).
+sanitized=0
+grep -q '^RF_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null && sanitized=1
+$PY - "$SRC/README.md" "$T/script.sh" "$T/skipped.txt" "$sanitized" <<'PYEOF'
 import re, shlex, sys
-readme, script, skipped = sys.argv[1:]
+readme, script, skipped, sanitized = sys.argv[1:]
 lines = open(readme).read().split("\n")
 out = ["set -euo pipefail", "cd \"$RF_CLONE\""]
 skips, blocks, pyblocks, marker = [], 0, 0, None
@@ -67,6 +73,9 @@ while i < len(lines):
             i += 1
         blocks += 1
         pyblocks += 1
+        if not marker and sanitized == "1":
+            marker = ("skip", "a sanitizer build: ASan cannot run inside /usr/bin/python3; "
+                      "the plain build runs it")
         if marker:
             skips.append("%s (%s): python block %d" % (marker[0], marker[1], pyblocks))
         else:
@@ -94,6 +103,6 @@ fi
 n=$(grep -c '^+ ' "$T/err")
 [ "$n" -ge 20 ] || fail "only $n README commands ran"
 py=$(grep -c '^+ python block' "$T/err" || true)
-[ "$py" -ge 3 ] || fail "only $py README Python blocks ran"
+[ "$sanitized" = 1 ] || [ "$py" -ge 3 ] || fail "only $py README Python blocks ran"
 grep -q 'records=200000 ' "$T/out" || fail "read --digest of the README's dataset: $(head -5 "$T/out")"
 echo "cli_readme: ok ($n commands run, $py of them Python blocks)"

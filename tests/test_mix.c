@@ -5,6 +5,7 @@
  * rank slices and resumes start from), weight changes that keep delivered
  * samples and hold the bound from the change, and the refusals. */
 #include "mix.h"
+#include "mix_file.h"
 #include "rng.h"
 #include "testutil.h"
 
@@ -120,7 +121,7 @@ static void test_prefix_bound_random(void **state)
 			/* some zeros, some tiny, some large */
 			uint64_t kind = rf_rng_below(&r, 4);
 			w[i] = kind == 0 ? 0 : kind == 1 ? 1 + rf_rng_below(&r, 10) :
-			                                   rf_rng_below(&r, 200000);
+			                                   rf_rng_below(&r, 100000);
 			any |= w[i] > 0;
 		}
 		if (!any)
@@ -308,13 +309,81 @@ static void test_refusals(void **state)
 	rf_mix_free(m);
 }
 
+
+static rf_mix_file *mf_ok(const char *text, const char *base)
+{
+	rf_mix_file *f = NULL;
+	rf_error err = {0};
+	int rc = rf_mix_file_parse(text, strlen(text), base, "m.mix", &f, &err);
+	if (rc < 0)
+		fail_msg("%s", err.msg);
+	return f;
+}
+
+static void mf_bad(const char *text, const char *base, const char *word)
+{
+	rf_mix_file *f = NULL;
+	rf_error err = {0};
+	assert_true(rf_mix_file_parse(text, strlen(text), base, "m.mix", &f, &err) < 0);
+	assert_null(f);
+	if (!strstr(err.msg, word) || !strstr(err.msg, "m.mix"))
+		fail_msg("'%s' does not say '%s'", err.msg, word);
+}
+
+static void test_mix_file(void **state)
+{
+	(void)state;
+	const char *t = "# ringfeed mixture v1\n0.6\ts3://b/web/\n# c\n\n"
+	                "0.4\tcode/m.rfm\tcolumns=text\tseq_len=8\r\n";
+	assert_true(rf_mix_file_is(t, strlen(t)));
+	rf_mix_file *f = mf_ok(t, "/data/mix");
+	assert_int_equal(f->count, 2);
+	assert_string_equal(f->src[0].source, "s3://b/web/");
+	assert_int_equal(f->src[0].weight, 600000);
+	assert_string_equal(f->src[1].source, "/data/mix/code/m.rfm");
+	assert_int_equal(f->src[1].line, 5);
+	assert_int_equal(f->src[1].noptions, 2);
+	assert_string_equal(f->src[1].option[1].key, "seq_len");
+	assert_string_equal(f->src[1].option[1].value, "8");
+	rf_mix_file_free(f);
+
+	const char *j = "{\"mixture\": 1, \"sources\": [{\"source\": \"a/\", \"weight\": 0.7},"
+	                "{\"source\": \"b\", \"weight\": \"0.3\", \"options\": {\"k\": \"v\"}}]}";
+	assert_true(rf_mix_file_is(j, strlen(j)));
+	f = mf_ok(j, "https://h/x/");
+	assert_int_equal(f->count, 2);
+	assert_string_equal(f->src[0].source, "https://h/x/a/");
+	assert_int_equal(f->src[0].weight, 700000);
+	assert_int_equal(f->src[1].weight, 300000);
+	rf_mix_file_free(f);
+
+	mf_bad("# ringfeed manifest v1\n", NULL, "line 1");
+	mf_bad("# ringfeed mixture v1\n", NULL, "no sources");
+	mf_bad("# ringfeed mixture v1\n0\ta\n0\tb\n", NULL, "every weight is 0");
+	mf_bad("# ringfeed mixture v1\n0.5 a\n", NULL, "line 2: expected WEIGHT<TAB>");
+	mf_bad("# ringfeed mixture v1\n1e-3\ta\n", NULL, "line 2");
+	mf_bad("# ringfeed mixture v1\n1\ta\tnoequals\n", NULL, "KEY=VALUE");
+	mf_bad("# ringfeed mixture v1\n1\ta\tk=1\tk=2\n", NULL, "given twice");
+	mf_bad("# ringfeed mixture v1\n1\ta\tK=1\n", NULL, "option name");
+	mf_bad("# ringfeed mixture v1\n1\t\n", NULL, "empty");
+	/* a remote mixture file may not name this machine's files */
+	mf_bad("# ringfeed mixture v1\n1\tfile:///etc/\n", "https://h/x/", "may only name");
+	mf_bad("# ringfeed mixture v1\n1\t/etc/passwd\n", "s3://b/m/", "may only name");
+	mf_bad("{\"mixture\": 2, \"sources\": []}", NULL, "expected");
+	mf_bad("{\"mixture\": 1, \"sources\": [{\"source\": \"a\", \"weight\": 1e-9}]}", NULL,
+	       "source 1: weight");
+	mf_bad("{\"mixture\": 1, \"sources\": [{\"weight\": 1}]}", NULL, "needs");
+	mf_bad("{\"mixture\": 1, \"sources\": [{\"source\": \"a\", \"weight\": 1,"
+	       " \"options\": {\"k\": 3}}]}", NULL, "not a string");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_weight_parse),      cmocka_unit_test(test_prefix_bound_million),
 	    cmocka_unit_test(test_prefix_bound_random), cmocka_unit_test(test_random_access),
 	    cmocka_unit_test(test_period_exact),      cmocka_unit_test(test_reweight),
-	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_refusals),          cmocka_unit_test(test_mix_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
       libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd libsnappy-dev liblz4-dev
-      libbrotli-dev)
+      libbrotli-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then
 	# libseccomp-dev: tests/seccomp_wrap.c (io_uring blocked as container profiles do)
 	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest

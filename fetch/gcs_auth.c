@@ -3,6 +3,7 @@
  * (EVP_DigestSign, SHA-256, PKCS#1 v1.5), the refresh_token grant, and the
  * token answers. */
 #include "gcs_auth.h"
+#include "oauth.h"
 #include "url.h"
 #include "util.h"
 
@@ -256,20 +257,6 @@ out:
 	return rc;
 }
 
-/* name=ENCODED(value)& appended at *o (cap left checked by the caller's sizing). */
-static int form_add(char *out, size_t cap, size_t *o, const char *name, const char *value)
-{
-	int n = snprintf(out + *o, cap - *o, "%s%s=", *o ? "&" : "", name);
-	if (n < 0 || (size_t)n >= cap - *o)
-		return -1;
-	*o += (size_t)n;
-	int e = rf_uri_encode(value, false, out + *o, cap - *o);
-	if (e < 0)
-		return -1;
-	*o += (size_t)e;
-	return 0;
-}
-
 int rf_gcs_token_request(const rf_gcs_key *k, int64_t now_s, const char *scope, char **body,
                          rf_error *err)
 {
@@ -284,71 +271,14 @@ int rf_gcs_token_request(const rf_gcs_key *k, int64_t now_s, const char *scope, 
 	size_t o = 0;
 	if (!b)
 		return rf_fail(err, -ENOMEM, "credentials: no memory");
-	if (form_add(b, cap, &o, "grant_type", "refresh_token") ||
-	    form_add(b, cap, &o, "client_id", k->client_id) ||
-	    form_add(b, cap, &o, "client_secret", k->client_secret) ||
-	    form_add(b, cap, &o, "refresh_token", k->refresh_token)) {
+	if (rf_oauth_form_add(b, cap, &o, "grant_type", "refresh_token") ||
+	    rf_oauth_form_add(b, cap, &o, "client_id", k->client_id) ||
+	    rf_oauth_form_add(b, cap, &o, "client_secret", k->client_secret) ||
+	    rf_oauth_form_add(b, cap, &o, "refresh_token", k->refresh_token)) {
 		explicit_bzero(b, cap);
 		free(b);
 		return rf_fail(err, -ENAMETOOLONG, "credentials: the refresh request is too long");
 	}
 	*body = b;
 	return 0;
-}
-
-int rf_gcs_token_parse(const char *json, size_t len, const char *what, int64_t now_ms,
-                       char **token, int64_t *expires_ms, rf_error *err)
-{
-	*token = NULL;
-	if (len > RF_GCS_TOKEN_BODY_MAX)
-		return rf_fail(err, -EFBIG, "%s: an answer of %zu bytes, more than %u", what, len,
-		               RF_GCS_TOKEN_BODY_MAX);
-	json_error_t je;
-	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o)
-		return rf_fail(err, -EPROTO, "%s: the answer is not JSON (line %d column %d)", what,
-		               je.line, je.column);
-	int rc = 0;
-	json_t *tok = json_object_get(o, "access_token"), *exp = json_object_get(o, "expires_in");
-	json_t *type = json_object_get(o, "token_type"), *e = json_object_get(o, "error");
-	if (json_is_string(e)) {
-		/* OAuth's error codes are fixed words; the description may echo input */
-		const char *code = json_string_value(e);
-		bool word = strlen(code) <= 40;
-		for (const char *p = code; word && *p; p++)
-			word = (*p >= 'a' && *p <= 'z') || *p == '_';
-		rc = rf_fail(err, -EACCES, "%s: refused: %s", what, word ? code : "(an error)");
-		goto out;
-	}
-	if (!json_is_string(tok) || json_string_length(tok) == 0 ||
-	    json_string_length(tok) > RF_GCS_TOKEN_MAX) {
-		rc = rf_fail(err, -EPROTO, "%s: no \"access_token\" of 1 to %u bytes", what,
-		             RF_GCS_TOKEN_MAX);
-		goto out;
-	}
-	if (type && (!json_is_string(type) || strcasecmp(json_string_value(type), "Bearer") != 0)) {
-		rc = rf_fail(err, -EPROTO, "%s: \"token_type\" is not Bearer", what);
-		goto out;
-	}
-	if (!json_is_integer(exp) || json_integer_value(exp) <= 0 ||
-	    json_integer_value(exp) > 7 * 86400) {
-		rc = rf_fail(err, -EPROTO, "%s: \"expires_in\" is not a number of seconds (1 to a "
-		             "week)", what);
-		goto out;
-	}
-	const char *t = json_string_value(tok);
-	for (size_t i = 0; i < json_string_length(tok); i++)
-		if ((unsigned char)t[i] <= 0x20 || t[i] == 0x7f) {
-			rc = rf_fail(err, -EPROTO, "%s: \"access_token\" holds a byte a header cannot "
-			             "carry", what);
-			goto out;
-		}
-	if (!(*token = strdup(t))) {
-		rc = rf_fail(err, -ENOMEM, "%s: no memory", what);
-		goto out;
-	}
-	*expires_ms = now_ms + json_integer_value(exp) * 1000;
-out:
-	json_decref(o);
-	return rc;
 }

@@ -3,10 +3,8 @@
  * account key from GOOGLE_APPLICATION_CREDENTIALS; gcloud's application
  * default credentials, an `authorized_user` refresh token), the token
  * request each one makes (an RS256-signed JWT bearer assertion, RFC 7523,
- * signed with OpenSSL's libcrypto; or a refresh_token grant, RFC 6749 6),
- * and the answer of a token endpoint or of the metadata server
- * (access_token, expires_in, token_type Bearer). Not yet wired into the
- * transport: the store seam that will carry bearer tokens comes first.
+ * signed with OpenSSL's libcrypto; or a refresh_token grant, RFC 6749 6;
+ * the answers are oauth.h's). Not yet wired into the transport: the store seam that will carry bearer tokens comes first.
  *
  * Untrusted input throughout: files and answers are bounded, fields are
  * checked, errors name the file or endpoint and the field, never a secret.
@@ -15,13 +13,12 @@
 #ifndef RF_GCS_AUTH_H
 #define RF_GCS_AUTH_H
 
+#include "oauth.h"
 #include "ringfeed.h"
 #include <stddef.h>
 #include <stdint.h>
 
 #define RF_GCS_KEY_FILE_MAX    (64u << 10) /* a credentials file */
-#define RF_GCS_TOKEN_BODY_MAX  (64u << 10) /* a token endpoint's answer */
-#define RF_GCS_TOKEN_MAX       (16u << 10) /* an access token */
 #define RF_GCS_TOKEN_URI       "https://oauth2.googleapis.com/token"
 #define RF_GCS_SCOPE_READ      "https://www.googleapis.com/auth/devstorage.read_only"
 #define RF_GCS_ASSERTION_SECS  3600 /* a JWT's lifetime, as Google's libraries ask */
@@ -51,12 +48,6 @@ void rf_gcs_key_wipe(rf_gcs_key *k);
  * caller wipes it. */
 int rf_gcs_token_request(const rf_gcs_key *k, int64_t now_s, const char *scope, char **body,
                          rf_error *err);
-
-/* An access token from a token endpoint's or the metadata server's JSON
- * answer (what: names the endpoint in errors). *expires_ms = now_ms +
- * expires_in. *token is malloc'd, a secret. */
-int rf_gcs_token_parse(const char *json, size_t len, const char *what, int64_t now_ms,
-                       char **token, int64_t *expires_ms, rf_error *err);
 
 /* base64url without padding (RFC 4648 5) of n bytes into out (cap bytes,
  * NUL-terminated); the length written, or -1 when it does not fit. */

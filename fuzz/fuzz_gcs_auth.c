@@ -18,13 +18,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1) {
 		char *tok = NULL;
 		int64_t exp = 0;
-		int rc = rf_gcs_token_parse(buf, len, "fuzz endpoint", 1000, &tok, &exp, &err);
+		int rc = rf_oauth_token_parse(buf, len, "fuzz endpoint", 1000, &tok, &exp, &err);
 		if (rc < 0) {
 			fuzz_check_error(rc, &err);
 			FUZZ_CHECK(tok == NULL);
 			return 0;
 		}
-		FUZZ_CHECK(tok && *tok && strlen(tok) <= RF_GCS_TOKEN_MAX);
+		FUZZ_CHECK(tok && *tok && strlen(tok) <= RF_OAUTH_TOKEN_MAX);
 		for (const char *p = tok; *p; p++)
 			FUZZ_CHECK((unsigned char)*p > 0x20 && *p != 0x7f);
 		FUZZ_CHECK(exp > 1000 && exp <= 1000 + 7 * 86400 * 1000ll);

@@ -1,4 +1,5 @@
-/* test_gcs_auth.c - Google OAuth's pure pieces (fetch/gcs_auth.c): a service
+/* test_gcs_auth.c - Google OAuth's pure pieces (fetch/gcs_auth.c) and the
+ * shared token answers (fetch/oauth.c, Azure's spellings too): a service
  * account key's JWT bearer assertion verifies with the key's public half and
  * carries the claims Google's token endpoint checks; an authorized_user
  * refresh is form-encoded; token answers and credential files are checked
@@ -188,7 +189,7 @@ static void tok_bad(const char *txt, const char *word)
 	char *t = NULL;
 	int64_t exp = 0;
 	rf_error err = {0};
-	assert_true(rf_gcs_token_parse(txt, strlen(txt), "token endpoint http://x/t", 0, &t, &exp,
+	assert_true(rf_oauth_token_parse(txt, strlen(txt), "token endpoint http://x/t", 0, &t, &exp,
 	                               &err) < 0);
 	assert_null(t);
 	if (!strstr(err.msg, word) || !strstr(err.msg, "token endpoint"))
@@ -204,7 +205,7 @@ static void test_token_answers(void **state)
 	char *t = NULL;
 	int64_t exp = 0;
 	rf_error err = {0};
-	assert_int_equal(rf_gcs_token_parse(ok, strlen(ok), "metadata", 1000, &t, &exp, &err), 0);
+	assert_int_equal(rf_oauth_token_parse(ok, strlen(ok), "metadata", 1000, &t, &exp, &err), 0);
 	assert_string_equal(t, "ya29.abc");
 	assert_int_equal(exp, 1000 + 3599000);
 	free(t);
@@ -216,6 +217,40 @@ static void test_token_answers(void **state)
 	        "Bearer");
 	tok_bad("{\"access_token\": \"SEC\\r\\nRET\", \"expires_in\": 10}", "header");
 	tok_bad("<html>", "not JSON");
+	tok_bad("{\"access_token\": \"SECRET\", \"expires_in\": \"12x\"}", "expires_in");
+	tok_bad("{\"access_token\": \"SECRET\", \"expires_on\": \"0\"}", "expires_in");
+	/* Azure's metadata service: seconds as strings, expires_on as Unix seconds */
+	const char *imds = "{\"access_token\": \"eyJ0\", \"expires_in\": \"86399\", \"expires_on\":"
+	                   " \"1700086399\", \"resource\": \"https://storage.azure.com/\","
+	                   " \"token_type\": \"Bearer\"}";
+	assert_int_equal(rf_oauth_token_parse(imds, strlen(imds), "imds", 5, &t, &exp, &err), 0);
+	assert_int_equal(exp, 5 + 86399000ll);
+	free(t);
+	const char *on = "{\"access_token\": \"eyJ0\", \"expires_on\": \"1700000600\"}";
+	assert_int_equal(rf_oauth_token_parse(on, strlen(on), "imds", 1700000000000ll, &t, &exp, &err),
+	                 0);
+	assert_int_equal(exp, 1700000600000ll);
+	free(t);
+}
+
+/* Entra workload identity: the federated token as a client assertion. */
+static void test_assertion_request(void **state)
+{
+	(void)state;
+	char *body = NULL;
+	rf_error err = {0};
+	assert_int_equal(rf_oauth_assertion_request("c1d2-id", "eyJh.eyJi.sig-_", "https://storage.azure.com/.default",
+	                                            &body, &err),
+	                 0);
+	assert_string_equal(body, "grant_type=client_credentials&client_assertion_type=urn%3Aietf%3A"
+	                          "params%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_id=c1d2-id"
+	                          "&client_assertion=eyJh.eyJi.sig-_&scope=https%3A%2F%2Fstorage.azure."
+	                          "com%2F.default");
+	free(body);
+	assert_true(rf_oauth_assertion_request("c", "SECRET\nX", "s", &body, &err) < 0);
+	assert_null(strstr(err.msg, "SECRET"));
+	assert_null(body);
+	assert_true(rf_oauth_assertion_request("c", "", "s", &body, &err) < 0);
 }
 
 int main(void)
@@ -225,6 +260,7 @@ int main(void)
 	    cmocka_unit_test(test_authorized_user),
 	    cmocka_unit_test(test_key_refusals),
 	    cmocka_unit_test(test_token_answers),
+	    cmocka_unit_test(test_assertion_request),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

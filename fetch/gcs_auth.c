@@ -65,24 +65,6 @@ long rf_base64url(const unsigned char *in, size_t n, char *out, size_t cap)
 	return (long)o;
 }
 
-/* A token URI: https, or plain http only to a loopback host (a stand-in);
- * no userinfo, no fragment, no control characters. */
-static bool token_uri_ok(const char *u)
-{
-	for (const char *p = u; *p; p++)
-		if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '#')
-			return false;
-	if (strncasecmp(u, "https://", 8) == 0)
-		return u[8] != '\0' && !strchr(u + 8, '@');
-	static const char *const loop[] = {"http://127.0.0.1:", "http://127.0.0.1/",
-	                                   "http://localhost:", "http://localhost/",
-	                                   "http://[::1]:", "http://[::1]/"};
-	for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++)
-		if (strncasecmp(u, loop[i], strlen(loop[i])) == 0)
-			return !strchr(u, '@');
-	return false;
-}
-
 /* A string field: required (or optional), bounded, no control characters
  * unless allow_nl (a PEM). */
 static int get_str(json_t *o, const char *key, bool required, bool allow_nl, const char *name,
@@ -154,7 +136,7 @@ int rf_gcs_key_parse(const char *json, size_t len, const char *name, rf_gcs_key 
 	}
 	if (rc == 0 && !out->token_uri && !(out->token_uri = strdup(RF_GCS_TOKEN_URI)))
 		rc = rf_fail(err, -ENOMEM, "credentials %s: no memory", name);
-	if (rc == 0 && !token_uri_ok(out->token_uri))
+	if (rc == 0 && !rf_oauth_endpoint_ok(out->token_uri, strlen(out->token_uri), true))
 		rc = rf_fail(err, -EINVAL,
 		             "credentials %s: \"token_uri\" must be https:// (or http:// to a "
 		             "loopback address), without userinfo",

@@ -1,5 +1,6 @@
 /* hf.c - the Hugging Face Hub's names, URLs, pages and token (see hf.h). */
 #include "hf.h"
+#include "oauth.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -109,28 +110,13 @@ int rf_hf_parse(const char *url, rf_hf_ref *out, rf_error *err)
 	return 0;
 }
 
-static bool loopback_http(const char *u)
-{
-	static const char *const loop[] = {"http://127.0.0.1:", "http://127.0.0.1/",
-	                                   "http://localhost:", "http://localhost/",
-	                                   "http://[::1]:", "http://[::1]/"};
-	for (size_t i = 0; i < sizeof(loop) / sizeof(loop[0]); i++)
-		if (strncasecmp(u, loop[i], strlen(loop[i])) == 0)
-			return true;
-	return false;
-}
-
 int rf_hf_endpoint(const char *env_value, char **out, rf_error *err)
 {
 	const char *e = env_value && *env_value ? env_value : RF_HF_ENDPOINT;
 	size_t n = strlen(e);
 	while (n > 0 && e[n - 1] == '/')
 		n--;
-	bool ok = n > 8 && n < 1024 && (strncasecmp(e, "https://", 8) == 0 || loopback_http(e));
-	for (size_t i = 0; ok && i < n; i++)
-		ok = (unsigned char)e[i] > 0x20 && e[i] != 0x7f && e[i] != '?' && e[i] != '#' &&
-		     e[i] != '@';
-	if (!ok)
+	if (!rf_oauth_endpoint_ok(e, n, false))
 		return rf_fail(err, -EINVAL, "HF_ENDPOINT must be an https:// URL (or http:// to a "
 		               "loopback address) without userinfo, query or fragment");
 	*out = strndup(e, n);

@@ -9,6 +9,20 @@
 #include <string.h>
 #include <strings.h>
 
+bool rf_oauth_endpoint_ok(const char *u, size_t n, bool allow_query)
+{
+	static const char *const loop[] = {"http://127.0.0.1:", "http://127.0.0.1/",
+	                                   "http://localhost:", "http://localhost/",
+	                                   "http://[::1]:", "http://[::1]/"};
+	bool ok = n > 8 && n < 4096 && strncasecmp(u, "https://", 8) == 0;
+	for (size_t i = 0; !ok && i < sizeof(loop) / sizeof(loop[0]); i++)
+		ok = n >= strlen(loop[i]) && strncasecmp(u, loop[i], strlen(loop[i])) == 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)u[i] > 0x20 && u[i] != 0x7f && u[i] != '#' && u[i] != '@' &&
+		     (allow_query || u[i] != '?');
+	return ok;
+}
+
 int rf_oauth_form_add(char *out, size_t cap, size_t *o, const char *name, const char *value)
 {
 	int n = snprintf(out + *o, cap - *o, "%s%s=", *o ? "&" : "", name);

@@ -14,6 +14,7 @@
 #define RF_OAUTH_H
 
 #include "ringfeed.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,12 @@ int rf_oauth_token_parse(const char *json, size_t len, const char *what, int64_t
  * assertion (a JWT) must be visible ASCII. Malloc'd, a secret. */
 int rf_oauth_assertion_request(const char *client_id, const char *assertion, const char *scope,
                                char **body, rf_error *err);
+
+/* Where a token, an assertion or a refresh token may be sent: https://HOST...,
+ * or http:// only to a loopback address (a test's stand-in); no userinfo,
+ * no fragment, no space or control byte, and no query unless allow_query.
+ * n: the bytes of u to check. */
+bool rf_oauth_endpoint_ok(const char *u, size_t n, bool allow_query);
 
 /* name=ENCODED(value), '&'-joined after the first, at out[*o] (cap bytes in
  * all); -1 when it does not fit. */

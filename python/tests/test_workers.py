@@ -145,3 +145,54 @@ def test_len_after_resume_main_process(small, world2):
     assert n == len(list(loader(again, 0)))
     if world2 == 2:
         assert n == len(RingfeedDataset(man, rank=1, world=2, **OPTS)) - 4
+
+
+def test_without_the_wrappers_state_refuses(small, monkeypatch):
+    """Where ringfeed cannot wrap torch's DataLoader (simulated: the
+    wrappers taken off, HOOKS_MISSING set), workers still read a first
+    iteration right, and what would be silently wrong raises instead:
+    state_dict(), a resume in the workers, a persistent worker's next
+    iteration."""
+    import ringfeed.torch as rt
+
+    dl_class = torch.utils.data.DataLoader
+    assert rt.HOOKS_MISSING is None  # installed on this torch
+    monkeypatch.setattr(dl_class, "__init__", dl_class.__init__.__wrapped__)
+    monkeypatch.setattr(dl_class, "__iter__", dl_class.__iter__.__wrapped__)
+    monkeypatch.setattr(rt, "HOOKS_MISSING", "simulated layout")
+    man, recs = small
+    ds = RingfeedDataset(man, **OPTS)
+    got = [r for item in loader(ds, 2) for r in ids(item)]
+    assert len(got) == len(set(got)) == len(recs) - 1
+    with pytest.raises(RuntimeError, match="could not wrap .*simulated layout"):
+        ds.state_dict()
+    dl = loader(RingfeedDataset(man, **OPTS), 2, persistent_workers=True)
+    assert len(list(dl)) == len(got) // OPTS["batch"] + 1
+    with pytest.raises(RuntimeError, match="another iteration of persistent workers"):
+        list(dl)
+    main = RingfeedDataset(man, **OPTS)
+    it = iter(loader(main, 0))
+    next(it)
+    again = RingfeedDataset(man, **OPTS)
+    again.load_state_dict(main.state_dict())
+    with pytest.raises(RuntimeError, match=r"a resume \(load_state_dict\)"):
+        list(loader(again, 2))
+    main.close()
+
+
+def test_unknown_layouts_are_named():
+    import ringfeed.torch as rt
+
+    class Bare:
+        pass
+
+    class Odd:
+        def __init__(self, data):
+            pass
+
+        def __iter__(self, extra):
+            pass
+
+    assert "defines no __init__ / __iter__" in rt._install_hooks(Bare)
+    assert "not (self, dataset, ...) / (self)" in rt._install_hooks(Odd)
+    assert not hasattr(Odd, "_ringfeed_hooked")

@@ -50,6 +50,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -123,6 +124,133 @@ def decode_sample(sample: dict, mode: str) -> dict:
         else:
             out[name] = v
     return out
+
+AUTO_BATCH_MESSAGE = (
+    "RingfeedDataset yields collated batches: build the DataLoader with "
+    "batch_size=None (batch_size=1, the default, would add a dimension "
+    "to every tensor and fail on ragged batches); the batch size is the "
+    "dataset's batch= option")
+
+# -- where the time goes (diagnose()) -------------------------------------
+# A producer (the main process with num_workers=0, else each worker) spends
+# its time waiting for the engine's next batch, in per-sample work (decode=,
+# transform=, batch_transform=), in the rest of making the item, and idle
+# (suspended at yield: the loop's step, or the DataLoader's hand-off).
+STAGE_KEYS = ("engine_wait_s", "item_s", "decode_s", "transform_s", "batch_transform_s",
+              "idle_s")
+PUBLISH_S = 0.25  # a worker writes its figures for the main process this often
+STEP_WAIT_FRACTION = 0.25  # the loop waited less than this share: its step is the limit
+VERDICTS = ("measuring", "step", "transform", "storage", "handoff")
+
+
+def _figures_new():
+    fig = dict.fromkeys(STAGE_KEYS, 0.0)
+    fig.update(batches=0, first=None, t_yield=time.perf_counter(), t_published=0.0,
+               rss_start_bytes=_memory()["rss_bytes"])
+    return fig
+
+
+def _memory():
+    """This process's resident set now and its peak (VmRSS, VmHWM), bytes;
+    zeros where /proc says nothing."""
+    out = {"rss_bytes": 0, "rss_peak_bytes": 0}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = {"VmRSS:": "rss_bytes", "VmHWM:": "rss_peak_bytes"}.get(line[:6])
+                if key:
+                    out[key] = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def _loop_new(workers):
+    # the first batch of each worker carries its start: not a rate
+    return {"wait_s": 0.0, "step_s": 0.0, "batches": 0, "first": None, "t_last": None,
+            "skip": max(1, workers)}
+
+
+def _steady(fig, keys):
+    """The figures less those of the first batches (they carry the engine's
+    open, or the workers' start): the steady state, once there are more."""
+    first = fig.get("first") if fig["batches"] > fig.get("skip", 1) else None
+    out = {k: fig[k] - (first[k] if first else 0.0) for k in keys}
+    out["measured"] = fig["batches"] - (fig.get("skip", 1) if first else 0)
+    return out
+
+
+def _pct(part, whole):
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _verdict(loop, producers, workers):
+    """Which stage is slow, from the loop's wait and step and the producers'
+    stages (steady state, summed over producers). The loop waiting less than
+    STEP_WAIT_FRACTION of its time: its own step is the limit; else the
+    producers' largest share: per-sample work ("transform"), the engine
+    ("storage": reading or decoding), or handing batches over ("handoff")."""
+    wait, step = loop["wait_s"], loop["step_s"]
+    st = {k: sum(p["stages"][k] for p in producers) for k in STAGE_KEYS}
+    work = st["decode_s"] + st["transform_s"] + st["batch_transform_s"]
+    engine, rest, idle = st["engine_wait_s"], max(0.0, st["item_s"] - work), st["idle_s"]
+    wall = work + engine + rest + idle
+    out = {"loop": {"batches": loop["batches"], "wait_s": wait, "step_s": step,
+                    "wait_fraction": wait / (wait + step) if wait + step > 0 else 0.0},
+           "producers": dict(st, count=len(producers), workers=workers),
+           "engine": [p.get("engine", {}) for p in producers],
+           "memory": [p.get("memory", {}) for p in producers]}
+    who = f"{workers} workers" if workers else "the main process"
+    shares = (f"{who} spent {_pct(work, wall):.0f}% of {'their' if workers else 'its'} time in per-sample work "
+              f"(decode {st['decode_s']:.3f} s, transform {st['transform_s']:.3f} s, "
+              f"batch_transform {st['batch_transform_s']:.3f} s), {_pct(engine, wall):.0f}% "
+              f"waiting for the engine, {_pct(rest, wall):.0f}% making items and "
+              f"{_pct(idle, wall):.0f}% idle")
+    loop_words = (f"the loop waited for data {_pct(wait, wait + step):.0f}% of its time "
+                  f"({wait:.3f} s; its step {step:.3f} s) over {loop['batches']} batches")
+    if loop["measured"] < 2 or wait + step <= 0 or not producers:
+        verdict = "measuring"
+        text = ("measuring: too few batches to judge (the first of each producer is its "
+                "start, not a rate)"
+                if producers else "measuring: no producer's figures yet")
+    elif wait < STEP_WAIT_FRACTION * (wait + step):
+        verdict = "step"
+        text = (f"the training step is the bottleneck: {loop_words}; the input keeps up "
+                f"({shares})")
+    elif workers and idle > work + engine + rest:
+        verdict = "handoff"
+        text = (f"the hand-off between the workers and the loop is the bottleneck: "
+                f"{loop_words}, while {shares} (batches pickled to the main process: "
+                f"fewer, larger tensors per item, or pin_memory=False, cost less)")
+    elif work >= engine and work >= rest:
+        verdict = "transform"
+        text = (f"the transform is the bottleneck: {loop_words}; {shares}; more "
+                f"workers (num_workers) or cheaper per-sample work would help")
+    elif engine >= rest:
+        verdict = "storage"
+        said = next((e.get("diagnosis_text") for e in out["engine"]
+                     if e.get("diagnosis_text")), "")
+        text = (f"the engine (storage or decode) is the bottleneck: {loop_words}; {shares}"
+                + (f"; the engine says: {said}" if said else ""))
+    else:
+        verdict = "handoff"
+        text = (f"handing batches to the loop is the bottleneck: {loop_words}; {shares} "
+                "(larger batches amortise the per-batch cost)")
+    out.update(verdict=verdict, text=text)
+    return out
+
+
+ENGINE_FIGURES = ("diagnosis", "diagnosis_text", "consumer_wait_s", "consumer_rate_bps",
+                  "producer_rate_bps", "decode_busy_fraction")
+
+
+def _engine_figures(loader):
+    try:
+        st = loader.stats()
+    except Error:
+        return {}
+    return {k: st.get(k) for k in ENGINE_FIGURES}
+
 
 RAGGED_KEYS = ("payload", "offsets")
 PADDED_KEYS = ("rows", "lengths")
@@ -256,6 +384,10 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._spec_path = None  # what each worker iteration runs (written by the main process)
         self._identity = None  # (options key, engine state of rank 0 of 1): the dataset's
         self._opened = None  # (epoch, resume) of the main process's last open
+        self._serial = 0  # main process: DataLoader iterations with workers begun
+        self._serial_seen = None  # a worker: the serial of the plan it runs
+        self._worker_iters = 0  # a worker: iterations of this copy without a plan
+        self._fig = _figures_new()  # this process's producer figures (diagnose())
 
     # -- rank, world, workers --------------------------------------------
     @property
@@ -378,12 +510,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 break
             fetcher = f.f_locals.get("self")
             if isinstance(fetcher, _IterableDatasetFetcher) and fetcher.auto_collation:
-                raise TypeError(
-                    "RingfeedDataset yields collated batches: build the DataLoader with "
-                    "batch_size=None (batch_size=1, the default, would add a dimension "
-                    "to every tensor and fail on ragged batches); the batch size is the "
-                    "dataset's batch= option"
-                )
+                raise TypeError(AUTO_BATCH_MESSAGE)
             f = f.f_back
 
     def set_epoch(self, epoch: int) -> None:
@@ -460,18 +587,32 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             with open(path, "rb") as f:
                 spec = pickle.load(f)
             if spec["workers"] == n:
+                self._serial_seen = spec.get("serial")
                 return spec
+        # No plan: the main process did not see this iteration start (torch's
+        # DataLoader could not be wrapped, or its __iter__ was bypassed). A
+        # first iteration from the epoch's start is still right; a resume or
+        # a persistent worker's next iteration would repeat data: refused.
+        why = HOOKS_MISSING or "the DataLoader's __iter__ did not run ringfeed's wrapper"
+        self._worker_iters += 1
+        if self._resume is not None or self._worker_iters > 1:
+            what = ("a resume (load_state_dict)" if self._resume is not None
+                    else "another iteration of persistent workers")
+            raise RuntimeError(
+                f"RingfeedDataset in a DataLoader worker: {what} needs the main process's "
+                f"plan, and there is none ({why}); use num_workers=0, or "
+                "persistent_workers=False without load_state_dict()")
         return self._plan(n)
 
-    def _on_iter_start(self, loader, it):
+    def _on_iter_start(self, loader):
         """Main process, a DataLoader iteration with workers begins (before
         any worker starts on it): writes its plan for the workers, and starts
         counting the batches the loop receives. The pending resume is used
-        up (as with num_workers=0)."""
+        up (as with num_workers=0). Returns the iteration's serial number."""
         n = int(loader.num_workers or 0)
-        if n == 0:
-            return
         spec = self._plan(n)
+        self._serial += 1
+        spec["serial"] = self._serial
         if self._spec_path is None:
             where = "/dev/shm" if os.path.isdir("/dev/shm") else None
             fd, self._spec_path = tempfile.mkstemp(prefix="ringfeed-plan-", dir=where)
@@ -481,14 +622,27 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         with open(tmp, "wb") as f:
             pickle.dump(spec, f)
         os.replace(tmp, self._spec_path)
-        self._iter = {"spec": spec, "k": 0, "it": id(it)}
+        self._iter = {"spec": spec, "k": 0, "serial": self._serial, "loop": _loop_new(n)}
         self._resume = None
         self._opened = None
         self._bound = weakref.ref(loader)
+        return self._serial
 
-    def _on_received(self, it):
-        if self._iter is not None and self._iter["it"] == id(it):
-            self._iter["k"] += 1
+    def _on_received(self, serial, t_asked, t_got):
+        """The loop received a batch of iteration `serial`, having asked for
+        it at t_asked (the time before is the loop's own: its step)."""
+        it = self._iter
+        if it is None or it["serial"] != serial:
+            return
+        it["k"] += 1
+        lp = it["loop"]
+        lp["wait_s"] += t_got - t_asked
+        if lp["t_last"] is not None:
+            lp["step_s"] += t_asked - lp["t_last"]
+        lp["t_last"] = t_got
+        lp["batches"] += 1
+        if lp["batches"] == lp["skip"]:
+            lp["first"] = {"wait_s": lp["wait_s"], "step_s": lp["step_s"]}
 
     def _workers_state(self):
         """The state after the batches the loop received in this iteration
@@ -524,6 +678,11 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         mine = spec["rank"] * n
         counts = [_batches(_state.seq_length(seqs[mine + (i + rot) % n]), batch, drop)
                   for i in range(n)]
+        if k > sum(counts):
+            raise RuntimeError(
+                f"RingfeedDataset.state_dict(): the loop received {k} batches of an "
+                f"iteration of {sum(counts)}: ringfeed missed the start of an iteration "
+                "(a DataLoader whose __iter__ bypasses torch's?); state unknown")
         got = _round_robin(counts, k)
         rem = []
         for v in range(big):
@@ -620,11 +779,20 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                         sample[name] = bytes(v)
             else:
                 sample = {"data": payload[offsets[i]:offsets[i + 1]].tobytes()}
+            fig = self._fig
             try:
                 if self.decode:
-                    sample = decode_sample(sample, self.decode)
+                    t = time.perf_counter()
+                    try:
+                        sample = decode_sample(sample, self.decode)
+                    finally:
+                        fig["decode_s"] += time.perf_counter() - t
                 if self.transform is not None:
-                    sample = self.transform(sample)
+                    t = time.perf_counter()
+                    try:
+                        sample = self.transform(sample)
+                    finally:
+                        fig["transform_s"] += time.perf_counter() - t
             except Exception as e:
                 key = keys[i] if names else None
                 where = (f"sample {key!r} (record {i} of batch {batch.index}, "
@@ -636,7 +804,67 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 raise SampleError(f"{where}: {type(e).__name__}: {e}") from e
             out.append(sample)  # bytes copied out: the batch can go back below
         batch.release()
-        return self.batch_transform(out) if self.batch_transform is not None else out
+        if self.batch_transform is None:
+            return out
+        t = time.perf_counter()
+        try:
+            return self.batch_transform(out)
+        finally:
+            self._fig["batch_transform_s"] += time.perf_counter() - t
+
+    def _publish(self, info, loader, fig):
+        """A worker's figures, where the main process's diagnose() reads them."""
+        fig["t_published"] = time.perf_counter()
+        if not self._spec_path:
+            return
+        data = {"serial": self._serial_seen, "batches": fig["batches"], "worker": info.id,
+                "pid": os.getpid(), "stages": _steady(fig, STAGE_KEYS),
+                "engine": _engine_figures(loader),
+                "memory": dict(_memory(), rss_start_bytes=fig["rss_start_bytes"])}
+        path = f"{self._spec_path}.fig{info.id}"
+        try:
+            with open(path + ".tmp", "wb") as f:
+                pickle.dump(data, f)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass  # figures only: the stream goes on
+
+    def _worker_figures(self):
+        """The figures the workers of the current iteration published."""
+        out = []
+        it = self._iter
+        for i in range(it["spec"]["workers"]):
+            try:
+                with open(f"{self._spec_path}.fig{i}", "rb") as f:
+                    data = pickle.load(f)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                continue
+            if data.get("serial") == it["serial"]:
+                out.append(data)
+        return out
+
+    def diagnose(self) -> dict:
+        """Which stage holds the training loop back, in plain words: the
+        training step ("step": the loop waited for data less than a quarter
+        of its time), the per-sample work ("transform": decode=, transform=,
+        batch_transform=), the engine ("storage": reading or decoding, with
+        the engine's own diagnosis), or handing batches over ("handoff"), or
+        "measuring" before three batches. Over the current (or last)
+        iteration, less its first batch (the start). Returns {"verdict",
+        "text", "loop", "producers", "engine"}; with workers, from the
+        figures they publish every 0.25 s and at their iteration's end."""
+        if self._iter is not None:
+            lp = self._iter["loop"]
+            loop = dict(_steady(lp, ("wait_s", "step_s")), batches=lp["batches"])
+            return _verdict(loop, self._worker_figures(), self._iter["spec"]["workers"])
+        fig = self._fig
+        st = _steady(fig, STAGE_KEYS)
+        loop = {"batches": fig["batches"], "wait_s": st["engine_wait_s"] + st["item_s"],
+                "step_s": st["idle_s"], "measured": st["measured"]}
+        eng = _engine_figures(self._loader) if self._loader is not None else {}
+        mem = dict(_memory(), rss_start_bytes=fig["rss_start_bytes"])
+        prods = [{"stages": st, "engine": eng, "memory": mem}] if fig["batches"] else []
+        return _verdict(loop, prods, 0)
 
     def _note_skip(self):
         """Skips counted where the main process can add them up (a worker's
@@ -698,14 +926,35 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         loader = self._open() if info is None else self._open_worker(info)
         if loader is None:  # nothing left of the resumed epoch for this slot
             return
+        fig = self._fig = _figures_new()
         try:
-            for batch in loader:
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    batch = next(loader)
+                except StopIteration:
+                    break
+                fig["engine_wait_s"] += time.perf_counter() - t0
                 # No local keeps the item: while suspended here, the generator
                 # must not hold the consumer's previous batch.
-                yield self._item(batch)
+                yield self._timed_item(batch, fig)
+                fig["idle_s"] += time.perf_counter() - fig["t_yield"]
+                if info is not None and fig["t_yield"] - fig["t_published"] >= PUBLISH_S:
+                    self._publish(info, loader, fig)
         finally:
             if info is not None:
+                self._publish(info, loader, fig)
                 loader.close()
+
+    def _timed_item(self, batch, fig):
+        t = time.perf_counter()
+        item = self._item(batch)
+        fig["t_yield"] = now = time.perf_counter()
+        fig["item_s"] += now - t
+        fig["batches"] += 1
+        if fig["batches"] == 1:  # the first batch carries the open: not a rate
+            fig["first"] = {k: fig[k] for k in STAGE_KEYS}
+        return item
 
     def state_dict(self) -> dict | None:
         """{"version", ...}: the position after the last batch the training
@@ -722,6 +971,12 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         if self._iter is not None:
             return self._workers_state()
         if self._loader is None:
+            if HOOKS_MISSING:
+                raise RuntimeError(
+                    "RingfeedDataset.state_dict(): ringfeed could not wrap torch "
+                    f"{torch.__version__}'s DataLoader ({HOOKS_MISSING}), so with workers "
+                    "the main process cannot know the batches the loop received; "
+                    "use num_workers=0 for resumable runs")
             return None
         return self._loader.state_dict()
 
@@ -754,58 +1009,93 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             self._loader = None
 
 
+class _Received:
+    """The DataLoader's iterator as the training loop sees it (returned by
+    DataLoader.__iter__ for a RingfeedDataset with workers): counts the
+    batches the loop receives and times its waits; everything else is the
+    DataLoader iterator's own."""
+
+    def __init__(self, it, ds, serial):
+        self._it, self._ds, self._serial = it, weakref.ref(ds), serial
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t = time.perf_counter()
+        item = next(self._it)
+        ds = self._ds()
+        if ds is not None:
+            ds._on_received(self._serial, t, time.perf_counter())
+        return item
+
+    def __len__(self):
+        return len(self._it)
+
+    def __getattr__(self, name):
+        return getattr(self._it, name)
+
+
 def _unlink(path, owner):
     if os.getpid() != owner:  # a forked worker leaves the main process's file
         return
     import glob
 
-    for p in [path, path + ".tmp"] + glob.glob(glob.escape(path) + ".skips*"):
+    for p in [path] + glob.glob(glob.escape(path) + ".*"):
         try:
             os.unlink(p)
         except OSError:
             pass
 
 
-def _install_hooks():
+def _install_hooks(cls):
     """The main process learns when a DataLoader iteration with workers
-    starts (before its workers do) and counts the batches the loop receives:
-    three small wrappers around torch's DataLoader, active only for a
-    RingfeedDataset. Without them (another torch layout) workers still
-    work; state_dict() with workers is then refused."""
-    from torch.utils.data import dataloader as dl
+    starts (before its workers do) and counts the batches the loop receives,
+    through two wrappers of public DataLoader methods, active only for a
+    RingfeedDataset: __init__(self, dataset, ...) binds the dataset to its
+    DataLoader (len() counts its workers; batch_size is checked), __iter__
+    writes the iteration's plan and hands the loop a counting iterator.
+    Returns None, or why they could not be installed on this layout (then
+    state_dict() with workers raises, saying so)."""
+    if getattr(cls, "_ringfeed_hooked", False):
+        return None
+    import inspect
 
-    multi = getattr(dl, "_MultiProcessingDataLoaderIter", None)
-    base = getattr(dl, "_BaseDataLoaderIter", None)
-    if multi is None or base is None or getattr(multi, "_ringfeed_hooked", False):
-        return
-    init, reset, nxt = multi.__init__, multi._reset, base.__next__
-    loader_init = dl.DataLoader.__init__
-
-    def multi_init(self, loader, *a, **k):
-        if isinstance(loader.dataset, RingfeedDataset):
-            loader.dataset._on_iter_start(loader, self)
-        init(self, loader, *a, **k)
-
-    def multi_reset(self, loader, first_iter=False):
-        if not first_iter and isinstance(loader.dataset, RingfeedDataset):
-            loader.dataset._on_iter_start(loader, self)
-        reset(self, loader, first_iter)
-
-    def base_next(self):
-        data = nxt(self)
-        ds = getattr(self, "_dataset", None)
-        if isinstance(ds, RingfeedDataset):
-            ds._on_received(self)
-        return data
+    loader_init, loader_iter = cls.__dict__.get("__init__"), cls.__dict__.get("__iter__")
+    if not inspect.isfunction(loader_init) or not inspect.isfunction(loader_iter):
+        return f"{cls.__qualname__} defines no __init__ / __iter__ functions of its own"
+    try:
+        init_params = list(inspect.signature(loader_init).parameters)
+        iter_params = list(inspect.signature(loader_iter).parameters)
+    except (TypeError, ValueError) as e:
+        return f"{cls.__qualname__}'s signatures cannot be read ({e})"
+    if init_params[:2] != ["self", "dataset"] or iter_params != ["self"]:
+        return (f"{cls.__qualname__}.__init__({', '.join(init_params)}) / "
+                f"__iter__({', '.join(iter_params)}): not (self, dataset, ...) / (self)")
 
     def dataloader_init(self, dataset, *a, **k):
         loader_init(self, dataset, *a, **k)
         if isinstance(dataset, RingfeedDataset):
+            if getattr(self, "batch_size", None) is not None:
+                raise TypeError(AUTO_BATCH_MESSAGE)
             dataset._bound = weakref.ref(self)
 
-    multi.__init__, multi._reset, base.__next__ = multi_init, multi_reset, base_next
-    dl.DataLoader.__init__ = dataloader_init
-    multi._ringfeed_hooked = True
+    def dataloader_iter(self):
+        ds = getattr(self, "dataset", None)
+        if not isinstance(ds, RingfeedDataset) or not getattr(self, "num_workers", 0):
+            return loader_iter(self)
+        serial = ds._on_iter_start(self)
+        return _Received(loader_iter(self), ds, serial)
+
+    for new, old in ((dataloader_init, loader_init), (dataloader_iter, loader_iter)):
+        new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
+        new.__wrapped__ = old
+    cls.__init__, cls.__iter__ = dataloader_init, dataloader_iter
+    cls._ringfeed_hooked = True
+    return None
 
 
-_install_hooks()
+HOOKS_MISSING = _install_hooks(torch.utils.data.DataLoader)
+"""None, or why ringfeed could not wrap torch's DataLoader (see
+_install_hooks): then state_dict() with workers raises, and a worker
+refuses what it cannot do right without the main process's plan."""

@@ -9,6 +9,7 @@ misspelt option suggests the nearest one."""
 import io
 import os
 import tarfile
+import time
 
 import pytest
 import torch
@@ -141,3 +142,33 @@ def test_misspelt_options_suggest(jpegs):
         RingfeedDataset(d, decode="torchrbg8", **OPTS)
     with pytest.raises(ValueError, match=r"ringfeed.config_keys\(\).*did you mean .shuffle_window."):
         ringfeed.Loader(d, shufle_window=4)
+
+
+def slow(sample):
+    time.sleep(0.02)  # 20 ms a sample: 80 ms a batch of 4
+    return sample["cls"]
+
+
+def fast(sample):
+    return sample["cls"]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_diagnose_names_a_slow_transform(jpegs, workers):
+    """Gross ratios only: 20 ms a sample and a loop that takes no time is the
+    transform; a free transform and a loop that sleeps 50 ms a batch is the
+    step. The verdict's word is asserted, never a time."""
+    d, _ = jpegs
+    verdicts = {}
+    for fn, step_s in ((slow, 0.0), (fast, 0.05)):
+        ds = RingfeedDataset(d, transform=fn, **OPTS)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+        assert ds.diagnose()["verdict"] == "measuring"
+        for _ in dl:
+            time.sleep(step_s)
+        diag = ds.diagnose()
+        verdicts[fn.__name__] = diag["verdict"]
+        assert diag["loop"]["batches"] == 6 and diag["producers"]["count"] == max(1, workers)
+        ds.close()
+    assert verdicts["slow"] == "transform", diag
+    assert verdicts["fast"] == "step"

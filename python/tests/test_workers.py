@@ -7,6 +7,7 @@ delivers each remaining record once on another; len() after a resume counts
 what is left. Small datasets: worker processes are slow to start."""
 
 import itertools
+import os
 
 import pytest
 import torch
@@ -145,3 +146,100 @@ def test_len_after_resume_main_process(small, world2):
     assert n == len(list(loader(again, 0)))
     if world2 == 2:
         assert n == len(RingfeedDataset(man, rank=1, world=2, **OPTS)) - 4
+
+
+def test_without_the_wrappers_state_refuses(small, monkeypatch):
+    """Where ringfeed cannot wrap torch's DataLoader (simulated: the
+    wrappers taken off, HOOKS_MISSING set), workers still read a first
+    iteration right, and what would be silently wrong raises instead:
+    state_dict(), a resume in the workers, a persistent worker's next
+    iteration."""
+    import ringfeed.torch as rt
+
+    dl_class = torch.utils.data.DataLoader
+    assert rt.HOOKS_MISSING is None  # installed on this torch
+    monkeypatch.setattr(dl_class, "__init__", dl_class.__init__.__wrapped__)
+    monkeypatch.setattr(dl_class, "__iter__", dl_class.__iter__.__wrapped__)
+    monkeypatch.setattr(rt, "HOOKS_MISSING", "simulated layout")
+    man, recs = small
+    ds = RingfeedDataset(man, **OPTS)
+    got = [r for item in loader(ds, 2) for r in ids(item)]
+    assert len(got) == len(set(got)) == len(recs) - 1
+    with pytest.raises(RuntimeError, match="could not wrap .*simulated layout"):
+        ds.state_dict()
+    dl = loader(RingfeedDataset(man, **OPTS), 2, persistent_workers=True)
+    assert len(list(dl)) == len(got) // OPTS["batch"] + 1
+    with pytest.raises(RuntimeError, match="another iteration of persistent workers"):
+        list(dl)
+    main = RingfeedDataset(man, **OPTS)
+    it = iter(loader(main, 0))
+    next(it)
+    again = RingfeedDataset(man, **OPTS)
+    again.load_state_dict(main.state_dict())
+    with pytest.raises(RuntimeError, match=r"a resume \(load_state_dict\)"):
+        list(loader(again, 2))
+    main.close()
+
+
+def test_unknown_layouts_are_named():
+    import ringfeed.torch as rt
+
+    class Bare:
+        pass
+
+    class Odd:
+        def __init__(self, data):
+            pass
+
+        def __iter__(self, extra):
+            pass
+
+    assert "defines no __init__ / __iter__" in rt._install_hooks(Bare)
+    assert "not (self, dataset, ...) / (self)" in rt._install_hooks(Odd)
+    assert not hasattr(Odd, "_ringfeed_hooked")
+
+
+RSS_OVERHEAD_PER_PROCESS = 10 << 20  # the stated fixed overhead (docs/python.md)
+
+
+def _reset_peak(_=None):
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # VmHWM := VmRSS (Linux >= 4.0)
+
+
+def test_peak_rss_of_all_workers_within_the_host_budget(tmp_path):
+    """96 MiB of records (they compress to almost nothing) through 2 workers
+    sharing a 16 MiB host budget: the growth of every process's peak RSS
+    over the iteration (workers' from diagnose()'s memory figures, the main
+    process's from /proc) sums to at most the host budget plus the stated
+    overhead per process, which a loader holding the data would exceed."""
+    try:
+        _reset_peak()
+    except OSError as e:
+        pytest.skip(f"/proc/self/clear_refs not writable ({e}): peak RSS cannot be reset")
+    from conftest import pack_lib
+    from ringfeed.torch import _memory
+
+    recs = [(b"%08d" % i) * 8192 for i in range(1536)]  # 64 KiB each
+    man = pack_lib(tmp_path, recs, 4, block_bytes=256 << 10)
+    del recs
+    host = 16 << 20
+    ds = RingfeedDataset(man, batch=16, budget=host, host_budget=host, threads=1,
+                         host_budget_name=f"pytest-rss-{os.getpid()}", shuffle_window=32)
+    dl = loader(ds, 2, worker_init_fn=_reset_peak)
+    _reset_peak()
+    start = _memory()["rss_bytes"]
+    seen = sum(item["payload"].numel() for item in dl)
+    main = _memory()["rss_peak_bytes"] - start
+    assert seen >= 1535 * (64 << 10)
+    mem = ds.diagnose()["memory"]
+    assert len(mem) == 2
+    workers = [m["rss_peak_bytes"] - m["rss_start_bytes"] for m in mem]
+    total = main + sum(workers)
+    bound = host + 3 * RSS_OVERHEAD_PER_PROCESS
+    print(f"peak RSS growth: main {main / 2**20:.1f} MiB, workers "
+          f"{', '.join(f'{w / 2**20:.1f}' for w in workers)} MiB; total "
+          f"{total / 2**20:.1f} MiB <= {bound / 2**20:.0f} MiB (host budget 16 MiB)")
+    assert 0 < total <= bound, (main, workers, bound)
+    assert bound < seen / 2  # holding the data would not fit
+    ds.close()

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 
 #define U64(x) ((unsigned long long)(x))
-#define PQ_TOK_UNIT_BYTES                                                                          \
-	(8u << 20) /* a unit's own tokens' bytes, at least (when the file has them) */
+/* a unit's own tokens' bytes, at least (when the file has them) */
+#define PQ_TOK_UNIT_BYTES  (4u << 20)
 #define PQ_TOK_WINDOWS_MAX (1u << 20) /* windows in one unit */
 
 static uint64_t pad8(uint64_t v)

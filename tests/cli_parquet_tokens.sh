@@ -89,4 +89,29 @@ out=$("$CLI" read --digest --seq-len 100 --columns text "$tok" 2>&1) && bad "a t
 	*) bad "a text column: $out" ;; esac
 out=$("$CLI" read --digest --seq-len 100 --columns input_ids --token-out int32 "$T/d/tok64.parquet" 2>&1) &&
 	bad "int64 narrowed to int32" || ok "int64 tokens are not narrowed: $out"
+
+# ---- Python: one [B, L + 1] array of windows a batch ------------------------------
+build=${RF_BUILD_DIR:-}
+if [ -n "$build" ] && [ -e "$build/libringfeed.so" ] &&
+	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$SRC/python $PY - "$tok" "$T/d/tok.tokens" \
+		<<'PYEOF' && ok "Python: windows as [B, 101] int64 arrays" || bad "Python windows"
+import sys
+import numpy as np
+import ringfeed
+toks = np.fromfile(sys.argv[2], "<i4").astype(np.int64)
+n = 0
+with ringfeed.Loader(sys.argv[1], batch=64, budget="64MiB", shuffle=False, seq_len=100,
+                     columns="input_ids", token_out="int64") as L:
+    for b in L:
+        w = b.tokens()
+        assert w.dtype == np.int64 and w.shape[1] == 101, (w.dtype, w.shape)
+        for j in range(w.shape[0]):
+            assert (w[j] == toks[(n + j) * 100:(n + j) * 100 + 101]).all(), n + j
+        n += w.shape[0]
+assert n == (toks.size - 1) // 100, n
+PYEOF
+else
+	echo "skip Python windows (no plain build's libringfeed.so)"
+fi
 rf_checks_done cli_parquet_tokens

@@ -757,6 +757,15 @@ static uint32_t pq_field_names(const void *priv, const char *const **names)
 	return L->tokens ? 0 : L->ncols; /* windows are single records */
 }
 
+/* The records' bytes: token windows are all (L + 1) tokens (their layout
+ * alone has metadata); rows: the decoded bound. */
+static uint64_t pq_payload_bytes(const rf_shard_index *ix)
+{
+	if (ix->metadata && ix->metadata[0])
+		return ix->records * (uint64_t)ix->largest_record_bytes;
+	return ix->decoded_bytes;
+}
+
 const rf_format rf_parquet_format = {
     .name = "parquet",
     .claim = pq_claim,
@@ -766,5 +775,6 @@ const rf_format rf_parquet_format = {
     .decode = pq_decode,
     .in_place = false,
     .field_names = pq_field_names,
+    .payload_bytes = pq_payload_bytes,
     .largest_record_bound = true,
 };

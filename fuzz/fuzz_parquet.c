@@ -35,7 +35,9 @@ static void decode_all(const uint8_t *data, size_t size, const struct rf_fmt_opt
 			for (uint32_t i = 0; i < r.records; i++) {
 				uint32_t end = rf_record_end(r.ends, i);
 				FUZZ_CHECK(end >= prev && end <= b->decoded_bytes);
-				for (uint32_t k = r.field_first[i]; k < r.field_first[i + 1]; k++)
+				FUZZ_CHECK(r.fields || !opt || !opt->seq_len || end - prev == 17 * 4);
+				for (uint32_t k = r.fields ? r.field_first[i] : 0;
+				     r.fields && k < r.field_first[i + 1]; k++)
 					FUZZ_CHECK(r.fields[k].offset >= prev &&
 					           r.fields[k].offset + (uint64_t)r.fields[k].len <=
 					               end);
@@ -51,12 +53,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	uint8_t mode = data[0] % 4;
+	uint8_t mode = data[0] % 5;
 	data++, size--;
 	if (mode == 0) {
 		decode_all(data, size, NULL);
 	} else if (mode == 1) {
 		struct rf_fmt_options opt = {.columns = "s"};
+		decode_all(data, size, &opt);
+	} else if (mode == 4) {
+		struct rf_fmt_options opt = {.columns = "li", .seq_len = 16};
 		decode_all(data, size, &opt);
 	} else if (mode == 2) {
 		pq_page_header h;

@@ -355,7 +355,10 @@ RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
 
 RF_API int rf_layout_has_fields(const rf_layout *l)
 {
-	return l && l->fmt->field_names != NULL;
+	const char *const *names;
+	/* a format with fields may read a shard as single records (Parquet's
+	 * token windows: no names) */
+	return l && l->fmt->field_names != NULL && l->fmt->field_names(l->priv, &names) > 0;
 }
 
 RF_API void rf_layout_free(rf_layout *l)

@@ -23,37 +23,13 @@
 static const char *const type_names[] = {"BOOLEAN", "INT32",  "INT64",      "INT96",
                                          "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
 
-typedef struct pq_unit_chunk {
-	uint64_t start, bytes;      /* in the file */
-	uint64_t value_bound;       /* its values' bytes at most */
-	uint64_t dict_cap, scratch; /* its dictionary room, its scratch */
-	bool page_in_out;           /* pq_sink.page_in_out */
-	uint32_t chunk;             /* into meta.chunk */
-} pq_unit_chunk;
-
-typedef struct pq_unit {
-	uint32_t group;
-	uint64_t rows, values, scratch; /* values: the columns' bounds summed */
-	pq_unit_chunk *c;               /* ncols */
-} pq_unit;
-
-typedef struct pq_layout {
-	pq_file_meta m;
-	uint32_t ncols;
-	pq_column col[RF_PQ_SELECT_MAX];
-	const char *names[RF_PQ_SELECT_MAX];
-	pq_unit *unit;
-	pq_unit_chunk *uc;
-	uint32_t units;
-	uint64_t payload;
-	char stem[48]; /* the file's name without .parquet: the keys' prefix */
-} pq_layout;
-
 static void layout_free(pq_layout *L)
 {
 	if (!L)
 		return;
 	rf_pq_meta_free(&L->m);
+	free(L->tok.first);
+	free(L->tok.tu);
 	free(L->unit);
 	free(L->uc);
 	free(L);
@@ -74,7 +50,8 @@ static int pq_claim(const char *name)
 static uint64_t layout_held(const pq_layout *L)
 {
 	return sizeof(*L) + L->m.held_bytes + L->units * (sizeof(pq_unit) + sizeof(rf_block_info)) +
-	       (uint64_t)L->units * L->ncols * sizeof(pq_unit_chunk) + sizeof(rf_shard_index);
+	       (uint64_t)L->units * L->ncols * sizeof(pq_unit_chunk) + sizeof(rf_shard_index) +
+	       rf_pq_tok_held(L);
 }
 
 /* ------------------------------------------------------------ schema */
@@ -416,11 +393,13 @@ static int finish_units(rf_fmt_open *o, pq_layout *L, const uint64_t *longest, r
 /* ------------------------------------------------------------ open */
 
 typedef struct pq_state {
-	uint32_t phase; /* 0: the tail asked for; 1: the footer; 2: dictionaries */
+	uint32_t phase; /* 0: the tail asked for; 1: the footer; 2: dictionaries;
+	                 * 3: token counts (seq_len) */
 	pq_layout *L;
 	uint64_t *longest; /* units * ncols: a dictionary's longest value, then as
 	                    * many: its decoded bytes (0: not read) */
 	uint64_t next;     /* the next unit chunk to look at for a dictionary */
+	uint32_t counted;  /* seq_len: the units whose tokens are counted */
 	uint64_t held;
 } pq_state;
 
@@ -469,7 +448,11 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 	if (rc == 0)
 		rc = select_columns(L, want, o->name, err);
 	if (rc == 0)
+		rc = rf_pq_tok_select(L, o->opt, o->name, err);
+	if (rc == 0)
 		rc = build_units(o, L, at, err);
+	if (rc == 0 && L->tokens && !(L->tok.first = calloc((uint64_t)L->units + 1, 8)))
+		rc = rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	if (rc == 0 &&
 	    !(s->longest = calloc(2 * (uint64_t)(L->units ? L->units : 1) * L->ncols, 8)))
 		rc = rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
@@ -489,8 +472,34 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 	return next_dict(o, s, err);
 }
 
+/* seq_len: the next row group's token chunk to count, or 0 (all counted). */
+static int next_count(rf_fmt_open *o, pq_state *s, rf_error *err)
+{
+	uint64_t off, len, bound;
+	if (!s->L->tokens || s->counted == s->L->units)
+		return 0;
+	RF_TRY(rf_pq_tok_want(s->L, s->counted, &off, &len, &bound, o->name, err));
+	s->phase = 3;
+	return want_range(o, off, len, 0, bound);
+}
+
+static int finish(rf_fmt_open *o, pq_state *s, rf_error *err);
+
+static int count_step(rf_fmt_open *o, pq_state *s, rf_error *err)
+{
+	if (o->got_offset != o->want.offset || o->got_len != o->want.len)
+		return rf_fail(err, -EIO, "shard %s: a token chunk's read came back short",
+		               o->name);
+	RF_TRY(rf_pq_tok_count(s->L, s->counted, o->got, (size_t)o->got_len, o->name, err));
+	s->counted++;
+	return finish(o, s, err);
+}
+
 static int finish(rf_fmt_open *o, pq_state *s, rf_error *err)
 {
+	int more = next_count(o, s, err);
+	if (more)
+		return more;
 	pq_layout *L = s->L;
 	rf_shard_index *ix = calloc(1, sizeof(*ix));
 	if (ix) {
@@ -503,7 +512,8 @@ static int finish(rf_fmt_open *o, pq_state *s, rf_error *err)
 		rf_index_free(ix);
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the layout", o->name);
 	}
-	int rc = finish_units(o, L, s->longest, ix, err);
+	int rc = L->tokens ? rf_pq_tok_units(L, ix, o->name, err)
+	                   : finish_units(o, L, s->longest, ix, err);
 	if (rc < 0) {
 		rf_index_free(ix);
 		return rc;
@@ -617,6 +627,8 @@ static int pq_open_step(rf_fmt_open *o, rf_error *err)
 			return rf_fail(err, -EIO, "shard %s: the footer's read came back short",
 			               o->name);
 		return parse_footer(o, s, o->got, o->got_len - 8, o->got_offset, err);
+	case 3:
+		return count_step(o, s, err);
 	default:
 		return dict_step(o, s, err);
 	}
@@ -695,6 +707,9 @@ static int pq_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv, 
                      rf_unit_records *out, const char *name, rf_error *err)
 {
 	const pq_layout *L = priv;
+	(void)d;
+	if (L->tokens)
+		return rf_pq_tok_decode(L, ix, u, src, src_len, dst, dst_cap, out, name, err);
 	if (u >= ix->blocks || u >= L->units)
 		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u", name, u, ix->blocks);
 	const rf_block_info *b = &ix->block[u];
@@ -739,7 +754,16 @@ static uint32_t pq_field_names(const void *priv, const char *const **names)
 {
 	const pq_layout *L = priv;
 	*names = L->names;
-	return L->ncols;
+	return L->tokens ? 0 : L->ncols; /* windows are single records */
+}
+
+/* The records' bytes: token windows are all (L + 1) tokens (their layout
+ * alone has metadata); rows: the decoded bound. */
+static uint64_t pq_payload_bytes(const rf_shard_index *ix)
+{
+	if (ix->metadata && ix->metadata[0])
+		return ix->records * (uint64_t)ix->largest_record_bytes;
+	return ix->decoded_bytes;
 }
 
 const rf_format rf_parquet_format = {
@@ -751,5 +775,6 @@ const rf_format rf_parquet_format = {
     .decode = pq_decode,
     .in_place = false,
     .field_names = pq_field_names,
+    .payload_bytes = pq_payload_bytes,
     .largest_record_bound = true,
 };

@@ -143,4 +143,78 @@ int rf_pq_dict_longest(const pq_chunk_meta *c, const uint8_t *page, size_t len, 
                        uint64_t scratch_cap, uint64_t *longest, uint64_t *dict_bytes,
                        const char **why);
 
+/* ------------------------------------------------------------ the layout */
+
+typedef struct pq_unit_chunk {
+	uint64_t start, bytes;      /* in the file */
+	uint64_t value_bound;       /* its values' bytes at most */
+	uint64_t dict_cap, scratch; /* its dictionary room, its scratch */
+	bool page_in_out;           /* pq_sink.page_in_out */
+	uint32_t chunk;             /* into meta.chunk */
+} pq_unit_chunk;
+
+/* A row group of rows (rows > 0): a read unit, or with seq_len a piece of
+ * the token stream (parquet_tokens.c). */
+typedef struct pq_unit {
+	uint32_t group;
+	uint64_t rows, values, scratch; /* values: the columns' bounds summed */
+	pq_unit_chunk *c;               /* ncols */
+} pq_unit;
+
+/* A read unit of token windows: the windows starting in row groups'
+ * units [u0, u_end) (their tokens), read and decoded with the units up to
+ * u_last (inclusive) that the last window reaches into. */
+typedef struct pq_tok_unit {
+	uint32_t u0, u_end, u_last;
+	uint64_t first_window, windows;
+	uint64_t room, lens, scratch; /* decoded tokens, row lengths, a chunk's scratch */
+} pq_tok_unit;
+
+/* The token path (seq_len > 0): one INT32/INT64 column (a list, or one
+ * token a row), its values concatenated in row order are the file's token
+ * stream, cut into windows as the token formats cut theirs (tokens.h). */
+typedef struct pq_tokens {
+	uint8_t dtype, out_dtype; /* RF_TOK_I32 / RF_TOK_I64 */
+	uint32_t seq_len;
+	uint64_t tokens, windows;
+	uint64_t *first; /* units + 1: the token a row group's unit starts at */
+	pq_tok_unit *tu;
+	uint32_t tunits;
+} pq_tokens;
+
+typedef struct pq_layout {
+	pq_file_meta m;
+	uint32_t ncols;
+	pq_column col[RF_PQ_SELECT_MAX];
+	const char *names[RF_PQ_SELECT_MAX];
+	pq_unit *unit;
+	pq_unit_chunk *uc;
+	uint32_t units;
+	uint64_t payload;
+	char stem[48]; /* the file's name without .parquet: the keys' prefix */
+	bool tokens;   /* seq_len: records are windows (tok) */
+	pq_tokens tok;
+} pq_layout;
+
+/* With seq_len (opt): the token column among the selected ones (the only
+ * one left in L, before its units are built), its dtype and the windows'
+ * options; 0 without seq_len. */
+int rf_pq_tok_select(pq_layout *L, const struct rf_fmt_options *opt, const char *name,
+                     rf_error *err);
+/* The open's read of row group unit u's token chunk (parse_bound: what
+ * counting it allocates), refused past a unit's limits. */
+int rf_pq_tok_want(const pq_layout *L, uint32_t u, uint64_t *off, uint64_t *len, uint64_t *bound,
+                   const char *name, rf_error *err);
+/* Counts unit u's tokens from its chunk's bytes (the whole chunk). */
+int rf_pq_tok_count(pq_layout *L, uint32_t u, const uint8_t *chunk, size_t len, const char *name,
+                    rf_error *err);
+/* The windows' units into ix (blocks, records, sizes) and its metadata. */
+int rf_pq_tok_units(pq_layout *L, rf_shard_index *ix, const char *name, rf_error *err);
+/* Decodes token unit u: its row groups' chunks, then the windows copied. */
+int rf_pq_tok_decode(const pq_layout *L, const rf_shard_index *ix, uint32_t u, const void *src,
+                     size_t src_len, void *dst, size_t dst_cap, rf_unit_records *out,
+                     const char *name, rf_error *err);
+/* What the token path holds (its tables). */
+uint64_t rf_pq_tok_held(const pq_layout *L);
+
 #endif

@@ -90,4 +90,59 @@ cp "$T/d/wide.pq" "$T/wide.parquet"
 	fail "wide.parquet in a 512 MiB budget"
 out=$("$CLI" read --columns nope "$T/d/duck_zstd.parquet" 2>&1) && fail "an unknown column accepted"
 echo "$out" | grep -q 'no column "nope"' || fail "unknown column: $out"
+
+# ranks: equal slices of the shuffled epoch, disjoint, their union the file
+# less fewer rows than ranks (row keys from --output tar)
+for r in 0 1 2; do
+	"$CLI" read --output tar --seed 9 --world 3 --rank $r "$T/d/duck_snappy.parquet" >"$T/rank$r.tar" ||
+		fail "rank $r"
+done
+"$PY" - "$T"/rank?.tar <<'PYEOF' || fail "ranks are not equal, disjoint slices of the rows"
+import sys, tarfile
+ranks = [{m.name.rsplit(".", 1)[0] for m in tarfile.open(p)} for p in sys.argv[1:]]
+sizes = [len(r) for r in ranks]
+union = set().union(*ranks)
+assert len(set(sizes)) == 1, sizes
+assert len(union) == sum(sizes), "a row in two ranks"
+assert all(k.startswith("duck_snappy/") and int(k.split("/")[1]) < 5000 for k in union)
+assert 5000 - len(union) < 3, len(union)
+PYEOF
+
+# Python: every field with its type, in file order, nulls absent (as DuckDB reads them)
+build=${RF_BUILD_DIR:-}
+if [ -n "$build" ] && [ -e "$build/libringfeed.so" ] &&
+	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null &&
+	$PY -c 'import numpy' 2>/dev/null; then
+	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$SRC/python "$PY" - \
+		"$T/d/duck_zstd.parquet" "$T/d/duck_zstd.json" <<'PYEOF' || fail "Python fields"
+import json, sys
+import numpy as np
+import ringfeed
+want = json.load(open(sys.argv[2]))
+num = {"id": "<i4", "big": "<i8", "f": "<f4", "d": "<f8", "b": "u1"}
+lists = {"li": "<i4", "ll": "<i8"}
+i = 0
+with ringfeed.Loader(sys.argv[1], batch=100, budget="256MiB", shuffle=False) as L:
+    for b in L:
+        ids = b["id"].array("int32")  # a required column: one int32 a row
+        assert ids.dtype == np.int32 and list(ids) == list(range(i, i + len(ids)))
+        for j in range(len(ids)):
+            w = want[i]
+            for col, dt in {**num, **lists}.items():
+                v = b[col].view(j)
+                if w[col] is None:
+                    assert v is None, (i, col)
+                    continue
+                got = np.frombuffer(v, dt)
+                assert got.tobytes() == bytes.fromhex(w[col]), (i, col)
+            for col in ("s", "text", "bl"):
+                v = b[col].view(j)
+                assert (None if v is None else bytes(v).hex()) == w[col], (i, col)
+            assert bytes(b["text"].view(j)).decode("utf-8") == bytes.fromhex(w["text"]).decode()
+            i += 1
+assert i == len(want) == 5000, i
+PYEOF
+else
+	echo "skip Python fields (no plain build's libringfeed.so or numpy)"
+fi
 echo "cli_parquet: ok ($n files)"

@@ -4,7 +4,7 @@
  * and hostile footers answered with errors naming the file and the place:
  * a row group past a unit's limit, nested columns, values nested past the
  * skipper's stack, lists longer than their bytes, a footer longer than the
- * file, a footer past the first read. */
+ * file, a footer past the first read; the column's token windows. */
 #include "parquet.h"
 #include "testutil.h"
 #include "thrift.h"
@@ -410,13 +410,66 @@ static void test_big_footer(void **state)
 	free(f.p);
 }
 
+/* seq_len over the INT32 column x (one token a row: x = 3 i): window j is
+ * tokens [10 j, 10 j + 11), widened to int64 on request; a row group past a
+ * unit's limit is refused at open naming it (the token count reads it). */
+static void test_tokens(void **state)
+{
+	(void)state;
+	for (int wide = 0; wide < 2; wide++) {
+		tw f = file(&(spec){.rows = 1000});
+		rf_fmt_object obj = {.url = "d/part-7.parquet", .data = f.p, .size = f.n};
+		struct rf_fmt_options opt = {.seq_len = 10, .token_out = wide ? RF_TOK_I64 : 0};
+		rf_shard_index *ix;
+		void *priv;
+		rf_error err = {0};
+		assert_int_equal(rf_format_open_mem(&rf_parquet_format, &obj, 1, &opt, &ix, &priv,
+		                                    NULL, NULL, &err),
+		                 0);
+		assert_int_equal(ix->records, 99); /* (1000 - 1) / 10 */
+		assert_int_equal(ix->blocks, 1);
+		const char *const *names;
+		assert_int_equal(rf_parquet_format.field_names(priv, &names), 0);
+		assert_non_null(strstr(ix->metadata, "\"tokens\":1000"));
+		rf_unit_records r;
+		uint8_t *dst;
+		assert_int_equal(decode0(&f, ix, priv, &r, &dst, &err), 0);
+		assert_int_equal(r.records, 99);
+		assert_null(r.fields);
+		unsigned w = wide ? 8 : 4;
+		for (uint32_t j = 0; j < 99; j++) {
+			assert_int_equal(rf_record_end(r.ends, j), 11 * w * (j + 1));
+			for (uint32_t t = 0; t < 11; t++) {
+				const uint8_t *p = r.base + 11 * w * j + w * t;
+				uint64_t v = wide ? rf_load_le64(p) : rf_load_le32(p);
+				assert_int_equal(v, 3 * (10 * j + t));
+			}
+		}
+		free(dst);
+		rf_parquet_format.close(ix, priv);
+		free(f.p);
+	}
+	tw f = file(&(spec){.rows = 10, .meta_rows = 100000000});
+	rf_fmt_object obj = {.url = "d/part-7.parquet", .data = f.p, .size = f.n};
+	struct rf_fmt_options opt = {.seq_len = 10};
+	rf_shard_index *ix = NULL;
+	void *priv = NULL;
+	rf_error err = {0};
+	assert_int_equal(
+	    rf_format_open_mem(&rf_parquet_format, &obj, 1, &opt, &ix, &priv, NULL, NULL, &err),
+	    -EFBIG);
+	assert_non_null(strstr(err.msg, "d/part-7.parquet: row group 0 (100000000 rows"));
+	assert_non_null(strstr(err.msg, "more than a read unit holds"));
+	free(f.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rows),        cmocka_unit_test(test_crc),
 	    cmocka_unit_test(test_large_group), cmocka_unit_test(test_nested),
 	    cmocka_unit_test(test_deep),        cmocka_unit_test(test_hostile_footer),
-	    cmocka_unit_test(test_big_footer),
+	    cmocka_unit_test(test_big_footer),  cmocka_unit_test(test_tokens),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

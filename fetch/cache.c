@@ -35,7 +35,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define RF_CACHE_INDEX_MAX (1u << 20) /* ranges one object's index holds */
+#define RF_CACHE_INDEX_MAX     (1u << 20)            /* ranges one object's index holds */
+#define RF_CACHE_CLAIM_POLL_NS (5ull * 1000000)       /* a waiter looks again every 5 ms */
+#define RF_CACHE_CLAIM_WAIT_NS (30ull * 1000000000)   /* then it fetches the range itself */
 
 typedef struct rf_cache_slot {
 	uint64_t offset_plus1; /* 0: empty */
@@ -60,6 +62,7 @@ typedef struct rf_cache_job {
 	uint64_t offset;
 	uint32_t len, crc;
 	uint8_t *bytes;
+	int claim_fd; /* released (closed) once the entry is appended, or -1 */
 } rf_cache_job;
 
 struct rf_cache {
@@ -77,6 +80,7 @@ struct rf_cache {
 	uint64_t used_bytes;   /* on disk (scanned at start, plus what is written) */
 	uint64_t opened_bytes; /* remote bytes opened (the admission's denominator) */
 	bool write_off;
+	bool claims_off; /* the kernel has no OFD locks: concurrent loaders may fetch twice */
 	char off[160]; /* why the cache (or its writing) is off, "" when on */
 	rf_fetch_counters n;
 };
@@ -109,6 +113,10 @@ struct rf_cache_read {
 	uint64_t offset, len;
 	uint64_t cached_end; /* the recorded chain from offset ends here */
 	uint32_t npieces, pending;
+	int claim_fd;        /* this read's claim on [cached_end, end) while it fetches, or -1 */
+	int64_t timer;       /* waiting for another loader's claim: the next look, or -1 */
+	uint64_t wait_until; /* monotonic ns: past it, fetch without waiting */
+	bool waited;
 	rf_cache_piece pieces[RF_CACHE_PIECES_MAX];
 	rf_fetch_cb cb;
 	void *arg;
@@ -371,6 +379,8 @@ static void *writer_main(void *arg)
 		bool off = c->write_off;
 		pthread_mutex_unlock(&c->mu);
 		int rc = off ? -ECANCELED : job_write(c, &j);
+		if (j.claim_fd >= 0)
+			close(j.claim_fd); /* after the entry: a waiter now finds the range */
 		free(j.bytes);
 		if (c->opt && c->opt->mem_release)
 			c->opt->mem_release(c->opt->mem_ctx, j.len);
@@ -411,9 +421,10 @@ static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset) /* und
 }
 
 /* Hands a copy of a range the store delivered to the writer, or counts why
- * not. Loop thread; never waits. */
-static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const uint8_t *bytes,
-                         uint64_t len)
+ * not; true when taken. Loop thread; never waits. claim_fd (the read's
+ * claim on the range, or -1) goes with the job when taken. */
+static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset,
+                              const uint8_t *bytes, uint64_t len, int claim_fd)
 {
 	pthread_mutex_lock(&c->mu);
 	bool skip = c->write_off || c->mode != RF_CACHE_READWRITE;
@@ -425,12 +436,12 @@ static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const ui
 		take = false, c->n.cache_write_skipped++;
 	pthread_mutex_unlock(&c->mu);
 	if (!take)
-		return;
+		return false;
 	if (c->opt && c->opt->mem_reserve && c->opt->mem_reserve(c->opt->mem_ctx, len) < 0) {
 		pthread_mutex_lock(&c->mu);
 		c->n.cache_write_skipped++;
 		pthread_mutex_unlock(&c->mu);
-		return;
+		return false;
 	}
 	uint8_t *copy = malloc(len);
 	if (copy)
@@ -443,21 +454,91 @@ static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const ui
 		free(copy);
 		if (c->opt && c->opt->mem_release)
 			c->opt->mem_release(c->opt->mem_ctx, len);
-		return;
+		return false;
 	}
 	o->refs++;
-	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] = (rf_cache_job){
-	    .obj = o, .offset = offset, .len = (uint32_t)len, .crc = crc, .bytes = copy};
+	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] =
+	    (rf_cache_job){.obj = o,
+	                   .offset = offset,
+	                   .len = (uint32_t)len,
+	                   .crc = crc,
+	                   .bytes = copy,
+	                   .claim_fd = claim_fd};
 	c->count++;
 	c->staged_bytes += len;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+	return true;
+}
+
+/* As write_behind_take; a claim not taken with the job is released here. */
+static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const uint8_t *bytes,
+                         uint64_t len, int claim_fd)
+{
+	if (!write_behind_take(c, o, offset, bytes, len, claim_fd) && claim_fd >= 0)
+		close(claim_fd);
+}
+
+/* ------------------------------------------------------------ the claims */
+
+/* One fetch per range across the host's loaders. A loader that misses
+ * [cached_end, end) and would write it claims it first: an OFD write lock
+ * (F_OFD_SETLK) on that byte range of the object's .dat, through a
+ * descriptor of its own, so two loaders conflict whether they are two
+ * processes or two loaders of one; the kernel drops the lock of a loader
+ * that dies (nothing stale to reclaim). The claim is released (its fd
+ * closed) by the writer after the range's entry is appended, or at once
+ * when the range is not written. A loader that finds an overlapping claim
+ * waits without blocking its loop: every RF_CACHE_CLAIM_POLL_NS it reads
+ * what the record gained; a full chain is a hit, a claim it now gets
+ * (the holder finished without writing, or died) is its own fetch, and
+ * past RF_CACHE_CLAIM_WAIT_NS it fetches unclaimed (counted). */
+
+/* Whether a miss at offset would be written (so worth a claim). */
+static bool claim_wanted(rf_cache *c, const rf_cache_obj *o, uint64_t offset)
+{
+	pthread_mutex_lock(&c->mu);
+	bool yes = c->mode == RF_CACHE_READWRITE && !c->write_off && !c->claims_off &&
+	           admitted(c, o, offset);
+	pthread_mutex_unlock(&c->mu);
+	return yes;
+}
+
+/* The claim's fd, -EAGAIN when another loader holds an overlapping claim,
+ * or another -errno (no claim: fetch unclaimed). */
+static int claim_try(rf_cache *c, rf_cache_obj *o, uint64_t offset, uint64_t end)
+{
+	int fd = openat(o->dirfd, o->dat_name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct flock fl = {.l_type = F_WRLCK,
+	                   .l_whence = SEEK_SET,
+	                   .l_start = (off_t)offset,
+	                   .l_len = (off_t)(end - offset)};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return fd;
+	int rc = errno == EAGAIN || errno == EACCES ? -EAGAIN : -errno;
+	close(fd);
+	if (rc == -EINVAL) { /* a kernel without OFD locks */
+		pthread_mutex_lock(&c->mu);
+		c->claims_off = true;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return rc;
+}
+
+static void claim_release(rf_cache_read *r)
+{
+	if (r->claim_fd >= 0)
+		close(r->claim_fd);
+	r->claim_fd = -1;
 }
 
 /* ------------------------------------------------------------ the wrapper */
 
 static void read_finish(rf_cache_read *r, int64_t res, const char *msg)
 {
+	claim_release(r);
 	rf_list_remove(&r->src->reads, &r->in_source);
 	rf_fetch_cb cb = r->cb;
 	void *arg = r->arg;
@@ -474,9 +555,12 @@ static void on_inner(void *arg, int64_t res, const char *msg)
 		s->c->n.cache_store_bytes += r->len;
 		pthread_mutex_unlock(&s->c->mu);
 		uint64_t end = r->offset + r->len;
-		if (s->obj && r->cached_end < end) /* what the record lacks, from its first gap */
+		if (s->obj && r->cached_end < end) { /* what the record lacks, from its first gap */
 			write_behind(s->c, s->obj, r->cached_end,
-			             r->buf + (r->cached_end - r->offset), end - r->cached_end);
+			             r->buf + (r->cached_end - r->offset), end - r->cached_end,
+			             r->claim_fd);
+			r->claim_fd = -1; /* the writer's now (or released) */
+		}
 	}
 	read_finish(r, res, msg);
 }
@@ -575,6 +659,92 @@ static bool hit_start(rf_cache_read *r)
 	return true;
 }
 
+/* Looks for the whole read in the record (and what other loaders added
+ * since): true when it is there and its pieces' reads started. */
+static bool look(rf_cache_read *r)
+{
+	rf_cache_source *s = r->src;
+	uint64_t end = r->offset + r->len;
+	chain(s, r);
+	if (r->cached_end < end) { /* another loader may have written it since */
+		rec_refresh(s->obj);
+		chain(s, r);
+	}
+	if (r->cached_end == end && hit_start(r))
+		return true;
+	r->npieces = 0;
+	return false;
+}
+
+static void on_claim_timer(void *arg, int res);
+
+/* A miss of r (r->cached_end < its end): claims the gap (then the caller
+ * reads the store), or waits for the loader holding an overlapping claim
+ * (true: a timer armed), or finds the range written meanwhile (true: a hit
+ * started). False: the caller reads the store, claimed or not. */
+static bool miss(rf_cache_read *r)
+{
+	rf_cache_source *s = r->src;
+	uint64_t end = r->offset + r->len;
+	if (!claim_wanted(s->c, s->obj, r->cached_end))
+		return false;
+	if (rf_now_ns() >= r->wait_until) {
+		pthread_mutex_lock(&s->c->mu);
+		s->c->n.cache_claim_timeouts++;
+		pthread_mutex_unlock(&s->c->mu);
+		return false;
+	}
+	int fd = claim_try(s->c, s->obj, r->cached_end, end);
+	if (fd >= 0) {
+		if (look(r)) { /* the holder wrote it between the look and the claim */
+			close(fd);
+			return true;
+		}
+		r->claim_fd = fd;
+		return false;
+	}
+	if (fd != -EAGAIN)
+		return false;
+	r->timer = rf_loop_timer(rf_fetch_loop(s->base.fetch), RF_CACHE_CLAIM_POLL_NS,
+	                         on_claim_timer, r);
+	if (r->timer < 0) {
+		r->timer = -1;
+		return false;
+	}
+	if (!r->waited) {
+		r->waited = true;
+		pthread_mutex_lock(&s->c->mu);
+		s->c->n.cache_claim_waits++;
+		pthread_mutex_unlock(&s->c->mu);
+	}
+	return true;
+}
+
+static void count_miss(rf_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->n.cache_misses++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* A waiter's next look (see the claims above). */
+static void on_claim_timer(void *arg, int res)
+{
+	(void)res;
+	rf_cache_read *r = arg;
+	r->timer = -1;
+	if (look(r)) {
+		pthread_mutex_lock(&r->src->c->mu);
+		r->src->c->n.cache_claim_served++;
+		pthread_mutex_unlock(&r->src->c->mu);
+		return;
+	}
+	if (miss(r))
+		return;
+	count_miss(r->src->c);
+	go_inner(r);
+}
+
 static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                       void *arg)
 {
@@ -590,29 +760,23 @@ static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf,
 	                     .offset = offset,
 	                     .len = len,
 	                     .cached_end = end,
+	                     .claim_fd = -1,
+	                     .timer = -1,
 	                     .cb = cb,
 	                     .arg = arg};
-	bool hit = false;
 	if (s->obj) {
-		chain(s, r);
-		if (r->cached_end < end) { /* another loader may have written it since */
-			rec_refresh(s->obj);
-			chain(s, r);
+		r->wait_until = rf_now_ns() + RF_CACHE_CLAIM_WAIT_NS;
+		if (look(r) || miss(r)) { /* a hit, a wait, or a hit found by the claim */
+			rf_list_push_front(&s->reads, &r->in_source);
+			return 0;
 		}
-		hit = r->cached_end == end && hit_start(r);
-		if (!hit) {
-			pthread_mutex_lock(&s->c->mu);
-			s->c->n.cache_misses++;
-			pthread_mutex_unlock(&s->c->mu);
-		}
+		count_miss(s->c);
 	}
-	if (!hit) {
-		r->npieces = 0;
-		int rc = rf_source_read(s->inner, offset, len, buf, on_inner, r);
-		if (rc < 0) {
-			free(r);
-			return rc;
-		}
+	int rc = rf_source_read(s->inner, offset, len, buf, on_inner, r);
+	if (rc < 0) {
+		claim_release(r);
+		free(r);
+		return rc;
 	}
 	rf_list_push_front(&s->reads, &r->in_source);
 	return 0;
@@ -622,11 +786,15 @@ static void cache_close(rf_source *base)
 {
 	rf_cache_source *s = (rf_cache_source *)base;
 	rf_source_close(s->inner); /* its reads are cancelled: no callbacks after this */
+	rf_loop *loop = rf_fetch_loop(base->fetch);
 	while (!rf_list_empty(&s->reads)) {
 		rf_cache_read *r = rf_list_entry(s->reads.head, rf_cache_read, in_source);
 		for (uint32_t i = 0; i < r->npieces; i++)
 			if (r->pieces[i].op >= 0)
-				rf_loop_cancel(rf_fetch_loop(base->fetch), r->pieces[i].op);
+				rf_loop_cancel(loop, r->pieces[i].op);
+		if (r->timer >= 0)
+			rf_loop_cancel(loop, r->timer);
+		claim_release(r);
 		rf_list_remove(&s->reads, &r->in_source);
 		free(r);
 	}
@@ -807,6 +975,11 @@ void rf_cache_counters_add(rf_cache *c, rf_fetch_counters *out)
 	out->cache_removed_files += n->cache_removed_files;
 	out->cache_foreign += n->cache_foreign;
 	out->cache_unversioned += n->cache_unversioned;
+	out->cache_claim_waits += n->cache_claim_waits;
+	out->cache_claim_served += n->cache_claim_served;
+	out->cache_claim_timeouts += n->cache_claim_timeouts;
+	out->cache_evictions += n->cache_evictions;
+	out->cache_evicted_bytes += n->cache_evicted_bytes;
 	out->cache_used_bytes = c->used_bytes;
 	out->cache_admit_fraction =
 	    c->opened_bytes <= c->max_bytes ? 1.0 : (double)c->max_bytes / (double)c->opened_bytes;

@@ -9,8 +9,7 @@
 # files go); a loader killed with -9 while it writes leaves a cache the next
 # run reads exactly; a read-only and a full cache directory (small tmpfs)
 # leave the read intact with one stated reason; four loaders at once on one
-# cache read exactly and leave it sound (each may fetch a range the others
-# are fetching: there are no claims yet).
+# cache read exactly, leave it sound and fetch each range once (claims).
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -102,16 +101,27 @@ same "digest after a killed writer" "$want2" "$(run)"
 	bad "ringfeed cache verify after kill -9: $(cat "$tmp/cv")"
 $chk verify "$cache" >"$tmp/v" && ok "after kill -9: $(cat "$tmp/v")" || bad "after kill -9: $(cat "$tmp/v")"
 
-# ---- four loaders at once on one cache: exact reads, a sound cache ----------
+# ---- four loaders at once on one cache: one fetch per range (claims) -------
+rm -rf "$cache"
+b5=$(served)
+same "one loader, cold" "$want2" "$(run)"
+one=$(($(served) - b5))
 rm -rf "$cache"
 b5=$(served)
 for i in 1 2 3 4; do
-	"$cli" read --digest --cache readwrite --cache-dir "$cache" "$url" 2>&1 | tail -n 1 \
-		>"$tmp/par$i" &
+	"$cli" read --digest --cache readwrite --cache-dir "$cache" --stats "$tmp/par$i.json" "$url" \
+		2>&1 | tail -n 1 >"$tmp/par$i" &
 done
 wait
 for i in 1 2 3 4; do same "loader $i of 4 at once" "$want2" "$(cat "$tmp/par$i")"; done
-echo "four loaders at once fetched $(($(served) - b5)) bytes (one loader: $e1)"
+four=$(($(served) - b5))
+waits=0
+for i in 1 2 3 4; do waits=$((waits + $(rf_json "$tmp/par$i.json" data_cache_claim_served))); done
+echo "four loaders at once fetched $four bytes (one loader: $one; reads that waited for a claim: $waits)"
+# each range once per host: a read another loader's claim overlaps waits for
+# it; only reads split differently around a claimed range fetch a part twice
+[ "$four" -le $((one + one / 20)) ] && ok "four loaders fetched each range once ($four <= $one + 5%)" ||
+	bad "four loaders fetched $four bytes, one loader $one"
 $chk verify "$cache" >"$tmp/v" && ok "after 4 at once: $(cat "$tmp/v")" || bad "after 4 at once: $(cat "$tmp/v")"
 b6=$(served)
 same "a fifth loader after them" "$want2" "$(run)"

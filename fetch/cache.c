@@ -62,7 +62,8 @@ typedef struct rf_cache_job {
 	uint64_t offset;
 	uint32_t len, crc;
 	uint8_t *bytes;
-	int claim_fd; /* released (closed) once the entry is appended, or -1 */
+	int claim_fd;   /* released (closed) once the entry is appended, or -1 */
+	uint64_t grown; /* the .dat's blocks the write added, in bytes */
 } rf_cache_job;
 
 struct rf_cache {
@@ -81,6 +82,11 @@ struct rf_cache {
 	uint64_t opened_bytes; /* remote bytes opened (the admission's denominator) */
 	bool write_off;
 	bool claims_off; /* the kernel has no OFD locks: concurrent loaders may fetch twice */
+	bool scan_wanted;      /* the writer looks at the directory's size (and evicts) */
+	uint64_t since_scan;   /* bytes written since its last look */
+	uint64_t last_scan_ns; /* when (monotonic) */
+	uint64_t scan_room;    /* the largest range refused for room since: the pass makes it */
+	uint64_t last_room;    /* the room the last pass was asked for */
 	char off[160]; /* why the cache (or its writing) is off, "" when on */
 	rf_fetch_counters n;
 };
@@ -244,7 +250,8 @@ static rf_cache_obj *obj_open(rf_cache *c, const char *url, const char *validato
 		o->dat_fd = open_at(o->dirfd, o->dat_name, rw, false);
 	struct stat st;
 	if (o->dat_fd < 0 || fstat(o->rec_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != geteuid() || (uint64_t)st.st_size > RF_CACHE_REC_BYTES_MAX)
+	    st.st_uid != geteuid() || (uint64_t)st.st_size > RF_CACHE_REC_BYTES_MAX ||
+	    !rf_cache_in_use_mark(o->rec_fd, o->dat_fd))
 		goto fail;
 	uint8_t hdr[RF_CACHE_REC_HEADER + RF_CACHE_URL_BYTES_MAX + RF_SOURCE_VALIDATOR_BYTES];
 	int hlen = rf_cache_rec_header_make(url, validator, size, hdr, sizeof(hdr));
@@ -255,6 +262,11 @@ static rf_cache_obj *obj_open(rf_cache *c, const char *url, const char *validato
 		if (!rw || write(o->rec_fd, hdr, (size_t)hlen) != hlen)
 			goto fail;
 		o->rec_parsed = (uint64_t)hlen;
+		if (fstat(o->rec_fd, &st) == 0) { /* its block counts against the bound */
+			pthread_mutex_lock(&c->mu);
+			c->used_bytes += (uint64_t)st.st_blocks * 512;
+			pthread_mutex_unlock(&c->mu);
+		}
 		return o;
 	}
 	ssize_t got = pread(o->rec_fd, hdr, (size_t)hlen, 0);
@@ -348,9 +360,15 @@ static int job_write(rf_cache *c, rf_cache_job *j)
 	}
 	if (below_floor(o->dat_fd, j->len))
 		return -ENOSPC;
+	struct stat before, after, rec_before;
+	if (fstat(o->dat_fd, &before) < 0 || fstat(o->rec_fd, &rec_before) < 0)
+		return -errno;
 	RF_TRY(write_all(o->dat_fd, j->bytes, j->len, j->offset));
 	if (fdatasync(o->dat_fd) < 0)
 		return -errno;
+	j->grown = fstat(o->dat_fd, &after) == 0 && after.st_blocks > before.st_blocks
+	               ? (uint64_t)(after.st_blocks - before.st_blocks) * 512
+	               : 0;
 	rf_cache_entry e = {.offset = j->offset, .len = j->len, .crc = j->crc};
 	uint8_t ent[RF_CACHE_ENTRY_BYTES];
 	rf_cache_entry_make(&e, ent);
@@ -360,10 +378,34 @@ static int job_write(rf_cache *c, rf_cache_job *j)
 	errno = 0;
 	if (write(o->rec_fd, ent, sizeof(ent)) != (ssize_t)sizeof(ent))
 		return errno ? -errno : -ENOSPC;
+	if (fstat(o->rec_fd, &after) == 0 && after.st_blocks > rec_before.st_blocks)
+		j->grown += (uint64_t)(after.st_blocks - rec_before.st_blocks) * 512;
 	pthread_mutex_lock(&c->mu);
 	index_put(o, &e);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
+}
+
+/* The writer's look at the whole directory (every loader's writes): its
+ * bytes on disk, and the least recently used versions evicted past the
+ * bound (cache_evict.c). Without mu: the loop thread goes on meanwhile. */
+static void evict_pass(rf_cache *c)
+{
+	rf_cache_evicted ev;
+	pthread_mutex_lock(&c->mu);
+	uint64_t room = c->scan_room;
+	c->last_room = RF_MAX(c->last_room, room);
+	c->scan_room = 0;
+	pthread_mutex_unlock(&c->mu);
+	rf_cache_evict(c->dirfd, c->max_bytes, room, &ev);
+	pthread_mutex_lock(&c->mu);
+	if (!ev.failed)
+		c->used_bytes = ev.total;
+	c->n.cache_evictions += ev.objects;
+	c->n.cache_evicted_bytes += ev.bytes;
+	c->since_scan = 0;
+	c->last_scan_ns = rf_now_ns();
+	pthread_mutex_unlock(&c->mu);
 }
 
 static void *writer_main(void *arg)
@@ -371,8 +413,15 @@ static void *writer_main(void *arg)
 	rf_cache *c = arg;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (c->count == 0 && !c->stop)
+		while (c->count == 0 && !c->stop && !c->scan_wanted)
 			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->scan_wanted && !c->stop) {
+			c->scan_wanted = false;
+			pthread_mutex_unlock(&c->mu);
+			evict_pass(c);
+			pthread_mutex_lock(&c->mu);
+			continue;
+		}
 		if (c->count == 0)
 			break;
 		rf_cache_job j = c->jobs[c->head % RF_CACHE_WRITES_MAX];
@@ -390,7 +439,12 @@ static void *writer_main(void *arg)
 		c->staged_bytes -= j.len;
 		if (rc == 0) {
 			c->n.cache_written_bytes += j.len;
-			c->used_bytes += j.len;
+			c->used_bytes += j.grown;
+			c->since_scan += j.grown;
+			/* past the bound, or an eighth of it written since the last
+			 * look (the other loaders write too) */
+			if (c->used_bytes > c->max_bytes || c->since_scan >= c->max_bytes / 8)
+				c->scan_wanted = true;
 		} else {
 			c->n.cache_write_skipped++;
 			if (rc != -ECANCELED)
@@ -405,11 +459,22 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Whether (url, offset) is in the stable admitted subset (see the top). */
-static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset) /* under mu */
+/* Whether [offset, +len) of o is in the stable admitted subset (see the
+ * top) and fits under the bound; when it does not fit, the writer is asked
+ * to look at the directory and evict (for a range larger than any it was
+ * asked to make room for, else at most once a second). */
+static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64_t len) /* under mu */
 {
-	if (c->used_bytes >= c->max_bytes)
+	if (c->used_bytes + c->staged_bytes + len > c->max_bytes) {
+		uint64_t room = RF_MIN(len, c->max_bytes / 2);
+		c->scan_room = RF_MAX(c->scan_room, room);
+		if (c->writer_started && !c->scan_wanted &&
+		    (room > c->last_room || rf_now_ns() - c->last_scan_ns > 1000000000ull)) {
+			c->scan_wanted = true;
+			pthread_cond_signal(&c->cv);
+		}
 		return false;
+	}
 	if (c->opened_bytes <= c->max_bytes)
 		return true;
 	uint64_t h = rf_fnv1a(o->url_hash, &offset, sizeof(offset));
@@ -428,7 +493,7 @@ static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset,
 {
 	pthread_mutex_lock(&c->mu);
 	bool skip = c->write_off || c->mode != RF_CACHE_READWRITE;
-	bool take = !skip && admitted(c, o, offset);
+	bool take = !skip && admitted(c, o, offset, len);
 	if (!skip && !take)
 		c->n.cache_not_admitted++;
 	else if (take && (len > RF_CACHE_RANGE_BYTES_MAX || c->count >= RF_CACHE_WRITES_MAX ||
@@ -495,11 +560,11 @@ static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const ui
  * past RF_CACHE_CLAIM_WAIT_NS it fetches unclaimed (counted). */
 
 /* Whether a miss at offset would be written (so worth a claim). */
-static bool claim_wanted(rf_cache *c, const rf_cache_obj *o, uint64_t offset)
+static bool claim_wanted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64_t len)
 {
 	pthread_mutex_lock(&c->mu);
 	bool yes = c->mode == RF_CACHE_READWRITE && !c->write_off && !c->claims_off &&
-	           admitted(c, o, offset);
+	           len <= RF_CACHE_RANGE_BYTES_MAX && admitted(c, o, offset, len);
 	pthread_mutex_unlock(&c->mu);
 	return yes;
 }
@@ -686,7 +751,7 @@ static bool miss(rf_cache_read *r)
 {
 	rf_cache_source *s = r->src;
 	uint64_t end = r->offset + r->len;
-	if (!claim_wanted(s->c, s->obj, r->cached_end))
+	if (!claim_wanted(s->c, s->obj, r->cached_end, end - r->cached_end))
 		return false;
 	if (rf_now_ns() >= r->wait_until) {
 		pthread_mutex_lock(&s->c->mu);
@@ -925,6 +990,8 @@ int rf_cache_new(const rf_fetch_options *opt, rf_cache **out)
 		return 0;
 	}
 	c->used_bytes = dir_usage(c->dirfd);
+	c->scan_wanted = c->used_bytes > c->max_bytes; /* a smaller bound than the last job's */
+	c->last_scan_ns = rf_now_ns();
 	if (c->mode == RF_CACHE_READWRITE) {
 		if (pthread_create(&c->writer, NULL, writer_main, c) == 0) {
 			c->writer_started = true;

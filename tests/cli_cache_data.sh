@@ -9,7 +9,9 @@
 # files go); a loader killed with -9 while it writes leaves a cache the next
 # run reads exactly; a read-only and a full cache directory (small tmpfs)
 # leave the read intact with one stated reason; four loaders at once on one
-# cache read exactly, leave it sound and fetch each range once (claims).
+# cache read exactly, leave it sound and fetch each range once (claims); a
+# bound below the data keeps the cache within it across runs, evicting the
+# least recently used dataset's versions.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -135,6 +137,29 @@ touch "$cache/not-the-caches"
 "$cli" cache clear --cache-dir "$cache" >"$tmp/clear"
 same "clear leaves only what is not the cache's" "not-the-caches" "$(ls -A "$cache")"
 same "du after clear" 0 "$("$cli" cache du --cache-dir "$cache" | sed 's/.*ranges=\([0-9]*\).*/\1/')"
+
+# ---- the bound: least recently used versions go, the cache stays within it --
+rm -rf "$cache"
+same "dataset A, cached whole" "$want2" "$(run)"
+mkdir -p "$RF_NGINX_ROOT/$tag/b"
+cp "$tmp"/other/shard-*.rfs "$RF_NGINX_ROOT/$tag/b/"
+urlb="$RF_NGINX_URL/$tag/b/shard-{000000..000003}.rfs"
+wantb=$("$cli" read --digest "$tmp/other" | tail -n 1)
+cap=3000000 # dataset B is 5.7 MB read; A's 5 MB are on disk
+for e in 1 2 3; do
+	same "B under a 3 MB bound, run $e" "$wantb" "$("$cli" read --digest --cache readwrite \
+		--cache-dir "$cache" --cache-bytes $cap --stats "$tmp/b$e.json" "$urlb" | tail -n 1)"
+	du=$("$cli" cache du --cache-dir "$cache" | sed 's/.*disk_bytes=\([0-9]*\).*/\1/')
+	[ "$du" -le $cap ] && ok "run $e: the cache within its bound ($du <= $cap)" ||
+		bad "run $e: the cache takes $du bytes, bound $cap"
+done
+ev=$(rf_json "$tmp/b1.json" data_cache_evictions)
+[ "$ev" -ge 1 ] && ok "A's versions (least recently used) evicted: $ev" || bad "no eviction: $ev"
+left=$("$cli" cache ls --cache-dir "$cache" | grep -c "/$tag/shard-" || true)
+[ "$left" -lt 4 ] && ok "$left of A's 4 objects left" || bad "A's 4 objects all left"
+hb=$(rf_json "$tmp/b3.json" data_cache_hit_bytes)
+[ "$hb" -ge 500000 ] && ok "run 3 of B read $hb bytes from the cache" || bad "run 3 of B: hit bytes $hb"
+$chk verify "$cache" >"$tmp/v" && ok "after eviction: $(cat "$tmp/v")" || bad "after eviction: $(cat "$tmp/v")"
 
 # ---- a read-only and a full cache directory ---------------------------------
 for kind in ro full; do

@@ -138,9 +138,23 @@ touch "$cache/not-the-caches"
 same "clear leaves only what is not the cache's" "not-the-caches" "$(ls -A "$cache")"
 same "du after clear" 0 "$("$cli" cache du --cache-dir "$cache" | sed 's/.*ranges=\([0-9]*\).*/\1/')"
 
-# ---- the bound: least recently used versions go, the cache stays within it --
+# ---- ringfeed cache warm: a later read fetches nothing ----------------------
 rm -rf "$cache"
-same "dataset A, cached whole" "$want2" "$(run)"
+b7=$(served)
+"$cli" cache warm --cache-dir "$cache" --json "$url" >"$tmp/warm.json" 2>"$tmp/warm.err"
+same "warm: status" 0 "$(rf_json "$tmp/warm.json" status)"
+wf=$(($(served) - b7))
+[ "$(rf_json "$tmp/warm.json" store_bytes)" -eq "$wf" ] && ok "warm: store_bytes as the server counted ($wf)" ||
+	bad "warm: store_bytes $(rf_json "$tmp/warm.json" store_bytes), the server sent $wf"
+grep -q "records, .* MB from the store" "$tmp/warm.err" && ok "warm: progress on stderr" ||
+	bad "warm: no progress: $(cat "$tmp/warm.err")"
+grep -q "$secret" "$tmp/warm.json" "$tmp/warm.err" && bad "warm shows the query" || ok "warm shows no query"
+b8=$(served)
+same "a read after the warm" "$want2" "$(run)"
+[ $(($(served) - b8)) -le $((wf / 100)) ] && ok "a read after the warm fetched <= 1%" ||
+	bad "a read after the warm fetched $(($(served) - b8))"
+
+# ---- the bound: least recently used versions go, the cache stays within it --
 mkdir -p "$RF_NGINX_ROOT/$tag/b"
 cp "$tmp"/other/shard-*.rfs "$RF_NGINX_ROOT/$tag/b/"
 urlb="$RF_NGINX_URL/$tag/b/shard-{000000..000003}.rfs"

@@ -43,6 +43,11 @@ static void rf_stats_data_cache(rf_engine *e, rf_stats *s)
 	s->data_cache_used_bytes = c->cache_used_bytes;
 	s->data_cache_admit_fraction = c->cache_admit_fraction;
 	snprintf(s->data_cache_off, sizeof(s->data_cache_off), "%s", c->cache_off);
+	s->data_cache_claim_waits = c->cache_claim_waits;
+	s->data_cache_claim_served = c->cache_claim_served;
+	s->data_cache_claim_timeouts = c->cache_claim_timeouts;
+	s->data_cache_evictions = c->cache_evictions;
+	s->data_cache_evicted_bytes = c->cache_evicted_bytes;
 }
 
 /* Wake-ups and the lock's hold times. mu held. */
@@ -293,7 +298,10 @@ static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
 	    "\"data_cache_write_skipped\":%llu,\"data_cache_not_admitted\":%llu,"
 	    "\"data_cache_verify_failures\":%llu,\"data_cache_removed_files\":%llu,"
 	    "\"data_cache_used_bytes\":%llu,\"data_cache_policy\":\"stable subset by hash\","
-	    "\"data_cache_admit_fraction\":%.6f,\"data_cache_off\":%s",
+	    "\"data_cache_admit_fraction\":%.6f,\"data_cache_off\":%s,"
+	    "\"data_cache_claim_waits\":%llu,\"data_cache_claim_served\":%llu,"
+	    "\"data_cache_claim_timeouts\":%llu,\"data_cache_evictions\":%llu,"
+	    "\"data_cache_evicted_bytes\":%llu",
 	    (unsigned long long)s->data_cache_hits, (unsigned long long)s->data_cache_misses,
 	    (unsigned long long)s->data_cache_hit_bytes,
 	    (unsigned long long)s->data_cache_store_bytes,
@@ -303,7 +311,12 @@ static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
 	    (unsigned long long)s->data_cache_verify_failures,
 	    (unsigned long long)s->data_cache_removed_files,
 	    (unsigned long long)s->data_cache_used_bytes, s->data_cache_admit_fraction,
-	    rf_json_quote(off, sizeof(off), s->data_cache_off));
+	    rf_json_quote(off, sizeof(off), s->data_cache_off),
+	    (unsigned long long)s->data_cache_claim_waits,
+	    (unsigned long long)s->data_cache_claim_served,
+	    (unsigned long long)s->data_cache_claim_timeouts,
+	    (unsigned long long)s->data_cache_evictions,
+	    (unsigned long long)s->data_cache_evicted_bytes);
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

@@ -35,7 +35,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define RF_CACHE_INDEX_MAX (1u << 20) /* ranges one object's index holds */
+#define RF_CACHE_INDEX_MAX     (1u << 20)            /* ranges one object's index holds */
+#define RF_CACHE_CLAIM_POLL_NS (5ull * 1000000)       /* a waiter looks again every 5 ms */
+#define RF_CACHE_CLAIM_WAIT_NS (30ull * 1000000000)   /* then it fetches the range itself */
 
 typedef struct rf_cache_slot {
 	uint64_t offset_plus1; /* 0: empty */
@@ -60,6 +62,8 @@ typedef struct rf_cache_job {
 	uint64_t offset;
 	uint32_t len, crc;
 	uint8_t *bytes;
+	int claim_fd;   /* released (closed) once the entry is appended, or -1 */
+	uint64_t grown; /* the .dat's blocks the write added, in bytes */
 } rf_cache_job;
 
 struct rf_cache {
@@ -77,6 +81,12 @@ struct rf_cache {
 	uint64_t used_bytes;   /* on disk (scanned at start, plus what is written) */
 	uint64_t opened_bytes; /* remote bytes opened (the admission's denominator) */
 	bool write_off;
+	bool claims_off; /* the kernel has no OFD locks: concurrent loaders may fetch twice */
+	bool scan_wanted;      /* the writer looks at the directory's size (and evicts) */
+	uint64_t since_scan;   /* bytes written since its last look */
+	uint64_t last_scan_ns; /* when (monotonic) */
+	uint64_t scan_room;    /* the largest range refused for room since: the pass makes it */
+	uint64_t last_room;    /* the room the last pass was asked for */
 	char off[160]; /* why the cache (or its writing) is off, "" when on */
 	rf_fetch_counters n;
 };
@@ -109,6 +119,10 @@ struct rf_cache_read {
 	uint64_t offset, len;
 	uint64_t cached_end; /* the recorded chain from offset ends here */
 	uint32_t npieces, pending;
+	int claim_fd;        /* this read's claim on [cached_end, end) while it fetches, or -1 */
+	int64_t timer;       /* waiting for another loader's claim: the next look, or -1 */
+	uint64_t wait_until; /* monotonic ns: past it, fetch without waiting */
+	bool waited;
 	rf_cache_piece pieces[RF_CACHE_PIECES_MAX];
 	rf_fetch_cb cb;
 	void *arg;
@@ -236,7 +250,8 @@ static rf_cache_obj *obj_open(rf_cache *c, const char *url, const char *validato
 		o->dat_fd = open_at(o->dirfd, o->dat_name, rw, false);
 	struct stat st;
 	if (o->dat_fd < 0 || fstat(o->rec_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != geteuid() || (uint64_t)st.st_size > RF_CACHE_REC_BYTES_MAX)
+	    st.st_uid != geteuid() || (uint64_t)st.st_size > RF_CACHE_REC_BYTES_MAX ||
+	    !rf_cache_in_use_mark(o->rec_fd, o->dat_fd))
 		goto fail;
 	uint8_t hdr[RF_CACHE_REC_HEADER + RF_CACHE_URL_BYTES_MAX + RF_SOURCE_VALIDATOR_BYTES];
 	int hlen = rf_cache_rec_header_make(url, validator, size, hdr, sizeof(hdr));
@@ -247,6 +262,11 @@ static rf_cache_obj *obj_open(rf_cache *c, const char *url, const char *validato
 		if (!rw || write(o->rec_fd, hdr, (size_t)hlen) != hlen)
 			goto fail;
 		o->rec_parsed = (uint64_t)hlen;
+		if (fstat(o->rec_fd, &st) == 0) { /* its block counts against the bound */
+			pthread_mutex_lock(&c->mu);
+			c->used_bytes += (uint64_t)st.st_blocks * 512;
+			pthread_mutex_unlock(&c->mu);
+		}
 		return o;
 	}
 	ssize_t got = pread(o->rec_fd, hdr, (size_t)hlen, 0);
@@ -340,9 +360,15 @@ static int job_write(rf_cache *c, rf_cache_job *j)
 	}
 	if (below_floor(o->dat_fd, j->len))
 		return -ENOSPC;
+	struct stat before, after, rec_before;
+	if (fstat(o->dat_fd, &before) < 0 || fstat(o->rec_fd, &rec_before) < 0)
+		return -errno;
 	RF_TRY(write_all(o->dat_fd, j->bytes, j->len, j->offset));
 	if (fdatasync(o->dat_fd) < 0)
 		return -errno;
+	j->grown = fstat(o->dat_fd, &after) == 0 && after.st_blocks > before.st_blocks
+	               ? (uint64_t)(after.st_blocks - before.st_blocks) * 512
+	               : 0;
 	rf_cache_entry e = {.offset = j->offset, .len = j->len, .crc = j->crc};
 	uint8_t ent[RF_CACHE_ENTRY_BYTES];
 	rf_cache_entry_make(&e, ent);
@@ -352,10 +378,34 @@ static int job_write(rf_cache *c, rf_cache_job *j)
 	errno = 0;
 	if (write(o->rec_fd, ent, sizeof(ent)) != (ssize_t)sizeof(ent))
 		return errno ? -errno : -ENOSPC;
+	if (fstat(o->rec_fd, &after) == 0 && after.st_blocks > rec_before.st_blocks)
+		j->grown += (uint64_t)(after.st_blocks - rec_before.st_blocks) * 512;
 	pthread_mutex_lock(&c->mu);
 	index_put(o, &e);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
+}
+
+/* The writer's look at the whole directory (every loader's writes): its
+ * bytes on disk, and the least recently used versions evicted past the
+ * bound (cache_evict.c). Without mu: the loop thread goes on meanwhile. */
+static void evict_pass(rf_cache *c)
+{
+	rf_cache_evicted ev;
+	pthread_mutex_lock(&c->mu);
+	uint64_t room = c->scan_room;
+	c->last_room = RF_MAX(c->last_room, room);
+	c->scan_room = 0;
+	pthread_mutex_unlock(&c->mu);
+	rf_cache_evict(c->dirfd, c->max_bytes, room, &ev);
+	pthread_mutex_lock(&c->mu);
+	if (!ev.failed)
+		c->used_bytes = ev.total;
+	c->n.cache_evictions += ev.objects;
+	c->n.cache_evicted_bytes += ev.bytes;
+	c->since_scan = 0;
+	c->last_scan_ns = rf_now_ns();
+	pthread_mutex_unlock(&c->mu);
 }
 
 static void *writer_main(void *arg)
@@ -363,14 +413,23 @@ static void *writer_main(void *arg)
 	rf_cache *c = arg;
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		while (c->count == 0 && !c->stop)
+		while (c->count == 0 && !c->stop && !c->scan_wanted)
 			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->scan_wanted && !c->stop) {
+			c->scan_wanted = false;
+			pthread_mutex_unlock(&c->mu);
+			evict_pass(c);
+			pthread_mutex_lock(&c->mu);
+			continue;
+		}
 		if (c->count == 0)
 			break;
 		rf_cache_job j = c->jobs[c->head % RF_CACHE_WRITES_MAX];
 		bool off = c->write_off;
 		pthread_mutex_unlock(&c->mu);
 		int rc = off ? -ECANCELED : job_write(c, &j);
+		if (j.claim_fd >= 0)
+			close(j.claim_fd); /* after the entry: a waiter now finds the range */
 		free(j.bytes);
 		if (c->opt && c->opt->mem_release)
 			c->opt->mem_release(c->opt->mem_ctx, j.len);
@@ -380,7 +439,12 @@ static void *writer_main(void *arg)
 		c->staged_bytes -= j.len;
 		if (rc == 0) {
 			c->n.cache_written_bytes += j.len;
-			c->used_bytes += j.len;
+			c->used_bytes += j.grown;
+			c->since_scan += j.grown;
+			/* past the bound, or an eighth of it written since the last
+			 * look (the other loaders write too) */
+			if (c->used_bytes > c->max_bytes || c->since_scan >= c->max_bytes / 8)
+				c->scan_wanted = true;
 		} else {
 			c->n.cache_write_skipped++;
 			if (rc != -ECANCELED)
@@ -395,11 +459,22 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Whether (url, offset) is in the stable admitted subset (see the top). */
-static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset) /* under mu */
+/* Whether [offset, +len) of o is in the stable admitted subset (see the
+ * top) and fits under the bound; when it does not fit, the writer is asked
+ * to look at the directory and evict (for a range larger than any it was
+ * asked to make room for, else at most once a second). */
+static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64_t len) /* under mu */
 {
-	if (c->used_bytes >= c->max_bytes)
+	if (c->used_bytes + c->staged_bytes + len > c->max_bytes) {
+		uint64_t room = RF_MIN(len, c->max_bytes / 2);
+		c->scan_room = RF_MAX(c->scan_room, room);
+		if (c->writer_started && !c->scan_wanted &&
+		    (room > c->last_room || rf_now_ns() - c->last_scan_ns > 1000000000ull)) {
+			c->scan_wanted = true;
+			pthread_cond_signal(&c->cv);
+		}
 		return false;
+	}
 	if (c->opened_bytes <= c->max_bytes)
 		return true;
 	uint64_t h = rf_fnv1a(o->url_hash, &offset, sizeof(offset));
@@ -411,13 +486,14 @@ static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset) /* und
 }
 
 /* Hands a copy of a range the store delivered to the writer, or counts why
- * not. Loop thread; never waits. */
-static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const uint8_t *bytes,
-                         uint64_t len)
+ * not; true when taken. Loop thread; never waits. claim_fd (the read's
+ * claim on the range, or -1) goes with the job when taken. */
+static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset,
+                              const uint8_t *bytes, uint64_t len, int claim_fd)
 {
 	pthread_mutex_lock(&c->mu);
 	bool skip = c->write_off || c->mode != RF_CACHE_READWRITE;
-	bool take = !skip && admitted(c, o, offset);
+	bool take = !skip && admitted(c, o, offset, len);
 	if (!skip && !take)
 		c->n.cache_not_admitted++;
 	else if (take && (len > RF_CACHE_RANGE_BYTES_MAX || c->count >= RF_CACHE_WRITES_MAX ||
@@ -425,12 +501,12 @@ static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const ui
 		take = false, c->n.cache_write_skipped++;
 	pthread_mutex_unlock(&c->mu);
 	if (!take)
-		return;
+		return false;
 	if (c->opt && c->opt->mem_reserve && c->opt->mem_reserve(c->opt->mem_ctx, len) < 0) {
 		pthread_mutex_lock(&c->mu);
 		c->n.cache_write_skipped++;
 		pthread_mutex_unlock(&c->mu);
-		return;
+		return false;
 	}
 	uint8_t *copy = malloc(len);
 	if (copy)
@@ -443,21 +519,91 @@ static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const ui
 		free(copy);
 		if (c->opt && c->opt->mem_release)
 			c->opt->mem_release(c->opt->mem_ctx, len);
-		return;
+		return false;
 	}
 	o->refs++;
-	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] = (rf_cache_job){
-	    .obj = o, .offset = offset, .len = (uint32_t)len, .crc = crc, .bytes = copy};
+	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] =
+	    (rf_cache_job){.obj = o,
+	                   .offset = offset,
+	                   .len = (uint32_t)len,
+	                   .crc = crc,
+	                   .bytes = copy,
+	                   .claim_fd = claim_fd};
 	c->count++;
 	c->staged_bytes += len;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+	return true;
+}
+
+/* As write_behind_take; a claim not taken with the job is released here. */
+static void write_behind(rf_cache *c, rf_cache_obj *o, uint64_t offset, const uint8_t *bytes,
+                         uint64_t len, int claim_fd)
+{
+	if (!write_behind_take(c, o, offset, bytes, len, claim_fd) && claim_fd >= 0)
+		close(claim_fd);
+}
+
+/* ------------------------------------------------------------ the claims */
+
+/* One fetch per range across the host's loaders. A loader that misses
+ * [cached_end, end) and would write it claims it first: an OFD write lock
+ * (F_OFD_SETLK) on that byte range of the object's .dat, through a
+ * descriptor of its own, so two loaders conflict whether they are two
+ * processes or two loaders of one; the kernel drops the lock of a loader
+ * that dies (nothing stale to reclaim). The claim is released (its fd
+ * closed) by the writer after the range's entry is appended, or at once
+ * when the range is not written. A loader that finds an overlapping claim
+ * waits without blocking its loop: every RF_CACHE_CLAIM_POLL_NS it reads
+ * what the record gained; a full chain is a hit, a claim it now gets
+ * (the holder finished without writing, or died) is its own fetch, and
+ * past RF_CACHE_CLAIM_WAIT_NS it fetches unclaimed (counted). */
+
+/* Whether a miss at offset would be written (so worth a claim). */
+static bool claim_wanted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64_t len)
+{
+	pthread_mutex_lock(&c->mu);
+	bool yes = c->mode == RF_CACHE_READWRITE && !c->write_off && !c->claims_off &&
+	           len <= RF_CACHE_RANGE_BYTES_MAX && admitted(c, o, offset, len);
+	pthread_mutex_unlock(&c->mu);
+	return yes;
+}
+
+/* The claim's fd, -EAGAIN when another loader holds an overlapping claim,
+ * or another -errno (no claim: fetch unclaimed). */
+static int claim_try(rf_cache *c, rf_cache_obj *o, uint64_t offset, uint64_t end)
+{
+	int fd = openat(o->dirfd, o->dat_name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct flock fl = {.l_type = F_WRLCK,
+	                   .l_whence = SEEK_SET,
+	                   .l_start = (off_t)offset,
+	                   .l_len = (off_t)(end - offset)};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return fd;
+	int rc = errno == EAGAIN || errno == EACCES ? -EAGAIN : -errno;
+	close(fd);
+	if (rc == -EINVAL) { /* a kernel without OFD locks */
+		pthread_mutex_lock(&c->mu);
+		c->claims_off = true;
+		pthread_mutex_unlock(&c->mu);
+	}
+	return rc;
+}
+
+static void claim_release(rf_cache_read *r)
+{
+	if (r->claim_fd >= 0)
+		close(r->claim_fd);
+	r->claim_fd = -1;
 }
 
 /* ------------------------------------------------------------ the wrapper */
 
 static void read_finish(rf_cache_read *r, int64_t res, const char *msg)
 {
+	claim_release(r);
 	rf_list_remove(&r->src->reads, &r->in_source);
 	rf_fetch_cb cb = r->cb;
 	void *arg = r->arg;
@@ -474,9 +620,12 @@ static void on_inner(void *arg, int64_t res, const char *msg)
 		s->c->n.cache_store_bytes += r->len;
 		pthread_mutex_unlock(&s->c->mu);
 		uint64_t end = r->offset + r->len;
-		if (s->obj && r->cached_end < end) /* what the record lacks, from its first gap */
+		if (s->obj && r->cached_end < end) { /* what the record lacks, from its first gap */
 			write_behind(s->c, s->obj, r->cached_end,
-			             r->buf + (r->cached_end - r->offset), end - r->cached_end);
+			             r->buf + (r->cached_end - r->offset), end - r->cached_end,
+			             r->claim_fd);
+			r->claim_fd = -1; /* the writer's now (or released) */
+		}
 	}
 	read_finish(r, res, msg);
 }
@@ -575,6 +724,92 @@ static bool hit_start(rf_cache_read *r)
 	return true;
 }
 
+/* Looks for the whole read in the record (and what other loaders added
+ * since): true when it is there and its pieces' reads started. */
+static bool look(rf_cache_read *r)
+{
+	rf_cache_source *s = r->src;
+	uint64_t end = r->offset + r->len;
+	chain(s, r);
+	if (r->cached_end < end) { /* another loader may have written it since */
+		rec_refresh(s->obj);
+		chain(s, r);
+	}
+	if (r->cached_end == end && hit_start(r))
+		return true;
+	r->npieces = 0;
+	return false;
+}
+
+static void on_claim_timer(void *arg, int res);
+
+/* A miss of r (r->cached_end < its end): claims the gap (then the caller
+ * reads the store), or waits for the loader holding an overlapping claim
+ * (true: a timer armed), or finds the range written meanwhile (true: a hit
+ * started). False: the caller reads the store, claimed or not. */
+static bool miss(rf_cache_read *r)
+{
+	rf_cache_source *s = r->src;
+	uint64_t end = r->offset + r->len;
+	if (!claim_wanted(s->c, s->obj, r->cached_end, end - r->cached_end))
+		return false;
+	if (rf_now_ns() >= r->wait_until) {
+		pthread_mutex_lock(&s->c->mu);
+		s->c->n.cache_claim_timeouts++;
+		pthread_mutex_unlock(&s->c->mu);
+		return false;
+	}
+	int fd = claim_try(s->c, s->obj, r->cached_end, end);
+	if (fd >= 0) {
+		if (look(r)) { /* the holder wrote it between the look and the claim */
+			close(fd);
+			return true;
+		}
+		r->claim_fd = fd;
+		return false;
+	}
+	if (fd != -EAGAIN)
+		return false;
+	r->timer = rf_loop_timer(rf_fetch_loop(s->base.fetch), RF_CACHE_CLAIM_POLL_NS,
+	                         on_claim_timer, r);
+	if (r->timer < 0) {
+		r->timer = -1;
+		return false;
+	}
+	if (!r->waited) {
+		r->waited = true;
+		pthread_mutex_lock(&s->c->mu);
+		s->c->n.cache_claim_waits++;
+		pthread_mutex_unlock(&s->c->mu);
+	}
+	return true;
+}
+
+static void count_miss(rf_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->n.cache_misses++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* A waiter's next look (see the claims above). */
+static void on_claim_timer(void *arg, int res)
+{
+	(void)res;
+	rf_cache_read *r = arg;
+	r->timer = -1;
+	if (look(r)) {
+		pthread_mutex_lock(&r->src->c->mu);
+		r->src->c->n.cache_claim_served++;
+		pthread_mutex_unlock(&r->src->c->mu);
+		return;
+	}
+	if (miss(r))
+		return;
+	count_miss(r->src->c);
+	go_inner(r);
+}
+
 static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                       void *arg)
 {
@@ -590,29 +825,23 @@ static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf,
 	                     .offset = offset,
 	                     .len = len,
 	                     .cached_end = end,
+	                     .claim_fd = -1,
+	                     .timer = -1,
 	                     .cb = cb,
 	                     .arg = arg};
-	bool hit = false;
 	if (s->obj) {
-		chain(s, r);
-		if (r->cached_end < end) { /* another loader may have written it since */
-			rec_refresh(s->obj);
-			chain(s, r);
+		r->wait_until = rf_now_ns() + RF_CACHE_CLAIM_WAIT_NS;
+		if (look(r) || miss(r)) { /* a hit, a wait, or a hit found by the claim */
+			rf_list_push_front(&s->reads, &r->in_source);
+			return 0;
 		}
-		hit = r->cached_end == end && hit_start(r);
-		if (!hit) {
-			pthread_mutex_lock(&s->c->mu);
-			s->c->n.cache_misses++;
-			pthread_mutex_unlock(&s->c->mu);
-		}
+		count_miss(s->c);
 	}
-	if (!hit) {
-		r->npieces = 0;
-		int rc = rf_source_read(s->inner, offset, len, buf, on_inner, r);
-		if (rc < 0) {
-			free(r);
-			return rc;
-		}
+	int rc = rf_source_read(s->inner, offset, len, buf, on_inner, r);
+	if (rc < 0) {
+		claim_release(r);
+		free(r);
+		return rc;
 	}
 	rf_list_push_front(&s->reads, &r->in_source);
 	return 0;
@@ -622,11 +851,15 @@ static void cache_close(rf_source *base)
 {
 	rf_cache_source *s = (rf_cache_source *)base;
 	rf_source_close(s->inner); /* its reads are cancelled: no callbacks after this */
+	rf_loop *loop = rf_fetch_loop(base->fetch);
 	while (!rf_list_empty(&s->reads)) {
 		rf_cache_read *r = rf_list_entry(s->reads.head, rf_cache_read, in_source);
 		for (uint32_t i = 0; i < r->npieces; i++)
 			if (r->pieces[i].op >= 0)
-				rf_loop_cancel(rf_fetch_loop(base->fetch), r->pieces[i].op);
+				rf_loop_cancel(loop, r->pieces[i].op);
+		if (r->timer >= 0)
+			rf_loop_cancel(loop, r->timer);
+		claim_release(r);
 		rf_list_remove(&s->reads, &r->in_source);
 		free(r);
 	}
@@ -757,6 +990,8 @@ int rf_cache_new(const rf_fetch_options *opt, rf_cache **out)
 		return 0;
 	}
 	c->used_bytes = dir_usage(c->dirfd);
+	c->scan_wanted = c->used_bytes > c->max_bytes; /* a smaller bound than the last job's */
+	c->last_scan_ns = rf_now_ns();
 	if (c->mode == RF_CACHE_READWRITE) {
 		if (pthread_create(&c->writer, NULL, writer_main, c) == 0) {
 			c->writer_started = true;
@@ -807,6 +1042,11 @@ void rf_cache_counters_add(rf_cache *c, rf_fetch_counters *out)
 	out->cache_removed_files += n->cache_removed_files;
 	out->cache_foreign += n->cache_foreign;
 	out->cache_unversioned += n->cache_unversioned;
+	out->cache_claim_waits += n->cache_claim_waits;
+	out->cache_claim_served += n->cache_claim_served;
+	out->cache_claim_timeouts += n->cache_claim_timeouts;
+	out->cache_evictions += n->cache_evictions;
+	out->cache_evicted_bytes += n->cache_evicted_bytes;
 	out->cache_used_bytes = c->used_bytes;
 	out->cache_admit_fraction =
 	    c->opened_bytes <= c->max_bytes ? 1.0 : (double)c->max_bytes / (double)c->opened_bytes;

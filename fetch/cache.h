@@ -101,6 +101,23 @@ void rf_cache_counters_add(rf_cache *c, rf_fetch_counters *out);
 
 #define RF_CACHE_BYTES_DEFAULT (16ull << 30)
 
+/* The bound (cache_evict.c): least recently used object versions go when
+ * the directory's files pass cache_bytes - 1/16, or leave less than room
+ * under it (down to - 1/8, and room under it), never one
+ * a loader of the host has open (a shared OFD lock on this byte of its
+ * .rec, taken by rf_cache_in_use_mark, which also makes its use time now;
+ * false when an evictor is removing it: read it uncached). */
+#define RF_CACHE_INUSE_BYTE (1ll << 62)
+bool rf_cache_in_use_mark(int rec_fd, int dat_fd);
+typedef struct rf_cache_evicted {
+	uint64_t total;   /* the cache's bytes on disk after the pass */
+	uint64_t objects; /* versions removed, and their bytes */
+	uint64_t bytes;
+	uint64_t in_use;  /* candidates skipped: a loader has them open */
+	bool failed;      /* the directory could not be listed */
+} rf_cache_evicted;
+void rf_cache_evict(int dirfd, uint64_t max_bytes, uint64_t room, rf_cache_evicted *out);
+
 /* fetch.c reaches the cache only through this row (data, as the wrapper
  * row of the injector), so the two files never call each other in a circle. */
 typedef struct rf_cache_row {

@@ -162,6 +162,11 @@ typedef struct rf_fetch_counters {
 	uint64_t cache_removed_files;      /* files of older versions removed */
 	uint64_t cache_foreign;            /* records of another object or damaged (not used) */
 	uint64_t cache_unversioned;        /* objects without a version: not cached */
+	uint64_t cache_claim_waits;        /* misses that waited for another loader's fetch */
+	uint64_t cache_claim_served;       /* of which the wait ended in a hit */
+	uint64_t cache_claim_timeouts;     /* waits past their bound: fetched unclaimed */
+	uint64_t cache_evictions;          /* object versions evicted (least recently used) */
+	uint64_t cache_evicted_bytes;      /* their bytes on disk */
 	uint64_t cache_used_bytes;         /* on disk, as this loader knows it */
 	double cache_admit_fraction;       /* capacity / remote bytes opened, at most 1 */
 	char cache_off[160];               /* "" or why the cache (or its writing) is off */

@@ -552,6 +552,11 @@ typedef struct rf_stats {
 	uint64_t data_cache_used_bytes;      /* the cache's bytes on disk (this loader's view) */
 	double data_cache_admit_fraction;    /* the policy: a stable subset of this fraction */
 	char data_cache_off[160];            /* "" or why the cache (or its writing) is off */
+	uint64_t data_cache_claim_waits;     /* misses that waited for another loader's fetch */
+	uint64_t data_cache_claim_served;    /* of which the wait ended in a hit (one fetch) */
+	uint64_t data_cache_claim_timeouts;  /* waits past their bound (30 s): fetched anyway */
+	uint64_t data_cache_evictions;       /* object versions evicted (least recently used) */
+	uint64_t data_cache_evicted_bytes;   /* their bytes on disk */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -9,8 +9,9 @@
 # files go); a loader killed with -9 while it writes leaves a cache the next
 # run reads exactly; a read-only and a full cache directory (small tmpfs)
 # leave the read intact with one stated reason; four loaders at once on one
-# cache read exactly and leave it sound (each may fetch a range the others
-# are fetching: there are no claims yet).
+# cache read exactly, leave it sound and fetch each range once (claims); a
+# bound below the data keeps the cache within it across runs, evicting the
+# least recently used dataset's versions.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -102,16 +103,27 @@ same "digest after a killed writer" "$want2" "$(run)"
 	bad "ringfeed cache verify after kill -9: $(cat "$tmp/cv")"
 $chk verify "$cache" >"$tmp/v" && ok "after kill -9: $(cat "$tmp/v")" || bad "after kill -9: $(cat "$tmp/v")"
 
-# ---- four loaders at once on one cache: exact reads, a sound cache ----------
+# ---- four loaders at once on one cache: one fetch per range (claims) -------
+rm -rf "$cache"
+b5=$(served)
+same "one loader, cold" "$want2" "$(run)"
+one=$(($(served) - b5))
 rm -rf "$cache"
 b5=$(served)
 for i in 1 2 3 4; do
-	"$cli" read --digest --cache readwrite --cache-dir "$cache" "$url" 2>&1 | tail -n 1 \
-		>"$tmp/par$i" &
+	"$cli" read --digest --cache readwrite --cache-dir "$cache" --stats "$tmp/par$i.json" "$url" \
+		2>&1 | tail -n 1 >"$tmp/par$i" &
 done
 wait
 for i in 1 2 3 4; do same "loader $i of 4 at once" "$want2" "$(cat "$tmp/par$i")"; done
-echo "four loaders at once fetched $(($(served) - b5)) bytes (one loader: $e1)"
+four=$(($(served) - b5))
+waits=0
+for i in 1 2 3 4; do waits=$((waits + $(rf_json "$tmp/par$i.json" data_cache_claim_served))); done
+echo "four loaders at once fetched $four bytes (one loader: $one; reads that waited for a claim: $waits)"
+# each range once per host: a read another loader's claim overlaps waits for
+# it; only reads split differently around a claimed range fetch a part twice
+[ "$four" -le $((one + one / 20)) ] && ok "four loaders fetched each range once ($four <= $one + 5%)" ||
+	bad "four loaders fetched $four bytes, one loader $one"
 $chk verify "$cache" >"$tmp/v" && ok "after 4 at once: $(cat "$tmp/v")" || bad "after 4 at once: $(cat "$tmp/v")"
 b6=$(served)
 same "a fifth loader after them" "$want2" "$(run)"
@@ -125,6 +137,43 @@ touch "$cache/not-the-caches"
 "$cli" cache clear --cache-dir "$cache" >"$tmp/clear"
 same "clear leaves only what is not the cache's" "not-the-caches" "$(ls -A "$cache")"
 same "du after clear" 0 "$("$cli" cache du --cache-dir "$cache" | sed 's/.*ranges=\([0-9]*\).*/\1/')"
+
+# ---- ringfeed cache warm: a later read fetches nothing ----------------------
+rm -rf "$cache"
+b7=$(served)
+"$cli" cache warm --cache-dir "$cache" --json "$url" >"$tmp/warm.json" 2>"$tmp/warm.err"
+same "warm: status" 0 "$(rf_json "$tmp/warm.json" status)"
+wf=$(($(served) - b7))
+[ "$(rf_json "$tmp/warm.json" store_bytes)" -eq "$wf" ] && ok "warm: store_bytes as the server counted ($wf)" ||
+	bad "warm: store_bytes $(rf_json "$tmp/warm.json" store_bytes), the server sent $wf"
+grep -q "records, .* MB from the store" "$tmp/warm.err" && ok "warm: progress on stderr" ||
+	bad "warm: no progress: $(cat "$tmp/warm.err")"
+grep -q "$secret" "$tmp/warm.json" "$tmp/warm.err" && bad "warm shows the query" || ok "warm shows no query"
+b8=$(served)
+same "a read after the warm" "$want2" "$(run)"
+[ $(($(served) - b8)) -le $((wf / 100)) ] && ok "a read after the warm fetched <= 1%" ||
+	bad "a read after the warm fetched $(($(served) - b8))"
+
+# ---- the bound: least recently used versions go, the cache stays within it --
+mkdir -p "$RF_NGINX_ROOT/$tag/b"
+cp "$tmp"/other/shard-*.rfs "$RF_NGINX_ROOT/$tag/b/"
+urlb="$RF_NGINX_URL/$tag/b/shard-{000000..000003}.rfs"
+wantb=$("$cli" read --digest "$tmp/other" | tail -n 1)
+cap=3000000 # dataset B is 5.7 MB read; A's 5 MB are on disk
+for e in 1 2 3; do
+	same "B under a 3 MB bound, run $e" "$wantb" "$("$cli" read --digest --cache readwrite \
+		--cache-dir "$cache" --cache-bytes $cap --stats "$tmp/b$e.json" "$urlb" | tail -n 1)"
+	du=$("$cli" cache du --cache-dir "$cache" | sed 's/.*disk_bytes=\([0-9]*\).*/\1/')
+	[ "$du" -le $cap ] && ok "run $e: the cache within its bound ($du <= $cap)" ||
+		bad "run $e: the cache takes $du bytes, bound $cap"
+done
+ev=$(rf_json "$tmp/b1.json" data_cache_evictions)
+[ "$ev" -ge 1 ] && ok "A's versions (least recently used) evicted: $ev" || bad "no eviction: $ev"
+left=$("$cli" cache ls --cache-dir "$cache" | grep -c "/$tag/shard-" || true)
+[ "$left" -lt 4 ] && ok "$left of A's 4 objects left" || bad "A's 4 objects all left"
+hb=$(rf_json "$tmp/b3.json" data_cache_hit_bytes)
+[ "$hb" -ge 500000 ] && ok "run 3 of B read $hb bytes from the cache" || bad "run 3 of B: hit bytes $hb"
+$chk verify "$cache" >"$tmp/v" && ok "after eviction: $(cat "$tmp/v")" || bad "after eviction: $(cat "$tmp/v")"
 
 # ---- a read-only and a full cache directory ---------------------------------
 for kind in ro full; do

@@ -20,7 +20,7 @@ static const struct {
     {"sim", cmd_sim, "queue lab: how long an inventory of ready batches lasts"},
     {"plan", cmd_plan, "size depth and memory per stage for a rate and a pause"},
     {"report", cmd_report, "draw a trace (--trace FILE) as an SVG"},
-    {"cache", cmd_cache, "the data cache of remote ranges: ls, du, verify, clear"},
+    {"cache", cmd_cache, "the data cache of remote ranges: ls, du, verify, clear, warm"},
 };
 
 static void usage(FILE *f)

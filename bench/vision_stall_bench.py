@@ -27,7 +27,7 @@ the wait the stalls cost.
              way) -> DataLoader(batch_size=B, num_workers=N, collate_fn=stack)
 
 Usage: /usr/bin/python3 bench/vision_stall_bench.py [--samples 6000]
-       [--workers 2] [--stall 0.5] [--period 3] [--load 0.5] [--json]
+       [--workers 2] [--stall 0.5] [--period 3] [--load 0.5] [--cover 1s] [--json]
 Needs nginx, and the build's libringfeed.so, ringfeed and rf-faultproxy
 (build/, or RINGFEED_LIBRARY and RF_CLI with rf-faultproxy beside it).
 """
@@ -131,12 +131,13 @@ class HttpTarSamples(torch.utils.data.IterableDataset):
                     yield vision_bench.to_tensor(fields["jpg"]), int(fields["cls"])
 
 
-def run_side(side, urls, workers, batch, step_s):
+def run_side(side, urls, workers, batch, step_s, cover):
     """The loop: (samples, seconds, wait_s after the start, batches)."""
     if side == "ringfeed":
         from ringfeed.torch import RingfeedDataset
 
         ds = RingfeedDataset(urls, batch=batch, budget="256MiB", shuffle=False,
+                             cover=cover or None,
                              transform=vision_bench.sample_ringfeed,
                              batch_transform=vision_bench.stack)
         dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
@@ -176,7 +177,8 @@ def one(ctx, side, stall, step_s):
     try:
         res = subprocess.run(
             [sys.executable, __file__, "--one", side, base, ",".join(ctx["tars"]),
-             str(ctx["workers"]), str(ctx["batch"]), str(step_s)], capture_output=True, text=True)
+             str(ctx["workers"]), str(ctx["batch"]), str(step_s), ctx["cover"]],
+            capture_output=True, text=True)
         if res.returncode != 0:
             sys.exit(f"{side}: failed\n{res.stderr[-3000:]}")
         r = json.loads(res.stdout.strip().splitlines()[-1])
@@ -198,18 +200,20 @@ def main():
     ap.add_argument("--load", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--cover", default="", help="ringfeed's cover= (default: automatic)")
+    ap.add_argument("--one", nargs=7, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        side, base, tars, workers, batch, step = args.one
+        side, base, tars, workers, batch, step, cover = args.one
         urls = [f"{base}/{t}" for t in tars.split(",")]
-        print(json.dumps(run_side(side, urls, int(workers), int(batch), float(step))))
+        print(json.dumps(run_side(side, urls, int(workers), int(batch), float(step), cover)))
         return
     build = os.path.join(HERE, "..", "build")
     os.environ.setdefault("RINGFEED_LIBRARY", os.path.join(build, "libringfeed.so"))
     cli = os.environ.get("RF_CLI", os.path.join(build, "ringfeed"))
     out = {"samples": args.samples, "batch": args.batch, "workers": args.workers,
-           "stall_s": args.stall, "period_s": args.period, "load": args.load}
+           "stall_s": args.stall, "period_s": args.period, "load": args.load,
+           "cover": args.cover or "automatic"}
     with tempfile.TemporaryDirectory(prefix="vision-stall-") as d:
         data = os.path.join(d, "www")
         os.makedirs(data)
@@ -219,6 +223,7 @@ def main():
         nginx, port = start_nginx(data, os.path.join(d, "nginx"))
         ctx = {"proxy": os.path.join(os.path.dirname(cli), "rf-faultproxy"), "port": port,
                "period": args.period, "workers": args.workers, "batch": args.batch,
+               "cover": args.cover,
                "tars": sorted(f for f in os.listdir(data) if f.endswith(".tar"))}
         try:
             cap = {}
@@ -249,7 +254,7 @@ def main():
         return
     print(f"{args.samples} JPEG samples ({out['bytes'] / 1e6:.1f} MB in {args.shards} tars) over "
           f"HTTP stalling {args.stall} s every {args.period} s, batch {args.batch}, "
-          f"{args.workers} workers")
+          f"{args.workers} workers, ringfeed cover {out['cover']}")
     print(f"  capacity without stalls (after the start): ringfeed {cap['ringfeed']:.0f} samples/s, "
           f"DataLoader+tarfile {cap['tarfile']:.0f} samples/s; loop step {step * 1e3:.1f} ms "
           f"(load {args.load})")

@@ -67,8 +67,9 @@ DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8"
 
 class SampleError(Error, ValueError):
     """A sample's decode or transform raised: the message names the sample
-    (its key, its record in the batch, the batch and epoch). Built from one
-    message so that it crosses from a DataLoader worker whole."""
+    (its key; its shard for a dataset of one local file; its record in the
+    batch, the batch, and its position in the rank's epoch stream). Built
+    from one message so that it crosses from a DataLoader worker whole."""
 
     def __init__(self, message, code=-22):  # -EINVAL
         super().__init__(code, message)

@@ -67,8 +67,9 @@ DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8"
 
 class SampleError(Error, ValueError):
     """A sample's decode or transform raised: the message names the sample
-    (its key, its record in the batch, the batch and epoch). Built from one
-    message so that it crosses from a DataLoader worker whole."""
+    (its key; its shard for a dataset of one local file; its record in the
+    batch, the batch, and its position in the rank's epoch stream). Built
+    from one message so that it crosses from a DataLoader worker whole."""
 
     def __init__(self, message, code=-22):  # -EINVAL
         super().__init__(code, message)
@@ -331,7 +332,8 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     dataset yielded; with workers, counted in the main process, whatever the
     workers prefetched); load_state_dict() makes the next iteration resume
     exactly there (on the same world and workers; each remaining record
-    once on others)."""
+    once on others). diagnose() says which stage holds the training loop
+    back: its step, the per-sample work, the engine, or the hand-off."""
 
     def __init__(
         self,
@@ -794,9 +796,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                     finally:
                         fig["transform_s"] += time.perf_counter() - t
             except Exception as e:
-                key = keys[i] if names else None
-                where = (f"sample {key!r} (record {i} of batch {batch.index}, "
-                         f"epoch {batch.epoch}, first record {batch.first_record})")
+                where = self._where(batch, i, keys[i] if names else None)
                 if self.on_error == "skip":
                     self._skipped += 1
                     self._note_skip()
@@ -811,6 +811,29 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             return self.batch_transform(out)
         finally:
             self._fig["batch_transform_s"] += time.perf_counter() - t
+
+    def _where(self, batch, i, key):
+        """A failing sample named for SampleError: its key, its shard where
+        that is known here (a dataset of one local file), and its position:
+        record i of the batch, and of this (virtual) rank's epoch stream
+        (what `ringfeed read --rank R --world W` reads in the same order)."""
+        rank, world = self._rank_world()
+        if self._loader is not None:
+            try:
+                st = self._loader.stats()
+                rank, world = st.get("rank", rank), st.get("world", world)
+            except Error:
+                pass
+        urls = self.urls
+        if isinstance(urls, (list, tuple)) and len(urls) == 1:
+            urls = urls[0]
+        shard = ""
+        if isinstance(urls, (str, os.PathLike)) and os.path.isfile(urls) and \
+                not os.fspath(urls).endswith((".rfm", ".json")):
+            shard = f"shard {os.fspath(urls)}, "
+        return (f"sample {key!r} ({shard}record {i} of batch {batch.index}, position "
+                f"{batch.first_record + i} of rank {rank} of {world}'s epoch-{batch.epoch} "
+                "stream)")
 
     def _publish(self, info, loader, fig):
         """A worker's figures, where the main process's diagnose() reads them."""
@@ -1033,6 +1056,8 @@ class _Received:
         return len(self._it)
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in ("_it", "_ds", "_serial"):
+            raise AttributeError(name)  # never recurse (copies, pickling)
         return getattr(self._it, name)
 
 

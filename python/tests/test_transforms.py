@@ -106,6 +106,15 @@ def test_transform_raising_names_the_sample(jpegs, workers):
     ds.close()
 
 
+def test_sample_error_names_the_shard_and_position(jpegs):
+    d, _ = jpegs
+    ds = RingfeedDataset(os.path.join(d, "shard-1.tar"), transform=bad_on("10005"), **OPTS)
+    with pytest.raises(SampleError, match=r"sample '10005' \(shard .*shard-1\.tar, record 1 "
+                       r"of batch 1, position 5 of rank 0 of 1's epoch-0 stream\)"):
+        list(torch.utils.data.DataLoader(ds, batch_size=None))
+    ds.close()
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_skip_policy_counts_and_keeps_ranks_equal(jpegs, workers):
     d, samples = jpegs

@@ -108,6 +108,10 @@ static inline uint64_t rf_loop_udata(uint32_t gen, uint32_t slot)
 	return (uint64_t)gen << 32 | slot;
 }
 
+/* The op table of a loop of ops_max slots (loop.c), and its free. */
+int rf_loop_alloc(rf_loop **out, uint32_t ops_max, rf_error *err);
+void rf_loop_free_table(rf_loop *loop);
+
 /* Handles one completion (udata as rf_loop_udata): a stale or cancelled one
  * only frees its slot. Returns 1 when a callback ran, else 0. */
 int rf_loop_complete(rf_loop *loop, uint64_t udata, int res);

@@ -21,6 +21,16 @@ static inline uint64_t rf_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* splitmix64 as a generator: the next word of the sequence whose state is
+ * *state (the state advances by the golden-ratio step). For tools that
+ * need a plain seeded sequence (the simulator, the demo data). */
+static inline uint64_t rf_splitmix64(uint64_t *state)
+{
+	uint64_t r = rf_mix64(*state);
+	*state += 0x9e3779b97f4a7c15ull;
+	return r;
+}
+
 /* Seeds a stream from a key of (seed, tag, a, b, c): each word is folded in
  * through a full avalanche, so keys differing in any bit give unrelated streams. */
 static inline void rf_rng_init(rf_rng *r, uint64_t seed, uint64_t tag, uint64_t a, uint64_t b,

@@ -113,15 +113,6 @@ static int rf_name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A listing's PREFIX.idx beside a shard whose format reads it as its
- * sidecar (PREFIX.tar: a WebDataset index; PREFIX.tfrecord: a tfrecord2idx
- * index) is that shard's index file, not a Megatron dataset: the shard's
- * open reads it. sorted: the listing's names (or URLs), sorted. */
-static bool rf_is_tar_index(const char *name, char *const *sorted, size_t n)
-{
-	return rf_format_is_sidecar(name, sorted, n);
-}
-
 static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err)
 {
 	DIR *d = opendir(dir);
@@ -154,20 +145,20 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 		             rf_format_patterns());
 	if (n > 1)
 		qsort(names, n, sizeof(*names), rf_name_cmp);
-	bool *index_file = n ? calloc(n, sizeof(bool)) : NULL; /* a tar's, not a shard */
-	if (n && !index_file && rc == 0)
+	bool *take = n ? calloc(n, sizeof(bool)) : NULL; /* the registry's rule */
+	if (n && !take && rc == 0)
 		rc = rf_fail(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		index_file[i] = rf_is_tar_index(names[i], names, n);
+		take[i] = rf_format_listing_takes(names[i], names, n);
 	for (size_t i = 0; i < n; i++) {
-		if (rc == 0 && !index_file[i]) {
+		if (rc == 0 && take[i]) {
 			char *p = rf_manifest_join(dir, names[i]);
 			rc = p ? rf_list_push(l, p, UINT64_MAX, err) : rf_fail(err, -ENOMEM, "oom");
 			free(p);
 		}
 		free(names[i]);
 	}
-	free(index_file);
+	free(take);
 	free(names);
 	return rc;
 }
@@ -215,21 +206,6 @@ static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 
 static int rf_remote_entry_url(const char *murl, const char *entry, const char *where, char **out,
                                rf_error *err);
-
-/* The format whose dataset index has the last component of name, or NULL. */
-static const rf_format *rf_index_format(const char *name)
-{
-	size_t end = strcspn(name, "?#"), start = end;
-	while (start > 0 && name[start - 1] != '/')
-		start--;
-	uint32_t n;
-	const rf_format *const *f = rf_formats(&n);
-	for (uint32_t i = 0; i < n; i++)
-		if (f[i]->expand && f[i]->expand_name && strlen(f[i]->expand_name) == end - start &&
-		    !memcmp(name + start, f[i]->expand_name, end - start))
-			return f[i];
-	return NULL;
-}
 
 typedef struct rf_index_ctx {
 	rf_shard_list *l;
@@ -358,7 +334,7 @@ static int rf_expand_dir(rf_shard_list *l, const rf_config *cfg, const char *dir
  * (a name ending in .rfm without the line is an error, not a shard). */
 static int rf_expand_file(rf_shard_list *l, const rf_config *cfg, const char *path, rf_error *err)
 {
-	const rf_format *ixf = rf_index_format(path);
+	const rf_format *ixf = rf_format_for_index(path);
 	if (ixf)
 		return rf_expand_index(l, ixf, cfg, path, false, err);
 	char head[64] = {0};
@@ -403,8 +379,8 @@ static int rf_expand_s3_prefix(rf_shard_list *l, const rf_config *cfg, const cha
 	if (sorted)
 		qsort(sorted, objs.n, sizeof(*sorted), rf_name_cmp);
 	for (size_t i = 0; rc == 0 && i < objs.n; i++) {
-		if (rf_is_tar_index(objs.v[i].url, sorted, objs.n))
-			continue;
+		if (!rf_format_listing_takes(objs.v[i].url, sorted, objs.n))
+			continue; /* a listed shard's sidecar (PREFIX.idx beside PREFIX.tar) */
 		rc = rf_list_push(l, objs.v[i].url, objs.v[i].size_hint, err);
 		/* the listing's version of the object: the index cache's key before
 		 * any read of it */
@@ -546,7 +522,7 @@ static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *
 	snprintf(path, sizeof(path), "%.*s", (int)(end - url), url);
 	if (rf_ends_with(path, ".rfm"))
 		return rf_expand_remote_manifest(l, &fo, url, err);
-	const rf_format *ixf = rf_index_format(path);
+	const rf_format *ixf = rf_format_for_index(path);
 	if (ixf)
 		return rf_expand_index(l, ixf, cfg, url, true, err);
 	if (rf_is_bucket_url(url) && !rf_format_is_shard_name(path))

@@ -273,28 +273,19 @@ RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
 {
 	if (!cfg || !ref || !ref->url || !idx_path)
 		return rf_fail(err, -EINVAL, "rf_tar_index_build_ref: bad arguments");
-	size_t path = strcspn(ref->url, "?#"); /* as rf_tar_index_build: a plain tar's name */
-	if (path < 5 || memcmp(ref->url + path - 4, ".tar", 4) != 0)
-		return rf_fail(err, -EINVAL, "%s: not a .tar (an index is written for a plain tar)",
-		               ref->name ? ref->name : "shard");
+	/* not a plain tar's name: refused before anything is opened */
+	RF_TRY(rf_tar_index_name_check(ref->url, ref->name ? ref->name : "shard", err));
 	rf_vsrc v = {0};
 	RF_TRY(rf_verify_setup(&v, cfg, err));
-	v.opt.tar_scan_only = true; /* an index already beside it is not read */
 	int rc = rf_vsrc_open(&v, ref, err);
 	if (rc == 0) {
-		const char *name = rf_source_name(v.src);
 		rf_fmt_open o = {.url = ref->url,
-		                 .name = name,
+		                 .name = rf_source_name(v.src),
 		                 .size = rf_source_size(v.src),
-		                 .opt = &v.opt,
-		                 .in_place = rf_tar_format.in_place};
-		rc = rf_format_open_with(&rf_tar_format, &o, rf_vsrc_fmt_read, &v, err);
-		if (rc == RF_FMT_DONE) {
-			rc = rf_tar_index_save(o.index, o.priv, idx_path, name, err);
-			rf_tar_format.close(o.index, o.priv);
-		}
+		                 .opt = &v.opt};
+		rc = rf_tar_index_build_with(&o, rf_vsrc_fmt_read, &v, idx_path, err);
 	}
 	rf_vsrc_close(&v);
 	rf_verify_teardown(&v);
-	return rc < 0 ? rc : 0;
+	return rc;
 }

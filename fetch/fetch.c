@@ -1,7 +1,10 @@
 /* fetch.c - the fetch layer's front door: options, the table of source kinds
- * (chosen by URL scheme) and the optional wrapper (fault injection). Every
- * call runs on the loop thread. See source.h for how to add a kind. */
+ * (chosen by URL scheme), the optional wrapper (fault injection) and the
+ * data cache's row. Every call runs on the loop thread. See source.h for
+ * how to add a kind. It names the kinds' rows; they call only source.c
+ * (below them), never this file, so references run one way. */
 #include "cache.h"
+#include "fetch_int.h"
 #include "source.h"
 #include "store.h"
 #include "url.h"
@@ -15,13 +18,6 @@ static const rf_source_kind *const rf_kinds[] = {
     &rf_source_kind_file,
     &rf_source_kind_remote,
 };
-#define RF_KINDS_MAX 8
-
-/* Object stores behind the remote kind (bucket URLs: credentials, signing,
- * listing), tried in order. A store is one file and a row here (store.h). */
-static const rf_store *const rf_stores[] = {
-    &rf_store_s3,
-};
 
 /* The wrapper around every opened source when rf_fetch_options.inject is set
  * (inject.c; NULL would mean: not built in). Named as data, like the kinds:
@@ -31,18 +27,6 @@ static const rf_source_wrapper *const rf_wrapper = &rf_source_wrapper_inject;
 
 /* The data cache around remote sources (cache.c), named as data too. */
 static const rf_cache_row *const rf_cache_layer = &rf_data_cache;
-
-struct rf_fetch {
-	rf_loop *loop;
-	rf_fetch_options opt;
-	char *strings[12]; /* owned copies of the option strings */
-	rf_cache *cache;   /* NULL when cache_mode is off */
-	void *state[RF_KINDS_MAX];
-	bool ready[RF_KINDS_MAX];
-	uint64_t epoch_ns; /* creation time: fault injection stalls count from here */
-	uint64_t registered_bytes, register_refused; /* rf_fetch_buffers_register */
-	int register_error;
-};
 
 void rf_fetch_options_init(rf_fetch_options *opt)
 {
@@ -78,7 +62,6 @@ static int rf_fetch_copy(rf_fetch *f, const char **field, size_t i)
 int rf_fetch_new(rf_loop *loop, const rf_fetch_options *opt, rf_fetch **out, rf_error *err)
 {
 	_Static_assert(RF_ARRAY_LEN(rf_kinds) <= RF_KINDS_MAX, "too many source kinds");
-	_Static_assert(RF_ARRAY_LEN(rf_stores) <= RF_STORES_MAX, "too many stores");
 	*out = NULL;
 	rf_fetch *f = calloc(1, sizeof(*f));
 	if (!f)
@@ -178,62 +161,6 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 		rf_cache_layer->counters_add(f->cache, out);
 }
 
-const rf_store *rf_store_of(const char *url, size_t *row)
-{
-	for (size_t i = 0; i < RF_ARRAY_LEN(rf_stores); i++) {
-		if (rf_stores[i]->claims(url)) {
-			if (row)
-				*row = i;
-			return rf_stores[i];
-		}
-	}
-	return NULL;
-}
-
-const rf_store *rf_store_at(size_t row)
-{
-	return row < RF_ARRAY_LEN(rf_stores) ? rf_stores[row] : NULL;
-}
-
-bool rf_store_is_prefix(const char *url)
-{
-	const rf_store *s = rf_store_of(url, NULL);
-	return s && s->is_prefix(url);
-}
-
-void rf_fetch_wait_cb(void *arg, int64_t res, const char *msg)
-{
-	rf_fetch_wait *w = arg;
-	w->done = true;
-	w->res = res;
-	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "failed");
-}
-
-static bool rf_fetch_waited(void *ctx)
-{
-	return ((rf_fetch_wait *)ctx)->done;
-}
-
-int rf_fetch_wait_run(rf_fetch *f, rf_fetch_wait *w)
-{
-	return rf_loop_drive(f->loop, rf_fetch_waited, NULL, w);
-}
-
-rf_loop *rf_fetch_loop(const rf_fetch *f)
-{
-	return f->loop;
-}
-
-const rf_fetch_options *rf_fetch_opts(const rf_fetch *f)
-{
-	return &f->opt;
-}
-
-uint64_t rf_fetch_epoch_ns(const rf_fetch *f)
-{
-	return f->epoch_ns;
-}
-
 /* "scheme" of "scheme://..." into buf, or "" when url has none. */
 static const char *rf_scheme_text(const char *url, char *buf, size_t cap)
 {
@@ -289,127 +216,4 @@ int rf_source_open(rf_fetch *f, const char *url, uint64_t size_hint, rf_source *
 	}
 	*out = s;
 	return 0;
-}
-
-void rf_source_opened(rf_source *s, int64_t res, const char *msg)
-{
-	rf_fetch_cb cb = s->open_cb;
-	s->open_cb = NULL;
-	if (cb)
-		cb(s->open_arg, res, msg);
-}
-
-/* ------------------------------------------------------ batched opens */
-
-void rf_open_batch_init(rf_open_batch *b, rf_loop *loop)
-{
-	*b = (rf_open_batch){.loop = loop, .timer = -1};
-}
-
-void rf_open_batch_remove(rf_open_batch *b, rf_source *s)
-{
-	if (!s->due)
-		return;
-	rf_list_remove(&b->due, &s->in_due);
-	s->due = false;
-}
-
-static void rf_open_batch_fire(void *arg, int res);
-
-int rf_open_batch_push(rf_open_batch *b, rf_source *s)
-{
-	if (b->timer < 0) {
-		b->timer = rf_loop_timer(b->loop, 0, rf_open_batch_fire, b);
-		if (b->timer < 0)
-			return (int)b->timer;
-	}
-	s->due = true;
-	rf_list_push_back(&b->due, &s->in_due);
-	return 0;
-}
-
-/* Delivers the opens pushed before it fired (a callback may open or close
- * sources; those pushed meanwhile wait for the next timer). */
-static void rf_open_batch_fire(void *arg, int res)
-{
-	(void)res;
-	rf_open_batch *b = arg;
-	b->timer = -1;
-	rf_source *last = rf_list_entry_or_null(b->due.tail, rf_source, in_due);
-	bool more = last != NULL;
-	while (more && !rf_list_empty(&b->due)) {
-		rf_source *s = rf_list_entry(b->due.head, rf_source, in_due);
-		more = s != last;
-		rf_open_batch_remove(b, s);
-		rf_source_opened(s, 0, NULL);
-	}
-	if (!rf_list_empty(&b->due) && b->timer < 0)
-		b->timer = rf_loop_timer(b->loop, 0, rf_open_batch_fire, b);
-}
-
-void rf_open_batch_fini(rf_open_batch *b)
-{
-	rf_loop_cancel(b->loop, b->timer);
-	b->timer = -1;
-}
-
-int rf_source_init_base(rf_source *s, const rf_source_ops *ops, rf_fetch *f, const char *name)
-{
-	s->ops = ops;
-	s->fetch = f;
-	s->size = UINT64_MAX;
-	s->name = strdup(name);
-	return s->name ? 0 : -ENOMEM;
-}
-
-void rf_source_free_base(rf_source *s)
-{
-	free(s->name);
-	s->name = NULL;
-}
-
-uint64_t rf_source_size(const rf_source *s)
-{
-	return s->size;
-}
-
-const char *rf_source_name(const rf_source *s)
-{
-	return s->name;
-}
-
-uint64_t rf_source_memory_bytes(const rf_source *s)
-{
-	if (!s)
-		return 0;
-	if (s->ops->memory_bytes)
-		return s->ops->memory_bytes(s);
-	return sizeof(*s) + (s->name ? strlen(s->name) + 1 : 0);
-}
-
-size_t rf_source_validator(const rf_source *s, char *buf, size_t cap)
-{
-	if (cap == 0)
-		return 0;
-	buf[0] = '\0';
-	if (!s || !s->ops->validator)
-		return 0;
-	size_t n = s->ops->validator(s, buf, cap);
-	if (n >= cap || strlen(buf) != n) { /* a kind's mistake is "unknown", never a cut string */
-		buf[0] = '\0';
-		return 0;
-	}
-	return n;
-}
-
-int rf_source_read(rf_source *s, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
-                   void *arg)
-{
-	return s->ops->read(s, offset, len, buf, cb, arg);
-}
-
-void rf_source_close(rf_source *s)
-{
-	if (s)
-		s->ops->close(s);
 }

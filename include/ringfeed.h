@@ -206,14 +206,20 @@ static inline uint32_t rf_record_end(const uint32_t *ends, int64_t i)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Reads a local shard and checks everything: footer, index, every frame
- * (zstd checksum, declared sizes), every record table, the dataset figures.
- * Each problem found goes to report (when non-NULL), at most max_reports of
- * them (a damaged block does not stop the walk while the index is sound).
- * Returns 0 when the shard is sound, RF_E_CORRUPT when it is not (err holds
- * the first problem), or another negative errno for I/O errors. */
-int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e), void *ctx,
-                    uint32_t max_reports, rf_error *err);
+/* Reads a local shard file (a path; no loader config) and checks
+ * everything: footer, index, every frame (zstd checksum, declared sizes),
+ * every record table, the dataset figures. Each problem found goes to
+ * report (when non-NULL), at most max_reports of them (a damaged block does
+ * not stop the walk while the index is sound). Returns 0 when the shard is
+ * sound, RF_E_CORRUPT when it is not (err holds the first problem), or
+ * another negative errno for I/O errors. rf_verify_shard: any shard
+ * reference, read through a loader's fetch layer. */
+int rf_verify_file(const char *path, void (*report)(void *ctx, const rf_error *e), void *ctx,
+                   uint32_t max_reports, rf_error *err);
+/* The former name of rf_verify_file (kept for the ABI). */
+__attribute__((deprecated("use rf_verify_file"))) int
+rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e), void *ctx,
+                uint32_t max_reports, rf_error *err);
 
 /* Shard writer. */
 typedef struct rf_writer_options {
@@ -599,7 +605,7 @@ typedef struct rf_shard_ref {
  * (a bad manifest, a directory without shards) is an error naming it. */
 int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *count, rf_error *err);
 void rf_shard_refs_free(rf_shard_ref *refs, size_t count);
-/* rf_shard_verify for any shard the loader can read (a local file, http(s),
+/* rf_verify_file for any shard reference the loader can read (a local file, http(s),
  * s3), read through the loader's fetch layer with cfg's settings (S3
  * credentials, CA file, retries): every check, plus what a manifest says of
  * it (size, records; a mismatch names the manifest line). */

@@ -1,6 +1,8 @@
-/* format.c - the registry of shard formats (the seam's one table: a new
- * format is a row here plus its file), and a synchronous driver of a
- * format's open steps over a local file, for tools and tests. */
+/* format.c - what every format's code shares, below the registry: the
+ * layout's sums, a name's suffix, the synchronous driver of open steps and
+ * of a sequential decode, and the atomic write of an index file. Nothing
+ * here knows a format: the formats call it, never the other way round (the
+ * table that names them is registry.c, above them). */
 #include "format.h"
 
 #include <errno.h>
@@ -9,35 +11,21 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-extern const rf_format rf_format_rfs;
-extern const rf_format rf_format_llmc;
-extern const rf_format rf_format_megatron;
-extern const rf_format rf_tar_format;
-extern const rf_format rf_mds_format;
-extern const rf_format rf_mds_zstd_format;
-extern const rf_format rf_tfrecord_format;
-extern const rf_format rf_parquet_format;
-
-/* Claim order: on equal claims the earlier row wins. llmc first: an
- * explicitly named *.bin is a token file (its open refuses one without
- * llm.c's header unless a dtype is named); rfs, the fallback for an
- * explicitly named object of unknown kind, before megatron, whose MAYBE
- * (PREFIX.bin, PREFIX) never takes a bare name from it: Megatron datasets
- * are named by their .idx. */
-static const rf_format *const formats[] = {
-    &rf_format_llmc,    &rf_tar_format, &rf_mds_format,      &rf_mds_zstd_format,
-    &rf_parquet_format, &rf_format_rfs, &rf_format_megatron, &rf_tfrecord_format,
-};
-
-const rf_format *const *rf_formats(uint32_t *count)
+bool rf_fmt_name_has(const char *leaf, const char *suffix)
 {
-	*count = (uint32_t)(sizeof(formats) / sizeof(formats[0]));
-	return formats;
+	size_t n = strlen(leaf), m = strlen(suffix);
+	return n > m && strcmp(leaf + n - m, suffix) == 0;
 }
 
-/* The last path component of a name or URL, without a query or fragment,
- * into buf (a presigned query never reaches a claim). */
-static const char *name_leaf(const char *name, char *buf, size_t cap)
+bool rf_fmt_names_have(const char *const *names, const char *leaf)
+{
+	for (const char *const *s = names; s && *s; s++)
+		if (rf_fmt_name_has(leaf, *s))
+			return true;
+	return false;
+}
+
+const char *rf_fmt_leaf(const char *name, char *buf, size_t cap)
 {
 	size_t end = strcspn(name, "?#");
 	size_t start = end;
@@ -45,22 +33,6 @@ static const char *name_leaf(const char *name, char *buf, size_t cap)
 		start--;
 	snprintf(buf, cap, "%.*s", (int)(end - start), name + start);
 	return buf;
-}
-
-const rf_format *rf_format_for(const char *name, bool explicit_name)
-{
-	char leaf[1024];
-	name_leaf(name ? name : "", leaf, sizeof(leaf));
-	const rf_format *best = NULL;
-	int best_claim = explicit_name ? RF_FMT_MAYBE : RF_FMT_YES;
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		int c = formats[i]->claim(leaf);
-		if (c >= best_claim && (!best || c > best_claim)) {
-			best = formats[i];
-			best_claim = c;
-		}
-	}
-	return best;
 }
 
 void rf_fmt_layout_sums(rf_shard_index *ix)
@@ -74,75 +46,6 @@ void rf_fmt_layout_sums(rf_shard_index *ix)
 		ix->compressed_bytes += b->compressed_bytes;
 		ix->decoded_bytes += b->decoded_bytes;
 	}
-}
-
-int rf_format_claim(const rf_format *f, const char *name)
-{
-	char leaf[1024];
-	return f->claim(name_leaf(name ? name : "", leaf, sizeof(leaf)));
-}
-
-const rf_format *rf_format_next(const char *name, const rf_format *after)
-{
-	bool past = false;
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		if (formats[i] == after)
-			past = true;
-		else if (past && rf_format_claim(formats[i], name) >= RF_FMT_MAYBE)
-			return formats[i];
-	}
-	return NULL;
-}
-
-bool rf_format_is_shard_name(const char *name)
-{
-	return rf_format_for(name, false) != NULL;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n)
-{
-	size_t len = strlen(name);
-	if (len < 5 || strcmp(name + len - 4, ".idx") != 0)
-		return false;
-	char shard[4096];
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		for (const char *const *x = formats[i]->sidecar_suffixes; x && *x; x++) {
-			if (snprintf(shard, sizeof(shard), "%.*s%s", (int)(len - 4), name, *x) >=
-			    (int)sizeof(shard))
-				continue;
-			const char *key = shard;
-			if (bsearch(&key, sorted, n, sizeof(*sorted), name_cmp))
-				return true;
-		}
-	return false;
-}
-
-const rf_format *rf_format_by_name(const char *name)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (!strcmp(formats[i]->name, name))
-			return formats[i];
-	return NULL;
-}
-
-char *rf_format_local_name(const char *path)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		char *n = formats[i]->local_name ? formats[i]->local_name(path) : NULL;
-		if (n)
-			return n;
-	}
-	return NULL;
-}
-
-const char *rf_format_patterns(void)
-{
-	return ".rfs, .idx, .tar, .mds, .mds.zstd, .tfrecord or .parquet";
 }
 
 /* ------------------------------------------------- synchronous driver */
@@ -231,142 +134,6 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 	free(buf);
 	free(obj_copy);
 	return rc;
-}
-
-typedef struct file_reader {
-	int fd;
-	const char *name;
-	int side_fd;
-	uint64_t side_size;
-	char *side_path;
-} file_reader;
-
-static int file_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
-                     uint64_t *size, rf_error *err)
-{
-	file_reader *f = ctx;
-	if (!object)
-		return rf_pread_full(f->fd, buf, len, offset, f->name, err);
-	if (!f->side_path || strcmp(f->side_path, object) != 0) {
-		if (f->side_fd >= 0)
-			close(f->side_fd);
-		free(f->side_path);
-		f->side_path = NULL;
-		f->side_fd = rf_open_regular(object, "shard", &f->side_size, err);
-		if (f->side_fd < 0)
-			return f->side_fd;
-		if (!(f->side_path = strdup(object)))
-			return rf_fail(err, -ENOMEM, "out of memory");
-	}
-	if (size)
-		*size = f->side_size;
-	return len ? rf_pread_full(f->side_fd, buf, len, offset, object, err) : 0;
-}
-
-int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
-                        const rf_format **fmt_out, rf_shard_index **index, void **priv,
-                        rf_error *err)
-{
-	*index = NULL;
-	*priv = NULL;
-	if (!fmt && !(fmt = rf_format_for(path, true)))
-		return rf_fail(err, -EPROTONOSUPPORT,
-		               "shard %s: no format reads this name (the formats read %s)", path,
-		               rf_format_patterns());
-	/* the object the units lie in (a Megatron PREFIX.idx names PREFIX.bin) */
-	char *object = fmt->shard_object ? fmt->shard_object(path) : NULL;
-	if (object)
-		path = object;
-	uint64_t size = 0;
-	int fd = rf_open_regular(path, "shard", &size, err);
-	if (fd < 0) {
-		free(object);
-		return fd;
-	}
-	rf_fmt_open o = {.url = path,
-	                 .name = path,
-	                 .size = size,
-	                 .local = true,
-	                 .opt = opt,
-	                 .in_place = fmt->in_place};
-	file_reader fr = {.fd = fd, .name = path, .side_fd = -1};
-	/* a local file: every want read whole (min_len is for remote stores) */
-	int rc = rf_format_open_with(fmt, &o, file_read, &fr, err);
-	if (rc == RF_FMT_DONE) {
-		*index = o.index;
-		*priv = o.priv;
-		if (fmt_out)
-			*fmt_out = fmt;
-	}
-	if (fr.side_fd >= 0)
-		close(fr.side_fd);
-	free(fr.side_path);
-	close(fd);
-	free(object);
-	return rc < 0 ? rc : 0;
-}
-
-/* ------------------------------------------------------ public layouts */
-
-struct rf_layout {
-	const rf_format *fmt;
-	rf_shard_index *index;
-	void *priv;
-};
-
-int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, rf_layout **out,
-                        rf_error *err)
-{
-	*out = NULL;
-	rf_layout *l = calloc(1, sizeof(*l));
-	if (!l)
-		return rf_fail(err, -ENOMEM, "out of memory");
-	char *alias = rf_format_local_name(path); /* PREFIX.bin -> PREFIX.idx */
-	int rc =
-	    rf_format_open_file(alias ? alias : path, NULL, opt, &l->fmt, &l->index, &l->priv, err);
-	free(alias);
-	if (rc < 0) {
-		free(l);
-		return rc;
-	}
-	*out = l;
-	return 0;
-}
-
-RF_API int rf_layout_open(const char *path, rf_layout **out, rf_error *err)
-{
-	return rf_layout_open_opts(path, NULL, out, err);
-}
-
-RF_API const rf_shard_index *rf_layout_index(const rf_layout *l)
-{
-	return l->index;
-}
-
-RF_API const char *rf_layout_format(const rf_layout *l)
-{
-	return l->fmt->name;
-}
-
-RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
-{
-	return l->fmt->payload_bytes ? l->fmt->payload_bytes(l->index) : l->index->decoded_bytes;
-}
-
-RF_API int rf_layout_has_fields(const rf_layout *l)
-{
-	const char *const *names;
-	/* a format with fields may read a shard as single records (Parquet's
-	 * token windows: no names) */
-	return l && l->fmt->field_names != NULL && l->fmt->field_names(l->priv, &names) > 0;
-}
-
-RF_API void rf_layout_free(rf_layout *l)
-{
-	if (!l)
-		return;
-	l->fmt->close(l->index, l->priv);
-	free(l);
 }
 
 /* A format that keeps asking without end would spin a tool: a unit needs

@@ -208,8 +208,17 @@ typedef int (*rf_fmt_stream_fn)(void *ctx, uint8_t *buf, size_t cap, size_t *got
 
 typedef struct rf_format {
 	const char *name; /* "rfs": shown in messages, inspect, stats */
-	/* RF_FMT_NO / MAYBE / YES for an object's name (a path or URL path:
-	 * the format looks at its last component). Pure. */
+	/* NULL-terminated: the suffixes of the names this format takes (".tar",
+	 * ".tar.gz"): without a claim hook, a last component ending in one,
+	 * after at least one other character, is claimed YES (listings and
+	 * directories take it), any other not at all. The messages that say
+	 * what a listing takes list them (rf_format_patterns): the one list of
+	 * a format's names (test_format checks each is claimed YES). */
+	const char *const *names;
+	/* A claim other than by names, for an object's last name component
+	 * (no query): RF_FMT_NO / MAYBE / YES (an explicitly named object of
+	 * unknown kind; TFRecord's NAME.tfrecord-00000-of-00010). It decides
+	 * alone: it reads names through rf_fmt_names_have. Pure. May be NULL. */
 	int (*claim)(const char *name);
 	/* One open step (see rf_fmt_open). Returns RF_FMT_NEED, RF_FMT_DONE,
 	 * or a negative errno with err set. */
@@ -281,8 +290,10 @@ typedef struct rf_format {
 	 * sidecar_write wrote), not from a scan or an index file: a unit that
 	 * contradicts it makes the engine drop the entry. NULL: never. */
 	bool (*layout_cached)(const void *priv);
-	/* NULL-terminated: a listed PREFIX.idx beside a listed PREFIX + one of
-	 * these (".tar") is this format's sidecar, not a shard (Megatron's). */
+	/* The sidecar index file's suffix (".idx"): a listed PREFIX + sidecar
+	 * beside a listed PREFIX + one of sidecar_suffixes (".tar") is this
+	 * format's sidecar, not a shard (not a Megatron PREFIX.idx). NULL: none. */
+	const char *sidecar;
 	const char *const *sidecar_suffixes;
 	const char *cache_tag;  /* the cache key's format name ("tar") */
 	uint32_t cache_version; /* bumped when sidecar_write's bytes change */
@@ -325,9 +336,17 @@ static inline uint64_t rf_fmt_table_bytes(uint32_t records)
  * are the format's to set). For formats that build a layout. */
 void rf_fmt_layout_sums(rf_shard_index *ix);
 
+/* True when leaf ends with suffix after at least one other character. */
+bool rf_fmt_name_has(const char *leaf, const char *suffix);
+/* True when leaf ends so with one of names (NULL-terminated; may be NULL). */
+bool rf_fmt_names_have(const char *const *names, const char *leaf);
+/* The last path component of a name or URL, without a query or fragment,
+ * into buf (a presigned query never reaches a claim); returns buf. */
+const char *rf_fmt_leaf(const char *name, char *buf, size_t cap);
+
 /* ------------------------------------------------------------- registry */
 
-/* The formats, in claim order (format.c). */
+/* The formats, in claim order (registry.c). */
 const rf_format *const *rf_formats(uint32_t *count);
 /* The format that claims name most strongly (ties: registry order), or
  * NULL when none does. With `explicit_name` (the user named this object),
@@ -346,12 +365,21 @@ bool rf_format_is_shard_name(const char *name);
  * listing's n names, strcmp order) holds PREFIX + a suffix of a format's
  * sidecar_suffixes: that shard's index file, not a shard. */
 bool rf_format_is_sidecar(const char *name, char *const *sorted, size_t n);
+/* True when a listing or a directory (sorted: its n names, strcmp order)
+ * takes name as a shard: a format claims it YES and it is not another
+ * listed shard's sidecar (PREFIX.idx beside PREFIX.tar is the tar's
+ * index, not a Megatron dataset). */
+bool rf_format_listing_takes(const char *name, char *const *sorted, size_t n);
+/* The format whose dataset index (rf_format.expand_name: MDS's
+ * index.json) is the last component of name, or NULL. */
+const rf_format *rf_format_for_index(const char *name);
 /* The format called `name` ("rfs"), or NULL. */
 const rf_format *rf_format_by_name(const char *name);
 /* The name a format reads a named local path by, when another
  * (rf_format.local_name; malloc'd), or NULL. */
 char *rf_format_local_name(const char *path);
-/* The names a listing takes, for messages: ".rfs" (static; later ".rfs, .idx or .tar"). */
+/* The names a listing takes, for messages: every row's names (".tar, .tar.gz,
+ * ... or .parquet"; static). */
 const char *rf_format_patterns(void);
 
 /* Writes an index file atomically: write(ix, priv, f, name) into a

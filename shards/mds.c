@@ -222,13 +222,6 @@ static int done(rf_fmt_open *o, mds_layout *L, rf_shard_index *ix)
 
 /* ------------------------------------------------------------ uncompressed */
 
-static int mds_claim(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 4 && strcmp(name + n - 4, ".mds") == 0 && name[n - 5] != '/' ? RF_FMT_YES
-	                                                                        : RF_FMT_NO;
-}
-
 static int want_header(rf_fmt_open *o, uint64_t len)
 {
 	len = RF_MIN(len, o->size);
@@ -333,13 +326,6 @@ static int mds_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 }
 
 /* ------------------------------------------------------------ zstd */
-
-static int zstd_claim(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 9 && strcmp(name + n - 9, ".mds.zstd") == 0 && name[n - 10] != '/' ? RF_FMT_YES
-	                                                                              : RF_FMT_NO;
-}
 
 typedef struct zstd_open {
 	uint64_t raw, window;
@@ -524,7 +510,7 @@ static int zstd_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv
 
 const rf_format rf_mds_format = {
     .name = "mds",
-    .claim = mds_claim,
+    .names = rf_mds_names,
     .open_step = mds_open_step,
     .close = mds_close,
     .decode = mds_decode,
@@ -538,7 +524,7 @@ const rf_format rf_mds_format = {
 
 const rf_format rf_mds_zstd_format = {
     .name = "mds-zstd",
-    .claim = zstd_claim,
+    .names = rf_mds_zstd_names,
     .open_step = zstd_open_step,
     .open_abort = zstd_open_abort,
     .close = mds_close,

@@ -17,8 +17,12 @@
 #define RF_MDS_WINDOW_MAX      (1u << 27)  /* a zstd shard's frame window */
 #define RF_MDS_KEY_MAX         80          /* a sample's key: SHARD/NNNNNNNN */
 
-extern const rf_format rf_mds_format;      /* shard.NNNNN.mds */
-extern const rf_format rf_mds_zstd_format; /* shard.NNNNN.mds.zstd: a whole-shard unit */
+/* The formats' names (their rows' `names`; mds_index.c checks an index's
+ * entries against them). */
+extern const char *const rf_mds_names[];      /* .mds */
+extern const char *const rf_mds_zstd_names[]; /* .mds.zstd */
+extern const rf_format rf_mds_format;         /* shard.NNNNN.mds */
+extern const rf_format rf_mds_zstd_format;    /* shard.NNNNN.mds.zstd: a whole-shard unit */
 
 /* A shard's columns, from its config JSON. */
 typedef struct rf_mds_columns {

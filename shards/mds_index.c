@@ -26,6 +26,9 @@ typedef struct jscan {
 	uint32_t depth;
 } jscan;
 
+const char *const rf_mds_names[] = {".mds", NULL};
+const char *const rf_mds_zstd_names[] = {".mds.zstd", NULL};
+
 static int bad(jscan *s, const char *what)
 {
 	return rf_fail(s->err, RF_E_CORRUPT, "%s: at byte %llu: %s", s->name, U64(s->at + s->pos),
@@ -522,7 +525,7 @@ static int shard_done(jscan *s, const jshard *j, const jtop *t)
 		               "%s: shard %llu (%s): compression %s is not none or zstd (with "
 		               "zip_data when zstd)",
 		               name, U64(i), f->base, c ? c : "null");
-	if ((zstd ? rf_mds_zstd_format.claim(f->base) : rf_mds_format.claim(f->base)) != RF_FMT_YES)
+	if (!rf_fmt_names_have(zstd ? rf_mds_zstd_names : rf_mds_names, f->base))
 		return rf_fail(s->err, RF_E_CORRUPT, "%s: shard %llu: '%s' does not end in %s",
 		               name, U64(i), f->base, zstd ? ".mds.zstd" : ".mds");
 	return t->add(t->ctx, f->base, f->bytes, s->err);

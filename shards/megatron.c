@@ -40,10 +40,11 @@ typedef struct mg_state {
 	rf_tok_priv *priv;
 } mg_state;
 
+static const char *const mg_names[] = {".idx", NULL};
+
 static int mg_claim(const char *name)
 {
-	size_t n = strcspn(name, "?");
-	if (n >= 4 && memcmp(name + n - 4, ".idx", 4) == 0)
+	if (rf_fmt_names_have(mg_names, name))
 		return RF_FMT_YES;
 	return RF_FMT_MAYBE; /* PREFIX.bin or a bare PREFIX, named explicitly */
 }
@@ -410,6 +411,7 @@ static void mg_close(rf_shard_index *index, void *priv)
 
 const rf_format rf_format_megatron = {
     .name = "megatron",
+    .names = mg_names,
     .claim = mg_claim,
     .shard_object = mg_shard_object,
     .local_name = mg_local_name,

@@ -41,12 +41,6 @@ static void pq_close(rf_shard_index *ix, void *priv)
 	rf_index_free(ix);
 }
 
-static int pq_claim(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 8 && strcmp(name + n - 8, ".parquet") == 0 ? RF_FMT_YES : RF_FMT_NO;
-}
-
 static uint64_t layout_held(const pq_layout *L)
 {
 	return sizeof(*L) + L->m.held_bytes + L->units * (sizeof(pq_unit) + sizeof(rf_block_info)) +
@@ -768,7 +762,7 @@ static uint64_t pq_payload_bytes(const rf_shard_index *ix)
 
 const rf_format rf_parquet_format = {
     .name = "parquet",
-    .claim = pq_claim,
+    .names = (const char *const[]){".parquet", NULL},
     .open_step = pq_open_step,
     .open_abort = open_abort,
     .close = pq_close,

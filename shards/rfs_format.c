@@ -19,10 +19,11 @@ typedef struct rfs_open_state {
 _Static_assert(sizeof(rfs_open_state) <= sizeof(((rf_fmt_open *)0)->scratch),
                "the footer fits the open's inline scratch");
 
+static const char *const rfs_names[] = {".rfs", NULL};
+
 static int rfs_claim(const char *name)
 {
-	size_t n = strlen(name);
-	return n > 4 && !strcmp(name + n - 4, ".rfs") ? RF_FMT_YES : RF_FMT_MAYBE;
+	return rf_fmt_names_have(rfs_names, name) ? RF_FMT_YES : RF_FMT_MAYBE;
 }
 
 /* The most a parsed index of index_bytes can take: every byte after the
@@ -102,6 +103,7 @@ static uint64_t rfs_payload_bytes(const rf_shard_index *ix)
 
 const rf_format rf_format_rfs = {
     .name = "rfs",
+    .names = rfs_names,
     .claim = rfs_claim,
     .open_step = rfs_open_step,
     .open_abort = NULL,

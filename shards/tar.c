@@ -373,20 +373,6 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 
 /* ------------------------------------------------------------ the seam */
 
-static bool ends_with(const char *s, size_t n, const char *suffix)
-{
-	size_t m = strlen(suffix);
-	return n > m && strcmp(s + n - m, suffix) == 0;
-}
-
-static int tar_claim(const char *name)
-{
-	const char *base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	return ends_with(base, strlen(base), ".tar") || rf_tar_codec_of(base) ? RF_FMT_YES
-	                                                                      : RF_FMT_NO;
-}
-
 /* The codec the shard's name says (its last component, query left out). */
 static int codec_of_url(const char *url)
 {
@@ -912,17 +898,20 @@ static bool tar_layout_cached(const void *priv)
 	const tar_layout *L = priv;
 	return L && L->from_cache;
 }
+/* a plain tar, and the compressed ones rf_tar_codec_of knows */
+static const char *const tar_names[] = {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", NULL};
 static const char *const tar_sidecar_suffixes[] = {".tar", NULL};
 
 const rf_format rf_tar_format = {
     .name = "tar",
+    .names = tar_names,
+    .sidecar = ".idx",
     .sidecar_suffixes = tar_sidecar_suffixes,
     .cacheable = tar_cacheable,
     .sidecar_write = rf_tar_cache_write,
     .layout_cached = tar_layout_cached,
     .cache_tag = "tar",
     .cache_version = 2, /* 2: the first line says the index cache wrote it */
-    .claim = tar_claim,
     .open_step = tar_open_step,
     .open_abort = tar_open_abort,
     .close = tar_close,

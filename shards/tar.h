@@ -48,13 +48,18 @@ typedef struct tar_sample {
 	uint32_t key_at, key_len;
 } tar_sample;
 
-typedef struct tar_scan {
-	uint64_t pos;          /* the next header's offset */
-	uint64_t member_start; /* UINT64_MAX, or where the pending extension headers began */
-	char *long_name;       /* GNU L or PAX path for the next member, or NULL */
+/* What extension headers (GNU L, PAX) say of the next member. */
+typedef struct tar_ext {
+	char *long_name; /* GNU L or PAX path for the next member, or NULL */
 	size_t long_len;
 	bool pax_size_set;
 	uint64_t pax_size;
+} tar_ext;
+
+typedef struct tar_scan {
+	uint64_t pos;          /* the next header's offset */
+	uint64_t member_start; /* UINT64_MAX, or where the pending extension headers began */
+	tar_ext ext;
 	tar_field *fv;
 	size_t fn, fcap;
 	tar_sample *sv;
@@ -113,6 +118,16 @@ int rf_tar_want_from(rf_fmt_open *o, tar_scan *s);
  * (the layout is known) or an error. */
 int rf_tar_scan_chunk(rf_fmt_open *o, tar_scan *s, rf_error *err);
 
+/* ----------------------------------- the header parser (tar_parse.c) */
+
+bool rf_tar_all_zero(const uint8_t *p, size_t n);
+/* The name of a regular member from its header h and the pending
+ * extensions x, into buf (RF_TAR_NAME_MAX + 256 bytes); its length. */
+size_t rf_tar_member_name(const tar_ext *x, const uint8_t *h, char *buf);
+/* PAX records "LEN key=value\n" (p[0, len), the header at byte `at`):
+ * path and size into x, the others skipped. 0 or RF_E_CORRUPT. */
+int rf_tar_pax_parse(tar_ext *x, const uint8_t *p, size_t len, uint64_t at, const char *name,
+                     rf_error *err);
 /* webdataset's rule for a member named n: false when it is skipped
  * (metadata `__*__`, a dot-file, no extension); else its key's length
  * (the name up to the first '.' of its last component). */
@@ -260,6 +275,20 @@ int rf_tar_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
  * tar contradicts blames the cached index, not an index file. */
 int rf_tar_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
                        rf_error *err);
+/* ------------------------------------- index building (tar_build.c) */
+
+/* Writes the DALI index of the plain tar o describes (its inputs set: url,
+ * name, size, local; opt may carry other options) to idx_path: its headers
+ * scanned through read (an index beside it is not read), the layout
+ * written atomically. -EINVAL naming o->name when the url is not a plain
+ * .tar's. For rf_tar_index_build (pread) and rf_tar_index_build_ref (the
+ * engine's fetch layer). o's outputs are used and left freed. */
+int rf_tar_index_build_with(rf_fmt_open *o, rf_fmt_read_fn read, void *ctx, const char *idx_path,
+                            rf_error *err);
+/* 0 when url (a query or fragment left out) names a plain .tar, the only
+ * kind an index is written for; else -EINVAL naming name. */
+int rf_tar_index_name_check(const char *url, const char *name, rf_error *err);
+
 /* rf_tar_index_write into idx_path atomically (a temporary file beside it,
  * fsync'd, renamed): for rf_tar_index_build and the remote build. */
 int rf_tar_index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,

@@ -1,7 +1,8 @@
-/* tar_scan.c - the WebDataset tar header scan (tar.h): ustar / v7 headers,
- * GNU long names, PAX path and size, base-256 sizes, checksums, sizes against
- * the file, and the grouping of members into samples as webdataset groups
- * them. The layout and the seam: tar.c. */
+/* tar_scan.c - the WebDataset tar header scan (tar.h), second in the tar
+ * format's line: walks headers (parsed by tar_parse.c) chunk by chunk,
+ * checks sizes against the file, and groups members into samples as
+ * webdataset groups them, into the scan's tables. It references only
+ * tar_parse.c; the stream, the index files and the format sit above. */
 #include "tar.h"
 
 #include <ctype.h>
@@ -11,72 +12,6 @@
 #define U64(x) ((unsigned long long)(x))
 
 /* ------------------------------------------------------------ headers */
-
-bool rf_tar_number(const uint8_t *f, size_t len, uint64_t *out)
-{
-	if (f[0] & 0x80) { /* base-256: big-endian, the first byte's high bit the mark */
-		if (f[0] != 0x80)
-			return false; /* negative (0xff) or more than 2^88: no sound size */
-		uint64_t v = 0;
-		for (size_t i = 1; i < len; i++) {
-			if (v >> 56)
-				return false;
-			v = v << 8 | f[i];
-		}
-		*out = v;
-		return true;
-	}
-	size_t i = 0;
-	while (i < len && f[i] == ' ')
-		i++;
-	uint64_t v = 0;
-	size_t digits = 0;
-	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++, digits++) {
-		if (v >> 61)
-			return false;
-		v = v << 3 | (uint64_t)(f[i] - '0');
-	}
-	for (; i < len; i++)
-		if (f[i] != ' ' && f[i] != '\0')
-			return false;
-	*out = v;
-	return digits > 0 || len == 0;
-}
-
-bool rf_tar_checksum_ok(const uint8_t *h)
-{
-	uint64_t stored;
-	if (!rf_tar_number(h + 148, 8, &stored))
-		return false;
-	uint64_t sum_u = 0;
-	int64_t sum_s = 0;
-	for (int i = 0; i < RF_TAR_BLOCK; i++) {
-		uint8_t c = i >= 148 && i < 156 ? ' ' : h[i];
-		sum_u += c;
-		sum_s += (int8_t)c;
-	}
-	return stored == sum_u || (int64_t)stored == sum_s;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-/* A name fit for a message: printable ASCII, others '?', cut at 80. */
-static const char *shown(const char *s, size_t len, char *buf, size_t cap)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < len && o + 4 < cap && i < 80; i++)
-		buf[o++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	if (len > 80 && o + 4 < cap)
-		memcpy(buf + o, "...", 3), o += 3;
-	buf[o] = '\0';
-	return buf;
-}
 
 /* ------------------------------------------------------------ the scan */
 
@@ -99,12 +34,12 @@ static int grow(void **v, size_t *cap, size_t need, size_t elem)
 uint64_t rf_tar_scan_bytes(const tar_scan *s)
 {
 	return s->fcap * sizeof(tar_field) + s->scap * sizeof(tar_sample) + s->kcap +
-	       (uint64_t)s->names_n * (sizeof(char *) + 64) + s->long_len;
+	       (uint64_t)s->names_n * (sizeof(char *) + 64) + s->ext.long_len;
 }
 
 void rf_tar_scan_clear(tar_scan *s)
 {
-	free(s->long_name);
+	free(s->ext.long_name);
 	free(s->fv);
 	free(s->sv);
 	free(s->keys);
@@ -123,7 +58,7 @@ void rf_tar_scan_free(tar_scan *s)
 {
 	if (!s)
 		return;
-	free(s->long_name);
+	free(s->ext.long_name);
 	free(s->idx_url);
 	free(s->idx_name);
 	free(s->fv);
@@ -137,23 +72,11 @@ void rf_tar_scan_free(tar_scan *s)
 
 static void ext_reset(tar_scan *s)
 {
-	free(s->long_name);
-	s->long_name = NULL;
-	s->long_len = 0;
-	s->pax_size_set = false;
+	free(s->ext.long_name);
+	s->ext.long_name = NULL;
+	s->ext.long_len = 0;
+	s->ext.pax_size_set = false;
 	s->member_start = UINT64_MAX;
-}
-
-/* webdataset's metadata rule: a first component `__...__` (tar_file_iterator). */
-static bool is_meta(const char *n, size_t len)
-{
-	if (len < 2 || n[0] != '_' || n[1] != '_')
-		return false;
-	const char *slash = memchr(n, '/', len);
-	size_t first = slash ? (size_t)(slash - n) : len;
-	if (!slash && n[len - 1] == '_' && n[len - 2] == '_')
-		return true;
-	return first >= 4 && n[first - 1] == '_' && n[first - 2] == '_';
 }
 
 static int intern(tar_scan *s, const char *f, size_t len, uint32_t *id, const char *name,
@@ -200,22 +123,6 @@ static int new_sample(tar_scan *s, const char *key, size_t key_len, uint64_t sta
 	return 0;
 }
 
-bool rf_tar_member_key(const char *n, size_t len, size_t *key_len)
-{
-	const char *slash = memrchr(n, '/', len);
-	size_t base = slash ? (size_t)(slash - n) + 1 : 0;
-	const char *dot = memchr(n + base, '.', len - base);
-	if (is_meta(n, len) || base == len || n[base] == '.' || !dot)
-		return false;
-	*key_len = (size_t)(dot - n);
-	return true;
-}
-
-const char *rf_tar_shown(const char *s, size_t len, char *buf, size_t cap)
-{
-	return shown(s, len, buf, cap);
-}
-
 int rf_tar_scan_member(tar_scan *s, const char *n, size_t len, uint64_t start, uint64_t data,
                        uint64_t size, uint64_t end, const char *name, rf_error *err)
 {
@@ -239,8 +146,8 @@ int rf_tar_scan_member(tar_scan *s, const char *n, size_t len, uint64_t start, u
 			return rf_fail(err, RF_E_CORRUPT,
 			               "shard %s: member '%s' at byte %llu repeats field '%s' of "
 			               "sample '%.*s'",
-			               name, shown(n, len, b, sizeof(b)), U64(start), s->names[id],
-			               (int)RF_MIN(key_len, 80), n);
+			               name, rf_tar_shown(n, len, b, sizeof(b)), U64(start),
+			               s->names[id], (int)RF_MIN(key_len, 80), n);
 	if (s->fn - cur->field_first >= RF_TAR_SAMPLE_FIELDS_MAX)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "shard %s: sample '%.*s' has more than %u fields (at byte %llu)",
@@ -257,85 +164,6 @@ int rf_tar_scan_member(tar_scan *s, const char *n, size_t len, uint64_t start, u
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the member table", name);
 	s->fv[s->fn++] = (tar_field){.offset = data, .len = size, .name = id};
 	cur->end = end;
-	return 0;
-}
-
-/* The name of a regular member from its header and pending extensions. */
-static size_t member_name(const tar_scan *s, const uint8_t *h, char *buf)
-{
-	if (s->long_name) {
-		memcpy(buf, s->long_name, s->long_len);
-		return s->long_len;
-	}
-	size_t o = 0;
-	bool ustar = memcmp(h + 257, "ustar\0", 6) == 0; /* POSIX: the prefix field counts */
-	if (ustar && h[345]) {
-		size_t pl = strnlen((const char *)h + 345, 155);
-		memcpy(buf, h + 345, pl);
-		buf[pl] = '/';
-		o = pl + 1;
-	}
-	size_t nl = strnlen((const char *)h, 100);
-	memcpy(buf + o, h, nl);
-	return o + nl;
-}
-
-/* PAX records "LEN key=value\n": path and size are what a member needs. */
-static int pax_parse(tar_scan *s, const uint8_t *p, size_t len, uint64_t at, const char *name,
-                     rf_error *err)
-{
-	size_t i = 0;
-	while (i < len) {
-		if (all_zero(p + i, len - i))
-			break; /* trailing NUL padding */
-		size_t j = i;
-		uint64_t rl = 0;
-		while (j < len && p[j] >= '0' && p[j] <= '9' && rl < len)
-			rl = rl * 10 + (uint64_t)(p[j++] - '0');
-		if (j == i || j >= len || p[j] != ' ' || rl > len - i || rl < (j - i) + 3 ||
-		    p[i + rl - 1] != '\n')
-			return rf_fail(err, RF_E_CORRUPT,
-			               "shard %s: PAX header at byte %llu: malformed record at its "
-			               "byte %zu",
-			               name, U64(at), i);
-		const uint8_t *kv = p + j + 1, *stop = p + i + rl - 1;
-		const uint8_t *eq = memchr(kv, '=', (size_t)(stop - kv));
-		if (!eq)
-			return rf_fail(
-			    err, RF_E_CORRUPT,
-			    "shard %s: PAX header at byte %llu: record without '=' at its "
-			    "byte %zu",
-			    name, U64(at), i);
-		size_t kl = (size_t)(eq - kv), vl = (size_t)(stop - eq - 1);
-		if (kl == 4 && memcmp(kv, "path", 4) == 0) {
-			if (vl == 0 || vl > RF_TAR_NAME_MAX || memchr(eq + 1, 0, vl))
-				return rf_fail(
-				    err, RF_E_CORRUPT,
-				    "shard %s: PAX header at byte %llu: path of %zu bytes is "
-				    "empty, longer than %u or holds a NUL",
-				    name, U64(at), vl, RF_TAR_NAME_MAX);
-			free(s->long_name);
-			if (!(s->long_name = malloc(vl)))
-				return rf_fail(err, -ENOMEM, "shard %s: out of memory", name);
-			memcpy(s->long_name, eq + 1, vl);
-			s->long_len = vl;
-		} else if (kl == 4 && memcmp(kv, "size", 4) == 0) {
-			uint64_t v = 0;
-			bool ok = vl > 0 && vl <= 19;
-			for (size_t k = 0; ok && k < vl; k++)
-				ok = eq[1 + k] >= '0' && eq[1 + k] <= '9',
-				v = v * 10 + (uint64_t)(eq[1 + k] - '0');
-			if (!ok)
-				return rf_fail(
-				    err, RF_E_CORRUPT,
-				    "shard %s: PAX header at byte %llu: size '%.*s' is not a "
-				    "number",
-				    name, U64(at), (int)RF_MIN(vl, 24), (const char *)eq + 1);
-			s->pax_size = v;
-			s->pax_size_set = true;
-		}
-		i += rl;
-	}
 	return 0;
 }
 
@@ -366,7 +194,7 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 	tar_scan *s = t->s;
 	const uint8_t *h = t->chunk + (s->pos - t->chunk_at);
 	uint64_t at = s->pos;
-	if (all_zero(h, RF_TAR_BLOCK))
+	if (rf_tar_all_zero(h, RF_TAR_BLOCK))
 		return RF_TAR_SCAN_END;
 	if (!rf_tar_checksum_ok(h))
 		return rf_fail(err, RF_E_CORRUPT,
@@ -379,8 +207,8 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 		               o->name, U64(at));
 	char type = (char)h[156];
 	bool regular = type == '0' || type == '\0' || type == '7';
-	if (regular && s->pax_size_set)
-		size = s->pax_size;
+	if (regular && s->ext.pax_size_set)
+		size = s->ext.pax_size;
 	uint64_t data = at + RF_TAR_BLOCK;
 	bool no_data = type >= '1' && type <= '6'; /* links, devices, dirs, FIFOs: as tarfile */
 	if (no_data)
@@ -402,7 +230,7 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 		if (rc)
 			return rc;
 		if (pax)
-			RF_TRY(pax_parse(s, d, (size_t)size, at, o->name, err));
+			RF_TRY(rf_tar_pax_parse(&s->ext, d, (size_t)size, at, o->name, err));
 		else {
 			size_t nl = strnlen((const char *)d, (size_t)size);
 			if (nl == 0)
@@ -410,11 +238,11 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 				    err, RF_E_CORRUPT,
 				    "shard %s: GNU long-name header at byte %llu: empty name",
 				    o->name, U64(at));
-			free(s->long_name);
-			if (!(s->long_name = malloc(nl)))
+			free(s->ext.long_name);
+			if (!(s->ext.long_name = malloc(nl)))
 				return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
-			memcpy(s->long_name, d, nl);
-			s->long_len = nl;
+			memcpy(s->ext.long_name, d, nl);
+			s->ext.long_len = nl;
 		}
 	} else if (type == 'S') {
 		return rf_fail(
@@ -425,7 +253,7 @@ static int scan_header(rf_fmt_open *o, tar_open *t, rf_error *err)
 		/* a long link name (for a link: skipped) or global PAX header */
 	} else if (regular) {
 		char n[RF_TAR_NAME_MAX + 256];
-		size_t nl = member_name(s, h, n);
+		size_t nl = rf_tar_member_name(&s->ext, h, n);
 		if (s->member)
 			RF_TRY(s->member(s->member_ctx, n, nl, data, size, err));
 		else
@@ -501,6 +329,6 @@ int rf_tar_walk(const uint8_t *p, uint64_t len, const char *name,
 		rc = rf_fail(err, RF_E_CORRUPT,
 		             "shard %s: header at byte %llu: its member runs past byte %llu", name,
 		             U64(s.pos), U64(len));
-	free(s.long_name);
+	free(s.ext.long_name);
 	return rc < 0 ? rc : 0;
 }

@@ -377,8 +377,8 @@ static bool past_cap(const tar_stream *t)
 	const uint8_t *h = t->win + (at - t->win_at);
 	if (!rf_tar_number(h + 124, 12, &size))
 		return false;
-	if (t->scan->pax_size_set)
-		size = t->scan->pax_size;
+	if (t->scan->ext.pax_size_set)
+		size = t->scan->ext.pax_size;
 	uint64_t max = decoded_max(t->codec);
 	return at + RF_TAR_BLOCK > max || size > max - RF_TAR_BLOCK - at;
 }

@@ -1084,8 +1084,13 @@ bool rf_tfr_layout_from_index(const void *priv)
 }
 
 static const char *const tfr_sidecar_suffixes[] = {".tfrecord", ".tfrecords", NULL};
+static const char *const tfr_names[] = {
+    ".tfrecord",       ".tfrecords", ".tfrecord.gz", ".tfrecords.gz", ".tfrecord.zlib",
+    ".tfrecords.zlib", NULL}; /* tfr_claim also takes NAME.tfrecord-* */
 
 const rf_format rf_tfrecord_format = {
+    .names = tfr_names,
+    .sidecar = ".idx",
     .sidecar_suffixes = tfr_sidecar_suffixes,
     .name = "tfrecord",
     .claim = tfr_claim,

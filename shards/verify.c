@@ -1,5 +1,5 @@
 /* verify.c - the shard verifier: reads a shard end to end through a read
- * function (pread for rf_shard_verify, the fetch layer for rf_verify_shard)
+ * function (pread for rf_verify_file, the fetch layer for rf_verify_shard)
  * and checks every rule the reader checks, on every block, plus the dataset
  * figures that only a full decode can confirm (largest record) and what a
  * manifest says of the shard. A damaged block is reported and the walk goes
@@ -277,8 +277,8 @@ static int pread_object(void *ctx, const char *object, uint64_t offset, uint64_t
 	return rc;
 }
 
-RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e),
-                           void *ctx, uint32_t max_reports, rf_error *err)
+RF_API int rf_verify_file(const char *path, void (*report)(void *ctx, const rf_error *e), void *ctx,
+                          uint32_t max_reports, rf_error *err)
 {
 	rf_error e = {0};
 	uint64_t size = 0;
@@ -304,4 +304,10 @@ RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_
 	int rc = rf_verify_run(&w, err);
 	close(fd);
 	return rc;
+}
+
+RF_API int rf_shard_verify(const char *path, void (*report)(void *ctx, const rf_error *e),
+                           void *ctx, uint32_t max_reports, rf_error *err)
+{
+	return rf_verify_file(path, report, ctx, max_reports, err);
 }

@@ -1,4 +1,4 @@
-/* verify.h - the shard verifier over any byte source: rf_shard_verify (local
+/* verify.h - the shard verifier over any byte source: rf_verify_file (local
  * files, pread) and rf_verify_shard (any URL, through the fetch layer) both
  * walk a shard with it. Internal. */
 #ifndef RF_VERIFY_H

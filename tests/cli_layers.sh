@@ -4,11 +4,13 @@
 # libraries (rf_base, rf_shards, rf_fetch, rf_engine) it builds a file-level
 # graph with nm (file A -> file B when A references a global symbol B
 # defines) and fails, naming the files and symbols, when
-#   - two or more library .c files call each other in a cycle (a reference
-#     to a data object, such as a registry naming an implementation's ops
-#     table, registers a plug-in: it is not a call and makes no cycle, so
-#     "fetch.c's kinds table names file.c's kind, file.c uses fetch.c's
-#     helpers" is the seam working, not a circle);
+#   - two or more library .c files reference each other in a cycle. A
+#     reference to a data object counts like a call: a registry naming an
+#     implementation's ops table depends on it, so the table sits in a file
+#     above the implementations, and the helpers they call in a file below
+#     (shards/registry.c over the formats over shards/format.c; fetch.c's
+#     kinds over the kinds over fetch/source.c; base/loop_open.c over the
+#     backends over base/loop.c);
 #   - a base/ file references a symbol of shards/, fetch/ or engine/;
 #   - a shards/ or fetch/ file references a symbol of engine/.
 # Objects of sources that no longer exist (stale in the build tree) are
@@ -69,15 +71,13 @@ for path, obj in sorted(objs.items()):
             if kind != "T":
                 data.add(name)
 
-edges = {p: {} for p in objs}  # a -> {b: [symbols]}, every reference
-calls = {p: {} for p in objs}  # the same, functions only
+edges = {p: {} for p in objs}  # a -> {b: [symbols]}, every reference (data too)
 for a, names in uses.items():
     for n in sorted(names):
         b = defs.get(n)
         if b and b != a:
             edges[a].setdefault(b, []).append(n)
-            if n not in data:
-                calls[a].setdefault(b, []).append(n)
+calls = edges  # the cycle check follows every reference, data included
 
 def layer_of(p):
     return p.split("/")[0]
@@ -134,7 +134,10 @@ def cycle_in(comp):
 
 for comp in sccs:
     cyc = cycle_in(comp)
-    hops = ["%s -> %s (%s)" % (cyc[i], cyc[i + 1], ", ".join(calls[cyc[i]][cyc[i + 1]][:3]))
+    # a data object's name is marked "[data]": the reference a registry makes
+    hops = ["%s -> %s (%s)" % (cyc[i], cyc[i + 1],
+                               ", ".join(n + (" [data]" if n in data else "")
+                                         for n in calls[cyc[i]][cyc[i + 1]][:3]))
             for i in range(len(cyc) - 1)]
     problems.append("cycle among %s:\n    %s" % (", ".join(comp), "\n    ".join(hops)))
 

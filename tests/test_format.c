@@ -54,6 +54,46 @@ static void test_claims(void **state)
 	assert_true(n >= 1);
 }
 
+/* Each row's names are the one list of what it takes: every name is
+ * claimed YES by its format (and a listing takes it), and the messages'
+ * list names every one, the compressed tars' included. */
+static void test_names_from_rows(void **state)
+{
+	(void)state;
+	uint32_t n = 0;
+	const rf_format *const *f = rf_formats(&n);
+	const char *shown = rf_format_patterns();
+	uint32_t listed = 0;
+	for (uint32_t i = 0; i < n; i++)
+		for (const char *const *s = f[i]->names; s && *s; s++, listed++) {
+			char name[128];
+			snprintf(name, sizeof(name), "d/x-000%s", *s);
+			if (rf_format_claim(f[i], name) != RF_FMT_YES)
+				fail_msg("%s: its name %s is not claimed", f[i]->name, *s);
+			assert_true(rf_format_is_shard_name(name));
+			/* ".tar" must not match inside ".tar.gz": a separator follows */
+			char word[64];
+			snprintf(word, sizeof(word), "%s", *s);
+			const char *at = strstr(shown, word);
+			while (at && at[strlen(word)] != ',' && at[strlen(word)] != ' ' &&
+			       at[strlen(word)] != '\0')
+				at = strstr(at + 1, word);
+			if (!at)
+				fail_msg("%s is missing from \"%s\"", *s, shown);
+		}
+	assert_true(listed >= 8);
+	assert_non_null(strstr(shown, ".tar.gz, "));
+	assert_non_null(strstr(shown, ".tar.zst, "));
+	assert_non_null(strstr(shown, " or "));
+	/* PREFIX.idx beside PREFIX.tar is the tar's index, alone a Megatron dataset */
+	char *listing[] = {"a.idx", "a.tar", "b.idx"};
+	assert_false(rf_format_listing_takes("a.idx", listing, 3));
+	assert_true(rf_format_listing_takes("a.tar", listing, 3));
+	assert_true(rf_format_listing_takes("b.idx", listing, 3));
+	assert_null(rf_format_for_index("d/shard.mds"));
+	assert_non_null(rf_format_for_index("s3://b/d/index.json?x=1"));
+}
+
 static void test_open_file_matches_reader(void **state)
 {
 	(void)state;
@@ -176,6 +216,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_claims),
+	    cmocka_unit_test(test_names_from_rows),
 	    cmocka_unit_test(test_open_file_matches_reader),
 	    cmocka_unit_test(test_rfs_steps),
 	    cmocka_unit_test(test_rfs_not_a_shard),

@@ -89,7 +89,7 @@ static void seal_good_index(bytes *c)
 static int check_file(const bytes *c, rf_error *err)
 {
 	assert_int_equal(rf_test_write_file(bad_path, c->b, c->n), 0);
-	return rf_shard_verify(bad_path, NULL, NULL, 0, err);
+	return rf_verify_file(bad_path, NULL, NULL, 0, err);
 }
 
 static void expect(int rc, const rf_error *err, int code, const char *needle, const char *at)
@@ -508,7 +508,7 @@ static void test_verify_reports_all(void **state)
 	c.b[ix->block[2].offset + ix->block[2].compressed_bytes / 2] ^= 0x10;
 	assert_int_equal(rf_test_write_file(bad_path, c.b, c.n), 0);
 	char acc[4001] = "";
-	assert_int_equal(rf_shard_verify(bad_path, report_cb, acc, 100, &err), RF_E_CORRUPT);
+	assert_int_equal(rf_verify_file(bad_path, report_cb, acc, 100, &err), RF_E_CORRUPT);
 	char want[64];
 	snprintf(want, sizeof(want), "block 2 at byte %llu",
 	         (unsigned long long)ix->block[2].offset);
@@ -518,10 +518,10 @@ static void test_verify_reports_all(void **state)
 	assert_non_null(strstr(err.msg, "block 0 at byte 0"));
 	/* the bound: one report, then a count of the rest */
 	acc[0] = '\0';
-	assert_int_equal(rf_shard_verify(bad_path, report_cb, acc, 1, &err), RF_E_CORRUPT);
+	assert_int_equal(rf_verify_file(bad_path, report_cb, acc, 1, &err), RF_E_CORRUPT);
 	assert_null(strstr(acc, want));
 	assert_non_null(strstr(acc, "1 more problems not listed"));
-	assert_int_equal(rf_shard_verify("/nonexistent.rfs", NULL, NULL, 0, &err), -ENOENT);
+	assert_int_equal(rf_verify_file("/nonexistent.rfs", NULL, NULL, 0, &err), -ENOENT);
 	free(c.b);
 	rf_index_free(ix);
 }

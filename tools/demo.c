@@ -4,6 +4,7 @@
 #include "demo.h"
 #include "packer.h"
 #include "ringfeed.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <math.h>
@@ -36,14 +37,6 @@ typedef struct demo_job {
 	pthread_mutex_t err_mu;
 } demo_job;
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 /* P(token k) roughly proportional to 1/(k+1): bins equally likely, bin i
  * covering [V^(i/B) - 1, V^((i+1)/B) - 1). */
 static void build_bins(uint32_t *bin)
@@ -65,7 +58,7 @@ static void fill_record(const uint32_t *bin, uint64_t *seed, uint8_t *rec, size_
 {
 	size_t i = 0;
 	for (; i + 4 <= len; i += 4) {
-		uint64_t r = splitmix64(seed);
+		uint64_t r = rf_splitmix64(seed);
 		uint16_t a = token(bin, (uint32_t)r), b = token(bin, (uint32_t)(r >> 32));
 		rec[i] = (uint8_t)a;
 		rec[i + 1] = (uint8_t)(a >> 8);
@@ -73,7 +66,7 @@ static void fill_record(const uint32_t *bin, uint64_t *seed, uint8_t *rec, size_
 		rec[i + 3] = (uint8_t)(b >> 8);
 	}
 	for (; i < len; i++)
-		rec[i] = (uint8_t)splitmix64(seed);
+		rec[i] = (uint8_t)rf_splitmix64(seed);
 }
 
 static uint64_t shard_target(const demo_job *j, unsigned i)
@@ -117,7 +110,7 @@ static int demo_shard(demo_job *j, unsigned i, int reporter, uint64_t *last_ns, 
 	uint64_t seed = 0x5EEDull * (i + 1) ^ 0xD1CEull, left = shard_target(j, i);
 	int rc = 0;
 	while (rc == 0 && left > 0 && !atomic_load(&j->failed)) {
-		uint64_t r = splitmix64(&seed);
+		uint64_t r = rf_splitmix64(&seed);
 		size_t len =
 		    DEMO_RECORD_MIN + 2 * (r % ((DEMO_RECORD_MAX - DEMO_RECORD_MIN) / 2 + 1));
 		if (len > left)

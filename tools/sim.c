@@ -3,6 +3,7 @@
 #include "sim.h"
 #include "flags.h"
 #include "json.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <math.h>
@@ -244,14 +245,6 @@ typedef struct sim_rng {
 	uint64_t s[4];
 } sim_rng;
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static uint64_t rotl(uint64_t x, int k)
 {
 	return (x << k) | (x >> (64 - k));
@@ -364,7 +357,7 @@ int sim_discrete(const sim_params *p, const sim_discrete_params *d, sim_discrete
 	sim_rng rng;
 	uint64_t seed = d->seed;
 	for (int i = 0; i < 4; i++)
-		rng.s[i] = splitmix64(&seed);
+		rng.s[i] = rf_splitmix64(&seed);
 	double sum = 0;
 	for (uint64_t i = 0; i < d->trials; i++) {
 		double e = run_trial(p, d, &rng, out->events_per_trial_max);

@@ -1,6 +1,6 @@
-/* ringfeed.c - the `ringfeed` command: dispatches to one subcommand. */
-#include "ringfeed.h"
+/* main.c - the `ringfeed` command (its main): dispatches to one subcommand. */
 #include "commands.h"
+#include "ringfeed.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -53,9 +53,9 @@ static rf_engine *rf_engine_of(rf_loader *l)
 static void rf_consumer_moved(rf_engine *e, bool released)
 {
 	RF_MU_HELD(e);
-	uint64_t ready = e->ready.tail - e->ready.head;
+	uint64_t ready = rf_ready_count(&e->ready);
 	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 		if (!e->coll.running)
 			rf_engine_wake_workers(e, 1);
 	}
@@ -104,9 +104,7 @@ static bool rf_held_stalled(rf_engine *e)
 
 static void rf_held_stall_message(rf_engine *e)
 {
-	uint64_t bytes = 0;
-	rf_list_for_each(n, next, &e->ready.held_list) bytes +=
-	    rf_list_entry(n, rf_ebatch, held)->reserved_bytes;
+	uint64_t bytes = rf_ready_held_bytes(e);
 	char lim[32], held[32];
 	snprintf(e->last_error, sizeof(e->last_error),
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
@@ -175,15 +173,11 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (waits)
 		e->st.wait_ns += t1 - t0;
 	e->st.waiting_since_ns = 0;
+	rf_ebatch *b;
 	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */
 		rc = -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
-	} else if (rc == 0 && e->ready.head != e->ready.tail &&
-	           e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
-		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
-		rf_list_push_front(&e->ready.held_list, &b->held);
-		b->held_now = true;
-		e->ready.held++;
+	} else if (rc == 0 && (b = rf_ready_take(e))) {
 		e->st.batches++;
 		e->st.records += b->pub.records;
 		e->st.payload += b->pub.payload_bytes;
@@ -239,9 +233,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 		rf_engine_unlock(e);
 		return;
 	}
-	b->held_now = false;
-	rf_list_remove(&e->ready.held_list, &b->held);
-	e->ready.held--;
+	rf_ready_give_back(e, b);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
 	void *mem = b->mem;

@@ -378,7 +378,7 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 		snprintf(ev, sizeof(ev), ",\"event\":\"%s\"", esc);
 	}
 	if (e->coll.skips > 0) { /* the skip policy's blocks so far, and the last one */
-		const rf_skip *k = &e->coll.skip_log[(e->coll.skips - 1) % RF_SKIP_LOG];
+		const rf_skip *k = rf_coll_last_skip(&e->coll);
 		size_t l = strlen(ev);
 		snprintf(ev + l, sizeof(ev) - l,
 		         ",\"blocks_skipped\":%llu,\"last_skip\":{\"shard\":%u,\"block\":%u,"

@@ -17,8 +17,8 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_READING);
-	e->sched.reads_inflight++;
-	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
+	rf_sched_reread_started(&e->sched);
+	rf_ring_reread_push(e, u->seq);
 	rf_engine_wake_loop(e);
 }
 
@@ -220,7 +220,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		}
 	}
 	rf_unit_set(e, u, RF_U_DECODING);
-	e->ring.decoding++;
+	rf_ring_decode_begin(e);
 	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->again};
 	rf_engine_unlock(e);
 	rf_error err = {0};
@@ -249,7 +249,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	uint64_t t1 = rf_now_ns();
 	rf_engine_lock(e);
 	e->st.decode_ns += t1 - t0;
-	e->ring.decoding--;
+	rf_ring_decode_end(e);
 	if (ss)
 		e->st.stream_skipped_bytes += more.skipped_bytes;
 	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err)) {
@@ -311,14 +311,15 @@ void *rf_worker_main(void *arg)
 	if (!dec)
 		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
 	while (!e->stop) {
-		if (e->fill.q_head != e->fill.q_tail) {
-			rf_fill_one(e, e->fill.q[e->fill.q_head++ % RF_READY_MAX]);
+		rf_ebatch *b = rf_fill_pop(e);
+		if (b) {
+			rf_fill_one(e, b);
 			continue;
 		}
-		if (dec && e->ring.jobs_head != e->ring.jobs_tail) {
-			uint64_t seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
+		uint64_t seq;
+		if (dec && rf_ring_job_pop(e, &seq)) {
 			rf_decode_one(e, dec, seq);
-			e->coll.kick = true;
+			rf_coll_kick(&e->coll);
 		}
 		if (e->coll.kick && !e->coll.running) {
 			rf_collate_run(e);
@@ -334,4 +335,25 @@ void *rf_worker_main(void *arg)
 	rf_engine_unlock(e);
 	rf_decoder_free(dec);
 	return NULL;
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_seqs_alloc(rf_engine *e, uint32_t n)
+{
+	e->seqs.v = calloc(n, sizeof(*e->seqs.v));
+	if (!e->seqs.v)
+		return -ENOMEM;
+	e->seqs.n = n;
+	return 0;
+}
+
+void rf_seqs_free(rf_engine *e)
+{
+	for (uint32_t i = 0; i < e->seqs.n; i++)
+		if (e->seqs.v[i].state)
+			e->seqs.v[i].fmt->seq_free(e->seqs.v[i].state);
+	free(e->seqs.v);
+	e->seqs.v = NULL;
+	e->seqs.n = 0;
 }

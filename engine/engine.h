@@ -16,7 +16,9 @@
 
 #include "budget.h"
 #include "collate.h"
+#include "collator.h"
 #include "config.h"
+#include "decode.h"
 #include "defaults.h"
 #include "dio.h"
 #include "fields.h"
@@ -25,6 +27,9 @@
 #include "loop.h"
 #include "plan.h"
 #include "pool.h"
+#include "ready.h"
+#include "ring.h"
+#include "scheduler.h"
 #include "source.h"
 #include "tune.h"
 #include <assert.h>
@@ -36,7 +41,6 @@
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
-#define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
@@ -54,9 +58,6 @@ enum rf_unit_state {
 	RF_U_SKIPPED, /* failed, and skipped by the skip policy: its records are left out */
 	RF_U_STATES
 };
-
-/* One skip of the skip policy, for the stats. */
-#define RF_SKIP_LOG 8
 
 typedef struct rf_read {
 	struct rf_engine *e;
@@ -207,21 +208,7 @@ typedef struct rf_engine {
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
-	/* Sequential shards' decoder states (rf_format.decode_seq; decode.c):
-	 * threads + 1 of them when a shard is sequential, reserved at open, each
-	 * bound to the shard it last decoded (mu) */
-	struct rf_seq_states {
-		struct rf_seq_state {
-			const struct rf_format *fmt;
-			void *state; /* the format's (NULL until its first unit) */
-			uint32_t shard;
-			bool busy;     /* a worker decodes with it (outside mu) */
-			bool stale;    /* bound to another shard: freed before its next use */
-			uint64_t used; /* clock of its last use */
-		} * v;
-		uint32_t n;
-		uint64_t clock;
-	} seqs;
+	rf_seqs seqs; /* decode.h */
 
 	rf_budget budget;
 	rf_pool *pool;
@@ -304,56 +291,11 @@ typedef struct rf_engine {
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */
 
-	/* the scheduler's cursor (loop thread; published under mu) */
-	struct rf_engine_sched {
-		rf_plan *plan;
-		uint64_t epoch;
-		size_t unit;
-		uint64_t seq;        /* next seq to admit */
-		uint64_t next_first; /* first_plan_record of the next unit to admit (the epoch's
-		                        span, plan records or more, when none) */
-		bool done;           /* every unit of the last epoch admitted */
-		uint32_t reads_inflight;
-		struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
-		                           it: started again before anything else (loop thread) */
-		uint64_t
-		    need_global;  /* units starting before this global position are needed now */
-		bool wait_budget; /* a read did not fit: a release must wake the loop */
-	} sched;
-	/* the collator (one worker at a time; mu) and the stream's end */
-	struct rf_engine_coll {
-		rf_plan *plan;
-		bool running, kick;
-		bool wait_budget; /* the next batch did not fit: a release must kick */
-		uint64_t epoch, pos, batch, global;
-		uint64_t base_seq, records, global_start; /* the collator's epoch */
-		size_t first_unit;
-		size_t hint_unit;                /* last unit located (fast path) */
-		uint64_t total_records, batches; /* totals, for the batch estimate */
-		bool final;                      /* END or error queued after the last batch */
-		int final_code;                  /* RF_END or a negative error */
-		char final_msg[RF_ERROR_MSG_BYTES];
-		uint32_t skip_blocks;
-		uint64_t skip_records;
-		rf_skip skip_log[RF_SKIP_LOG];
-		uint64_t skips; /* blocks skipped by the collator in this run */
-	} coll;
+	rf_sched sched; /* scheduler.h */
+	rf_coll coll; /* collator.h */
 	rf_epoch_info epochs[RF_EPOCH_SLOTS];
 
-	/* the unit ring and its queues (mu; slots by state, see units.c) */
-	struct rf_engine_ring {
-		rf_unit_slot *slots;
-		uint64_t units; /* slots: units admitted and not yet released (power of 2, at least
-		                   what one batch's windows span: rf_memory_check) */
-		uint64_t tail_seq;     /* oldest unit not released */
-		uint64_t frontier_seq; /* first unit not DECODED */
-		uint64_t *jobs;        /* decode queue of seqs (ring_units) */
-		uint64_t jobs_head, jobs_tail;
-		uint64_t *rereads; /* units whose frame failed its checksum: the loop thread reads
-		                      them again (ring_units; a unit is queued once) */
-		uint64_t rereads_head, rereads_tail;
-		uint32_t decoding;
-	} ring;
+	rf_ring ring; /* ring.h */
 	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
 
 	/* waits for memory (mu) */
@@ -362,21 +304,9 @@ typedef struct rf_engine {
 	uint64_t host_wait_ns;      /* since when the host total refused needed work (0: not) */
 	uint64_t wake_mark;         /* consumer position that next wakes the scheduler */
 
-	/* batches planned by the collator, waiting for a worker to fill them (mu) */
-	struct rf_engine_fill {
-		rf_ebatch *q[RF_READY_MAX];
-		uint64_t q_head, q_tail;
-		uint64_t scan;       /* ready-queue index: batches before it are filled */
-		uint64_t epoch, pos; /* every batch before this position is filled */
-	} fill;
+	rf_fill fill; /* collator.h */
 
-	/* the ready queue and the batches the consumer holds (mu) */
-	struct rf_engine_ready {
-		rf_ebatch *q[RF_READY_MAX];
-		uint64_t head, tail;
-		uint32_t held;     /* batches handed out, not yet released */
-		rf_list held_list; /* of rf_ebatch (held) */
-	} ready;
+	rf_ready ready; /* ready.h */
 
 	/* skip policy bounds (set at open; this epoch's counts and the log: coll) */
 	uint32_t skip_blocks_max;
@@ -485,9 +415,6 @@ void rf_recycle_free(rf_engine *e); /* at close: every read and batch put back *
 int rf_recycle_seed(rf_engine *e);
 uint64_t rf_recycle_seed_bytes(const rf_engine *e);
 
-/* sched.c (loop thread) */
-void *rf_sched_main(void *arg);
-
 /* open.c (loop thread): learns every shard's layout through its format.
  * 0, or the first failure (message in e->open.msg). */
 int rf_open_phase(rf_engine *e);
@@ -524,15 +451,6 @@ static inline bool rf_shard_is_local(const rf_shard *s)
 {
 	return !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
 }
-
-/* decode.c (workers) */
-void *rf_worker_main(void *arg);
-
-/* collation.c (one worker at a time). Collates what it can; mu held. */
-void rf_collate_run(rf_engine *e);
-/* Copies one planned batch's records (any worker); mu held, dropped while
- * copying. */
-void rf_fill_one(rf_engine *e, rf_ebatch *b);
 
 /* units.c: shared by every side; all with mu held. */
 /* Makes the loop thread run its scheduler soon (coalesced: one eventfd

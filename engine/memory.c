@@ -201,10 +201,9 @@ static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
 	}
 	if (most == 0 || e->seqs.v)
 		return 0;
-	e->seqs.n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
-	e->seqs.v = calloc(e->seqs.n, sizeof(*e->seqs.v));
-	if (!e->seqs.v)
-		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", e->seqs.n);
+	uint32_t n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
+	if (rf_seqs_alloc(e, n) < 0)
+		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", n);
 	*bytes = e->seqs.n * (most + sizeof(*e->seqs.v));
 	return 0;
 }
@@ -235,7 +234,7 @@ int rf_memory_check(rf_engine *e, rf_error *err)
 		decoded += e->indexes[i]->decoded_bytes;
 	}
 	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
-	e->ring.units = rf_ring_units(e, span);
+	rf_ring_size_set(e, rf_ring_units(e, span));
 	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e) +
 	        rf_recycle_seed_bytes(e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));

@@ -55,7 +55,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		if (e->indexes[rd->shard]->sequential)
 			rf_seq_wake(e);
 		rf_read_free(e, rd);
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
 	} else {
 		e->st.fetched_bytes += rd->len;
@@ -100,12 +100,12 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 			rf_read_free(e, rd);
 		if (e->indexes[u->shard]->sequential)
 			rf_seq_wake(e);
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 	} else {
 		e->st.fetched_bytes += u->src_len;
 		u->more = false;
 		rf_unit_set(e, u, RF_U_FETCHED); /* its turn came before it decoded first */
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		rf_ring_job_push(e, u->seq);
 	}
 	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
@@ -116,8 +116,8 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 static void rf_sched_rereads(rf_engine *e)
 {
 	RF_MU_HELD(e);
-	while (!e->stop && e->ring.rereads_head != e->ring.rereads_tail) {
-		uint64_t seq = e->ring.rereads[e->ring.rereads_head++ & (e->ring.units - 1)];
+	uint64_t seq;
+	while (!e->stop && rf_ring_reread_pop(e, &seq)) {
 		rf_unit_slot *u = rf_slot(e, seq);
 		rf_read *rd = u->read;
 		rf_source *src = e->shards[u->shard].src;
@@ -175,7 +175,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	e->sched.unit = 0;
 	e->sched.next_first =
 	    ep->units ? rf_plan_unit(e->sched.plan, 0)->first_plan_record : ep->span;
-	e->coll.kick = true; /* the collator may be waiting for this epoch */
+	rf_coll_kick(&e->coll); /* the collator may be waiting for this epoch */
 	rf_engine_wake_workers(e, 1);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
 	 * epoch is set up for the collator, and the next call moves past it. */
@@ -449,7 +449,7 @@ static bool rf_sched_one(rf_engine *e)
 		rf_slot_init(e, pu, NULL);
 		rf_frontier_advance(e);
 		if (pu->unused) { /* its plan positions count as resident now */
-			e->coll.kick = true;
+			rf_coll_kick(&e->coll);
 			if (!e->coll.running)
 				rf_engine_wake_workers(e, 1);
 		}
@@ -540,7 +540,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 	while (!e->stop && rf_sched_one(e)) {
 	}
 	if (e->host_wait_ns && e->coll.wait_budget && !e->coll.running) {
-		e->coll.kick = true; /* retry the batch the host total refused */
+		rf_coll_kick(&e->coll); /* retry the batch the host total refused */
 		rf_engine_wake_workers(e, 1);
 	}
 	rf_engine_unlock(e);
@@ -631,4 +631,21 @@ void *rf_sched_main(void *arg)
 		rf_sched_teardown(e);
 	rf_open_slots_free(e); /* after the loop: no open read writes into them now */
 	return NULL;
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err)
+{
+	return rf_plan_new(pp, e->indexes, e->nshards, &e->sched.plan, err);
+}
+
+void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first,
+                    uint64_t at, bool done)
+{
+	e->sched.epoch = epoch;
+	e->sched.unit = first;
+	e->sched.next_first = next_first;
+	e->sched.need_global = rf_plan_need(e->sched.plan, at + 1);
+	e->sched.done = done;
 }

@@ -68,6 +68,78 @@ void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
 	u->state = (uint8_t)to;
 }
 
+/* ------------------------------------------------------------ the ring */
+
+void rf_ring_size_set(rf_engine *e, uint64_t units)
+{
+	e->ring.units = units;
+}
+
+int rf_ring_alloc(rf_engine *e)
+{
+	e->ring.slots = calloc(e->ring.units, sizeof(*e->ring.slots));
+	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
+	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
+	return e->ring.slots && e->ring.jobs && e->ring.rereads ? 0 : -ENOMEM;
+}
+
+void rf_ring_free(rf_engine *e)
+{
+	free(e->ring.slots);
+	free(e->ring.jobs);
+	free(e->ring.rereads);
+	e->ring.slots = NULL;
+	e->ring.jobs = e->ring.rereads = NULL;
+}
+
+void rf_ring_job_push(rf_engine *e, uint64_t seq)
+{
+	RF_MU_HELD(e);
+	e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = seq;
+}
+
+bool rf_ring_job_pop(rf_engine *e, uint64_t *seq)
+{
+	RF_MU_HELD(e);
+	if (e->ring.jobs_head == e->ring.jobs_tail)
+		return false;
+	*seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
+	return true;
+}
+
+void rf_ring_reread_push(rf_engine *e, uint64_t seq)
+{
+	RF_MU_HELD(e);
+	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = seq;
+}
+
+bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq)
+{
+	RF_MU_HELD(e);
+	if (e->ring.rereads_head == e->ring.rereads_tail)
+		return false;
+	*seq = e->ring.rereads[e->ring.rereads_head++ & (e->ring.units - 1)];
+	return true;
+}
+
+void rf_ring_decode_begin(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	e->ring.decoding++;
+}
+
+void rf_ring_decode_end(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	e->ring.decoding--;
+}
+
+void rf_ring_tail_advance(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	e->ring.tail_seq++;
+}
+
 /* ---------------------------------------------------------------- units */
 
 typedef struct rf_deferred_buf {
@@ -201,12 +273,10 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
 	RF_MU_HELD(e);
 	if (e->coll.final)
 		return;
-	e->coll.final = true;
-	e->coll.final_code = code;
 	char hint[RF_NODE_HINT_BYTES] = "";
 	if (code == -ENOMEM)
 		rf_node_oom_hint(hint, sizeof(hint));
-	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s%s", msg ? msg : "", hint);
+	rf_coll_final_set(&e->coll, code, msg, hint);
 	rf_engine_wake_consumer(e);
 	rf_engine_wake_loop(e);
 }
@@ -249,7 +319,7 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
 {
 	RF_MU_HELD(e);
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
-	e->coll.kick = true;
+	rf_coll_kick(&e->coll);
 	if (!e->coll.running)
 		rf_engine_wake_workers(e, 1);
 	rf_engine_wake_loop(e);
@@ -287,7 +357,7 @@ bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u)
 	rf_unit_set(e, u, RF_U_FETCHED);
 	u->seq_wait = rf_seq_blocked(e, u);
 	if (!u->seq_wait)
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		rf_ring_job_push(e, u->seq);
 	return !u->seq_wait;
 }
 
@@ -300,7 +370,7 @@ void rf_seq_wake(rf_engine *e)
 		if (!u->seq_wait || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
 			continue;
 		u->seq_wait = false;
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		rf_ring_job_push(e, u->seq);
 		n++;
 	}
 	rf_engine_wake_workers(e, n);
@@ -311,6 +381,6 @@ void rf_seq_state_put(rf_engine *e, rf_unit_slot *u)
 	RF_MU_HELD(e);
 	if (!u->seq_state)
 		return;
-	e->seqs.v[u->seq_state - 1].busy = false;
+	rf_seqs_put(&e->seqs, u->seq_state - 1u);
 	u->seq_state = 0;
 }

@@ -26,7 +26,7 @@ static void rf_release_emitted(rf_engine *e)
 		if (!done)
 			break;
 		rf_unit_release(e, u);
-		e->ring.tail_seq++;
+		rf_ring_tail_advance(e);
 		any = true;
 	}
 	if (any)
@@ -126,7 +126,7 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 	RF_MU_HELD(e);
 	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
 	if (!rf_window_settled(e, wplan)) {
-		e->sched.need_global = RF_MAX(e->sched.need_global, e->coll.global_start + wplan);
+		rf_sched_need(&e->sched, e->coll.global_start + wplan);
 		return UINT64_MAX;
 	}
 	uint64_t wend = RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, wplan));
@@ -146,10 +146,8 @@ static void rf_need(rf_engine *e, uint64_t pos)
 {
 	RF_MU_HELD(e);
 	uint64_t g = e->coll.global_start + rf_plan_need(e->coll.plan, pos);
-	if (g > e->sched.need_global) {
-		e->sched.need_global = g;
+	if (rf_sched_need(&e->sched, g))
 		rf_engine_wake_loop(e);
-	}
 }
 
 /* Moves the collator to the next epoch. mu held (dropped while planning). */
@@ -368,7 +366,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->coll.batches++;
 	e->coll.total_records += (uint64_t)n;
 	e->st.produced++;
-	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
+	rf_ready_push(e, b);
 	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
 	rf_engine_wake_workers(e, 1); /* a filler */
 	return 1;
@@ -485,4 +483,37 @@ void rf_collate_run(rf_engine *e)
 	e->coll.running = false;
 	if (e->sched.wait_budget)
 		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err)
+{
+	return rf_plan_new(pp, e->indexes, e->nshards, &e->coll.plan, err);
+}
+
+void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,
+                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records, bool ended)
+{
+	e->coll.skip_blocks = skip_blocks;
+	e->coll.skip_records = skip_records;
+	e->coll.epoch = epoch;
+	e->coll.pos = at;
+	e->coll.batch = batch;
+	e->coll.first_unit = first;
+	e->coll.hint_unit = SIZE_MAX;
+	e->fill.epoch = epoch;
+	e->fill.pos = at;
+	e->coll.records = records;
+	e->coll.global = at;
+	if (ended)
+		rf_coll_final_set(&e->coll, RF_END, NULL, "");
+}
+
+rf_ebatch *rf_fill_pop(rf_engine *e)
+{
+	RF_MU_HELD(e);
+	if (e->fill.q_head == e->fill.q_tail)
+		return NULL;
+	return e->fill.q[e->fill.q_head++ % RF_READY_MAX];
 }

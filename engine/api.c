@@ -50,7 +50,7 @@ static rf_engine *rf_engine_of(rf_loader *l)
  * wake-up per batch: the collator is kicked when the queue is half empty (or
  * it waits for memory), the scheduler when the consumer moved half a block
  * (or it waits for memory). mu held. */
-static void rf_consumer_moved(rf_engine *e, bool released)
+static void rf_consumer_moved(rf_engine *e, bool released) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t ready = rf_ready_count(&e->ready);
@@ -67,7 +67,7 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 
 /* A batch can be handed out (the head of the queue is filled), or the
  * stream has ended after the last queued batch, or the loader is closing. */
-static bool rf_ready_or_done(const rf_engine *e)
+static bool rf_ready_or_done(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	bool empty = e->ready.head == e->ready.tail;
 	return (!empty && e->ready.q[e->ready.head % RF_READY_MAX]->filled) || e->stop ||
@@ -78,7 +78,7 @@ static bool rf_ready_or_done(const rf_engine *e)
  * every batch emitted is held, nothing is read, decoded or collated, and the
  * next batch (or a block it needs) waits for budget that only rf_release can
  * free. (A host budget's refusals have their own wait and message.) mu held. */
-static bool rf_held_stall(const rf_engine *e)
+static bool rf_held_stall(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	return e->ready.held > 0 && e->ready.head == e->ready.tail && !e->coll.final && !e->stop &&
@@ -89,7 +89,7 @@ static bool rf_held_stall(const rf_engine *e)
 
 /* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
  * calls: a caller may wait in short slices). mu held. */
-static bool rf_held_stalled(rf_engine *e)
+static bool rf_held_stalled(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!rf_held_stall(e)) {
@@ -102,7 +102,7 @@ static bool rf_held_stalled(rf_engine *e)
 	return now - e->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
 }
 
-static void rf_held_stall_message(rf_engine *e)
+static void rf_held_stall_message(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	uint64_t bytes = rf_ready_held_bytes(e);
 	char lim[32], held[32];
@@ -117,7 +117,7 @@ static void rf_held_stall_message(rf_engine *e)
 
 /* Waits (in slices, to notice a held stall) for a batch, the end, a held
  * stall (RF_E_BUDGET) or the timeout (-ETIMEDOUT). mu held. */
-static int rf_wait_ready(rf_engine *e, int timeout_ms)
+static int rf_wait_ready(rf_engine *e, int timeout_ms) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t t_end = timeout_ms >= 0 ? rf_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;

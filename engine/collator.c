@@ -1,11 +1,13 @@
-/* collation.c - the collator and the fillers: whichever worker finds the
+/* collator.c - the collator and the fillers: whichever worker finds the
  * next batch's records resident plans it (rf_collate_plan), strictly in
  * stream order, one collator at a time (collating); it reserves the batch
  * (RF_MEM_BATCH, memory from the loader's allocator), locates its records
  * and queues it in the ready queue and the fill queue; any worker then
- * copies its records (rf_fill_one), in any order. It owns the collation
- * cursor (coll_*, P_coll), the skip policy's counts, the fill cursor and
- * the release of units whose records every filled batch has copied. */
+ * copies its records (rf_fill_one), in any order. The collator stage: the
+ * only writer of e->coll (the collation cursor, the stream's end, the skip
+ * policy's counts) and e->fill (the fill queue and cursor), collator.h; it
+ * releases units whose records every filled batch has copied. (collate.c
+ * is the pure batch planner it calls.) */
 #include "engine.h"
 #include "hostbudget.h"
 #include "util.h"
@@ -15,7 +17,7 @@
 
 /* Releases units whose records have all been copied into filled batches.
  * Only the collator calls it (it alone moves tail_seq). mu held. */
-static void rf_release_emitted(rf_engine *e)
+static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	bool any = false;
@@ -33,7 +35,9 @@ static void rf_release_emitted(rf_engine *e)
 		rf_engine_wake_loop(e);
 }
 
-static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
+/* The collator's cursor is its own while it runs (coll.running: one at a
+ * time), with or without mu: RF_NO_TSA here and in rf_coll_locate. */
+static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record) RF_NO_TSA
 {
 	size_t unit;
 	rf_plan_locate(e->coll.plan, pos, &unit, record);
@@ -45,7 +49,7 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
  * is tried before the plan's binary search. The hint is only ever a unit the
  * collator found resident, and only the collator releases units (moving
  * tail_seq), so the slot is stable while seq >= tail_seq. */
-static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec)
+static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec) RF_NO_TSA
 {
 	uint64_t p = rf_plan_stream_to_plan(e->coll.plan, pos);
 	uint64_t seq = e->coll.base_seq + (e->coll.hint_unit - e->coll.first_unit);
@@ -81,7 +85,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 /* Stream positions from coll_pos whose records are resident: every unit
  * before the first undecoded one is resident, and a window is usable only
  * when all its units are (its records are permuted across them). mu held. */
-static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
+static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t epoch, first;
@@ -105,7 +109,7 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 
 /* The failed unit's window is settled when every unit starting before the
  * window's end is decoded or failed. mu held. */
-static bool rf_window_settled(rf_engine *e, uint64_t window_end)
+static bool rf_window_settled(rf_engine *e, uint64_t window_end) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	for (uint64_t s = e->ring.frontier_seq; s < e->sched.seq; s++) {
@@ -121,7 +125,7 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
 /* With a failed unit in reach: the exact count of positions from coll_pos
  * before the first record that lives in a failed unit (UINT64_MAX: wait).
  * mu held. */
-static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
+static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
@@ -142,7 +146,7 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 	return wend - e->coll.pos;
 }
 
-static void rf_need(rf_engine *e, uint64_t pos)
+static void rf_need(rf_engine *e, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t g = e->coll.global_start + rf_plan_need(e->coll.plan, pos);
@@ -151,7 +155,7 @@ static void rf_need(rf_engine *e, uint64_t pos)
 }
 
 /* Moves the collator to the next epoch. mu held (dropped while planning). */
-static int rf_coll_next_epoch(rf_engine *e)
+static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t next = e->coll.epoch + 1;
@@ -163,8 +167,9 @@ static int rf_coll_next_epoch(rf_engine *e)
 	if (!ep->valid || ep->epoch != next)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
+	rf_plan *plan = e->coll.plan; /* the collator's (running): set at open */
 	rf_engine_unlock(e);
-	int rc = rf_plan_epoch(e->coll.plan, next, &err);
+	int rc = rf_plan_epoch(plan, next, &err);
 	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
@@ -190,7 +195,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 /* The stream position of the first record of unit u that this rank emits
  * (its windows' records come in permuted order): searched in the window
  * of its first record. mu held. */
-static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
+static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	const rf_plan *p = e->coll.plan;
@@ -208,7 +213,7 @@ static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
  * that would leave out every block of u's shard in this epoch is refused
  * (the stream fails naming the shard: a stale layout, a truncated or
  * rewritten shard, not a bad block). mu held. */
-static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u)
+static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_shard *sh = &e->shards[u->shard];
@@ -233,7 +238,7 @@ static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u)
  * out of their batches, every position stays where it was); the count is
  * of blocks met, a block met before a resume position is already in the
  * resumed counts. Returns true when skipped. mu held. */
-static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
+static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->skip_blocks_max == 0 || rf_coll_skip_whole_shard(e, u))
@@ -259,7 +264,7 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 	return true;
 }
 
-static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
+static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	char m[RF_ERROR_MSG_BYTES];
@@ -279,7 +284,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
 
 /* Fails the stream when the next batch cannot get memory and nothing can
  * free any; else the next release kicks the collator. mu held. */
-static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
+static int rf_coll_no_budget(rf_engine *e, uint64_t reserve) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->wait_budget_bytes = reserve;
@@ -303,7 +308,7 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
  * takes its place in the ready queue now, so batches stay in order however
  * fills finish. mu held; dropped while locating. Returns 1, 0 (wait for
  * budget) or a negative error (finished). */
-static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
+static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
@@ -374,7 +379,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 
 /* Copies one planned batch's records (any worker, any order). mu held;
  * dropped while copying. */
-void rf_fill_one(rf_engine *e, rf_ebatch *b)
+void rf_fill_one(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_engine_unlock(e);
@@ -405,7 +410,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 
 /* Builds the next batch if it can. Returns 1 when it made progress (a batch
  * or an epoch change), 0 when it must wait. mu held. */
-static int rf_collate_one(rf_engine *e)
+static int rf_collate_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->stop || e->coll.final || e->ready.tail - e->ready.head >= e->depth)
@@ -432,9 +437,9 @@ static int rf_collate_one(rf_engine *e)
 	}
 	uint64_t bytes = 0;
 	rf_error err = {0};
+	uint64_t pos = e->coll.pos, records = e->coll.records; /* ours while running */
 	rf_engine_unlock(e);
-	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll.pos, avail, e->coll.records,
-	                         &bytes, &err);
+	long n = rf_collate_plan(&e->cp, rf_coll_record, e, pos, avail, records, &bytes, &err);
 	rf_engine_lock(e);
 	if (n < 0) {
 		rf_engine_finish(e, (int)n, err.msg);
@@ -458,7 +463,7 @@ static int rf_collate_one(rf_engine *e)
  * no longer enforces anything: the stream ends naming it, whether or not a
  * reservation is waiting on the host total (each batch taken runs the
  * collator, so the check follows the consumer). mu held. */
-static void rf_host_check(rf_engine *e)
+static void rf_host_check(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_error herr = {0};
@@ -466,7 +471,7 @@ static void rf_host_check(rf_engine *e)
 		rf_engine_finish(e, herr.code, herr.msg);
 }
 
-void rf_collate_run(rf_engine *e)
+void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->coll.running)
@@ -487,13 +492,13 @@ void rf_collate_run(rf_engine *e)
 
 /* ------------------------------------------------------------ at open */
 
-int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err)
+int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
 	return rf_plan_new(pp, e->indexes, e->nshards, &e->coll.plan, err);
 }
 
 void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,
-                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records, bool ended)
+                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records, bool ended) RF_ALONE
 {
 	e->coll.skip_blocks = skip_blocks;
 	e->coll.skip_records = skip_records;
@@ -510,7 +515,7 @@ void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, si
 		rf_coll_final_set(&e->coll, RF_END, NULL, "");
 }
 
-rf_ebatch *rf_fill_pop(rf_engine *e)
+rf_ebatch *rf_fill_pop(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->fill.q_head == e->fill.q_tail)

@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "ready.h"
 #include "ringfeed.h"
+#include "tsa.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,11 +53,11 @@ typedef struct rf_engine_fill {
 } rf_fill;
 
 /* Collates what it can (one worker at a time). */
-void rf_collate_run(rf_engine *e);
+void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Copies one planned batch's records (any worker); dropped while copying. */
-void rf_fill_one(rf_engine *e, struct rf_ebatch *b);
+void rf_fill_one(rf_engine *e, struct rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
 /* The next batch to fill, off the fill queue (NULL: none). */
-struct rf_ebatch *rf_fill_pop(rf_engine *e);
+struct rf_ebatch *rf_fill_pop(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* At open: the collator's plan (0, or an error in err). */
 int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err);
 /* At open, after the resume: the cursor at record `at` of `epoch`
@@ -67,13 +68,13 @@ void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, si
 
 /* Something changed that may let the collator go on (a unit decoded, a
  * batch released, the depth changed): it runs again soon. */
-static inline void rf_coll_kick(rf_coll *c)
+static inline void rf_coll_kick(rf_coll *c) RF_REQUIRES(rf_engine_mu)
 {
 	c->kick = true;
 }
 /* Marks the stream's end (RF_END) or error, after the batches queued:
  * false when it had ended already (the first end stands). */
-static inline bool rf_coll_final_set(rf_coll *c, int code, const char *msg, const char *hint)
+static inline bool rf_coll_final_set(rf_coll *c, int code, const char *msg, const char *hint) RF_REQUIRES(rf_engine_mu)
 {
 	if (c->final)
 		return false;

@@ -1,7 +1,7 @@
 /* decode.c - the worker threads: each owns one rf_decoder and decodes
  * fetched blocks into pool slabs reserved and allocated at admission (blocks
  * finish in any order), queues a frame that failed its checksum for a
- * re-read, fills planned batches and runs the collator (collation.c) when
+ * re-read, fills planned batches and runs the collator (collator.c) when
  * it is kicked. */
 #include "config.h"
 #include "engine.h"
@@ -13,7 +13,7 @@
 
 /* Hands u (its read set up) to the loop thread for another read into its
  * buffer: a re-read, or the bytes its stream's decoder asked for. mu held. */
-static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
+static void rf_reread_push(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_READING);
@@ -27,7 +27,7 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
  * rereads_max times per unit. The unit keeps its read (the buffer stays
  * alive) and its slab; reads_inflight counts it so the budget deadlock
  * check waits for it. Returns false when out of re-reads. mu held. */
-static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
+static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (u->rereads >= e->rereads_max || e->stop || !e->ring.rereads)
@@ -67,7 +67,7 @@ static int rf_records_check(const rf_shard_index *ix, uint32_t block, const uint
  * says what that cost). Busy: a worker decodes with it, or a unit holds it
  * across its MORE reads. NULL when every one is busy (the unit waits for
  * rf_seq_wake). mu held. */
-static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard)
+static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	struct rf_seq_state *best = NULL;
@@ -113,7 +113,7 @@ static int rf_decode_seq(struct rf_seq_state *ss, const rf_shard *sh, rf_unit_sl
  * reads it into the unit's own buffer (sequential units are read alone)
  * and the unit decodes again. Returns false (err set) for a request that
  * does not fit the buffer or the object. mu held. */
-static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err)
+static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = u->read;
@@ -179,7 +179,7 @@ static void rf_reread_note(const rf_unit_slot *u, rf_error *err)
  * entry is removed, once per shard, so that the next open scans the shard
  * again; counted in index_cache_stale_drops. The key as the open built it
  * (open.c, rf_cache_key). mu held: a few system calls on an error path. */
-static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc)
+static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (rc != RF_E_CORRUPT || sh->cache_dropped || !sh->fmt->layout_cached ||
@@ -206,7 +206,7 @@ static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc)
 	rf_icache_close(c);
 }
 
-static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
+static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
 	const rf_shard *sh = &e->shards[u->shard];
@@ -339,7 +339,7 @@ void *rf_worker_main(void *arg)
 
 /* ------------------------------------------------------------ at open */
 
-int rf_seqs_alloc(rf_engine *e, uint32_t n)
+int rf_seqs_alloc(rf_engine *e, uint32_t n) RF_ALONE
 {
 	e->seqs.v = calloc(n, sizeof(*e->seqs.v));
 	if (!e->seqs.v)
@@ -348,7 +348,7 @@ int rf_seqs_alloc(rf_engine *e, uint32_t n)
 	return 0;
 }
 
-void rf_seqs_free(rf_engine *e)
+void rf_seqs_free(rf_engine *e) RF_ALONE
 {
 	for (uint32_t i = 0; i < e->seqs.n; i++)
 		if (e->seqs.v[i].state)

@@ -5,6 +5,7 @@
 #ifndef RF_DECODE_H
 #define RF_DECODE_H
 
+#include "tsa.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,7 +32,7 @@ typedef struct rf_seq_states {
 int rf_seqs_alloc(rf_engine *e, uint32_t n);
 void rf_seqs_free(rf_engine *e);
 /* A unit that held state `i` across its MORE reads is done with it. */
-static inline void rf_seqs_put(rf_seqs *s, uint32_t i)
+static inline void rf_seqs_put(rf_seqs *s, uint32_t i) RF_REQUIRES(rf_engine_mu)
 {
 	s->v[i].busy = false;
 }

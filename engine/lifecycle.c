@@ -22,7 +22,7 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 	rf_pool_put(ctx, ptr, rf_pool_class_bytes(bytes));
 }
 
-static void rf_batch_free(rf_engine *e, rf_ebatch *b)
+static void rf_batch_free(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
@@ -53,7 +53,7 @@ void rf_engine_stop_threads(rf_engine *e)
 	}
 }
 
-void rf_engine_free(rf_engine *e)
+void rf_engine_free(rf_engine *e) RF_ALONE
 {
 	rf_engine_stop_threads(e);
 	/* Threads are gone and the ring is drained: every buffer is ours. */
@@ -107,7 +107,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
 	e->loop_started = true;
 	rf_engine_lock(e);
-	while (e->open.stage == 0)
+	while (e->open.phase == RF_PHASE_OPENING)
 		rf_cond_wait(e, &e->open_cv);
 	rf_engine_unlock(e);
 	if (e->open.code < 0)
@@ -121,7 +121,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 }
 
 /* Sets both plans' sequence for the resumed epoch. */
-static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err)
+static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err) RF_ALONE
 {
 	const rf_segment *segs = e->seq_set ? e->seq : NULL;
 	RF_TRY(rf_plan_set_sequence(e->sched.plan, epoch, segs, e->nseq, start, err));
@@ -190,7 +190,7 @@ static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t 
 
 /* The counts of the first epoch and of every later one (for the stats). */
 static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
-                           uint64_t done)
+                           uint64_t done) RF_ALONE
 {
 	e->st.ep_first = (struct rf_epoch_count){
 	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
@@ -203,7 +203,7 @@ static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint6
 }
 
 /* Plans, resume position and the first epoch's bookkeeping. */
-static int rf_open_plan(rf_engine *e, rf_error *err)
+static int rf_open_plan(rf_engine *e, rf_error *err) RF_ALONE
 {
 	const rf_config *c = e->cfg;
 	bool drop_last = rf_cfg(c, RF_CFG_drop_last) != 0 && e->cp.batch_bytes == 0;
@@ -292,7 +292,7 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	}
 	rf_engine_lock(e);
 	e->st.t_open_ns = rf_now_ns();
-	e->open.go = true;
+	rf_open_phase_set(e, RF_PHASE_RUNNING);
 	rf_coll_kick(&e->coll); /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
 	rf_engine_wake_workers(e, 1);

@@ -134,7 +134,7 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
  * the next window when a batch can straddle a window boundary; without a
  * window, the blocks one batch covers (two batch-sized spans when batches
  * need not start at multiples of the batch size). */
-static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uint64_t *align)
+static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uint64_t *align) RF_ALONE
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
 	/* With world > 1 (or a re-split resume) the rank's local plan positions
@@ -159,7 +159,7 @@ static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uin
  * straddles is 10000 units, more than RF_UNITS_RING: the scheduler stopped
  * at the ring's end while the collator waited for the window's last units).
  * At least RF_UNITS_RING (room to read ahead), a power of 2. */
-static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
+static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALONE
 {
 	uint64_t need = rf_plan_span_units_max(e->sched.plan, span_records) + 2ull * e->threads + 2;
 	uint64_t ring = RF_UNITS_RING;
@@ -185,7 +185,7 @@ static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
 /* Sequential shards' decoder states (decode.c): threads + 1 of the largest
  * a format of theirs holds, when any shard is sequential. Allocates the
  * table; returns the bytes to reserve. */
-static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
+static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err) RF_ALONE
 {
 	uint64_t most = 0;
 	*bytes = 0;
@@ -210,7 +210,7 @@ static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
 
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
-int rf_memory_check(rf_engine *e, rf_error *err)
+int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 {
 	uint32_t big_c = 0, big_d = 0, big_r = 0;
 	uint64_t records = 0, meta = 0;

@@ -1,6 +1,7 @@
 /* pool.c - size-classed, mmap-backed buffer pool (see pool.h). */
 #include "pool.h"
 #include "list.h"
+#include "tsa.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -40,6 +41,20 @@ struct rf_pool {
 	rf_pool_unmap_fn unmap_fn;     /* rf_pool_set_unmap_hook */
 	void *unmap_ctx;
 };
+
+/* The pool's lock (base/tsa.h: its level in the lock order, checked in
+ * debug builds; the analysis's acquire and release). */
+static void rf_pool_lock(rf_pool *p) RF_ACQUIRE(rf_pool_mu) RF_NO_TSA
+{
+	rf_lock_order_take(RF_LOCK_POOL);
+	pthread_mutex_lock(&p->mu);
+}
+
+static void rf_pool_unlock(rf_pool *p) RF_RELEASE(rf_pool_mu) RF_NO_TSA
+{
+	pthread_mutex_unlock(&p->mu);
+	rf_lock_order_give(RF_LOCK_POOL);
+}
 
 int rf_pool_new(rf_budget *budget, rf_pool **out)
 {
@@ -146,29 +161,29 @@ static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 {
 	unsigned c = rf_pool_class_index(class_bytes);
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_free_buf *b = rf_list_entry_or_null(p->idle[c].head, rf_pool_free_buf, in_class);
 	if (b) {
 		rf_pool_unlink(p, b);
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return b;
 	}
 	void *near = rf_pool_take_near(p, c, class_bytes);
 	if (near) {
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return near;
 	}
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	/* Populated: the pages are resident from the start, as the budget
 	 * counts them (reserved = resident, not "resident once touched"). */
 	void *m = mmap(NULL, class_bytes, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
-		pthread_mutex_lock(&p->mu);
+		rf_pool_lock(p);
 		p->mapped_bytes -= class_bytes;
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return NULL;
 	}
 	return m;
@@ -178,25 +193,25 @@ void rf_pool_put(rf_pool *p, void *buf, uint64_t class_bytes)
 {
 	if (!buf)
 		return;
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_link(p, buf, class_bytes);
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 }
 
 void rf_pool_set_unmap_hook(rf_pool *p, rf_pool_unmap_fn fn, void *ctx)
 {
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	p->unmap_fn = fn;
 	p->unmap_ctx = ctx;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 }
 
 uint64_t rf_pool_mapped_bytes(rf_pool *p)
 {
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	uint64_t v = p->mapped_bytes;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	return v;
 }
 
@@ -204,9 +219,9 @@ void rf_pool_free(rf_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_trim(p, 0);
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

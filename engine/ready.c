@@ -3,13 +3,13 @@
  * writer of e->ready. mu held for every call. */
 #include "engine.h"
 
-void rf_ready_push(rf_engine *e, rf_ebatch *b)
+void rf_ready_push(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
 }
 
-rf_ebatch *rf_ready_take(rf_engine *e)
+rf_ebatch *rf_ready_take(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->ready.head == e->ready.tail || !e->ready.q[e->ready.head % RF_READY_MAX]->filled)
@@ -21,7 +21,7 @@ rf_ebatch *rf_ready_take(rf_engine *e)
 	return b;
 }
 
-void rf_ready_give_back(rf_engine *e, rf_ebatch *b)
+void rf_ready_give_back(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	b->held_now = false;
@@ -29,7 +29,7 @@ void rf_ready_give_back(rf_engine *e, rf_ebatch *b)
 	e->ready.held--;
 }
 
-rf_ebatch *rf_ready_drain(rf_engine *e)
+rf_ebatch *rf_ready_drain(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->ready.head != e->ready.tail)
@@ -40,7 +40,7 @@ rf_ebatch *rf_ready_drain(rf_engine *e)
 	return b;
 }
 
-uint64_t rf_ready_held_bytes(rf_engine *e)
+uint64_t rf_ready_held_bytes(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t bytes = 0;

@@ -6,6 +6,7 @@
 #define RF_READY_H
 
 #include "list.h"
+#include "tsa.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,19 +24,19 @@ typedef struct rf_engine_ready {
 } rf_ready;
 
 /* The collator queues a planned batch (a worker fills it later). */
-void rf_ready_push(rf_engine *e, struct rf_ebatch *b);
+void rf_ready_push(rf_engine *e, struct rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
 /* The head batch, when it is filled: taken off the queue and held by the
  * consumer; NULL when none is ready. */
-struct rf_ebatch *rf_ready_take(rf_engine *e);
+struct rf_ebatch *rf_ready_take(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* The consumer gave a held batch back. */
-void rf_ready_give_back(rf_engine *e, struct rf_ebatch *b);
+void rf_ready_give_back(rf_engine *e, struct rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
 /* At close: every queued and held batch, off the queue, one at a time
  * (NULL: none left). */
-struct rf_ebatch *rf_ready_drain(rf_engine *e);
+struct rf_ebatch *rf_ready_drain(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* The bytes the held batches reserved (the held stall's message). */
-uint64_t rf_ready_held_bytes(rf_engine *e);
+uint64_t rf_ready_held_bytes(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Batches queued (filled or not). */
-static inline uint64_t rf_ready_count(const rf_ready *r)
+static inline uint64_t rf_ready_count(const rf_ready *r) RF_REQUIRES(rf_engine_mu)
 {
 	return r->tail - r->head;
 }

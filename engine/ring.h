@@ -6,6 +6,7 @@
 #ifndef RF_RING_H
 #define RF_RING_H
 
+#include "tsa.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,14 +33,14 @@ void rf_ring_size_set(rf_engine *e, uint64_t units);
 int rf_ring_alloc(rf_engine *e);
 void rf_ring_free(rf_engine *e);
 /* The decode queue: a unit whose bytes are in; the next one (false: none). */
-void rf_ring_job_push(rf_engine *e, uint64_t seq);
-bool rf_ring_job_pop(rf_engine *e, uint64_t *seq);
+void rf_ring_job_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu);
+bool rf_ring_job_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu);
 /* The re-read queue (workers push, the loop thread pops). */
-void rf_ring_reread_push(rf_engine *e, uint64_t seq);
-bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq);
+void rf_ring_reread_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu);
+bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu);
 /* A worker starts / ends a decode outside mu (counted: the stall check). */
-void rf_ring_decode_begin(rf_engine *e);
-void rf_ring_decode_end(rf_engine *e);
+void rf_ring_decode_begin(rf_engine *e) RF_REQUIRES(rf_engine_mu);
+void rf_ring_decode_end(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* The collator released the oldest unit (its slot is free again). */
-void rf_ring_tail_advance(rf_engine *e);
+void rf_ring_tail_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 #endif

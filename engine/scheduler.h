@@ -8,6 +8,7 @@
 #define RF_SCHEDULER_H
 
 #include "plan.h"
+#include "tsa.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +44,7 @@ void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_fi
 
 /* The collator needs units starting before global position g now: true
  * when that raised the mark (the loop should be woken). */
-static inline bool rf_sched_need(rf_sched *s, uint64_t g)
+static inline bool rf_sched_need(rf_sched *s, uint64_t g) RF_REQUIRES(rf_engine_mu)
 {
 	if (g <= s->need_global)
 		return false;
@@ -51,7 +52,7 @@ static inline bool rf_sched_need(rf_sched *s, uint64_t g)
 	return true;
 }
 /* A decode worker handed a unit back for another read (rereads queue). */
-static inline void rf_sched_reread_started(rf_sched *s)
+static inline void rf_sched_reread_started(rf_sched *s) RF_REQUIRES(rf_engine_mu)
 {
 	s->reads_inflight++;
 }

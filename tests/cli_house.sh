@@ -39,8 +39,14 @@ STAGES = [
 # ---- the table of named machines: (machine, regex of a write of its state
 # field, mover file, mover function)
 MACHINES = [
-    ("unit", r"\bu\w*->state\s*(?:[-+*/|&^]|<<|>>)?=(?!=)|\.state\s*=\s*\(uint8_t\)",
+    # (a unit's state is a number: "->state = NULL" is a sequential decoder's
+    # state pointer, decode.c)
+    ("unit", r"(?:->|\.)state\s*(?:[-+*/|&^]|<<|>>)?=(?!=)(?!\s*NULL\b)",
      "engine/units.c", "rf_unit_set"),
+    ("open phase", r"->open\.(?:phase|stage|go)\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
+     "engine/open.c", "rf_open_phase_set"),
+    ("shard open", r"\b\w+->stage\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
+     "engine/open.c", "rf_open_stage_set"),
 ]
 
 COPIERS = r"(?:memset|memcpy|memmove|strcpy|strncpy|snprintf|vsnprintf|rf_strlcpy|rf_msg_copy)"

@@ -131,7 +131,7 @@ static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, r
 	rd->offset = m->offset;
 	u->src_at = 0;
 	u->src_len = (uint32_t)m->len;
-	u->more = u->again = true;
+	rf_unit_sub_set(e, u, RF_SUB_MORE);
 	e->st.stream_more_reads++;
 	rf_reread_push(e, u);
 	return true;
@@ -215,13 +215,13 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIR
 	if (ix->sequential) { /* its own state after a MORE read, else a free one */
 		ss = u->seq_state ? &e->seqs.v[u->seq_state - 1] : rf_seq_take(e, u->shard);
 		if (!ss) { /* every one busy: waits until one is given back (rf_seq_wake) */
-			u->seq_wait = true;
+			rf_unit_sub_set(e, u, RF_SUB_SEQ_WAIT);
 			return;
 		}
 	}
 	rf_unit_set(e, u, RF_U_DECODING);
 	rf_ring_decode_begin(e);
-	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->again};
+	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->sub == RF_SUB_AGAIN};
 	rf_engine_unlock(e);
 	rf_error err = {0};
 	uint64_t t0 = rf_now_ns();
@@ -263,7 +263,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIR
 		ss->busy = false;
 		u->seq_state = 0;
 	}
-	u->again = false;
+	rf_unit_sub_set(e, u, RF_SUB_NONE);
 	if (rc == RF_E_CORRUPT && !index_lies && !rf_reread_same(u, ss != NULL) &&
 	    rf_reread_queue(e, u))
 		return;

@@ -76,6 +76,17 @@ enum rf_open_phase {
 	RF_PHASE_COUNT
 };
 
+/* A sequential shard's unit's sub-state beside its state (rf_unit_slot.sub;
+ * docs/design.md, "Sequential shards"): moved only by rf_unit_sub_set. */
+enum rf_unit_sub {
+	RF_SUB_NONE = 0,
+	RF_SUB_MORE,     /* READING the bytes its decoder asked for (RF_FMT_MORE) */
+	RF_SUB_AGAIN,    /* FETCHED / DECODING after such a read: the decode continues */
+	RF_SUB_SEQ_WAIT, /* FETCHED, waiting for the unit before it to decode, or for a
+	                  * free stream state */
+	RF_SUB_COUNT
+};
+
 typedef struct rf_read {
 	struct rf_engine *e;
 	uint8_t *buf;
@@ -98,10 +109,7 @@ typedef struct rf_unit_slot {
 	uint8_t state;
 	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
 	bool same_bytes;   /* a re-read gave the bytes that failed again: no more */
-	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;        /* sequential: the next decode continues after such a read */
-	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
-	                    * or for a free stream state */
+	uint8_t sub;       /* sequential shards' sub-state, enum rf_unit_sub (rf_unit_sub_set) */
 	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
@@ -487,6 +495,9 @@ void rf_engine_wait_work(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 void rf_engine_wake_consumer(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Moves a unit to state `to` (debug builds assert the move is allowed). */
 void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to) RF_REQUIRES(rf_engine_mu);
+/* Moves a unit's sequential sub-state (RF_DEBUG traces it by name). */
+void rf_unit_sub_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_sub to) RF_REQUIRES(rf_engine_mu);
+const char *rf_unit_sub_name(int sub);
 /* The state's name, for messages and tests ("?" when out of range). */
 const char *rf_unit_state_name(int state);
 /* Whether a unit may move from one state to another (rf_unit_set's check). */
@@ -498,7 +509,7 @@ void rf_read_free(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu);
 /* Frees a unit's slab and reservation and clears its slot. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* A unit's bytes are in: FETCHED, and queued for a worker unless it is a
- * sequential shard's waiting for the unit before it (seq_wait). Returns
+ * sequential shard's waiting for the unit before it (RF_SUB_SEQ_WAIT). Returns
  * true when queued. */
 bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* A sequential shard's unit is done (decoded or failed) or a stream state

@@ -68,7 +68,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 }
 
 /* A re-read of one unit's frame finished, or the read of the bytes a
- * sequential unit's decoder asked for (u->more) (arg: its slot, which
+ * sequential unit's decoder asked for (RF_SUB_MORE) (arg: its slot, which
  * stays put while the unit is READING). */
 static void rf_on_reread(void *arg, int64_t res, const char *msg)
 {
@@ -79,7 +79,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	e->sched.reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
-		if (u->more)
+		if (u->sub == RF_SUB_MORE)
 			snprintf(m, sizeof(m),
 			         "shard %s: block %u: the read of [%llu, +%u) its stream's decoder "
 			         "needed failed: %s",
@@ -94,7 +94,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		e->st.fetch_errors++;
 		rf_unit_fail(e, u, (int)res, m);
 		u->read = NULL;
-		u->more = u->again = false;
+		rf_unit_sub_set(e, u, RF_SUB_NONE);
 		rf_seq_state_put(e, u);
 		if (--rd->units_left == 0)
 			rf_read_free(e, rd);
@@ -103,7 +103,8 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		rf_coll_kick(&e->coll);
 	} else {
 		e->st.fetched_bytes += u->src_len;
-		u->more = false;
+		if (u->sub == RF_SUB_MORE) /* the decode continues after it */
+			rf_unit_sub_set(e, u, RF_SUB_AGAIN);
 		rf_unit_set(e, u, RF_U_FETCHED); /* its turn came before it decoded first */
 		rf_ring_job_push(e, u->seq);
 	}

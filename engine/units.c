@@ -140,6 +140,28 @@ void rf_ring_tail_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	e->ring.tail_seq++;
 }
 
+/* ---------------------------------------------- sequential sub-states */
+
+static const char *const rf_unit_sub_names[RF_SUB_COUNT] = {"none", "more", "again",
+                                                            "seq-wait"};
+
+const char *rf_unit_sub_name(int sub)
+{
+	return sub >= 0 && sub < RF_SUB_COUNT ? rf_unit_sub_names[sub] : "?";
+}
+
+/* The one place a unit's sub-state changes (rf_unit_release clears it). */
+void rf_unit_sub_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_sub to) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	(void)e;
+	if (rf_debug_on() && u->sub != (uint8_t)to)
+		fprintf(stderr, "ringfeed: unit %llu (shard %u, block %u, %s): %s -> %s\n",
+		        (unsigned long long)u->seq, u->shard, u->block, rf_unit_state_name(u->state),
+		        rf_unit_sub_name(u->sub), rf_unit_sub_name((int)to));
+	u->sub = (uint8_t)to;
+}
+
 /* ---------------------------------------------------------------- units */
 
 typedef struct rf_deferred_buf {
@@ -355,10 +377,12 @@ bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_FETCHED);
-	u->seq_wait = rf_seq_blocked(e, u);
-	if (!u->seq_wait)
+	bool wait = rf_seq_blocked(e, u);
+	if (wait)
+		rf_unit_sub_set(e, u, RF_SUB_SEQ_WAIT);
+	else
 		rf_ring_job_push(e, u->seq);
-	return !u->seq_wait;
+	return !wait;
 }
 
 void rf_seq_wake(rf_engine *e) RF_REQUIRES(rf_engine_mu)
@@ -367,9 +391,9 @@ void rf_seq_wake(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	uint32_t n = 0;
 	for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
-		if (!u->seq_wait || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
+		if (u->sub != RF_SUB_SEQ_WAIT || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
 			continue;
-		u->seq_wait = false;
+		rf_unit_sub_set(e, u, RF_SUB_NONE);
 		rf_ring_job_push(e, u->seq);
 		n++;
 	}

@@ -43,6 +43,8 @@ MACHINES = [
     # state pointer, decode.c)
     ("unit", r"(?:->|\.)state\s*(?:[-+*/|&^]|<<|>>)?=(?!=)(?!\s*NULL\b)",
      "engine/units.c", "rf_unit_set"),
+    ("unit sub-state", r"->(?:sub|more|again|seq_wait)\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
+     "engine/units.c", "rf_unit_sub_set"),
     ("open phase", r"->open\.(?:phase|stage|go)\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
      "engine/open.c", "rf_open_phase_set"),
     ("shard open", r"\b\w+->stage\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",

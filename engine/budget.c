@@ -36,7 +36,7 @@ void rf_budget_destroy(rf_budget *b)
 }
 
 /* With b->mu held: makes the host bytes held cover max(target, floor). */
-static int host_cover(rf_budget *b, uint64_t target)
+static int host_cover(rf_budget *b, uint64_t target) RF_REQUIRES(rf_budget_mu)
 {
 	uint64_t need = RF_MAX(target, b->host_floor_bytes);
 	if (!b->host || need <= b->host_held_bytes)
@@ -54,7 +54,7 @@ static int host_cover(rf_budget *b, uint64_t target)
  * not need. The slack (the last headroom asked for) stays held so that the
  * reservation the headroom was kept for (the next batch) never waits for
  * another loader. */
-static void host_trim(rf_budget *b)
+static void host_trim(rf_budget *b) RF_REQUIRES(rf_budget_mu)
 {
 	uint64_t keep;
 	if (!rf_add_u64(b->used_bytes, b->host_slack_bytes, &keep))
@@ -231,7 +231,10 @@ int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
 	rf_budget_snapshot_get(b, &s);
 	rf_hostbudget_info h;
 	int n;
-	if (!b->host || rf_hostbudget_info_get(b->host, &h) < 0)
+	rf_budget_lock(b);
+	struct rf_hostbudget *hb = b->host; /* set at open, cleared at close */
+	rf_budget_unlock(b);
+	if (!hb || rf_hostbudget_info_get(hb, &h) < 0)
 		n = snprintf(buf, cap, ",\"host_budget\":null}");
 	else
 		n = snprintf(
@@ -240,7 +243,7 @@ int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
 		    "\"used_bytes\":%llu,\"peak_used_bytes\":%llu,\"loaders\":%u,"
 		    "\"reclaims\":%u,\"reclaimed_bytes\":%llu,\"held_bytes\":%llu,"
 		    "\"peak_held_bytes\":%llu,\"floor_bytes\":%llu,\"refusals\":%llu}}",
-		    rf_hostbudget_name(b->host), (unsigned long long)h.total_bytes,
+		    rf_hostbudget_name(hb), (unsigned long long)h.total_bytes,
 		    (unsigned long long)h.used_bytes, (unsigned long long)h.peak_used_bytes,
 		    h.members, h.reclaims, (unsigned long long)h.reclaimed_bytes,
 		    (unsigned long long)s.host_held_bytes,

@@ -125,7 +125,8 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end) RF_REQUIRES(rf_
 /* With a failed unit in reach: the exact count of positions from coll_pos
  * before the first record that lives in a failed unit (UINT64_MAX: wait).
  * mu held. */
-static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which) RF_REQUIRES(rf_engine_mu)
+static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
@@ -498,7 +499,8 @@ int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_A
 }
 
 void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,
-                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records, bool ended) RF_ALONE
+                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records,
+                   bool ended) RF_ALONE
 {
 	e->coll.skip_blocks = skip_blocks;
 	e->coll.skip_records = skip_records;

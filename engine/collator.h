@@ -74,7 +74,8 @@ static inline void rf_coll_kick(rf_coll *c) RF_REQUIRES(rf_engine_mu)
 }
 /* Marks the stream's end (RF_END) or error, after the batches queued:
  * false when it had ended already (the first end stands). */
-static inline bool rf_coll_final_set(rf_coll *c, int code, const char *msg, const char *hint) RF_REQUIRES(rf_engine_mu)
+static inline bool rf_coll_final_set(rf_coll *c, int code, const char *msg, const char *hint)
+    RF_REQUIRES(rf_engine_mu)
 {
 	if (c->final)
 		return false;

@@ -200,7 +200,8 @@ static uint64_t rf_unit_global(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine
 	return ep->global_start + u->first_plan_record;
 }
 
-void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight) RF_REQUIRES(rf_engine_mu)
+void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	double per_batch = e->coll.batches ? (double)e->coll.total_records / (double)e->coll.batches
@@ -215,7 +216,8 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
 }
 
 /* Fills one interval's measurements and moves the snapshots. mu held. */
-static void rf_control_measure(rf_engine *e, uint64_t now, rf_tune_interval *in) RF_REQUIRES(rf_engine_mu)
+static void rf_control_measure(rf_engine *e, uint64_t now, rf_tune_interval *in)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;

@@ -113,7 +113,8 @@ static int rf_decode_seq(struct rf_seq_state *ss, const rf_shard *sh, rf_unit_sl
  * reads it into the unit's own buffer (sequential units are read alone)
  * and the unit decodes again. Returns false (err set) for a request that
  * does not fit the buffer or the object. mu held. */
-static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err) RF_REQUIRES(rf_engine_mu)
+static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = u->read;

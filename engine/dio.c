@@ -14,10 +14,11 @@
 struct rf_dio {
 	pthread_mutex_t mu;
 	bool refused;                        /* the kernel refused once: plain reads from then on */
-	uint32_t n;                          /* bases registered (mu) */
-	uint32_t gone_n;                     /* queued by the hook (mu) */
-	uintptr_t base[RF_LOOP_REGIONS_MAX]; /* registered (mu) */
-	uintptr_t gone[RF_LOOP_REGIONS_MAX]; /* unmapped, still registered (mu) */
+	uint32_t n RF_GUARDED_BY(rf_dio_mu); /* bases registered */
+	uint32_t gone_n RF_GUARDED_BY(rf_dio_mu);                     /* queued by the hook */
+	uintptr_t base[RF_LOOP_REGIONS_MAX] RF_GUARDED_BY(rf_dio_mu); /* registered */
+	uintptr_t
+	    gone[RF_LOOP_REGIONS_MAX] RF_GUARDED_BY(rf_dio_mu); /* unmapped, still registered */
 };
 
 /* The mirror's lock (base/tsa.h: its level in the lock order, checked in

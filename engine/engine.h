@@ -13,9 +13,9 @@
  * file keeps the open-time constants, the lock and the embedded stages.
  * Everything shared is guarded by `mu` (RF_GUARDED_BY(rf_engine_mu):
  * clang checks, base/tsa.h, which also writes the five locks' order);
- * decoding, collating and reading run without it. Unit slots in the ring are written by one party at a time, as
- * their state says (ADMITTED/READING: loop thread; FETCHED->DECODING: one
- * worker; DECODED: read-only until the collator releases them). */
+ * decoding, collating and reading run without it. Unit slots in the ring are written by one party
+ * at a time, as their state says (ADMITTED/READING: loop thread; FETCHED->DECODING: one worker;
+ * DECODED: read-only until the collator releases them). */
 #ifndef RF_ENGINE_H
 #define RF_ENGINE_H
 
@@ -318,17 +318,21 @@ typedef struct rf_engine {
 	                      * modulo this (O_DIRECT reads land in place) */
 
 	rf_sched sched RF_GUARDED_BY(rf_engine_mu); /* scheduler.h */
-	rf_coll coll RF_GUARDED_BY(rf_engine_mu); /* collator.h */
+	rf_coll coll RF_GUARDED_BY(rf_engine_mu);   /* collator.h */
 	rf_epoch_info epochs[RF_EPOCH_SLOTS] RF_GUARDED_BY(rf_engine_mu);
 
 	rf_ring ring RF_GUARDED_BY(rf_engine_mu); /* ring.h */
-	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
+	uint32_t rereads_max;                     /* per unit / shard index: the `retries` option */
 
 	/* waits for memory (mu) */
-	uint64_t wait_budget_bytes RF_GUARDED_BY(rf_engine_mu); /* what the last refused batch or needed read asked for */
-	uint64_t held_stall_ns RF_GUARDED_BY(rf_engine_mu);     /* since when only rf_release can free memory (0: not) */
-	uint64_t host_wait_ns RF_GUARDED_BY(rf_engine_mu);      /* since when the host total refused needed work (0: not) */
-	uint64_t wake_mark RF_GUARDED_BY(rf_engine_mu);         /* consumer position that next wakes the scheduler */
+	/* what the last refused batch or needed read asked for */
+	uint64_t wait_budget_bytes RF_GUARDED_BY(rf_engine_mu);
+	/* since when only rf_release can free memory (0: not) */
+	uint64_t held_stall_ns RF_GUARDED_BY(rf_engine_mu);
+	/* since when the host total refused needed work (0: not) */
+	uint64_t host_wait_ns RF_GUARDED_BY(rf_engine_mu);
+	/* consumer position that next wakes the scheduler */
+	uint64_t wake_mark RF_GUARDED_BY(rf_engine_mu);
 
 	rf_fill fill RF_GUARDED_BY(rf_engine_mu); /* collator.h */
 
@@ -400,8 +404,9 @@ typedef struct rf_engine {
 	char last_error[RF_ERROR_MSG_BYTES];
 
 	/* the controller (control.c); mu */
-	uint64_t stage_bytes RF_GUARDED_BY(rf_engine_mu); /* blocks read and decoded ahead (depth_max) */
-	bool budget_blocked RF_GUARDED_BY(rf_engine_mu);  /* the last reservation attempt failed */
+	/* blocks read and decoded ahead (depth_max) */
+	uint64_t stage_bytes RF_GUARDED_BY(rf_engine_mu);
+	bool budget_blocked RF_GUARDED_BY(rf_engine_mu); /* the last reservation attempt failed */
 	struct rf_control *ctl;
 } rf_engine;
 
@@ -435,7 +440,8 @@ int rf_read_get(rf_engine *e, rf_read **out) RF_REQUIRES(rf_engine_mu);
  * debug checks call into units.c: no cycle between the files). */
 int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out) RF_REQUIRES(rf_engine_mu);
 void rf_ebatch_put(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
-void rf_recycle_free(rf_engine *e) RF_REQUIRES(rf_engine_mu); /* at close: every read and batch put back */
+/* At close: every read and batch put back. */
+void rf_recycle_free(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* A few of each made at open (rf_open_threads), and their bytes (counted in
  * the open-time metadata by rf_memory_check). */
 int rf_recycle_seed(rf_engine *e);
@@ -503,7 +509,8 @@ const char *rf_unit_state_name(int state);
 /* Whether a unit may move from one state to another (rf_unit_set's check). */
 bool rf_unit_move_allowed(int from, int to);
 /* Marks a unit failed (message copied) and returns its decoded reservation. */
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg) RF_REQUIRES(rf_engine_mu);
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+    RF_REQUIRES(rf_engine_mu);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
 void rf_read_free(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu);
 /* Frees a unit's slab and reservation and clears its slot. */
@@ -575,8 +582,8 @@ static inline void rf_hold_end(rf_engine *e, const char *at) RF_REQUIRES(rf_engi
 }
 /* The wrappers are the analysis's lock and unlock (RF_NO_TSA: they are
  * what it trusts); debug builds check the lock order (base/tsa.h) here. */
-static inline void rf_engine_lock_at(rf_engine *e, const char *at) RF_ACQUIRE(rf_engine_mu)
-    RF_NO_TSA
+static inline void rf_engine_lock_at(rf_engine *e, const char *at)
+    RF_ACQUIRE(rf_engine_mu) RF_NO_TSA
 {
 	RF_MU_NOT_HELD(e); /* not recursive: a second take would deadlock */
 	rf_lock_order_take(RF_LOCK_ENGINE);
@@ -595,8 +602,8 @@ static inline void rf_wake_flush(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_wake_issue(e, &d);
 	}
 }
-static inline void rf_engine_unlock_at(rf_engine *e, const char *at) RF_RELEASE(rf_engine_mu)
-    RF_NO_TSA
+static inline void rf_engine_unlock_at(rf_engine *e, const char *at)
+    RF_RELEASE(rf_engine_mu) RF_NO_TSA
 {
 	struct rf_wake_defer d = e->defer;
 	e->defer = (struct rf_wake_defer){0};
@@ -659,14 +666,17 @@ void rf_control_free(rf_engine *e);
 /* After the loop thread is gone: 0, or the error that stopped the trace
  * (a failed write or close), message in err. */
 int rf_control_output_error(const rf_engine *e, rf_error *err);
-void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu); /* mu held */
+void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
+    RF_REQUIRES(rf_engine_mu); /* mu held */
 /* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
 int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap) RF_REQUIRES(rf_engine_mu);
 /* Fills the controller's fields of s (mu held). */
 void rf_control_stats(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu);
-void rf_control_explain(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu); /* after the rest of s; mu held */
+void rf_control_explain(rf_engine *e, rf_stats *s)
+    RF_REQUIRES(rf_engine_mu); /* after the rest of s; mu held */
 /* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */
-void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight) RF_REQUIRES(rf_engine_mu);
+void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight)
+    RF_REQUIRES(rf_engine_mu);
 
 /* expand.c: the config's URLs as a shard list (directories give their *.rfs
  * files sorted by name; manifests give their entries with sizes; remote

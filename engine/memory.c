@@ -134,7 +134,8 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
  * the next window when a batch can straddle a window boundary; without a
  * window, the blocks one batch covers (two batch-sized spans when batches
  * need not start at multiples of the batch size). */
-static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uint64_t *align) RF_ALONE
+static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes,
+                              uint64_t *align) RF_ALONE
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
 	/* With world > 1 (or a re-split resume) the rank's local plan positions

@@ -39,7 +39,8 @@ static void rf_open_stage_set(rf_shard *s, enum rf_open_stage to)
 {
 	if (rf_debug_on() && s->stage != (int)to)
 		fprintf(stderr, "ringfeed: shard %s: open %s -> %s\n", s->name,
-		        s->stage >= 0 && s->stage < RF_OPEN_STAGES ? rf_open_stage_names[s->stage] : "?",
+		        s->stage >= 0 && s->stage < RF_OPEN_STAGES ? rf_open_stage_names[s->stage]
+		                                                   : "?",
 		        rf_open_stage_names[to]);
 	s->stage = (int)to;
 }
@@ -65,8 +66,8 @@ void rf_open_phase_set(rf_engine *e, enum rf_open_phase to) RF_REQUIRES(rf_engin
 {
 	RF_MU_HELD(e);
 	if (rf_debug_on())
-		fprintf(stderr, "ringfeed: open phase %s -> %s\n", rf_open_phase_name(e->open.phase),
-		        rf_open_phase_name(to));
+		fprintf(stderr, "ringfeed: open phase %s -> %s\n",
+		        rf_open_phase_name(e->open.phase), rf_open_phase_name(to));
 	assert(rf_open_phase_move_allowed(e->open.phase, to) && "open phase move not allowed");
 	(void)rf_open_phase_move_allowed;
 	e->open.phase = to;

@@ -35,11 +35,12 @@ typedef struct rf_pool_free_buf {
 struct rf_pool {
 	pthread_mutex_t mu;
 	rf_budget *budget;
-	uint64_t mapped_bytes, idle_bytes;
-	rf_list idle[RF_POOL_CLASSES]; /* of rf_pool_free_buf, most recently put first */
-	rf_list age;                   /* of rf_pool_free_buf, oldest first */
-	rf_pool_unmap_fn unmap_fn;     /* rf_pool_set_unmap_hook */
-	void *unmap_ctx;
+	uint64_t mapped_bytes RF_GUARDED_BY(rf_pool_mu), idle_bytes RF_GUARDED_BY(rf_pool_mu);
+	/* of rf_pool_free_buf, most recently put first */
+	rf_list idle[RF_POOL_CLASSES] RF_GUARDED_BY(rf_pool_mu);
+	rf_list age RF_GUARDED_BY(rf_pool_mu);               /* of rf_pool_free_buf, oldest first */
+	rf_pool_unmap_fn unmap_fn RF_GUARDED_BY(rf_pool_mu); /* rf_pool_set_unmap_hook */
+	void *unmap_ctx RF_GUARDED_BY(rf_pool_mu);
 };
 
 /* The pool's lock (base/tsa.h: its level in the lock order, checked in
@@ -85,7 +86,7 @@ uint64_t rf_pool_class_bytes(uint64_t n)
 }
 
 /* Adds an idle buffer: newest in the age list, first in its class list. */
-static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
+static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes) RF_REQUIRES(rf_pool_mu)
 {
 	unsigned c = rf_pool_class_index(bytes);
 	b->bytes = bytes;
@@ -95,7 +96,7 @@ static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
 }
 
 /* Takes an idle buffer out of both lists. */
-static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
+static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b) RF_REQUIRES(rf_pool_mu)
 {
 	rf_list_remove(&p->idle[rf_pool_class_index(b->bytes)], &b->in_class);
 	rf_list_remove(&p->age, &b->by_age);
@@ -104,7 +105,7 @@ static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
 
 /* Unmaps idle buffers, the longest idle first, until at most keep_bytes
  * stay idle. Called with the lock held. */
-static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
+static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes) RF_REQUIRES(rf_pool_mu)
 {
 	while (!rf_list_empty(&p->age) && p->idle_bytes > keep_bytes) {
 		rf_pool_free_buf *b = rf_list_entry(p->age.head, rf_pool_free_buf, by_age);
@@ -122,7 +123,7 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
  * more than the bytes held from it), and at most 1/RF_POOL_IDLE_SHARE of the
  * limit (and RF_POOL_IDLE_MAX), so that resident memory follows the budget's
  * use (memory truth) rather than its past peaks. */
-static uint64_t rf_pool_idle_allowed(rf_pool *p)
+static uint64_t rf_pool_idle_allowed(rf_pool *p) RF_REQUIRES(rf_pool_mu)
 {
 	uint64_t room = rf_budget_room(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
@@ -135,7 +136,7 @@ static uint64_t rf_pool_idle_allowed(rf_pool *p)
  * one to the next, so an exact class often misses while a near one is idle:
  * this keeps the steady state from mapping (and populating) new buffers.
  * Called with the lock held. */
-static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
+static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes) RF_REQUIRES(rf_pool_mu)
 {
 	for (unsigned k = c + 1; k <= c + RF_POOL_NEAR_CLASSES && k < RF_POOL_CLASSES; k++) {
 		rf_pool_free_buf *b =

@@ -16,8 +16,8 @@ struct rf_unit_slot;
 /* the unit ring and its queues (mu; slots by state, see units.c) */
 typedef struct rf_engine_ring {
 	struct rf_unit_slot *slots;
-	uint64_t units; /* slots: units admitted and not yet released (power of 2, at least
-	                   what one batch's windows span: rf_memory_check) */
+	uint64_t units;        /* slots: units admitted and not yet released (power of 2, at least
+	                          what one batch's windows span: rf_memory_check) */
 	uint64_t tail_seq;     /* oldest unit not released */
 	uint64_t frontier_seq; /* first unit not DECODED */
 	uint64_t *jobs;        /* decode queue of seqs (ring_units) */

@@ -291,7 +291,8 @@ static bool rf_budget_deadlocked(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 
 /* A needed unit does not fit: remember to retry on a release, and end the
  * stream when nothing anywhere can free memory. mu held. */
-static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
+static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->sched.wait_budget = true;
@@ -370,7 +371,8 @@ static bool rf_sched_unpark(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 
 /* Fills the read and its unit slots and starts it. mu held; dropped around
  * the source call. */
-static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n) RF_REQUIRES(rf_engine_mu)
+static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
@@ -642,8 +644,8 @@ int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_
 	return rf_plan_new(pp, e->indexes, e->nshards, &e->sched.plan, err);
 }
 
-void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first,
-                    uint64_t at, bool done) RF_ALONE
+void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,
+                    bool done) RF_ALONE
 {
 	e->sched.epoch = epoch;
 	e->sched.unit = first;

@@ -28,9 +28,8 @@ typedef struct rf_engine_sched {
 	uint32_t reads_inflight;
 	struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
 	                           it: started again before anything else (loop thread) */
-	uint64_t
-	    need_global;  /* units starting before this global position are needed now */
-	bool wait_budget; /* a read did not fit: a release must wake the loop */
+	uint64_t need_global;   /* units starting before this global position are needed now */
+	bool wait_budget;       /* a read did not fit: a release must wake the loop */
 } rf_sched;
 
 /* The loop thread's body. */
@@ -39,8 +38,8 @@ void *rf_sched_main(void *arg);
 int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err);
 /* At open, after the resume: the cursor at `first` (the first unit the
  * position at record `at` of `epoch` needs); done when the run had ended. */
-void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first,
-                    uint64_t at, bool done);
+void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,
+                    bool done);
 
 /* The collator needs units starting before global position g now: true
  * when that raised the mark (the loop should be woken). */

@@ -142,8 +142,7 @@ void rf_ring_tail_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 
 /* ---------------------------------------------- sequential sub-states */
 
-static const char *const rf_unit_sub_names[RF_SUB_COUNT] = {"none", "more", "again",
-                                                            "seq-wait"};
+static const char *const rf_unit_sub_names[RF_SUB_COUNT] = {"none", "more", "again", "seq-wait"};
 
 const char *rf_unit_sub_name(int sub)
 {
@@ -157,8 +156,9 @@ void rf_unit_sub_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_sub to) RF_REQU
 	(void)e;
 	if (rf_debug_on() && u->sub != (uint8_t)to)
 		fprintf(stderr, "ringfeed: unit %llu (shard %u, block %u, %s): %s -> %s\n",
-		        (unsigned long long)u->seq, u->shard, u->block, rf_unit_state_name(u->state),
-		        rf_unit_sub_name(u->sub), rf_unit_sub_name((int)to));
+		        (unsigned long long)u->seq, u->shard, u->block,
+		        rf_unit_state_name(u->state), rf_unit_sub_name(u->sub),
+		        rf_unit_sub_name((int)to));
 	u->sub = (uint8_t)to;
 }
 
@@ -241,7 +241,8 @@ void rf_engine_wake_consumer(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	e->defer.consumer = true;
 }
 
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg) RF_REQUIRES(rf_engine_mu)
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_FAILED);

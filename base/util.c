@@ -1,10 +1,12 @@
 /* util.c - error messages, size parsing and time: the few helpers shared by
  * every layer. */
 #include "util.h"
+#include "tsa.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -173,3 +175,22 @@ int rf_pread_full(int fd, void *buf, uint64_t len, uint64_t off, const char *nam
 	}
 	return 0;
 }
+
+bool rf_debug_on(void)
+{
+	static atomic_int on = -1; /* -1: not read yet */
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	if (v < 0) {
+		v = getenv("RF_DEBUG") != NULL;
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v != 0;
+}
+
+#ifndef NDEBUG
+uint32_t *rf_lock_levels_held(void)
+{
+	static _Thread_local uint32_t held; /* tsa.h: the lock levels this thread holds */
+	return &held;
+}
+#endif

@@ -75,6 +75,9 @@ static inline uint64_t rf_fnv1a(uint64_t h, const void *p, size_t n)
 }
 
 uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
+/* RF_DEBUG is set in the environment (read once): traces name the states
+ * the machines move through, on stderr. */
+bool rf_debug_on(void);
 
 /* Opens a local file for reading without blocking on what is not a regular
  * file (a FIFO, a device): O_NONBLOCK until fstat proved it regular. Returns

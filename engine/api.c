@@ -50,12 +50,12 @@ static rf_engine *rf_engine_of(rf_loader *l)
  * wake-up per batch: the collator is kicked when the queue is half empty (or
  * it waits for memory), the scheduler when the consumer moved half a block
  * (or it waits for memory). mu held. */
-static void rf_consumer_moved(rf_engine *e, bool released)
+static void rf_consumer_moved(rf_engine *e, bool released) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t ready = e->ready.tail - e->ready.head;
+	uint64_t ready = rf_ready_count(&e->ready);
 	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 		if (!e->coll.running)
 			rf_engine_wake_workers(e, 1);
 	}
@@ -67,7 +67,7 @@ static void rf_consumer_moved(rf_engine *e, bool released)
 
 /* A batch can be handed out (the head of the queue is filled), or the
  * stream has ended after the last queued batch, or the loader is closing. */
-static bool rf_ready_or_done(const rf_engine *e)
+static bool rf_ready_or_done(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	bool empty = e->ready.head == e->ready.tail;
 	return (!empty && e->ready.q[e->ready.head % RF_READY_MAX]->filled) || e->stop ||
@@ -78,7 +78,7 @@ static bool rf_ready_or_done(const rf_engine *e)
  * every batch emitted is held, nothing is read, decoded or collated, and the
  * next batch (or a block it needs) waits for budget that only rf_release can
  * free. (A host budget's refusals have their own wait and message.) mu held. */
-static bool rf_held_stall(const rf_engine *e)
+static bool rf_held_stall(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	return e->ready.held > 0 && e->ready.head == e->ready.tail && !e->coll.final && !e->stop &&
@@ -89,7 +89,7 @@ static bool rf_held_stall(const rf_engine *e)
 
 /* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
  * calls: a caller may wait in short slices). mu held. */
-static bool rf_held_stalled(rf_engine *e)
+static bool rf_held_stalled(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!rf_held_stall(e)) {
@@ -102,11 +102,9 @@ static bool rf_held_stalled(rf_engine *e)
 	return now - e->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
 }
 
-static void rf_held_stall_message(rf_engine *e)
+static void rf_held_stall_message(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
-	uint64_t bytes = 0;
-	rf_list_for_each(n, next, &e->ready.held_list) bytes +=
-	    rf_list_entry(n, rf_ebatch, held)->reserved_bytes;
+	uint64_t bytes = rf_ready_held_bytes(e);
 	char lim[32], held[32];
 	snprintf(e->last_error, sizeof(e->last_error),
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
@@ -119,7 +117,7 @@ static void rf_held_stall_message(rf_engine *e)
 
 /* Waits (in slices, to notice a held stall) for a batch, the end, a held
  * stall (RF_E_BUDGET) or the timeout (-ETIMEDOUT). mu held. */
-static int rf_wait_ready(rf_engine *e, int timeout_ms)
+static int rf_wait_ready(rf_engine *e, int timeout_ms) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t t_end = timeout_ms >= 0 ? rf_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
@@ -175,15 +173,11 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	if (waits)
 		e->st.wait_ns += t1 - t0;
 	e->st.waiting_since_ns = 0;
+	rf_ebatch *b;
 	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */
 		rc = -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
-	} else if (rc == 0 && e->ready.head != e->ready.tail &&
-	           e->ready.q[e->ready.head % RF_READY_MAX]->filled) {
-		rf_ebatch *b = e->ready.q[e->ready.head++ % RF_READY_MAX];
-		rf_list_push_front(&e->ready.held_list, &b->held);
-		b->held_now = true;
-		e->ready.held++;
+	} else if (rc == 0 && (b = rf_ready_take(e))) {
 		e->st.batches++;
 		e->st.records += b->pub.records;
 		e->st.payload += b->pub.payload_bytes;
@@ -239,9 +233,7 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 		rf_engine_unlock(e);
 		return;
 	}
-	b->held_now = false;
-	rf_list_remove(&e->ready.held_list, &b->held);
-	e->ready.held--;
+	rf_ready_give_back(e, b);
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	b->reserved_bytes = 0;
 	void *mem = b->mem;

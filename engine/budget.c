@@ -2,10 +2,25 @@
  * per block and per batch, never per record, so contention is negligible. */
 #include "budget.h"
 #include "hostbudget.h"
+#include "tsa.h"
 #include "util.h"
 
 #include <assert.h>
 #include <stdio.h>
+
+/* The budget's lock (base/tsa.h: its level in the lock order, checked in
+ * debug builds; the analysis's acquire and release). */
+static void rf_budget_lock(rf_budget *b) RF_ACQUIRE(rf_budget_mu) RF_NO_TSA
+{
+	rf_lock_order_take(RF_LOCK_BUDGET);
+	pthread_mutex_lock(&b->mu);
+}
+
+static void rf_budget_unlock(rf_budget *b) RF_RELEASE(rf_budget_mu) RF_NO_TSA
+{
+	pthread_mutex_unlock(&b->mu);
+	rf_lock_order_give(RF_LOCK_BUDGET);
+}
 
 void rf_budget_init(rf_budget *b, uint64_t limit_bytes)
 {
@@ -21,7 +36,7 @@ void rf_budget_destroy(rf_budget *b)
 }
 
 /* With b->mu held: makes the host bytes held cover max(target, floor). */
-static int host_cover(rf_budget *b, uint64_t target)
+static int host_cover(rf_budget *b, uint64_t target) RF_REQUIRES(rf_budget_mu)
 {
 	uint64_t need = RF_MAX(target, b->host_floor_bytes);
 	if (!b->host || need <= b->host_held_bytes)
@@ -39,7 +54,7 @@ static int host_cover(rf_budget *b, uint64_t target)
  * not need. The slack (the last headroom asked for) stays held so that the
  * reservation the headroom was kept for (the next batch) never waits for
  * another loader. */
-static void host_trim(rf_budget *b)
+static void host_trim(rf_budget *b) RF_REQUIRES(rf_budget_mu)
 {
 	uint64_t keep;
 	if (!rf_add_u64(b->used_bytes, b->host_slack_bytes, &keep))
@@ -101,41 +116,41 @@ int rf_budget_attach_host(rf_budget *b, struct rf_hostbudget *hb, uint64_t floor
 		               "host budget '%s': this loader's minimum of %llu bytes could not be "
 		               "reserved: %s",
 		               rf_hostbudget_name(hb), (unsigned long long)need, strerror(-rc));
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	b->host = hb;
 	b->host_floor_bytes = floor_bytes;
 	b->host_held_bytes = need;
 	b->host_peak_held_bytes = RF_MAX(b->host_peak_held_bytes, need);
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return 0;
 }
 
 void rf_budget_detach_host(rf_budget *b)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	if (b->host && b->host_held_bytes > 0)
 		rf_hostbudget_release(b->host, b->host_held_bytes);
 	b->host = NULL;
 	b->host_held_bytes = 0;
 	b->host_floor_bytes = 0;
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 }
 
 bool rf_budget_host_bound(rf_budget *b, uint64_t bytes)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	uint64_t want;
 	bool host = b->host && rf_add_u64(b->used_bytes, bytes, &want) && want <= b->limit_bytes;
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return host;
 }
 
 uint64_t rf_budget_room(rf_budget *b)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	uint64_t cap = b->host ? RF_MIN(b->limit_bytes, b->host_held_bytes) : b->limit_bytes;
 	uint64_t room = b->used_bytes < cap ? cap - b->used_bytes : 0;
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return room;
 }
 
@@ -143,7 +158,7 @@ int rf_budget_reserve(rf_budget *b, enum rf_budget_category cat, uint64_t bytes,
                       uint64_t headroom_bytes)
 {
 	assert(cat < RF_MEM_CATEGORIES);
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	uint64_t want;
 	bool fits = rf_add_u64(b->used_bytes, bytes, &want) &&
 	            rf_add_u64(want, headroom_bytes, &want) && want <= b->limit_bytes;
@@ -157,40 +172,40 @@ int rf_budget_reserve(rf_budget *b, enum rf_budget_category cat, uint64_t bytes,
 		b->peak_bytes[cat] = RF_MAX(b->peak_bytes[cat], b->cur_bytes[cat]);
 		b->peak_total_bytes = RF_MAX(b->peak_total_bytes, b->used_bytes);
 	}
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return rc;
 }
 
 void rf_budget_release(rf_budget *b, enum rf_budget_category cat, uint64_t bytes)
 {
 	assert(cat < RF_MEM_CATEGORIES);
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	assert(b->cur_bytes[cat] >= bytes && b->used_bytes >= bytes);
 	b->cur_bytes[cat] -= bytes;
 	b->used_bytes -= bytes;
 	host_trim(b);
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 }
 
 uint64_t rf_budget_used(rf_budget *b)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	uint64_t v = b->used_bytes;
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return v;
 }
 
 uint64_t rf_budget_category_bytes(rf_budget *b, enum rf_budget_category cat)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	uint64_t v = b->cur_bytes[cat];
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 	return v;
 }
 
 void rf_budget_snapshot_get(rf_budget *b, rf_budget_snapshot *out)
 {
-	pthread_mutex_lock(&b->mu);
+	rf_budget_lock(b);
 	out->limit_bytes = b->limit_bytes;
 	out->used_bytes = b->used_bytes;
 	out->peak_total_bytes = b->peak_total_bytes;
@@ -200,7 +215,7 @@ void rf_budget_snapshot_get(rf_budget *b, rf_budget_snapshot *out)
 	out->host_refusals = b->host_refusals;
 	memcpy(out->cur_bytes, b->cur_bytes, sizeof(out->cur_bytes));
 	memcpy(out->peak_bytes, b->peak_bytes, sizeof(out->peak_bytes));
-	pthread_mutex_unlock(&b->mu);
+	rf_budget_unlock(b);
 }
 
 const char *rf_budget_category_name(enum rf_budget_category cat)
@@ -216,7 +231,10 @@ int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
 	rf_budget_snapshot_get(b, &s);
 	rf_hostbudget_info h;
 	int n;
-	if (!b->host || rf_hostbudget_info_get(b->host, &h) < 0)
+	rf_budget_lock(b);
+	struct rf_hostbudget *hb = b->host; /* set at open, cleared at close */
+	rf_budget_unlock(b);
+	if (!hb || rf_hostbudget_info_get(hb, &h) < 0)
 		n = snprintf(buf, cap, ",\"host_budget\":null}");
 	else
 		n = snprintf(
@@ -225,7 +243,7 @@ int rf_budget_host_json(rf_budget *b, char *buf, size_t cap)
 		    "\"used_bytes\":%llu,\"peak_used_bytes\":%llu,\"loaders\":%u,"
 		    "\"reclaims\":%u,\"reclaimed_bytes\":%llu,\"held_bytes\":%llu,"
 		    "\"peak_held_bytes\":%llu,\"floor_bytes\":%llu,\"refusals\":%llu}}",
-		    rf_hostbudget_name(b->host), (unsigned long long)h.total_bytes,
+		    rf_hostbudget_name(hb), (unsigned long long)h.total_bytes,
 		    (unsigned long long)h.used_bytes, (unsigned long long)h.peak_used_bytes,
 		    h.members, h.reclaims, (unsigned long long)h.reclaimed_bytes,
 		    (unsigned long long)s.host_held_bytes,

@@ -17,6 +17,7 @@
 #define RF_BUDGET_H
 
 #include "ringfeed.h"
+#include "tsa.h"
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -24,17 +25,22 @@ struct rf_hostbudget;
 
 typedef struct rf_budget {
 	pthread_mutex_t mu;
-	struct rf_hostbudget *host; /* NULL: no host budget (not owned) */
-	uint64_t host_floor_bytes;  /* held from the host while attached */
-	uint64_t host_held_bytes;   /* reserved from the host: max(used + slack, floor) */
-	uint64_t host_slack_bytes;  /* last headroom asked for: kept held for it */
-	uint64_t host_peak_held_bytes;
-	uint64_t host_refusals; /* reservations the host total refused */
+	/* the rest but limit_bytes (set at init) is guarded by mu (base/tsa.h) */
+	struct rf_hostbudget *host RF_GUARDED_BY(rf_budget_mu); /* NULL: none (not owned) */
+	/* held from the host while attached */
+	uint64_t host_floor_bytes RF_GUARDED_BY(rf_budget_mu);
+	/* reserved from the host: max(used + slack, floor) */
+	uint64_t host_held_bytes RF_GUARDED_BY(rf_budget_mu);
+	/* last headroom asked for: kept held for it */
+	uint64_t host_slack_bytes RF_GUARDED_BY(rf_budget_mu);
+	uint64_t host_peak_held_bytes RF_GUARDED_BY(rf_budget_mu);
+	/* reservations the host total refused */
+	uint64_t host_refusals RF_GUARDED_BY(rf_budget_mu);
 	uint64_t limit_bytes;
-	uint64_t used_bytes;
-	uint64_t peak_total_bytes;
-	uint64_t cur_bytes[RF_MEM_CATEGORIES];
-	uint64_t peak_bytes[RF_MEM_CATEGORIES];
+	uint64_t used_bytes RF_GUARDED_BY(rf_budget_mu);
+	uint64_t peak_total_bytes RF_GUARDED_BY(rf_budget_mu);
+	uint64_t cur_bytes[RF_MEM_CATEGORIES] RF_GUARDED_BY(rf_budget_mu);
+	uint64_t peak_bytes[RF_MEM_CATEGORIES] RF_GUARDED_BY(rf_budget_mu);
 } rf_budget;
 
 void rf_budget_init(rf_budget *b, uint64_t limit_bytes);

@@ -58,7 +58,7 @@ typedef struct rf_control {
 
 /* Bytes the budget has per batch: measured once batches exist, else the
  * worst case. mu held. */
-static uint64_t rf_batch_bytes(const rf_engine *e)
+static uint64_t rf_batch_bytes(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->coll.batches > 0)
@@ -69,7 +69,7 @@ static uint64_t rf_batch_bytes(const rf_engine *e)
 /* The largest depth the budget allows: what is left after the fixed part and
  * the blocks being read and decoded, in batches, less one held by the
  * consumer. mu held. */
-static uint32_t rf_depth_max(const rf_engine *e)
+static uint32_t rf_depth_max(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t limit = e->budget.limit_bytes, taken = e->fixed_bytes + e->stage_bytes;
@@ -163,7 +163,7 @@ static void rf_pause_source_note(rf_control *c, uint32_t shard, uint64_t now, ui
 	p->longest_ns = RF_MAX(p->longest_ns, ns);
 }
 
-void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
+void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -186,7 +186,7 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
 
 /* The global stream position of the unit at seq, or of the scheduler's next
  * unit when seq is the scheduler's. mu held. */
-static uint64_t rf_unit_global(rf_engine *e, uint64_t seq)
+static uint64_t rf_unit_global(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (seq >= e->sched.seq) {
@@ -201,6 +201,7 @@ static uint64_t rf_unit_global(rf_engine *e, uint64_t seq)
 }
 
 void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	double per_batch = e->coll.batches ? (double)e->coll.total_records / (double)e->coll.batches
@@ -216,6 +217,7 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
 
 /* Fills one interval's measurements and moves the snapshots. mu held. */
 static void rf_control_measure(rf_engine *e, uint64_t now, rf_tune_interval *in)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -288,7 +290,7 @@ static void rf_control_event(rf_control *c, const rf_tune_decision *d, uint32_t 
 }
 
 /* Requests per batch: records per batch over records per read. mu held. */
-static double rf_requests_per_batch(const rf_engine *e)
+static double rf_requests_per_batch(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->st.read_records == 0 || e->coll.batches == 0)
@@ -299,7 +301,7 @@ static double rf_requests_per_batch(const rf_engine *e)
 }
 
 /* One interval: measure, decide, apply. mu held. */
-static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
+static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -325,7 +327,7 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now)
 	return d;
 }
 
-int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap)
+int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -361,7 +363,7 @@ static const char *rf_num_or_null(char *buf, size_t cap, double v, bool known)
 
 /* One trace line for the interval just decided. mu held. */
 static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tune_interval *in,
-                           char *line, size_t cap)
+                           char *line, size_t cap) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -378,7 +380,7 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 		snprintf(ev, sizeof(ev), ",\"event\":\"%s\"", esc);
 	}
 	if (e->coll.skips > 0) { /* the skip policy's blocks so far, and the last one */
-		const rf_skip *k = &e->coll.skip_log[(e->coll.skips - 1) % RF_SKIP_LOG];
+		const rf_skip *k = rf_coll_last_skip(&e->coll);
 		size_t l = strlen(ev);
 		snprintf(ev + l, sizeof(ev) - l,
 		         ",\"blocks_skipped\":%llu,\"last_skip\":{\"shard\":%u,\"block\":%u,"
@@ -508,7 +510,7 @@ int rf_control_output_error(const rf_engine *e, rf_error *err)
 
 /* ------------------------------------------------------------- stats */
 
-void rf_control_stats(rf_engine *e, rf_stats *s)
+void rf_control_stats(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
@@ -540,7 +542,7 @@ void rf_control_stats(rf_engine *e, rf_stats *s)
 /* The diagnosis in the stats' own figures (whole-run rates, the depth now,
  * the sampled fetch latencies), after the rest of s is filled: a report
  * printing both never shows two values for one figure. mu held. */
-void rf_control_explain(rf_engine *e, rf_stats *s)
+void rf_control_explain(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;

@@ -1,7 +1,7 @@
 /* decode.c - the worker threads: each owns one rf_decoder and decodes
  * fetched blocks into pool slabs reserved and allocated at admission (blocks
  * finish in any order), queues a frame that failed its checksum for a
- * re-read, fills planned batches and runs the collator (collation.c) when
+ * re-read, fills planned batches and runs the collator (collator.c) when
  * it is kicked. */
 #include "config.h"
 #include "engine.h"
@@ -13,12 +13,12 @@
 
 /* Hands u (its read set up) to the loop thread for another read into its
  * buffer: a re-read, or the bytes its stream's decoder asked for. mu held. */
-static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
+static void rf_reread_push(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_READING);
-	e->sched.reads_inflight++;
-	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = u->seq;
+	rf_sched_reread_started(&e->sched);
+	rf_ring_reread_push(e, u->seq);
 	rf_engine_wake_loop(e);
 }
 
@@ -27,7 +27,7 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u)
  * rereads_max times per unit. The unit keeps its read (the buffer stays
  * alive) and its slab; reads_inflight counts it so the budget deadlock
  * check waits for it. Returns false when out of re-reads. mu held. */
-static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u)
+static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (u->rereads >= e->rereads_max || e->stop || !e->ring.rereads)
@@ -67,7 +67,7 @@ static int rf_records_check(const rf_shard_index *ix, uint32_t block, const uint
  * says what that cost). Busy: a worker decodes with it, or a unit holds it
  * across its MORE reads. NULL when every one is busy (the unit waits for
  * rf_seq_wake). mu held. */
-static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard)
+static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	struct rf_seq_state *best = NULL;
@@ -114,6 +114,7 @@ static int rf_decode_seq(struct rf_seq_state *ss, const rf_shard *sh, rf_unit_sl
  * and the unit decodes again. Returns false (err set) for a request that
  * does not fit the buffer or the object. mu held. */
 static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, rf_error *err)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = u->read;
@@ -131,7 +132,7 @@ static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, r
 	rd->offset = m->offset;
 	u->src_at = 0;
 	u->src_len = (uint32_t)m->len;
-	u->more = u->again = true;
+	rf_unit_sub_set(e, u, RF_SUB_MORE);
 	e->st.stream_more_reads++;
 	rf_reread_push(e, u);
 	return true;
@@ -179,7 +180,7 @@ static void rf_reread_note(const rf_unit_slot *u, rf_error *err)
  * entry is removed, once per shard, so that the next open scans the shard
  * again; counted in index_cache_stale_drops. The key as the open built it
  * (open.c, rf_cache_key). mu held: a few system calls on an error path. */
-static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc)
+static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (rc != RF_E_CORRUPT || sh->cache_dropped || !sh->fmt->layout_cached ||
@@ -206,7 +207,7 @@ static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc)
 	rf_icache_close(c);
 }
 
-static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
+static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	rf_unit_slot *u = rf_slot(e, seq);
 	const rf_shard *sh = &e->shards[u->shard];
@@ -215,13 +216,13 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	if (ix->sequential) { /* its own state after a MORE read, else a free one */
 		ss = u->seq_state ? &e->seqs.v[u->seq_state - 1] : rf_seq_take(e, u->shard);
 		if (!ss) { /* every one busy: waits until one is given back (rf_seq_wake) */
-			u->seq_wait = true;
+			rf_unit_sub_set(e, u, RF_SUB_SEQ_WAIT);
 			return;
 		}
 	}
 	rf_unit_set(e, u, RF_U_DECODING);
-	e->ring.decoding++;
-	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->again};
+	rf_ring_decode_begin(e);
+	rf_fmt_more more = {.cap = rf_more_cap(e, u->read), .again = u->sub == RF_SUB_AGAIN};
 	rf_engine_unlock(e);
 	rf_error err = {0};
 	uint64_t t0 = rf_now_ns();
@@ -249,7 +250,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 	uint64_t t1 = rf_now_ns();
 	rf_engine_lock(e);
 	e->st.decode_ns += t1 - t0;
-	e->ring.decoding--;
+	rf_ring_decode_end(e);
 	if (ss)
 		e->st.stream_skipped_bytes += more.skipped_bytes;
 	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err)) {
@@ -263,7 +264,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq)
 		ss->busy = false;
 		u->seq_state = 0;
 	}
-	u->again = false;
+	rf_unit_sub_set(e, u, RF_SUB_NONE);
 	if (rc == RF_E_CORRUPT && !index_lies && !rf_reread_same(u, ss != NULL) &&
 	    rf_reread_queue(e, u))
 		return;
@@ -311,14 +312,15 @@ void *rf_worker_main(void *arg)
 	if (!dec)
 		rf_engine_finish(e, -ENOMEM, "out of memory for a decoder");
 	while (!e->stop) {
-		if (e->fill.q_head != e->fill.q_tail) {
-			rf_fill_one(e, e->fill.q[e->fill.q_head++ % RF_READY_MAX]);
+		rf_ebatch *b = rf_fill_pop(e);
+		if (b) {
+			rf_fill_one(e, b);
 			continue;
 		}
-		if (dec && e->ring.jobs_head != e->ring.jobs_tail) {
-			uint64_t seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
+		uint64_t seq;
+		if (dec && rf_ring_job_pop(e, &seq)) {
 			rf_decode_one(e, dec, seq);
-			e->coll.kick = true;
+			rf_coll_kick(&e->coll);
 		}
 		if (e->coll.kick && !e->coll.running) {
 			rf_collate_run(e);
@@ -334,4 +336,25 @@ void *rf_worker_main(void *arg)
 	rf_engine_unlock(e);
 	rf_decoder_free(dec);
 	return NULL;
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_seqs_alloc(rf_engine *e, uint32_t n) RF_ALONE
+{
+	e->seqs.v = calloc(n, sizeof(*e->seqs.v));
+	if (!e->seqs.v)
+		return -ENOMEM;
+	e->seqs.n = n;
+	return 0;
+}
+
+void rf_seqs_free(rf_engine *e) RF_ALONE
+{
+	for (uint32_t i = 0; i < e->seqs.n; i++)
+		if (e->seqs.v[i].state)
+			e->seqs.v[i].fmt->seq_free(e->seqs.v[i].state);
+	free(e->seqs.v);
+	e->seqs.v = NULL;
+	e->seqs.n = 0;
 }

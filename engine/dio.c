@@ -14,18 +14,33 @@
 struct rf_dio {
 	pthread_mutex_t mu;
 	bool refused;                        /* the kernel refused once: plain reads from then on */
-	uint32_t n;                          /* bases registered (mu) */
-	uint32_t gone_n;                     /* queued by the hook (mu) */
-	uintptr_t base[RF_LOOP_REGIONS_MAX]; /* registered (mu) */
-	uintptr_t gone[RF_LOOP_REGIONS_MAX]; /* unmapped, still registered (mu) */
+	uint32_t n RF_GUARDED_BY(rf_dio_mu); /* bases registered */
+	uint32_t gone_n RF_GUARDED_BY(rf_dio_mu);                     /* queued by the hook */
+	uintptr_t base[RF_LOOP_REGIONS_MAX] RF_GUARDED_BY(rf_dio_mu); /* registered */
+	uintptr_t
+	    gone[RF_LOOP_REGIONS_MAX] RF_GUARDED_BY(rf_dio_mu); /* unmapped, still registered */
 };
+
+/* The mirror's lock (base/tsa.h: its level in the lock order, checked in
+ * debug builds; the analysis's acquire and release). */
+static void rf_dio_lock(rf_dio *d) RF_ACQUIRE(rf_dio_mu) RF_NO_TSA
+{
+	rf_lock_order_take(RF_LOCK_DIO);
+	pthread_mutex_lock(&d->mu);
+}
+
+static void rf_dio_unlock(rf_dio *d) RF_RELEASE(rf_dio_mu) RF_NO_TSA
+{
+	pthread_mutex_unlock(&d->mu);
+	rf_lock_order_give(RF_LOCK_DIO);
+}
 
 /* The pool's hook: a registered base about to be unmapped is queued. */
 static void rf_dio_on_unmap(void *ctx, void *buf, uint64_t bytes)
 {
 	(void)bytes;
 	rf_dio *d = ctx;
-	pthread_mutex_lock(&d->mu);
+	rf_dio_lock(d);
 	for (uint32_t i = 0; i < d->n; i++) {
 		if (d->base[i] != (uintptr_t)buf)
 			continue;
@@ -33,7 +48,7 @@ static void rf_dio_on_unmap(void *ctx, void *buf, uint64_t bytes)
 		d->gone[d->gone_n++] = (uintptr_t)buf;
 		break;
 	}
-	pthread_mutex_unlock(&d->mu);
+	rf_dio_unlock(d);
 }
 
 void rf_dio_start(rf_engine *e)
@@ -59,10 +74,10 @@ void rf_dio_tick(rf_engine *e)
 	rf_dio *d = e->dio;
 	if (!d)
 		return;
-	pthread_mutex_lock(&d->mu);
+	rf_dio_lock(d);
 	while (d->gone_n > 0)
 		rf_fetch_buffers_unregister(e->fetch, (void *)d->gone[--d->gone_n]);
-	pthread_mutex_unlock(&d->mu);
+	rf_dio_unlock(d);
 }
 
 /* Said once per loader: why its reads stay plain. */
@@ -88,12 +103,12 @@ void rf_dio_buffer(rf_engine *e, void *base, uint64_t bytes)
 	if (!d || d->refused || bytes > RF_LOOP_REGION_BYTES_MAX)
 		return;
 	rf_dio_tick(e);
-	pthread_mutex_lock(&d->mu);
+	rf_dio_lock(d);
 	bool known = false;
 	for (uint32_t i = 0; i < d->n && !known; i++)
 		known = d->base[i] == (uintptr_t)base;
 	bool room = d->n + d->gone_n < RF_LOOP_REGIONS_MAX;
-	pthread_mutex_unlock(&d->mu);
+	rf_dio_unlock(d);
 	if (known || !room)
 		return; /* registered already; or the table is full: a plain read */
 	/* Ours until the read ends: the pool cannot unmap it meanwhile. */
@@ -104,9 +119,9 @@ void rf_dio_buffer(rf_engine *e, void *base, uint64_t bytes)
 		rf_dio_refused(e, rc, bytes);
 		return;
 	}
-	pthread_mutex_lock(&d->mu);
+	rf_dio_lock(d);
 	d->base[d->n++] = (uintptr_t)base;
-	pthread_mutex_unlock(&d->mu);
+	rf_dio_unlock(d);
 }
 
 void rf_dio_stop(rf_engine *e)
@@ -116,10 +131,10 @@ void rf_dio_stop(rf_engine *e)
 		return;
 	rf_pool_set_unmap_hook(e->pool, NULL, NULL);
 	rf_dio_tick(e);
-	pthread_mutex_lock(&d->mu);
+	rf_dio_lock(d);
 	while (d->n > 0)
 		rf_fetch_buffers_unregister(e->fetch, (void *)d->base[--d->n]);
-	pthread_mutex_unlock(&d->mu);
+	rf_dio_unlock(d);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 	rf_budget_release(&e->budget, RF_MEM_SCRATCH, sizeof(rf_dio));

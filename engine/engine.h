@@ -7,16 +7,23 @@
  *   workers       one rf_decoder each; at most one of them collates at a time
  *                 (P_coll, the collation cursor)
  *   consumer      rf_next / rf_release / rf_state_save
- * Everything shared is guarded by `mu`; decoding, collating and reading run
- * without it. Unit slots in the ring are written by one party at a time, as
- * their state says (ADMITTED/READING: loop thread; FETCHED->DECODING: one
- * worker; DECODED: read-only until the collator releases them). */
+ * The stages' state lives in their own headers, each written only by its
+ * owner (tests/cli_house.sh): scheduler.h (sched.c), ring.h (units.c),
+ * decode.h (decode.c), collator.h (collator.c), ready.h (ready.c); this
+ * file keeps the open-time constants, the lock and the embedded stages.
+ * Everything shared is guarded by `mu` (RF_GUARDED_BY(rf_engine_mu):
+ * clang checks, base/tsa.h, which also writes the five locks' order);
+ * decoding, collating and reading run without it. Unit slots in the ring are written by one party
+ * at a time, as their state says (ADMITTED/READING: loop thread; FETCHED->DECODING: one worker;
+ * DECODED: read-only until the collator releases them). */
 #ifndef RF_ENGINE_H
 #define RF_ENGINE_H
 
 #include "budget.h"
 #include "collate.h"
+#include "collator.h"
 #include "config.h"
+#include "decode.h"
 #include "defaults.h"
 #include "dio.h"
 #include "fields.h"
@@ -25,7 +32,11 @@
 #include "loop.h"
 #include "plan.h"
 #include "pool.h"
+#include "ready.h"
+#include "ring.h"
+#include "scheduler.h"
 #include "source.h"
+#include "tsa.h"
 #include "tune.h"
 #include <assert.h>
 #include <pthread.h>
@@ -36,7 +47,6 @@
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
-#define RF_READY_MAX        4096        /* ready queue capacity (depth bound) */
 #define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
@@ -55,8 +65,27 @@ enum rf_unit_state {
 	RF_U_STATES
 };
 
-/* One skip of the skip policy, for the stats. */
-#define RF_SKIP_LOG 8
+/* The loader's open phase (e->open.phase; mu): the loop thread reads every
+ * shard's layout (OPENING), then rf_open waits for INDEXED or FAILED, plans,
+ * and lets the loop thread run (RUNNING). */
+enum rf_open_phase {
+	RF_PHASE_OPENING = 0,
+	RF_PHASE_INDEXED, /* every layout read: the loop thread waits for RUNNING */
+	RF_PHASE_FAILED,  /* a shard's open failed (e->open.code, .msg) */
+	RF_PHASE_RUNNING, /* rf_open started the workers: the loop thread schedules */
+	RF_PHASE_COUNT
+};
+
+/* A sequential shard's unit's sub-state beside its state (rf_unit_slot.sub;
+ * docs/design.md, "Sequential shards"): moved only by rf_unit_sub_set. */
+enum rf_unit_sub {
+	RF_SUB_NONE = 0,
+	RF_SUB_MORE,     /* READING the bytes its decoder asked for (RF_FMT_MORE) */
+	RF_SUB_AGAIN,    /* FETCHED / DECODING after such a read: the decode continues */
+	RF_SUB_SEQ_WAIT, /* FETCHED, waiting for the unit before it to decode, or for a
+	                  * free stream state */
+	RF_SUB_COUNT
+};
 
 typedef struct rf_read {
 	struct rf_engine *e;
@@ -80,10 +109,7 @@ typedef struct rf_unit_slot {
 	uint8_t state;
 	uint8_t rereads;   /* re-reads after a failed checksum (<= retries) */
 	bool same_bytes;   /* a re-read gave the bytes that failed again: no more */
-	bool more;         /* sequential: READING bytes its decoder asked for (RF_FMT_MORE) */
-	bool again;        /* sequential: the next decode continues after such a read */
-	bool seq_wait;     /* sequential: FETCHED, waiting for the unit before it to decode,
-	                    * or for a free stream state */
+	uint8_t sub;       /* sequential shards' sub-state, enum rf_unit_sub (rf_unit_sub_set) */
 	uint8_t seq_state; /* sequential: 1 + the state it holds across MORE reads, or 0 */
 	rf_read *read;
 	uint64_t src_at; /* offset of the frame in read->buf */
@@ -136,12 +162,12 @@ typedef struct rf_shard {
 	uint64_t fmt_held;
 	bool in_place;             /* its units are stored as they decode (rf_fmt_open.in_place) */
 	struct rf_open_slot *open; /* open phase: the open in progress (open.c) */
-	int stage;                 /* open phase: open.c's RF_OPEN_* */
+	int stage;                 /* open phase: open.c's rf_open_stage (rf_open_stage_set) */
 	uint32_t rereads;          /* open-phase re-reads after a failed checksum */
 	int err_code;
 	char *err_msg;
 	/* the skip policy's blocks of this shard in epoch skipped_epoch
-	 * (collation.c, mu held): all of them is an error, not a skip */
+	 * (collator.c, mu held): all of them is an error, not a skip */
 	uint32_t skipped_blocks;
 	uint64_t skipped_epoch;
 	bool cache_dropped; /* its layout's index cache entry was dropped (decode.c, mu held) */
@@ -179,6 +205,8 @@ typedef struct rf_ebatch {
 	struct rf_ebatch *next_idle; /* in e->recycle.batches while idle (recycle.c) */
 } rf_ebatch;
 
+/* The fields RF_GUARDED_BY(rf_engine_mu) (base/tsa.h: any engine's mu)
+ * are read and written with mu held; clang checks (-DRF_TSA=ON). */
 typedef struct rf_engine {
 	uint32_t magic;
 	rf_config *cfg;
@@ -207,21 +235,7 @@ typedef struct rf_engine {
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
-	/* Sequential shards' decoder states (rf_format.decode_seq; decode.c):
-	 * threads + 1 of them when a shard is sequential, reserved at open, each
-	 * bound to the shard it last decoded (mu) */
-	struct rf_seq_states {
-		struct rf_seq_state {
-			const struct rf_format *fmt;
-			void *state; /* the format's (NULL until its first unit) */
-			uint32_t shard;
-			bool busy;     /* a worker decodes with it (outside mu) */
-			bool stale;    /* bound to another shard: freed before its next use */
-			uint64_t used; /* clock of its last use */
-		} * v;
-		uint32_t n;
-		uint64_t clock;
-	} seqs;
+	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;
 	rf_pool *pool;
@@ -258,7 +272,7 @@ typedef struct rf_engine {
 		uint32_t consumers_woken;              /* of them, woken and not yet back */
 		uint64_t workers, consumer, loop;      /* wake-ups issued (loop: eventfd writes) */
 		uint64_t worker_waits, consumer_waits; /* waits entered */
-	} wake;
+	} wake RF_GUARDED_BY(rf_engine_mu);
 	/* wake-ups decided under mu, issued once it is given (so that a woken
 	 * thread does not at once block on the mutex its waker holds), and pool
 	 * buffers freed under mu, given back to the pool then (its lock, and a
@@ -267,7 +281,7 @@ typedef struct rf_engine {
 		uint32_t workers; /* signals of work_cv */
 		bool consumer;    /* a broadcast of ready_cv */
 		void *bufs;       /* pool buffers, chained through their first bytes */
-	} defer;
+	} defer RF_GUARDED_BY(rf_engine_mu);
 	/* how long mu is held (the wrappers below; mu): acquisitions, the
 	 * longest and total hold, and the function that released the longest */
 	struct rf_engine_hold {
@@ -275,7 +289,7 @@ typedef struct rf_engine {
 		const char *taken_at;
 		uint64_t acquisitions, max_ns, total_ns;
 		const char *max_taken_at, *max_given_at;
-	} hold;
+	} hold RF_GUARDED_BY(rf_engine_mu);
 
 	/* loop thread */
 	rf_loop *loop;
@@ -284,8 +298,7 @@ typedef struct rf_engine {
 	/* the open phase: the loop thread reads every shard's footer and index; rf_open waits (mu)
 	 */
 	struct rf_engine_open {
-		int stage; /* 0 running, 1 indexes read (go?), 2 running engine, -1 failed */
-		bool go;
+		enum rf_open_phase phase; /* moved only by rf_open_phase_set (open.c) */
 		int code;
 		char msg[RF_ERROR_MSG_BYTES];
 		uint32_t next, inflight, done;
@@ -304,79 +317,26 @@ typedef struct rf_engine {
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */
 
-	/* the scheduler's cursor (loop thread; published under mu) */
-	struct rf_engine_sched {
-		rf_plan *plan;
-		uint64_t epoch;
-		size_t unit;
-		uint64_t seq;        /* next seq to admit */
-		uint64_t next_first; /* first_plan_record of the next unit to admit (the epoch's
-		                        span, plan records or more, when none) */
-		bool done;           /* every unit of the last epoch admitted */
-		uint32_t reads_inflight;
-		struct rf_read *parked; /* admitted, but the loop (or store) had no room to start
-		                           it: started again before anything else (loop thread) */
-		uint64_t
-		    need_global;  /* units starting before this global position are needed now */
-		bool wait_budget; /* a read did not fit: a release must wake the loop */
-	} sched;
-	/* the collator (one worker at a time; mu) and the stream's end */
-	struct rf_engine_coll {
-		rf_plan *plan;
-		bool running, kick;
-		bool wait_budget; /* the next batch did not fit: a release must kick */
-		uint64_t epoch, pos, batch, global;
-		uint64_t base_seq, records, global_start; /* the collator's epoch */
-		size_t first_unit;
-		size_t hint_unit;                /* last unit located (fast path) */
-		uint64_t total_records, batches; /* totals, for the batch estimate */
-		bool final;                      /* END or error queued after the last batch */
-		int final_code;                  /* RF_END or a negative error */
-		char final_msg[RF_ERROR_MSG_BYTES];
-		uint32_t skip_blocks;
-		uint64_t skip_records;
-		rf_skip skip_log[RF_SKIP_LOG];
-		uint64_t skips; /* blocks skipped by the collator in this run */
-	} coll;
-	rf_epoch_info epochs[RF_EPOCH_SLOTS];
+	rf_sched sched RF_GUARDED_BY(rf_engine_mu); /* scheduler.h */
+	rf_coll coll RF_GUARDED_BY(rf_engine_mu);   /* collator.h */
+	rf_epoch_info epochs[RF_EPOCH_SLOTS] RF_GUARDED_BY(rf_engine_mu);
 
-	/* the unit ring and its queues (mu; slots by state, see units.c) */
-	struct rf_engine_ring {
-		rf_unit_slot *slots;
-		uint64_t units; /* slots: units admitted and not yet released (power of 2, at least
-		                   what one batch's windows span: rf_memory_check) */
-		uint64_t tail_seq;     /* oldest unit not released */
-		uint64_t frontier_seq; /* first unit not DECODED */
-		uint64_t *jobs;        /* decode queue of seqs (ring_units) */
-		uint64_t jobs_head, jobs_tail;
-		uint64_t *rereads; /* units whose frame failed its checksum: the loop thread reads
-		                      them again (ring_units; a unit is queued once) */
-		uint64_t rereads_head, rereads_tail;
-		uint32_t decoding;
-	} ring;
-	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
+	rf_ring ring RF_GUARDED_BY(rf_engine_mu); /* ring.h */
+	uint32_t rereads_max;                     /* per unit / shard index: the `retries` option */
 
 	/* waits for memory (mu) */
-	uint64_t wait_budget_bytes; /* what the last refused batch or needed read asked for */
-	uint64_t held_stall_ns;     /* since when only rf_release can free memory (0: not) */
-	uint64_t host_wait_ns;      /* since when the host total refused needed work (0: not) */
-	uint64_t wake_mark;         /* consumer position that next wakes the scheduler */
+	/* what the last refused batch or needed read asked for */
+	uint64_t wait_budget_bytes RF_GUARDED_BY(rf_engine_mu);
+	/* since when only rf_release can free memory (0: not) */
+	uint64_t held_stall_ns RF_GUARDED_BY(rf_engine_mu);
+	/* since when the host total refused needed work (0: not) */
+	uint64_t host_wait_ns RF_GUARDED_BY(rf_engine_mu);
+	/* consumer position that next wakes the scheduler */
+	uint64_t wake_mark RF_GUARDED_BY(rf_engine_mu);
 
-	/* batches planned by the collator, waiting for a worker to fill them (mu) */
-	struct rf_engine_fill {
-		rf_ebatch *q[RF_READY_MAX];
-		uint64_t q_head, q_tail;
-		uint64_t scan;       /* ready-queue index: batches before it are filled */
-		uint64_t epoch, pos; /* every batch before this position is filled */
-	} fill;
+	rf_fill fill RF_GUARDED_BY(rf_engine_mu); /* collator.h */
 
-	/* the ready queue and the batches the consumer holds (mu) */
-	struct rf_engine_ready {
-		rf_ebatch *q[RF_READY_MAX];
-		uint64_t head, tail;
-		uint32_t held;     /* batches handed out, not yet released */
-		rf_list held_list; /* of rf_ebatch (held) */
-	} ready;
+	rf_ready ready RF_GUARDED_BY(rf_engine_mu); /* ready.h */
 
 	/* skip policy bounds (set at open; this epoch's counts and the log: coll) */
 	uint32_t skip_blocks_max;
@@ -420,7 +380,7 @@ typedef struct rf_engine {
 		uint64_t pauses;         /* pause episodes (overlapping slow fetches count once) */
 		uint64_t pause_longest_ns;
 		uint32_t pause_longest_shard;
-	} st;
+	} st RF_GUARDED_BY(rf_engine_mu);
 
 	/* reads and batches recycled instead of allocated per read and per batch
 	 * (recycle.c; mu). Each one made stays until close, so there are at most
@@ -432,20 +392,21 @@ typedef struct rf_engine {
 		uint64_t bytes;      /* RF_MEM_METADATA reserved for them */
 		uint64_t reads_made; /* allocated since open (stats, tests) */
 		uint64_t batches_made;
-	} recycle;
+	} recycle RF_GUARDED_BY(rf_engine_mu);
 
 	/* consumer position */
-	rf_position pos; /* pos.segs: seq */
+	rf_position pos RF_GUARDED_BY(rf_engine_mu); /* pos.segs: seq */
 	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
 	uint32_t nseq;
 	bool seq_set;
 	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
-	uint64_t consumer_global;
+	uint64_t consumer_global RF_GUARDED_BY(rf_engine_mu);
 	char last_error[RF_ERROR_MSG_BYTES];
 
 	/* the controller (control.c); mu */
-	uint64_t stage_bytes; /* blocks read and decoded ahead (depth_max) */
-	bool budget_blocked;  /* the last reservation attempt failed */
+	/* blocks read and decoded ahead (depth_max) */
+	uint64_t stage_bytes RF_GUARDED_BY(rf_engine_mu);
+	bool budget_blocked RF_GUARDED_BY(rf_engine_mu); /* the last reservation attempt failed */
 	struct rf_control *ctl;
 } rf_engine;
 
@@ -474,23 +435,25 @@ int rf_memory_check(rf_engine *e, rf_error *err);
  * -ENOBUFS (the budget said no) or -ENOMEM. Both come zeroed, the batch
  * with a refs array of at least `refs` entries. Given back to the lists;
  * freed at close. mu held. */
-int rf_read_get(rf_engine *e, rf_read **out);
+int rf_read_get(rf_engine *e, rf_read **out) RF_REQUIRES(rf_engine_mu);
 /* rf_read_put: inline, below (units.c gives reads back, and recycle.c's
  * debug checks call into units.c: no cycle between the files). */
-int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out);
-void rf_ebatch_put(rf_engine *e, rf_ebatch *b);
-void rf_recycle_free(rf_engine *e); /* at close: every read and batch put back */
+int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out) RF_REQUIRES(rf_engine_mu);
+void rf_ebatch_put(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
+/* At close: every read and batch put back. */
+void rf_recycle_free(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* A few of each made at open (rf_open_threads), and their bytes (counted in
  * the open-time metadata by rf_memory_check). */
 int rf_recycle_seed(rf_engine *e);
 uint64_t rf_recycle_seed_bytes(const rf_engine *e);
 
-/* sched.c (loop thread) */
-void *rf_sched_main(void *arg);
-
 /* open.c (loop thread): learns every shard's layout through its format.
  * 0, or the first failure (message in e->open.msg). */
 int rf_open_phase(rf_engine *e);
+/* The one mover of e->open.phase (debug builds assert the move; RF_DEBUG
+ * traces it), and the phases' names. mu held. */
+void rf_open_phase_set(rf_engine *e, enum rf_open_phase to) RF_REQUIRES(rf_engine_mu);
+const char *rf_open_phase_name(int phase);
 /* Frees what unfinished opens hold, once no read is in flight (the loop is gone). */
 void rf_open_slots_free(rf_engine *e);
 
@@ -525,59 +488,54 @@ static inline bool rf_shard_is_local(const rf_shard *s)
 	return !strstr(s->url, "://") || !strncmp(s->url, "file://", 7);
 }
 
-/* decode.c (workers) */
-void *rf_worker_main(void *arg);
-
-/* collation.c (one worker at a time). Collates what it can; mu held. */
-void rf_collate_run(rf_engine *e);
-/* Copies one planned batch's records (any worker); mu held, dropped while
- * copying. */
-void rf_fill_one(rf_engine *e, rf_ebatch *b);
-
 /* units.c: shared by every side; all with mu held. */
 /* Makes the loop thread run its scheduler soon (coalesced: one eventfd
  * write while a wake-up is pending). */
-void rf_engine_wake_loop(rf_engine *e);
+void rf_engine_wake_loop(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* There are n more pieces of work for the workers (decode jobs, a batch to
  * fill, a kicked collator): wakes as many waiting workers, no more. */
-void rf_engine_wake_workers(rf_engine *e, uint32_t n);
+void rf_engine_wake_workers(rf_engine *e, uint32_t n) RF_REQUIRES(rf_engine_mu);
 /* A worker waits for work (counted, so that wakers know it waits). */
-void rf_engine_wait_work(rf_engine *e);
+void rf_engine_wait_work(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Wakes rf_next callers waiting for a batch or the end (when any waits). */
-void rf_engine_wake_consumer(rf_engine *e);
+void rf_engine_wake_consumer(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Moves a unit to state `to` (debug builds assert the move is allowed). */
-void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to);
+void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to) RF_REQUIRES(rf_engine_mu);
+/* Moves a unit's sequential sub-state (RF_DEBUG traces it by name). */
+void rf_unit_sub_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_sub to) RF_REQUIRES(rf_engine_mu);
+const char *rf_unit_sub_name(int sub);
 /* The state's name, for messages and tests ("?" when out of range). */
 const char *rf_unit_state_name(int state);
 /* Whether a unit may move from one state to another (rf_unit_set's check). */
 bool rf_unit_move_allowed(int from, int to);
 /* Marks a unit failed (message copied) and returns its decoded reservation. */
-void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg);
+void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+    RF_REQUIRES(rf_engine_mu);
 /* Returns a read's buffer to the pool and its bytes to the budget. */
-void rf_read_free(rf_engine *e, rf_read *rd);
+void rf_read_free(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu);
 /* Frees a unit's slab and reservation and clears its slot. */
-void rf_unit_release(rf_engine *e, rf_unit_slot *u);
+void rf_unit_release(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* A unit's bytes are in: FETCHED, and queued for a worker unless it is a
- * sequential shard's waiting for the unit before it (seq_wait). Returns
+ * sequential shard's waiting for the unit before it (RF_SUB_SEQ_WAIT). Returns
  * true when queued. */
-bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u);
+bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* A sequential shard's unit is done (decoded or failed) or a stream state
  * was given back: queues the waiting units that may go now. */
-void rf_seq_wake(rf_engine *e);
+void rf_seq_wake(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Gives back the stream state u holds across its MORE reads (if any). */
-void rf_seq_state_put(rf_engine *e, rf_unit_slot *u);
+void rf_seq_state_put(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* Advances frontier_seq over decoded (or skipped) units. */
-void rf_frontier_advance(rf_engine *e);
+void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* Marks the stream's end (code RF_END) or error after the batches queued so
  * far. */
-void rf_engine_finish(rf_engine *e, int code, const char *msg);
+void rf_engine_finish(rf_engine *e, int code, const char *msg) RF_REQUIRES(rf_engine_mu);
 /* Needed work did not fit only because of the host total: true while it
  * waits (ends the stream naming the host budget when waiting cannot help). */
-bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what);
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what) RF_REQUIRES(rf_engine_mu);
 /* Changes the read-ahead depth at run time (the controller's hook: tune.c's
  * answer goes here). Clamped to [1, RF_READY_MAX]; kicks the collator and
  * the scheduler. */
-void rf_engine_depth_set(rf_engine *e, uint32_t depth);
+void rf_engine_depth_set(rf_engine *e, uint32_t depth) RF_REQUIRES(rf_engine_mu);
 
 /* ------------------------------------------------------------ the mutex
  * Every take of mu goes through these. Debug builds (NDEBUG unset: the
@@ -606,13 +564,13 @@ static inline uint64_t rf_hold_clock_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-static inline void rf_hold_start(rf_engine *e, const char *at)
+static inline void rf_hold_start(rf_engine *e, const char *at) RF_REQUIRES(rf_engine_mu)
 {
 	e->hold.t_taken_ns = rf_hold_clock_ns();
 	e->hold.taken_at = at;
 	e->hold.acquisitions++;
 }
-static inline void rf_hold_end(rf_engine *e, const char *at)
+static inline void rf_hold_end(rf_engine *e, const char *at) RF_REQUIRES(rf_engine_mu)
 {
 	uint64_t ns = rf_hold_clock_ns() - e->hold.t_taken_ns;
 	e->hold.total_ns += ns;
@@ -622,9 +580,13 @@ static inline void rf_hold_end(rf_engine *e, const char *at)
 		e->hold.max_given_at = at;
 	}
 }
+/* The wrappers are the analysis's lock and unlock (RF_NO_TSA: they are
+ * what it trusts); debug builds check the lock order (base/tsa.h) here. */
 static inline void rf_engine_lock_at(rf_engine *e, const char *at)
+    RF_ACQUIRE(rf_engine_mu) RF_NO_TSA
 {
 	RF_MU_NOT_HELD(e); /* not recursive: a second take would deadlock */
+	rf_lock_order_take(RF_LOCK_ENGINE);
 	pthread_mutex_lock(&e->mu);
 	RF_MU_TAKEN(e);
 	rf_hold_start(e, at);
@@ -632,7 +594,7 @@ static inline void rf_engine_lock_at(rf_engine *e, const char *at)
 #define rf_engine_lock(e) rf_engine_lock_at((e), __func__)
 /* Issues deferred wake-ups and gives deferred buffers back (units.c). */
 void rf_wake_issue(rf_engine *e, const struct rf_wake_defer *d);
-static inline void rf_wake_flush(rf_engine *e)
+static inline void rf_wake_flush(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	struct rf_wake_defer d = e->defer;
 	if (d.workers || d.consumer || d.bufs) {
@@ -641,17 +603,20 @@ static inline void rf_wake_flush(rf_engine *e)
 	}
 }
 static inline void rf_engine_unlock_at(rf_engine *e, const char *at)
+    RF_RELEASE(rf_engine_mu) RF_NO_TSA
 {
 	struct rf_wake_defer d = e->defer;
 	e->defer = (struct rf_wake_defer){0};
 	rf_hold_end(e, at);
 	RF_MU_GIVEN(e);
 	pthread_mutex_unlock(&e->mu);
+	rf_lock_order_give(RF_LOCK_ENGINE);
 	if (d.workers || d.consumer || d.bufs)
 		rf_wake_issue(e, &d);
 }
 #define rf_engine_unlock(e) rf_engine_unlock_at((e), __func__)
 static inline void rf_cond_wait_at(rf_engine *e, pthread_cond_t *cv, const char *at)
+    RF_REQUIRES(rf_engine_mu)
 {
 	rf_wake_flush(e);
 	rf_hold_end(e, at);
@@ -662,7 +627,7 @@ static inline void rf_cond_wait_at(rf_engine *e, pthread_cond_t *cv, const char 
 }
 #define rf_cond_wait(e, cv) rf_cond_wait_at((e), (cv), __func__)
 static inline int rf_cond_timedwait_at(rf_engine *e, pthread_cond_t *cv, const struct timespec *dl,
-                                       const char *at)
+                                       const char *at) RF_REQUIRES(rf_engine_mu)
 {
 	rf_wake_flush(e);
 	rf_hold_end(e, at);
@@ -674,18 +639,20 @@ static inline int rf_cond_timedwait_at(rf_engine *e, pthread_cond_t *cv, const s
 }
 #define rf_cond_timedwait(e, cv, dl) rf_cond_timedwait_at((e), (cv), (dl), __func__)
 
-static inline void rf_read_put(rf_engine *e, rf_read *rd)
+static inline void rf_read_put(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rd->next_idle = e->recycle.reads;
 	e->recycle.reads = rd;
 }
 
-static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq)
+/* The ring's slots and size are fixed at open: any thread may find a slot
+ * (RF_NO_TSA); what it may do with it, the slot's state says. */
+static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq) RF_NO_TSA
 {
 	return &e->ring.slots[seq & (e->ring.units - 1)];
 }
-static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch)
+static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch) RF_REQUIRES(rf_engine_mu)
 {
 	return &e->epochs[epoch % RF_EPOCH_SLOTS];
 }
@@ -699,14 +666,17 @@ void rf_control_free(rf_engine *e);
 /* After the loop thread is gone: 0, or the error that stopped the trace
  * (a failed write or close), message in err. */
 int rf_control_output_error(const rf_engine *e, rf_error *err);
-void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns); /* mu held */
+void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns)
+    RF_REQUIRES(rf_engine_mu); /* mu held */
 /* The pauses per source as a JSON array (mu held); length or -ENOSPC. */
-int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap);
+int rf_control_pauses_json(rf_engine *e, char *buf, size_t cap) RF_REQUIRES(rf_engine_mu);
 /* Fills the controller's fields of s (mu held). */
-void rf_control_stats(rf_engine *e, rf_stats *s);
-void rf_control_explain(rf_engine *e, rf_stats *s); /* after the rest of s; mu held */
+void rf_control_stats(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu);
+void rf_control_explain(rf_engine *e, rf_stats *s)
+    RF_REQUIRES(rf_engine_mu); /* after the rest of s; mu held */
 /* Inventory ahead of the consumer in batches: ready, decoded, in flight. mu held. */
-void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight);
+void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *inflight)
+    RF_REQUIRES(rf_engine_mu);
 
 /* expand.c: the config's URLs as a shard list (directories give their *.rfs
  * files sorted by name; manifests give their entries with sizes; remote

@@ -7,6 +7,7 @@
  * (a re-initialised one) are checked, and a handle that finds it broken
  * touches it never again. The last loader to close unlinks it. */
 #include "hostbudget_int.h"
+#include "tsa.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -95,6 +96,7 @@ int rf_hb_lock(rf_hostbudget *hb)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
+	rf_lock_order_take(RF_LOCK_HOST); /* base/tsa.h: the last in the order */
 	int rc = pthread_mutex_clocklock(&sh->mutex, CLOCK_MONOTONIC, &ts);
 	if (rc == EOWNERDEAD) {
 		rf_hb_repair(sh);
@@ -102,14 +104,17 @@ int rf_hb_lock(rf_hostbudget *hb)
 	}
 	if (rc == 0 && hb_same_object(hb) < 0) {
 		pthread_mutex_unlock(&sh->mutex);
-		return -EIO;
+		rc = EIO;
 	}
+	if (rc != 0)
+		rf_lock_order_give(RF_LOCK_HOST);
 	return -rc;
 }
 
 void rf_hb_unlock(hb_shared *sh)
 {
 	pthread_mutex_unlock(&sh->mutex);
+	rf_lock_order_give(RF_LOCK_HOST);
 }
 
 /* flock with a bounded wait: open/close of other processes take microseconds. */

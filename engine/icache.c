@@ -152,11 +152,6 @@ void rf_icache_close(rf_icache *c)
 	free(c);
 }
 
-const char *rf_icache_dir(const rf_icache *c)
-{
-	return c ? c->dir : NULL;
-}
-
 void rf_icache_counters_get(const rf_icache *c, rf_icache_counters *out)
 {
 	*out = c ? c->counters : (rf_icache_counters){0};

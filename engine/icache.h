@@ -75,7 +75,6 @@ int rf_icache_default_dir(char *buf, size_t cap);
 int rf_icache_open(const char *dir, uint64_t max_bytes, uint32_t max_entries, rf_icache **out,
                    rf_error *why);
 void rf_icache_close(rf_icache *c); /* NULL is fine */
-const char *rf_icache_dir(const rf_icache *c);
 
 /* Whether k may be cached: a non-empty validator of at most
  * RF_ICACHE_VALIDATOR_BYTES_MAX bytes, a format name, a URL that fits once

@@ -22,7 +22,7 @@ static void rf_default_free(void *ctx, void *ptr, size_t bytes)
 	rf_pool_put(ctx, ptr, rf_pool_class_bytes(bytes));
 }
 
-static void rf_batch_free(rf_engine *e, rf_ebatch *b)
+static void rf_batch_free(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	rf_budget_release(&e->budget, RF_MEM_BATCH, b->reserved_bytes);
 	e->alloc.free(e->alloc.ctx, b->mem, b->mem_bytes);
@@ -53,15 +53,13 @@ void rf_engine_stop_threads(rf_engine *e)
 	}
 }
 
-void rf_engine_free(rf_engine *e)
+void rf_engine_free(rf_engine *e) RF_ALONE
 {
 	rf_engine_stop_threads(e);
 	/* Threads are gone and the ring is drained: every buffer is ours. */
 	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
-	while (e->ready.head != e->ready.tail)
-		rf_batch_free(e, e->ready.q[e->ready.head++ % RF_READY_MAX]);
-	rf_list_for_each(n, next, &e->ready.held_list)
-	    rf_batch_free(e, rf_list_entry(n, rf_ebatch, held));
+	for (rf_ebatch *b; (b = rf_ready_drain(e));)
+		rf_batch_free(e, b);
 	if (e->ring.slots) {
 		for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
@@ -73,18 +71,13 @@ void rf_engine_free(rf_engine *e)
 		}
 	}
 	rf_recycle_free(e);
-	for (uint32_t i = 0; i < e->seqs.n; i++)
-		if (e->seqs.v[i].state)
-			e->seqs.v[i].fmt->seq_free(e->seqs.v[i].state);
-	free(e->seqs.v);
+	rf_seqs_free(e);
 	rf_engine_unlock(e);
 	rf_control_free(e);
 	rf_plan_free(e->sched.plan);
 	rf_plan_free(e->coll.plan);
 	free(e->seq);
-	free(e->ring.slots);
-	free(e->ring.jobs);
-	free(e->ring.rereads);
+	rf_ring_free(e);
 	free(e->workers);
 	free(e->indexes);
 	rf_fields_free(&e->fields);
@@ -114,7 +107,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
 	e->loop_started = true;
 	rf_engine_lock(e);
-	while (e->open.stage == 0)
+	while (e->open.phase == RF_PHASE_OPENING)
 		rf_cond_wait(e, &e->open_cv);
 	rf_engine_unlock(e);
 	if (e->open.code < 0)
@@ -128,7 +121,7 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 }
 
 /* Sets both plans' sequence for the resumed epoch. */
-static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err)
+static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err) RF_ALONE
 {
 	const rf_segment *segs = e->seq_set ? e->seq : NULL;
 	RF_TRY(rf_plan_set_sequence(e->sched.plan, epoch, segs, e->nseq, start, err));
@@ -197,7 +190,7 @@ static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t 
 
 /* The counts of the first epoch and of every later one (for the stats). */
 static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
-                           uint64_t done)
+                           uint64_t done) RF_ALONE
 {
 	e->st.ep_first = (struct rf_epoch_count){
 	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
@@ -210,7 +203,7 @@ static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint6
 }
 
 /* Plans, resume position and the first epoch's bookkeeping. */
-static int rf_open_plan(rf_engine *e, rf_error *err)
+static int rf_open_plan(rf_engine *e, rf_error *err) RF_ALONE
 {
 	const rf_config *c = e->cfg;
 	bool drop_last = rf_cfg(c, RF_CFG_drop_last) != 0 && e->cp.batch_bytes == 0;
@@ -226,8 +219,8 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	char what[96];
 	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
 	RF_TRY(rf_memory_reserve_meta(e, bound, what, err));
-	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->sched.plan, err));
-	RF_TRY(rf_plan_new(&pp, e->indexes, e->nshards, &e->coll.plan, err));
+	RF_TRY(rf_sched_plan_new(e, &pp, err));
+	RF_TRY(rf_coll_plan_new(e, &pp, err));
 	uint64_t planned = rf_plan_memory_bytes(e->sched.plan) + rf_plan_memory_bytes(e->coll.plan);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
 	e->open.meta_bytes -= bound;
@@ -246,8 +239,6 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 		RF_TRY(rc);
 	}
 	e->pos = pos;
-	e->coll.skip_blocks = pos.skipped_blocks;
-	e->coll.skip_records = pos.skipped;
 	e->resume_epoch = pos.epoch;
 	e->resume_pos = pos.record;
 	e->pos.segs = e->seq;
@@ -276,35 +267,21 @@ static int rf_open_plan(rf_engine *e, rf_error *err)
 	                      .first_unit = first,
 	                      .units = rf_plan_unit_count(e->sched.plan)};
 	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched.plan));
-	e->sched.epoch = e->coll.epoch = epoch;
-	e->sched.unit = first;
-	e->sched.next_first =
-	    first < ep->units ? rf_plan_unit(e->sched.plan, first)->first_plan_record : ep->span;
-	e->coll.pos = at;
-	e->coll.batch = pos.batch;
-	e->coll.first_unit = first;
-	e->coll.hint_unit = SIZE_MAX;
-	e->fill.epoch = epoch;
-	e->fill.pos = at;
-	e->coll.records = records;
-	e->coll.global = e->consumer_global = at;
-	e->sched.need_global = rf_plan_need(e->sched.plan, at + 1);
-	if (epoch >= e->epoch_end) { /* the saved run had already ended */
-		e->sched.done = true;
-		e->coll.final = true;
-		e->coll.final_code = RF_END;
-	}
+	bool ended = epoch >= e->epoch_end; /* the saved run had already ended */
+	rf_sched_start(e, epoch, first,
+	               first < ep->units ? rf_plan_unit(e->sched.plan, first)->first_plan_record
+	                                 : ep->span,
+	               at, ended);
+	rf_coll_start(e, epoch, at, pos.batch, first, records, pos.skipped_blocks, pos.skipped,
+	              ended);
+	e->consumer_global = at;
 	return 0;
 }
 
 static int rf_open_threads(rf_engine *e, rf_error *err)
 {
-	e->ring.slots = calloc(e->ring.units, sizeof(*e->ring.slots));
-	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
-	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
 	e->workers = calloc(e->threads, sizeof(*e->workers));
-	if (!e->ring.slots || !e->ring.jobs || !e->ring.rereads || !e->workers ||
-	    rf_recycle_seed(e) < 0)
+	if (rf_ring_alloc(e) < 0 || !e->workers || rf_recycle_seed(e) < 0)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
 		int rc = rf_thread_start(&e->workers[i], rf_worker_main, e);
@@ -315,8 +292,8 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 	}
 	rf_engine_lock(e);
 	e->st.t_open_ns = rf_now_ns();
-	e->open.go = true;
-	e->coll.kick = true; /* e.g. a resume at an epoch's end has nothing to fetch */
+	rf_open_phase_set(e, RF_PHASE_RUNNING);
+	rf_coll_kick(&e->coll); /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
 	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);

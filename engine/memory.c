@@ -134,7 +134,8 @@ static uint32_t rf_span_units(const rf_plan *plan, uint64_t align, uint64_t span
  * the next window when a batch can straddle a window boundary; without a
  * window, the blocks one batch covers (two batch-sized spans when batches
  * need not start at multiples of the batch size). */
-static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uint64_t *align)
+static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes,
+                              uint64_t *align) RF_ALONE
 {
 	uint64_t w = e->window, b = e->cp.batch_records;
 	/* With world > 1 (or a re-split resume) the rank's local plan positions
@@ -159,7 +160,7 @@ static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes, uin
  * straddles is 10000 units, more than RF_UNITS_RING: the scheduler stopped
  * at the ring's end while the collator waited for the window's last units).
  * At least RF_UNITS_RING (room to read ahead), a power of 2. */
-static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records)
+static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALONE
 {
 	uint64_t need = rf_plan_span_units_max(e->sched.plan, span_records) + 2ull * e->threads + 2;
 	uint64_t ring = RF_UNITS_RING;
@@ -185,7 +186,7 @@ static uint64_t rf_resident_unit_bytes(const rf_engine *e, const rf_shard *s)
 /* Sequential shards' decoder states (decode.c): threads + 1 of the largest
  * a format of theirs holds, when any shard is sequential. Allocates the
  * table; returns the bytes to reserve. */
-static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
+static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err) RF_ALONE
 {
 	uint64_t most = 0;
 	*bytes = 0;
@@ -201,17 +202,16 @@ static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err)
 	}
 	if (most == 0 || e->seqs.v)
 		return 0;
-	e->seqs.n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
-	e->seqs.v = calloc(e->seqs.n, sizeof(*e->seqs.v));
-	if (!e->seqs.v)
-		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", e->seqs.n);
+	uint32_t n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
+	if (rf_seqs_alloc(e, n) < 0)
+		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", n);
 	*bytes = e->seqs.n * (most + sizeof(*e->seqs.v));
 	return 0;
 }
 
 /* Budget check at open: one window of the largest blocks (compressed +
  * decoded), one batch, the metadata and the decoders must fit. */
-int rf_memory_check(rf_engine *e, rf_error *err)
+int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 {
 	uint32_t big_c = 0, big_d = 0, big_r = 0;
 	uint64_t records = 0, meta = 0;
@@ -235,7 +235,7 @@ int rf_memory_check(rf_engine *e, rf_error *err)
 		decoded += e->indexes[i]->decoded_bytes;
 	}
 	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
-	e->ring.units = rf_ring_units(e, span);
+	rf_ring_size_set(e, rf_ring_units(e, span));
 	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e) +
 	        rf_recycle_seed_bytes(e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));

@@ -20,14 +20,58 @@
 #define RF_OPEN_SAY_EVERY_NS 3000000000ull /* ... and again this often */
 #define RF_OPEN_STEPS_MAX    (1u << 20)    /* a format asking for more is broken */
 
-enum {
+/* One shard's open (rf_shard.stage): moved only by rf_open_stage_set. */
+enum rf_open_stage {
 	RF_OPEN_IDLE = 0,
 	RF_OPEN_OPENING,      /* the shard's source is opening */
 	RF_OPEN_SIDE_OPENING, /* the sidecar object's source is opening */
 	RF_OPEN_READING,      /* a range the format asked for is being read */
 	RF_OPEN_DONE,
 	RF_OPEN_WAIT_BUDGET, /* the next range waits for budget (others hold it) */
+	RF_OPEN_STAGES
 };
+
+static const char *const rf_open_stage_names[RF_OPEN_STAGES] = {
+    "idle", "opening", "side-opening", "reading", "done", "wait-budget"};
+
+/* The one place a shard's open changes stage (the loop thread's). */
+static void rf_open_stage_set(rf_shard *s, enum rf_open_stage to)
+{
+	if (rf_debug_on() && s->stage != (int)to)
+		fprintf(stderr, "ringfeed: shard %s: open %s -> %s\n", s->name,
+		        s->stage >= 0 && s->stage < RF_OPEN_STAGES ? rf_open_stage_names[s->stage]
+		                                                   : "?",
+		        rf_open_stage_names[to]);
+	s->stage = (int)to;
+}
+
+/* ------------------------------------------------ the loader's phase */
+
+static const char *const rf_open_phase_names[RF_PHASE_COUNT] = {"opening", "indexed", "failed",
+                                                                "running"};
+
+const char *rf_open_phase_name(int phase)
+{
+	return phase >= 0 && phase < RF_PHASE_COUNT ? rf_open_phase_names[phase] : "?";
+}
+
+/* OPENING -> INDEXED | FAILED (the loop thread), INDEXED -> RUNNING (rf_open). */
+static bool rf_open_phase_move_allowed(int from, int to)
+{
+	return (from == RF_PHASE_OPENING && (to == RF_PHASE_INDEXED || to == RF_PHASE_FAILED)) ||
+	       (from == RF_PHASE_INDEXED && to == RF_PHASE_RUNNING);
+}
+
+void rf_open_phase_set(rf_engine *e, enum rf_open_phase to) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (rf_debug_on())
+		fprintf(stderr, "ringfeed: open phase %s -> %s\n",
+		        rf_open_phase_name(e->open.phase), rf_open_phase_name(to));
+	assert(rf_open_phase_move_allowed(e->open.phase, to) && "open phase move not allowed");
+	(void)rf_open_phase_move_allowed;
+	e->open.phase = to;
+}
 
 /* One shard's open in progress (a slot of e->open.slots). */
 typedef struct rf_open_slot {
@@ -97,7 +141,7 @@ static void rf_slot_put(rf_engine *e, rf_shard *s)
 static void rf_open_finish(rf_shard *s, int code, const char *msg)
 {
 	rf_engine *e = s->engine;
-	s->stage = RF_OPEN_DONE;
+	rf_open_stage_set(s, RF_OPEN_DONE);
 	/* another format tried the name and found it not its own either (or its
 	 * sidecar absent): the first format's words, as the name chose it */
 	if (code < 0 && s->open && s->open->first_code && (s->open->fo.final || code == -ENOENT)) {
@@ -145,7 +189,7 @@ static void rf_open_read(rf_shard *s, bool side, uint64_t offset, uint64_t len)
 	o->read_side = side;
 	o->read_offset = offset;
 	o->read_len = len;
-	s->stage = RF_OPEN_READING;
+	rf_open_stage_set(s, RF_OPEN_READING);
 	uint8_t *dst = o->buf + (offset - o->buf_offset); /* [offset, +len) lies in buf */
 	int rc = rf_source_read(side ? o->side : s->src, offset, len, dst, rf_open_cb, s);
 	if (rc < 0) {
@@ -153,7 +197,7 @@ static void rf_open_read(rf_shard *s, bool side, uint64_t offset, uint64_t len)
 		snprintf(m, sizeof(m), "shard %s: reading bytes [%llu, %llu)%s%s: %s", s->name,
 		         (unsigned long long)offset, (unsigned long long)(offset + len),
 		         side ? " of " : "", side ? rf_source_name(o->side) : "", strerror(-rc));
-		s->stage = RF_OPEN_IDLE; /* nothing in flight */
+		rf_open_stage_set(s, RF_OPEN_IDLE); /* nothing in flight */
 		rf_open_finish(s, rc, m);
 	}
 }
@@ -527,7 +571,7 @@ static bool rf_open_side_absent(rf_shard *s, int rc)
 	const rf_fmt_want *w = &o->fo.want;
 	if (!w->optional || !rf_fmt_side_absent(w->object, rc))
 		return false;
-	s->stage = RF_OPEN_IDLE;
+	rf_open_stage_set(s, RF_OPEN_IDLE);
 	if (rf_open_cache_get(s)) { /* the cache's entry stands for the sidecar */
 		rf_open_want(s);
 		return true;
@@ -562,10 +606,10 @@ static bool rf_open_side(rf_shard *s)
 		rf_open_side_absent(s, -ENOENT);
 		return false;
 	}
-	s->stage = RF_OPEN_SIDE_OPENING;
+	rf_open_stage_set(s, RF_OPEN_SIDE_OPENING);
 	int rc = rf_source_open(s->engine->fetch, url, UINT64_MAX, &o->side, rf_open_cb, s, &err);
 	if (rc < 0 && !rf_open_side_absent(s, rc)) {
-		s->stage = RF_OPEN_IDLE;
+		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_open_finish(s, rc, err.msg);
 	}
 	return false;
@@ -607,12 +651,12 @@ static void rf_open_want(rf_shard *s)
 	if (rc == 1) {
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
 			e->open.wait[e->open.waiting++] = s->idx; /* < open_inflight */
-		s->stage = RF_OPEN_WAIT_BUDGET;
+		rf_open_stage_set(s, RF_OPEN_WAIT_BUDGET);
 		return;
 	}
 	if (s->stage == RF_OPEN_WAIT_BUDGET)
 		rf_open_unwait(e, s->idx);
-	s->stage = RF_OPEN_IDLE;
+	rf_open_stage_set(s, RF_OPEN_IDLE);
 	if (rc < 0) {
 		rf_open_finish(s, rc, err.msg);
 		return;
@@ -662,18 +706,18 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 	if (res < 0) {
 		if (stage == RF_OPEN_SIDE_OPENING && rf_open_side_absent(s, (int)res))
 			return;
-		s->stage = RF_OPEN_IDLE; /* nothing in flight now */
+		rf_open_stage_set(s, RF_OPEN_IDLE); /* nothing in flight now */
 		rf_open_finish(s, (int)res, msg);
 		return;
 	}
 	if (stage == RF_OPEN_OPENING) {
 		rf_open_begin(s);
 	} else if (stage == RF_OPEN_SIDE_OPENING) {
-		s->stage = RF_OPEN_IDLE;
+		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_open_want(s);
 	} else {
 		assert(stage == RF_OPEN_READING);
-		s->stage = RF_OPEN_IDLE;
+		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_engine_lock(s->engine);
 		s->engine->st.open_fetched_bytes += o->read_len;
 		rf_engine_unlock(s->engine);
@@ -704,10 +748,10 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	o->side_cached = o->no_cache = false;
 	o->stepping = o->step_due = false;
 	s->open = o;
-	s->stage = RF_OPEN_OPENING;
+	rf_open_stage_set(s, RF_OPEN_OPENING);
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
 	if (rc < 0) {
-		s->stage = RF_OPEN_IDLE;
+		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_open_finish(s, rc, err.msg);
 	}
 }

@@ -1,6 +1,7 @@
 /* pool.c - size-classed, mmap-backed buffer pool (see pool.h). */
 #include "pool.h"
 #include "list.h"
+#include "tsa.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -34,12 +35,27 @@ typedef struct rf_pool_free_buf {
 struct rf_pool {
 	pthread_mutex_t mu;
 	rf_budget *budget;
-	uint64_t mapped_bytes, idle_bytes;
-	rf_list idle[RF_POOL_CLASSES]; /* of rf_pool_free_buf, most recently put first */
-	rf_list age;                   /* of rf_pool_free_buf, oldest first */
-	rf_pool_unmap_fn unmap_fn;     /* rf_pool_set_unmap_hook */
-	void *unmap_ctx;
+	uint64_t mapped_bytes RF_GUARDED_BY(rf_pool_mu), idle_bytes RF_GUARDED_BY(rf_pool_mu);
+	/* of rf_pool_free_buf, most recently put first */
+	rf_list idle[RF_POOL_CLASSES] RF_GUARDED_BY(rf_pool_mu);
+	rf_list age RF_GUARDED_BY(rf_pool_mu);               /* of rf_pool_free_buf, oldest first */
+	rf_pool_unmap_fn unmap_fn RF_GUARDED_BY(rf_pool_mu); /* rf_pool_set_unmap_hook */
+	void *unmap_ctx RF_GUARDED_BY(rf_pool_mu);
 };
+
+/* The pool's lock (base/tsa.h: its level in the lock order, checked in
+ * debug builds; the analysis's acquire and release). */
+static void rf_pool_lock(rf_pool *p) RF_ACQUIRE(rf_pool_mu) RF_NO_TSA
+{
+	rf_lock_order_take(RF_LOCK_POOL);
+	pthread_mutex_lock(&p->mu);
+}
+
+static void rf_pool_unlock(rf_pool *p) RF_RELEASE(rf_pool_mu) RF_NO_TSA
+{
+	pthread_mutex_unlock(&p->mu);
+	rf_lock_order_give(RF_LOCK_POOL);
+}
 
 int rf_pool_new(rf_budget *budget, rf_pool **out)
 {
@@ -70,7 +86,7 @@ uint64_t rf_pool_class_bytes(uint64_t n)
 }
 
 /* Adds an idle buffer: newest in the age list, first in its class list. */
-static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
+static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes) RF_REQUIRES(rf_pool_mu)
 {
 	unsigned c = rf_pool_class_index(bytes);
 	b->bytes = bytes;
@@ -80,7 +96,7 @@ static void rf_pool_link(rf_pool *p, rf_pool_free_buf *b, uint64_t bytes)
 }
 
 /* Takes an idle buffer out of both lists. */
-static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
+static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b) RF_REQUIRES(rf_pool_mu)
 {
 	rf_list_remove(&p->idle[rf_pool_class_index(b->bytes)], &b->in_class);
 	rf_list_remove(&p->age, &b->by_age);
@@ -89,7 +105,7 @@ static void rf_pool_unlink(rf_pool *p, rf_pool_free_buf *b)
 
 /* Unmaps idle buffers, the longest idle first, until at most keep_bytes
  * stay idle. Called with the lock held. */
-static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
+static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes) RF_REQUIRES(rf_pool_mu)
 {
 	while (!rf_list_empty(&p->age) && p->idle_bytes > keep_bytes) {
 		rf_pool_free_buf *b = rf_list_entry(p->age.head, rf_pool_free_buf, by_age);
@@ -107,7 +123,7 @@ static void rf_pool_trim(rf_pool *p, uint64_t keep_bytes)
  * more than the bytes held from it), and at most 1/RF_POOL_IDLE_SHARE of the
  * limit (and RF_POOL_IDLE_MAX), so that resident memory follows the budget's
  * use (memory truth) rather than its past peaks. */
-static uint64_t rf_pool_idle_allowed(rf_pool *p)
+static uint64_t rf_pool_idle_allowed(rf_pool *p) RF_REQUIRES(rf_pool_mu)
 {
 	uint64_t room = rf_budget_room(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
@@ -120,7 +136,7 @@ static uint64_t rf_pool_idle_allowed(rf_pool *p)
  * one to the next, so an exact class often misses while a near one is idle:
  * this keeps the steady state from mapping (and populating) new buffers.
  * Called with the lock held. */
-static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
+static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes) RF_REQUIRES(rf_pool_mu)
 {
 	for (unsigned k = c + 1; k <= c + RF_POOL_NEAR_CLASSES && k < RF_POOL_CLASSES; k++) {
 		rf_pool_free_buf *b =
@@ -146,29 +162,29 @@ static void *rf_pool_take_near(rf_pool *p, unsigned c, uint64_t class_bytes)
 void *rf_pool_get(rf_pool *p, uint64_t class_bytes)
 {
 	unsigned c = rf_pool_class_index(class_bytes);
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_free_buf *b = rf_list_entry_or_null(p->idle[c].head, rf_pool_free_buf, in_class);
 	if (b) {
 		rf_pool_unlink(p, b);
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return b;
 	}
 	void *near = rf_pool_take_near(p, c, class_bytes);
 	if (near) {
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return near;
 	}
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
 	p->mapped_bytes += class_bytes;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	/* Populated: the pages are resident from the start, as the budget
 	 * counts them (reserved = resident, not "resident once touched"). */
 	void *m = mmap(NULL, class_bytes, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (m == MAP_FAILED) {
-		pthread_mutex_lock(&p->mu);
+		rf_pool_lock(p);
 		p->mapped_bytes -= class_bytes;
-		pthread_mutex_unlock(&p->mu);
+		rf_pool_unlock(p);
 		return NULL;
 	}
 	return m;
@@ -178,25 +194,25 @@ void rf_pool_put(rf_pool *p, void *buf, uint64_t class_bytes)
 {
 	if (!buf)
 		return;
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_link(p, buf, class_bytes);
 	rf_pool_trim(p, rf_pool_idle_allowed(p));
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 }
 
 void rf_pool_set_unmap_hook(rf_pool *p, rf_pool_unmap_fn fn, void *ctx)
 {
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	p->unmap_fn = fn;
 	p->unmap_ctx = ctx;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 }
 
 uint64_t rf_pool_mapped_bytes(rf_pool *p)
 {
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	uint64_t v = p->mapped_bytes;
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	return v;
 }
 
@@ -204,9 +220,9 @@ void rf_pool_free(rf_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
+	rf_pool_lock(p);
 	rf_pool_trim(p, 0);
-	pthread_mutex_unlock(&p->mu);
+	rf_pool_unlock(p);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

@@ -21,7 +21,7 @@ static uint64_t rf_ebatch_bytes(uint32_t refs)
 	return sizeof(rf_ebatch) + (uint64_t)refs * sizeof(rf_rec_ref);
 }
 
-static int rf_recycle_reserve(rf_engine *e, uint64_t bytes)
+static int rf_recycle_reserve(rf_engine *e, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) < 0)
 		return -ENOBUFS;
@@ -29,13 +29,13 @@ static int rf_recycle_reserve(rf_engine *e, uint64_t bytes)
 	return 0;
 }
 
-static void rf_recycle_release(rf_engine *e, uint64_t bytes)
+static void rf_recycle_release(rf_engine *e, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
 	e->recycle.bytes -= bytes;
 }
 
-int rf_read_get(rf_engine *e, rf_read **out)
+int rf_read_get(rf_engine *e, rf_read **out) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = e->recycle.reads;
@@ -55,7 +55,7 @@ int rf_read_get(rf_engine *e, rf_read **out)
 }
 
 /* Grows b's refs array to hold n entries (reserved first). */
-static int rf_ebatch_refs(rf_engine *e, rf_ebatch *b, uint32_t n)
+static int rf_ebatch_refs(rf_engine *e, rf_ebatch *b, uint32_t n) RF_REQUIRES(rf_engine_mu)
 {
 	if (b->refs_cap >= n)
 		return 0;
@@ -74,7 +74,7 @@ static int rf_ebatch_refs(rf_engine *e, rf_ebatch *b, uint32_t n)
 
 /* A batch off the list (the first that has room for refs entries, else the
  * first, grown), or a new one. */
-int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out)
+int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_ebatch **at = &e->recycle.batches;
@@ -107,7 +107,7 @@ int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out)
 	return 0;
 }
 
-void rf_ebatch_put(rf_engine *e, rf_ebatch *b)
+void rf_ebatch_put(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	b->magic = 0;
@@ -135,7 +135,7 @@ uint64_t rf_recycle_seed_bytes(const rf_engine *e)
  * the open-time metadata. Before the workers start and before the loop
  * thread is told to go (under mu, which publishes the lists): mu not
  * needed. */
-int rf_recycle_seed(rf_engine *e)
+int rf_recycle_seed(rf_engine *e) RF_ALONE
 {
 	uint32_t refs = rf_recycle_seed_refs(e);
 	int rc = 0;
@@ -164,7 +164,7 @@ int rf_recycle_seed(rf_engine *e)
 	return rc;
 }
 
-void rf_recycle_free(rf_engine *e)
+void rf_recycle_free(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	while (e->recycle.reads) {

@@ -15,7 +15,7 @@
 
 /* ------------------------------------------------------------- run phase */
 
-static void rf_latency_add(rf_engine *e, uint64_t ns)
+static void rf_latency_add(rf_engine *e, uint64_t ns) RF_REQUIRES(rf_engine_mu)
 {
 	e->st.lat_ms[e->st.lat_count % RF_LATENCY_SAMPLES] = (double)ns / 1e6;
 	e->st.lat_count++;
@@ -55,7 +55,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		if (e->indexes[rd->shard]->sequential)
 			rf_seq_wake(e);
 		rf_read_free(e, rd);
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
 	} else {
 		e->st.fetched_bytes += rd->len;
@@ -68,7 +68,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 }
 
 /* A re-read of one unit's frame finished, or the read of the bytes a
- * sequential unit's decoder asked for (u->more) (arg: its slot, which
+ * sequential unit's decoder asked for (RF_SUB_MORE) (arg: its slot, which
  * stays put while the unit is READING). */
 static void rf_on_reread(void *arg, int64_t res, const char *msg)
 {
@@ -79,7 +79,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	e->sched.reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
-		if (u->more)
+		if (u->sub == RF_SUB_MORE)
 			snprintf(m, sizeof(m),
 			         "shard %s: block %u: the read of [%llu, +%u) its stream's decoder "
 			         "needed failed: %s",
@@ -94,18 +94,19 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 		e->st.fetch_errors++;
 		rf_unit_fail(e, u, (int)res, m);
 		u->read = NULL;
-		u->more = u->again = false;
+		rf_unit_sub_set(e, u, RF_SUB_NONE);
 		rf_seq_state_put(e, u);
 		if (--rd->units_left == 0)
 			rf_read_free(e, rd);
 		if (e->indexes[u->shard]->sequential)
 			rf_seq_wake(e);
-		e->coll.kick = true;
+		rf_coll_kick(&e->coll);
 	} else {
 		e->st.fetched_bytes += u->src_len;
-		u->more = false;
+		if (u->sub == RF_SUB_MORE) /* the decode continues after it */
+			rf_unit_sub_set(e, u, RF_SUB_AGAIN);
 		rf_unit_set(e, u, RF_U_FETCHED); /* its turn came before it decoded first */
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		rf_ring_job_push(e, u->seq);
 	}
 	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
@@ -113,11 +114,11 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 
 /* Issues the re-reads queued by the workers (corrupt frames). mu held;
  * dropped around the source calls. */
-static void rf_sched_rereads(rf_engine *e)
+static void rf_sched_rereads(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	while (!e->stop && e->ring.rereads_head != e->ring.rereads_tail) {
-		uint64_t seq = e->ring.rereads[e->ring.rereads_head++ & (e->ring.units - 1)];
+	uint64_t seq;
+	while (!e->stop && rf_ring_reread_pop(e, &seq)) {
 		rf_unit_slot *u = rf_slot(e, seq);
 		rf_read *rd = u->read;
 		rf_source *src = e->shards[u->shard].src;
@@ -141,7 +142,7 @@ static void rf_sched_rereads(rf_engine *e)
 /* Moves the scheduler to the next epoch when the current one is fully
  * admitted. Returns true when there is a unit to look at. mu held; drops it
  * while computing the plan. */
-static bool rf_sched_epoch_ready(rf_engine *e)
+static bool rf_sched_epoch_ready(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->sched.unit < rf_epoch_slot(e, e->sched.epoch)->units)
@@ -154,8 +155,9 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	if (next > e->coll.epoch + 1)
 		return false; /* at most one epoch ahead of the collator */
 	rf_error err = {0};
+	rf_plan *plan = e->sched.plan; /* the loop thread's: set at open */
 	rf_engine_unlock(e);
-	int rc = rf_plan_epoch(e->sched.plan, next, &err);
+	int rc = rf_plan_epoch(plan, next, &err);
 	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
@@ -175,7 +177,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 	e->sched.unit = 0;
 	e->sched.next_first =
 	    ep->units ? rf_plan_unit(e->sched.plan, 0)->first_plan_record : ep->span;
-	e->coll.kick = true; /* the collator may be waiting for this epoch */
+	rf_coll_kick(&e->coll); /* the collator may be waiting for this epoch */
 	rf_engine_wake_workers(e, 1);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
 	 * epoch is set up for the collator, and the next call moves past it. */
@@ -183,7 +185,7 @@ static bool rf_sched_epoch_ready(rf_engine *e)
 }
 
 /* Batches' worth of records ahead of the consumer that the scheduler fetches. */
-static uint64_t rf_lookahead_global(rf_engine *e)
+static uint64_t rf_lookahead_global(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t per_batch = e->cp.batch_records;
@@ -194,7 +196,7 @@ static uint64_t rf_lookahead_global(rf_engine *e)
 	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
 }
 
-static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd)
+static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_slot *u = rf_slot(e, e->sched.seq);
@@ -228,7 +230,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd)
  * bytes until the unit is released: one unit per read, so a unit's bytes
  * never pin its neighbours'. */
 static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, uint32_t max,
-                              uint64_t *comp_bytes, uint64_t *dec_bytes)
+                              uint64_t *comp_bytes, uint64_t *dec_bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_epoch_info *ep = rf_epoch_slot(e, e->sched.epoch);
@@ -279,7 +281,7 @@ static int rf_read_memory(rf_engine *e, rf_read *rd)
 
 /* No progress is possible: the unit the next batch needs does not fit, and
  * nothing held anywhere can free memory. mu held. */
-static bool rf_budget_deadlocked(rf_engine *e)
+static bool rf_budget_deadlocked(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	return e->ready.head == e->ready.tail && e->ready.held == 0 &&
@@ -290,6 +292,7 @@ static bool rf_budget_deadlocked(rf_engine *e)
 /* A needed unit does not fit: remember to retry on a release, and end the
  * stream when nothing anywhere can free memory. mu held. */
 static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uint64_t bytes)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->sched.wait_budget = true;
@@ -353,7 +356,7 @@ static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 
 /* Starts the parked read again. Returns false while it still waits for
  * room. mu held; dropped around the source call. */
-static bool rf_sched_unpark(rf_engine *e)
+static bool rf_sched_unpark(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = e->sched.parked;
@@ -369,6 +372,7 @@ static bool rf_sched_unpark(rf_engine *e)
 /* Fills the read and its unit slots and starts it. mu held; dropped around
  * the source call. */
 static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_t n)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
@@ -394,7 +398,7 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
  * buf_min bytes); NULL (and nothing reserved) when the budget or memory
  * says no. mu held. */
 static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t buf_min, uint64_t dec,
-                                 uint64_t headroom)
+                                 uint64_t headroom) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t fetch_bytes = rf_pool_class_bytes(RF_MAX(comp, buf_min) + e->read_align);
@@ -421,7 +425,7 @@ static rf_read *rf_sched_reserve(rf_engine *e, uint64_t comp, uint64_t buf_min, 
 
 /* Admits and issues one read (one or more units). Returns false when the
  * scheduler must wait. mu held; dropped around the source call. */
-static bool rf_sched_one(rf_engine *e)
+static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	/* A parked read goes first, also when it holds the last units. Needed
@@ -449,7 +453,7 @@ static bool rf_sched_one(rf_engine *e)
 		rf_slot_init(e, pu, NULL);
 		rf_frontier_advance(e);
 		if (pu->unused) { /* its plan positions count as resident now */
-			e->coll.kick = true;
+			rf_coll_kick(&e->coll);
 			if (!e->coll.running)
 				rf_engine_wake_workers(e, 1);
 		}
@@ -483,13 +487,13 @@ static bool rf_sched_one(rf_engine *e)
 /* Full: the producer is held back by the depth: at most the batch being
  * collated missing, or idle above half the depth (the consumer kicks the
  * collator once the queue falls to half). */
-static bool rf_queue_full(const rf_engine *e, uint64_t n)
+static bool rf_queue_full(const rf_engine *e, uint64_t n) RF_REQUIRES(rf_engine_mu)
 {
 	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
 	                 (n > e->depth / 2 && !e->coll.running && !e->coll.kick));
 }
 
-static void rf_sample_queue(rf_engine *e)
+static void rf_sample_queue(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t n = e->ready.tail - e->ready.head;
@@ -540,7 +544,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 	while (!e->stop && rf_sched_one(e)) {
 	}
 	if (e->host_wait_ns && e->coll.wait_budget && !e->coll.running) {
-		e->coll.kick = true; /* retry the batch the host total refused */
+		rf_coll_kick(&e->coll); /* retry the batch the host total refused */
 		rf_engine_wake_workers(e, 1);
 	}
 	rf_engine_unlock(e);
@@ -619,11 +623,11 @@ void *rf_sched_main(void *arg)
 		rc = rf_open_phase(e);
 	rf_engine_lock(e);
 	e->open.code = rc;
-	e->open.stage = rc < 0 ? -1 : 1;
+	rf_open_phase_set(e, rc < 0 ? RF_PHASE_FAILED : RF_PHASE_INDEXED);
 	pthread_cond_broadcast(&e->open_cv);
-	while (!e->open.go && !e->stop)
+	while (e->open.phase == RF_PHASE_INDEXED && !e->stop)
 		rf_cond_wait(e, &e->open_cv);
-	bool go = e->open.go && !e->stop;
+	bool go = e->open.phase == RF_PHASE_RUNNING && !e->stop;
 	rf_engine_unlock(e);
 	if (go)
 		rf_run_phase(e);
@@ -631,4 +635,21 @@ void *rf_sched_main(void *arg)
 		rf_sched_teardown(e);
 	rf_open_slots_free(e); /* after the loop: no open read writes into them now */
 	return NULL;
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
+{
+	return rf_plan_new(pp, e->indexes, e->nshards, &e->sched.plan, err);
+}
+
+void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,
+                    bool done) RF_ALONE
+{
+	e->sched.epoch = epoch;
+	e->sched.unit = first;
+	e->sched.next_first = next_first;
+	e->sched.need_global = rf_plan_need(e->sched.plan, at + 1);
+	e->sched.done = done;
 }

@@ -27,7 +27,7 @@ static void rf_latency_stats(double *v, size_t n, rf_stats *s)
 }
 
 /* The data cache's counters, as the last read saw them. mu held. */
-static void rf_stats_data_cache(rf_engine *e, rf_stats *s)
+static void rf_stats_data_cache(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	const rf_fetch_counters *c = &e->st.cache;
@@ -51,7 +51,7 @@ static void rf_stats_data_cache(rf_engine *e, rf_stats *s)
 }
 
 /* Wake-ups and the lock's hold times. mu held. */
-static void rf_stats_wake(rf_engine *e, rf_stats *s)
+static void rf_stats_wake(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	s->wakeups_workers = e->wake.workers;
@@ -103,7 +103,7 @@ static int rf_stats_json_defaults(const rf_stats *s, char *buf, size_t cap)
 }
 
 /* This rank's counts for the consumer's epoch. mu held. */
-static void rf_stats_epoch(rf_engine *e, rf_stats *s)
+static void rf_stats_epoch(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);

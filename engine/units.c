@@ -4,7 +4,7 @@
  * (rf_unit_set, with the names table), failing, releasing and advancing
  * over units, freeing reads, waking the loop thread, ending the stream,
  * the host budget's wait, and the read-ahead depth. Every function here
- * runs with mu held; none calls into sched.c, decode.c, collation.c or
+ * runs with mu held; none calls into sched.c, decode.c, collator.c or
  * control.c (they call in here). */
 #include "engine.h"
 #include "hostbudget.h"
@@ -52,7 +52,7 @@ bool rf_unit_move_allowed(int from, int to)
 }
 
 /* The one place a unit changes state (rf_unit_release clears a slot whole). */
-void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
+void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 #ifndef NDEBUG
@@ -68,6 +68,100 @@ void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to)
 	u->state = (uint8_t)to;
 }
 
+/* ------------------------------------------------------------ the ring */
+
+void rf_ring_size_set(rf_engine *e, uint64_t units) RF_ALONE
+{
+	e->ring.units = units;
+}
+
+int rf_ring_alloc(rf_engine *e) RF_ALONE
+{
+	e->ring.slots = calloc(e->ring.units, sizeof(*e->ring.slots));
+	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
+	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
+	return e->ring.slots && e->ring.jobs && e->ring.rereads ? 0 : -ENOMEM;
+}
+
+void rf_ring_free(rf_engine *e) RF_ALONE
+{
+	free(e->ring.slots);
+	free(e->ring.jobs);
+	free(e->ring.rereads);
+	e->ring.slots = NULL;
+	e->ring.jobs = e->ring.rereads = NULL;
+}
+
+void rf_ring_job_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = seq;
+}
+
+bool rf_ring_job_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (e->ring.jobs_head == e->ring.jobs_tail)
+		return false;
+	*seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
+	return true;
+}
+
+void rf_ring_reread_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = seq;
+}
+
+bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (e->ring.rereads_head == e->ring.rereads_tail)
+		return false;
+	*seq = e->ring.rereads[e->ring.rereads_head++ & (e->ring.units - 1)];
+	return true;
+}
+
+void rf_ring_decode_begin(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	e->ring.decoding++;
+}
+
+void rf_ring_decode_end(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	e->ring.decoding--;
+}
+
+void rf_ring_tail_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	e->ring.tail_seq++;
+}
+
+/* ---------------------------------------------- sequential sub-states */
+
+static const char *const rf_unit_sub_names[RF_SUB_COUNT] = {"none", "more", "again", "seq-wait"};
+
+const char *rf_unit_sub_name(int sub)
+{
+	return sub >= 0 && sub < RF_SUB_COUNT ? rf_unit_sub_names[sub] : "?";
+}
+
+/* The one place a unit's sub-state changes (rf_unit_release clears it). */
+void rf_unit_sub_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_sub to) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	(void)e;
+	if (rf_debug_on() && u->sub != (uint8_t)to)
+		fprintf(stderr, "ringfeed: unit %llu (shard %u, block %u, %s): %s -> %s\n",
+		        (unsigned long long)u->seq, u->shard, u->block,
+		        rf_unit_state_name(u->state), rf_unit_sub_name(u->sub),
+		        rf_unit_sub_name((int)to));
+	u->sub = (uint8_t)to;
+}
+
 /* ---------------------------------------------------------------- units */
 
 typedef struct rf_deferred_buf {
@@ -76,7 +170,7 @@ typedef struct rf_deferred_buf {
 } rf_deferred_buf;
 
 /* Called with mu held (e->loop is set and cleared under mu). */
-void rf_engine_wake_loop(rf_engine *e)
+void rf_engine_wake_loop(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!atomic_exchange(&e->wake_pending, true) && e->loop) {
@@ -102,7 +196,7 @@ void rf_wake_issue(rf_engine *e, const struct rf_wake_defer *d)
 
 /* A pool buffer nothing refers to any more goes back to the pool once mu
  * is given; its bytes are already released from the budget. */
-static void rf_pool_put_later(rf_engine *e, void *buf, uint64_t bytes)
+static void rf_pool_put_later(rf_engine *e, void *buf, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!buf)
@@ -116,7 +210,7 @@ static void rf_pool_put_later(rf_engine *e, void *buf, uint64_t bytes)
  * of work, none when every worker is busy (it finds the work before it next
  * waits: all of it is looked at under mu). workers_signalled keeps a second
  * signal from going to a worker already woken and not yet back. */
-void rf_engine_wake_workers(rf_engine *e, uint32_t n)
+void rf_engine_wake_workers(rf_engine *e, uint32_t n) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	while (n-- > 0 && e->wake.workers_waiting > e->wake.workers_signalled) {
@@ -126,7 +220,7 @@ void rf_engine_wake_workers(rf_engine *e, uint32_t n)
 	}
 }
 
-void rf_engine_wait_work(rf_engine *e)
+void rf_engine_wait_work(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->wake.workers_waiting++;
@@ -137,7 +231,7 @@ void rf_engine_wait_work(rf_engine *e)
 		e->wake.workers_signalled--;
 }
 
-void rf_engine_wake_consumer(rf_engine *e)
+void rf_engine_wake_consumer(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->wake.consumers_waiting <= e->wake.consumers_woken)
@@ -148,6 +242,7 @@ void rf_engine_wake_consumer(rf_engine *e)
 }
 
 void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_FAILED);
@@ -162,7 +257,7 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 	}
 }
 
-void rf_read_free(rf_engine *e, rf_read *rd)
+void rf_read_free(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_budget_release(&e->budget, RF_MEM_FETCH, rd->buf_bytes);
@@ -171,7 +266,7 @@ void rf_read_free(rf_engine *e, rf_read *rd)
 	rf_read_put(e, rd);
 }
 
-void rf_unit_release(rf_engine *e, rf_unit_slot *u)
+void rf_unit_release(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_read *rd = u->read; /* a decoded in_place unit's records are its bytes */
@@ -186,7 +281,7 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u)
 	memset(u, 0, sizeof(*u));
 }
 
-void rf_frontier_advance(rf_engine *e)
+void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	for (; e->ring.frontier_seq < e->sched.seq; e->ring.frontier_seq++) {
@@ -196,17 +291,15 @@ void rf_frontier_advance(rf_engine *e)
 	}
 }
 
-void rf_engine_finish(rf_engine *e, int code, const char *msg)
+void rf_engine_finish(rf_engine *e, int code, const char *msg) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->coll.final)
 		return;
-	e->coll.final = true;
-	e->coll.final_code = code;
 	char hint[RF_NODE_HINT_BYTES] = "";
 	if (code == -ENOMEM)
 		rf_node_oom_hint(hint, sizeof(hint));
-	snprintf(e->coll.final_msg, sizeof(e->coll.final_msg), "%s%s", msg ? msg : "", hint);
+	rf_coll_final_set(&e->coll, code, msg, hint);
 	rf_engine_wake_consumer(e);
 	rf_engine_wake_loop(e);
 }
@@ -216,7 +309,7 @@ void rf_engine_finish(rf_engine *e, int code, const char *msg)
  * loaders, which give them back as their consumers go: keep waiting (the
  * loop thread retries every tick) for up to RF_HOSTBUDGET_FLOOR_MS, then end
  * the stream naming the host budget. Returns true while waiting. mu held. */
-bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
+bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!rf_budget_host_bound(&e->budget, bytes))
@@ -245,11 +338,11 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what)
 	return true;
 }
 
-void rf_engine_depth_set(rf_engine *e, uint32_t depth)
+void rf_engine_depth_set(rf_engine *e, uint32_t depth) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
-	e->coll.kick = true;
+	rf_coll_kick(&e->coll);
 	if (!e->coll.running)
 		rf_engine_wake_workers(e, 1);
 	rf_engine_wake_loop(e);
@@ -263,7 +356,7 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth)
  * units: one in flight blocks; one decoded from its bytes does not (it
  * went after those before it); an unused boundary unit (decoded with
  * nothing read) or a failed one is stepped over. */
-static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u)
+static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!e->indexes[u->shard]->sequential)
@@ -281,36 +374,38 @@ static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u)
 	return false;
 }
 
-bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u)
+bool rf_unit_fetched(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_FETCHED);
-	u->seq_wait = rf_seq_blocked(e, u);
-	if (!u->seq_wait)
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
-	return !u->seq_wait;
+	bool wait = rf_seq_blocked(e, u);
+	if (wait)
+		rf_unit_sub_set(e, u, RF_SUB_SEQ_WAIT);
+	else
+		rf_ring_job_push(e, u->seq);
+	return !wait;
 }
 
-void rf_seq_wake(rf_engine *e)
+void rf_seq_wake(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint32_t n = 0;
 	for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
-		if (!u->seq_wait || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
+		if (u->sub != RF_SUB_SEQ_WAIT || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
 			continue;
-		u->seq_wait = false;
-		e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = u->seq;
+		rf_unit_sub_set(e, u, RF_SUB_NONE);
+		rf_ring_job_push(e, u->seq);
 		n++;
 	}
 	rf_engine_wake_workers(e, n);
 }
 
-void rf_seq_state_put(rf_engine *e, rf_unit_slot *u)
+void rf_seq_state_put(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!u->seq_state)
 		return;
-	e->seqs.v[u->seq_state - 1].busy = false;
+	rf_seqs_put(&e->seqs, u->seq_state - 1u);
 	u->seq_state = 0;
 }

@@ -5,7 +5,9 @@
 # runs every test in both builds against them; then the reading tests
 # (ctest label io) once more in the plain build under rf-seccomp-wrap, with
 # io_uring blocked as a default container's seccomp profile blocks it, so
-# they run on the epoll backend and must give the same digests (~2 min). The servers stop on exit,
+# they run on the epoll backend and must give the same digests (~2 min). Before the tests, the
+# library's objects are compiled once more with clang and -Wthread-safety -Werror (RF_TSA=ON:
+# the lock's rules of base/tsa.h; no tests, no link; ~1 min). The servers stop on exit,
 # whatever happens; under this script a server test whose variables are
 # missing fails instead of skipping (RF_REQUIRE_SERVERS=1).
 set -euo pipefail
@@ -13,6 +15,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh" --test
 "$top/scripts/build.sh" "$top/build"
 "$top/scripts/build.sh" "$top/build-asan" -DRF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+echo "== thread-safety analysis (clang -Wthread-safety -Werror, library objects only)"
+cmake -S "$top" -B "$top/build-tsa" -DCMAKE_C_COMPILER=clang -DRF_TSA=ON -DRF_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$top/build-tsa" -j"$(nproc)" --target rf_base rf_shards rf_fetch rf_engine \
+    rf_fetch_ship rf_engine_ship
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 servers=$(mktemp -d "${TMPDIR:-/tmp}/rf-servers.XXXXXX")

@@ -1,11 +1,13 @@
-/* collation.c - the collator and the fillers: whichever worker finds the
+/* collator.c - the collator and the fillers: whichever worker finds the
  * next batch's records resident plans it (rf_collate_plan), strictly in
  * stream order, one collator at a time (collating); it reserves the batch
  * (RF_MEM_BATCH, memory from the loader's allocator), locates its records
  * and queues it in the ready queue and the fill queue; any worker then
- * copies its records (rf_fill_one), in any order. It owns the collation
- * cursor (coll_*, P_coll), the skip policy's counts, the fill cursor and
- * the release of units whose records every filled batch has copied. */
+ * copies its records (rf_fill_one), in any order. The collator stage: the
+ * only writer of e->coll (the collation cursor, the stream's end, the skip
+ * policy's counts) and e->fill (the fill queue and cursor), collator.h; it
+ * releases units whose records every filled batch has copied. (collate.c
+ * is the pure batch planner it calls.) */
 #include "engine.h"
 #include "hostbudget.h"
 #include "util.h"
@@ -15,7 +17,7 @@
 
 /* Releases units whose records have all been copied into filled batches.
  * Only the collator calls it (it alone moves tail_seq). mu held. */
-static void rf_release_emitted(rf_engine *e)
+static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	bool any = false;
@@ -26,14 +28,16 @@ static void rf_release_emitted(rf_engine *e)
 		if (!done)
 			break;
 		rf_unit_release(e, u);
-		e->ring.tail_seq++;
+		rf_ring_tail_advance(e);
 		any = true;
 	}
 	if (any)
 		rf_engine_wake_loop(e);
 }
 
-static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
+/* The collator's cursor is its own while it runs (coll.running: one at a
+ * time), with or without mu: RF_NO_TSA here and in rf_coll_locate. */
+static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record) RF_NO_TSA
 {
 	size_t unit;
 	rf_plan_locate(e->coll.plan, pos, &unit, record);
@@ -45,7 +49,7 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record)
  * is tried before the plan's binary search. The hint is only ever a unit the
  * collator found resident, and only the collator releases units (moving
  * tail_seq), so the slot is stable while seq >= tail_seq. */
-static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec)
+static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec) RF_NO_TSA
 {
 	uint64_t p = rf_plan_stream_to_plan(e->coll.plan, pos);
 	uint64_t seq = e->coll.base_seq + (e->coll.hint_unit - e->coll.first_unit);
@@ -81,7 +85,7 @@ static void rf_coll_record(void *ctx, uint64_t pos, const uint8_t **data, uint32
 /* Stream positions from coll_pos whose records are resident: every unit
  * before the first undecoded one is resident, and a window is usable only
  * when all its units are (its records are permuted across them). mu held. */
-static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
+static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t epoch, first;
@@ -105,7 +109,7 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed)
 
 /* The failed unit's window is settled when every unit starting before the
  * window's end is decoded or failed. mu held. */
-static bool rf_window_settled(rf_engine *e, uint64_t window_end)
+static bool rf_window_settled(rf_engine *e, uint64_t window_end) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	for (uint64_t s = e->ring.frontier_seq; s < e->sched.seq; s++) {
@@ -122,11 +126,12 @@ static bool rf_window_settled(rf_engine *e, uint64_t window_end)
  * before the first record that lives in a failed unit (UINT64_MAX: wait).
  * mu held. */
 static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_unit_slot **which)
+    RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
 	if (!rf_window_settled(e, wplan)) {
-		e->sched.need_global = RF_MAX(e->sched.need_global, e->coll.global_start + wplan);
+		rf_sched_need(&e->sched, e->coll.global_start + wplan);
 		return UINT64_MAX;
 	}
 	uint64_t wend = RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, wplan));
@@ -142,18 +147,16 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
 	return wend - e->coll.pos;
 }
 
-static void rf_need(rf_engine *e, uint64_t pos)
+static void rf_need(rf_engine *e, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t g = e->coll.global_start + rf_plan_need(e->coll.plan, pos);
-	if (g > e->sched.need_global) {
-		e->sched.need_global = g;
+	if (rf_sched_need(&e->sched, g))
 		rf_engine_wake_loop(e);
-	}
 }
 
 /* Moves the collator to the next epoch. mu held (dropped while planning). */
-static int rf_coll_next_epoch(rf_engine *e)
+static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t next = e->coll.epoch + 1;
@@ -165,8 +168,9 @@ static int rf_coll_next_epoch(rf_engine *e)
 	if (!ep->valid || ep->epoch != next)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
+	rf_plan *plan = e->coll.plan; /* the collator's (running): set at open */
 	rf_engine_unlock(e);
-	int rc = rf_plan_epoch(e->coll.plan, next, &err);
+	int rc = rf_plan_epoch(plan, next, &err);
 	rf_engine_lock(e);
 	if (rc < 0) {
 		rf_engine_finish(e, rc, err.msg);
@@ -192,7 +196,7 @@ static int rf_coll_next_epoch(rf_engine *e)
 /* The stream position of the first record of unit u that this rank emits
  * (its windows' records come in permuted order): searched in the window
  * of its first record. mu held. */
-static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
+static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	const rf_plan *p = e->coll.plan;
@@ -210,7 +214,7 @@ static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u)
  * that would leave out every block of u's shard in this epoch is refused
  * (the stream fails naming the shard: a stale layout, a truncated or
  * rewritten shard, not a bad block). mu held. */
-static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u)
+static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_shard *sh = &e->shards[u->shard];
@@ -235,7 +239,7 @@ static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u)
  * out of their batches, every position stays where it was); the count is
  * of blocks met, a block met before a resume position is already in the
  * resumed counts. Returns true when skipped. mu held. */
-static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
+static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->skip_blocks_max == 0 || rf_coll_skip_whole_shard(e, u))
@@ -261,7 +265,7 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos)
 	return true;
 }
 
-static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u)
+static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	char m[RF_ERROR_MSG_BYTES];
@@ -281,7 +285,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
 
 /* Fails the stream when the next batch cannot get memory and nothing can
  * free any; else the next release kicks the collator. mu held. */
-static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
+static int rf_coll_no_budget(rf_engine *e, uint64_t reserve) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->wait_budget_bytes = reserve;
@@ -305,7 +309,7 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve)
  * takes its place in the ready queue now, so batches stay in order however
  * fills finish. mu held; dropped while locating. Returns 1, 0 (wait for
  * budget) or a negative error (finished). */
-static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
+static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
@@ -368,7 +372,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 	e->coll.batches++;
 	e->coll.total_records += (uint64_t)n;
 	e->st.produced++;
-	e->ready.q[e->ready.tail++ % RF_READY_MAX] = b;
+	rf_ready_push(e, b);
 	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
 	rf_engine_wake_workers(e, 1); /* a filler */
 	return 1;
@@ -376,7 +380,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes)
 
 /* Copies one planned batch's records (any worker, any order). mu held;
  * dropped while copying. */
-void rf_fill_one(rf_engine *e, rf_ebatch *b)
+void rf_fill_one(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_engine_unlock(e);
@@ -407,7 +411,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b)
 
 /* Builds the next batch if it can. Returns 1 when it made progress (a batch
  * or an epoch change), 0 when it must wait. mu held. */
-static int rf_collate_one(rf_engine *e)
+static int rf_collate_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->stop || e->coll.final || e->ready.tail - e->ready.head >= e->depth)
@@ -434,9 +438,9 @@ static int rf_collate_one(rf_engine *e)
 	}
 	uint64_t bytes = 0;
 	rf_error err = {0};
+	uint64_t pos = e->coll.pos, records = e->coll.records; /* ours while running */
 	rf_engine_unlock(e);
-	long n = rf_collate_plan(&e->cp, rf_coll_record, e, e->coll.pos, avail, e->coll.records,
-	                         &bytes, &err);
+	long n = rf_collate_plan(&e->cp, rf_coll_record, e, pos, avail, records, &bytes, &err);
 	rf_engine_lock(e);
 	if (n < 0) {
 		rf_engine_finish(e, (int)n, err.msg);
@@ -460,7 +464,7 @@ static int rf_collate_one(rf_engine *e)
  * no longer enforces anything: the stream ends naming it, whether or not a
  * reservation is waiting on the host total (each batch taken runs the
  * collator, so the check follows the consumer). mu held. */
-static void rf_host_check(rf_engine *e)
+static void rf_host_check(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_error herr = {0};
@@ -468,7 +472,7 @@ static void rf_host_check(rf_engine *e)
 		rf_engine_finish(e, herr.code, herr.msg);
 }
 
-void rf_collate_run(rf_engine *e)
+void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (e->coll.running)
@@ -485,4 +489,38 @@ void rf_collate_run(rf_engine *e)
 	e->coll.running = false;
 	if (e->sched.wait_budget)
 		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
+}
+
+/* ------------------------------------------------------------ at open */
+
+int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
+{
+	return rf_plan_new(pp, e->indexes, e->nshards, &e->coll.plan, err);
+}
+
+void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,
+                   uint64_t records, uint32_t skip_blocks, uint64_t skip_records,
+                   bool ended) RF_ALONE
+{
+	e->coll.skip_blocks = skip_blocks;
+	e->coll.skip_records = skip_records;
+	e->coll.epoch = epoch;
+	e->coll.pos = at;
+	e->coll.batch = batch;
+	e->coll.first_unit = first;
+	e->coll.hint_unit = SIZE_MAX;
+	e->fill.epoch = epoch;
+	e->fill.pos = at;
+	e->coll.records = records;
+	e->coll.global = at;
+	if (ended)
+		rf_coll_final_set(&e->coll, RF_END, NULL, "");
+}
+
+rf_ebatch *rf_fill_pop(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (e->fill.q_head == e->fill.q_tail)
+		return NULL;
+	return e->fill.q[e->fill.q_head++ % RF_READY_MAX];
 }

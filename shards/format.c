@@ -356,9 +356,11 @@ RF_API uint64_t rf_layout_payload_bytes(const rf_layout *l)
 RF_API int rf_layout_has_fields(const rf_layout *l)
 {
 	const char *const *names;
-	/* a format with fields may read a shard as single records (Parquet's
-	 * token windows: no names) */
-	return l && l->fmt->field_names != NULL && l->fmt->field_names(l->priv, &names) > 0;
+	/* a format with fields may read a shard as token windows (Parquet's
+	 * seq_len: no names, the token formats' metadata) */
+	bool windows = l && l->fmt->field_names && l->fmt->field_names(l->priv, &names) == 0 &&
+	               l->index->metadata && strstr(l->index->metadata, "\"seq_len\":");
+	return l && l->fmt->field_names != NULL && !windows;
 }
 
 RF_API void rf_layout_free(rf_layout *l)

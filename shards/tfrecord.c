@@ -157,6 +157,7 @@ static int name_find(char *const *names, uint32_t n, const uint8_t *key, uint32_
 
 typedef struct tfr_layout {
 	bool raw, from_index;
+	bool from_cache; /* the index's bytes were the index cache's entry */
 	int codec;
 	uint64_t decoded; /* a compressed file's decoded bytes */
 	uint32_t *len;    /* every record's data bytes */
@@ -210,6 +211,7 @@ typedef struct tfr_scan {
 	char **names;
 	uint32_t names_n, hint;
 	bool raw, cache_only;
+	bool idx_cached; /* the index read is the index cache's entry */
 	int codec;
 	char *idx_url, *idx_name;
 	uint64_t idx_bytes, idx_lines;
@@ -410,6 +412,7 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 	if (L) {
 		L->raw = s->raw;
 		L->from_index = from_index;
+		L->from_cache = from_index && s->idx_cached;
 		L->codec = s->codec;
 	}
 	uint32_t units = L ? units_fill(s, L, NULL) : 0;
@@ -762,6 +765,7 @@ static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		o->final = true;
 		return rc;
 	}
+	s->idx_cached = rf_tfr_index_cached(o->got, (size_t)o->got_len);
 	s->len = lens;
 	s->dec = calloc(n ? n : 1, 4);
 	if (!s->dec)
@@ -1037,14 +1041,21 @@ static uint64_t tfr_table_bytes(const rf_shard_index *ix, const void *priv, uint
 	return u < ix->blocks ? ix->block[u].decoded_bytes : 0;
 }
 
-/* A walked layout is not kept in the index cache: the cache keeps it as
- * the sidecar's bytes (a tfrecord2idx index), which lack what the walk
- * learned of the Examples (their keys, their decoded sizes), so a layout
- * from it would size every unit for the worst case. */
+/* A plain file's walked layout of raw records is kept in the index cache
+ * (as a tfrecord2idx index: with raw records the open then reads it alone,
+ * and decode checks every frame against it). An Examples layout is not:
+ * the index lacks what the walk learned of the Examples (their keys, their
+ * decoded sizes), so its open walks the frames anyway. */
 static bool tfr_cacheable(const void *priv)
 {
-	(void)priv;
-	return false;
+	const tfr_layout *L = priv;
+	return L && L->raw && !L->from_index && L->codec == RF_TFR_PLAIN;
+}
+
+static bool tfr_layout_cached(const void *priv)
+{
+	const tfr_layout *L = priv;
+	return L && L->from_cache;
 }
 
 /* The layout's records, frames back to back from byte 0. */
@@ -1068,6 +1079,14 @@ int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 	if (at != ix->file_bytes)
 		return rf_fail(err, -EINVAL, "shard %s: its records do not tile the file", name);
 	return 0;
+}
+
+int rf_tfr_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err)
+{
+	if (fprintf(out, "%s\n", RF_TFR_CACHE_MARK) < 0)
+		return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
+	return rf_tfr_index_write(ix, priv, out, name, err);
 }
 
 const uint32_t *rf_tfr_layout_lens(const void *priv, bool *compressed)
@@ -1102,7 +1121,8 @@ const rf_format rf_tfrecord_format = {
     .field_names = tfr_field_names,
     .table_bytes = tfr_table_bytes,
     .cacheable = tfr_cacheable,
-    .sidecar_write = rf_tfr_index_write,
+    .sidecar_write = rf_tfr_cache_write,
+    .layout_cached = tfr_layout_cached,
     .cache_tag = "tfrecord",
-    .cache_version = 1,
+    .cache_version = 2, /* 2: raw layouts kept, the first line the cache's mark */
 };

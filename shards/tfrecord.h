@@ -58,9 +58,17 @@ char *rf_tfr_idx_sibling(const char *url, bool *query);
  * malloc'd, *n records), checking every line: two decimal numbers, the
  * offsets contiguous from 0 (each where the record before ends), each
  * size a frame (16..16 + RF_TFR_RECORD_MAX bytes), the last ending at
- * file_bytes. Errors name idx_name, the line, the record and its offset. */
+ * file_bytes. Errors name idx_name, the line, the record and its offset.
+ * A first line RF_TFR_CACHE_MARK (the index cache's entries) is skipped. */
 int rf_tfr_index_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, const char *idx_name,
                        uint32_t **lens, uint64_t *n, rf_error *err);
+/* The first line the index cache's entries have (rf_tfr_cache_write): a
+ * layout read from one came from the cache (rf_format.layout_cached). */
+#define RF_TFR_CACHE_MARK "# ringfeed-index-cache"
+bool rf_tfr_index_cached(const uint8_t *buf, size_t len);
+/* sidecar_write for the index cache: the mark, then rf_tfr_index_write's lines. */
+int rf_tfr_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
+                       rf_error *err);
 /* The most records an index of len bytes lists (its lines): counts only. */
 uint64_t rf_tfr_index_lines(const uint8_t *buf, size_t len);
 

@@ -38,6 +38,12 @@ static bool number(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return true;
 }
 
+bool rf_tfr_index_cached(const uint8_t *buf, size_t len)
+{
+	size_t m = strlen(RF_TFR_CACHE_MARK);
+	return len >= m + 1 && !memcmp(buf, RF_TFR_CACHE_MARK, m) && buf[m] == '\n';
+}
+
 int rf_tfr_index_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, const char *idx_name,
                        uint32_t **lens, uint64_t *n, rf_error *err)
 {
@@ -46,6 +52,8 @@ int rf_tfr_index_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, cons
 	if (!v)
 		return rf_fail(err, -ENOMEM, "index %s: out of memory", idx_name);
 	const uint8_t *p = buf, *end = buf + len;
+	if (rf_tfr_index_cached(buf, len)) /* the cache's mark: a line of no record */
+		p += strlen(RF_TFR_CACHE_MARK) + 1, line++;
 	while (p < end) {
 		line++;
 		const uint8_t *eol = memchr(p, '\n', (size_t)(end - p));

@@ -5,7 +5,8 @@
 # the open's frame walk in sequential ranges, a tfrecord2idx PREFIX.idx
 # sidecar beside some, units of whole records), from s3rver (keys by brace
 # range, and a prefix listing that takes each PREFIX.idx as its file's
-# index, not as a shard), and a .tfrecord.gz over both.
+# index, not as a shard), and a .tfrecord.gz over both. The index cache
+# keeps a walked file's raw-records layout.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -45,6 +46,43 @@ same "http --output tar" "$(cat "$tmp/local.tar.md5")" \
 same "http, one file gzip'd" "$nswant" \
 	"$(ns "$RF_NGINX_URL/$tag/train-00000.tfrecord" "$RF_NGINX_URL/$tag/train-00001.tfrecord" \
 		"$RF_NGINX_URL/$tag/train-00002.tfrecord.gz")"
+
+# the index cache keeps a walked file's raw layout (a file without an
+# index): the next open reads the entry, not the frames, and gives the same
+# records; an Examples layout is not kept (the entry would lack its keys)
+cache=$tmp/icache
+raw_url=$RF_NGINX_URL/$tag/train-00001.tfrecord
+rw() { # STATS ARGS...
+	local st=$1
+	shift
+	"$cli" read --digest --no-shuffle --index-cache "$cache" --stats "$st" "$@" "$raw_url" |
+		tail -n 1
+}
+rawwant=$("$cli" read --digest --no-shuffle --tfrecord-raw --index-cache off \
+	"$tmp/ds/train-00001.tfrecord" | tail -n 1)
+same "raw records, cold cache" "$rawwant" "$(rw "$tmp/c1.json" --tfrecord-raw)"
+same "raw records, cold: 1 layout stored" 1 "$(rf_json "$tmp/c1.json" index_cache_puts)"
+same "raw records, warm cache: the same records" "$rawwant" "$(rw "$tmp/c2.json" --tfrecord-raw)"
+same "raw records, warm: 1 hit" 1 "$(rf_json "$tmp/c2.json" index_cache_hits)"
+cold=$(rf_json "$tmp/c1.json" open_fetched_bytes)
+warm=$(rf_json "$tmp/c2.json" open_fetched_bytes)
+[ "$warm" -lt $((cold / 10)) ] && ok "warm open fetched $warm bytes, cold $cold" ||
+	bad "warm open fetched $warm bytes, cold $cold"
+# a damaged entry (a size's digit changed) is a miss: the frames walked again
+$PY - "$cache"/*.idx <<'PYEOF'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[-2] = ord("1") if d[-2] != ord("1") else ord("2")  # the last line's last digit
+open(sys.argv[1], "wb").write(d)
+PYEOF
+same "raw records, a damaged entry: the same records" "$rawwant" "$(rw "$tmp/c5.json" --tfrecord-raw)"
+same "raw records, a damaged entry: a miss" 1 "$(rf_json "$tmp/c5.json" index_cache_misses)"
+exwant=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/ds/train-00001.tfrecord" |
+	tail -n 1)
+same "Examples with the raw layout's entry: the Examples" "$exwant" "$(rw "$tmp/c3.json")"
+rm -rf "$cache"
+rw "$tmp/c4.json" >/dev/null
+same "Examples: no layout stored" 0 "$(rf_json "$tmp/c4.json" index_cache_puts)"
 
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")

@@ -244,6 +244,19 @@ RF_API void rf_release(rf_loader *l, rf_batch *batch)
 	e->alloc.free(e->alloc.ctx, mem, mem_bytes);
 }
 
+RF_API int rf_loader_shard_name(rf_loader *l, uint32_t shard, char *out, size_t cap)
+{
+	rf_engine *e = rf_engine_of(l);
+	if (!e || !out || cap == 0)
+		return -EINVAL;
+	RF_TRY(rf_engine_process_check(e));
+	/* the shard list is set at open and read-only until close */
+	if (shard >= e->nshards)
+		return -EINVAL;
+	snprintf(out, cap, "%s", e->shards[shard].name);
+	return 0;
+}
+
 RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 {
 	rf_engine *e = rf_engine_of(l);

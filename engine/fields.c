@@ -3,7 +3,7 @@
  * of field sections:
  *
  *   rf_batch_field[F], i64 key_offsets[n + 1], the single-field view's
- *   i64 offsets[n + 1] and u32 lengths[n] (zeros), per field i64
+ *   i64 offsets[n + 1] and u32 lengths[n] (zeros), u32 shards[n], per field i64
  *   offsets[n + 1] and u8 present[n], the keys, then each field's payload
  *   (its section), every part 64-byte aligned. */
 #include "engine.h"
@@ -130,8 +130,8 @@ uint64_t rf_fields_extra_bytes(const rf_fields *f, uint64_t n)
 {
 	if (!f->n)
 		return 0;
-	return f->n * (uint64_t)sizeof(rf_batch_field) + 8 * (n + 1) +
-	       f->n * (8 * (n + 1) + n + 3 * ALIGN) + RF_FIELDS_KEY_MAX * n + 8 * ALIGN;
+	return f->n * (uint64_t)sizeof(rf_batch_field) + 8 * (n + 1) + 4 * n +
+	       f->n * (8 * (n + 1) + n + 3 * ALIGN) + RF_FIELDS_KEY_MAX * n + 9 * ALIGN;
 }
 
 /* ------------------------------------------------------------ decoded units */
@@ -228,6 +228,7 @@ void rf_fields_fill(const rf_fields *f, rf_ebatch *b)
 	int64_t *ko = take(&l, 8ull * (n + 1));
 	int64_t *lo = take(&l, 8ull * (n + 1));
 	uint32_t *ll = take(&l, 4ull * n);
+	uint32_t *sh = take(&l, 4ull * n);
 	int64_t *fo[RF_FIELDS_MAX];
 	uint8_t *fp[RF_FIELDS_MAX], *fd[RF_FIELDS_MAX];
 	for (uint32_t d = 0; d < F; d++) {
@@ -248,6 +249,7 @@ void rf_fields_fill(const rf_fields *f, rf_ebatch *b)
 	for (uint32_t i = 0; i < n; i++) {
 		const rf_rec_ref *r = &b->refs[i];
 		ko[i] = (int64_t)kat;
+		sh[i] = r->shard;
 		memcpy(kp + kat, r->key, r->key_len);
 		kat += r->key_len;
 		for (uint32_t d = 0; d < F; d++) {
@@ -279,5 +281,6 @@ void rf_fields_fill(const rf_fields *f, rf_ebatch *b)
 	                    .fields = F,
 	                    .field = bf,
 	                    .keys = kp,
-	                    .key_offsets = ko};
+	                    .key_offsets = ko,
+	                    .shards = sh};
 }

@@ -376,12 +376,18 @@ typedef struct rf_batch {
 	const rf_batch_field *field; /* fields entries */
 	const char *keys;            /* record i's key: keys[key_offsets[i] .. key_offsets[i+1]) */
 	const int64_t *key_offsets;  /* records + 1 entries (not NUL-terminated keys) */
+	const uint32_t *shards;      /* record i's shard: an index for rf_loader_shard_name (multi-field
+	                                batches; NULL for single-field ones) */
 } rf_batch;
 
 /* The field called name in b (NULL when the batch has none of that name). */
 const rf_batch_field *rf_batch_field_get(const rf_batch *b, const char *name);
 
 rf_loader *rf_open(const rf_config *cfg, rf_error *err);
+/* The name of the loader's shard number `shard` (rf_batch.shards, rf_skip),
+ * redacted as every message shows it (rf_url_redact), into out (cap bytes,
+ * truncated, NUL-terminated). 0, -EINVAL (no such shard), -ECHILD. */
+int rf_loader_shard_name(rf_loader *l, uint32_t shard, char *out, size_t cap);
 /* Waits up to timeout_ms (-1 = forever) for the next batch. Returns 0 with
  * *out set, RF_END at the end of the stream, -ETIMEDOUT, or another negative
  * error (message in rf_last_error). RF_E_BUDGET without ending the stream

@@ -169,6 +169,7 @@ class rf_batch(ctypes.Structure):
         ("field", ctypes.POINTER(rf_batch_field)),
         ("keys", ctypes.c_void_p),
         ("key_offsets", ctypes.c_void_p),
+        ("shards", ctypes.c_void_p),
     ]
 
 
@@ -206,6 +207,7 @@ _SIGNATURES = {
     "rf_release": (None, [_P, ctypes.POINTER(rf_batch)]),
     "rf_state_save": (ctypes.c_int, [_P, _P, ctypes.POINTER(ctypes.c_size_t)]),
     "rf_last_error": (ctypes.c_char_p, [_P]),
+    "rf_loader_shard_name": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]),
     "rf_close": (None, [_P]),
     "rf_version": (ctypes.c_char_p, []),
     "rf_stats_json": (ctypes.c_int, [_P, _P, ctypes.c_size_t]),

@@ -309,6 +309,7 @@ class Batch:
             )
         self._keys = b.keys
         self._key_offsets = b.key_offsets if b.fields else None
+        self._shards = b.shards if b.fields else None
 
     # -- release -------------------------------------------------------
     def release(self) -> None:
@@ -454,6 +455,25 @@ class Batch:
         off = self._array(self._key_offsets, self.records + 1, "<i8").tolist()
         raw = self._array(self._keys, off[-1], "|u1").tobytes() if off[-1] else b""
         return [raw[off[i] : off[i + 1]].decode("utf-8", "surrogateescape") for i in range(self.records)]
+
+    def shard_of(self, i):
+        """The name of the shard record i came from (redacted as messages show
+        it), or None where the batch does not say (single-field records)."""
+        self._check()
+        if not 0 <= i < self.records:
+            raise IndexError(i)
+        if not self._shards:
+            return None
+        idx = int(self._array(self._shards, self.records, "<u4")[i])
+        h = self._handle
+        fn = getattr(h.lib, "rf_loader_shard_name", None)
+        if fn is None:
+            return None
+        buf = ctypes.create_string_buffer(1024)
+        with h.lock:
+            if h.ptr is None or fn(h.ptr, idx, buf, len(buf)) != 0:
+                return None
+        return buf.value.decode("utf-8", "surrogateescape")
 
     def record(self, i):
         """Record i as bytes (a copy)."""

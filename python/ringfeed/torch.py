@@ -67,7 +67,7 @@ DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8"
 
 class SampleError(Error, ValueError):
     """A sample's decode or transform raised: the message names the sample
-    (its key; its shard for a dataset of one local file; its record in the
+    (its key; its shard, redacted; its record in the
     batch, the batch, and its position in the rank's epoch stream). Built
     from one message so that it crosses from a DataLoader worker whole."""
 
@@ -813,8 +813,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             self._fig["batch_transform_s"] += time.perf_counter() - t
 
     def _where(self, batch, i, key):
-        """A failing sample named for SampleError: its key, its shard where
-        that is known here (a dataset of one local file), and its position:
+        """A failing sample named for SampleError: its key, its shard (the
+        batch says it for multi-field samples; else known here only for a
+        dataset of one local file), and its position:
         record i of the batch, and of this (virtual) rank's epoch stream
         (what `ringfeed read --rank R --world W` reads in the same order)."""
         rank, world = self._rank_world()
@@ -824,13 +825,20 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 rank, world = st.get("rank", rank), st.get("world", world)
             except Error:
                 pass
-        urls = self.urls
-        if isinstance(urls, (list, tuple)) and len(urls) == 1:
-            urls = urls[0]
         shard = ""
-        if isinstance(urls, (str, os.PathLike)) and os.path.isfile(urls) and \
-                not os.fspath(urls).endswith((".rfm", ".json")):
-            shard = f"shard {os.fspath(urls)}, "
+        try:
+            name = batch.shard_of(i)
+        except (Error, IndexError, AttributeError):
+            name = None
+        if name:
+            shard = f"shard {name}, "
+        else:
+            urls = self.urls
+            if isinstance(urls, (list, tuple)) and len(urls) == 1:
+                urls = urls[0]
+            if isinstance(urls, (str, os.PathLike)) and os.path.isfile(urls) and \
+                    not os.fspath(urls).endswith((".rfm", ".json")):
+                shard = f"shard {os.fspath(urls)}, "
         return (f"sample {key!r} ({shard}record {i} of batch {batch.index}, position "
                 f"{batch.first_record + i} of rank {rank} of {world}'s epoch-{batch.epoch} "
                 "stream)")

@@ -116,6 +116,16 @@ def test_sample_error_names_the_shard_and_position(jpegs):
 
 
 @pytest.mark.parametrize("workers", [0, 2])
+def test_sample_error_names_the_shard_of_a_directory(jpegs, workers):
+    # a dataset of several shards: the batch says which one the sample came from
+    d, _ = jpegs
+    ds = RingfeedDataset(d, transform=bad_on("10005"), **OPTS)
+    with pytest.raises(SampleError, match=r"sample '10005' \(shard [^,]*shard-1\.tar, record "):
+        list(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers))
+    ds.close()
+
+
+@pytest.mark.parametrize("workers", [0, 2])
 def test_skip_policy_counts_and_keeps_ranks_equal(jpegs, workers):
     d, samples = jpegs
     counts, got, skipped = set(), [], 0

@@ -57,7 +57,7 @@ rc=0
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 	AWS_EC2_METADATA_DISABLED=true AWS_ROLE_ARN=arn:aws:iam::123456789012:role/rf-test-role \
 	AWS_WEB_IDENTITY_TOKEN_FILE="$work/webtok" AWS_ENDPOINT_URL_STS="$STS" HOME="$work" \
-	"$CLI" read --digest --s3-endpoint "$S3" --stats "$work/stats.json" \
+	"$CLI" read --digest --cache off --s3-endpoint "$S3" --stats "$work/stats.json" \
 	--inject latency=150ms --connections 1 --request-size 4KiB --batch 16 --epochs "$epochs" \
 	s3://ringfeed/ds/ >"$work/out" 2>"$work/err" || rc=$?
 t1=$(date +%s.%N)

@@ -55,7 +55,7 @@ run() { # HEDGE REPEAT: one read; a line "hedge p99_ms wait_s wall_s requests he
 	curl -sf "$base/_reset" >/dev/null
 	local t0 t1
 	t0=$(date +%s.%N)
-	"$CLI" read --digest --no-shuffle --request-size "$RSIZE" --connections "$CONN" \
+	"$CLI" read --digest --cache off --no-shuffle --request-size "$RSIZE" --connections "$CONN" \
 		--depth "$DEPTH" --hedge "$1" --stats "$tmp/s.json" "$url" >"$tmp/out" 2>&1 ||
 		{ echo "hedge_bench: read failed: $(tail -n 2 "$tmp/out")" >&2; exit 1; }
 	t1=$(date +%s.%N)

@@ -74,13 +74,13 @@ done
 la=() ha=() fb=() cb=() lc=() hc=() fc=() cc=()
 for ((r = 0; r < REPEATS; r++)); do # interleaved, so drift hits both sides alike
 	la+=("$(secs "$cli" read "$local_urls")")
-	ha+=("$(secs "$cli" read --connections "$CONNECTIONS" "$http_urls")")
-	fb+=("$("$cli" bench --fetch-only --json --connections "$CONNECTIONS" "$http_urls" |
+	ha+=("$(secs "$cli" read --cache off --connections "$CONNECTIONS" "$http_urls")")
+	fb+=("$("$cli" bench --fetch-only --json --cache off --connections "$CONNECTIONS" "$http_urls" |
 		/usr/bin/python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["seconds"])')")
 	cb+=("$(secs curl_all)")
 	lc+=("$(cpu "$cli" read "$local_urls")")
-	hc+=("$(cpu "$cli" read --connections "$CONNECTIONS" "$http_urls")")
-	fc+=("$(cpu "$cli" bench --fetch-only --connections "$CONNECTIONS" "$http_urls")")
+	hc+=("$(cpu "$cli" read --cache off --connections "$CONNECTIONS" "$http_urls")")
+	fc+=("$(cpu "$cli" bench --fetch-only --cache off --connections "$CONNECTIONS" "$http_urls")")
 	cc+=("$(cpu curl -sf --parallel --parallel-max "$CONNECTIONS" "${curl_args[@]}")")
 done
 LC=$(median "${lc[@]}") HC=$(median "${hc[@]}") FC=$(median "${fc[@]}") CC=$(median "${cc[@]}")

@@ -359,7 +359,9 @@ void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out)
 		out->io_backend = RF_LOOP_AUTO; /* checked when set */
 	out->io_threads = (uint32_t)rf_cfg(cfg, RF_CFG_io_threads);
 	const char *cache = rf_cfg_str(cfg, RF_CFG_cache);
-	if (!cache || rf_cache_mode_parse(cache, &out->cache_mode) < 0)
+	if (!cache)
+		out->cache_mode = RF_CACHE_AUTO; /* the default */
+	else if (rf_cache_mode_parse(cache, &out->cache_mode) < 0)
 		out->cache_mode = RF_CACHE_OFF; /* checked when set */
 	out->cache_dir = rf_cfg_str(cfg, RF_CFG_cache_dir);
 	out->cache_bytes = rf_cfg(cfg, RF_CFG_cache_bytes);

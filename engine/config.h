@@ -134,14 +134,16 @@
 	  "else ~/.cache/ringfeed/index) or off")                                                  \
 	X(index_cache_bytes, BYTES, "512MiB", 1ull << 16, 1ull << 42,                              \
 	  "the index cache's bound: least recently used entries go beyond it")                     \
-	X(cache, STR, "off", 0, 0,                                                                 \
-	  "data cache of remote objects' ranges, shared by the loaders of this host: off, read "   \
-	  "or readwrite (local datasets are never cached)")                                        \
+	X(cache, STR, "auto", 0, 0,                                                                \
+	  "data cache of remote objects' ranges, shared by the loaders of this host: off, read, "  \
+	  "readwrite, or auto (readwrite where the directory is usable, else off; local datasets " \
+	  "are never cached)")                                                                     \
 	X(cache_dir, STR, "", 0, 0,                                                                \
 	  "the data cache's directory (absolute; default $RINGFEED_CACHE_DIR/data, else "          \
 	  "$XDG_CACHE_HOME/ringfeed/data, else ~/.cache/ringfeed/data)")                           \
 	X(cache_bytes, BYTES, "16GiB", 1ull << 20, 1ull << 50,                                     \
-	  "the data cache's bound: beyond it a stable subset of ranges (by hash) is cached, "      \
+	  "the data cache's bound, host-wide: least recently used objects not in use are "         \
+	  "evicted; a dataset larger than it caches a stable subset of ranges (by hash), "         \
 	  "capacity / dataset size of them; the disk keeps 5% free")
 
 typedef enum rf_config_key {

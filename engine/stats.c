@@ -48,6 +48,7 @@ static void rf_stats_data_cache(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine
 	s->data_cache_claim_timeouts = c->cache_claim_timeouts;
 	s->data_cache_evictions = c->cache_evictions;
 	s->data_cache_evicted_bytes = c->cache_evicted_bytes;
+	s->data_cache_rereads = c->cache_rereads;
 }
 
 /* Wake-ups and the lock's hold times. mu held. */
@@ -301,7 +302,7 @@ static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
 	    "\"data_cache_admit_fraction\":%.6f,\"data_cache_off\":%s,"
 	    "\"data_cache_claim_waits\":%llu,\"data_cache_claim_served\":%llu,"
 	    "\"data_cache_claim_timeouts\":%llu,\"data_cache_evictions\":%llu,"
-	    "\"data_cache_evicted_bytes\":%llu",
+	    "\"data_cache_evicted_bytes\":%llu,\"data_cache_rereads\":%llu",
 	    (unsigned long long)s->data_cache_hits, (unsigned long long)s->data_cache_misses,
 	    (unsigned long long)s->data_cache_hit_bytes,
 	    (unsigned long long)s->data_cache_store_bytes,
@@ -316,7 +317,8 @@ static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
 	    (unsigned long long)s->data_cache_claim_served,
 	    (unsigned long long)s->data_cache_claim_timeouts,
 	    (unsigned long long)s->data_cache_evictions,
-	    (unsigned long long)s->data_cache_evicted_bytes);
+	    (unsigned long long)s->data_cache_evicted_bytes,
+	    (unsigned long long)s->data_cache_rereads);
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

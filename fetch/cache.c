@@ -75,6 +75,7 @@ struct rf_cache {
 	pthread_cond_t cv;
 	pthread_t writer;
 	bool writer_started, stop;
+	bool started; /* cache_start ran (auto: at the first remote object) */
 	rf_cache_job jobs[RF_CACHE_WRITES_MAX]; /* ring */
 	uint32_t head, count;
 	uint64_t staged_bytes;
@@ -91,8 +92,19 @@ struct rf_cache {
 	rf_fetch_counters n;
 };
 
+/* A read this source answered lately: the engine re-reads a unit that
+ * failed its check into the same place of the same buffer, soon after. */
+#define RF_CACHE_RECENT    16
+#define RF_CACHE_REREAD_NS (10ull * 1000000000)
+typedef struct rf_cache_recent {
+	uint64_t offset, len, done_ns;
+	const uint8_t *buf;
+} rf_cache_recent;
+
 typedef struct rf_cache_source {
 	rf_source base; /* first */
+	rf_cache_recent recent[RF_CACHE_RECENT];
+	uint32_t recent_next;
 	rf_source *inner;
 	rf_cache *c;
 	rf_cache_obj *obj; /* NULL: not cached (no version, cache off) */
@@ -604,6 +616,9 @@ static void claim_release(rf_cache_read *r)
 static void read_finish(rf_cache_read *r, int64_t res, const char *msg)
 {
 	claim_release(r);
+	if (res >= 0)
+		r->src->recent[r->src->recent_next++ % RF_CACHE_RECENT] = (rf_cache_recent){
+		    .offset = r->offset, .len = r->len, .done_ns = rf_now_ns(), .buf = r->buf};
 	rf_list_remove(&r->src->reads, &r->in_source);
 	rf_fetch_cb cb = r->cb;
 	void *arg = r->arg;
@@ -810,6 +825,37 @@ static void on_claim_timer(void *arg, int res)
 	go_inner(r);
 }
 
+/* Whether [offset, +len) into buf re-reads part of a read this source
+ * answered lately, into the same place of the same buffer: the engine's
+ * re-read of a unit that failed its check (a frame's checksum). The cached
+ * bytes would be the same: the store answers it instead, the recorded
+ * chain of the earlier read is dropped from the index and the unit's bytes
+ * are written again (a later entry of an offset replaces an earlier one
+ * of its length), so a corruption the store sent once does not stay. */
+static bool reread(rf_cache_source *s, uint64_t offset, uint64_t len, const uint8_t *buf)
+{
+	uint64_t now = rf_now_ns();
+	for (uint32_t i = 0; i < RF_CACHE_RECENT; i++) {
+		rf_cache_recent *p = &s->recent[i];
+		if (!p->buf || now - p->done_ns > RF_CACHE_REREAD_NS || offset < p->offset ||
+		    offset + len > p->offset + p->len || buf != p->buf + (offset - p->offset))
+			continue;
+		pthread_mutex_lock(&s->c->mu);
+		s->c->n.cache_rereads++;
+		for (uint64_t pos = p->offset, k = 0; pos < p->offset + p->len && k < 64; k++) {
+			rf_cache_slot *sl = slot_find(s->obj, pos);
+			if (!sl || !sl->offset_plus1 || sl->len == 0)
+				break;
+			pos += sl->len;
+			sl->len = 0;
+		}
+		pthread_mutex_unlock(&s->c->mu);
+		p->buf = NULL;
+		return true;
+	}
+	return false;
+}
+
 static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf, rf_fetch_cb cb,
                       void *arg)
 {
@@ -829,7 +875,10 @@ static int cache_read(rf_source *base, uint64_t offset, uint64_t len, void *buf,
 	                     .timer = -1,
 	                     .cb = cb,
 	                     .arg = arg};
-	if (s->obj) {
+	if (s->obj && reread(s, offset, len, buf)) {
+		r->cached_end = offset; /* the whole read is written again */
+		count_miss(s->c);
+	} else if (s->obj) {
 		r->wait_until = rf_now_ns() + RF_CACHE_CLAIM_WAIT_NS;
 		if (look(r) || miss(r)) { /* a hit, a wait, or a hit found by the claim */
 			rf_list_push_front(&s->reads, &r->in_source);
@@ -899,10 +948,18 @@ static void cache_on_open(void *arg, int64_t res, const char *msg)
 	rf_source_opened(&s->base, res, msg);
 }
 
+static void cache_start(rf_cache *c);
+
 int rf_cache_wrap(rf_fetch *f, rf_cache *c, rf_source *inner, const char *url, rf_source **out,
                   rf_error *err)
 {
 	*out = NULL;
+	if (!c->started)
+		cache_start(c);
+	if (c->dirfd < 0) { /* auto, and no usable directory: not wrapped */
+		*out = inner;
+		return 0;
+	}
 	rf_cache_source *s = calloc(1, sizeof(*s));
 	char clean[RF_CACHE_URL_BYTES_MAX];
 	if (rf_cache_clean_url(url, clean, sizeof(clean)) < 0)
@@ -969,6 +1026,48 @@ static uint64_t dir_usage(int dirfd)
 	return total;
 }
 
+/* Opens the directory, sums it and starts the writer: at creation for an
+ * explicit mode (a directory it cannot use is said on stderr), at the
+ * first remote object for auto (the default: a loader of local files
+ * makes no directory and no thread; a directory it cannot use turns the
+ * cache off quietly, the reason in the stats). Loop thread. */
+static void cache_start(rf_cache *c)
+{
+	bool quiet = c->mode == RF_CACHE_AUTO;
+	uint32_t mode = quiet ? RF_CACHE_READWRITE : c->mode;
+	rf_error why = {0};
+	int fd = rf_cache_dir_open(c->opt->cache_dir, mode, &why);
+	pthread_mutex_lock(&c->mu);
+	c->started = true;
+	if (fd < 0) {
+		snprintf(c->off, sizeof(c->off), quiet ? "%.140s (cache=auto)" : "%.159s", why.msg);
+		c->mode = RF_CACHE_OFF;
+		pthread_mutex_unlock(&c->mu);
+		if (!quiet)
+			fprintf(stderr, "ringfeed: %s (reads go on from the store)\n", c->off);
+		return;
+	}
+	c->dirfd = fd;
+	c->mode = mode;
+	pthread_mutex_unlock(&c->mu);
+	uint64_t used = dir_usage(fd);
+	pthread_mutex_lock(&c->mu);
+	c->used_bytes = used;
+	c->scan_wanted = used > c->max_bytes; /* a smaller bound than the last job's */
+	c->last_scan_ns = rf_now_ns();
+	pthread_mutex_unlock(&c->mu);
+	if (mode == RF_CACHE_READWRITE) {
+		if (pthread_create(&c->writer, NULL, writer_main, c) == 0) {
+			c->writer_started = true;
+		} else {
+			pthread_mutex_lock(&c->mu);
+			c->write_off = true;
+			snprintf(c->off, sizeof(c->off), "data cache writes off: no writer thread");
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
+}
+
 int rf_cache_new(const rf_fetch_options *opt, rf_cache **out)
 {
 	*out = NULL;
@@ -981,32 +1080,15 @@ int rf_cache_new(const rf_fetch_options *opt, rf_cache **out)
 	c->dirfd = -1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
-	rf_error why = {0};
-	c->dirfd = rf_cache_dir_open(opt->cache_dir, c->mode, &why);
-	if (c->dirfd < 0) {
-		snprintf(c->off, sizeof(c->off), "%.159s", why.msg);
-		fprintf(stderr, "ringfeed: %s (reads go on from the store)\n", c->off);
-		*out = c;
-		return 0;
-	}
-	c->used_bytes = dir_usage(c->dirfd);
-	c->scan_wanted = c->used_bytes > c->max_bytes; /* a smaller bound than the last job's */
-	c->last_scan_ns = rf_now_ns();
-	if (c->mode == RF_CACHE_READWRITE) {
-		if (pthread_create(&c->writer, NULL, writer_main, c) == 0) {
-			c->writer_started = true;
-		} else {
-			c->write_off = true;
-			snprintf(c->off, sizeof(c->off), "data cache writes off: no writer thread");
-		}
-	}
+	if (c->mode != RF_CACHE_AUTO) /* asked for: its directory is checked (and said) now */
+		cache_start(c);
 	*out = c;
 	return 0;
 }
 
 bool rf_cache_on(const rf_cache *c)
 {
-	return c && c->dirfd >= 0 && c->mode != RF_CACHE_OFF;
+	return c && c->mode != RF_CACHE_OFF && (!c->started || c->dirfd >= 0);
 }
 
 void rf_cache_free(rf_cache *c)
@@ -1047,6 +1129,7 @@ void rf_cache_counters_add(rf_cache *c, rf_fetch_counters *out)
 	out->cache_claim_timeouts += n->cache_claim_timeouts;
 	out->cache_evictions += n->cache_evictions;
 	out->cache_evicted_bytes += n->cache_evicted_bytes;
+	out->cache_rereads += n->cache_rereads;
 	out->cache_used_bytes = c->used_bytes;
 	out->cache_admit_fraction =
 	    c->opened_bytes <= c->max_bytes ? 1.0 : (double)c->max_bytes / (double)c->opened_bytes;

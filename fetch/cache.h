@@ -26,7 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { RF_CACHE_OFF = 0, RF_CACHE_READ, RF_CACHE_READWRITE };
+/* auto (the default): readwrite for remote objects where the directory is
+ * usable, else off quietly (the reason in the stats). */
+enum { RF_CACHE_OFF = 0, RF_CACHE_READ, RF_CACHE_READWRITE, RF_CACHE_AUTO };
 
 #define RF_CACHE_REC_MAGIC       "RFDCACHE"
 #define RF_CACHE_REC_VERSION     1u
@@ -48,7 +50,7 @@ typedef struct rf_cache_entry {
 	uint32_t crc; /* CRC-32C of the bytes */
 } rf_cache_entry;
 
-/* "off", "read" or "readwrite" into *mode; -EINVAL otherwise. */
+/* "off", "read", "readwrite" or "auto" into *mode; -EINVAL otherwise. */
 int rf_cache_mode_parse(const char *s, uint32_t *mode);
 /* The default directory into buf (see above); 0, -ENOENT or -ENAMETOOLONG. */
 int rf_cache_default_dir(char *buf, size_t cap);

@@ -21,7 +21,70 @@ typedef struct walk {
 	int dat_fd;
 	uint8_t *buf; /* RF_CACHE_RANGE_BYTES_MAX, verify only */
 	uint64_t ranges, bytes, bad;
+	rf_cache_entry *ents; /* one record's entries, in file order */
+	size_t n, cap;
+	bool oom;
 } walk;
+
+static void collect(void *ctx, const rf_cache_entry *e)
+{
+	walk *w = ctx;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 256;
+		rf_cache_entry *v = realloc(w->ents, cap * sizeof(*v));
+		if (!v) {
+			w->oom = true;
+			return;
+		}
+		w->ents = v;
+		w->cap = cap;
+	}
+	w->ents[w->n++] = *e;
+}
+
+/* An entry's offset and its place in the file: sorted by both. */
+typedef struct ord {
+	uint64_t offset;
+	size_t at;
+} ord;
+
+static int ord_cmp(const void *pa, const void *pb)
+{
+	const ord *a = pa, *b = pb;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void on_entry(void *ctx, const rf_cache_entry *e);
+
+/* The entries a loader uses (cache.c's index): per offset, a later entry
+ * replaces an earlier one unless the earlier is finer (shorter); a
+ * superseded entry's bytes were overwritten and are not checked. */
+static void effective(walk *w)
+{
+	ord *o = w->n ? malloc(w->n * sizeof(*o)) : NULL;
+	if (!o) {
+		for (size_t i = 0; i < w->n; i++) /* out of memory: every entry */
+			on_entry(w, &w->ents[i]);
+		return;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		o[i] = (ord){.offset = w->ents[i].offset, .at = i};
+	qsort(o, w->n, sizeof(*o), ord_cmp);
+	for (size_t i = 0; i < w->n;) {
+		size_t j = i, best = o[i].at;
+		while (j < w->n && o[j].offset == o[i].offset) {
+			const rf_cache_entry *b = &w->ents[best], *e = &w->ents[o[j].at];
+			if (!(b->len < e->len))
+				best = o[j].at;
+			j++;
+		}
+		on_entry(w, &w->ents[best]);
+		i = j;
+	}
+	free(o);
+}
 
 static void on_entry(void *ctx, const rf_cache_entry *e)
 {
@@ -80,7 +143,10 @@ static void one_record(int sub, const char *name, walk *w, rf_data_cache_each_fn
 	w->dat_fd = openat(sub, dat, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	w->ranges = w->bytes = w->bad = 0;
 	uint64_t skipped = 0;
-	rf_cache_rec_entries(p + h, n - (size_t)h, size, on_entry, w, &skipped);
+	w->n = 0;
+	w->oom = false;
+	rf_cache_rec_entries(p + h, n - (size_t)h, size, collect, w, &skipped);
+	effective(w);
 	if (w->dat_fd >= 0)
 		close(w->dat_fd);
 	free(p);
@@ -151,6 +217,7 @@ int rf_data_cache_admin(const char *dir, int action, rf_data_cache_each_fn each,
 		if (fd >= 0)
 			close(fd);
 		free(w.buf);
+		free(w.ents);
 		close(dirfd);
 		return rf_fail(err, rc, "data cache: cannot list the directory: %s", strerror(-rc));
 	}
@@ -162,5 +229,6 @@ int rf_data_cache_admin(const char *dir, int action, rf_data_cache_each_fn each,
 	closedir(d);
 	close(dirfd);
 	free(w.buf);
+	free(w.ents);
 	return 0;
 }

@@ -18,7 +18,7 @@
 
 int rf_cache_mode_parse(const char *s, uint32_t *mode)
 {
-	static const char *const names[] = {"off", "read", "readwrite"};
+	static const char *const names[] = {"off", "read", "readwrite", "auto"};
 	for (uint32_t i = 0; i < RF_ARRAY_LEN(names); i++) {
 		if (s && !strcmp(s, names[i])) {
 			*mode = i;

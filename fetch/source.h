@@ -167,6 +167,7 @@ typedef struct rf_fetch_counters {
 	uint64_t cache_claim_timeouts;     /* waits past their bound: fetched unclaimed */
 	uint64_t cache_evictions;          /* object versions evicted (least recently used) */
 	uint64_t cache_evicted_bytes;      /* their bytes on disk */
+	uint64_t cache_rereads;            /* the engine's re-reads: answered by the store */
 	uint64_t cache_used_bytes;         /* on disk, as this loader knows it */
 	double cache_admit_fraction;       /* capacity / remote bytes opened, at most 1 */
 	char cache_off[160];               /* "" or why the cache (or its writing) is off */

@@ -569,6 +569,7 @@ typedef struct rf_stats {
 	uint64_t data_cache_claim_timeouts;  /* waits past their bound (30 s): fetched anyway */
 	uint64_t data_cache_evictions;       /* object versions evicted (least recently used) */
 	uint64_t data_cache_evicted_bytes;   /* their bytes on disk */
+	uint64_t data_cache_rereads; /* re-reads of units that failed a check: from the store */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

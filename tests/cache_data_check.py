@@ -39,7 +39,8 @@ def entries(rec_path):
         magic, ln, off, crc = struct.unpack_from("<IIQI", p, at)
         (ecrc,) = struct.unpack_from("<I", p, at + 28)
         if magic == 0x45444652 and ecrc == crc32c(p[at:at + 28]) and 0 < ln and off + ln <= size:
-            out[off] = (ln, crc)
+            if off not in out or not out[off][0] < ln:  # a finer earlier one stays
+                out[off] = (ln, crc)
             at += 32
         else:
             at += 1

@@ -11,6 +11,9 @@ the rest names a file under --root:
   /reset-mid-body/F  headers + half the body, then a TCP RST (SO_LINGER 0),
                      once per (path, Range), then correct
   /reset-always/F    the same, every time
+  /flip-once-versioned/F  as flip-once, every answer with an ETag and a
+                     Last-Modified (a cache keeps the object: the damaged
+                     answer must not stay in it)
   /flip-once/F       correct status and length, but the body's middle byte
                      flipped, once per (path, Range); then correct (damage
                      in transit: the loader's re-reads)
@@ -77,6 +80,7 @@ VALIDATOR_HEADERS = {  # the validator modes: correct answers with these headers
     "etag-binary": {"ETag": '"ab\x01\x7f\xffcd"', "Last-Modified": LAST_MODIFIED},
     "last-modified": {"Last-Modified": LAST_MODIFIED},
 }
+VERSIONED = {"ETag": '"flip-once-v1"', "Last-Modified": LAST_MODIFIED}
 
 
 class Counters:
@@ -268,6 +272,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.correct(path, size, head)
         if mode in VALIDATOR_HEADERS:
             return self.correct(path, size, head, VALIDATOR_HEADERS[mode])
+        if mode == "flip-once-versioned" and head:
+            return self.correct(path, size, head, VERSIONED)
         if mode == "ok" or head and mode != "huge-length":
             return self.correct(path, size, head)
         body_modes = {
@@ -276,6 +282,7 @@ class Handler(BaseHTTPRequestHandler):
             "short": lambda: self.partial(raw, path, size, "short", True),
             "short-once": lambda: self.partial(raw, path, size, "short", first),
             "flip-once": lambda: self.flipped(raw, path, size, first),
+            "flip-once-versioned": lambda: self.flipped(raw, path, size, first, VERSIONED),
             "stall": lambda: self.partial(raw, path, size, "stall", first),
             "trickle": lambda: self.trickle(raw, path, size),
             "ignore-range": lambda: self.ignore_range(raw, path, size),
@@ -314,10 +321,10 @@ class Handler(BaseHTTPRequestHandler):
             self.server.stop.wait(self.server.stall_s)
         self.hang_up(reset=(how == "reset"))
 
-    def flipped(self, raw, path, size, misbehave):
+    def flipped(self, raw, path, size, misbehave, extra=None):
         r = self.wanted_range(size)
         if not misbehave or r is None:
-            return self.correct(path, size, False)
+            return self.correct(path, size, False, extra)
         self.server.counters.fault(raw)
         status, start, end = r
         with open(path, "rb") as f:
@@ -325,7 +332,7 @@ class Handler(BaseHTTPRequestHandler):
             body = bytearray(f.read(end - start + 1))
         if body:
             body[len(body) // 2] ^= 0x20
-        self.send_head(status, start, end, size)
+        self.send_head(status, start, end, size, extra=extra)
         self.wfile.write(bytes(body))
 
     def trickle(self, raw, path, size):

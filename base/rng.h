@@ -21,6 +21,16 @@ static inline uint64_t rf_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* splitmix64 as a stream: the next word of the sequence whose state is *s
+ * (the reference generator: *s advances by the golden gamma, the word is its
+ * finaliser). For small jitter draws where xoshiro's state is not needed. */
+static inline uint64_t rf_splitmix64(uint64_t *s)
+{
+	uint64_t r = rf_mix64(*s);
+	*s += 0x9e3779b97f4a7c15ull;
+	return r;
+}
+
 /* Seeds a stream from a key of (seed, tag, a, b, c): each word is folded in
  * through a full avalanche, so keys differing in any bit give unrelated streams. */
 static inline void rf_rng_init(rf_rng *r, uint64_t seed, uint64_t tag, uint64_t a, uint64_t b,

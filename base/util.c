@@ -173,3 +173,11 @@ int rf_pread_full(int fd, void *buf, uint64_t len, uint64_t off, const char *nam
 	}
 	return 0;
 }
+
+void rf_secret_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}

@@ -76,6 +76,10 @@ static inline uint64_t rf_fnv1a(uint64_t h, const void *p, size_t n)
 
 uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
 
+/* The one way a secret string ends: its bytes wiped (explicit_bzero, which
+ * the compiler cannot drop), then freed. NULL is fine. */
+void rf_secret_free(char *s);
+
 /* Opens a local file for reading without blocking on what is not a regular
  * file (a FIFO, a device): O_NONBLOCK until fstat proved it regular. Returns
  * the fd (O_CLOEXEC, blocking again) with *size set, or a negative errno

@@ -76,6 +76,15 @@ static inline uint64_t rf_fnv1a(uint64_t h, const void *p, size_t n)
 
 uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
 
+/* The length of a URL's or a shard name's path: up to its query or
+ * fragment. The one query stripper (format claims, leaf names, the cache
+ * keys of rf_url_clean): a presigned query or a token never counts as part
+ * of a name. */
+static inline size_t rf_url_path_len(const char *s)
+{
+	return strcspn(s, "?#");
+}
+
 /* The one way a secret string ends: its bytes wiped (explicit_bzero, which
  * the compiler cannot drop), then freed. NULL is fine. */
 void rf_secret_free(char *s);

@@ -273,7 +273,7 @@ RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
 {
 	if (!cfg || !ref || !ref->url || !idx_path)
 		return rf_fail(err, -EINVAL, "rf_tar_index_build_ref: bad arguments");
-	size_t path = strcspn(ref->url, "?#"); /* as rf_tar_index_build: a plain tar's name */
+	size_t path = rf_url_path_len(ref->url); /* as rf_tar_index_build: a plain tar's name */
 	if (path < 5 || memcmp(ref->url + path - 4, ".tar", 4) != 0)
 		return rf_fail(err, -EINVAL, "%s: not a .tar (an index is written for a plain tar)",
 		               ref->name ? ref->name : "shard");

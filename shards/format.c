@@ -39,7 +39,7 @@ const rf_format *const *rf_formats(uint32_t *count)
  * into buf (a presigned query never reaches a claim). */
 static const char *name_leaf(const char *name, char *buf, size_t cap)
 {
-	size_t end = strcspn(name, "?#");
+	size_t end = rf_url_path_len(name);
 	size_t start = end;
 	while (start > 0 && name[start - 1] != '/')
 		start--;

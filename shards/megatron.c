@@ -42,7 +42,7 @@ typedef struct mg_state {
 
 static int mg_claim(const char *name)
 {
-	size_t n = strcspn(name, "?");
+	size_t n = rf_url_path_len(name);
 	if (n >= 4 && memcmp(name + n - 4, ".idx", 4) == 0)
 		return RF_FMT_YES;
 	return RF_FMT_MAYBE; /* PREFIX.bin or a bare PREFIX, named explicitly */

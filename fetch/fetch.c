@@ -21,6 +21,7 @@ static const rf_source_kind *const rf_kinds[] = {
  * listing), tried in order. A store is one file and a row here (store.h). */
 static const rf_store *const rf_stores[] = {
     &rf_store_s3,
+    &rf_store_azure,
 };
 
 /* The wrapper around every opened source when rf_fetch_options.inject is set

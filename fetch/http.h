@@ -151,6 +151,9 @@ struct rf_http_auth {
 const char *rf_http_xfer_url(const rf_http_xfer *x);
 const char *rf_http_xfer_name(const rf_http_xfer *x); /* redacted, for messages */
 rf_http_kind rf_http_xfer_kind(const rf_http_xfer *x);
+const char *rf_http_xfer_method(const rf_http_xfer *x); /* "GET", "HEAD", the request's */
+/* A range request's bytes [first, last] (what its Range header says). */
+bool rf_http_xfer_range(const rf_http_xfer *x, uint64_t *first, uint64_t *last);
 long rf_http_xfer_status(const rf_http_xfer *x);
 const char *rf_http_xfer_error_body(const rf_http_xfer *x); /* the first 512 bytes */
 int rf_http_xfer_add_header(rf_http_xfer *x, const char *line);

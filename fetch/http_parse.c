@@ -91,7 +91,9 @@ int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budge
 
 bool rf_http_throttled(long status, const char *s3_code)
 {
-	return status == 429 || status == 503 || (s3_code && !strcmp(s3_code, "SlowDown"));
+	return status == 429 || status == 503 ||
+	       (s3_code && (!strcmp(s3_code, "SlowDown") || !strcmp(s3_code, "OperationTimedOut") ||
+	                    !strcmp(s3_code, "ServerBusy")));
 }
 
 int64_t rf_http_retry_after_ms(const char *v)

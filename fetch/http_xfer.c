@@ -215,6 +215,23 @@ rf_http_kind rf_http_xfer_kind(const rf_http_xfer *x)
 	return x->req.kind;
 }
 
+const char *rf_http_xfer_method(const rf_http_xfer *x)
+{
+	return x->req.method                 ? x->req.method
+	       : x->req.kind == RF_HTTP_HEAD ? "HEAD"
+	       : x->req.post                 ? "POST"
+	                                     : "GET";
+}
+
+bool rf_http_xfer_range(const rf_http_xfer *x, uint64_t *first, uint64_t *last)
+{
+	if (x->req.kind != RF_HTTP_RANGE || x->req.len == 0)
+		return false;
+	*first = x->req.offset;
+	*last = x->req.offset + x->req.len - 1;
+	return true;
+}
+
 long rf_http_xfer_status(const rf_http_xfer *x)
 {
 	return x->status;

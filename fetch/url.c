@@ -20,7 +20,7 @@ static const struct {
 } schemes[] = {
     {"file://", RF_URL_FILE, "file"},    {"http://", RF_URL_HTTP, "http"},
     {"https://", RF_URL_HTTPS, "https"}, {"s3://", RF_URL_S3, "s3"},
-    {"gs://", RF_URL_GS, "gs"},
+    {"gs://", RF_URL_GS, "gs"},          {"az://", RF_URL_AZ, "az"},
 };
 
 rf_url_scheme rf_url_scheme_of(const char *url)

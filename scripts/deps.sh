@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config liburing-dev libzstd-dev libcurl4-openssl-dev
       libexpat1-dev libjansson-dev zlib1g-dev libcmocka-dev zstd libsnappy-dev liblz4-dev
-      libbrotli-dev)
+      libbrotli-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then
 	# libseccomp-dev: tests/seccomp_wrap.c (io_uring blocked as container profiles do)
 	pkgs+=(libseccomp-dev curl openssl clang clang-format libclang-rt-14-dev python3 python3-numpy python3-pytest
@@ -38,6 +38,13 @@ if [ "${1:-}" = "--test" ]; then
 		mkdir -p "$top/.cache/npm"
 		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2) ||
 			{ echo "deps: npm install s3rver@3.7.1 failed (is the npm registry reachable?)" >&2; exit 1; }
+	fi
+	# Azurite, Microsoft's Azure Storage emulator (blob service only), for
+	# tests/cli_azure.sh: it verifies Shared Key and SAS signatures.
+	if [ ! -x "$top/.cache/npm/node_modules/.bin/azurite-blob" ]; then
+		mkdir -p "$top/.cache/npm"
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent azurite@3.37.0 >&2) ||
+			{ echo "deps: npm install azurite@3.37.0 failed" >&2; exit 1; }
 	fi
 	# The Parquet tests' reference writers and reader (tests/parquet_gen.mjs).
 	if [ ! -d "$top/.cache/npm/node_modules/parquet-wasm" ] ||

@@ -194,3 +194,11 @@ uint32_t *rf_lock_levels_held(void)
 	return &held;
 }
 #endif
+
+void rf_secret_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}

@@ -79,6 +79,19 @@ uint64_t rf_now_ns(void); /* CLOCK_MONOTONIC */
  * the machines move through, on stderr. */
 bool rf_debug_on(void);
 
+/* The length of a URL's or a shard name's path: up to its query or
+ * fragment. The one query stripper (format claims, leaf names, the cache
+ * keys of rf_url_clean): a presigned query or a token never counts as part
+ * of a name. */
+static inline size_t rf_url_path_len(const char *s)
+{
+	return strcspn(s, "?#");
+}
+
+/* The one way a secret string ends: its bytes wiped (explicit_bzero, which
+ * the compiler cannot drop), then freed. NULL is fine. */
+void rf_secret_free(char *s);
+
 /* Opens a local file for reading without blocking on what is not a regular
  * file (a FIFO, a device): O_NONBLOCK until fstat proved it regular. Returns
  * the fd (O_CLOEXEC, blocking again) with *size set, or a negative errno

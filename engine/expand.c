@@ -434,7 +434,7 @@ static int rf_remote_entry_url(const char *murl, const char *entry, const char *
 	} else {
 		const char *auth = strstr(murl, "://") + 3;
 		const char *root = auth + strcspn(auth, "/?#"); /* end of the authority (bucket) */
-		const char *q = murl + strcspn(murl, "?#");
+		const char *q = murl + rf_url_path_len(murl);
 		const char *slash = q;
 		while (slash > root && *slash != '/')
 			slash--;
@@ -517,7 +517,7 @@ static int rf_expand_remote(rf_shard_list *l, const rf_config *cfg, const char *
 {
 	rf_fetch_options fo;
 	rf_config_fetch_options(cfg, &fo);
-	const char *end = url + strcspn(url, "?#");
+	const char *end = url + rf_url_path_len(url);
 	char path[RF_URL_BYTES_MAX];
 	snprintf(path, sizeof(path), "%.*s", (int)(end - url), url);
 	if (rf_ends_with(path, ".rfm"))

@@ -33,7 +33,7 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t n)
 void rf_state_content_add(rf_position *p, const char *name, const char *format,
                           const rf_shard_index *ix)
 {
-	size_t end = strcspn(name, "?#");
+	size_t end = rf_url_path_len(name);
 	while (end > 0 && name[end - 1] == '/')
 		end--;
 	size_t start = end;

@@ -61,14 +61,6 @@ static int bad(ini_parse *p, const char *what)
 	               p->line, strchr(p->name, ' ') ? "" : "profile ", p->name, what);
 }
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void rf_aws_ini_free(rf_aws_ini *ini)
 {
 	if (!ini)
@@ -76,7 +68,7 @@ void rf_aws_ini_free(rf_aws_ini *ini)
 	for (size_t i = 0; i < ini->nentries; i++) {
 		free(ini->entries[i].key);
 		free(ini->entries[i].sub);
-		wipe_free(ini->entries[i].value);
+		rf_secret_free(ini->entries[i].value);
 	}
 	for (int i = 0; i < ini->nsections; i++)
 		free(ini->sections[i]);
@@ -198,7 +190,7 @@ static int add_entry(ini_parse *p, const char *key, const char *value, ini_entry
 	e->sub = p->sub ? strdup(p->sub) : NULL;
 	if (!e->key || !e->value || (p->sub && !e->sub)) {
 		free(e->key);
-		wipe_free(e->value);
+		rf_secret_free(e->value);
 		free(e->sub);
 		return rf_fail(p->err, -ENOMEM, "out of memory reading %.200s", p->shown);
 	}

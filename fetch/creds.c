@@ -40,8 +40,8 @@ static int apply(rf_creds *c, rf_creds_value *v, rf_error *err)
 	 * refresh back at once, and again: refused, so refreshes stay bounded. */
 	if (v->expires_ms && v->expires_ms <= creds_wall_ms() + 1000)
 		return rf_fail(err, -EPROTO, "the credentials received expire within a second");
-	rf_http_s3 s3 = {c->s3_region, v->access_key, v->secret_key, v->session_token, NULL};
-	RF_TRY(rf_http_set_s3(c->http, &s3, err));
+	rf_s3_keys k = {c->s3_region, v->access_key, v->secret_key, v->session_token, NULL};
+	RF_TRY(rf_s3_signer_set(c->signer, &k, err));
 	rf_creds_value_wipe(&c->cur);
 	c->cur = *v;
 	memset(v, 0, sizeof(*v));
@@ -54,12 +54,11 @@ static int apply(rf_creds *c, rf_creds_value *v, rf_error *err)
 }
 
 /* The chain found nothing: anonymous, and a denied request says why. */
-static int anonymous(rf_http *h, const char *tried, rf_error *err)
+static int anonymous(rf_s3_signer *s, const char *tried, rf_error *err)
 {
 	char note[600];
 	snprintf(note, sizeof(note), "no credentials found: tried %.560s", tried);
-	rf_http_s3 s3 = {.anonymous_note = note};
-	return rf_http_set_s3(h, &s3, err);
+	return rf_s3_signer_set(s, &(rf_s3_keys){.anonymous_note = note}, err);
 }
 
 static void fetch_failed(rf_creds *c, int rc, const char *why)
@@ -70,17 +69,17 @@ static void fetch_failed(rf_creds *c, int rc, const char *why)
 		char tried[sizeof(c->tried) + 300];
 		snprintf(tried, sizeof(tried), "%s (%.280s)", c->tried, why);
 		rf_error err = {0};
-		if (anonymous(c->http, tried, &err) < 0)
-			rf_http_s3_fail(c->http, err.code, err.msg, true);
+		if (anonymous(c->signer, tried, &err) < 0)
+			rf_s3_signer_fail(c->signer, err.code, err.msg, true);
 		return;
 	}
 	if (c->initial) {
-		rf_http_s3_fail(c->http, rc, msg, true);
+		rf_s3_signer_fail(c->signer, rc, msg, true);
 		return;
 	}
 	/* A refresh failed: requests held for it fail; the old credentials stay
 	 * while they last, and another refresh is tried before they expire. */
-	rf_http_s3_fail(c->http, rc, msg, false);
+	rf_s3_signer_fail(c->signer, rc, msg, false);
 	int64_t left = c->cur.expires_ms - creds_wall_ms();
 	if (left > 1000)
 		schedule_refresh(c, RF_MIN(RF_MAX(left / 4, 500), RETRY_DELAY_MS_MAX));
@@ -91,9 +90,9 @@ static void fetch_done(rf_creds *c, int rc, const char *why, rf_creds_value *v)
 {
 	c->fetching = false;
 	c->xfer = NULL;
-	creds_wipe_free(c->body);
-	creds_wipe_free(c->post);
-	creds_wipe_free(c->header);
+	rf_secret_free(c->body);
+	rf_secret_free(c->post);
+	rf_secret_free(c->header);
 	c->body = c->post = c->header = NULL;
 	rf_error err = {0};
 	if (rc == 0 && (rc = apply(c, v, &err)) < 0)
@@ -142,8 +141,8 @@ static int fetch_start(rf_creds *c, rf_error *err)
 	}
 	if (rc < 0) {
 		c->fetching = false;
-		creds_wipe_free(c->post);
-		creds_wipe_free(c->header);
+		rf_secret_free(c->post);
+		rf_secret_free(c->header);
 		c->post = c->header = NULL;
 	}
 	return rc;
@@ -155,7 +154,7 @@ void rf_creds_free(rf_creds *c)
 {
 	if (!c)
 		return;
-	rf_http_set_s3_expired(c->http, NULL, NULL);
+	rf_s3_signer_on_expired(c->signer, NULL, NULL);
 	if (c->xfer)
 		rf_http_cancel(c->http, c->xfer);
 	rf_loop_cancel(c->loop, c->refresh_timer);
@@ -179,7 +178,7 @@ void rf_creds_free(rf_creds *c)
 	                 &c->header,
 	                 &c->imds_token};
 	for (size_t i = 0; i < RF_ARRAY_LEN(strs); i++)
-		creds_wipe_free(*strs[i]);
+		rf_secret_free(*strs[i]);
 	rf_creds_argv_free(c->argv);
 	free(c);
 }
@@ -195,35 +194,36 @@ static int start_chain(rf_creds *c, rf_error *err)
 		return rc < 0 ? rc : 0;
 	}
 	if (rc == 0)
-		return anonymous(c->http, c->tried, err) < 0 ? -ENOMEM : 0;
+		return anonymous(c->signer, c->tried, err) < 0 ? -ENOMEM : 0;
 	c->initial = true;
-	rf_http_s3_hold(c->http);
-	rf_http_set_s3_expired(c->http, on_expired, c);
+	rf_s3_signer_hold(c->signer);
+	rf_s3_signer_on_expired(c->signer, on_expired, c);
 	rc = fetch_start(c, err);
 	if (rc < 0) {
 		char msg[RF_ERROR_MSG_BYTES];
 		snprintf(msg, sizeof(msg), "S3 credentials from %.200s: %.280s", c->source,
 		         err->msg);
-		rf_http_set_s3_expired(c->http, NULL, NULL);
+		rf_s3_signer_on_expired(c->signer, NULL, NULL);
 		return rf_fail(err, rc, "%s", msg);
 	}
 	return 1;
 }
 
-int rf_creds_start(rf_loop *loop, rf_http *h, const rf_fetch_options *opt, const rf_s3_config *s3,
-                   rf_creds **out, rf_error *err)
+int rf_creds_start(rf_loop *loop, rf_http *h, rf_s3_signer *signer, const rf_fetch_options *opt,
+                   const rf_s3_config *s3, rf_creds **out, rf_error *err)
 {
 	*out = NULL;
-	rf_http_s3 keys = {s3->region, s3->access_key, s3->secret_key, s3->session_token, NULL};
+	rf_s3_keys keys = {s3->region, s3->access_key, s3->secret_key, s3->session_token, NULL};
 	if (opt->s3.no_sign) /* asked: unsigned, whatever keys there are */
-		return rf_http_set_s3(h, &(rf_http_s3){.region = s3->region}, err);
+		return rf_s3_signer_set(signer, &(rf_s3_keys){.region = s3->region}, err);
 	if (s3->access_key) /* explicit or environment keys */
-		return rf_http_set_s3(h, &keys, err);
+		return rf_s3_signer_set(signer, &keys, err);
 	rf_creds *c = calloc(1, sizeof(*c));
 	if (!c)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	c->loop = loop;
 	c->http = h;
+	c->signer = signer;
 	c->fd = -1;
 	c->poll_id = c->reap_timer = c->deadline_timer = c->refresh_timer = NO_OP;
 	c->done = fetch_done;

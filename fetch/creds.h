@@ -21,6 +21,7 @@
 #include "http.h"
 #include "loop.h"
 #include "s3.h"
+#include "s3_sign.h"
 #include "source.h"
 #include <stdint.h>
 
@@ -33,13 +34,13 @@
 
 typedef struct rf_creds rf_creds;
 
-/* Starts the chain for the S3 signing of h (region and the explicit or
- * environment keys from s3). When the answer needs a fetch, h holds signed
- * requests until it comes. A chain that cannot start (a bad shared file, a
- * profile that does not exist) is an error. *out is NULL when nothing needs
- * to be kept (static keys, anonymous). */
-int rf_creds_start(rf_loop *loop, rf_http *h, const rf_fetch_options *opt, const rf_s3_config *s3,
-                   rf_creds **out, rf_error *err);
+/* Starts the chain for signer (region and the explicit or environment keys
+ * from s3); its fetches (STS, container, IMDS) go through h. When the answer
+ * needs a fetch, the signer holds signed requests until it comes. A chain
+ * that cannot start (a bad shared file, a profile that does not exist) is an
+ * error. *out is NULL when nothing needs to be kept (static keys, anonymous). */
+int rf_creds_start(rf_loop *loop, rf_http *h, rf_s3_signer *signer, const rf_fetch_options *opt,
+                   const rf_s3_config *s3, rf_creds **out, rf_error *err);
 /* Cancels what is in flight (kills a credential_process) and wipes. Before
  * rf_http_free of its client. */
 void rf_creds_free(rf_creds *c);

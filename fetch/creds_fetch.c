@@ -77,8 +77,7 @@ static int http_get(rf_creds *c, const char *what, const char *method, rf_error 
 	    .post = c->post,
 	    .post_len = c->post ? strlen(c->post) : 0,
 	    .headers = c->header ? c->headers : NULL,
-	    .sigv4 = c->kind == K_ASSUME_ROLE ? &c->sigv4 : NULL,
-	    .sigv4_service = "sts",
+	    .auth = c->kind == K_ASSUME_ROLE ? &c->sts.auth : NULL,
 	    .connect_timeout_ms = imds ? RF_CREDS_IMDS_CONNECT_MS : 0,
 	    .timeout_ms = imds ? 2 * RF_CREDS_IMDS_CONNECT_MS : FETCH_TIMEOUT_MS,
 	    .retries = imds && c->step == 0 ? -1 : 2,
@@ -99,8 +98,8 @@ static int form_add(char **post, const char *name, const char *value, rf_error *
 	rf_uri_encode(value, false, enc, cap);
 	char *next = NULL;
 	int rc = asprintf(&next, "%s%s%s=%s", *post ? *post : "", *post ? "&" : "", name, enc);
-	creds_wipe_free(enc);
-	creds_wipe_free(*post);
+	rf_secret_free(enc);
+	rf_secret_free(*post);
 	*post = rc < 0 ? NULL : next;
 	return rc < 0 ? rf_fail(err, -ENOMEM, "out of memory") : 0;
 }
@@ -128,12 +127,15 @@ int rf_creds_sts_start(rf_creds *c, rf_error *err)
 		rc = form_add(&c->post, "Version", STS_VERSION, err);
 	if (rc == 0 && web)
 		rc = form_add(&c->post, "WebIdentityToken", token, err);
-	creds_wipe_free(token);
+	rf_secret_free(token);
 	if (rc < 0)
 		return rc;
 	snprintf(c->url, sizeof(c->url), "%s/", c->sts_url);
-	c->sigv4 = (rf_http_s3){c->sts_region, c->source_keys.access_key, c->source_keys.secret_key,
-	                        c->source_keys.session_token, NULL};
+	rf_sigv4_fixed_init(&c->sts,
+	                    &(rf_s3_keys){c->sts_region, c->source_keys.access_key,
+	                                  c->source_keys.secret_key, c->source_keys.session_token,
+	                                  NULL},
+	                    "sts");
 	return http_get(c, web ? "STS AssumeRoleWithWebIdentity" : "STS AssumeRole", "POST", err);
 }
 
@@ -146,17 +148,17 @@ int rf_creds_container_start(rf_creds *c, rf_error *err)
 	const char *t = token ? token : c->container_token;
 	if (t && (strpbrk(t, "\r\n") || asprintf(&c->header, "Authorization: %s", t) < 0)) {
 		c->header = NULL;
-		creds_wipe_free(token);
+		rf_secret_free(token);
 		return rf_fail(err, -EINVAL, "container authorization token unusable");
 	}
-	creds_wipe_free(token);
+	rf_secret_free(token);
 	snprintf(c->url, sizeof(c->url), "%s", c->container_url);
 	return http_get(c, "container credentials", NULL, err);
 }
 
 int rf_creds_imds_step(rf_creds *c, rf_error *err)
 {
-	creds_wipe_free(c->header);
+	rf_secret_free(c->header);
 	c->header = NULL;
 	int rc = 0;
 	if (c->step == 0) {
@@ -169,7 +171,7 @@ int rf_creds_imds_step(rf_creds *c, rf_error *err)
 		snprintf(c->url, sizeof(c->url), "%s/latest/meta-data/iam/security-credentials/%s",
 		         c->imds_url, c->step == 2 ? c->imds_role : "");
 		rc = asprintf(&c->header, "X-aws-ec2-metadata-token: %s", c->imds_token);
-		creds_wipe_free(c->post);
+		rf_secret_free(c->post);
 		c->post = NULL;
 	}
 	if (rc < 0) {
@@ -201,7 +203,7 @@ static int imds_role(rf_creds *c, const char *body, rf_error *err)
 static int imds_next(rf_creds *c, size_t len, rf_creds_value *v, rf_error *err)
 {
 	if (c->step == 0) {
-		creds_wipe_free(c->imds_token);
+		rf_secret_free(c->imds_token);
 		c->imds_token = c->body;
 		c->body = NULL;
 		if (!*c->imds_token || strpbrk(c->imds_token, "\r\n") || len > 4096)
@@ -213,7 +215,7 @@ static int imds_next(rf_creds *c, size_t len, rf_creds_value *v, rf_error *err)
 		return 1;
 	}
 	c->step++;
-	creds_wipe_free(c->body);
+	rf_secret_free(c->body);
 	c->body = NULL;
 	RF_TRY(rf_creds_imds_step(c, err));
 	return 0;

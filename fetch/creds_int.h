@@ -16,6 +16,7 @@
 #define RF_CREDS_INT_H
 
 #include "creds.h"
+#include "s3_sign.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef enum creds_kind {
 struct rf_creds {
 	rf_loop *loop;
 	rf_http *http;
+	rf_s3_signer *signer; /* where the credentials go */
 	creds_kind kind;
 	char source[480]; /* names the source in messages: never a secret */
 	char tried[480];  /* the sources tried before it (for "nothing found") */
@@ -54,7 +56,7 @@ struct rf_creds {
 	rf_http_xfer *xfer;
 	char *body, *post, *header, *imds_token;
 	const char *headers[2];
-	rf_http_s3 sigv4;
+	rf_sigv4_fixed sts; /* AssumeRole: signed with source_keys */
 	char imds_role[256];
 	char url[1024];
 	/* credential_process */
@@ -75,14 +77,6 @@ struct rf_creds {
 	 * into the chain. */
 	void (*done)(rf_creds *c, int rc, const char *why, rf_creds_value *v);
 };
-
-static inline void creds_wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
 
 static inline int64_t creds_wall_ms(void)
 {

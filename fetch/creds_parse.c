@@ -18,19 +18,11 @@
 #define ACCESS_KEY_MAX 128
 #define SECRET_KEY_MAX 256
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void rf_creds_value_wipe(rf_creds_value *v)
 {
-	wipe_free(v->access_key);
-	wipe_free(v->secret_key);
-	wipe_free(v->session_token);
+	rf_secret_free(v->access_key);
+	rf_secret_free(v->secret_key);
+	rf_secret_free(v->session_token);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -190,7 +182,7 @@ static void sts_keep(sts_parse *sp, char **field)
 {
 	if (memchr(sp->text, 0, sp->text_len))
 		return sts_stop(sp, "a NUL in a credential");
-	wipe_free(*field);
+	rf_secret_free(*field);
 	if (!(*field = strdup(sp->text)))
 		return sts_stop(sp, "out of memory");
 }

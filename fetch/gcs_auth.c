@@ -16,23 +16,15 @@
 #include <string.h>
 #include <strings.h>
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void rf_gcs_key_wipe(rf_gcs_key *k)
 {
 	free(k->token_uri);
 	free(k->client_email);
 	free(k->key_id);
-	wipe_free(k->private_key);
+	rf_secret_free(k->private_key);
 	free(k->client_id);
-	wipe_free(k->client_secret);
-	wipe_free(k->refresh_token);
+	rf_secret_free(k->client_secret);
+	rf_secret_free(k->refresh_token);
 	memset(k, 0, sizeof(*k));
 }
 

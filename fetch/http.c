@@ -1,14 +1,19 @@
 /* http.c - HTTP(S) transfers driven by the io_uring loop (see http.h): the
  * transfer state machine, the top of the client's files (http_int.h): it
- * calls the response checks (http_check.c), the S3 signing (s3_sign.c), the
- * records (http_xfer.c) and curl on the loop (http_loop.c), and none of them
- * calls it: the loop reaches it only through the ops it registers
- * (pump_ops: harvest and admit, then deliver).
+ * calls the response checks (http_check.c), the records and the state mover
+ * (http_xfer.c) and curl on the loop (http_loop.c), and none of them calls
+ * it: the loop reaches it only through the ops it registers (pump_ops:
+ * harvest and admit, then deliver). A signed request's signer (http.h's
+ * seam, implemented by its store) is called at fixed points: begin at the
+ * start, gate before each admission, sign in configure, answered and refused
+ * when an attempt ends, explain in the message.
  *
- * Each transfer is a state machine (xfer_state, xfer_state_name[],
- * xfer_step): QUEUED (waiting for a connection slot of its host) ->
- * ACTIVE (in curl) -> DONE, or ACTIVE -> BACKOFF (retry timer) -> QUEUED. A
- * response is accepted only when it is exactly what was asked (http_check.c). */
+ * Each transfer is a state machine (xfer_state and rf_xfer_state_name[] in
+ * http_int.h): events (xfer_step) decide, rf_xfer_move is the only writer:
+ * QUEUED (waiting for a connection slot of its host) -> ACTIVE (in curl) ->
+ * ANSWERED (judged) -> DONE, or -> BACKOFF (retry timer) -> QUEUED, or ->
+ * QUEUED again at once (a redirect, a signer's hop or retry). A response is
+ * accepted only when it is exactly what was asked (http_check.c). */
 #include "http_int.h"
 #include "url.h"
 
@@ -26,8 +31,6 @@ typedef enum xfer_event {
 	EV_TIMER,     /* the backoff timer fired */
 	EV_CANCEL,
 } xfer_event;
-
-static const char *const xfer_state_name[X_STATES] = {"queued", "active", "backoff", "done"};
 
 static void xfer_step(rf_http_xfer *x, xfer_event ev);
 
@@ -60,7 +63,6 @@ static void attempt_reset(rf_http_xfer *x)
 	x->got = x->content_length = x->header_bytes = 0;
 	x->have_content_length = x->body_checked = false;
 	x->retry_after[0] = x->problem[0] = x->curl_msg[0] = x->error_body[0] = '\0';
-	x->bucket_region[0] = '\0';
 	x->problem_retryable = false;
 	x->error_body_len = 0;
 	free(x->all);
@@ -84,7 +86,7 @@ static int configure_extras(rf_http_xfer *x)
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->req.method);
 	for (const char *const *l = x->req.headers; l && *l; l++)
 		RF_TRY(rf_xfer_add_header(x, *l));
-	return x->req.sigv4 ? rf_xfer_sign_sigv4(x) : 0;
+	return 0;
 }
 
 static void configure_limits(rf_http *h, rf_http_xfer *x)
@@ -138,13 +140,10 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	} else if (x->req.kind == RF_HTTP_HEAD) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	}
-	if (x->req.sign) {
-		/* S3 keys are opaque: "a/../b" names its own object, so the path goes
-		 * out (and is signed) as given; curl would remove dot segments. */
-		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-		RF_TRY(rf_xfer_sign_s3(h, x));
-	}
 	RF_TRY(configure_extras(x));
+	const rf_http_auth *a = x->req.auth;
+	if (a)
+		RF_TRY(a->ops->sign(a->state, x->auth_data, x));
 	if (x->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
 	return 0;
@@ -176,14 +175,15 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 		return -EPROTO;
 	}
 	bool cross = strcmp(from, to) != 0;
-	bool secret = x->req.credential || x->req.sigv4 || x->req.headers || x->req.post;
-	if (cross && (secret || x->req.sign)) {
+	bool secret = x->req.credential || x->req.headers || x->req.post;
+	if (cross && (secret || x->req.auth)) {
 		rf_url_redact(x->redirect, shown, sizeof(shown));
 		snprintf(why, cap,
-		         "HTTP %ld redirect from %.80s to %.150s (another host) refused: %s",
+		         "HTTP %ld redirect from %.80s to %.150s (another host) refused: %s%s",
 		         x->status, from, shown,
 		         secret ? "a credential request follows no redirect to another origin"
-		                : "S3 credentials never follow a redirect to another origin");
+		                : x->req.auth->ops->name,
+		         secret ? "" : " credentials never follow a redirect to another origin");
 		return -EPROTO;
 	}
 	char *next = cross ? rf_url_without_userinfo(x->redirect) : strdup(x->redirect);
@@ -202,7 +202,7 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 	x->host = hh;
 	x->hops++;
 	x->following = true;
-	rf_xfer_queue_first(x);
+	rf_xfer_move(x, X_QUEUED, true, "redirect");
 	return 0;
 }
 
@@ -217,13 +217,12 @@ static void on_backoff_timer(void *arg, int res)
 	rf_http_loop_pump(&h->curl);
 }
 
+/* Back to the pool: after x left ACTIVE (rf_xfer_move removed it from curl). */
 static void detach_easy(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
 	if (!x->easy)
 		return;
-	if (x->state == X_ACTIVE)
-		curl_multi_remove_handle(h->curl.multi, x->easy);
 	easy_put(h, x->easy);
 	x->easy = NULL;
 	curl_slist_free_all(x->headers);
@@ -233,21 +232,18 @@ static void detach_easy(rf_http_xfer *x)
 static void step_admit(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
-	rf_xfer_unqueue(x);
 	int rc = configure(h, x);
 	if (rc == 0 && curl_multi_add_handle(h->curl.multi, x->easy) != CURLM_OK)
 		rc = -EIO;
 	if (rc < 0) {
+		detach_easy(x); /* never added to curl */
 		rf_xfer_finish(x, rc,
 		               rc == -ENOMEM ? "out of memory setting up the transfer"
-		                             : "curl refused the transfer");
+		               : rc == -EIO  ? "curl refused the transfer"
+		                             : "signing the request failed");
 		return;
 	}
-	x->state = X_ACTIVE;
-	x->active_ns = rf_now_ns();
-	x->host->active++;
-	h->counters.host_active_max =
-	    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
+	rf_xfer_move(x, X_ACTIVE, false, x->following ? "admitted, following" : "admitted");
 	h->counters.requests += !x->req.uncounted;
 	if (x->following) { /* a redirect hop, not another attempt */
 		x->following = false;
@@ -260,20 +256,26 @@ static void step_admit(rf_http_xfer *x)
 static void step_finished(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
+	const rf_http_auth *a = x->req.auth;
 	char why[400];
-	x->host->active--;
-	detach_easy(x); /* also leaves ACTIVE for curl */
+	rf_xfer_move(x, X_ANSWERED, false, "curl finished");
+	detach_easy(x);
 	if (x->redirect && x->curl_rc == CURLE_OK && !x->problem[0]) {
 		int rc = follow_redirect(x, why, sizeof(why));
 		if (rc < 0)
 			rf_xfer_finish(x, rc, why);
 		return;
 	}
-	if (x->curl_rc == CURLE_OK && !x->problem[0] && rf_xfer_follow_region(x))
+	if (a && a->ops->answered && x->curl_rc == CURLE_OK && !x->problem[0] &&
+	    a->ops->answered(a->state, x->auth_data, x) != RF_AUTH_NO) {
+		x->following = true; /* a hop, not an attempt */
+		rf_xfer_move(x, X_QUEUED, true, "the signer follows");
 		return;
+	}
 	int verdict = rf_xfer_judge(x, why, sizeof(why));
-	if (verdict < 0 && rf_xfer_expired_token(x)) {
-		rf_xfer_wait_for_credentials(x);
+	if (verdict < 0 && a && a->ops->refused &&
+	    a->ops->refused(a->state, x->auth_data, x) != RF_AUTH_NO) {
+		rf_xfer_move(x, X_QUEUED, true, "the signer retries");
 		return;
 	}
 	if (verdict > 0) {
@@ -289,7 +291,7 @@ static void step_finished(rf_http_xfer *x)
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);
 		if (id >= 0) {
 			x->timer_id = id;
-			x->state = X_BACKOFF;
+			rf_xfer_move(x, X_BACKOFF, false, "retry timer");
 			if (h->trace)
 				fprintf(stderr, "http: %s: %s, retry in %lld ms\n", x->name, why,
 				        (long long)ms);
@@ -302,22 +304,11 @@ static void step_finished(rf_http_xfer *x)
 
 static void step_cancel(rf_http_xfer *x)
 {
-	rf_http *h = x->h;
-	if (x->state == X_QUEUED && x->listed_queue)
-		rf_xfer_unqueue(x);
-	if (x->state == X_ACTIVE)
-		x->host->active--;
-	if (x->state == X_BACKOFF)
-		rf_loop_cancel(h->loop, x->timer_id);
-	if (x->state == X_DONE && x->listed_done)
-		rf_xfer_undone(x);
+	rf_xfer_move(x, X_CANCELLED, false, "cancelled");
 	detach_easy(x);
-	x->listed_queue = x->listed_done = false;
-	x->timer_id = NO_OP;
-	x->state = X_DONE;
 }
 
-/* The one place a transfer changes state. */
+/* What happens to a transfer on an event; the moves are rf_xfer_move's. */
 static void xfer_step(rf_http_xfer *x, xfer_event ev)
 {
 	static const char *const ev_name[] = {"admit", "finished", "timer", "cancel"};
@@ -334,23 +325,35 @@ static void xfer_step(rf_http_xfer *x, xfer_event ev)
 		if (known)
 			step_finished(x);
 		break;
-	case EV_TIMER:
+	case EV_TIMER: /* first in line again: it is the oldest request */
 		known = from == X_BACKOFF;
-		if (known) { /* first in line again: it is the oldest request */
-			rf_xfer_queue_first(x);
-		}
+		if (known)
+			rf_xfer_move(x, X_QUEUED, true, "backoff over");
 		break;
 	case EV_CANCEL:
-		step_cancel(x);
+		known = from != X_CANCELLED;
+		if (known)
+			step_cancel(x);
 		break;
 	}
 	if (!known)
 		fprintf(stderr, "ringfeed: http: %s: event %s ignored in state %s\n", x->name,
-		        ev_name[ev], xfer_state_name[from]);
-	if (x->h->trace)
-		fprintf(stderr, "http: %s: %s -> %s on %s (attempt %u, status %ld)\n", x->name,
-		        xfer_state_name[from], xfer_state_name[x->state], ev_name[ev], x->attempts,
-		        x->status);
+		        ev_name[ev], rf_xfer_state_name[from]);
+}
+
+/* Whether x's signer lets it start now; false when it waits or failed. */
+static bool gate_open(rf_http_xfer *x, bool *any)
+{
+	const rf_http_auth *a = x->req.auth;
+	int code = -EACCES;
+	const char *msg = NULL;
+	rf_http_auth_gate g =
+	    a && a->ops->gate ? a->ops->gate(a->state, x->auth_data, &code, &msg) : RF_AUTH_GO;
+	if (g == RF_AUTH_FAIL) {
+		rf_xfer_finish(x, code < 0 ? code : -EACCES, msg ? msg : "no credentials");
+		*any = true;
+	}
+	return g == RF_AUTH_GO;
 }
 
 static bool admit(rf_http *h)
@@ -360,16 +363,11 @@ static bool admit(rf_http *h)
 		room = h->hosts[i].active < h->opt.connections;
 	if (!room)
 		return false; /* every host is at its limit: no need to walk the queue */
-	rf_http_xfer *next;
-	for (rf_http_xfer *x = h->queue_head; x; x = next) {
-		next = x->next;
-		if (x->req.sign && h->s3_hold)
-			continue; /* waits for credentials */
-		if (x->req.sign && h->s3_fail_code) {
-			rf_xfer_fail_queued(x, h->s3_fail_code, h->s3_fail_msg);
-			any = true;
-			continue;
-		}
+	rf_list_for_each(n, tmp, &h->queue)
+	{
+		rf_http_xfer *x = XFER_OF(n);
+		if (!gate_open(x, &any))
+			continue; /* waits for credentials, or failed */
 		if (x->host->active < h->opt.connections) {
 			xfer_step(x, EV_ADMIT);
 			any = true;
@@ -381,8 +379,7 @@ static bool admit(rf_http *h)
 static void deliver(rf_http *h)
 {
 	rf_http_xfer *x;
-	while ((x = h->done_head)) {
-		rf_xfer_undone(x);
+	while ((x = rf_xfer_take_done(h))) {
 		if (x->cb)
 			x->cb(x->arg, x->result, x->fail_msg);
 		rf_xfer_free(x);
@@ -481,9 +478,7 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	memset(&h->opt.s3, 0, sizeof(h->opt.s3));
 	memset(&h->opt.gs, 0, sizeof(h->opt.gs));
 	h->opt.inject = NULL; /* no borrowed strings kept */
-	h->s3_expired_timer = NO_OP;
-	h->trace = getenv("RF_HTTP_TRACE") != NULL;
-	snprintf(h->region, sizeof(h->region), "us-east-1");
+	h->trace = getenv("RF_HTTP_TRACE") != NULL || getenv("RF_DEBUG") != NULL;
 	rf_http_set_backoff(h, 50, 5000, 0x5EED5EEDull);
 	int rc = rf_http_loop_init(&h->curl, loop, h->opt.connections, &pump_ops, h);
 	h->pool_max = h->opt.connections * EASY_POOL_PER_CONNECTION;
@@ -501,22 +496,16 @@ void rf_http_free(rf_http *h)
 {
 	if (!h)
 		return;
-	while (h->all) {
-		rf_http_xfer *x = h->all;
+	rf_http_xfer *x;
+	while ((x = rf_list_entry_or_null(h->all.head, rf_http_xfer, all_link))) {
 		xfer_step(x, EV_CANCEL);
 		rf_xfer_free(x);
 	}
 	rf_http_loop_fini(&h->curl);
-	rf_loop_cancel(h->loop, h->s3_expired_timer);
-	free(h->s3_note);
-	free(h->s3_fail_msg);
 	for (uint32_t i = 0; i < h->npool; i++)
 		curl_easy_cleanup(h->pool[i]);
 	free(h->pool);
 	free(h->ca_file);
-	rf_http_wipe_free(h->s3_sigv4);
-	rf_http_wipe_free(h->s3_userpwd);
-	rf_http_wipe_free(h->s3_token_header);
 	h->magic = 0;
 	free(h);
 }
@@ -565,28 +554,25 @@ int rf_http_start(rf_http *h, const rf_http_request *req, rf_fetch_cb cb, void *
 	x->h = h;
 	x->timer_id = NO_OP;
 	x->req = *req;
-	x->req.url = x->req.name = x->req.region = x->req.bucket = NULL; /* owned copies */
+	x->req.url = x->req.name = x->req.scope = x->req.bucket = NULL; /* the signer copies */
 	x->cb = cb;
 	x->arg = arg;
 	x->host = hh;
-	if (req->sign && rf_xfer_start_region(x, req) < 0) {
+	const rf_http_auth *a = req->auth;
+	int rc = a && a->ops->begin ? a->ops->begin(a->state, req, x, &x->auth_data) : 0;
+	if (rc < 0) {
 		free(x->url);
 		free(x->name);
-		free(x->region);
-		free(x->bucket);
 		free(x);
-		return rf_fail(err, -ENOMEM, "out of memory starting a transfer of '%s'", shown);
+		return rf_fail(err, rc, "%s starting a transfer of '%s'",
+		               rc == -ENOMEM ? "out of memory" : "the signer failed", shown);
 	}
-	x->all_next = h->all;
-	if (h->all)
-		h->all->all_prev = x;
-	h->all = x;
+	rf_list_push_back(&h->all, &x->all_link);
 	h->transfers++;
-	if (req->kind == RF_HTTP_RANGE && req->len == 0) {
+	if (req->kind == RF_HTTP_RANGE && req->len == 0)
 		rf_xfer_finish(x, 0, NULL); /* nothing to ask for */
-	} else {
-		rf_xfer_queue(x);
-	}
+	else
+		rf_xfer_move(x, X_QUEUED, false, "started");
 	if (out)
 		*out = x;
 	rf_http_loop_kick(&h->curl);

@@ -1,6 +1,7 @@
 /* http_check.c - what a response must be to be accepted: headers recorded
  * as they arrive (status, Content-Length, Content-Range, Retry-After,
- * x-amz-bucket-region, the ETag / Last-Modified validators), a range body checked at its first byte
+ * the ETag / Last-Modified validators; every line to a signed request's
+ * signer too), a range body checked at its first byte
  * and never written past the caller's buffer, and the verdict on a finished attempt (accepted,
  * retryable, failed) with its backoff. */
 #include "http_int.h"
@@ -40,7 +41,6 @@ static void response_reset(rf_http_xfer *x, const char *line)
 	x->have_content_length = x->body_checked = false;
 	x->content_length = 0;
 	x->retry_after[0] = '\0';
-	x->bucket_region[0] = '\0';
 	x->etag[0] = x->last_modified[0] = '\0';
 	x->etag_bad = false;
 }
@@ -61,14 +61,13 @@ size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp)
 		len--;
 	line[len] = '\0';
 	const char *v;
+	const rf_http_auth *a = x->req.auth;
+	if (a && a->ops->header) /* it only records: this runs inside curl */
+		a->ops->header(a->state, x->auth_data, line, len);
 	if (!strncmp(line, "HTTP/", 5)) {
 		response_reset(x, line);
 	} else if (header_is(line, len, "content-length", &v)) {
 		x->have_content_length = rf_http_parse_content_length(v, &x->content_length);
-	} else if (header_is(line, len, "x-amz-bucket-region", &v)) {
-		snprintf(x->bucket_region, sizeof(x->bucket_region), "%s", v + strspn(v, " \t"));
-		if (!rf_s3_region_ok(x->bucket_region))
-			x->bucket_region[0] = '\0'; /* untrusted: only a plausible name is used */
 	} else if (header_is(line, len, "etag", &v)) {
 		x->etag_bad = !rf_http_validator_value(v, x->etag, sizeof(x->etag));
 	} else if (header_is(line, len, "last-modified", &v)) {
@@ -193,26 +192,15 @@ static bool curl_retryable(CURLcode rc)
 	}
 }
 
+/* "HTTP nnn CODE" and, for a signed request, its signer's words. */
 static int judge_status(const rf_http_xfer *x, char *why, size_t cap)
 {
-	char code[64], region[REGION_BYTES], hint[256] = "";
+	char code[64], more[800] = "";
 	rf_http_s3_error_code(x->error_body, code, sizeof(code));
-	rf_xfer_s3_region(x, region, sizeof(region));
-	const rf_http *h = x->h;
-	bool denied = x->req.sign && (x->status == 403 || x->status == 401);
-	/* anonymous because the credential chain found nothing: say so */
-	const char *note = denied && !h->s3_userpwd && h->s3_note ? h->s3_note : NULL;
-	if (!code[0] && denied && !note)
-		snprintf(
-		    hint, sizeof(hint),
-		    " (no S3 error code: a HEAD has no body; a wrong key or secret is likely)");
-	else if (x->req.sign && region[0] && (x->status == 301 || x->status == 400))
-		snprintf(hint, sizeof(hint),
-		         " (the bucket is in region %s; this request was for %s: set s3_region or "
-		         "AWS_REGION, and an endpoint of that region)",
-		         region, x->region_followed ? "it, and still refused" : rf_xfer_region(x));
-	snprintf(why, cap, "HTTP %ld%s%s%s%s%s%s", x->status, code[0] ? " " : "", code, hint,
-	         note ? " (sent unsigned: " : "", note ? note : "", note ? ")" : "");
+	const rf_http_auth *a = x->req.auth;
+	if (a && a->ops->explain)
+		a->ops->explain(a->state, x->auth_data, x, more, sizeof(more));
+	snprintf(why, cap, "HTTP %ld%s%s%s", x->status, code[0] ? " " : "", code, more);
 	return rf_http_status_retryable(x->status) ? 0 : -1;
 }
 

@@ -1,6 +1,7 @@
 /* http_parse.c - the HTTP client's pure helpers (see http_parse.h): no
  * state, no curl; each one unit tested and fuzzed (fuzz/fuzz_http.c). */
 #include "http_int.h"
+#include "rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,21 +57,13 @@ int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, 
 	return *v ? -EINVAL : 0;
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
 uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng)
 {
 	uint64_t ceiling = base_ms;
 	for (uint32_t i = 0; i < attempt && ceiling < cap_ms; i++)
 		ceiling *= 2;
 	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
-	return splitmix64(rng) % (ceiling + 1);
+	return rf_splitmix64(rng) % (ceiling + 1);
 }
 
 uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms,
@@ -81,7 +74,7 @@ uint64_t rf_http_throttle_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_
 		ceiling *= 2;
 	ceiling = RF_MIN(ceiling, (uint64_t)cap_ms);
 	uint64_t half = ceiling / 2;
-	return RF_MAX(half + splitmix64(rng) % (ceiling - half + 1), 1ull);
+	return RF_MAX(half + rf_splitmix64(rng) % (ceiling - half + 1), 1ull);
 }
 
 int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budget_ms,
@@ -98,7 +91,9 @@ int64_t rf_http_throttle_delay_ms(uint32_t n, uint64_t waited_ms, uint64_t budge
 
 bool rf_http_throttled(long status, const char *s3_code)
 {
-	return status == 429 || status == 503 || (s3_code && !strcmp(s3_code, "SlowDown"));
+	return status == 429 || status == 503 ||
+	       (s3_code && (!strcmp(s3_code, "SlowDown") || !strcmp(s3_code, "OperationTimedOut") ||
+	                    !strcmp(s3_code, "ServerBusy")));
 }
 
 int64_t rf_http_retry_after_ms(const char *v)

@@ -16,7 +16,7 @@
  * UINT64_MAX) or "bytes * /TOTAL" (unsatisfied; first = last = UINT64_MAX). */
 int rf_http_parse_content_range(const char *v, uint64_t *first, uint64_t *last, uint64_t *total);
 /* Full-jitter backoff: uniform in [0, min(cap, base * 2^attempt)] ms, from a
- * splitmix64 state. */
+ * splitmix64 state (rf_splitmix64, base/rng.h). */
 uint64_t rf_http_backoff_ms(uint32_t attempt, uint32_t base_ms, uint32_t cap_ms, uint64_t *rng);
 /* Throttling backoff ("equal jitter"): uniform in [c/2, c] ms, at least 1,
  * c = min(cap, base * 2^attempt): every wait makes progress, so a time
@@ -64,5 +64,7 @@ size_t rf_http_validator_make(const char *etag, bool etag_bad, const char *last_
 /* The "<Code>X</Code>" of an S3 error body into out (letters and digits
  * only; "" when none). */
 void rf_http_s3_error_code(const char *body, char *out, size_t cap);
+/* A malloc'd printf (NULL when out of memory). */
+char *rf_http_dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

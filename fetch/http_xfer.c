@@ -1,10 +1,10 @@
 /* http_xfer.c - the HTTP client's records, under everything that moves a
  * transfer: the queue and done lists, the hosts (the unit of the connection
  * limit), a transfer's outcome (finished, or failed while queued) and its
- * freeing, the counters; and the small helpers the client's files share (a
- * request header line, wiping a secret). It calls nothing above it: the
- * state machine (http.c), the response checks (http_check.c) and the S3
- * signing (s3_sign.c) all build on it. */
+ * freeing, the counters; the one mover of a transfer's state (rf_xfer_move,
+ * which keeps the lists with it); and what a signer may see and do of a
+ * transfer (http.h's seam). It calls nothing above it: the state machine
+ * (http.c) and the response checks (http_check.c) build on it. */
 #include "http_int.h"
 
 #include <stdio.h>
@@ -12,67 +12,72 @@
 #include <string.h>
 #include <strings.h>
 
-/* ------------------------------------------------------------------ lists */
+/* ------------------------------------------------------ the state mover */
 
-static void list_push(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+const char *const rf_xfer_state_name[X_STATES] = {"new",     "queued", "active",   "answered",
+                                                  "backoff", "done",   "cancelled"};
+
+/* The machine's moves: allowed[from] has bit `to` set. */
+#define TO(s) (1u << (s))
+static const unsigned allowed[X_STATES] = {
+    [X_NEW] = TO(X_QUEUED) | TO(X_DONE),
+    [X_QUEUED] = TO(X_ACTIVE) | TO(X_DONE) | TO(X_CANCELLED),
+    [X_ACTIVE] = TO(X_ANSWERED) | TO(X_CANCELLED),
+    [X_ANSWERED] = TO(X_QUEUED) | TO(X_BACKOFF) | TO(X_DONE),
+    [X_BACKOFF] = TO(X_QUEUED) | TO(X_CANCELLED),
+    [X_DONE] = TO(X_CANCELLED),
+    [X_CANCELLED] = 0,
+};
+
+static void leave(rf_http_xfer *x, xfer_state from)
 {
-	x->next = NULL;
-	x->prev = *tail;
-	if (*tail)
-		(*tail)->next = x;
-	else
-		*head = x;
-	*tail = x;
+	rf_http *h = x->h;
+	if (x->listed)
+		rf_list_remove(from == X_QUEUED ? &h->queue : &h->done, &x->link);
+	x->listed = false;
+	if (from == X_ACTIVE) {
+		x->host->active--;
+		if (x->easy) /* returns once curl will write no more */
+			curl_multi_remove_handle(h->curl.multi, x->easy);
+	}
+	if (from == X_BACKOFF) {
+		rf_loop_cancel(h->loop, x->timer_id); /* NO_OP when it fired */
+		x->timer_id = NO_OP;
+	}
 }
 
-static void list_push_front(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+static void enter(rf_http_xfer *x, xfer_state to, bool first)
 {
-	x->prev = NULL;
-	x->next = *head;
-	if (*head)
-		(*head)->prev = x;
-	else
-		*tail = x;
-	*head = x;
+	rf_http *h = x->h;
+	if (to == X_QUEUED && first)
+		rf_list_push_front(&h->queue, &x->link);
+	else if (to == X_QUEUED || to == X_DONE)
+		rf_list_push_back(to == X_QUEUED ? &h->queue : &h->done, &x->link);
+	x->listed = to == X_QUEUED || to == X_DONE;
+	if (to == X_ACTIVE) {
+		x->active_ns = rf_now_ns();
+		x->host->active++;
+		h->counters.host_active_max =
+		    RF_MAX(h->counters.host_active_max, (uint64_t)x->host->active);
+	}
 }
 
-static void list_unlink(rf_http_xfer **head, rf_http_xfer **tail, rf_http_xfer *x)
+void rf_xfer_move(rf_http_xfer *x, xfer_state to, bool first, const char *why)
 {
-	if (x->prev)
-		x->prev->next = x->next;
-	else
-		*head = x->next;
-	if (x->next)
-		x->next->prev = x->prev;
-	else
-		*tail = x->prev;
-	x->prev = x->next = NULL;
-}
-
-void rf_xfer_queue(rf_http_xfer *x)
-{
-	x->state = X_QUEUED;
-	list_push(&x->h->queue_head, &x->h->queue_tail, x);
-	x->listed_queue = true;
-}
-
-void rf_xfer_queue_first(rf_http_xfer *x)
-{
-	x->state = X_QUEUED;
-	list_push_front(&x->h->queue_head, &x->h->queue_tail, x);
-	x->listed_queue = true;
-}
-
-void rf_xfer_unqueue(rf_http_xfer *x)
-{
-	list_unlink(&x->h->queue_head, &x->h->queue_tail, x);
-	x->listed_queue = false;
-}
-
-void rf_xfer_undone(rf_http_xfer *x)
-{
-	list_unlink(&x->h->done_head, &x->h->done_tail, x);
-	x->listed_done = false;
+	xfer_state from = x->state;
+	if (!(allowed[from] & TO(to))) {
+		fprintf(stderr, "ringfeed: http: %s: no move from %s to %s (%s): refused\n",
+		        x->name, rf_xfer_state_name[from], rf_xfer_state_name[to], why);
+		return;
+	}
+	leave(x, from);
+	x->state = to;
+	enter(x, to, first);
+	if (x->h->trace)
+		fprintf(stderr, "http: %s: %s -> %s%s (%s; attempt %u, status %ld)\n", x->name,
+		        rf_xfer_state_name[from], rf_xfer_state_name[to],
+		        to == X_QUEUED && first ? " first in line" : "", why, x->attempts,
+		        x->status);
 }
 
 /* ------------------------------------------------------------------ hosts */
@@ -133,34 +138,32 @@ void rf_xfer_finish(rf_http_xfer *x, int64_t result, const char *why)
 	if (!why && x->req.validator)
 		rf_http_validator_make(x->etag, x->etag_bad, x->last_modified, x->req.validator,
 		                       x->req.validator_cap);
-	x->state = X_DONE;
-	list_push(&h->done_head, &h->done_tail, x);
-	x->listed_done = true;
+	rf_xfer_move(x, X_DONE, false, why ? "failed" : "finished");
 }
 
-void rf_xfer_fail_queued(rf_http_xfer *x, int code, const char *msg)
+rf_http_xfer *rf_xfer_take_done(rf_http *h)
 {
-	rf_xfer_unqueue(x);
-	rf_xfer_finish(x, code, msg ? msg : "no S3 credentials");
+	rf_http_xfer *x = XFER_OF(h->done.head);
+	if (x) { /* stays DONE while its callback runs, then is freed */
+		rf_list_remove(&h->done, &x->link);
+		x->listed = false;
+	}
+	return x;
 }
 
 void rf_xfer_free(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
-	if (x->all_prev)
-		x->all_prev->all_next = x->all_next;
-	else
-		h->all = x->all_next;
-	if (x->all_next)
-		x->all_next->all_prev = x->all_prev;
+	const rf_http_auth *a = x->req.auth;
+	if (a && a->ops->end)
+		a->ops->end(a->state, x->auth_data);
+	rf_list_remove(&h->all, &x->all_link);
 	h->transfers--;
 	free(x->all);
 	free(x->redirect);
 	free(x->fail_msg);
 	free(x->url);
 	free(x->name);
-	free(x->region);
-	free(x->bucket);
 	free(x);
 }
 
@@ -184,11 +187,6 @@ void rf_http_counters_get(const rf_http *h, rf_http_counters *out)
 	*out = h->counters;
 }
 
-unsigned rf_http_in_flight(const rf_http *h)
-{
-	return h->transfers;
-}
-
 /* ---------------------------------------------------------- small helpers */
 
 int rf_xfer_add_header(rf_http_xfer *x, const char *line)
@@ -200,10 +198,97 @@ int rf_xfer_add_header(rf_http_xfer *x, const char *line)
 	return 0;
 }
 
-void rf_http_wipe_free(char *s)
+/* --------------------------------------------- the signer's view (http.h) */
+
+const char *rf_http_xfer_url(const rf_http_xfer *x)
 {
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
+	return x->url;
+}
+
+const char *rf_http_xfer_name(const rf_http_xfer *x)
+{
+	return x->name;
+}
+
+rf_http_kind rf_http_xfer_kind(const rf_http_xfer *x)
+{
+	return x->req.kind;
+}
+
+const char *rf_http_xfer_method(const rf_http_xfer *x)
+{
+	return x->req.method                 ? x->req.method
+	       : x->req.kind == RF_HTTP_HEAD ? "HEAD"
+	       : x->req.post                 ? "POST"
+	                                     : "GET";
+}
+
+bool rf_http_xfer_range(const rf_http_xfer *x, uint64_t *first, uint64_t *last)
+{
+	if (x->req.kind != RF_HTTP_RANGE || x->req.len == 0)
+		return false;
+	*first = x->req.offset;
+	*last = x->req.offset + x->req.len - 1;
+	return true;
+}
+
+long rf_http_xfer_status(const rf_http_xfer *x)
+{
+	return x->status;
+}
+
+const char *rf_http_xfer_error_body(const rf_http_xfer *x)
+{
+	return x->error_body;
+}
+
+int rf_http_xfer_add_header(rf_http_xfer *x, const char *line)
+{
+	return rf_xfer_add_header(x, line);
+}
+
+void rf_http_xfer_sigv4(rf_http_xfer *x, const char *scope, const char *userpwd)
+{
+	curl_easy_setopt(x->easy, CURLOPT_AWS_SIGV4, scope);
+	curl_easy_setopt(x->easy, CURLOPT_USERPWD, userpwd);
+}
+
+void rf_http_xfer_path_as_is(rf_http_xfer *x)
+{
+	curl_easy_setopt(x->easy, CURLOPT_PATH_AS_IS, 1L);
+}
+
+int rf_http_xfer_retarget(rf_http_xfer *x, const char *url)
+{
+	char *u = strdup(url);
+	host *hh = u ? rf_http_host_of(x->h, u) : NULL;
+	if (!hh) {
+		free(u);
+		return u ? -EAGAIN : -ENOMEM;
 	}
+	free(x->url);
+	x->url = u;
+	x->host = hh;
+	return 0;
+}
+
+void rf_http_fail_queued(rf_http *h, const rf_http_auth *auth, int code, const char *msg)
+{
+	rf_list_for_each(n, tmp, &h->queue)
+	{
+		rf_http_xfer *x = XFER_OF(n);
+		if (x->req.auth == auth)
+			rf_xfer_finish(x, code, msg);
+	}
+	rf_http_loop_kick(&h->curl);
+}
+
+void rf_http_kick(rf_http *h)
+{
+	rf_http_loop_kick(&h->curl);
+}
+
+bool rf_http_tracing(const rf_http *h)
+{
+	return h->trace;
 }

@@ -17,8 +17,8 @@ typedef struct remote_source {
 	rf_source base; /* first */
 	remote_state *st;
 	char *url; /* what curl fetches (encoded; virtual-hosted or path-style for S3) */
-	bool sign;
-	const char *region;    /* signed: the SigV4 region (the state's config owns it) */
+	const rf_http_auth *auth; /* its signer (NULL: unsigned; the store's state owns it) */
+	const char *scope;     /* signed: the signer's scope (S3: the region; the state owns it) */
 	char *bucket;          /* signed: the bucket */
 	rf_hedge_store *store; /* hedging policy of its host; NULL = never hedged */
 	rf_http_xfer *head;
@@ -243,8 +243,8 @@ static bool hedge_issue(remote_read *r)
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
 	                       .url = rs->url,
 	                       .name = rs->base.name,
-	                       .sign = rs->sign,
-	                       .region = rs->region,
+	                       .auth = rs->auth,
+	                       .scope = rs->scope,
 	                       .bucket = rs->bucket,
 	                       .offset = r->offset,
 	                       .len = r->len,
@@ -314,8 +314,8 @@ static int remote_read_range(rf_source *s, uint64_t offset, uint64_t len, void *
 	rf_http_request req = {.kind = RF_HTTP_RANGE,
 	                       .url = rs->url,
 	                       .name = s->name,
-	                       .sign = rs->sign,
-	                       .region = rs->region,
+	                       .auth = rs->auth,
+	                       .scope = rs->scope,
 	                       .bucket = rs->bucket,
 	                       .offset = offset,
 	                       .len = len,
@@ -389,8 +389,8 @@ static int remote_start_open(remote_source *rs, uint64_t size_hint, rf_error *er
 	rf_http_request req = {.kind = RF_HTTP_HEAD,
 	                       .url = rs->url,
 	                       .name = rs->base.name,
-	                       .sign = rs->sign,
-	                       .region = rs->region,
+	                       .auth = rs->auth,
+	                       .scope = rs->scope,
 	                       .bucket = rs->bucket,
 	                       .validator = rs->validator,
 	                       .validator_cap = sizeof(rs->validator)};
@@ -412,8 +412,8 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	rf_store_target t;
 	int rc = rf_remote_target(st, url, &t, err);
 	rs->url = t.url;
-	rs->sign = t.sign;
-	rs->region = t.region;
+	rs->auth = t.auth;
+	rs->scope = t.scope;
 	rs->bucket = t.bucket;
 	if (rc == 0 && rf_fetch_opts(f)->hedge)
 		rs->store = hedge_store_of(st, rs->url);

@@ -82,8 +82,8 @@ static int run_one(rf_fetch *f, const char *url, one_request *o, rf_fetch_wait *
 	int rc = rf_remote_target(st, url, &t, err);
 	o->target = t.url;
 	o->bucket = t.bucket;
-	o->req.sign = t.sign;
-	o->req.region = t.region;
+	o->req.auth = t.auth;
+	o->req.scope = t.scope;
 	RF_TRY(rc);
 	o->req.url = o->target;
 	o->req.bucket = o->bucket;

@@ -178,28 +178,14 @@ static int bucket_base(const rf_s3_config *c, const char *bucket, const char *re
 	return 0;
 }
 
-static void wipe(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void rf_s3_config_free(rf_s3_config *c)
 {
 	free(c->endpoint);
 	free(c->region);
-	wipe(c->access_key);
-	wipe(c->secret_key);
-	wipe(c->session_token);
+	rf_secret_free(c->access_key);
+	rf_secret_free(c->secret_key);
+	rf_secret_free(c->session_token);
 	memset(c, 0, sizeof(*c));
-}
-
-int rf_s3_config_apply(const rf_s3_config *c, rf_http *h, rf_error *err)
-{
-	rf_http_s3 s3 = {c->region, c->access_key, c->secret_key, c->session_token, NULL};
-	return rf_http_set_s3(h, &s3, err);
 }
 
 int rf_s3_object_url(const rf_s3_config *c, const char *bucket, const char *key, char **url,
@@ -472,6 +458,7 @@ int rf_s3_list_parse(const char *xml, size_t len, const char *bucket, rf_url_lis
 
 struct rf_s3_lister {
 	rf_http *h;
+	const rf_http_auth *auth;
 	const rf_s3_config *c;
 	char *bucket, *prefix, *url, *body, *token;
 	uint32_t max_keys, pages;
@@ -569,8 +556,8 @@ static int lister_next_page(rf_s3_lister *l, rf_error *err)
 	    .kind = RF_HTTP_GET_ALL,
 	    .url = l->url,
 	    .name = l->shown,
-	    .sign = true,
-	    .region = l->c->region,
+	    .auth = l->auth,
+	    .scope = l->c->region,
 	    .bucket = l->bucket,
 	    .max_bytes = RF_S3_LIST_BODY_MAX,
 	    .body = &l->body,
@@ -578,9 +565,9 @@ static int lister_next_page(rf_s3_lister *l, rf_error *err)
 	return rf_http_start(l->h, &req, on_page, l, &l->xfer, err);
 }
 
-int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_t max_keys,
-                     const rf_list_filter *filter, rf_url_list *out, rf_fetch_cb cb, void *arg,
-                     rf_s3_lister **lister, rf_error *err)
+int rf_s3_list_start(rf_http *h, const rf_http_auth *auth, const rf_s3_config *c, const char *url,
+                     uint32_t max_keys, const rf_list_filter *filter, rf_url_list *out,
+                     rf_fetch_cb cb, void *arg, rf_s3_lister **lister, rf_error *err)
 {
 	rf_s3_lister *l = calloc(1, sizeof(*l));
 	if (!l)
@@ -591,6 +578,7 @@ int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_
 		return rc;
 	}
 	l->h = h;
+	l->auth = auth;
 	l->c = c;
 	l->max_keys = max_keys ? RF_MIN(max_keys, 1000u) : 1000u;
 	l->out = out;

@@ -2,9 +2,9 @@
  * addressing (from the options, else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
  * AWS_REGION, AWS_DEFAULT_REGION, else the profile's settings), credentials
  * (options, else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN),
- * virtual-hosted-style or path-style URLs, SigV4 through curl (see http.c),
+ * virtual-hosted-style or path-style URLs, SigV4 through curl (s3_sign.c),
  * and prefix listing with ListObjectsV2 (paginated, parsed with expat). Credentials live only here
- * and in the http client; they never reach a message, a log or a trace. Internal. */
+ * and in the signer (s3_sign.c); they never reach a message, a log or a trace. Internal. */
 #ifndef RF_S3_H
 #define RF_S3_H
 
@@ -65,8 +65,6 @@ int rf_s3_config_resolve_gs(const rf_fetch_options *opt, rf_s3_config *out, rf_e
 /* Whether bucket is addressed virtual-hosted-style under c. */
 bool rf_s3_virtual(const rf_s3_config *c, const char *bucket);
 void rf_s3_config_free(rf_s3_config *c); /* wipes the secrets */
-/* Applies the credentials to the http client (anonymous when none). */
-int rf_s3_config_apply(const rf_s3_config *c, rf_http *h, rf_error *err);
 
 /* URL of an object (malloc'd): ENDPOINT/bucket/encoded-key path-style, or
  * SCHEME://bucket.HOST[:PORT]/encoded-key virtual-hosted-style. */
@@ -89,9 +87,9 @@ int rf_s3_list_parse(const char *xml, size_t len, const char *bucket, rf_url_lis
  * cb(arg, count, NULL) or cb(arg, -errno, msg). max_keys = page size (0 =
  * 1000). The S3 store's listing (s3_store.c). */
 typedef struct rf_s3_lister rf_s3_lister;
-int rf_s3_list_start(rf_http *h, const rf_s3_config *c, const char *url, uint32_t max_keys,
-                     const rf_list_filter *filter, rf_url_list *out, rf_fetch_cb cb, void *arg,
-                     rf_s3_lister **lister, rf_error *err);
+int rf_s3_list_start(rf_http *h, const rf_http_auth *auth, const rf_s3_config *c, const char *url,
+                     uint32_t max_keys, const rf_list_filter *filter, rf_url_list *out,
+                     rf_fetch_cb cb, void *arg, rf_s3_lister **lister, rf_error *err);
 void rf_s3_list_cancel(rf_s3_lister *l);
 
 #endif

@@ -1,10 +1,12 @@
 /* s3_store.c - the S3 store (store.h): s3:// objects and, through Cloud
  * Storage's S3-interoperable XML API, gs:// ones. Its settings are resolved
  * on first use (so a bad AWS_ENDPOINT_URL only matters to bucket datasets);
- * both share the http client's credentials (GCS takes HMAC keys through the
- * same chain, creds.c) and each request names its own signing region. */
+ * both share one signer (s3_sign.c: the store's side of the HTTP client's
+ * signer seam) and its credentials (GCS takes HMAC keys through the same
+ * chain, creds.c); each request names its own signing region. */
 #include "creds.h"
 #include "s3.h"
+#include "s3_sign.h"
 #include "store.h"
 #include "util.h"
 
@@ -15,6 +17,7 @@
 typedef struct s3_store {
 	rf_fetch *fetch;
 	rf_http *http;
+	rf_s3_signer *signer; /* what its requests name (rf_http_request.auth) */
 	rf_s3_config s3, gs;
 	bool s3_ready, gs_ready;
 	rf_creds *creds; /* NULL: static keys or anonymous */
@@ -43,6 +46,11 @@ static int s3_init(rf_fetch *f, rf_http *http, void **state, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory for the S3 store");
 	st->fetch = f;
 	st->http = http;
+	int rc = rf_s3_signer_new(rf_fetch_loop(f), http, &st->signer, err);
+	if (rc < 0) {
+		free(st);
+		return rc;
+	}
 	*state = st;
 	return 0;
 }
@@ -51,6 +59,7 @@ static void s3_fini(void *state)
 {
 	s3_store *st = state;
 	rf_creds_free(st->creds); /* before the client it fetches with */
+	rf_s3_signer_free(st->signer);
 	rf_s3_config_free(&st->s3);
 	rf_s3_config_free(&st->gs);
 	free(st);
@@ -85,8 +94,8 @@ static int s3_credentials(void *state, const char *url, rf_error *err)
 	if (st->creds_started)
 		return 0;
 	RF_TRY(s3_config(st, url, &c, err));
-	RF_TRY(rf_creds_start(rf_fetch_loop(st->fetch), st->http, rf_fetch_opts(st->fetch), &st->s3,
-	                      &st->creds, err));
+	RF_TRY(rf_creds_start(rf_fetch_loop(st->fetch), st->http, st->signer,
+	                      rf_fetch_opts(st->fetch), &st->s3, &st->creds, err));
 	st->creds_started = true;
 	return 0;
 }
@@ -95,7 +104,7 @@ static int s3_target(void *state, const char *url, rf_store_target *out, rf_erro
 {
 	s3_store *st = state;
 	char *bucket = NULL, *key = NULL;
-	*out = (rf_store_target){.sign = true};
+	*out = (rf_store_target){.auth = rf_s3_signer_auth(st->signer)};
 	RF_TRY(rf_url_split_s3(url, &bucket, &key, err));
 	int rc = 0;
 	if (!*key || key[strlen(key) - 1] == '/') {
@@ -109,7 +118,7 @@ static int s3_target(void *state, const char *url, rf_store_target *out, rf_erro
 		rc = s3_config(st, url, &c, err);
 	if (rc == 0)
 		rc = rf_s3_object_url(c, bucket, key, &out->url, err);
-	out->region = c ? c->region : NULL;
+	out->scope = c ? c->region : NULL;
 	out->bucket = bucket;
 	free(key);
 	return rc;
@@ -123,7 +132,8 @@ static int s3_list_start(void *state, const char *url, uint32_t page_keys,
 	const rf_s3_config *c = NULL;
 	RF_TRY(s3_config(st, url, &c, err));
 	rf_s3_lister *l = NULL;
-	RF_TRY(rf_s3_list_start(st->http, c, url, page_keys, filter, out, cb, arg, &l, err));
+	RF_TRY(rf_s3_list_start(st->http, rf_s3_signer_auth(st->signer), c, url, page_keys, filter,
+	                        out, cb, arg, &l, err));
 	*lister = l;
 	return 0;
 }

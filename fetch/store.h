@@ -30,10 +30,10 @@ typedef struct rf_list_filter {
 
 /* How one object is fetched. */
 typedef struct rf_store_target {
-	char *url;          /* what curl fetches (malloc'd; path and query encoded) */
-	bool sign;          /* requests are signed (rf_http_request.sign) */
-	const char *region; /* signed: the region (owned by the store's state) */
-	char *bucket;       /* signed: the bucket (malloc'd), so a learned region is reused */
+	char *url;                /* what curl fetches (malloc'd; path and query encoded) */
+	const rf_http_auth *auth; /* its signer (NULL: unsigned; owned by the store's state) */
+	const char *scope;        /* signed: the signer's scope, e.g. the region (the state's) */
+	char *bucket;             /* signed: the bucket (malloc'd), so a learned region is reused */
 } rf_store_target;
 
 typedef struct rf_store {
@@ -72,5 +72,7 @@ int rf_fetch_list(const rf_fetch_options *opt, const char *url, const rf_list_fi
                   rf_url_list *out, rf_error *err);
 
 extern const rf_store rf_store_s3; /* s3:// and gs:// (s3_store.c) */
+extern const rf_store
+    rf_store_azure; /* az:// and https://ACCOUNT.blob.core.windows.net/ (azure_store.c) */
 
 #endif

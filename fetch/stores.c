@@ -8,6 +8,7 @@
  * listing), tried in order. A store is one file and a row here (store.h). */
 static const rf_store *const rf_stores[] = {
     &rf_store_s3,
+    &rf_store_azure,
 };
 _Static_assert(RF_ARRAY_LEN(rf_stores) <= RF_STORES_MAX, "too many stores");
 

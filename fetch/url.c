@@ -20,7 +20,7 @@ static const struct {
 } schemes[] = {
     {"file://", RF_URL_FILE, "file"},    {"http://", RF_URL_HTTP, "http"},
     {"https://", RF_URL_HTTPS, "https"}, {"s3://", RF_URL_S3, "s3"},
-    {"gs://", RF_URL_GS, "gs"},
+    {"gs://", RF_URL_GS, "gs"},          {"az://", RF_URL_AZ, "az"},
 };
 
 rf_url_scheme rf_url_scheme_of(const char *url)
@@ -540,7 +540,7 @@ int rf_url_clean(const char *url, char *out, size_t cap)
 	const char *at = memrchr(auth, '@', host_len);
 	const char *host = at ? at + 1 : auth;
 	size_t scheme_len = (size_t)(auth - url);
-	size_t rest = strcspn(host, "?#");
+	size_t rest = rf_url_path_len(host);
 	if (scheme_len + rest >= cap)
 		return -ENAMETOOLONG;
 	memcpy(out, url, scheme_len);

@@ -22,6 +22,7 @@ typedef enum rf_url_scheme {
 	RF_URL_HTTPS,
 	RF_URL_S3,
 	RF_URL_GS, /* gs://bucket/key: Cloud Storage through its S3-interoperable XML API */
+	RF_URL_AZ, /* az://container/blob: Azure Blob Storage */
 	RF_URL_UNKNOWN,
 } rf_url_scheme;
 

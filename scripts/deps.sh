@@ -39,6 +39,13 @@ if [ "${1:-}" = "--test" ]; then
 		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent s3rver@3.7.1 >&2) ||
 			{ echo "deps: npm install s3rver@3.7.1 failed (is the npm registry reachable?)" >&2; exit 1; }
 	fi
+	# Azurite, Microsoft's Azure Storage emulator (blob service only), for
+	# tests/cli_azure.sh: it verifies Shared Key and SAS signatures.
+	if [ ! -x "$top/.cache/npm/node_modules/.bin/azurite-blob" ]; then
+		mkdir -p "$top/.cache/npm"
+		(cd "$top/.cache/npm" && npm install --no-audit --no-fund --silent azurite@3.37.0 >&2) ||
+			{ echo "deps: npm install azurite@3.37.0 failed" >&2; exit 1; }
+	fi
 	# The Parquet tests' reference writers and reader (tests/parquet_gen.mjs).
 	if [ ! -d "$top/.cache/npm/node_modules/parquet-wasm" ] ||
 		[ ! -d "$top/.cache/npm/node_modules/@duckdb/node-api" ]; then

@@ -27,7 +27,7 @@ bool rf_fmt_names_have(const char *const *names, const char *leaf)
 
 const char *rf_fmt_leaf(const char *name, char *buf, size_t cap)
 {
-	size_t end = strcspn(name, "?#");
+	size_t end = rf_url_path_len(name);
 	size_t start = end;
 	while (start > 0 && name[start - 1] != '/')
 		start--;

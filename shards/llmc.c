@@ -32,7 +32,7 @@ typedef struct llmc_state {
 
 static int llmc_claim(const char *name)
 {
-	size_t n = strcspn(name, "?");
+	size_t n = rf_url_path_len(name);
 	return n >= 4 && memcmp(name + n - 4, ".bin", 4) == 0 ? RF_FMT_MAYBE : RF_FMT_NO;
 }
 

@@ -156,7 +156,7 @@ static void set_stem(mds_layout *L, const char *url)
 {
 	const char *b = strrchr(url, '/');
 	b = b ? b + 1 : url;
-	size_t n = strcspn(b, "?");
+	size_t n = rf_url_path_len(b);
 	const char *dot = memmem(b, n, ".mds", 4);
 	if (dot)
 		n = (size_t)(dot - b);

@@ -456,7 +456,7 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 	}
 	const char *b = strrchr(o->url, '/');
 	b = b ? b + 1 : o->url;
-	size_t n = strcspn(b, "?");
+	size_t n = rf_url_path_len(b);
 	n = n > 8 && !memcmp(b + n - 8, ".parquet", 8) ? n - 8 : n;
 	snprintf(L->stem, sizeof(L->stem), "%.*s", (int)RF_MIN(n, 40), b);
 	s->L = L;

@@ -378,7 +378,7 @@ static int codec_of_url(const char *url)
 {
 	char leaf[256];
 	const char *slash = strrchr(url, '/');
-	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : url, "?#"),
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)rf_url_path_len(slash ? slash + 1 : url),
 	         slash ? slash + 1 : url);
 	return rf_tar_codec_of(leaf);
 }
@@ -410,7 +410,7 @@ enum {
  * the index cache may answer it (rf_fmt_want.cache_only). */
 static char *idx_sibling(const char *url, bool *query)
 {
-	size_t path = strcspn(url, "?#");
+	size_t path = rf_url_path_len(url);
 	if (path < 4 || memcmp(url + path - 4, ".tar", 4) != 0)
 		return NULL;
 	bool q = url[path] == '?';

@@ -195,7 +195,7 @@ static void set_stem(tfr_layout *L, const char *url)
 {
 	const char *b = strrchr(url, '/');
 	b = b ? b + 1 : url;
-	size_t n = strcspn(b, "?#");
+	size_t n = rf_url_path_len(b);
 	const char *dot = memmem(b, n, ".tfrecord", 9);
 	if (dot)
 		n = (size_t)(dot - b);
@@ -513,14 +513,14 @@ static int codec_of_url(const char *url)
 {
 	char leaf[256];
 	const char *slash = strrchr(url, '/');
-	snprintf(leaf, sizeof(leaf), "%.*s", (int)strcspn(slash ? slash + 1 : url, "?#"),
+	snprintf(leaf, sizeof(leaf), "%.*s", (int)rf_url_path_len(slash ? slash + 1 : url),
 	         slash ? slash + 1 : url);
 	return rf_tfr_codec_of(leaf);
 }
 
 char *rf_tfr_idx_sibling(const char *url, bool *query)
 {
-	size_t path = strcspn(url, "?#"), cut;
+	size_t path = rf_url_path_len(url), cut;
 	if (path > 10 && memcmp(url + path - 10, ".tfrecords", 10) == 0)
 		cut = 10;
 	else if (path > 9 && memcmp(url + path - 9, ".tfrecord", 9) == 0)

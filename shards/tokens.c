@@ -134,7 +134,7 @@ void rf_tok_index_free(rf_shard_index *ix)
 
 char *rf_tok_sibling(const char *url, const char *suffix)
 {
-	size_t path_len = strcspn(url, "?");
+	size_t path_len = rf_url_path_len(url);
 	size_t stem = path_len;
 	if (stem >= 4 &&
 	    (memcmp(url + stem - 4, ".bin", 4) == 0 || memcmp(url + stem - 4, ".idx", 4) == 0))

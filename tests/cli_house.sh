@@ -5,7 +5,8 @@
 #     written only by its owner's .c file; every other file calls the
 #     owner's small named functions (rf_coll_kick, rf_ready_push, ...);
 #   - a named machine's state field is written only inside its mover (one
-#     function in one file).
+#     function in one file): the engine's open phase, shard opens, units and
+#     their sub-states, and the fetch layer's HTTP transfers.
 # The stages and machines are the two tables below: the only place that
 # says who owns what. A write is an assignment (=, op=), ++/--, a copy
 # into the field (memcpy, snprintf, ...), or taking its address (the
@@ -49,6 +50,11 @@ MACHINES = [
      "engine/open.c", "rf_open_phase_set"),
     ("shard open", r"\b\w+->stage\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
      "engine/open.c", "rf_open_stage_set"),
+    # an HTTP transfer (fetch/http_int.h: rf_http_xfer.state), in the files
+    # that see transfers: the client, its signers and the remote kind (the
+    # fault injector's reads have a machine of their own, inject.c)
+    ("HTTP transfer", r"(?:->|\.)state\s*(?:[-+*/|&^]|<<|>>)?=(?!=)",
+     "fetch/http_xfer.c", "rf_xfer_move", r"^fetch/(?:http|s3|azure|remote|creds|stores|source)"),
 ]
 
 COPIERS = r"(?:memset|memcpy|memmove|strcpy|strncpy|snprintf|vsnprintf|rf_strlcpy|rf_msg_copy)"
@@ -158,8 +164,9 @@ def functions(lines):
     return out
 
 
-for machine, rx, mfile, mover in MACHINES:
+for machine, rx, mfile, mover, *scope in MACHINES:
     r = re.compile(rx)
+    in_scope = re.compile(scope[0] if scope else r"^engine/")
     if not os.path.isfile(os.path.join(src, mfile)):
         print("FAIL: the table names %s as the %s machine's file: no such file" % (mfile, machine))
         sys.exit(1)
@@ -169,7 +176,7 @@ for machine, rx, mfile, mover in MACHINES:
         sys.exit(1)
     n_in = n_out = 0
     for f in files:
-        if not f.startswith("engine/"):
+        if not in_scope.search(f):
             continue
         for ln, line in enumerate(text[f], 1):
             if not r.search(line):

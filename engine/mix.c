@@ -40,8 +40,9 @@ int rf_mix_weight_parse(const char *s, const char *what, uint64_t *millionths, r
 	for (; *p >= '0' && *p <= '9'; p++, digits++) {
 		whole = whole * 10 + (uint64_t)(*p - '0');
 		if (whole > RF_MIX_WEIGHT_MAX / RF_MIX_WEIGHT_SCALE)
-			return rf_fail(err, -ERANGE, "%s: weight '%.40s' is larger than %llu", what,
-			               s, (unsigned long long)(RF_MIX_WEIGHT_MAX / RF_MIX_WEIGHT_SCALE));
+			return rf_fail(
+			    err, -ERANGE, "%s: weight '%.40s' is larger than %llu", what, s,
+			    (unsigned long long)(RF_MIX_WEIGHT_MAX / RF_MIX_WEIGHT_SCALE));
 	}
 	if (*p == '.') {
 		for (p++; *p >= '0' && *p <= '9'; p++, fdigits++) {
@@ -58,9 +59,10 @@ int rf_mix_weight_parse(const char *s, const char *what, uint64_t *millionths, r
 		}
 	}
 	if (*p != '\0' || digits + fdigits == 0)
-		return rf_fail(err, -EINVAL,
-		               "%s: weight '%.40s' is not a plain decimal number (such as 0.25 or 3)",
-		               what, s);
+		return rf_fail(
+		    err, -EINVAL,
+		    "%s: weight '%.40s' is not a plain decimal number (such as 0.25 or 3)", what,
+		    s);
 	for (; fdigits < 6; fdigits++)
 		frac *= 10;
 	*millionths = whole * RF_MIX_WEIGHT_SCALE + frac;
@@ -102,8 +104,7 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 }
 
 /* Integer weights with a period of at most rf_mix_period_max(k). */
-static int mix_reduce(uint32_t k, const uint64_t *w, uint32_t *out, uint32_t *period,
-                      rf_error *err)
+static int mix_reduce(uint32_t k, const uint64_t *w, uint32_t *out, uint32_t *period, rf_error *err)
 {
 	uint64_t sum = 0, g = 0;
 	for (uint32_t i = 0; i < k; i++) {
@@ -113,7 +114,8 @@ static int mix_reduce(uint32_t k, const uint64_t *w, uint32_t *out, uint32_t *pe
 		g = gcd64(g, w[i]);
 	}
 	if (sum == 0)
-		return rf_fail(err, -EINVAL, "mixture: every weight is 0 (at least one must be > 0)");
+		return rf_fail(err, -EINVAL,
+		               "mixture: every weight is 0 (at least one must be > 0)");
 	uint64_t t = sum / g, pmax = rf_mix_period_max(k);
 	if (t <= pmax) {
 		for (uint32_t i = 0; i < k; i++)
@@ -147,10 +149,11 @@ static int mix_reduce(uint32_t k, const uint64_t *w, uint32_t *out, uint32_t *pe
 	}
 	for (uint32_t i = 0; i < k; i++)
 		if (w[i] > 0 && out[i] == 0)
-			return rf_fail(err, -ERANGE,
-			               "mixture: source %u's weight is less than 1/%llu of the sum; "
-			               "with %u sources a weight's share must be at least that",
-			               i, (unsigned long long)pmax, k);
+			return rf_fail(
+			    err, -ERANGE,
+			    "mixture: source %u's weight is less than 1/%llu of the sum; "
+			    "with %u sources a weight's share must be at least that",
+			    i, (unsigned long long)pmax, k);
 	uint64_t g2 = 0;
 	for (uint32_t i = 0; i < k; i++)
 		g2 = gcd64(g2, out[i]);
@@ -171,21 +174,21 @@ static int mix_reduce(uint32_t k, const uint64_t *w, uint32_t *out, uint32_t *pe
  * within 1. (Megatron's greedy largest-error rule does not: the tests found a
  * prefix 1.03 behind with it.) Some source may always come: their counts sum
  * to pos, so not all of them can be at or past their share. */
-#define MIX_PICK(name, ctype)                                                               \
-	static uint32_t name(const uint32_t *w, uint32_t k, uint32_t period, uint32_t pos,   \
-	                     const ctype *local)                                              \
-	{                                                                                      \
-		uint32_t best = 0;                                                             \
-		uint64_t best_dl = UINT64_MAX;                                                 \
-		for (uint32_t i = 0; i < k; i++) {                                             \
-			uint64_t c = local[i];                                                 \
-			if (c * period >= (uint64_t)w[i] * (pos + 1))                          \
-				continue;                                                      \
-			uint64_t dl = ((c + 1) * period + w[i] - 1) / w[i];                    \
-			if (dl < best_dl)                                                      \
-				best = i, best_dl = dl;                                        \
-		}                                                                              \
-		return best;                                                                   \
+#define MIX_PICK(name, ctype)                                                                      \
+	static uint32_t name(const uint32_t *w, uint32_t k, uint32_t period, uint32_t pos,         \
+	                     const ctype *local)                                                   \
+	{                                                                                          \
+		uint32_t best = 0;                                                                 \
+		uint64_t best_dl = UINT64_MAX;                                                     \
+		for (uint32_t i = 0; i < k; i++) {                                                 \
+			uint64_t c = local[i];                                                     \
+			if (c * period >= (uint64_t)w[i] * (pos + 1))                              \
+				continue;                                                          \
+			uint64_t dl = ((c + 1) * period + w[i] - 1) / w[i];                        \
+			if (dl < best_dl)                                                          \
+				best = i, best_dl = dl;                                            \
+		}                                                                                  \
+		return best;                                                                       \
 	}
 MIX_PICK(mix_pick, uint64_t)
 MIX_PICK(mix_pick32, uint32_t)
@@ -224,7 +227,8 @@ int rf_mix_new(rf_mix **out, uint32_t k, const uint64_t *w, uint32_t segments, r
 {
 	*out = NULL;
 	if (k == 0 || k > RF_MIX_SOURCES_MAX)
-		return rf_fail(err, -EINVAL, "mixture: %u sources (1 to %u)", k, RF_MIX_SOURCES_MAX);
+		return rf_fail(err, -EINVAL, "mixture: %u sources (1 to %u)", k,
+		               RF_MIX_SOURCES_MAX);
 	if (segments == 0 || segments > RF_MIX_SEGMENTS_MAX)
 		return rf_fail(err, -EINVAL, "mixture: room for %u weight sets (1 to %u)", segments,
 		               RF_MIX_SEGMENTS_MAX);

@@ -42,10 +42,10 @@
 #include <stdint.h>
 
 #define RF_MIX_SOURCES_MAX  4096u
-#define RF_MIX_SEGMENTS_MAX 64u        /* weight sets in one schedule (the first + changes) */
-#define RF_MIX_PERIOD_LIMIT (1u << 22) /* the longest period, for few sources */
+#define RF_MIX_SEGMENTS_MAX 64u          /* weight sets in one schedule (the first + changes) */
+#define RF_MIX_PERIOD_LIMIT (1u << 22)   /* the longest period, for few sources */
 #define RF_MIX_WORK_MAX     (1ull << 25) /* period x sources, the cost of building one */
-#define RF_MIX_WEIGHT_SCALE 1000000ull /* a parsed weight is in millionths */
+#define RF_MIX_WEIGHT_SCALE 1000000ull   /* a parsed weight is in millionths */
 #define RF_MIX_WEIGHT_MAX   (1ull << 40) /* in millionths: about a million */
 
 typedef struct rf_mix rf_mix;

@@ -29,8 +29,8 @@ static bool is_url(const char *s)
  * file:// or absolute local path there would read this machine's files. */
 static bool remote_ok(const char *s)
 {
-	static const char *const schemes[] = {"http://", "https://", "s3://", "gs://",
-	                                      "az://",   "hf://"};
+	static const char *const schemes[] = {"http://", "https://", "s3://",
+	                                      "gs://",   "az://",    "hf://"};
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
 		if (strncasecmp(s, schemes[i], strlen(schemes[i])) == 0)
 			return true;
@@ -137,21 +137,26 @@ static int add_option(rf_mix_file *f, const char *name, const char *what, const 
 		return rf_fail(err, -E2BIG, "mixture %s: %s: more than %u options", name, what,
 		               RF_MIX_OPTIONS_MAX);
 	if (klen == 0 || klen > RF_MIX_OPTION_KEY_MAX)
-		return rf_fail(err, -EINVAL, "mixture %s: %s: an option has no name or one over %u "
-		               "bytes (options are KEY=VALUE)", name, what, RF_MIX_OPTION_KEY_MAX);
+		return rf_fail(err, -EINVAL,
+		               "mixture %s: %s: an option has no name or one over %u "
+		               "bytes (options are KEY=VALUE)",
+		               name, what, RF_MIX_OPTION_KEY_MAX);
 	for (size_t i = 0; i < klen; i++)
 		if (!((key[i] >= 'a' && key[i] <= 'z') || (key[i] >= '0' && key[i] <= '9') ||
 		      key[i] == '_'))
 			return rf_fail(err, -EINVAL,
 			               "mixture %s: %s: option name '%.*s' (lower-case letters, "
-			               "digits and _)", name, what, (int)RF_MIN(klen, 64), key);
+			               "digits and _)",
+			               name, what, (int)RF_MIN(klen, 64), key);
 	if (has_ctl(val, vlen))
-		return rf_fail(err, -EINVAL, "mixture %s: %s: option %.*s's value holds a control "
-		               "character", name, what, (int)klen, key);
+		return rf_fail(err, -EINVAL,
+		               "mixture %s: %s: option %.*s's value holds a control "
+		               "character",
+		               name, what, (int)klen, key);
 	for (uint32_t j = 0; j < s->noptions; j++)
 		if (strlen(s->option[j].key) == klen && memcmp(s->option[j].key, key, klen) == 0)
-			return rf_fail(err, -EINVAL, "mixture %s: %s: option %.*s given twice", name,
-			               what, (int)klen, key);
+			return rf_fail(err, -EINVAL, "mixture %s: %s: option %.*s given twice",
+			               name, what, (int)klen, key);
 	if (s->noptions % 4 == 0) {
 		rf_mix_option *n = realloc(s->option, (s->noptions + 4) * sizeof(*n));
 		if (!n)
@@ -179,12 +184,14 @@ static int parse_line(rf_mix_file *f, const char *base, const char *name, uint32
 	const char *tab = memchr(l, '\t', n);
 	if (!tab)
 		return rf_fail(err, -EINVAL,
-		               "mixture %s: %s: expected WEIGHT<TAB>SOURCE[<TAB>KEY=VALUE...]", name,
-		               what);
+		               "mixture %s: %s: expected WEIGHT<TAB>SOURCE[<TAB>KEY=VALUE...]",
+		               name, what);
 	size_t wl = (size_t)(tab - l);
 	if (wl >= sizeof(weight) || memchr(l, '\0', wl))
-		return rf_fail(err, -EINVAL, "mixture %s: %s: the weight is not a plain decimal "
-		               "number", name, what);
+		return rf_fail(err, -EINVAL,
+		               "mixture %s: %s: the weight is not a plain decimal "
+		               "number",
+		               name, what);
 	memcpy(weight, l, wl);
 	weight[wl] = '\0';
 	const char *p = tab + 1, *end = l + n;
@@ -197,8 +204,9 @@ static int parse_line(rf_mix_file *f, const char *base, const char *name, uint32
 		se = next ? next : end;
 		const char *eq = memchr(p, '=', (size_t)(se - p));
 		if (!eq)
-			return rf_fail(err, -EINVAL, "mixture %s: %s: option '%.*s' is not KEY=VALUE",
-			               name, what, (int)RF_MIN((size_t)(se - p), 64), p);
+			return rf_fail(err, -EINVAL,
+			               "mixture %s: %s: option '%.*s' is not KEY=VALUE", name, what,
+			               (int)RF_MIN((size_t)(se - p), 64), p);
 		rc = add_option(f, name, what, p, (size_t)(eq - p), eq + 1, (size_t)(se - eq - 1),
 		                err);
 	}
@@ -217,12 +225,13 @@ static int parse_text(rf_mix_file *f, const char *buf, size_t len, const char *b
 		off += n + (nl ? 1 : 0);
 		no++;
 		if (n + 1 > RF_MANIFEST_LINE_MAX)
-			return rf_fail(err, -EINVAL, "mixture %s: line %u: longer than %u bytes", name,
-			               no, RF_MANIFEST_LINE_MAX);
+			return rf_fail(err, -EINVAL, "mixture %s: line %u: longer than %u bytes",
+			               name, no, RF_MANIFEST_LINE_MAX);
 		if (n > 0 && l[n - 1] == '\r')
 			n--;
 		if (memchr(l, '\0', n))
-			return rf_fail(err, -EINVAL, "mixture %s: line %u: holds a NUL byte", name, no);
+			return rf_fail(err, -EINVAL, "mixture %s: line %u: holds a NUL byte", name,
+			               no);
 		if (no == 1) {
 			if (n != strlen(RF_MIX_FILE_MAGIC) || memcmp(l, RF_MIX_FILE_MAGIC, n) != 0)
 				return rf_fail(err, -EINVAL, "mixture %s: line 1 is not '%s'", name,
@@ -274,8 +283,8 @@ static int parse_json(rf_mix_file *f, const char *buf, size_t len, const char *b
 	int rc = 0;
 	json_t *ver = json_object_get(root, "mixture"), *srcs = json_object_get(root, "sources");
 	if (!json_is_object(root) || !json_is_integer(ver) || json_integer_value(ver) != 1) {
-		rc = rf_fail(err, -EINVAL, "mixture %s: expected {\"mixture\": 1, \"sources\": [...]}",
-		             name);
+		rc = rf_fail(err, -EINVAL,
+		             "mixture %s: expected {\"mixture\": 1, \"sources\": [...]}", name);
 		goto out;
 	}
 	if (!json_is_array(srcs)) {
@@ -289,28 +298,34 @@ static int parse_json(rf_mix_file *f, const char *buf, size_t len, const char *b
 		json_t *path = json_object_get(s, "source"), *w = json_object_get(s, "weight");
 		json_t *opts = json_object_get(s, "options");
 		if (!json_is_object(s) || !json_is_string(path) || !w) {
-			rc = rf_fail(err, -EINVAL, "mixture %s: %s: needs \"source\" (a string) and "
-			             "\"weight\"", name, what);
+			rc = rf_fail(err, -EINVAL,
+			             "mixture %s: %s: needs \"source\" (a string) and "
+			             "\"weight\"",
+			             name, what);
 			break;
 		}
 		if (json_weight(w, weight, sizeof(weight)) < 0) {
-			rc = rf_fail(err, -EINVAL, "mixture %s: %s: weight is not a number >= 0 with at "
-			             "most 6 decimal places", name, what);
+			rc = rf_fail(err, -EINVAL,
+			             "mixture %s: %s: weight is not a number >= 0 with at "
+			             "most 6 decimal places",
+			             name, what);
 			break;
 		}
-		rc = add_source(f, base, name, (uint32_t)(i + 1), what, weight, json_string_value(path),
-		                json_string_length(path), err);
+		rc = add_source(f, base, name, (uint32_t)(i + 1), what, weight,
+		                json_string_value(path), json_string_length(path), err);
 		if (rc == 0 && opts && !json_is_object(opts))
-			rc = rf_fail(err, -EINVAL, "mixture %s: %s: \"options\" is not an object", name,
-			             what);
+			rc = rf_fail(err, -EINVAL, "mixture %s: %s: \"options\" is not an object",
+			             name, what);
 		const char *k;
 		json_t *v;
 		if (rc == 0 && opts)
 			json_object_foreach(opts, k, v)
 			{
 				if (!json_is_string(v)) {
-					rc = rf_fail(err, -EINVAL, "mixture %s: %s: option %.64s is not a "
-					             "string", name, what, k);
+					rc = rf_fail(err, -EINVAL,
+					             "mixture %s: %s: option %.64s is not a "
+					             "string",
+					             name, what, k);
 					break;
 				}
 				rc = add_option(f, name, what, k, strlen(k), json_string_value(v),

@@ -18,19 +18,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RF_MIX_FILE_MAGIC    "# ringfeed mixture v1"
-#define RF_MIX_FILE_MAX      (16u << 20) /* bytes of a mixture file */
-#define RF_MIX_OPTIONS_MAX   32u         /* options of one source */
-#define RF_MIX_OPTION_KEY_MAX 64u        /* bytes of an option's name */
+#define RF_MIX_FILE_MAGIC     "# ringfeed mixture v1"
+#define RF_MIX_FILE_MAX       (16u << 20) /* bytes of a mixture file */
+#define RF_MIX_OPTIONS_MAX    32u         /* options of one source */
+#define RF_MIX_OPTION_KEY_MAX 64u         /* bytes of an option's name */
 
 typedef struct rf_mix_option {
 	char *key, *value;
 } rf_mix_option;
 
 typedef struct rf_mix_entry {
-	char *source;      /* joined with the file's base when relative */
-	uint64_t weight;   /* millionths (rf_mix_weight_parse) */
-	uint32_t line;     /* the text line, or the JSON source number (1-based) */
+	char *source;    /* joined with the file's base when relative */
+	uint64_t weight; /* millionths (rf_mix_weight_parse) */
+	uint32_t line;   /* the text line, or the JSON source number (1-based) */
 	uint32_t noptions;
 	rf_mix_option *option;
 } rf_mix_entry;

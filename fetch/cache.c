@@ -35,9 +35,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define RF_CACHE_INDEX_MAX     (1u << 20)            /* ranges one object's index holds */
-#define RF_CACHE_CLAIM_POLL_NS (5ull * 1000000)       /* a waiter looks again every 5 ms */
-#define RF_CACHE_CLAIM_WAIT_NS (30ull * 1000000000)   /* then it fetches the range itself */
+#define RF_CACHE_INDEX_MAX     (1u << 20)           /* ranges one object's index holds */
+#define RF_CACHE_CLAIM_POLL_NS (5ull * 1000000)     /* a waiter looks again every 5 ms */
+#define RF_CACHE_CLAIM_WAIT_NS (30ull * 1000000000) /* then it fetches the range itself */
 
 typedef struct rf_cache_slot {
 	uint64_t offset_plus1; /* 0: empty */
@@ -82,13 +82,13 @@ struct rf_cache {
 	uint64_t used_bytes;   /* on disk (scanned at start, plus what is written) */
 	uint64_t opened_bytes; /* remote bytes opened (the admission's denominator) */
 	bool write_off;
-	bool claims_off; /* the kernel has no OFD locks: concurrent loaders may fetch twice */
+	bool claims_off;       /* the kernel has no OFD locks: concurrent loaders may fetch twice */
 	bool scan_wanted;      /* the writer looks at the directory's size (and evicts) */
 	uint64_t since_scan;   /* bytes written since its last look */
 	uint64_t last_scan_ns; /* when (monotonic) */
 	uint64_t scan_room;    /* the largest range refused for room since: the pass makes it */
 	uint64_t last_room;    /* the room the last pass was asked for */
-	char off[160]; /* why the cache (or its writing) is off, "" when on */
+	char off[160];         /* why the cache (or its writing) is off, "" when on */
 	rf_fetch_counters n;
 };
 
@@ -475,7 +475,8 @@ static void *writer_main(void *arg)
  * top) and fits under the bound; when it does not fit, the writer is asked
  * to look at the directory and evict (for a range larger than any it was
  * asked to make room for, else at most once a second). */
-static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64_t len) /* under mu */
+static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset,
+                     uint64_t len) /* under mu */
 {
 	if (c->used_bytes + c->staged_bytes + len > c->max_bytes) {
 		uint64_t room = RF_MIN(len, c->max_bytes / 2);
@@ -500,8 +501,8 @@ static bool admitted(rf_cache *c, const rf_cache_obj *o, uint64_t offset, uint64
 /* Hands a copy of a range the store delivered to the writer, or counts why
  * not; true when taken. Loop thread; never waits. claim_fd (the read's
  * claim on the range, or -1) goes with the job when taken. */
-static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset,
-                              const uint8_t *bytes, uint64_t len, int claim_fd)
+static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset, const uint8_t *bytes,
+                              uint64_t len, int claim_fd)
 {
 	pthread_mutex_lock(&c->mu);
 	bool skip = c->write_off || c->mode != RF_CACHE_READWRITE;
@@ -534,13 +535,12 @@ static bool write_behind_take(rf_cache *c, rf_cache_obj *o, uint64_t offset,
 		return false;
 	}
 	o->refs++;
-	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] =
-	    (rf_cache_job){.obj = o,
-	                   .offset = offset,
-	                   .len = (uint32_t)len,
-	                   .crc = crc,
-	                   .bytes = copy,
-	                   .claim_fd = claim_fd};
+	c->jobs[(c->head + c->count) % RF_CACHE_WRITES_MAX] = (rf_cache_job){.obj = o,
+	                                                                     .offset = offset,
+	                                                                     .len = (uint32_t)len,
+	                                                                     .crc = crc,
+	                                                                     .bytes = copy,
+	                                                                     .claim_fd = claim_fd};
 	c->count++;
 	c->staged_bytes += len;
 	pthread_cond_signal(&c->cv);
@@ -785,8 +785,8 @@ static bool miss(rf_cache_read *r)
 	}
 	if (fd != -EAGAIN)
 		return false;
-	r->timer = rf_loop_timer(rf_fetch_loop(s->base.fetch), RF_CACHE_CLAIM_POLL_NS,
-	                         on_claim_timer, r);
+	r->timer =
+	    rf_loop_timer(rf_fetch_loop(s->base.fetch), RF_CACHE_CLAIM_POLL_NS, on_claim_timer, r);
 	if (r->timer < 0) {
 		r->timer = -1;
 		return false;

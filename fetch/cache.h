@@ -115,8 +115,8 @@ typedef struct rf_cache_evicted {
 	uint64_t total;   /* the cache's bytes on disk after the pass */
 	uint64_t objects; /* versions removed, and their bytes */
 	uint64_t bytes;
-	uint64_t in_use;  /* candidates skipped: a loader has them open */
-	bool failed;      /* the directory could not be listed */
+	uint64_t in_use; /* candidates skipped: a loader has them open */
+	bool failed;     /* the directory could not be listed */
 } rf_cache_evicted;
 void rf_cache_evict(int dirfd, uint64_t max_bytes, uint64_t room, rf_cache_evicted *out);
 

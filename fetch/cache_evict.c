@@ -21,8 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RF_CACHE_EVICT_SCAN_MAX 65536u /* object versions one pass looks at (40 bytes
-                                        * each, transient in the writer thread) */
+#define RF_CACHE_EVICT_SCAN_MAX                                                                    \
+	65536u /* object versions one pass looks at (40 bytes                                      \
+	        * each, transient in the writer thread) */
 
 bool rf_cache_in_use_mark(int rec_fd, int dat_fd)
 {
@@ -32,7 +33,7 @@ bool rf_cache_in_use_mark(int rec_fd, int dat_fd)
 		return false; /* an evictor holds it: it is going */
 	struct stat a, b;
 	if (fstat(rec_fd, &a) < 0 || fstat(dat_fd, &b) < 0 || a.st_nlink == 0 || b.st_nlink == 0)
-		return false; /* evicted between the open and the lock */
+		return false;         /* evicted between the open and the lock */
 	(void)futimens(rec_fd, NULL); /* used now */
 	return true;
 }

@@ -70,23 +70,23 @@ static int get_str(json_t *o, const char *key, bool required, bool allow_nl, con
 		return 0;
 	}
 	if (!json_is_string(v) || json_string_length(v) == 0)
-		return rf_fail(err, -EINVAL, "credentials %s: \"%s\" is not a non-empty string", name,
-		               key);
+		return rf_fail(err, -EINVAL, "credentials %s: \"%s\" is not a non-empty string",
+		               name, key);
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == 0 || (c < 0x20 && !(allow_nl && (c == '\n' || c == '\r'))) || c == 0x7f)
-			return rf_fail(err, -EINVAL,
-			               "credentials %s: \"%s\" holds a control character at byte %zu",
-			               name, key, i);
+			return rf_fail(
+			    err, -EINVAL,
+			    "credentials %s: \"%s\" holds a control character at byte %zu", name,
+			    key, i);
 	}
 	*out = strdup(s);
 	return *out ? 0 : rf_fail(err, -ENOMEM, "credentials %s: no memory", name);
 }
 
-int rf_gcs_key_parse(const char *json, size_t len, const char *name, rf_gcs_key *out,
-                     rf_error *err)
+int rf_gcs_key_parse(const char *json, size_t len, const char *name, rf_gcs_key *out, rf_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (len > RF_GCS_KEY_FILE_MAX)
@@ -112,12 +112,15 @@ int rf_gcs_key_parse(const char *json, size_t len, const char *name, rf_gcs_key 
 		if (!strstr(out->private_key, "-----BEGIN PRIVATE KEY-----") &&
 		    !strstr(out->private_key, "-----BEGIN RSA PRIVATE KEY-----"))
 			rc = rf_fail(err, -EINVAL,
-			             "credentials %s: \"private_key\" is not a PEM private key", name);
+			             "credentials %s: \"private_key\" is not a PEM private key",
+			             name);
 	} else if (strcmp(t, "authorized_user") == 0) {
 		out->kind = RF_GCS_KEY_AUTHORIZED_USER;
 		if ((rc = get_str(o, "client_id", true, false, name, &out->client_id, err)) ||
-		    (rc = get_str(o, "client_secret", true, false, name, &out->client_secret, err)) ||
-		    (rc = get_str(o, "refresh_token", true, false, name, &out->refresh_token, err)) ||
+		    (rc = get_str(o, "client_secret", true, false, name, &out->client_secret,
+		                  err)) ||
+		    (rc = get_str(o, "refresh_token", true, false, name, &out->refresh_token,
+		                  err)) ||
 		    (rc = get_str(o, "token_uri", false, false, name, &out->token_uri, err)))
 			goto out;
 	} else {
@@ -239,8 +242,9 @@ int rf_gcs_token_request(const rf_gcs_key *k, int64_t now_s, const char *scope, 
 		return sa_request(k, now_s, scope, body, err);
 	if (k->kind != RF_GCS_KEY_AUTHORIZED_USER)
 		return rf_fail(err, -EINVAL, "credentials: no key");
-	size_t cap = 64 + 3 * (strlen(k->client_id) + strlen(k->client_secret) +
-	                       strlen(k->refresh_token)) + 64;
+	size_t cap =
+	    64 + 3 * (strlen(k->client_id) + strlen(k->client_secret) + strlen(k->refresh_token)) +
+	    64;
 	char *b = malloc(cap);
 	size_t o = 0;
 	if (!b)

@@ -4,7 +4,8 @@
  * default credentials, an `authorized_user` refresh token), the token
  * request each one makes (an RS256-signed JWT bearer assertion, RFC 7523,
  * signed with OpenSSL's libcrypto; or a refresh_token grant, RFC 6749 6;
- * the answers are oauth.h's). Not yet wired into the transport: the store seam that will carry bearer tokens comes first.
+ * the answers are oauth.h's). Not yet wired into the transport: the store seam that will carry
+ * bearer tokens comes first.
  *
  * Untrusted input throughout: files and answers are bounded, fields are
  * checked, errors name the file or endpoint and the field, never a secret.
@@ -18,10 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RF_GCS_KEY_FILE_MAX    (64u << 10) /* a credentials file */
-#define RF_GCS_TOKEN_URI       "https://oauth2.googleapis.com/token"
-#define RF_GCS_SCOPE_READ      "https://www.googleapis.com/auth/devstorage.read_only"
-#define RF_GCS_ASSERTION_SECS  3600 /* a JWT's lifetime, as Google's libraries ask */
+#define RF_GCS_KEY_FILE_MAX   (64u << 10) /* a credentials file */
+#define RF_GCS_TOKEN_URI      "https://oauth2.googleapis.com/token"
+#define RF_GCS_SCOPE_READ     "https://www.googleapis.com/auth/devstorage.read_only"
+#define RF_GCS_ASSERTION_SECS 3600 /* a JWT's lifetime, as Google's libraries ask */
 
 typedef enum rf_gcs_key_kind {
 	RF_GCS_KEY_SERVICE_ACCOUNT = 1,
@@ -30,10 +31,10 @@ typedef enum rf_gcs_key_kind {
 
 typedef struct rf_gcs_key {
 	rf_gcs_key_kind kind;
-	char *token_uri;                 /* where the request goes (https, or loopback http) */
-	char *client_email, *key_id;     /* service account: iss, kid */
-	char *private_key;               /* PEM; a secret */
-	char *client_id;                 /* authorized user */
+	char *token_uri;                     /* where the request goes (https, or loopback http) */
+	char *client_email, *key_id;         /* service account: iss, kid */
+	char *private_key;                   /* PEM; a secret */
+	char *client_id;                     /* authorized user */
 	char *client_secret, *refresh_token; /* secrets */
 } rf_gcs_key;
 

@@ -70,17 +70,19 @@ int rf_hf_parse(const char *url, rf_hf_ref *out, rf_error *err)
 	static const char pre[] = "hf://datasets/";
 	memset(out, 0, sizeof(*out));
 	if (strncmp(url, pre, sizeof(pre) - 1) != 0)
-		return rf_fail(err, -EINVAL, "%.200s: a Hub name is hf://datasets/ORG/NAME[@REVISION]/PATH",
-		               url);
+		return rf_fail(err, -EINVAL,
+		               "%.200s: a Hub name is hf://datasets/ORG/NAME[@REVISION]/PATH", url);
 	const char *p = url + sizeof(pre) - 1;
 	const char *slash = strchr(p, '/');
 	if (!slash || !name_ok(p, (size_t)(slash - p)))
-		return rf_fail(err, -EINVAL, "%.200s: the organisation (or user) name is missing or "
-		               "not a Hub name", url);
+		return rf_fail(err, -EINVAL,
+		               "%.200s: the organisation (or user) name is missing or "
+		               "not a Hub name",
+		               url);
 	const char *name = slash + 1, *end = name + strcspn(name, "/@");
 	if (!name_ok(name, (size_t)(end - name)))
-		return rf_fail(err, -EINVAL, "%.200s: the dataset name is missing or not a Hub name",
-		               url);
+		return rf_fail(err, -EINVAL,
+		               "%.200s: the dataset name is missing or not a Hub name", url);
 	memcpy(out->repo, p, (size_t)(end - p));
 	out->repo[end - p] = '\0';
 	strcpy(out->revision, "main");
@@ -88,20 +90,24 @@ int rf_hf_parse(const char *url, rf_hf_ref *out, rf_error *err)
 	if (*rest == '@') {
 		const char *rs = rest + 1, *re = rs + strcspn(rs, "/");
 		if (rev_decode(rs, (size_t)(re - rs), out->revision) < 0)
-			return rf_fail(err, -EINVAL, "%.200s: the revision after '@' is empty, longer "
-			               "than %u bytes, or badly encoded", url, RF_HF_REV_MAX);
+			return rf_fail(err, -EINVAL,
+			               "%.200s: the revision after '@' is empty, longer "
+			               "than %u bytes, or badly encoded",
+			               url, RF_HF_REV_MAX);
 		rest = re;
 	}
 	if (*rest == '/')
 		rest++;
 	for (const char *q = rest; *q; q++)
 		if ((unsigned char)*q < 0x20 || *q == 0x7f)
-			return rf_fail(err, -EINVAL, "%.200s: the path holds a control character", url);
+			return rf_fail(err, -EINVAL, "%.200s: the path holds a control character",
+			               url);
 	/* ".." or "." segments would climb out of the repository in a URL */
 	for (const char *seg = rest; *seg;) {
 		size_t n = strcspn(seg, "/");
 		if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-			return rf_fail(err, -EINVAL, "%.200s: the path has a '.' or '..' segment", url);
+			return rf_fail(err, -EINVAL, "%.200s: the path has a '.' or '..' segment",
+			               url);
 		seg += n + (seg[n] == '/');
 	}
 	out->path = strdup(rest);
@@ -117,7 +123,8 @@ int rf_hf_endpoint(const char *env_value, char **out, rf_error *err)
 	while (n > 0 && e[n - 1] == '/')
 		n--;
 	if (!rf_oauth_endpoint_ok(e, n, false))
-		return rf_fail(err, -EINVAL, "HF_ENDPOINT must be an https:// URL (or http:// to a "
+		return rf_fail(err, -EINVAL,
+		               "HF_ENDPOINT must be an https:// URL (or http:// to a "
 		               "loopback address) without userinfo, query or fragment");
 	*out = strndup(e, n);
 	return *out ? 0 : rf_fail(err, -ENOMEM, "HF_ENDPOINT: no memory");
@@ -152,8 +159,8 @@ char *rf_hf_tree_url(const char *endpoint, const rf_hf_ref *r, const char *commi
 	           (path ? strlen(path) : 0) + 64;
 	char *u = rev && path ? malloc(n) : NULL;
 	if (u)
-		snprintf(u, n, "%s/api/datasets/%s/tree/%s%s%s?recursive=true&expand=false", endpoint,
-		         r->repo, rev, *path ? "/" : "", path);
+		snprintf(u, n, "%s/api/datasets/%s/tree/%s%s%s?recursive=true&expand=false",
+		         endpoint, r->repo, rev, *path ? "/" : "", path);
 	free(rev);
 	free(path);
 	return u;
@@ -191,8 +198,8 @@ int rf_hf_revision_parse(const char *json, size_t len, const char *what, char sh
 		const char *v = json_string_value(s);
 		for (int i = 0; i < 40 && rc == 0; i++)
 			if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
-				rc = rf_fail(err, -EPROTO, "%s: \"sha\" is not 40 lower-case hex digits",
-				             what);
+				rc = rf_fail(err, -EPROTO,
+				             "%s: \"sha\" is not 40 lower-case hex digits", what);
 		if (rc == 0)
 			memcpy(sha, v, 41);
 	}
@@ -227,7 +234,8 @@ int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const r
 		json_t *type = json_object_get(e, "type"), *path = json_object_get(e, "path");
 		json_t *size = json_object_get(e, "size");
 		if (!json_is_string(type) || !json_is_string(path)) {
-			rc = rf_fail(err, -EPROTO, "%s: entry %zu has no \"type\" or \"path\"", what, i);
+			rc = rf_fail(err, -EPROTO, "%s: entry %zu has no \"type\" or \"path\"",
+			             what, i);
 			goto out;
 		}
 		if (strcmp(json_string_value(type), "file") != 0)
@@ -239,7 +247,8 @@ int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const r
 			bad = (unsigned char)p[j] < 0x20 || p[j] == 0x7f;
 		for (const char *seg = p; !bad && *seg;) {
 			size_t n = strcspn(seg, "/");
-			bad = (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.');
+			bad =
+			    (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.');
 			seg += n + (seg[n] == '/');
 		}
 		/* an entry outside the listed folder is the server's error, not ours to read */
@@ -247,12 +256,14 @@ int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const r
 			bad = !(strncmp(p, r->path, rl) == 0 &&
 			        (pl == rl || p[rl] == '/' || r->path[rl - 1] == '/'));
 		if (bad) {
-			rc = rf_fail(err, -EPROTO, "%s: entry %zu's path is not a file inside %s/%s",
-			             what, i, r->repo, r->path);
+			rc =
+			    rf_fail(err, -EPROTO, "%s: entry %zu's path is not a file inside %s/%s",
+			            what, i, r->repo, r->path);
 			goto out;
 		}
 		if (!json_is_integer(size) || json_integer_value(size) < 0) {
-			rc = rf_fail(err, -EPROTO, "%s: entry %zu (%.200s) has no size", what, i, p);
+			rc =
+			    rf_fail(err, -EPROTO, "%s: entry %zu (%.200s) has no size", what, i, p);
 			goto out;
 		}
 		char *u = rf_hf_resolve_url(endpoint, r, commit, p);
@@ -300,11 +311,14 @@ int rf_hf_link_next(const char *link, const char *endpoint, char **next, rf_erro
 			const char *u = p + 1;
 			/* same endpoint, then a path: the token goes with the next page */
 			if (ul <= el || strncmp(u, endpoint, el) != 0 || u[el] != '/')
-				return rf_fail(err, -EPERM, "the tree listing's next page is not on %s: "
-				               "not followed (the token would go with it)", endpoint);
+				return rf_fail(err, -EPERM,
+				               "the tree listing's next page is not on %s: "
+				               "not followed (the token would go with it)",
+				               endpoint);
 			for (size_t i = 0; i < ul; i++)
 				if ((unsigned char)u[i] <= 0x20 || u[i] == 0x7f)
-					return rf_fail(err, -EPROTO, "the tree listing's next page URL "
+					return rf_fail(err, -EPROTO,
+					               "the tree listing's next page URL "
 					               "holds a space or control character");
 			*next = strndup(u, ul);
 			return *next ? 1 : rf_fail(err, -ENOMEM, "no memory");
@@ -328,14 +342,15 @@ static int token_of(const char *s, size_t n, const char *from, char **token, rf_
 		               RF_HF_TOKEN_MAX);
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-			return rf_fail(err, -EINVAL, "%s: the token holds a byte that is not visible "
-			               "ASCII (at %zu)", from, i);
+			return rf_fail(err, -EINVAL,
+			               "%s: the token holds a byte that is not visible "
+			               "ASCII (at %zu)",
+			               from, i);
 	*token = strndup(s, n);
 	return *token ? 1 : rf_fail(err, -ENOMEM, "%s: no memory", from);
 }
 
-static int token_file(const char *path, const char *from, bool must, char **token,
-                      rf_error *err)
+static int token_file(const char *path, const char *from, bool must, char **token, rf_error *err)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {

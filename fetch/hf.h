@@ -18,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RF_HF_ENDPOINT      "https://huggingface.co"
-#define RF_HF_NAME_MAX      96u        /* an org or dataset name (the Hub's limit) */
-#define RF_HF_REV_MAX       256u       /* a branch, tag or commit */
-#define RF_HF_PAGE_MAX      (8u << 20) /* one tree page's JSON */
-#define RF_HF_PAGE_ENTRIES  10000u     /* entries on one page */
-#define RF_HF_TOKEN_MAX     1024u
+#define RF_HF_ENDPOINT     "https://huggingface.co"
+#define RF_HF_NAME_MAX     96u        /* an org or dataset name (the Hub's limit) */
+#define RF_HF_REV_MAX      256u       /* a branch, tag or commit */
+#define RF_HF_PAGE_MAX     (8u << 20) /* one tree page's JSON */
+#define RF_HF_PAGE_ENTRIES 10000u     /* entries on one page */
+#define RF_HF_TOKEN_MAX    1024u
 
 typedef struct rf_hf_ref {
 	char repo[2 * RF_HF_NAME_MAX + 2]; /* ORG/NAME */

@@ -13,7 +13,7 @@ bool rf_oauth_endpoint_ok(const char *u, size_t n, bool allow_query)
 {
 	static const char *const loop[] = {"http://127.0.0.1:", "http://127.0.0.1/",
 	                                   "http://localhost:", "http://localhost/",
-	                                   "http://[::1]:", "http://[::1]/"};
+	                                   "http://[::1]:",     "http://[::1]/"};
 	bool ok = n > 8 && n < 4096 && strncasecmp(u, "https://", 8) == 0;
 	for (size_t i = 0; !ok && i < sizeof(loop) / sizeof(loop[0]); i++)
 		ok = n >= strlen(loop[i]) && strncasecmp(u, loop[i], strlen(loop[i])) == 0;
@@ -46,8 +46,10 @@ int rf_oauth_assertion_request(const char *client_id, const char *assertion, con
 		               RF_OAUTH_TOKEN_MAX);
 	for (size_t i = 0; i < al; i++)
 		if ((unsigned char)assertion[i] <= 0x20 || (unsigned char)assertion[i] >= 0x7f)
-			return rf_fail(err, -EINVAL, "the federated token holds a byte that is not "
-			               "visible ASCII (at %zu)", i);
+			return rf_fail(err, -EINVAL,
+			               "the federated token holds a byte that is not "
+			               "visible ASCII (at %zu)",
+			               i);
 	size_t cap = 160 + 3 * (strlen(client_id) + al + strlen(scope));
 	char *b = malloc(cap);
 	size_t o = 0;
@@ -130,15 +132,19 @@ int rf_oauth_token_parse(const char *json, size_t len, const char *what, int64_t
 	if (has_on)
 		in = on - now_ms / 1000;
 	if ((!has_in && !has_on) || in <= 0 || in > RF_OAUTH_LIFE_MAX_S) {
-		rc = rf_fail(err, -EPROTO, "%s: no \"expires_in\" (or \"expires_on\") giving 1 s to a "
-		             "week of life", what);
+		rc = rf_fail(err, -EPROTO,
+		             "%s: no \"expires_in\" (or \"expires_on\") giving 1 s to a "
+		             "week of life",
+		             what);
 		goto out;
 	}
 	const char *t = json_string_value(tok);
 	for (size_t i = 0; i < json_string_length(tok); i++)
 		if ((unsigned char)t[i] <= 0x20 || t[i] == 0x7f) {
-			rc = rf_fail(err, -EPROTO, "%s: \"access_token\" holds a byte a header cannot "
-			             "carry", what);
+			rc = rf_fail(err, -EPROTO,
+			             "%s: \"access_token\" holds a byte a header cannot "
+			             "carry",
+			             what);
 			goto out;
 		}
 	if (!(*token = strdup(t))) {

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RF_OAUTH_BODY_MAX    (64u << 10) /* a token endpoint's answer */
-#define RF_OAUTH_TOKEN_MAX   (16u << 10) /* an access token */
-#define RF_OAUTH_LIFE_MAX_S  (7 * 86400) /* the longest lifetime believed */
+#define RF_OAUTH_BODY_MAX   (64u << 10) /* a token endpoint's answer */
+#define RF_OAUTH_TOKEN_MAX  (16u << 10) /* an access token */
+#define RF_OAUTH_LIFE_MAX_S (7 * 86400) /* the longest lifetime believed */
 
 /* An access token from a token answer's JSON (what: names the endpoint in
  * errors). *expires_ms: Unix ms, from expires_in (relative to now_ms) or

@@ -26,13 +26,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			FUZZ_CHECK(strlen(r.repo) <= 2 * RF_HF_NAME_MAX + 1 && strchr(r.repo, '/'));
 			FUZZ_CHECK(r.revision[0] != '\0' && strlen(r.revision) <= RF_HF_REV_MAX);
-			FUZZ_CHECK(strstr(r.path, "/../") == NULL && strncmp(r.path, "../", 3) != 0);
-			char *u1 = rf_hf_tree_url(ep, &r, r.revision), *u2 = rf_hf_revision_url(ep, &r);
+			FUZZ_CHECK(strstr(r.path, "/../") == NULL &&
+			           strncmp(r.path, "../", 3) != 0);
+			char *u1 = rf_hf_tree_url(ep, &r, r.revision),
+			     *u2 = rf_hf_revision_url(ep, &r);
 			char *u3 = rf_hf_resolve_url(ep, &r, sha, r.path);
 			FUZZ_CHECK(u1 && u2 && u3);
-			FUZZ_CHECK(strncmp(u1, ep, strlen(ep)) == 0 && strncmp(u3, ep, strlen(ep)) == 0);
+			FUZZ_CHECK(strncmp(u1, ep, strlen(ep)) == 0 &&
+			           strncmp(u3, ep, strlen(ep)) == 0);
 			for (const char *p = u3; *p; p++)
-				FUZZ_CHECK((unsigned char)*p > 0x20 && *p != 0x7f && *p != '?' && *p != '#');
+				FUZZ_CHECK((unsigned char)*p > 0x20 && *p != 0x7f && *p != '?' &&
+				           *p != '#');
 			free(u1);
 			free(u2);
 			free(u3);

@@ -35,7 +35,8 @@ static void decode_all(const uint8_t *data, size_t size, const struct rf_fmt_opt
 			for (uint32_t i = 0; i < r.records; i++) {
 				uint32_t end = rf_record_end(r.ends, i);
 				FUZZ_CHECK(end >= prev && end <= b->decoded_bytes);
-				FUZZ_CHECK(r.fields || !opt || !opt->seq_len || end - prev == 17 * 4);
+				FUZZ_CHECK(r.fields || !opt || !opt->seq_len ||
+				           end - prev == 17 * 4);
 				for (uint32_t k = r.fields ? r.field_first[i] : 0;
 				     r.fields && k < r.field_first[i + 1]; k++)
 					FUZZ_CHECK(r.fields[k].offset >= prev &&

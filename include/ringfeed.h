@@ -376,8 +376,8 @@ typedef struct rf_batch {
 	const rf_batch_field *field; /* fields entries */
 	const char *keys;            /* record i's key: keys[key_offsets[i] .. key_offsets[i+1]) */
 	const int64_t *key_offsets;  /* records + 1 entries (not NUL-terminated keys) */
-	const uint32_t *shards;      /* record i's shard: an index for rf_loader_shard_name (multi-field
-	                                batches; NULL for single-field ones) */
+	const uint32_t *shards; /* record i's shard: an index for rf_loader_shard_name (multi-field
+	                           batches; NULL for single-field ones) */
 } rf_batch;
 
 /* The field called name in b (NULL when the batch has none of that name). */

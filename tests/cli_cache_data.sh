@@ -133,8 +133,15 @@ same "damaged once: digest" "$want2" "$(rf --stats "$tmp/f.json")"
 n=$(rf_json "$tmp/f.json" data_cache_rereads)
 [ "$n" -ge 1 ] && ok "damaged once: $n re-reads answered by the store" || bad "damaged once: rereads $n"
 same "damaged once, then from the cache: digest" "$want2" "$(rf --stats "$tmp/f2.json")"
-[ "$(rf_json "$tmp/f2.json" data_cache_hit_bytes)" -ge 4000000 ] && ok "damaged once: then read from the cache" ||
+# The next run reads most from the cache; a range whose first (damaged)
+# write was still queued when the re-read replaced it can be missing and is
+# fetched once more (docs/design.md, "Data cache": a known gap); the run
+# after that reads everything from the cache.
+[ "$(rf_json "$tmp/f2.json" data_cache_hit_bytes)" -ge 3000000 ] && ok "damaged once: then mostly from the cache" ||
 	bad "damaged once: hit bytes $(rf_json "$tmp/f2.json" data_cache_hit_bytes)"
+same "damaged once, the run after: digest" "$want2" "$(rf --stats "$tmp/f3.json")"
+[ "$(rf_json "$tmp/f3.json" data_cache_hit_bytes)" -ge 4000000 ] && ok "damaged once: then all from the cache" ||
+	bad "damaged once, the run after: hit bytes $(rf_json "$tmp/f3.json" data_cache_hit_bytes)"
 "$cli" cache verify --cache-dir "$tmp/cache-f" >"$tmp/cv" && ok "damaged once: the cache verifies" ||
 	bad "damaged once: $(tail -n 1 "$tmp/cv")"
 $chk verify "$tmp/cache-f" >"$tmp/v" && ok "damaged once: $(cat "$tmp/v")" || bad "damaged once: $(cat "$tmp/v")"

@@ -56,7 +56,8 @@ static size_t b64url_decode(const char *in, size_t n, unsigned char *out)
 	uint32_t acc = 0;
 	int bits = 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+		const char *tab =
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 		const char *p = strchr(tab, in[i]);
 		assert_non_null(p);
 		acc = acc << 6 | (uint32_t)(p - tab);
@@ -90,11 +91,14 @@ static void test_service_account_assertion(void **state)
 	assert_string_equal(k.token_uri, RF_GCS_TOKEN_URI);
 	char *body = NULL;
 	assert_int_equal(rf_gcs_token_request(&k, 1700000000, RF_GCS_SCOPE_READ, &body, &err), 0);
-	const char *pre = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
+	const char *pre =
+	    "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=";
 	assert_int_equal(strncmp(body, pre, strlen(pre)), 0);
-	const char *jwt = body + strlen(pre), *d1 = strchr(jwt, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : 0;
+	const char *jwt = body + strlen(pre), *d1 = strchr(jwt, '.'),
+	           *d2 = d1 ? strchr(d1 + 1, '.') : 0;
 	assert_non_null(d2);
-	json_t *h = part_json(jwt, (size_t)(d1 - jwt)), *c = part_json(d1 + 1, (size_t)(d2 - d1 - 1));
+	json_t *h = part_json(jwt, (size_t)(d1 - jwt)),
+	       *c = part_json(d1 + 1, (size_t)(d2 - d1 - 1));
 	assert_string_equal(json_string_value(json_object_get(h, "alg")), "RS256");
 	assert_string_equal(json_string_value(json_object_get(h, "kid")), "kid123");
 	assert_string_equal(json_string_value(json_object_get(c, "iss")),
@@ -111,15 +115,13 @@ static void test_service_account_assertion(void **state)
 	assert_int_equal(siglen, 256);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key), 1);
-	assert_int_equal(EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)jwt,
-	                                  (size_t)(d2 - jwt)),
-	                 1);
+	assert_int_equal(
+	    EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)jwt, (size_t)(d2 - jwt)), 1);
 	/* ... and not over anything else */
 	sig[10] ^= 1;
 	assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key), 1);
-	assert_int_not_equal(EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)jwt,
-	                                      (size_t)(d2 - jwt)),
-	                     1);
+	assert_int_not_equal(
+	    EVP_DigestVerify(ctx, sig, siglen, (const unsigned char *)jwt, (size_t)(d2 - jwt)), 1);
 	EVP_MD_CTX_free(ctx);
 	free(body);
 	rf_gcs_key_wipe(&k);
@@ -158,14 +160,18 @@ static void test_key_refusals(void **state)
 	key_bad("not json", "not JSON");
 	key_bad("{\"type\": \"external_account\"}", "external_account");
 	key_bad("{\"type\": \"authorized_user\", \"client_id\": \"a\", \"client_secret\": "
-	        "\"SECRET\"}", "refresh_token");
+	        "\"SECRET\"}",
+	        "refresh_token");
 	key_bad("{\"type\": \"service_account\", \"client_email\": \"a\", \"private_key\": "
-	        "\"SECRET\"}", "not a PEM");
-	key_bad("{\"type\": \"authorized_user\", \"client_id\": \"a\", \"client_secret\": "
-	        "\"SECRET\", \"refresh_token\": \"SECRET\", \"token_uri\": \"http://evil.example/t\"}",
-	        "token_uri");
+	        "\"SECRET\"}",
+	        "not a PEM");
+	key_bad(
+	    "{\"type\": \"authorized_user\", \"client_id\": \"a\", \"client_secret\": "
+	    "\"SECRET\", \"refresh_token\": \"SECRET\", \"token_uri\": \"http://evil.example/t\"}",
+	    "token_uri");
 	key_bad("{\"type\": \"authorized_user\", \"client_id\": \"a\\u0001\", \"client_secret\": "
-	        "\"SECRET\", \"refresh_token\": \"SECRET\"}", "control character");
+	        "\"SECRET\", \"refresh_token\": \"SECRET\"}",
+	        "control character");
 	/* a loopback stand-in is allowed */
 	char *txt = sa_json("http://127.0.0.1:8089/token");
 	rf_gcs_key k;
@@ -174,8 +180,9 @@ static void test_key_refusals(void **state)
 	rf_gcs_key_wipe(&k);
 	free(txt);
 	/* a PEM that is not a key fails at signing, named */
-	const char *bad = "{\"type\": \"service_account\", \"client_email\": \"a\", \"private_key\":"
-	                  " \"-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\\n\"}";
+	const char *bad =
+	    "{\"type\": \"service_account\", \"client_email\": \"a\", \"private_key\":"
+	    " \"-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\\n\"}";
 	assert_int_equal(rf_gcs_key_parse(bad, strlen(bad), "sa.json", &k, &err), 0);
 	char *body = NULL;
 	assert_true(rf_gcs_token_request(&k, 0, RF_GCS_SCOPE_READ, &body, &err) < 0);
@@ -190,7 +197,7 @@ static void tok_bad(const char *txt, const char *word)
 	int64_t exp = 0;
 	rf_error err = {0};
 	assert_true(rf_oauth_token_parse(txt, strlen(txt), "token endpoint http://x/t", 0, &t, &exp,
-	                               &err) < 0);
+	                                 &err) < 0);
 	assert_null(t);
 	if (!strstr(err.msg, word) || !strstr(err.msg, "token endpoint"))
 		fail_msg("'%s' does not say '%s'", err.msg, word);
@@ -209,7 +216,8 @@ static void test_token_answers(void **state)
 	assert_string_equal(t, "ya29.abc");
 	assert_int_equal(exp, 1000 + 3599000);
 	free(t);
-	tok_bad("{\"error\": \"invalid_grant\", \"error_description\": \"SECRET\"}", "invalid_grant");
+	tok_bad("{\"error\": \"invalid_grant\", \"error_description\": \"SECRET\"}",
+	        "invalid_grant");
 	tok_bad("{\"error\": \"SECRET with spaces\"}", "(an error)");
 	tok_bad("{\"expires_in\": 10}", "access_token");
 	tok_bad("{\"access_token\": \"SECRET\", \"expires_in\": 0}", "expires_in");
@@ -227,8 +235,8 @@ static void test_token_answers(void **state)
 	assert_int_equal(exp, 5 + 86399000ll);
 	free(t);
 	const char *on = "{\"access_token\": \"eyJ0\", \"expires_on\": \"1700000600\"}";
-	assert_int_equal(rf_oauth_token_parse(on, strlen(on), "imds", 1700000000000ll, &t, &exp, &err),
-	                 0);
+	assert_int_equal(
+	    rf_oauth_token_parse(on, strlen(on), "imds", 1700000000000ll, &t, &exp, &err), 0);
 	assert_int_equal(exp, 1700000600000ll);
 	free(t);
 }
@@ -239,13 +247,15 @@ static void test_assertion_request(void **state)
 	(void)state;
 	char *body = NULL;
 	rf_error err = {0};
-	assert_int_equal(rf_oauth_assertion_request("c1d2-id", "eyJh.eyJi.sig-_", "https://storage.azure.com/.default",
-	                                            &body, &err),
+	assert_int_equal(rf_oauth_assertion_request("c1d2-id", "eyJh.eyJi.sig-_",
+	                                            "https://storage.azure.com/.default", &body,
+	                                            &err),
 	                 0);
-	assert_string_equal(body, "grant_type=client_credentials&client_assertion_type=urn%3Aietf%3A"
-	                          "params%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_id=c1d2-id"
-	                          "&client_assertion=eyJh.eyJi.sig-_&scope=https%3A%2F%2Fstorage.azure."
-	                          "com%2F.default");
+	assert_string_equal(body,
+	                    "grant_type=client_credentials&client_assertion_type=urn%3Aietf%3A"
+	                    "params%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_id=c1d2-id"
+	                    "&client_assertion=eyJh.eyJi.sig-_&scope=https%3A%2F%2Fstorage.azure."
+	                    "com%2F.default");
 	free(body);
 	assert_true(rf_oauth_assertion_request("c", "SECRET\nX", "s", &body, &err) < 0);
 	assert_null(strstr(err.msg, "SECRET"));

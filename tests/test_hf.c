@@ -21,23 +21,25 @@ static void test_parse(void **state)
 	assert_string_equal(r.revision, "main");
 	assert_string_equal(r.path, "data/train");
 	rf_hf_ref_free(&r);
-	assert_int_equal(rf_hf_parse("hf://datasets/HuggingFaceFW/fineweb-edu@refs%2Fconvert%2Fparquet/"
-	                             "default/train",
-	                             &r, &err),
-	                 0);
+	assert_int_equal(
+	    rf_hf_parse("hf://datasets/HuggingFaceFW/fineweb-edu@refs%2Fconvert%2Fparquet/"
+	                "default/train",
+	                &r, &err),
+	    0);
 	assert_string_equal(r.repo, "HuggingFaceFW/fineweb-edu");
 	assert_string_equal(r.revision, "refs/convert/parquet");
 	assert_string_equal(r.path, "default/train");
 	char *u = rf_hf_tree_url("https://huggingface.co", &r, r.revision);
-	assert_string_equal(u, "https://huggingface.co/api/datasets/HuggingFaceFW/fineweb-edu/tree/"
-	                       "refs%2Fconvert%2Fparquet/default/train?recursive=true&expand=false");
+	assert_string_equal(u,
+	                    "https://huggingface.co/api/datasets/HuggingFaceFW/fineweb-edu/tree/"
+	                    "refs%2Fconvert%2Fparquet/default/train?recursive=true&expand=false");
 	free(u);
 	u = rf_hf_revision_url("http://127.0.0.1:9", &r);
 	assert_string_equal(u, "http://127.0.0.1:9/api/datasets/HuggingFaceFW/fineweb-edu/revision/"
 	                       "refs%2Fconvert%2Fparquet");
 	free(u);
-	u = rf_hf_resolve_url("https://huggingface.co", &r, "0123456789abcdef0123456789abcdef01234567",
-	                      "a b/+%/ü.tar");
+	u = rf_hf_resolve_url("https://huggingface.co", &r,
+	                      "0123456789abcdef0123456789abcdef01234567", "a b/+%/ü.tar");
 	assert_string_equal(u, "https://huggingface.co/datasets/HuggingFaceFW/fineweb-edu/resolve/"
 	                       "0123456789abcdef0123456789abcdef01234567/a%20b/%2B%25/%C3%BC.tar");
 	free(u);
@@ -47,10 +49,15 @@ static void test_parse(void **state)
 	assert_string_equal(r.path, "");
 	rf_hf_ref_free(&r);
 
-	const char *bad[] = {"hf://models/org/m", "hf://datasets/org", "hf://datasets/-org/set",
-	                     "hf://datasets/org/se..t/x", "hf://datasets/org/set@/x",
-	                     "hf://datasets/org/set@a%2/x", "hf://datasets/org/set/../../x",
-	                     "hf://datasets/org/set/a/./b", "hf://datasets/org/set@a%00b/x"};
+	const char *bad[] = {"hf://models/org/m",
+	                     "hf://datasets/org",
+	                     "hf://datasets/-org/set",
+	                     "hf://datasets/org/se..t/x",
+	                     "hf://datasets/org/set@/x",
+	                     "hf://datasets/org/set@a%2/x",
+	                     "hf://datasets/org/set/../../x",
+	                     "hf://datasets/org/set/a/./b",
+	                     "hf://datasets/org/set@a%00b/x"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (rf_hf_parse(bad[i], &r, &err) == 0)
 			fail_msg("accepted %s", bad[i]);
@@ -72,11 +79,12 @@ static void test_tree(void **state)
 	    "{\"type\":\"file\",\"oid\":\"w\",\"size\":5,\"path\":\"data/b.tar\"}]";
 	rf_url_list l = {0};
 	const char *sha = "0123456789abcdef0123456789abcdef01234567";
-	assert_int_equal(rf_hf_tree_parse(page, strlen(page), "http://h", &r, sha, "page 1", &l, &err),
-	                 2);
+	assert_int_equal(
+	    rf_hf_tree_parse(page, strlen(page), "http://h", &r, sha, "page 1", &l, &err), 2);
 	assert_int_equal(l.n, 2);
-	assert_string_equal(l.v[0].url, "http://h/datasets/org/set/resolve/"
-	                                "0123456789abcdef0123456789abcdef01234567/data/sub/a%201.tar");
+	assert_string_equal(l.v[0].url,
+	                    "http://h/datasets/org/set/resolve/"
+	                    "0123456789abcdef0123456789abcdef01234567/data/sub/a%201.tar");
 	assert_int_equal(l.v[0].size_hint, 1234);
 	assert_int_equal(l.v[1].size_hint, 5);
 	/* a refused page leaves the list as it was */
@@ -89,14 +97,16 @@ static void test_tree(void **state)
 	const char *dots = "[{\"type\":\"file\",\"size\":5,\"path\":\"data/../../etc\"}]";
 	assert_true(rf_hf_tree_parse(dots, strlen(dots), "http://h", &r, sha, "p", &l, &err) < 0);
 	const char *nosize = "[{\"type\":\"file\",\"path\":\"data/x\"}]";
-	assert_true(rf_hf_tree_parse(nosize, strlen(nosize), "http://h", &r, sha, "p", &l, &err) < 0);
+	assert_true(rf_hf_tree_parse(nosize, strlen(nosize), "http://h", &r, sha, "p", &l, &err) <
+	            0);
 	assert_non_null(strstr(err.msg, "no size"));
 	assert_true(rf_hf_tree_parse("{}", 2, "http://h", &r, sha, "p", &l, &err) < 0);
 	rf_url_list_free(&l);
 	rf_hf_ref_free(&r);
 
 	char got[41];
-	const char *rev = "{\"id\":\"org/set\",\"sha\":\"0123456789abcdef0123456789abcdef01234567\"}";
+	const char *rev =
+	    "{\"id\":\"org/set\",\"sha\":\"0123456789abcdef0123456789abcdef01234567\"}";
 	assert_int_equal(rf_hf_revision_parse(rev, strlen(rev), "revision", got, &err), 0);
 	assert_string_equal(got, sha);
 	assert_true(rf_hf_revision_parse("{\"sha\":\"main\"}", 14, "revision", got, &err) < 0);
@@ -116,18 +126,18 @@ static void test_link(void **state)
 	    1);
 	assert_string_equal(next, "https://huggingface.co/api/datasets/o/s/tree/main?cursor=abc");
 	free(next);
-	assert_int_equal(rf_hf_link_next("<https://huggingface.co/x>; rel=\"prev\"", ep, &next, &err),
-	                 0);
+	assert_int_equal(
+	    rf_hf_link_next("<https://huggingface.co/x>; rel=\"prev\"", ep, &next, &err), 0);
 	/* another host, or a look-alike: never followed */
 	assert_int_equal(rf_hf_link_next("<https://evil.example/x>; rel=\"next\"", ep, &next, &err),
 	                 -EPERM);
 	assert_non_null(strstr(err.msg, "not followed"));
-	assert_int_equal(rf_hf_link_next("<https://huggingface.co.evil.example/x>; rel=\"next\"", ep,
-	                                 &next, &err),
+	assert_int_equal(rf_hf_link_next("<https://huggingface.co.evil.example/x>; rel=\"next\"",
+	                                 ep, &next, &err),
 	                 -EPERM);
-	assert_int_equal(rf_hf_link_next("<https://huggingface.co@evil/x>; rel=\"next\"", ep, &next,
-	                                 &err),
-	                 -EPERM);
+	assert_int_equal(
+	    rf_hf_link_next("<https://huggingface.co@evil/x>; rel=\"next\"", ep, &next, &err),
+	    -EPERM);
 	assert_null(next);
 
 	char *e = NULL;

@@ -120,8 +120,9 @@ static void test_prefix_bound_random(void **state)
 		for (uint32_t i = 0; i < k; i++) {
 			/* some zeros, some tiny, some large */
 			uint64_t kind = rf_rng_below(&r, 4);
-			w[i] = kind == 0 ? 0 : kind == 1 ? 1 + rf_rng_below(&r, 10) :
-			                                   rf_rng_below(&r, 100000);
+			w[i] = kind == 0   ? 0
+			       : kind == 1 ? 1 + rf_rng_below(&r, 10)
+			                   : rf_rng_below(&r, 100000);
 			any |= w[i] > 0;
 		}
 		if (!any)
@@ -252,7 +253,8 @@ static void test_reweight(void **state)
 		}
 		uint64_t n = (uint64_t)i + 1 - S; /* samples since the change */
 		for (int k = 0; k < 3; k++) {
-			int64_t d = (int64_t)((count[k] - cs[k]) * 10) - (int64_t)(n * (nw[k] / 100000));
+			int64_t d =
+			    (int64_t)((count[k] - cs[k]) * 10) - (int64_t)(n * (nw[k] / 100000));
 			assert_true(d > -10 && d < 10);
 		}
 		uint64_t o;
@@ -308,7 +310,6 @@ static void test_refusals(void **state)
 	assert_int_equal(rf_mix_reweight(m, 20, w2, &err), -E2BIG);
 	rf_mix_free(m);
 }
-
 
 static rf_mix_file *mf_ok(const char *text, const char *base)
 {
@@ -374,16 +375,21 @@ static void test_mix_file(void **state)
 	       "source 1: weight");
 	mf_bad("{\"mixture\": 1, \"sources\": [{\"weight\": 1}]}", NULL, "needs");
 	mf_bad("{\"mixture\": 1, \"sources\": [{\"source\": \"a\", \"weight\": 1,"
-	       " \"options\": {\"k\": 3}}]}", NULL, "not a string");
+	       " \"options\": {\"k\": 3}}]}",
+	       NULL, "not a string");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_weight_parse),      cmocka_unit_test(test_prefix_bound_million),
-	    cmocka_unit_test(test_prefix_bound_random), cmocka_unit_test(test_random_access),
-	    cmocka_unit_test(test_period_exact),      cmocka_unit_test(test_reweight),
-	    cmocka_unit_test(test_refusals),          cmocka_unit_test(test_mix_file),
+	    cmocka_unit_test(test_weight_parse),
+	    cmocka_unit_test(test_prefix_bound_million),
+	    cmocka_unit_test(test_prefix_bound_random),
+	    cmocka_unit_test(test_random_access),
+	    cmocka_unit_test(test_period_exact),
+	    cmocka_unit_test(test_reweight),
+	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_mix_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

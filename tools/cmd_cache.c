@@ -11,8 +11,8 @@
 #include "ringfeed.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -90,13 +90,15 @@ static int warm_args(int argc, char **argv, rf_config *cfg, warm_opts *o)
 			if (!strcmp(a, "--cache-dir") && i + 1 < argc)
 				o->dir = argv[i + 1];
 			if (!strcmp(a, "--cache") && i + 1 < argc) {
-				fprintf(stderr, "ringfeed cache warm: the cache is readwrite here\n");
+				fprintf(stderr,
+				        "ringfeed cache warm: the cache is readwrite here\n");
 				return 2;
 			}
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "cache warm");
 			if (used <= 0) {
 				if (used == 0)
-					fprintf(stderr, "ringfeed cache warm: unknown option '%s'\n", a);
+					fprintf(stderr,
+					        "ringfeed cache warm: unknown option '%s'\n", a);
 				return 2;
 			}
 			i += used - 1;

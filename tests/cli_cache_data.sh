@@ -11,7 +11,8 @@
 # leave the read intact with one stated reason; four loaders at once on one
 # cache read exactly, leave it sound and fetch each range once (claims); a
 # bound below the data keeps the cache within it across runs, evicting the
-# least recently used dataset's versions.
+# least recently used dataset's versions; resume, ranks and a skipped damaged
+# block give the same batches with the cache off, cold and warm.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -74,6 +75,31 @@ for mode in cold warm; do
 	same "ranks, cache $mode: the batches of cache=off" "$(cat "$tmp/ranks-off")" "$(cat "$tmp/ranks-$mode")"
 done
 grep -q "records=0 " "$tmp/ranks-off" && bad "a rank read nothing: $(cat "$tmp/ranks-off")" || true
+
+# ---- skips: a block damaged at rest is left out the same way, cache or not --
+# (the cache records the damaged bytes as the store sent them; the loader's
+# re-reads go to the store, get the same bytes and skip the block)
+mkdir -p "$RF_NGINX_ROOT/$tag-bad"
+rf_at_exit "rm -rf '$RF_NGINX_ROOT/$tag-bad'"
+cp "$tmp"/ds/shard-*.rfs "$RF_NGINX_ROOT/$tag-bad/"
+$py -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[100]^=0x55; open(p,"wb").write(bytes(b))' \
+	"$RF_NGINX_ROOT/$tag-bad/shard-000001.rfs"
+urlb="$RF_NGINX_URL/$tag-bad/shard-{000000..000003}.rfs"
+rm -rf "$tmp/cache-k"
+for mode in off cold warm; do
+	c=readwrite
+	[ $mode = off ] && c=off
+	"$cli" read --digest --cache $c --cache-dir "$tmp/cache-k" --batch 64 --skip-blocks 1 \
+		--stats "$tmp/k-$mode.json" "$urlb" 2>/dev/null | tail -n 1 >"$tmp/skip-$mode"
+done
+[ "$(rf_json "$tmp/k-off.json" blocks_skipped)" = 1 ] && ok "skips, cache off: one block left out" ||
+	bad "skips, cache off: blocks_skipped $(rf_json "$tmp/k-off.json" blocks_skipped)"
+for mode in cold warm; do
+	same "skips, cache $mode: the batches of cache=off" "$(cat "$tmp/skip-off")" "$(cat "$tmp/skip-$mode")"
+	same "skips, cache $mode: one block left out" 1 "$(rf_json "$tmp/k-$mode.json" blocks_skipped)"
+done
+[ "$(rf_json "$tmp/k-warm.json" data_cache_hit_bytes)" -gt 0 ] && ok "skips, cache warm: read from the cache" ||
+	bad "skips, cache warm: nothing from the cache"
 
 # ---- secrets and integrity ------------------------------------------------
 if grep -rqa "$secret" "$cache" || $chk names "$cache" | grep -q "$secret"; then

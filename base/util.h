@@ -63,6 +63,22 @@ static inline bool rf_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 	return !__builtin_mul_overflow(a, b, out);
 }
 
+/* A whole NUL-terminated string of decimal digits (at least one, no sign,
+ * no space) that fits 64 bits, into *out; false otherwise. */
+static inline bool rf_dec_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
 /* 64-bit FNV-1a over n bytes, from h (RF_FNV_OFFSET to start): digests and
  * file names, never anything an adversary must not collide. */
 #define RF_FNV_OFFSET 0xcbf29ce484222325ull

@@ -504,20 +504,6 @@ static void az_end_blob(az_parse *ap)
 	}
 }
 
-static bool az_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}
-
 /* EnumerationResults/Blobs/Blob/Properties/field */
 static bool az_property(const az_parse *ap, const char *field)
 {
@@ -535,7 +521,7 @@ static void az_end_field(az_parse *ap, const char *t)
 		memcpy(ap->name, t, ap->text_len + 1);
 		ap->have_name = true;
 	} else if (az_property(ap, "Content-Length")) {
-		if (!az_u64(t, &ap->size))
+		if (!rf_dec_u64(t, &ap->size))
 			return az_stop(ap, -EPROTO,
 			               "a Content-Length that is not a decimal number");
 		ap->have_size = true;

@@ -294,20 +294,6 @@ static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
 	lp->text_len += (size_t)len;
 }
 
-static bool text_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return true;
-}
-
 static void end_contents(list_parse *lp)
 {
 	if (!lp->have_key || !lp->have_size)
@@ -339,7 +325,7 @@ static void end_field(list_parse *lp, const char *t)
 		    !rf_http_validator_value(t, lp->etag, sizeof(lp->etag)))
 			lp->etag[0] = '\0';
 	} else if (at(lp, "ListBucketResult", "Contents", "Size")) {
-		if (!text_u64(t, &lp->size))
+		if (!rf_dec_u64(t, &lp->size))
 			return stop(lp, -EPROTO, "a Size that is not a decimal number");
 		lp->have_size = true;
 	} else if (at(lp, "ListBucketResult", "IsTruncated", NULL)) {

@@ -91,3 +91,19 @@ int rf_cachedir_open(const char *dir, const char *words, bool create, bool need_
 	}
 	return fd;
 }
+
+DIR *rf_cachedir_sub(int dirfd, const char *name, int *fd)
+{
+	int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int sub2 = sub >= 0 ? dup(sub) : -1;
+	DIR *d = sub2 >= 0 ? fdopendir(sub2) : NULL;
+	if (!d) {
+		if (sub2 >= 0)
+			close(sub2);
+		if (sub >= 0)
+			close(sub);
+		sub = -1;
+	}
+	*fd = sub;
+	return d;
+}

@@ -10,6 +10,7 @@
 #define RF_CACHEDIR_H
 
 #include "ringfeed.h"
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,5 +25,11 @@ int rf_cachedir_default(const char *sub, const char *env_suffix, char *buf, size
  * negative errno with why saying "WORDS: ...". */
 int rf_cachedir_open(const char *dir, const char *words, bool create, bool need_write,
                      rf_error *why);
+
+/* A subdirectory of dirfd opened to be both listed and used as a base for
+ * *at() calls: the listing (a DIR on a dup) and *fd. Never follows a
+ * symlink. NULL (and *fd = -1) when it cannot be opened; the caller closes
+ * both (closedir, close). */
+DIR *rf_cachedir_sub(int dirfd, const char *name, int *fd);
 
 #endif

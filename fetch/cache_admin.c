@@ -5,6 +5,7 @@
  * being written (its entry comes after its bytes, so never a false "bad")
  * and a clear leaves loaders writing into files it unlinked. */
 #include "cache.h"
+#include "cachedir.h"
 #include "crc32c.h"
 #include "util.h"
 
@@ -162,16 +163,10 @@ static void one_record(int sub, const char *name, walk *w, rf_data_cache_each_fn
 static void one_dir(int dirfd, const char *dname, walk *w, rf_data_cache_each_fn each, void *ctx,
                     rf_data_cache_info *out)
 {
-	int sub = openat(dirfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int sub2 = sub >= 0 ? dup(sub) : -1;
-	DIR *d = sub2 >= 0 ? fdopendir(sub2) : NULL;
-	if (!d) {
-		if (sub2 >= 0)
-			close(sub2);
-		if (sub >= 0)
-			close(sub);
+	int sub;
+	DIR *d = rf_cachedir_sub(dirfd, dname, &sub);
+	if (!d)
 		return;
-	}
 	struct dirent *de;
 	uint32_t seen = 0;
 	while ((de = readdir(d)) && seen++ < 65536) {

@@ -11,6 +11,7 @@
  * unlinked (or the lock taken) and reads it through, uncached. The kernel
  * drops a dead loader's lock. Without OFD locks nothing is evicted. */
 #include "cache.h"
+#include "cachedir.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -91,16 +92,10 @@ static bool cands_push(cands *cs, const cand *c)
  * left without its .rec); returns the bytes its files take. */
 static uint64_t scan_dir(int dirfd, const char *dname, cands *cs)
 {
-	int sub = openat(dirfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int sub2 = sub >= 0 ? dup(sub) : -1;
-	DIR *d = sub2 >= 0 ? fdopendir(sub2) : NULL;
-	if (!d) {
-		if (sub2 >= 0)
-			close(sub2);
-		if (sub >= 0)
-			close(sub);
+	int sub;
+	DIR *d = rf_cachedir_sub(dirfd, dname, &sub);
+	if (!d)
 		return 0;
-	}
 	uint64_t total = 0;
 	struct dirent *de;
 	uint32_t seen = 0;

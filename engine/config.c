@@ -383,42 +383,25 @@ void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out)
 	out->truncate = rf_cfg(cfg, RF_CFG_truncate) != 0;
 }
 
-int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, rf_error *err)
+/* The formats' view of the config (rf_fmt_config): any key of the table,
+ * by name; the formats parse and check their own options. */
+static int rf_config_fmt_get(void *ctx, const char *key, uint64_t *num, const char **str)
 {
-	memset(out, 0, sizeof(*out));
-	out->seq_len = (uint32_t)rf_cfg(cfg, RF_CFG_seq_len);
-	out->tfrecord_raw = rf_cfg(cfg, RF_CFG_tfrecord_raw) != 0;
-	const char *dt = rf_cfg_str(cfg, RF_CFG_token_dtype);
-	if (dt && !(out->token_dtype = (uint8_t)rf_tok_dtype_parse(dt)))
-		return rf_fail(err, -EINVAL,
-		               "token_dtype \"%s\": not a token type (uint8, int8, int16, "
-		               "uint16, int32, uint32, int64, float32, float64)",
-		               dt);
-	const char *wide = rf_cfg_str(cfg, RF_CFG_token_out);
-	if (wide) {
-		out->token_out = (uint8_t)rf_tok_dtype_parse(wide);
-		if (out->token_out != RF_TOK_I32 && out->token_out != RF_TOK_I64)
-			return rf_fail(err, -EINVAL, "token_out \"%s\": int32 or int64", wide);
-		if (!out->seq_len)
-			return rf_fail(err, -EINVAL, "token_out widens windows: it needs seq_len");
+	const rf_config *cfg = ctx;
+	for (size_t i = 0; i < RF_CFG_COUNT; i++) {
+		if (strcmp(key, rf_options[i].name) != 0)
+			continue;
+		*num = cfg->num[i];
+		*str = rf_options[i].type == RF_T_STR ? rf_cfg_str(cfg, (rf_config_key)i) : NULL;
+		return 0;
 	}
-	const char *cols = rf_cfg_str(cfg, RF_CFG_columns);
-	if (cols && strlen(cols) >= sizeof(out->columns))
-		return rf_fail(err, -EINVAL, "columns: a list of at most %zu bytes",
-		               sizeof(out->columns) - 1);
-	if (cols)
-		snprintf(out->columns, sizeof(out->columns), "%s", cols);
-	const char *eot = rf_cfg_str(cfg, RF_CFG_eot_token);
-	if (eot) {
-		char *end = NULL;
-		errno = 0;
-		unsigned long long v = strtoull(eot, &end, 10);
-		if (errno || end == eot || *end || eot[0] == '-')
-			return rf_fail(err, -EINVAL, "eot_token \"%s\": not a token number", eot);
-		out->has_eot = true;
-		out->eot_token = v;
-	}
-	return 0;
+	return -ENOENT;
+}
+
+int rf_config_format_options(const rf_config *cfg, rf_fmt_optset **out, rf_error *err)
+{
+	rf_fmt_config get = {.get = rf_config_fmt_get, .ctx = (void *)cfg};
+	return rf_fmt_optset_new(cfg ? &get : NULL, out, err);
 }
 
 rf_config *rf_config_dup(const rf_config *cfg)

@@ -186,10 +186,12 @@ static inline const char *rf_cfg_str(const rf_config *c, rf_config_key k)
 void rf_config_fetch_options(const rf_config *cfg, rf_fetch_options *out);
 /* The collation parameters (with the batch_bytes default for batch). */
 void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out);
-struct rf_fmt_options;
-/* The format options (token files) from the config; -EINVAL with err
- * naming the option when a value is not one. */
-int rf_config_format_options(const rf_config *cfg, struct rf_fmt_options *out, rf_error *err);
+struct rf_fmt_optset;
+/* Every format's options, each parsed by its format from the config (NULL:
+ * defaults) through a getter over the table's keys (shards/format.h,
+ * rf_fmt_config); -EINVAL with err naming the option when a value is not
+ * one. Freed with rf_fmt_optset_free. */
+int rf_config_format_options(const rf_config *cfg, struct rf_fmt_optset **out, rf_error *err);
 /* The index cache's directory: NULL when index_cache is "off", "" for the
  * default (rf_icache_default_dir), else the absolute path set. */
 const char *rf_config_index_cache_dir(const rf_config *cfg);

@@ -212,7 +212,7 @@ typedef struct rf_engine {
 	rf_config *cfg;
 	rf_collate_params cp;
 	rf_fields fields;                /* multi-field samples' names (fields.c; set at open) */
-	struct rf_fmt_options fmt_opt;   /* what formats read at open (seq_len, token dtype) */
+	rf_fmt_optset *fmt_opts;         /* every format's options (parsed by each format) */
 	uint64_t window;                 /* W: 1 without record shuffle */
 	uint64_t epoch_first, epoch_end; /* epochs [first, end); end = UINT64_MAX: endless */
 	uint32_t threads;

@@ -10,8 +10,9 @@ RF_API int rf_layout_open_config(const char *path, const rf_config *cfg, rf_layo
                                  rf_error *err)
 {
 	*out = NULL;
-	struct rf_fmt_options opt = {0};
-	if (cfg)
-		RF_TRY(rf_config_format_options(cfg, &opt, err));
-	return rf_layout_open_opts(path, &opt, out, err);
+	rf_fmt_optset *opts = NULL;
+	RF_TRY(rf_config_format_options(cfg, &opts, err));
+	int rc = rf_layout_open_opts(path, opts, out, err);
+	rf_fmt_optset_free(opts);
+	return rc;
 }

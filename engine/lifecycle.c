@@ -89,6 +89,7 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	pthread_cond_destroy(&e->work_cv);
 	pthread_cond_destroy(&e->ready_cv);
 	pthread_cond_destroy(&e->open_cv);
+	rf_fmt_optset_free(e->fmt_opts);
 	rf_config_free(e->cfg);
 	e->magic = 0;
 	free(e);
@@ -330,7 +331,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 		               (unsigned long long)rf_cfg(c, RF_CFG_world));
 	rf_config_collate_params(c, &e->cp);
 	RF_TRY(rf_collate_check(&e->cp, err));
-	RF_TRY(rf_config_format_options(c, &e->fmt_opt, err));
+	RF_TRY(rf_config_format_options(c, &e->fmt_opts, err));
 	RF_TRY(rf_open_check_batches(e, err));
 	rf_node_limits node;
 	rf_node_limits_read("", &node);

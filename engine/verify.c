@@ -79,7 +79,7 @@ typedef struct rf_vsrc {
 	rf_fetch_wait w; /* the pending open or read */
 	rf_source *side; /* a sidecar the format reads (a Megatron .idx) */
 	char *side_url;
-	struct rf_fmt_options opt; /* the config's format options */
+	rf_fmt_optset *opts; /* every format's options, from the config */
 } rf_vsrc;
 
 /* Runs the loop until the pending open or read has called back. */
@@ -145,17 +145,22 @@ static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
 {
 	rf_fetch_options fo;
 	rf_config_fetch_options(cfg, &fo);
-	RF_TRY(rf_config_format_options(cfg, &v->opt, err));
+	RF_TRY(rf_config_format_options(cfg, &v->opts, err));
 	rf_loop *loop = NULL;
-	RF_TRY(rf_fetch_loop_new(&fo, 0, &loop, err));
-	int rc = rf_fetch_new(loop, &fo, &v->fetch, err);
-	if (rc < 0)
+	int rc = rf_fetch_loop_new(&fo, 0, &loop, err);
+	if (rc == 0 && (rc = rf_fetch_new(loop, &fo, &v->fetch, err)) < 0)
 		rf_loop_free(loop);
+	if (rc < 0) {
+		rf_fmt_optset_free(v->opts);
+		v->opts = NULL;
+	}
 	return rc;
 }
 
 static void rf_verify_teardown(rf_vsrc *v)
 {
+	rf_fmt_optset_free(v->opts);
+	v->opts = NULL;
 	if (!v->fetch)
 		return;
 	rf_loop *loop = rf_fetch_loop(v->fetch);
@@ -201,7 +206,7 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 		                    .read_object = rf_vsrc_read_object,
 		                    .read_ctx = v,
 		                    .fmt = ref->format ? rf_format_by_name(ref->format) : NULL,
-		                    .opt = &v->opt,
+		                    .opts = v->opts,
 		                    .report = report,
 		                    .ctx = ctx,
 		                    .max_reports = max_reports,
@@ -279,10 +284,8 @@ RF_API int rf_tar_index_build_ref(const rf_config *cfg, const rf_shard_ref *ref,
 	RF_TRY(rf_verify_setup(&v, cfg, err));
 	int rc = rf_vsrc_open(&v, ref, err);
 	if (rc == 0) {
-		rf_fmt_open o = {.url = ref->url,
-		                 .name = rf_source_name(v.src),
-		                 .size = rf_source_size(v.src),
-		                 .opt = &v.opt};
+		rf_fmt_open o = {
+		    .url = ref->url, .name = rf_source_name(v.src), .size = rf_source_size(v.src)};
 		rc = rf_tar_index_build_with(&o, rf_vsrc_fmt_read, &v, idx_path, err);
 	}
 	rf_vsrc_close(&v);

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 4)
 		return 0;
-	struct rf_fmt_options opt = {0};
+	rf_tok_opts opt = {0};
 	if (data[0] & 1)
 		opt.token_dtype = raw_dtypes[(data[0] >> 1) & 3];
 	if (data[0] & 8) {

@@ -13,7 +13,7 @@
 
 extern const rf_format rf_parquet_format;
 
-static void decode_all(const uint8_t *data, size_t size, const struct rf_fmt_options *opt)
+static void decode_all(const uint8_t *data, size_t size, const rf_pq_opts *opt)
 {
 	const rf_format *f = &rf_parquet_format;
 	rf_fmt_object obj = {.url = "d/part-0.parquet", .data = data, .size = size};
@@ -35,7 +35,7 @@ static void decode_all(const uint8_t *data, size_t size, const struct rf_fmt_opt
 			for (uint32_t i = 0; i < r.records; i++) {
 				uint32_t end = rf_record_end(r.ends, i);
 				FUZZ_CHECK(end >= prev && end <= b->decoded_bytes);
-				FUZZ_CHECK(r.fields || !opt || !opt->seq_len ||
+				FUZZ_CHECK(r.fields || !opt || !opt->tok.seq_len ||
 				           end - prev == 17 * 4);
 				for (uint32_t k = r.fields ? r.field_first[i] : 0;
 				     r.fields && k < r.field_first[i + 1]; k++)
@@ -59,10 +59,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mode == 0) {
 		decode_all(data, size, NULL);
 	} else if (mode == 1) {
-		struct rf_fmt_options opt = {.columns = "s"};
+		rf_pq_opts opt = {.columns = "s"};
 		decode_all(data, size, &opt);
 	} else if (mode == 4) {
-		struct rf_fmt_options opt = {.columns = "li", .seq_len = 16};
+		rf_pq_opts opt = {.columns = "li", .tok = {.seq_len = 16}};
 		decode_all(data, size, &opt);
 	} else if (mode == 2) {
 		pq_page_header h;

@@ -14,7 +14,7 @@ static int open_tar(const uint8_t *tar, size_t tar_len, const uint8_t *idx, size
 {
 	rf_fmt_object objs[2] = {{.url = "fuzz.tar", .data = tar, .size = tar_len},
 	                         {.url = "fuzz.idx", .data = idx, .size = idx_len}};
-	struct rf_fmt_options opt = {.tar_scan_only = scan_only};
+	rf_tar_opts opt = {.scan_only = scan_only};
 	return rf_format_open_mem(&rf_tar_format, objs, 2, &opt, ix, priv, NULL, NULL, err);
 }
 

@@ -16,7 +16,7 @@ static int open_file(const char *url, const uint8_t *data, size_t size, const ui
 {
 	rf_fmt_object objs[2] = {{.url = url, .data = data, .size = size},
 	                         {.url = "fuzz.idx", .data = idx, .size = idx_len}};
-	struct rf_fmt_options opt = {.tfrecord_raw = raw, .tar_scan_only = !idx};
+	rf_tfr_opts opt = {.raw = raw, .scan_only = !idx};
 	return rf_format_open_mem(&rf_tfrecord_format, objs, idx ? 2 : 1, &opt, ix, priv, NULL,
 	                          NULL, err);
 }

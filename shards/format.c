@@ -1,6 +1,7 @@
 /* format.c - what every format's code shares, below the registry: the
  * layout's sums, a name's suffix, the synchronous driver of open steps and
- * of a sequential decode, and the atomic write of an index file. Nothing
+ * of a sequential decode, the atomic write of an index file, and reading an
+ * option through the engine's getter (rf_fmt_config). Nothing
  * here knows a format: the formats call it, never the other way round (the
  * table that names them is registry.c, above them). */
 #include "format.h"
@@ -196,4 +197,35 @@ int rf_format_index_save(const rf_shard_index *ix, const void *priv, const char 
 		unlink(tmp);
 	free(tmp);
 	return rc;
+}
+
+/* ------------------------------------------------------------ options */
+
+static int cfg_get(const rf_fmt_config *cfg, const char *key, uint64_t *num, const char **str,
+                   rf_error *err)
+{
+	*num = 0;
+	*str = NULL;
+	if (!cfg)
+		return 0;
+	int rc = cfg->get(cfg->ctx, key, num, str);
+	if (rc == -ENOENT)
+		return rf_fail(err, -EINVAL,
+		               "format option %s: the loader's config has no such key", key);
+	return rc < 0 ? rf_fail(err, rc, "format option %s: %s", key, strerror(-rc)) : 0;
+}
+
+int rf_fmt_cfg_num(const rf_fmt_config *cfg, const char *key, uint64_t *v, rf_error *err)
+{
+	const char *str;
+	return cfg_get(cfg, key, v, &str, err);
+}
+
+int rf_fmt_cfg_str(const rf_fmt_config *cfg, const char *key, const char **v, rf_error *err)
+{
+	uint64_t num;
+	RF_TRY(cfg_get(cfg, key, &num, v, err));
+	if (*v && !**v)
+		*v = NULL;
+	return 0;
 }

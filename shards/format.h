@@ -57,19 +57,36 @@ unsigned rf_tok_dtype_bytes(int code);
 /* The code of "uint16", "int32", ... ; RF_TOK_NONE when unknown. */
 int rf_tok_dtype_parse(const char *name);
 
-/* Options a format may read at open (the engine copies them from its
- * config; rf_fmt_open.opt). Zero = defaults. */
-struct rf_fmt_options {
-	uint8_t token_dtype; /* a headerless token file's dtype (RF_TOK_*); 0 = uint16 */
-	bool has_eot;        /* documents of a headerless file end at eot_token */
-	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
-	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
-	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
-	bool tar_scan_only;  /* a .tar's PREFIX.idx is not read: its headers are scanned
-	                      * (a .tfrecord's PREFIX.idx alike: its frames are walked) */
-	bool tfrecord_raw;   /* TFRecord records are bytes (one field), not tf.train.Examples */
-	char columns[1024];  /* Parquet: the columns a record has (comma list); "" = all read */
-};
+/* How a format reads the loader's options: the engine hands a getter over
+ * its config (the keys of its option table, engine/config.h) and each
+ * format that has options parses its own from it (rf_format.options), with
+ * its own checks and messages. The engine knows no format's option. */
+typedef struct rf_fmt_config {
+	/* key's value: 0 with *num (a number's or boolean's value) and *str (a
+	 * string's; NULL when unset or empty); -ENOENT when the config has no
+	 * such key. */
+	int (*get)(void *ctx, const char *key, uint64_t *num, const char **str);
+	void *ctx;
+} rf_fmt_config;
+
+/* A number / boolean option's value (0 with no config); a string option's
+ * (NULL when unset, empty or no config). -EINVAL naming the key when the
+ * config has no such key (a format asking for an option nobody declared). */
+int rf_fmt_cfg_num(const rf_fmt_config *cfg, const char *key, uint64_t *v, rf_error *err);
+int rf_fmt_cfg_str(const rf_fmt_config *cfg, const char *key, const char **v, rf_error *err);
+
+/* Every format's options, parsed once from a config (each row's options
+ * hook): what the engine holds and hands to each shard's open. Opaque. */
+typedef struct rf_fmt_optset rf_fmt_optset;
+struct rf_format;
+/* Parses every format's options from cfg (NULL: all defaults) into *out
+ * (freed with rf_fmt_optset_free): -EINVAL naming the option when a value
+ * is not one (the first format's complaint, in the registry's order). */
+int rf_fmt_optset_new(const rf_fmt_config *cfg, rf_fmt_optset **out, rf_error *err);
+void rf_fmt_optset_free(rf_fmt_optset *set);
+/* fmt's own options in set (rf_fmt_open.opt), or NULL (set NULL, or fmt
+ * has no options: its defaults). */
+const void *rf_fmt_optset_for(const rf_fmt_optset *set, const struct rf_format *fmt);
 
 /* How strongly a format claims a name (an object's file name or key). */
 enum {
@@ -126,9 +143,10 @@ typedef struct rf_fmt_open {
 	const char *name; /* the redacted name: the only one messages show */
 	uint64_t size;    /* the shard object's bytes */
 	bool local;       /* a local file (a larger first read is cheap) */
-	const struct rf_fmt_options *opt; /* format options (the engine fills them from its
-	                                   * config; the first format with an option
-	                                   * defines the struct here); NULL = defaults */
+	/* this format's own options (its struct, filled by its row's options
+	 * hook from the loader's config: rf_fmt_optset_for; a tool or a test
+	 * may fill the struct itself); NULL = defaults */
+	const void *opt;
 	/* the last request's bytes (NULL on the first call) */
 	const uint8_t *got;
 	uint64_t got_offset, got_len;
@@ -323,6 +341,14 @@ typedef struct rf_format {
 	 * before decoding (Parquet: rows' sizes are known only decoded), not
 	 * the exact largest record: the verifier checks records stay within it. */
 	bool largest_record_bound;
+	/* The format's options: parses those it reads from cfg (NULL: its
+	 * defaults) into out (options_bytes, zeroed), checking each value
+	 * (-EINVAL with a message naming the option); the engine calls it once
+	 * per loader and hands the struct to every open as rf_fmt_open.opt.
+	 * NULL: the format has no options (opt is then NULL, or what a tool
+	 * sets). Formats that share options (the token files) share a parser. */
+	int (*options)(const rf_fmt_config *cfg, void *out, rf_error *err);
+	uint32_t options_bytes;
 } rf_format;
 
 /* The record table an in_place unit needs in its slab: a u32 end per record. */
@@ -418,18 +444,24 @@ int rf_fmt_decode_seq_with(const rf_format *fmt, void **state, const rf_shard_in
                            void *ctx, void *dst, size_t dst_cap, rf_unit_records *out,
                            uint64_t *skipped, const char *name, rf_error *err);
 
-/* rf_layout_open (include/ringfeed.h) with format options (the engine's
- * rf_layout_open_config fills them from a config). */
+/* rf_layout_open (include/ringfeed.h) with every format's options (the
+ * engine's rf_layout_open_config parses them from a config). */
 struct rf_layout;
-int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, struct rf_layout **out,
+int rf_layout_open_opts(const char *path, const rf_fmt_optset *opts, struct rf_layout **out,
                         rf_error *err);
 
 /* Opens a local file's layout synchronously (pread), driving open_step to
  * DONE: for tools (inspect, verify, the decode limit) and tests. fmt may
- * be NULL (the registry picks by name, explicit). */
-int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
+ * be NULL (the registry picks by name, explicit); the open reads its
+ * format's options in opts (NULL: defaults). */
+int rf_format_open_file(const char *path, const rf_format *fmt, const rf_fmt_optset *opts,
                         const rf_format **fmt_out, rf_shard_index **index, void **priv,
                         rf_error *err);
+/* The same for a given format with its own options struct (fmt_opt, as
+ * rf_fmt_open.opt; NULL: defaults): a format's tools (index building). */
+int rf_format_open_file_opt(const char *path, const rf_format *fmt, const void *fmt_opt,
+                            const rf_format **fmt_out, rf_shard_index **index, void **priv,
+                            rf_error *err);
 
 /* An object held in memory, for rf_format_open_mem. */
 typedef struct rf_fmt_object {
@@ -446,7 +478,7 @@ typedef struct rf_fmt_object {
  * most reserved at once (held + buffer + bound). On success *index, *priv
  * and *held_bytes are the format's. */
 int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t nobjs,
-                       const struct rf_fmt_options *opt, rf_shard_index **index, void **priv,
-                       uint64_t *held_bytes, uint64_t *reserved_bytes, rf_error *err);
+                       const void *opt, rf_shard_index **index, void **priv, uint64_t *held_bytes,
+                       uint64_t *reserved_bytes, rf_error *err);
 
 #endif

@@ -46,8 +46,8 @@ static int deliver(rf_fmt_open *o, const rf_fmt_object *objs, size_t n, rf_error
 }
 
 int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t nobjs,
-                       const struct rf_fmt_options *opt, rf_shard_index **index, void **priv,
-                       uint64_t *held_bytes, uint64_t *reserved_bytes, rf_error *err)
+                       const void *opt, rf_shard_index **index, void **priv, uint64_t *held_bytes,
+                       uint64_t *reserved_bytes, rf_error *err)
 {
 	rf_fmt_open o = {.url = objs[0].url,
 	                 .name = objs[0].url,

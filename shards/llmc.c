@@ -3,7 +3,7 @@
  *     1: uint16 tokens; magic 20240801 version 7: uint32), header[2] the
  *     token count, the tokens from byte 1024 (dev/data/data_common.py);
  *   - nanoGPT: headerless tokens (data/openwebtext/prepare.py writes uint16),
- *     read only when the user names the dtype (rf_fmt_options.token_dtype).
+ *     read only when the user names the dtype (rf_tok_opts.token_dtype).
  * Records are documents when the user names an end-of-text token (nanoGPT
  * appends it to each document: a document ends after it; llm.c puts it
  * before each: a document starts at it), found by reading the whole file
@@ -75,9 +75,15 @@ static int header_parse(rf_fmt_open *o, const uint8_t *h, rf_tok_priv *p, rf_err
 	return 1;
 }
 
+/* The token options the engine parsed for this format (NULL: defaults). */
+static const rf_tok_opts *tok_opts(const rf_fmt_open *o)
+{
+	return o->opt;
+}
+
 static int raw_parse(rf_fmt_open *o, rf_tok_priv *p, rf_error *err)
 {
-	if (!o->opt || !o->opt->token_dtype) {
+	if (!tok_opts(o) || !tok_opts(o)->token_dtype) {
 		o->final = true;
 		uint32_t magic = o->got_len >= 4 ? rf_load_le32(o->got) : 0;
 		if (o->size < LLMC_HEADER_BYTES)
@@ -94,7 +100,7 @@ static int raw_parse(rf_fmt_open *o, rf_tok_priv *p, rf_error *err)
 		    "Megatron dataset name its .idx",
 		    o->name, magic, LLMC_MAGIC_U16, LLMC_MAGIC_U32);
 	}
-	p->dtype = o->opt->token_dtype;
+	p->dtype = tok_opts(o)->token_dtype;
 	unsigned isz = rf_tok_dtype_bytes(p->dtype);
 	if (!isz)
 		return rf_fail(err, -EINVAL, "%s: token dtype code %u is unknown", o->name,
@@ -146,7 +152,7 @@ static int scan_parse(rf_fmt_open *o, rf_error *err)
 	llmc_state *s = o->state;
 	rf_tok_priv *p = s->priv;
 	unsigned isz = rf_tok_dtype_bytes(p->dtype);
-	uint64_t n = o->got_len / isz, eot = o->opt->eot_token, found = 0;
+	uint64_t n = o->got_len / isz, eot = tok_opts(o)->eot_token, found = 0;
 	for (uint64_t k = 0; k < n; k++)
 		found += token_at(o->got, k, isz) == eot;
 	uint64_t cap = p->sequences + found + 1; /* + the last document */
@@ -222,7 +228,7 @@ static int layout_build(rf_fmt_open *o, rf_error *err)
 			    rf_tok_units_build(ix, p->len_tokens, p->sequences,
 			                       rf_tok_dtype_bytes(p->dtype), p->base, o->name, err);
 	}
-	p->documents = o->opt && o->opt->has_eot ? p->sequences : 0;
+	p->documents = tok_opts(o) && tok_opts(o)->has_eot ? p->sequences : 0;
 	if (rc == 0)
 		rc = rf_tok_metadata(ix, s->header ? "llmc" : "raw", p, o->name, err);
 	if (rc < 0) {
@@ -242,7 +248,7 @@ static int after_header(rf_fmt_open *o, rf_error *err)
 {
 	llmc_state *s = o->state;
 	RF_TRY(rf_tok_options(s->priv, o->opt, o->name, err));
-	if (!s->priv->seq_len && o->opt && o->opt->has_eot && s->priv->tokens > 0) {
+	if (!s->priv->seq_len && tok_opts(o) && tok_opts(o)->has_eot && s->priv->tokens > 0) {
 		want_scan(o);
 		return RF_FMT_NEED;
 	}
@@ -325,4 +331,6 @@ const rf_format rf_format_llmc = {
     .decode = rf_tok_decode,
     .payload_bytes = rf_tok_payload_bytes,
     .in_place = true,
+    .options = rf_tok_opts_parse,
+    .options_bytes = sizeof(rf_tok_opts),
 };

@@ -421,4 +421,6 @@ const rf_format rf_format_megatron = {
     .decode = rf_tok_decode,
     .payload_bytes = rf_tok_payload_bytes,
     .in_place = true,
+    .options = rf_tok_opts_parse,
+    .options_bytes = sizeof(rf_tok_opts),
 };

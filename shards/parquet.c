@@ -438,11 +438,12 @@ static int parse_footer(rf_fmt_open *o, pq_state *s, const uint8_t *footer, uint
 	if (rc == 0 && L->m.schema[0].num_children <= 0)
 		rc = rf_fail(err, RF_E_CORRUPT, "shard %s: the schema's root has no columns",
 		             o->name);
-	const char *want = o->opt && o->opt->columns[0] ? o->opt->columns : NULL;
+	const rf_pq_opts *opt = o->opt;
+	const char *want = opt && opt->columns[0] ? opt->columns : NULL;
 	if (rc == 0)
 		rc = select_columns(L, want, o->name, err);
 	if (rc == 0)
-		rc = rf_pq_tok_select(L, o->opt, o->name, err);
+		rc = rf_pq_tok_select(L, opt, o->name, err);
 	if (rc == 0)
 		rc = build_units(o, L, at, err);
 	if (rc == 0 && L->tokens && !(L->tok.first = calloc((uint64_t)L->units + 1, 8)))
@@ -760,6 +761,21 @@ static uint64_t pq_payload_bytes(const rf_shard_index *ix)
 	return ix->decoded_bytes;
 }
 
+int rf_pq_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err)
+{
+	rf_pq_opts *o = out;
+	memset(o, 0, sizeof(*o));
+	RF_TRY(rf_tok_opts_parse(cfg, &o->tok, err));
+	const char *cols = NULL;
+	RF_TRY(rf_fmt_cfg_str(cfg, "columns", &cols, err));
+	if (cols && strlen(cols) >= sizeof(o->columns))
+		return rf_fail(err, -EINVAL, "columns: a list of at most %zu bytes",
+		               sizeof(o->columns) - 1);
+	if (cols)
+		snprintf(o->columns, sizeof(o->columns), "%s", cols);
+	return 0;
+}
+
 const rf_format rf_parquet_format = {
     .name = "parquet",
     .names = (const char *const[]){".parquet", NULL},
@@ -771,4 +787,6 @@ const rf_format rf_parquet_format = {
     .field_names = pq_field_names,
     .payload_bytes = pq_payload_bytes,
     .largest_record_bound = true,
+    .options = rf_pq_opts_parse,
+    .options_bytes = sizeof(rf_pq_opts),
 };

@@ -6,6 +6,7 @@
 #define RF_PARQUET_H
 
 #include "format.h"
+#include "tokens.h"
 
 #define RF_PQ_FOOTER_MAX  (64u << 20) /* FileMetaData's bytes */
 #define RF_PQ_COLUMNS_MAX 4096        /* leaf columns of a schema */
@@ -196,11 +197,21 @@ typedef struct pq_layout {
 	pq_tokens tok;
 } pq_layout;
 
+/* Parquet's options (rf_parquet_format.options): the columns a record has
+ * and the token files' options for the token path. Zero = defaults. */
+#define RF_PQ_COLUMNS_BYTES 1024 /* the columns option's list, with its NUL */
+typedef struct rf_pq_opts {
+	char columns[RF_PQ_COLUMNS_BYTES]; /* comma list; "" = every column read */
+	rf_tok_opts tok;                   /* seq_len > 0: records are token windows */
+} rf_pq_opts;
+/* Parses the key columns and the token files' keys (rf_tok_opts_parse)
+ * into out (an rf_pq_opts). */
+int rf_pq_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err);
+
 /* With seq_len (opt): the token column among the selected ones (the only
  * one left in L, before its units are built), its dtype and the windows'
  * options; 0 without seq_len. */
-int rf_pq_tok_select(pq_layout *L, const struct rf_fmt_options *opt, const char *name,
-                     rf_error *err);
+int rf_pq_tok_select(pq_layout *L, const rf_pq_opts *opt, const char *name, rf_error *err);
 /* The open's read of row group unit u's token chunk (parse_bound: what
  * counting it allocates), refused past a unit's limits. */
 int rf_pq_tok_want(const pq_layout *L, uint32_t u, uint64_t *off, uint64_t *len, uint64_t *bound,

@@ -30,10 +30,9 @@ static bool token_column(const pq_column *c)
 	       (c->kind == PQ_LIST || c->kind == PQ_FLAT);
 }
 
-int rf_pq_tok_select(pq_layout *L, const struct rf_fmt_options *opt, const char *name,
-                     rf_error *err)
+int rf_pq_tok_select(pq_layout *L, const rf_pq_opts *opt, const char *name, rf_error *err)
 {
-	if (!opt || !opt->seq_len)
+	if (!opt || !opt->tok.seq_len)
 		return 0;
 	uint32_t pick = UINT32_MAX, lists = 0;
 	if (L->ncols == 1) {
@@ -63,7 +62,7 @@ int rf_pq_tok_select(pq_layout *L, const struct rf_fmt_options *opt, const char 
 	L->names[0] = L->col[0].name;
 	L->ncols = 1;
 	rf_tok_priv p = {.dtype = c->type == PQ_INT32 ? RF_TOK_I32 : RF_TOK_I64};
-	RF_TRY(rf_tok_options(&p, opt, name, err));
+	RF_TRY(rf_tok_options(&p, &opt->tok, name, err));
 	L->tokens = true;
 	L->tok = (pq_tokens){.dtype = p.dtype, .out_dtype = p.out_dtype, .seq_len = p.seq_len};
 	return 0;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -38,6 +39,61 @@ const rf_format *const *rf_formats(uint32_t *count)
 {
 	*count = (uint32_t)RF_NFORMATS;
 	return formats;
+}
+
+/* ------------------------------------------------------------ options */
+
+/* Every row's options, each in its own aligned block after the header:
+ * at most the sum of the rows' options_bytes (constants), whatever the
+ * config says. */
+struct rf_fmt_optset {
+	const void *opt[RF_NFORMATS]; /* formats[i]'s options, NULL without a hook */
+	max_align_t store[];
+};
+
+static size_t optset_block(const rf_format *f)
+{
+	size_t a = sizeof(max_align_t);
+	return f->options ? (f->options_bytes + a - 1) / a : 0; /* in max_align_t */
+}
+
+int rf_fmt_optset_new(const rf_fmt_config *cfg, rf_fmt_optset **out, rf_error *err)
+{
+	*out = NULL;
+	size_t blocks = 0;
+	for (size_t i = 0; i < RF_NFORMATS; i++)
+		blocks += optset_block(formats[i]);
+	rf_fmt_optset *set = calloc(1, sizeof(*set) + blocks * sizeof(max_align_t));
+	if (!set)
+		return rf_fail(err, -ENOMEM, "out of memory for the formats' options");
+	size_t at = 0;
+	for (size_t i = 0; i < RF_NFORMATS; i++) {
+		const rf_format *f = formats[i];
+		if (!f->options)
+			continue;
+		int rc = f->options(cfg, &set->store[at], err);
+		if (rc < 0) {
+			free(set);
+			return rc;
+		}
+		set->opt[i] = &set->store[at];
+		at += optset_block(f);
+	}
+	*out = set;
+	return 0;
+}
+
+void rf_fmt_optset_free(rf_fmt_optset *set)
+{
+	free(set);
+}
+
+const void *rf_fmt_optset_for(const rf_fmt_optset *set, const rf_format *fmt)
+{
+	for (size_t i = 0; set && i < RF_NFORMATS; i++)
+		if (formats[i] == fmt)
+			return set->opt[i];
+	return NULL;
 }
 
 /* f's claim on a leaf: its claim hook's, else YES for one of its names. */
@@ -222,7 +278,7 @@ static int file_read(void *ctx, const char *object, uint64_t offset, uint64_t le
 	return len ? rf_pread_full(f->side_fd, buf, len, offset, object, err) : 0;
 }
 
-int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_fmt_options *opt,
+int rf_format_open_file(const char *path, const rf_format *fmt, const rf_fmt_optset *opts,
                         const rf_format **fmt_out, rf_shard_index **index, void **priv,
                         rf_error *err)
 {
@@ -232,6 +288,16 @@ int rf_format_open_file(const char *path, const rf_format *fmt, const struct rf_
 		return rf_fail(err, -EPROTONOSUPPORT,
 		               "shard %s: no format reads this name (the formats read %s)", path,
 		               rf_format_patterns());
+	return rf_format_open_file_opt(path, fmt, rf_fmt_optset_for(opts, fmt), fmt_out, index,
+	                               priv, err);
+}
+
+int rf_format_open_file_opt(const char *path, const rf_format *fmt, const void *opt,
+                            const rf_format **fmt_out, rf_shard_index **index, void **priv,
+                            rf_error *err)
+{
+	*index = NULL;
+	*priv = NULL;
 	/* the object the units lie in (a Megatron PREFIX.idx names PREFIX.bin) */
 	char *object = fmt->shard_object ? fmt->shard_object(path) : NULL;
 	if (object)
@@ -273,16 +339,15 @@ struct rf_layout {
 	void *priv;
 };
 
-int rf_layout_open_opts(const char *path, const struct rf_fmt_options *opt, rf_layout **out,
-                        rf_error *err)
+int rf_layout_open_opts(const char *path, const rf_fmt_optset *opts, rf_layout **out, rf_error *err)
 {
 	*out = NULL;
 	rf_layout *l = calloc(1, sizeof(*l));
 	if (!l)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	char *alias = rf_format_local_name(path); /* PREFIX.bin -> PREFIX.idx */
-	int rc =
-	    rf_format_open_file(alias ? alias : path, NULL, opt, &l->fmt, &l->index, &l->priv, err);
+	int rc = rf_format_open_file(alias ? alias : path, NULL, opts, &l->fmt, &l->index, &l->priv,
+	                             err);
 	free(alias);
 	if (rc < 0) {
 		free(l);

@@ -438,7 +438,8 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	s->member_start = UINT64_MAX;
 	o->state = s;
-	bool want_idx = !(o->opt && o->opt->tar_scan_only);
+	const rf_tar_opts *opt = o->opt;
+	bool want_idx = !(opt && opt->scan_only);
 	if (want_idx && (s->idx_url = idx_sibling(o->url, &s->idx_cache_only)) &&
 	    !(s->idx_name = idx_sibling(o->name, NULL)))
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);

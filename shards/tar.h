@@ -20,6 +20,12 @@
 
 extern const rf_format rf_tar_format;
 
+/* The tar format's options (rf_fmt_open.opt): none comes from the loader's
+ * config (the row has no options hook); its tools set them. */
+typedef struct rf_tar_opts {
+	bool scan_only; /* PREFIX.idx is not read: the headers are scanned */
+} rf_tar_opts;
+
 /* Parses a tar header's numeric field: octal (NUL/space terminated) or
  * GNU base-256 (high bit of the first byte). False when malformed or
  * negative. */

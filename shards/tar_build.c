@@ -43,7 +43,7 @@ static int layout_of(const char *tar_path, const char *idx_path, rf_shard_index 
 	int fd = rf_open_regular(tar_path, "shard", &size, err);
 	if (fd < 0)
 		return fd;
-	struct rf_fmt_options opt = {.tar_scan_only = idx_path == NULL};
+	rf_tar_opts opt = {.scan_only = idx_path == NULL};
 	rf_fmt_open o = {.url = tar_path,
 	                 .name = tar_path,
 	                 .size = size,
@@ -86,8 +86,8 @@ int rf_tar_index_build_with(rf_fmt_open *o, rf_fmt_read_fn read, void *ctx, cons
                             rf_error *err)
 {
 	RF_TRY(rf_tar_index_name_check(o->url, o->name, err));
-	struct rf_fmt_options opt = o->opt ? *o->opt : (struct rf_fmt_options){0};
-	opt.tar_scan_only = true; /* an index already beside it is not read */
+	rf_tar_opts opt = o->opt ? *(const rf_tar_opts *)o->opt : (rf_tar_opts){0};
+	opt.scan_only = true; /* an index already beside it is not read */
 	o->opt = &opt;
 	o->in_place = rf_tar_format.in_place;
 	int rc = rf_format_open_with(&rf_tar_format, o, read, ctx, err);

@@ -12,8 +12,8 @@
  * file's size, then against every frame at decode). Records are grouped into
  * units of about RF_TFR_UNIT_BYTES. A record is a tf.train.Example whose
  * features become its fields (protobuf.c; the encoding in protobuf.h), or,
- * with rf_fmt_options.tfrecord_raw, its data as one field ("record"), read
- * in place. A .tfrecord.gz / .tfrecord.zlib (TensorFlow's GZIP / ZLIB
+ * with rf_tfr_opts.raw (option tfrecord_raw), its data as one field
+ * ("record"), read in place. A .tfrecord.gz / .tfrecord.zlib (TensorFlow's GZIP / ZLIB
  * compression) of at most RF_TFR_WHOLE_MAX decoded bytes is one unit, the
  * whole object, decoded at open (to learn its layout) and again at decode.
  * Every data CRC is checked at decode. */
@@ -577,7 +577,8 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 	if (!s)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	o->state = s;
-	s->raw = o->opt && o->opt->tfrecord_raw;
+	const rf_tfr_opts *opt = o->opt;
+	s->raw = opt && opt->raw;
 	s->codec = codec_of_url(o->url);
 	if (s->codec) {
 		if (o->size > RF_TFR_WHOLE_MAX) {
@@ -594,7 +595,7 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 		                        .parse_bound = RF_TFR_WHOLE_MAX + 1 + (256u << 10)};
 		return RF_FMT_NEED;
 	}
-	bool want_idx = !(o->opt && o->opt->tar_scan_only);
+	bool want_idx = !(opt && opt->scan_only);
 	if (want_idx && (s->idx_url = rf_tfr_idx_sibling(o->url, &s->cache_only)) &&
 	    !(s->idx_name = rf_tfr_idx_sibling(o->name, NULL)))
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
@@ -801,7 +802,8 @@ static int tfr_open_step(rf_fmt_open *o, rf_error *err)
 		return RF_FMT_NEED;
 	case TFR_STATE:
 		if (o->size == 0 && !codec_of_url(o->url)) { /* TensorFlow's file of no records */
-			tfr_scan none = {.raw = o->opt && o->opt->tfrecord_raw};
+			const rf_tfr_opts *opt = o->opt;
+			tfr_scan none = {.raw = opt && opt->raw};
 			return build_layout(o, &none, false, err);
 		}
 		return state_new(o, err);
@@ -1107,6 +1109,17 @@ static const char *const tfr_names[] = {
     ".tfrecord",       ".tfrecords", ".tfrecord.gz", ".tfrecords.gz", ".tfrecord.zlib",
     ".tfrecords.zlib", NULL}; /* tfr_claim also takes NAME.tfrecord-* */
 
+/* The key tfrecord_raw into out (an rf_tfr_opts; scan_only is its tools'). */
+static int tfr_options(const rf_fmt_config *cfg, void *out, rf_error *err)
+{
+	rf_tfr_opts *o = out;
+	uint64_t raw = 0;
+	memset(o, 0, sizeof(*o));
+	RF_TRY(rf_fmt_cfg_num(cfg, "tfrecord_raw", &raw, err));
+	o->raw = raw != 0;
+	return 0;
+}
+
 const rf_format rf_tfrecord_format = {
     .names = tfr_names,
     .sidecar = ".idx",
@@ -1125,4 +1138,6 @@ const rf_format rf_tfrecord_format = {
     .layout_cached = tfr_layout_cached,
     .cache_tag = "tfrecord",
     .cache_version = 2, /* 2: raw layouts kept, the first line the cache's mark */
+    .options = tfr_options,
+    .options_bytes = sizeof(rf_tfr_opts),
 };

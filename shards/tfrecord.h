@@ -22,6 +22,13 @@
 
 extern const rf_format rf_tfrecord_format;
 
+/* TFRecord's options (rf_tfrecord_format.options parses raw from the
+ * config's tfrecord_raw; its tools set scan_only). Zero = defaults. */
+typedef struct rf_tfr_opts {
+	bool raw;       /* records are bytes (one field), not tf.train.Examples */
+	bool scan_only; /* PREFIX.idx is not read: the frames are walked */
+} rf_tfr_opts;
+
 enum { RF_TFR_PLAIN = 0, RF_TFR_GZIP = 1, RF_TFR_ZLIB = 2 };
 /* The compression a name's last component says (.gz: GZIP, .zlib: ZLIB). */
 int rf_tfr_codec_of(const char *leaf);

@@ -12,8 +12,8 @@
 /* The local file's records' data lengths: walked (scan) or from its index. */
 static int layout_of(const char *path, bool scan, rf_shard_index **ix, void **priv, rf_error *err)
 {
-	struct rf_fmt_options opt = {.tar_scan_only = scan, .tfrecord_raw = true};
-	return rf_format_open_file(path, &rf_tfrecord_format, &opt, NULL, ix, priv, err);
+	rf_tfr_opts opt = {.raw = true, .scan_only = scan};
+	return rf_format_open_file_opt(path, &rf_tfrecord_format, &opt, NULL, ix, priv, err);
 }
 
 static int index_save(const rf_shard_index *ix, const void *priv, const char *idx_path,

@@ -163,8 +163,44 @@ static bool widen_ok(int in, int out)
 	return ob > ib || (ob == ib && !unsigned_in);
 }
 
-int rf_tok_options(rf_tok_priv *p, const struct rf_fmt_options *opt, const char *name,
-                   rf_error *err)
+int rf_tok_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err)
+{
+	rf_tok_opts *o = out;
+	memset(o, 0, sizeof(*o));
+	uint64_t seq_len = 0;
+	RF_TRY(rf_fmt_cfg_num(cfg, "seq_len", &seq_len, err));
+	if (seq_len > UINT32_MAX)
+		return rf_fail(err, -EINVAL, "seq_len %" PRIu64 ": too large", seq_len);
+	o->seq_len = (uint32_t)seq_len;
+	const char *dt = NULL, *wide = NULL, *eot = NULL;
+	RF_TRY(rf_fmt_cfg_str(cfg, "token_dtype", &dt, err));
+	if (dt && !(o->token_dtype = (uint8_t)rf_tok_dtype_parse(dt)))
+		return rf_fail(err, -EINVAL,
+		               "token_dtype \"%s\": not a token type (uint8, int8, int16, "
+		               "uint16, int32, uint32, int64, float32, float64)",
+		               dt);
+	RF_TRY(rf_fmt_cfg_str(cfg, "token_out", &wide, err));
+	if (wide) {
+		o->token_out = (uint8_t)rf_tok_dtype_parse(wide);
+		if (o->token_out != RF_TOK_I32 && o->token_out != RF_TOK_I64)
+			return rf_fail(err, -EINVAL, "token_out \"%s\": int32 or int64", wide);
+		if (!o->seq_len)
+			return rf_fail(err, -EINVAL, "token_out widens windows: it needs seq_len");
+	}
+	RF_TRY(rf_fmt_cfg_str(cfg, "eot_token", &eot, err));
+	if (eot) {
+		char *end = NULL;
+		errno = 0;
+		unsigned long long v = strtoull(eot, &end, 10);
+		if (errno || end == eot || *end || eot[0] == '-')
+			return rf_fail(err, -EINVAL, "eot_token \"%s\": not a token number", eot);
+		o->has_eot = true;
+		o->eot_token = v;
+	}
+	return 0;
+}
+
+int rf_tok_options(rf_tok_priv *p, const rf_tok_opts *opt, const char *name, rf_error *err)
 {
 	p->out_dtype = p->dtype;
 	if (!opt)

@@ -8,6 +8,7 @@
 
 #include "format.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define RF_TOK_UNIT_BYTES       (1u << 20)   /* a read unit's target stored bytes */
@@ -49,9 +50,20 @@ uint64_t rf_tok_payload_bytes(const rf_shard_index *ix);
 /* The metadata string: a JSON object (format, dtype, tokens, documents, ...). */
 int rf_tok_metadata(rf_shard_index *ix, const char *format, const rf_tok_priv *p, const char *name,
                     rf_error *err);
+/* The token files' options (megatron, llmc; Parquet's token path): one
+ * struct and one parser (rf_format.options) for the family. Zero = defaults. */
+typedef struct rf_tok_opts {
+	uint8_t token_dtype; /* a headerless token file's dtype (RF_TOK_*); 0 = uint16 */
+	bool has_eot;        /* documents of a headerless file end at eot_token */
+	uint64_t eot_token;  /* e.g. 50256 (GPT-2's <|endoftext|>) */
+	uint32_t seq_len;    /* > 0: records are packed windows of seq_len + 1 tokens */
+	uint8_t token_out;   /* windows widened to this dtype (RF_TOK_I32 / I64); 0 = as stored */
+} rf_tok_opts;
+/* Parses the keys token_dtype, token_out, seq_len and eot_token from cfg
+ * into out (an rf_tok_opts): -EINVAL naming the option and its value. */
+int rf_tok_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err);
 /* The options' checks and copy into p (seq_len, out dtype); err names the shard. */
-int rf_tok_options(rf_tok_priv *p, const struct rf_fmt_options *opt, const char *name,
-                   rf_error *err);
+int rf_tok_options(rf_tok_priv *p, const rf_tok_opts *opt, const char *name, rf_error *err);
 
 /* The unit table of n records of rec_bytes[i] bytes each (contiguous, from
  * byte `base` of the object) can have at most this many units. */

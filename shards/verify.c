@@ -162,7 +162,7 @@ static int read_index(const rf_verify_walk *w, const rf_format **fmt, rf_shard_i
 		                 .name = w->name,
 		                 .size = w->size,
 		                 .local = w->local,
-		                 .opt = w->opt,
+		                 .opt = rf_fmt_optset_for(w->opts, *fmt),
 		                 .in_place = (*fmt)->in_place};
 		int rc = rf_format_open_with(*fmt, &o, walk_read, (void *)w, err);
 		if (rc == RF_FMT_DONE) {

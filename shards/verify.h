@@ -26,7 +26,7 @@ typedef struct rf_verify_walk {
 	rf_verify_read_fn read;
 	rf_verify_read_object_fn read_object; /* NULL: sidecars cannot be read */
 	const struct rf_format *fmt;          /* NULL: the one the name claims */
-	const struct rf_fmt_options *opt;     /* NULL: defaults */
+	const struct rf_fmt_optset *opts;     /* every format's options; NULL: defaults */
 	void *read_ctx;
 	void (*report)(void *ctx, const rf_error *e);
 	void *ctx;

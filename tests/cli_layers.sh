@@ -12,7 +12,15 @@
 #     kinds over the kinds over fetch/source.c; base/loop_open.c over the
 #     backends over base/loop.c);
 #   - a base/ file references a symbol of shards/, fetch/ or engine/;
-#   - a shards/ or fetch/ file references a symbol of engine/.
+#   - a shards/ or fetch/ file references a symbol of engine/;
+#   - an engine/ source names a format's option (read from the sources, not
+#     the objects): a key a shards/ file reads through the config getter
+#     (rf_fmt_cfg_num / rf_fmt_cfg_str) as RF_CFG_<key> or "<key>", a
+#     format's options type (typedef ... rf_*_opts in a shards/ header), or
+#     one of those types' specific fields (.seq_len, ->scan_only: a field
+#     named as a key or with an underscore). Formats parse their own options;
+#     the engine's option table (engine/config.h's X(...) rows) is exempt by
+#     construction: it names keys bare, in no quotes.
 # Objects of sources that no longer exist (stale in the build tree) are
 # ignored. Skips (77) when nm, python3 or the objects are missing.
 set -euo pipefail
@@ -140,6 +148,41 @@ for comp in sccs:
                                          for n in calls[cyc[i]][cyc[i + 1]][:3]))
             for i in range(len(cyc) - 1)]
     problems.append("cycle among %s:\n    %s" % (", ".join(comp), "\n    ".join(hops)))
+
+# --- format options stay in shards/: the engine names none of them
+import re
+def c_code(path):
+    """The file's text without comments (strings kept)."""
+    text = open(path, encoding="utf-8", errors="replace").read()
+    return re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: "\n" * m.group(0).count("\n"), text,
+                  flags=re.S)
+def sources(folder, exts):
+    top = os.path.join(src, folder)
+    return sorted(os.path.join(folder, f) for f in os.listdir(top) if f.endswith(exts))
+fmt_keys, opt_types, opt_fields = set(), set(), set()
+for rel in sources("shards", (".c", ".h")):
+    code = c_code(os.path.join(src, rel))
+    fmt_keys.update(re.findall(r'rf_fmt_cfg_(?:num|str)\(\s*\w+\s*,\s*"(\w+)"', code))
+    for body, name in re.findall(r"typedef struct \w*\s*\{([^{}]*)\}\s*(rf_\w+_opts)\s*;", code):
+        opt_types.add(name)
+        opt_fields.update(re.findall(r"(\w+)\s*(?:\[[^\]]*\])?\s*;", body))
+opt_fields = {f for f in opt_fields if f in fmt_keys or "_" in f}
+if not fmt_keys or not opt_types:
+    problems.append("format options: found no key read through rf_fmt_cfg_* or no rf_*_opts "
+                    "type in shards/ (the check below would check nothing)")
+words = [r"RF_CFG_%s\b" % k for k in sorted(fmt_keys)] + ['"%s"' % k for k in sorted(fmt_keys)]
+words += [r"\b%s\b" % t for t in sorted(opt_types)]
+words += [r"(?:\.|->)\s*%s\b" % f for f in sorted(opt_fields)]
+pattern = re.compile("|".join(words))
+for rel in sources("engine", (".c", ".h")):
+    for n, line in enumerate(c_code(os.path.join(src, rel)).split("\n"), 1):
+        found = [m.group(0) for m in pattern.finditer(line)]
+        if found:
+            problems.append("format option in the engine: %s:%d names %s (a format parses its "
+                            "own options from the config getter: shards/format.h, "
+                            "rf_fmt_config)" % (rel, n, ", ".join(found)))
+print("format options: %d keys, %d types, %d fields kept out of engine/"
+      % (len(fmt_keys), len(opt_types), len(opt_fields)))
 
 print("files %d, references between files %d" % (len(edges), sum(len(v) for v in edges.values())))
 if problems:

@@ -1,8 +1,11 @@
 /* test_config.c - rf_config: strict values (unknown key, bad number, out of
- * range, booleans, sizes), brace ranges, the keys list, resume states. */
+ * range, booleans, sizes), brace ranges, the keys list, resume states, the
+ * formats' options read through the config's getter. */
 #include "config.h"
+#include "parquet.h"
 #include "state.h"
 #include "testutil.h"
+#include "tfrecord.h"
 #include "util.h"
 
 static void test_values(void **state)
@@ -139,12 +142,55 @@ static void test_keys_and_resume(void **state)
 	rf_config_free(c);
 }
 
+extern const rf_format rf_parquet_format;
+
+/* The formats read their options through the config's getter: every key
+ * they ask for is one of the table's (the defaults parse), values arrive as
+ * set, and a bad one fails with the format's message. */
+static void test_format_options(void **state)
+{
+	(void)state;
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	rf_fmt_optset *set = NULL;
+	assert_int_equal(rf_config_format_options(c, &set, &err), 0);
+	assert_int_equal(((const rf_tok_opts *)rf_fmt_optset_for(set, &rf_format_llmc))->seq_len,
+	                 0);
+	rf_fmt_optset_free(set);
+	assert_int_equal(rf_config_set(c, "seq_len", "2048", &err), 0);
+	assert_int_equal(rf_config_set(c, "token_out", "int32", &err), 0);
+	assert_int_equal(rf_config_set(c, "columns", "input_ids", &err), 0);
+	assert_int_equal(rf_config_set(c, "tfrecord_raw", "yes", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), 0);
+	const rf_tok_opts *mg = rf_fmt_optset_for(set, &rf_format_megatron);
+	assert_int_equal(mg->seq_len, 2048);
+	assert_int_equal(mg->token_out, RF_TOK_I32);
+	assert_int_equal(mg->token_dtype, 0);
+	assert_false(mg->has_eot);
+	const rf_pq_opts *pq = rf_fmt_optset_for(set, &rf_parquet_format);
+	assert_string_equal(pq->columns, "input_ids");
+	assert_int_equal(pq->tok.seq_len, 2048);
+	assert_true(((const rf_tfr_opts *)rf_fmt_optset_for(set, &rf_tfrecord_format))->raw);
+	rf_fmt_optset_free(set);
+	assert_int_equal(rf_config_set(c, "seq_len", "0", &err), 0);
+	set = NULL;
+	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
+	assert_null(set);
+	assert_string_equal(err.msg, "token_out widens windows: it needs seq_len");
+	assert_int_equal(rf_config_set(c, "token_out", "", &err), 0); /* empty: unset */
+	assert_int_equal(rf_config_set(c, "eot_token", "0x10", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
+	assert_string_equal(err.msg, "eot_token \"0x10\": not a token number");
+	rf_config_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_values),
 	    cmocka_unit_test(test_urls),
 	    cmocka_unit_test(test_keys_and_resume),
+	    cmocka_unit_test(test_format_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,14 +1,23 @@
 /* test_format.c - the format seam (shards/format.h): the registry's claims,
  * the .rfs implementation driven step by step (the same layout as the
- * direct reader, ranges served as asked, re-entrant after a bad step), and
- * the synchronous driver's errors. */
+ * direct reader, ranges served as asked, re-entrant after a bad step), the
+ * synchronous driver's errors, and the formats' options parsed by each
+ * format from a config getter (rf_fmt_optset). */
 #include "format.h"
+#include "parquet.h"
 #include "rfs.h"
+#include "tar.h"
 #include "testutil.h"
+#include "tfrecord.h"
+#include "tokens.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+extern const rf_format rf_parquet_format;
+extern const rf_format rf_format_rfs;
 
 static char *make_shard(const char *dir, uint32_t records, uint32_t block_bytes)
 {
@@ -212,6 +221,141 @@ static void test_open_file_errors(void **state)
 	free(dir);
 }
 
+/* A config of a few keys for the getter; others are known keys left unset,
+ * except "nosuch", which the config does not have. */
+typedef struct fake_key {
+	const char *key;
+	uint64_t num;
+	const char *str;
+} fake_key;
+
+typedef struct fake_cfg {
+	fake_key k[8];
+	unsigned asked; /* calls of get */
+} fake_cfg;
+
+static int fake_get(void *ctx, const char *key, uint64_t *num, const char **str)
+{
+	fake_cfg *c = ctx;
+	c->asked++;
+	if (!strcmp(key, "nosuch"))
+		return -ENOENT;
+	*num = 0;
+	*str = NULL;
+	for (size_t i = 0; i < sizeof(c->k) / sizeof(c->k[0]) && c->k[i].key; i++)
+		if (!strcmp(c->k[i].key, key)) {
+			*num = c->k[i].num;
+			*str = c->k[i].str;
+		}
+	return 0;
+}
+
+/* rf_fmt_optset_new with c; the message on failure (NULL on success). */
+static const char *optset_err(fake_cfg *c, rf_fmt_optset **set, rf_error *err)
+{
+	rf_fmt_config get = {.get = fake_get, .ctx = c};
+	*set = NULL;
+	int rc = rf_fmt_optset_new(&get, set, err);
+	if (rc == 0)
+		return NULL;
+	assert_int_equal(rc, -EINVAL);
+	assert_null(*set);
+	return err->msg;
+}
+
+static void test_options(void **state)
+{
+	(void)state;
+	rf_error err = {0};
+	rf_fmt_optset *set = NULL;
+	/* no config: every format's defaults (zero), NULL for one without options */
+	assert_int_equal(rf_fmt_optset_new(NULL, &set, &err), 0);
+	const rf_tok_opts *tok = rf_fmt_optset_for(set, &rf_format_llmc);
+	assert_non_null(tok);
+	assert_int_equal(tok->seq_len, 0);
+	assert_false(tok->has_eot);
+	assert_null(rf_fmt_optset_for(set, &rf_tar_format));
+	assert_null(rf_fmt_optset_for(set, &rf_format_rfs));
+	assert_null(rf_fmt_optset_for(NULL, &rf_format_llmc));
+	rf_fmt_optset_free(set);
+
+	/* each format's own struct, from the same keys */
+	fake_cfg c = {.k = {{"seq_len", 128, NULL},
+	                    {"token_dtype", 0, "uint32"},
+	                    {"token_out", 0, "int64"},
+	                    {"eot_token", 0, "50256"},
+	                    {"columns", 0, "text,id"},
+	                    {"tfrecord_raw", 1, NULL}}};
+	assert_null(optset_err(&c, &set, &err));
+	assert_true(c.asked > 0);
+	const rf_tok_opts *mg = rf_fmt_optset_for(set, &rf_format_megatron);
+	tok = rf_fmt_optset_for(set, &rf_format_llmc);
+	assert_true(mg != NULL && tok != NULL && (const void *)mg != (const void *)tok);
+	assert_int_equal(tok->seq_len, 128);
+	assert_int_equal(tok->token_dtype, RF_TOK_U32);
+	assert_int_equal(tok->token_out, RF_TOK_I64);
+	assert_true(tok->has_eot);
+	assert_int_equal(tok->eot_token, 50256);
+	assert_memory_equal(mg, tok, sizeof(*tok));
+	const rf_pq_opts *pq = rf_fmt_optset_for(set, &rf_parquet_format);
+	assert_string_equal(pq->columns, "text,id");
+	assert_int_equal(pq->tok.seq_len, 128);
+	const rf_tfr_opts *tf = rf_fmt_optset_for(set, &rf_tfrecord_format);
+	assert_true(tf->raw);
+	assert_false(tf->scan_only);
+	rf_fmt_optset_free(set);
+
+	/* each value checked by its format, with the message naming it */
+	struct {
+		fake_key bad[2];
+		const char *msg;
+	} cases[] = {
+	    {{{"token_dtype", 0, "uint12"}}, "token_dtype \"uint12\": not a token type (uint8,"},
+	    {{{"token_out", 0, "uint16"}, {"seq_len", 8, NULL}},
+	     "token_out \"uint16\": int32 or int64"},
+	    {{{"token_out", 0, "int32"}}, "token_out widens windows: it needs seq_len"},
+	    {{{"eot_token", 0, "-1"}}, "eot_token \"-1\": not a token number"},
+	    {{{"eot_token", 0, "5x"}}, "eot_token \"5x\": not a token number"},
+	    {{{"seq_len", 1ull << 33, NULL}}, "seq_len 8589934592: too large"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fake_cfg b = {.k = {cases[i].bad[0], cases[i].bad[1]}};
+		const char *msg = optset_err(&b, &set, &err);
+		assert_non_null(msg);
+		if (!strstr(msg, cases[i].msg))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, msg, cases[i].msg);
+	}
+	/* columns: at most RF_PQ_COLUMNS_BYTES - 1 bytes */
+	char cols[RF_PQ_COLUMNS_BYTES + 1];
+	memset(cols, 'a', sizeof(cols));
+	cols[RF_PQ_COLUMNS_BYTES - 1] = '\0';
+	fake_cfg ok = {.k = {{"columns", 0, cols}}};
+	assert_null(optset_err(&ok, &set, &err));
+	assert_int_equal(
+	    strlen(((const rf_pq_opts *)rf_fmt_optset_for(set, &rf_parquet_format))->columns),
+	    RF_PQ_COLUMNS_BYTES - 1);
+	rf_fmt_optset_free(set);
+	cols[RF_PQ_COLUMNS_BYTES - 1] = 'a';
+	cols[RF_PQ_COLUMNS_BYTES] = '\0';
+	assert_non_null(
+	    strstr(optset_err(&ok, &set, &err), "columns: a list of at most 1023 bytes"));
+
+	/* a key the config does not have is the format's error, named */
+	fake_cfg none = {0};
+	rf_fmt_config get = {.get = fake_get, .ctx = &none};
+	uint64_t v = 7;
+	assert_int_equal(rf_fmt_cfg_num(&get, "nosuch", &v, &err), -EINVAL);
+	assert_non_null(
+	    strstr(err.msg, "format option nosuch: the loader's config has no such key"));
+	const char *str = "x";
+	assert_int_equal(rf_fmt_cfg_str(NULL, "columns", &str, &err), 0);
+	assert_null(str);
+	fake_cfg empty = {.k = {{"columns", 0, ""}}};
+	get.ctx = &empty;
+	assert_int_equal(rf_fmt_cfg_str(&get, "columns", &str, &err), 0);
+	assert_null(str); /* empty is unset */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +365,7 @@ int main(void)
 	    cmocka_unit_test(test_rfs_steps),
 	    cmocka_unit_test(test_rfs_not_a_shard),
 	    cmocka_unit_test(test_open_file_errors),
+	    cmocka_unit_test(test_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,7 +179,7 @@ static void test_windows(void **state)
 			cat[t++] = i * 1000 + j;
 	rf_fmt_object objs[2] = {{"data/x.bin", d.bin, d.bin_len},
 	                         {"data/x.idx", d.idx, d.idx_len}};
-	struct rf_fmt_options opt = {.seq_len = 4, .token_out = RF_TOK_I64};
+	rf_tok_opts opt = {.seq_len = 4, .token_out = RF_TOK_I64};
 	rf_shard_index *ix = NULL;
 	void *priv = NULL;
 	rf_error err = {0};

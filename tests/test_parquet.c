@@ -238,7 +238,7 @@ static int open_spec(const spec *s, const char *columns, rf_shard_index **ix, vo
 {
 	*out = file(s);
 	rf_fmt_object obj = {.url = "d/part-7.parquet", .data = out->p, .size = out->n};
-	struct rf_fmt_options opt = {0};
+	rf_pq_opts opt = {0};
 	if (columns)
 		snprintf(opt.columns, sizeof(opt.columns), "%s", columns);
 	return rf_format_open_mem(&rf_parquet_format, &obj, 1, &opt, ix, priv, NULL, NULL, err);
@@ -419,7 +419,7 @@ static void test_tokens(void **state)
 	for (int wide = 0; wide < 2; wide++) {
 		tw f = file(&(spec){.rows = 1000});
 		rf_fmt_object obj = {.url = "d/part-7.parquet", .data = f.p, .size = f.n};
-		struct rf_fmt_options opt = {.seq_len = 10, .token_out = wide ? RF_TOK_I64 : 0};
+		rf_pq_opts opt = {.tok = {.seq_len = 10, .token_out = wide ? RF_TOK_I64 : 0}};
 		rf_shard_index *ix;
 		void *priv;
 		rf_error err = {0};
@@ -451,7 +451,7 @@ static void test_tokens(void **state)
 	}
 	tw f = file(&(spec){.rows = 10, .meta_rows = 100000000});
 	rf_fmt_object obj = {.url = "d/part-7.parquet", .data = f.p, .size = f.n};
-	struct rf_fmt_options opt = {.seq_len = 10};
+	rf_pq_opts opt = {.tok = {.seq_len = 10}};
 	rf_shard_index *ix = NULL;
 	void *priv = NULL;
 	rf_error err = {0};

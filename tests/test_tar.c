@@ -1304,8 +1304,8 @@ static void test_index_open_mem(void **state)
 	                 0);
 	assert_false(rf_tar_layout_from_index(pb));
 	rf_tar_format.close(b, pb);
-	/* tar_scan_only: the index is not asked for */
-	struct rf_fmt_options opt = {.tar_scan_only = true};
+	/* scan_only: the index is not asked for */
+	rf_tar_opts opt = {.scan_only = true};
 	assert_int_equal(
 	    rf_format_open_mem(&rf_tar_format, objs, 2, &opt, &b, &pb, NULL, NULL, &err), 0);
 	assert_false(rf_tar_layout_from_index(pb));

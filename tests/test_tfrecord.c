@@ -133,7 +133,7 @@ static int open_buf(const char *url, const buf *f, const char *idx, bool raw, rf
 	                         {.url = "d/train.idx",
 	                          .data = (const uint8_t *)(idx ? idx : ""),
 	                          .size = idx ? strlen(idx) : 0}};
-	struct rf_fmt_options opt = {.tfrecord_raw = raw, .tar_scan_only = idx == NULL};
+	rf_tfr_opts opt = {.raw = raw, .scan_only = idx == NULL};
 	return rf_format_open_mem(&rf_tfrecord_format, objs, idx ? 2 : 1, &opt, ix, priv, NULL,
 	                          NULL, err);
 }

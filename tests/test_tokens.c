@@ -33,7 +33,7 @@ static uint8_t *llmc_file(uint32_t magic, uint32_t version, const uint32_t *tok,
 	return b;
 }
 
-static int open1(const rf_format *f, const uint8_t *b, size_t len, const struct rf_fmt_options *opt,
+static int open1(const rf_format *f, const uint8_t *b, size_t len, const rf_tok_opts *opt,
                  rf_shard_index **ix, void **priv, rf_error *err)
 {
 	rf_fmt_object ob = {"d/train.bin", b, len};
@@ -141,7 +141,7 @@ static void test_llmc_headers(void **state)
 		assert_int_equal(ix->block[0].offset, 1024);
 		rf_format_llmc.close(ix, priv);
 		/* windows, L = 64: every window is tokens[i L, i L + L + 1) */
-		struct rf_fmt_options opt = {.seq_len = 64};
+		rf_tok_opts opt = {.seq_len = 64};
 		assert_int_equal(open1(&rf_format_llmc, b, len, &opt, &ix, &priv, &err), 0);
 		assert_int_equal(ix->records, (n - 1) / 64);
 		expect e = {.tok = tok, .osz = kinds[k].isz, .L = 64};
@@ -196,7 +196,7 @@ static void test_raw(void **state)
 	assert_non_null(strstr(err.msg, "d/train.bin: not an llm.c token file"));
 	assert_non_null(strstr(err.msg, "needs its token dtype named"));
 	/* documents: each ends after an EOT; the last has none */
-	struct rf_fmt_options opt = {.token_dtype = RF_TOK_U16, .has_eot = true, .eot_token = EOT};
+	rf_tok_opts opt = {.token_dtype = RF_TOK_U16, .has_eot = true, .eot_token = EOT};
 	assert_int_equal(open1(&rf_format_llmc, b, len, &opt, &ix, &priv, &err), 0);
 	uint64_t starts[64], nd = 0;
 	starts[nd++] = 0;
@@ -213,8 +213,7 @@ static void test_raw(void **state)
 	/* windows widened to int64 and int32 */
 	uint8_t outs[] = {RF_TOK_I64, RF_TOK_I32};
 	for (int k = 0; k < 2; k++) {
-		struct rf_fmt_options w = {
-		    .token_dtype = RF_TOK_U16, .seq_len = 100, .token_out = outs[k]};
+		rf_tok_opts w = {.token_dtype = RF_TOK_U16, .seq_len = 100, .token_out = outs[k]};
 		assert_int_equal(open1(&rf_format_llmc, b, len, &w, &ix, &priv, &err), 0);
 		assert_int_equal(ix->records, 30);
 		expect ew = {.tok = tok, .osz = rf_tok_dtype_bytes(outs[k]), .L = 100};
@@ -224,8 +223,7 @@ static void test_raw(void **state)
 	/* an odd size is not whole uint16 tokens; narrowing is refused */
 	assert_int_equal(open1(&rf_format_llmc, b, len - 1, &opt, &ix, &priv, &err), RF_E_CORRUPT);
 	assert_non_null(strstr(err.msg, "is not a whole number of uint16 tokens"));
-	opt = (struct rf_fmt_options){
-	    .token_dtype = RF_TOK_U32, .seq_len = 8, .token_out = RF_TOK_I32};
+	opt = (rf_tok_opts){.token_dtype = RF_TOK_U32, .seq_len = 8, .token_out = RF_TOK_I32};
 	assert_int_equal(open1(&rf_format_llmc, b, len - 2, &opt, &ix, &priv, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "uint32 tokens cannot be widened to int32"));
 	free(b);
@@ -243,8 +241,7 @@ static void test_windows_units(void **state)
 	uint8_t *b = llmc_file(20240520, 1, tok, n, 2, &len);
 	uint32_t Ls[] = {1, 7, 1024, 1499999, 1500000};
 	for (size_t k = 0; k < sizeof(Ls) / sizeof(Ls[0]); k++) {
-		struct rf_fmt_options opt = {.seq_len = Ls[k],
-		                             .token_out = k == 2 ? RF_TOK_I64 : 0};
+		rf_tok_opts opt = {.seq_len = Ls[k], .token_out = k == 2 ? RF_TOK_I64 : 0};
 		rf_shard_index *ix = NULL;
 		void *priv = NULL;
 		rf_error err = {0};

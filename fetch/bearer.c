@@ -177,14 +177,19 @@ static void fetch_failed(rf_bearer *b, int rc, const char *why)
 		release(b);
 		return;
 	}
-	b->hold = false;
-	rf_http_fail_queued(b->h, &b->auth, rc, msg);
 	if (b->initial) {
+		b->hold = false;
+		rf_http_fail_queued(b->h, &b->auth, rc, msg);
 		set_failed(b, rc, msg);
 		return;
 	}
-	/* A refresh failed: the old token stays while it lasts, and another
-	 * refresh is tried before it expires. */
+	/* A refresh failed: requests held for it (their 401 said the old token
+	 * is no good) fail; the others go on with the old token while it lasts,
+	 * and another refresh is tried before it expires. */
+	if (b->hold) {
+		b->hold = false;
+		rf_http_fail_queued(b->h, &b->auth, rc, msg);
+	}
 	int64_t left = b->expires_ms - wall_ms();
 	if (left > 1000)
 		schedule(b, &b->refresh_timer, RF_MIN(RF_MAX(left / 4, 500), RETRY_DELAY_MS_MAX));
@@ -370,6 +375,7 @@ int rf_bearer_start(rf_bearer *b, const rf_bearer_source *src, const char *tried
 		         b->what, b->src.name, err->msg, b->tried);
 		b->hold = false;
 		b->src.request = NULL;
+		set_failed(b, rc, msg); /* every later request fails the same way */
 		return rf_fail(err, rc, "%s", msg);
 	}
 	return 0;

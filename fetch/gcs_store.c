@@ -23,6 +23,7 @@ typedef struct gcs_store {
 	rf_bearer *bearer;
 	rf_gcs_creds creds;
 	bool started;
+	rf_error start_err; /* the chain could not start: every later URL says so */
 } gcs_store;
 
 static bool gcs_claims(const char *url)
@@ -93,17 +94,9 @@ static int gcs_config(gcs_store *st, rf_error *err)
 	return rf_gcs_endpoint(rf_fetch_opts(st->fetch)->gs.endpoint, &st->endpoint, err);
 }
 
-/* The chain is picked once; requests wait at the signer's gate for its
- * first token. */
-static int gcs_credentials(void *state, const char *url, rf_error *err)
+/* Picks the chain and starts the signer on it (once). */
+static int gcs_start(gcs_store *st, rf_error *err)
 {
-	gcs_store *st = state;
-	if (st->hmac)
-		return rf_store_s3.credentials(st->s3, url, err);
-	if (st->started)
-		return 0;
-	RF_TRY(gcs_config(st, err));
-	st->started = true;
 	if (!rf_gcs_endpoint_takes_token(st->endpoint)) {
 		char shown[200], tried[400];
 		rf_url_redact(st->endpoint, shown, sizeof(shown));
@@ -113,9 +106,34 @@ static int gcs_credentials(void *state, const char *url, rf_error *err)
 		         shown);
 		return rf_bearer_start(st->bearer, NULL, tried, err);
 	}
-	RF_TRY(rf_gcs_creds_pick(&st->creds, err));
+	int rc = rf_gcs_creds_pick(&st->creds, err);
+	if (rc < 0) {
+		char msg[RF_ERROR_MSG_BYTES];
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		return rf_fail(err, rc, "GCS credentials: %.480s", msg);
+	}
 	const rf_bearer_source *src = st->creds.src.request ? &st->creds.src : NULL;
 	return rf_bearer_start(st->bearer, src, st->creds.tried, err);
+}
+
+/* The chain is picked once; requests wait at the signer's gate for its
+ * first token. */
+static int gcs_credentials(void *state, const char *url, rf_error *err)
+{
+	gcs_store *st = state;
+	if (st->hmac)
+		return rf_store_s3.credentials(st->s3, url, err);
+	if (st->started) {
+		if (st->start_err.code)
+			return rf_fail(err, st->start_err.code, "%s", st->start_err.msg);
+		return 0;
+	}
+	RF_TRY(gcs_config(st, err));
+	st->started = true;
+	int rc = gcs_start(st, err);
+	if (rc < 0)
+		st->start_err = *err;
+	return rc;
 }
 
 static int gcs_target(void *state, const char *url, rf_store_target *out, rf_error *err)

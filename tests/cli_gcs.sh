@@ -120,6 +120,26 @@ else
 	ok "a wrong key is refused (HTTP 400 at the token endpoint), named: $(grep -o 'GCS credentials from [^:]*' "$tmp/run$n.err" | head -n 1)"
 fi
 
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/missing.json run "$url"
+if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "GCS credentials: credentials file .*missing.json" "$tmp/run$n.err"; then
+	ok "GOOGLE_APPLICATION_CREDENTIALS naming no file: refused, naming it"
+else
+	bad "missing key file: $(tail -n 2 "$tmp/run$n.err")"
+fi
+
+# HMAC keys given: gs:// stays on the S3 store's XML API (no token is asked
+# for; the stand-in knows no XML API); RF_GCS_AUTH=oauth decides otherwise
+before="$(stat_of tokens) $(stat_of lists)"
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
+	AWS_SECRET_ACCESS_KEY=hmac-secret-example run "$url"
+[ "$before" = "$(stat_of tokens) $(stat_of lists)" ] && ! grep -q "rc=0" "$tmp/run$n.out" &&
+	ok "HMAC keys given: the XML API path, no token asked for" ||
+	bad "HMAC keys given: tokens/lists $before -> $(stat_of tokens) $(stat_of lists)"
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
+	AWS_SECRET_ACCESS_KEY=hmac-secret-example RF_GCS_AUTH=oauth run "$url"
+[ "$got" = "$want" ] && ok "... and with RF_GCS_AUTH=oauth: OAuth, the local digest" ||
+	bad "RF_GCS_AUTH=oauth: '$got': $(tail -n 2 "$tmp/run$n.err")"
+
 run "$url"
 if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "HTTP 401" "$tmp/run$n.err" &&
 	grep -q "tried GOOGLE_APPLICATION_CREDENTIALS (not set), gcloud ADC file (.*: none), metadata server" "$tmp/run$n.err"; then
@@ -140,7 +160,7 @@ fi
 key_line=$(sed -n 's/.*PRIVATE KEY-----\\n\([^\\]*\)\\n.*/\1/p' "$tmp/sa.json" | cut -c1-40)
 wrong_line=$(sed -n 's/.*PRIVATE KEY-----\\n\([^\\]*\)\\n.*/\1/p' "$tmp/wrong.json" | cut -c1-40)
 if [ -n "$key_line" ] && [ -n "$wrong_line" ] && ! cat "$tmp"/run*.out "$tmp"/run*.err |
-	grep -q -F -e ya29 -e "$key_line" -e "$wrong_line" -e "$client_secret" -e "$refresh"; then
+	grep -q -F -e ya29 -e "$key_line" -e "$wrong_line" -e "$client_secret" -e "$refresh" -e hmac-secret-example; then
 	ok "no token, private key, client secret or refresh token in any output"
 else
 	bad "a secret in the output (or the key could not be read: '$key_line')"

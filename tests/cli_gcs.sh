@@ -128,16 +128,18 @@ else
 fi
 
 # HMAC keys given: gs:// stays on the S3 store's XML API (no token is asked
-# for; the stand-in knows no XML API); RF_GCS_AUTH=oauth decides otherwise
+# for; the stand-in answers the XML API's URLs 404); RF_GCS_AUTH=oauth
+# decides otherwise
 before="$(stat_of tokens) $(stat_of lists)"
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
-	AWS_SECRET_ACCESS_KEY=hmac-secret-example run "$url"
-[ "$before" = "$(stat_of tokens) $(stat_of lists)" ] && ! grep -q "rc=0" "$tmp/run$n.out" &&
+	AWS_SECRET_ACCESS_KEY=hmac-secret-example run --gs-endpoint "http://127.0.0.1:$port" "$url"
+[ "$before" = "$(stat_of tokens) $(stat_of lists)" ] && grep -q "HTTP 404" "$tmp/run$n.err" &&
 	ok "HMAC keys given: the XML API path, no token asked for" ||
 	bad "HMAC keys given: tokens/lists $before -> $(stat_of tokens) $(stat_of lists)"
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
-	AWS_SECRET_ACCESS_KEY=hmac-secret-example RF_GCS_AUTH=oauth run "$url"
-[ "$got" = "$want" ] && ok "... and with RF_GCS_AUTH=oauth: OAuth, the local digest" ||
+	AWS_SECRET_ACCESS_KEY=hmac-secret-example RF_GCS_AUTH=oauth run \
+	--gs-endpoint "http://127.0.0.1:$port" "$url"
+[ "$got" = "$want" ] && ok "... with RF_GCS_AUTH=oauth: OAuth (--gs-endpoint), the local digest" ||
 	bad "RF_GCS_AUTH=oauth: '$got': $(tail -n 2 "$tmp/run$n.err")"
 
 run "$url"

@@ -15,10 +15,6 @@ set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
 py=/usr/bin/python3
-if ! "$py" -c 'import cryptography' 2>/dev/null; then
-	echo "SKIP: python3-cryptography is not installed"
-	exit 77
-fi
 tmp=$(mktemp -d)
 fails=0
 ok() { echo "ok   $*"; }
@@ -31,18 +27,24 @@ dead=$(free_port) # nothing listens there
 email=reader@test.iam.gserviceaccount.com
 # the token endpoint is named "localhost", storage "127.0.0.1": two hosts for
 # the client's connection limit, as oauth2.googleapis.com and storage are
-"$py" "$src/tests/gcs_keygen.py" "$tmp/sa.json" "$tmp/sa.pub" $email "http://localhost:$port/token"
-"$py" "$src/tests/gcs_keygen.py" "$tmp/wrong.json" "$tmp/wrong.pub" $email "http://localhost:$port/token"
+"$py" "$src/tests/gcs_keygen.py" $email "http://localhost:$port/token" "$tmp/sa.json" \
+	"$tmp/sa.pub" "$tmp/wrong.json" "$tmp/wrong.pub"
+case $? in
+0) ;;
+77) echo "SKIP: python3-cryptography is not installed"; exit 77 ;;
+*) bad "gcs_keygen.py failed"; exit 1 ;;
+esac
 client_secret=cs-$RANDOM$RANDOM-secret
 refresh=rt-$RANDOM$RANDOM-refresh
 
 prefix="odd dir+a%b/ünï"
-mkdir -p "$tmp/root/bkt/$prefix" "$tmp/root/bkt/slow" "$tmp/root/bkt/redir"
+mkdir -p "$tmp/root/bkt/$prefix" "$tmp/root/bkt/slow" "$tmp/root/bkt/redir" "$tmp/root/bkt/revoke"
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 1MiB --demo-shards 3 >/dev/null
 "$cli" pack --demo -o "$tmp/slow" --demo-bytes 1MiB --demo-shards 12 >/dev/null
 cp "$tmp"/ds/*.rfs "$tmp/root/bkt/$prefix/"
 cp "$tmp"/slow/*.rfs "$tmp/root/bkt/slow/"
 cp "$tmp/ds/shard-000000.rfs" "$tmp/root/bkt/redir/"
+cp "$tmp"/ds/*.rfs "$tmp/root/bkt/revoke/"
 want=$("$cli" read --digest --no-shuffle "$tmp/ds" | tail -n 1)
 want_one=$("$cli" read --digest --no-shuffle "$tmp/ds/shard-000000.rfs" | tail -n 1)
 want_slow=$("$cli" read --digest --no-shuffle "$tmp/slow" | tail -n 1)
@@ -51,11 +53,16 @@ want_slow=$("$cli" read --digest --no-shuffle "$tmp/slow" | tail -n 1)
 	--stats-file "$tmp/stats" --log2 "$tmp/other.log" --sa-email $email --sa-pubkey "$tmp/sa.pub" \
 	--client-id cid.apps.googleusercontent.com --client-secret "$client_secret" \
 	--refresh-token "$refresh" --expires 2 --page-size 2 --delay-ms 60 --slow-prefix slow/ \
-	--redirect-prefix redir/ >"$tmp/server.log" 2>&1 &
+	--redirect-prefix redir/ --revoke-prefix revoke/ >"$tmp/server.log" 2>&1 &
 spid=$!
 for _ in $(seq 1 100); do [ -s "$tmp/ports" ] && break; sleep 0.1; done
 [ -s "$tmp/ports" ] || { bad "the stand-in did not start: $(tail -n 3 "$tmp/server.log")"; exit 1; }
-stat_of() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))" "$tmp/stats" "$1"; }
+num() { # FILE NAME: a number of a flat JSON object ("NAME": N), 0 when absent
+	local v
+	v=$(grep -o "\"$2\": *[0-9]*" "$1" 2>/dev/null | grep -o '[0-9]*$')
+	echo "${v:-0}"
+}
+stat_of() { num "$tmp/stats" "$1"; }
 
 mkdir -p "$tmp/nogcloud" "$tmp/gcloud"
 cat >"$tmp/gcloud/application_default_credentials.json" <<EOF
@@ -107,10 +114,20 @@ before=$(stat_of tokens)
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run --connections 1 --hedge 0 \
 	--stats "$tmp/slow.json" gs://bkt/slow/
 tokens=$(($(stat_of tokens) - before))
-errors=$("$py" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["fetch_errors"], s["fetch_retries"])' "$tmp/slow.json" 2>/dev/null)
+errors="$(num "$tmp/slow.json" fetch_errors) $(num "$tmp/slow.json" fetch_retries)"
 [ "$got" = "$want_slow" ] && [ "$tokens" -ge 3 ] && [ "${errors%% *}" = 0 ] &&
 	ok "tokens expiring every 2 s: $tokens tokens, the local digest, no failed request (errors retries: $errors)" ||
 	bad "expiring tokens: '$got', $tokens tokens, errors retries: $errors: $(tail -n 2 "$tmp/run$n.err")"
+
+# a token revoked before its expiry: the 401 brings a fresh token at once,
+# and the request is sent again (a retry, not a failure)
+before="$(stat_of unauthorized) $(stat_of tokens)"
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run --stats "$tmp/revoke.json" gs://bkt/revoke/
+errors="$(num "$tmp/revoke.json" fetch_errors) $(num "$tmp/revoke.json" fetch_retries)"
+after="$(stat_of unauthorized) $(stat_of tokens)"
+[ "$got" = "$want" ] && [ "${after%% *}" -gt "${before%% *}" ] && [ "${after##* }" -gt "$((${before##* } + 1))" ] &&
+	[ "${errors%% *}" = 0 ] && ok "a revoked token: 401, a fresh token, the request again; the local digest (errors retries: $errors)" ||
+	bad "revoked token: '$got', 401s/tokens $before -> $after, errors retries: $errors: $(tail -n 2 "$tmp/run$n.err")"
 
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/wrong.json run "$url"
 if grep -q "rc=0" "$tmp/run$n.out" || ! grep -q "GOOGLE_APPLICATION_CREDENTIALS" "$tmp/run$n.err" ||

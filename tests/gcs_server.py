@@ -18,7 +18,9 @@ server issued and that has not expired (tokens live --expires seconds):
 else 401. An object whose name starts with --redirect-prefix is answered
 with a 302 to the same path on a second server (--port2) that logs the
 Authorization header of every request it receives (--log2) and answers 404.
-Writes its ports to --ports-file once both listen, and a JSON of counters to
+The first read of a name under --revoke-prefix revokes every token issued
+so far (a token that stops working before its expiry: the client must fetch
+a new one and send the request again). Writes its ports to --ports-file once both listen, and a JSON of counters to
 --stats-file on every change (tokens issued, 401s sent, data requests).
 """
 import argparse, base64, hashlib, json, os, secrets, threading, time, urllib.parse
@@ -150,6 +152,12 @@ class Handler(BaseHTTPRequestHandler):
         # /storage/v1/b/BUCKET/o[/NAME]
         if len(parts) < 6 or parts[1:4] != ["storage", "v1", "b"] or parts[5] != "o":
             return self.error(404, "not an API path")
+        name = urllib.parse.unquote(parts[6]) if len(parts) == 7 else ""
+        if ARGS.revoke_prefix and name.startswith(ARGS.revoke_prefix):
+            with LOCK:  # once: every token issued so far stops working, early
+                if not STATS.get("revoked"):
+                    STATS["revoked"] = 1
+                    TOKENS.clear()
         if not self.authorized():
             return
         bucket = urllib.parse.unquote(parts[4])
@@ -160,7 +168,6 @@ class Handler(BaseHTTPRequestHandler):
             return self.list(broot, q)
         if len(parts) != 7:  # the name is one encoded segment
             return self.error(400, "object name not encoded")
-        name = urllib.parse.unquote(parts[6])
         if ARGS.redirect_prefix and name.startswith(ARGS.redirect_prefix):
             loc = f"http://127.0.0.1:{ARGS.port2_actual}{self.path}"
             return self.reply(302, b"", {"Location": loc})
@@ -259,6 +266,7 @@ def main():
     p.add_argument("--delay-ms", type=int, default=0)  # for each read of a name under:
     p.add_argument("--slow-prefix", default="")
     p.add_argument("--redirect-prefix", default="")
+    p.add_argument("--revoke-prefix", default="")
     ARGS = p.parse_args()
     if ARGS.sa_pubkey:
         with open(ARGS.sa_pubkey, "rb") as f:

@@ -83,6 +83,39 @@ static void schedule(rf_bearer *b, int64_t *timer, int64_t delay_ms)
 	*timer = id >= 0 ? id : NO_TIMER;
 }
 
+/* The token request's own signer: it signs nothing (the request carries
+ * its secret in the body); its refusal names OAuth's error word ("HTTP 400
+ * (the token endpoint: refused: invalid_grant)"), never the description. */
+static int token_sign(void *state, void *data, rf_http_xfer *x)
+{
+	(void)state;
+	(void)data;
+	(void)x;
+	return 0;
+}
+
+static void token_explain(void *state, void *data, const rf_http_xfer *x, char *out, size_t cap)
+{
+	(void)state;
+	(void)data;
+	const char *body = rf_http_xfer_error_body(x);
+	char *token = NULL;
+	int64_t expires_ms = 0;
+	rf_error e = {0};
+	out[0] = '\0';
+	if (rf_oauth_token_parse(body, strlen(body), "the token endpoint", 0, &token, &expires_ms,
+	                         &e) == -EACCES)
+		snprintf(out, cap, " (%s)", e.msg);
+	rf_secret_free(token);
+}
+
+static const rf_http_auth_ops token_ops = {
+    .name = "token request",
+    .sign = token_sign,
+    .explain = token_explain,
+};
+static const rf_http_auth token_auth = {&token_ops, NULL};
+
 static int fetch_start(rf_bearer *b, rf_error *err)
 {
 	fetch_stop(b);
@@ -101,6 +134,7 @@ static int fetch_start(rf_bearer *b, rf_error *err)
 	    .kind = RF_HTTP_GET_ALL,
 	    .url = u,
 	    .name = b->shown,
+	    .auth = &token_auth,
 	    .max_bytes = RF_OAUTH_BODY_MAX,
 	    .body = &b->body,
 	    .method = b->req.post ? "POST" : NULL,

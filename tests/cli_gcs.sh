@@ -131,10 +131,10 @@ after="$(stat_of unauthorized) $(stat_of tokens)"
 
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/wrong.json run "$url"
 if grep -q "rc=0" "$tmp/run$n.out" || ! grep -q "GOOGLE_APPLICATION_CREDENTIALS" "$tmp/run$n.err" ||
-	! grep -q "HTTP 400" "$tmp/run$n.err"; then
+	! grep -q "HTTP 400 (the token endpoint: refused: invalid_grant)" "$tmp/run$n.err"; then
 	bad "wrong key: $(tail -n 2 "$tmp/run$n.err")"
 else
-	ok "a wrong key is refused (HTTP 400 at the token endpoint), named: $(grep -o 'GCS credentials from [^:]*' "$tmp/run$n.err" | head -n 1)"
+	ok "a wrong key is refused (HTTP 400 invalid_grant at the token endpoint), named: $(grep -o 'GCS credentials from [^:]*' "$tmp/run$n.err" | head -n 1)"
 fi
 
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/missing.json run "$url"

@@ -6,10 +6,12 @@
 # '+', '%' and a non-ASCII letter reads with the local digest through a
 # service account key (GOOGLE_APPLICATION_CREDENTIALS), gcloud's ADC file
 # (authorized_user) and the metadata server; the listing takes two pages;
-# one object reads alone; a read of several seconds (each token expiring
-# every 2 s) has no failed request; a wrong key, and no credentials at all,
-# are refused naming the chain and no secret; a read redirected to another
-# host never carries the token there (its log is grepped). Skips (77) when
+# one object reads alone and `verify` passes; a read of more than 2 s on
+# tokens expiring every 2 s has no failed request; a token revoked early is
+# replaced and the request sent again; a wrong key, a missing key file and
+# no credentials at all are refused naming the source or the chain, and no
+# secret; HMAC keys keep the XML API path; a read redirected to another host
+# never carries the token there (its log is grepped). Skips (77) when
 # python3-cryptography is missing.
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
@@ -93,6 +95,10 @@ pages=$(grep -c "(listing): new -> queued" "$tmp/run$n.err")
 [ "$pages" -ge 2 ] && ok "... its listing took $pages pages" || bad "listing: $pages page(s)"
 grep -q "Authorization" "$tmp/run$n.err" && bad "the trace shows an Authorization header" ||
 	ok "... no Authorization in the trace"
+
+vok=$(GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$cli" verify --cache off "$url" 2>"$tmp/verify.err" |
+	grep -c "^ok gs://bkt/$prefix/shard-")
+[ "$vok" = 3 ] && ok "verify: the 3 shards ok" || bad "verify: $vok ok: $(tail -n 2 "$tmp/verify.err")"
 
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run "gs://bkt/$prefix/shard-000000.rfs"
 [ "$got" = "$want_one" ] && ok "one object (size from a HEAD): the local digest" ||
@@ -178,7 +184,7 @@ fi
 # no secret in any output: tokens, the private keys, the client secret, the refresh token
 key_line=$(sed -n 's/.*PRIVATE KEY-----\\n\([^\\]*\)\\n.*/\1/p' "$tmp/sa.json" | cut -c1-40)
 wrong_line=$(sed -n 's/.*PRIVATE KEY-----\\n\([^\\]*\)\\n.*/\1/p' "$tmp/wrong.json" | cut -c1-40)
-if [ -n "$key_line" ] && [ -n "$wrong_line" ] && ! cat "$tmp"/run*.out "$tmp"/run*.err |
+if [ -n "$key_line" ] && [ -n "$wrong_line" ] && ! cat "$tmp"/run*.out "$tmp"/run*.err "$tmp/verify.err" |
 	grep -q -F -e ya29 -e "$key_line" -e "$wrong_line" -e "$client_secret" -e "$refresh" -e hmac-secret-example; then
 	ok "no token, private key, client secret or refresh token in any output"
 else

@@ -39,8 +39,9 @@ typedef struct rf_fetch_options {
 		const char *addressing; /* "auto" (NULL), "virtual" or "path" */
 		bool no_sign;           /* anonymous: no credential chain (--no-sign-request) */
 	} s3;
-	struct {                      /* gs:// (the S3 store with HMAC keys of the S3 chain) */
-		const char *endpoint; /* NULL = https://storage.googleapis.com */
+	struct { /* gs:// (gcs_store.c: OAuth; with the s3 keys above, HMAC on the S3 store) */
+		const char
+		    *endpoint; /* NULL = $STORAGE_EMULATOR_HOST, else storage.googleapis.com */
 	} gs;
 	bool hedge;              /* hedged range reads for the tail (remote stores) */
 	uint32_t hedge_floor_ms; /* never hedge a read younger than this (0 = 50 ms) */

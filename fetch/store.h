@@ -1,4 +1,4 @@
-/* store.h - the store seam: an object store (S3, and gs:// on it) behind the
+/* store.h - the store seam: an object store (S3, GCS, Azure) behind the
  * remote source kind (remote.c), which owns the HTTP client. A store names
  * objects by bucket URLs (scheme://bucket/key) and implements what the HTTP
  * transport does not know:
@@ -71,7 +71,8 @@ bool rf_store_is_prefix(const char *url);
 int rf_fetch_list(const rf_fetch_options *opt, const char *url, const rf_list_filter *filter,
                   rf_url_list *out, rf_error *err);
 
-extern const rf_store rf_store_s3; /* s3:// and gs:// (s3_store.c) */
+extern const rf_store rf_store_gcs; /* gs:// (gcs_store.c; with HMAC keys: rf_store_s3's) */
+extern const rf_store rf_store_s3;  /* s3:// and, handed over by gcs, gs:// (s3_store.c) */
 extern const rf_store
     rf_store_azure; /* az:// and https://ACCOUNT.blob.core.windows.net/ (azure_store.c) */
 

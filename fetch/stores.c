@@ -7,6 +7,7 @@
 /* Object stores behind the remote kind (bucket URLs: credentials, signing,
  * listing), tried in order. A store is one file and a row here (store.h). */
 static const rf_store *const rf_stores[] = {
+    &rf_store_gcs, /* before S3, which also knows gs:// (the HMAC path gcs hands it) */
     &rf_store_s3,
     &rf_store_azure,
 };

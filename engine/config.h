@@ -86,7 +86,8 @@
 	  "S3 addressing: auto (virtual-hosted on AWS endpoints, path-style elsewhere, or the "    \
 	  "profile's addressing_style), virtual or path")                                          \
 	X(gs_endpoint, STR, "", 0, 0,                                                              \
-	  "gs:// endpoint (default https://storage.googleapis.com; HMAC keys as S3 keys)")         \
+	  "gs:// endpoint (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com); "  \
+	  "OAuth tokens from the Google chain, or HMAC keys given as S3 keys")                     \
 	X(hedge, BOOL, "1", 0, 1,                                                                  \
 	  "HTTP/S3: a range read slower than the store's recent p95 gets one duplicate request "   \
 	  "(at most ~5% extra, none while the store errs); the first answer wins")                 \

@@ -72,10 +72,30 @@ struct rf_plan {
 	uint32_t window_cap; /* entries per cached window permutation */
 	plan_cache *cache;
 	uint64_t memory_bytes;
+	struct plan_mix *mix; /* a mixture's sources (plan_mix.c), or NULL */
 };
 
 /* plan.c: grows the unit array to hold `n` units. */
 int rf_plan_units_reserve(rf_plan *plan, size_t n, rf_error *err);
+
+/* plan.c: grows the piece array to hold `n` pieces. */
+int rf_plan_pieces_reserve(rf_plan *plan, uint32_t n, rf_error *err);
+
+/* plan_rank.c: the piece holding local stream position q (< E). */
+const plan_piece *rf_plan_piece_at_stream(const rf_plan *plan, uint64_t q);
+
+/* plan_mix.c: the mixture's side of rf_plan_epoch (after the pieces), of
+ * the lookups and of the plan's life. */
+int rf_pmix_epoch(rf_plan *plan, rf_error *err);
+void rf_pmix_free(struct plan_mix *mx);
+uint64_t rf_pmix_memory_bytes(const rf_plan *plan);
+uint64_t rf_pmix_hash(const rf_plan *plan);
+void rf_pmix_locate(const rf_plan *plan, uint64_t q, size_t *unit, uint32_t *record);
+uint64_t rf_pmix_resident_stream(const rf_plan *plan, uint64_t plan_pos);
+uint64_t rf_pmix_need(const rf_plan *plan, uint64_t stream_pos);
+uint64_t rf_pmix_window_end(const rf_plan *plan, uint64_t plan_pos);
+uint32_t rf_pmix_units_in_window_max(const rf_plan *plan);
+uint64_t rf_pmix_span_units_max(const rf_plan *plan, uint64_t span_records);
 
 /* plan_order.c */
 /* The permutation of global window `number` (n records), cached or computed. */

@@ -641,7 +641,7 @@ void *rf_sched_main(void *arg)
 
 int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
-	return rf_plan_new(pp, e->indexes, e->nshards, &e->sched.plan, err);
+	return rf_engine_plan_new(e, pp, &e->sched.plan, err);
 }
 
 void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,

@@ -113,6 +113,11 @@ uint32_t rf_plan_mix_sources(const rf_plan *plan);
 void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *records,
                              uint64_t *ordinal, uint64_t *weight_num, uint64_t *weight_den);
 uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos);
+/* A mixture's identity for the resume state: per source 3 words (shape
+ * hash, records per pass, weight in millionths); returns the sources (0:
+ * no mixture). */
+uint32_t rf_plan_mix_identity(const rf_plan *plan, const uint64_t **src, uint64_t *samples,
+                              bool *stop_first);
 /* Mixtures: units that must be resident together for a batch of `batch`
  * records (the memory check), and the ring slots from the oldest unit not
  * released to the newest one needed (0: the plan is no mixture). */

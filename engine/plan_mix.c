@@ -59,6 +59,7 @@ typedef struct plan_mix {
 	uint32_t *first;  /* k + 1 */
 	uint64_t *n;      /* k: records per pass */
 	uint64_t *weight; /* k: millionths, as given */
+	uint64_t *id; /* 3 k: the resume state's identity (rf_plan_mix_identity) */
 	uint64_t samples; /* M */
 	uint32_t *w, T;   /* effective integer weights (k) and their sum */
 	bool stop_first;
@@ -129,6 +130,7 @@ void rf_pmix_free(plan_mix *mx)
 	free(mx->first);
 	free(mx->n);
 	free(mx->weight);
+	free(mx->id);
 	free(mx->w);
 	free(mx->kp);
 	free(mx->seg);
@@ -233,6 +235,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	mx->n = calloc(k, sizeof(*mx->n));
 	mx->weight = calloc(k, sizeof(*mx->weight));
 	mx->w = calloc(k, sizeof(*mx->w));
+	mx->id = calloc(3 * (size_t)k, sizeof(*mx->id));
 	mx->at = calloc(k, sizeof(*mx->at));
 	mx->src_kp0 = calloc(k, sizeof(*mx->src_kp0));
 	mx->src_nkp = calloc(k, sizeof(*mx->src_nkp));
@@ -242,7 +245,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	mx->cur_local = calloc(k, sizeof(*mx->cur_local));
 	plan->cache = calloc(1, sizeof(*plan->cache));
 	int rc = 0;
-	if (!mx->sub || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->at || !mx->src_kp0 ||
+	if (!mx->sub || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at || !mx->src_kp0 ||
 	    !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count || !mx->cur_local || !plan->cache)
 		rc = rf_fail(err, -ENOMEM, "plan: out of memory for %u sources", k);
 	plan->memory_bytes += (uint64_t)k * (sizeof(void *) + 4 * 8 + 6 * 4) + 4;
@@ -277,6 +280,11 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	}
 	if (rc == 0)
 		rc = pmix_samples(mx, mp->samples, err);
+	for (uint32_t i = 0; rc == 0 && i < k; i++) {
+		mx->id[3 * i] = rf_plan_dataset_hash(mx->sub[i]);
+		mx->id[3 * i + 1] = mx->n[i];
+		mx->id[3 * i + 2] = mx->weight[i];
+	}
 	if (rc == 0) {
 		plan->total_records = mx->samples;
 		plan->whole = (rf_segment){0, mx->samples};
@@ -293,6 +301,18 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 bool rf_plan_is_mix(const rf_plan *plan)
 {
 	return plan->mix != NULL;
+}
+
+uint32_t rf_plan_mix_identity(const rf_plan *plan, const uint64_t **src, uint64_t *samples,
+                              bool *stop_first)
+{
+	const plan_mix *mx = plan->mix;
+	if (!mx)
+		return 0;
+	*src = mx->id;
+	*samples = mx->samples;
+	*stop_first = mx->stop_first;
+	return mx->k;
 }
 
 uint32_t rf_plan_mix_sources(const rf_plan *plan)
@@ -331,7 +351,7 @@ uint64_t rf_pmix_hash(const rf_plan *plan)
 	h = rf_mix64(h ^ mx->stop_first);
 	for (uint32_t i = 0; i < mx->k; i++) {
 		h = rf_mix64(h ^ rf_plan_dataset_hash(mx->sub[i]));
-		h = rf_mix64(h ^ mx->weight[i]);
+		h = rf_mix64(h ^ mx->weight[i]); /* the state names a weight change first */
 	}
 	return h;
 }

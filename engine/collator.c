@@ -350,6 +350,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 		if (u->state == RF_U_SKIPPED) /* a skipped block's record is left out */
 			continue;
 		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
+		rf_mixst_record(e, u->shard, refs[kept].len);
 		if (e->fields.n)
 			rf_fields_ref(u, r, &refs[kept]);
 		kept++;

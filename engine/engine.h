@@ -235,8 +235,9 @@ typedef struct rf_engine {
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
-	uint32_t nsources;                        /* a mixture's sources (0: one dataset) */
-	uint32_t *src_first;                      /* nsources + 1: each source's first shard */
+	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */
+	uint32_t nsources;      /* a mixture's sources (0: one dataset) */
+	uint32_t *src_first;    /* nsources + 1: each source's first shard */
 	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;
@@ -691,6 +692,18 @@ int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_err
  * first shard. */
 int rf_expand_sources(const rf_config *cfg, rf_shard **out, uint32_t *count, uint32_t *first,
                       rf_error *err);
+/* mixstats.c: a mixture's figures per source. */
+typedef struct rf_mixst rf_mixst;
+int rf_mixst_open(rf_engine *e, rf_error *err);
+void rf_mixst_free(rf_mixst *m);
+void rf_mixst_record(rf_engine *e, uint32_t shard, uint32_t bytes);
+void rf_mixst_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
+void rf_mixst_wait(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
+void rf_mixst_explain(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu);
+int rf_mixst_json(rf_engine *e, char *buf, size_t cap); /* takes mu */
+/* units.c: the shard of the unit the stream waits on (the first not
+ * decoded), UINT32_MAX when none. */
+uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* A plan of the engine's shards (a mixture's when it has sources). */
 int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **out, rf_error *err);
 /* The config's mixture file (option "mixture"), read into its sources. */

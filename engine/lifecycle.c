@@ -81,6 +81,7 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	free(e->workers);
 	free(e->indexes);
 	free(e->src_first);
+	rf_mixst_free(e->mixst);
 	rf_fields_free(&e->fields);
 	rf_shards_free(e->shards, e->nshards);
 	rf_pool_free(e->pool);
@@ -389,6 +390,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_fields_open(e, err));
 	RF_TRY(rf_open_plan(e, err));
+	RF_TRY(rf_mixst_open(e, err));
 	RF_TRY(rf_memory_check(e, err));
 	RF_TRY(rf_control_new(e, err));
 	return rf_open_threads(e, err);

@@ -110,8 +110,9 @@ bool rf_plan_is_mix(const rf_plan *plan);
  * position at the start of epoch `epoch` (for the stats and `plan`), and
  * the source of local stream position q of the current epoch. */
 uint32_t rf_plan_mix_sources(const rf_plan *plan);
-void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *records,
-                             uint64_t *ordinal, uint64_t *weight_num, uint64_t *weight_den);
+void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *counts,
+                             uint64_t *records, uint64_t *ordinal, uint64_t *weight_num,
+                             uint64_t *weight_den); /* counts: scratch of `sources` entries */
 uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos);
 /* A mixture's identity for the resume state: per source 3 words (shape
  * hash, records per pass, weight in millionths); returns the sources (0:

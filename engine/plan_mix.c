@@ -59,7 +59,7 @@ typedef struct plan_mix {
 	uint32_t *first;  /* k + 1 */
 	uint64_t *n;      /* k: records per pass */
 	uint64_t *weight; /* k: millionths, as given */
-	uint64_t *id; /* 3 k: the resume state's identity (rf_plan_mix_identity) */
+	uint64_t *id;     /* 3 k: the resume state's identity (rf_plan_mix_identity) */
 	uint64_t samples; /* M */
 	uint32_t *w, T;   /* effective integer weights (k) and their sum */
 	bool stop_first;
@@ -245,8 +245,9 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	mx->cur_local = calloc(k, sizeof(*mx->cur_local));
 	plan->cache = calloc(1, sizeof(*plan->cache));
 	int rc = 0;
-	if (!mx->sub || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at || !mx->src_kp0 ||
-	    !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count || !mx->cur_local || !plan->cache)
+	if (!mx->sub || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at ||
+	    !mx->src_kp0 || !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count ||
+	    !mx->cur_local || !plan->cache)
 		rc = rf_fail(err, -ENOMEM, "plan: out of memory for %u sources", k);
 	plan->memory_bytes += (uint64_t)k * (sizeof(void *) + 4 * 8 + 6 * 4) + 4;
 	if (rc == 0) {
@@ -326,13 +327,14 @@ static uint64_t pmix_g0(const plan_mix *mx, uint64_t epoch)
 	return mx->stop_first ? 0 : epoch * mx->samples;
 }
 
-void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *records,
-                             uint64_t *ordinal, uint64_t *weight_num, uint64_t *weight_den)
+void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *counts,
+                             uint64_t *records, uint64_t *ordinal, uint64_t *weight_num,
+                             uint64_t *weight_den)
 {
-	plan_mix *mx = plan->mix;
+	const plan_mix *mx = plan->mix; /* read-only here: the schedule, sizes, weights */
 	*records = mx->n[k];
-	rf_mix_counts(mx->m, pmix_g0(mx, epoch), mx->ca);
-	*ordinal = mx->stop_first ? epoch * mx->n[k] : mx->ca[k];
+	rf_mix_counts(mx->m, pmix_g0(mx, epoch), counts);
+	*ordinal = mx->stop_first ? epoch * mx->n[k] : counts[k];
 	*weight_den = mx->T;
 	*weight_num = mx->w[k];
 }

@@ -30,6 +30,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
 	rf_control_note_fetch(e, rd->shard, took);
+	rf_mixst_fetch(e, rd->shard, took);
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st.fetch_retries = fc.retries;

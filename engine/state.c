@@ -25,7 +25,8 @@ void rf_state_identity(const rf_plan *plan, rf_position *out)
 	out->names_hash = rf_mix64(0x4e414d45ull);   /* "NAME" */
 	out->content_hash = rf_mix64(0x434f4e54ull); /* "CONT" */
 	const uint64_t *src = NULL;
-	out->mix_sources = rf_plan_mix_identity(plan, &src, &out->mix_samples, &out->mix_stop_first);
+	out->mix_sources =
+	    rf_plan_mix_identity(plan, &src, &out->mix_samples, &out->mix_stop_first);
 	out->mix_src = (uint64_t *)src; /* the plan's: read-only, not owned */
 	out->mix_owned = false;
 }
@@ -170,7 +171,8 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		sources = rf_load_le32(b + at);
 	if (sources > 4096)
 		sources = 0; /* no mixture part: the length or the checksum says what is wrong */
-	if (nsegs > RF_PLAN_SEGMENTS_MAX || len != head + 4 + 16ull * nsegs + state_mix_bytes(sources))
+	if (nsegs > RF_PLAN_SEGMENTS_MAX ||
+	    len != head + 4 + 16ull * nsegs + state_mix_bytes(sources))
 		return rf_fail(err, -EINVAL,
 		               "resume state: %zu bytes do not hold its %u segments (at most %u)%s",
 		               len, nsegs, RF_PLAN_SEGMENTS_MAX, mix ? " and its mixture" : "");
@@ -216,11 +218,12 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		q->mix_stop_first = rf_load_le32(m + 4) != 0;
 		q->mix_samples = rf_load_le64(m + 8);
 		if (rf_load_le32(m + 4) > 1 || q->mix_samples != q->dataset_records)
-			return rf_fail(err, RF_E_CORRUPT,
-			               "resume state: a mixture of %llu samples an epoch in a state "
-			               "of %llu records",
-			               (unsigned long long)q->mix_samples,
-			               (unsigned long long)q->dataset_records);
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "resume state: a mixture of %llu samples an epoch in a state "
+			    "of %llu records",
+			    (unsigned long long)q->mix_samples,
+			    (unsigned long long)q->dataset_records);
 		if (!(q->mix_src = calloc(3 * (size_t)sources, sizeof(uint64_t))))
 			return rf_fail(err, -ENOMEM, "resume state: out of memory");
 		q->mix_owned = true;
@@ -280,7 +283,8 @@ static void mix_weights_str(const rf_position *p, char *out, size_t cap)
 	for (uint32_t i = 0; i < p->mix_sources && at + 16 < cap; i++) {
 		char w[32];
 		mix_weight_str(p->mix_src[3 * i + 2], w, sizeof(w));
-		at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? "," : "", i == 8 ? "..." : w);
+		at +=
+		    (size_t)snprintf(out + at, cap - at, "%s%s", i ? "," : "", i == 8 ? "..." : w);
 		if (i == 8)
 			break;
 	}
@@ -302,11 +306,12 @@ static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
 	for (uint32_t i = 0; i < s->mix_sources; i++) {
 		const uint64_t *a = s->mix_src + 3 * i, *b = n->mix_src + 3 * i;
 		if (a[0] != b[0] || a[1] != b[1])
-			return rf_fail(err, -EINVAL,
-			               "resume state: mixture source %u is another dataset: saved %llu "
-			               "records a pass (shape %016llx), now %llu (shape %016llx)",
-			               i + 1, (unsigned long long)a[1], (unsigned long long)a[0],
-			               (unsigned long long)b[1], (unsigned long long)b[0]);
+			return rf_fail(
+			    err, -EINVAL,
+			    "resume state: mixture source %u is another dataset: saved %llu "
+			    "records a pass (shape %016llx), now %llu (shape %016llx)",
+			    i + 1, (unsigned long long)a[1], (unsigned long long)a[0],
+			    (unsigned long long)b[1], (unsigned long long)b[0]);
 	}
 	/* weights are relative: (0.5, 0.5) is (1, 1) */
 	unsigned __int128 ss = 0, ns = 0;
@@ -333,10 +338,11 @@ static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
 		               s->mix_stop_first ? "first_exhausted" : "none",
 		               n->mix_stop_first ? "first_exhausted" : "none");
 	if (s->mix_samples != n->mix_samples)
-		return rf_fail(err, -EINVAL,
-		               "resume state: samples per mixture epoch differ: saved %llu, now %llu "
-		               "(mix_samples)",
-		               (unsigned long long)s->mix_samples, (unsigned long long)n->mix_samples);
+		return rf_fail(
+		    err, -EINVAL,
+		    "resume state: samples per mixture epoch differ: saved %llu, now %llu "
+		    "(mix_samples)",
+		    (unsigned long long)s->mix_samples, (unsigned long long)n->mix_samples);
 	return 0;
 }
 

@@ -303,6 +303,15 @@ bool rf_unit_release_early(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_
 	return true;
 }
 
+uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (e->ring.frontier_seq < e->sched.seq)
+		return rf_slot(e, e->ring.frontier_seq)->shard;
+	const rf_unit *u = rf_plan_unit(e->sched.plan, e->sched.unit);
+	return u ? u->shard : UINT32_MAX;
+}
+
 void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);

@@ -704,7 +704,9 @@ int rf_mixst_json(rf_engine *e, char *buf, size_t cap); /* takes mu */
 /* units.c: the shard of the unit the stream waits on (the first not
  * decoded), UINT32_MAX when none. */
 uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu);
-/* A plan of the engine's shards (a mixture's when it has sources). */
+/* sources.c: the shard list (a mixture's: its sources', back to back) and
+ * a plan of it (a mixture's when it has sources). */
+int rf_open_sources(rf_engine *e, rf_error *err);
 int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **out, rf_error *err);
 /* The config's mixture file (option "mixture"), read into its sources. */
 int rf_mixture_load(rf_config *cfg, rf_error *err);

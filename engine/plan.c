@@ -199,7 +199,8 @@ void rf_plan_free(rf_plan *plan)
 {
 	if (!plan)
 		return;
-	rf_pmix_free(plan->mix);
+	if (plan->mix)
+		plan->mixops->free(plan->mix);
 	if (plan->cache)
 		for (int i = 0; i < PLAN_WINDOW_SLOTS; i++)
 			free(plan->cache->slot[i].perm);
@@ -276,7 +277,7 @@ uint32_t rf_plan_shard_count(const rf_plan *plan)
 uint32_t rf_plan_units_in_window_max(const rf_plan *plan)
 {
 	if (plan->mix)
-		return rf_pmix_units_in_window_max(plan);
+		return plan->mixops->units_in_window_max(plan);
 	if (plan->nonempty_blocks == 0)
 		return 0;
 	uint64_t m = plan->min_records;
@@ -307,7 +308,7 @@ static uint64_t plan_blocks_upto(const rf_plan *plan, uint64_t t, uint64_t *coun
 uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records)
 {
 	if (plan->mix)
-		return rf_pmix_span_units_max(plan, span_records);
+		return plan->mixops->span_units_max(plan, span_records);
 	/* Inside the span lie whole blocks holding at most span_records records,
 	 * at most the fewest-record ones side by side, and two more cut by its
 	 * ends (0-record blocks are no units). Taking the fewest-record blocks first:
@@ -328,13 +329,13 @@ uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records)
 
 uint64_t rf_plan_memory_bytes(const rf_plan *plan)
 {
-	return plan->memory_bytes + (plan->mix ? rf_pmix_memory_bytes(plan) : 0);
+	return plan->memory_bytes + (plan->mix ? plan->mixops->memory_bytes(plan) : 0);
 }
 
 uint64_t rf_plan_dataset_hash(const rf_plan *plan)
 {
 	if (plan->mix)
-		return rf_pmix_hash(plan);
+		return plan->mixops->hash(plan);
 	uint64_t h = rf_mix64(0x44415441ull ^ plan->nshards);
 	for (uint32_t s = 0; s < plan->nshards; s++) {
 		uint64_t first = plan->shard_first[s], end = plan->shard_first[s + 1];

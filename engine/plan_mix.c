@@ -55,7 +55,7 @@ typedef struct pmix_tmp {
 typedef struct plan_mix {
 	uint32_t k;
 	rf_mix *m;
-	rf_plan **sub;    /* k */
+	rf_plan **subs;   /* k: each source's own plan */
 	uint32_t *first;  /* k + 1 */
 	uint64_t *n;      /* k: records per pass */
 	uint64_t *weight; /* k: millionths, as given */
@@ -114,19 +114,19 @@ static int pmix_reserve32(void **p, uint32_t *cap, uint32_t need, size_t size, u
 	return 0;
 }
 
-void rf_pmix_free(plan_mix *mx)
+static void pmix_free(plan_mix *mx)
 {
 	if (!mx)
 		return;
-	for (uint32_t k = 0; mx->sub && k < mx->k; k++) {
-		if (!mx->sub[k])
+	for (uint32_t k = 0; mx->subs && k < mx->k; k++) {
+		if (!mx->subs[k])
 			continue;
-		mx->sub[k]->seq = NULL; /* borrowed from mx->seg */
-		mx->sub[k]->seq_prefix = NULL;
-		rf_plan_free(mx->sub[k]);
+		mx->subs[k]->seq = NULL; /* borrowed from mx->seg */
+		mx->subs[k]->seq_prefix = NULL;
+		rf_plan_free(mx->subs[k]);
 	}
 	rf_mix_free(mx->m);
-	free(mx->sub);
+	free(mx->subs);
 	free(mx->first);
 	free(mx->n);
 	free(mx->weight);
@@ -147,6 +147,8 @@ void rf_pmix_free(plan_mix *mx)
 	free(mx->cur_local);
 	free(mx);
 }
+
+static const plan_mix_ops pmix_ops; /* at the end */
 
 /* ceil(n * T / w), capped at 2^50. */
 static uint64_t pmix_samples_for(uint64_t n, uint32_t T, uint32_t w, bool up)
@@ -223,6 +225,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 		return rf_fail(err, -ENOMEM, "plan: out of memory");
 	}
 	plan->mix = mx;
+	plan->mixops = &pmix_ops;
 	plan->p = *p;
 	plan->window = 1;
 	plan->nshards = nshards;
@@ -230,7 +233,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	plan->memory_bytes = sizeof(*plan) + sizeof(*mx);
 	mx->k = k;
 	mx->stop_first = mp->stop_first;
-	mx->sub = calloc(k, sizeof(*mx->sub));
+	mx->subs = calloc(k, sizeof(*mx->subs));
 	mx->first = calloc(k + 1, sizeof(*mx->first));
 	mx->n = calloc(k, sizeof(*mx->n));
 	mx->weight = calloc(k, sizeof(*mx->weight));
@@ -245,7 +248,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	mx->cur_local = calloc(k, sizeof(*mx->cur_local));
 	plan->cache = calloc(1, sizeof(*plan->cache));
 	int rc = 0;
-	if (!mx->sub || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at ||
+	if (!mx->subs || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at ||
 	    !mx->src_kp0 || !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count ||
 	    !mx->cur_local || !plan->cache)
 		rc = rf_fail(err, -ENOMEM, "plan: out of memory for %u sources", k);
@@ -265,10 +268,10 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 		sp.drop_last = 0;
 		sp.seed = rf_mix64(p->seed ^ rf_mix64(0x534f5552ull + i)); /* "SOUR" */
 		rc = rf_plan_new(&sp, shards + mp->first[i], mp->first[i + 1] - mp->first[i],
-		                 &mx->sub[i], err);
+		                 &mx->subs[i], err);
 		if (rc == 0) {
-			mx->n[i] = rf_plan_total_records(mx->sub[i]);
-			mx->sub_bytes += rf_plan_memory_bytes(mx->sub[i]);
+			mx->n[i] = rf_plan_total_records(mx->subs[i]);
+			mx->sub_bytes += rf_plan_memory_bytes(mx->subs[i]);
 			mx->at[i] = UINT32_MAX;
 			if (mx->n[i] == 0 && mp->weight[i] > 0)
 				rc = rf_fail(
@@ -282,7 +285,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	if (rc == 0)
 		rc = pmix_samples(mx, mp->samples, err);
 	for (uint32_t i = 0; rc == 0 && i < k; i++) {
-		mx->id[3 * i] = rf_plan_dataset_hash(mx->sub[i]);
+		mx->id[3 * i] = rf_plan_dataset_hash(mx->subs[i]);
 		mx->id[3 * i + 1] = mx->n[i];
 		mx->id[3 * i + 2] = mx->weight[i];
 	}
@@ -339,20 +342,20 @@ void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, ui
 	*weight_num = mx->w[k];
 }
 
-uint64_t rf_pmix_memory_bytes(const rf_plan *plan)
+static uint64_t pmix_memory_bytes(const rf_plan *plan)
 {
 	const plan_mix *mx = plan->mix;
 	return mx->sub_bytes + rf_mix_bytes(mx->m) + mx->epoch_bytes;
 }
 
-uint64_t rf_pmix_hash(const rf_plan *plan)
+static uint64_t pmix_hash(const rf_plan *plan)
 {
 	const plan_mix *mx = plan->mix;
 	uint64_t h = rf_mix64(0x4d495855ull ^ mx->k); /* "MIXU" */
 	h = rf_mix64(h ^ mx->samples);
 	h = rf_mix64(h ^ mx->stop_first);
 	for (uint32_t i = 0; i < mx->k; i++) {
-		h = rf_mix64(h ^ rf_plan_dataset_hash(mx->sub[i]));
+		h = rf_mix64(h ^ rf_plan_dataset_hash(mx->subs[i]));
 		h = rf_mix64(h ^ mx->weight[i]); /* the state names a weight change first */
 	}
 	return h;
@@ -419,7 +422,7 @@ static int pmix_add_range(plan_mix *mx, pmix_raw **raw, size_t *nraw, size_t *ca
 static int pmix_switch(plan_mix *mx, uint32_t j, rf_error *err)
 {
 	pmix_kp *kp = &mx->kp[j];
-	rf_plan *sub = mx->sub[kp->k];
+	rf_plan *sub = mx->subs[kp->k];
 	if (mx->at[kp->k] == j)
 		return 0;
 	sub->seq = mx->seg + kp->seg0;
@@ -544,7 +547,7 @@ static int pmix_collect(rf_plan *plan, pmix_tmp **tmp, size_t *ntmp, size_t *cap
 	size_t mapped = 0;
 	for (uint32_t j = 0; j < mx->nkp; j++) {
 		RF_TRY(pmix_switch(mx, j, err));
-		rf_plan *sub = mx->sub[mx->kp[j].k];
+		rf_plan *sub = mx->subs[mx->kp[j].k];
 		size_t n = rf_plan_unit_count(sub);
 		uint64_t e = rf_plan_epoch_records(sub);
 		mx->kp[j].map0 = mapped;
@@ -592,7 +595,7 @@ static int pmix_collect(rf_plan *plan, pmix_tmp **tmp, size_t *ntmp, size_t *cap
 	return 0;
 }
 
-int rf_pmix_epoch(rf_plan *plan, rf_error *err)
+static int pmix_epoch(rf_plan *plan, rf_error *err)
 {
 	plan_mix *mx = plan->mix;
 	uint64_t epoch = plan->epoch;
@@ -663,7 +666,7 @@ int rf_pmix_epoch(rf_plan *plan, rf_error *err)
 
 /* --------------------------------------------------------- lookups */
 
-void rf_pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t *record)
+static void pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t *record)
 {
 	rf_plan *plan = (rf_plan *)cplan; /* the lookup's cursor and the sub-plans' pass */
 	plan_mix *mx = plan->mix;
@@ -706,7 +709,7 @@ void rf_pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t *re
 		return; /* unreachable: the pass's arrays were reserved when the epoch was built */
 	size_t su;
 	uint32_t r;
-	rf_plan_locate(mx->sub[k], s, &su, &r);
+	rf_plan_locate(mx->subs[k], s, &su, &r);
 	if (su >= kp->nunits)
 		return;
 	*unit = mx->map[kp->map0 + su];
@@ -727,7 +730,7 @@ static const pmix_group *pmix_group_at(const plan_mix *mx, uint64_t P)
 	return &mx->grp[lo];
 }
 
-uint64_t rf_pmix_resident_stream(const rf_plan *plan, uint64_t plan_pos)
+static uint64_t pmix_resident_stream(const rf_plan *plan, uint64_t plan_pos)
 {
 	const plan_mix *mx = plan->mix;
 	if (mx->ngrp == 0)
@@ -735,7 +738,7 @@ uint64_t rf_pmix_resident_stream(const rf_plan *plan, uint64_t plan_pos)
 	return RF_MIN(pmix_group_at(mx, plan_pos)->fn, plan->epoch_records);
 }
 
-uint64_t rf_pmix_need(const rf_plan *plan, uint64_t stream_pos)
+static uint64_t pmix_need(const rf_plan *plan, uint64_t stream_pos)
 {
 	const plan_mix *mx = plan->mix;
 	/* the end of the last group first needed at or before stream_pos - 1 */
@@ -750,7 +753,7 @@ uint64_t rf_pmix_need(const rf_plan *plan, uint64_t stream_pos)
 	return lo == 0 ? 0 : mx->grp[lo - 1].b;
 }
 
-uint64_t rf_pmix_window_end(const rf_plan *plan, uint64_t plan_pos)
+static uint64_t pmix_window_end(const rf_plan *plan, uint64_t plan_pos)
 {
 	const plan_mix *mx = plan->mix;
 	if (mx->ngrp == 0)
@@ -758,12 +761,12 @@ uint64_t rf_pmix_window_end(const rf_plan *plan, uint64_t plan_pos)
 	return pmix_group_at(mx, plan_pos)->b;
 }
 
-uint32_t rf_pmix_units_in_window_max(const rf_plan *plan)
+static uint32_t pmix_units_in_window_max(const rf_plan *plan)
 {
 	const plan_mix *mx = plan->mix;
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < mx->k; k++)
-		sum += rf_plan_units_in_window_max(mx->sub[k]);
+		sum += rf_plan_units_in_window_max(mx->subs[k]);
 	return (uint32_t)RF_MIN(sum, UINT32_MAX);
 }
 
@@ -771,7 +774,7 @@ uint32_t rf_pmix_units_in_window_max(const rf_plan *plan)
  * stream touch (passes back to back). */
 static uint64_t pmix_src_units(const plan_mix *mx, uint32_t k, uint64_t records)
 {
-	const rf_plan *sub = mx->sub[k];
+	const rf_plan *sub = mx->subs[k];
 	if (sub->nonempty_blocks == 0)
 		return 0;
 	if (records >= mx->n[k])
@@ -785,13 +788,13 @@ static uint64_t pmix_src_records(const plan_mix *mx, uint32_t k, uint64_t span)
 	return (uint64_t)(((unsigned __int128)span * mx->w[k] + mx->T - 1) / mx->T) + 1;
 }
 
-uint64_t rf_pmix_span_units_max(const rf_plan *plan, uint64_t span_records)
+static uint64_t pmix_span_units_max(const rf_plan *plan, uint64_t span_records)
 {
 	const plan_mix *mx = plan->mix;
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < mx->k; k++)
 		sum += pmix_src_units(
-		    mx, k, pmix_src_records(mx, k, span_records) + 2 * mx->sub[k]->window);
+		    mx, k, pmix_src_records(mx, k, span_records) + 2 * mx->subs[k]->window);
 	return sum;
 }
 
@@ -804,7 +807,7 @@ uint64_t rf_plan_mix_resident_units(const rf_plan *plan, uint64_t batch)
 	 * it straddles one */
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < mx->k; k++) {
-		uint64_t w = mx->sub[k]->window, b = pmix_src_records(mx, k, batch);
+		uint64_t w = mx->subs[k]->window, b = pmix_src_records(mx, k, batch);
 		uint64_t span = w > 1 ? (b + w - 1) / w * w + w : 2 * b;
 		sum += pmix_src_units(mx, k, span);
 	}
@@ -823,15 +826,15 @@ uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch)
 	for (uint32_t k = 0; k < mx->k; k++) {
 		if (w[k] == 0)
 			continue;
-		uint64_t win = RF_MAX(mx->sub[k]->window, 1);
+		uint64_t win = RF_MAX(mx->subs[k]->window, 1);
 		/* its window and the block beside it, plus a batch */
-		uint64_t recs =
-		    2 * win +
-		    (mx->sub[k]->nonempty_blocks ? mx->n[k] / mx->sub[k]->nonempty_blocks + 1 : 1);
+		uint64_t recs = 2 * win + (mx->subs[k]->nonempty_blocks
+		                               ? mx->n[k] / mx->subs[k]->nonempty_blocks + 1
+		                               : 1);
 		uint64_t span = (uint64_t)(((unsigned __int128)recs * T + w[k] - 1) / w[k]);
 		hold = RF_MAX(hold, span);
 	}
-	return rf_pmix_span_units_max(plan, hold + batch);
+	return pmix_span_units_max(plan, hold + batch);
 }
 
 uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos)
@@ -842,3 +845,14 @@ uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos)
 	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
 	return rf_mix_source(mx->m, mx->g0 + pc->x + (stream_pos - pc->q), NULL);
 }
+
+static const plan_mix_ops pmix_ops = {.epoch = pmix_epoch,
+                                      .free = pmix_free,
+                                      .memory_bytes = pmix_memory_bytes,
+                                      .hash = pmix_hash,
+                                      .locate = pmix_locate,
+                                      .resident_stream = pmix_resident_stream,
+                                      .need = pmix_need,
+                                      .window_end = pmix_window_end,
+                                      .units_in_window_max = pmix_units_in_window_max,
+                                      .span_units_max = pmix_span_units_max};

@@ -206,7 +206,7 @@ int rf_plan_epoch(rf_plan *plan, uint64_t epoch, rf_error *err)
 		plan->npieces = 0;
 	plan->unit_count = 0;
 	if (plan->mix)
-		return rf_pmix_epoch(plan, err);
+		return plan->mixops->epoch(plan, err);
 	uint64_t q = 0, p = 0;
 	for (uint32_t i = 0; i < plan->npieces; i++) {
 		plan_piece *pc = &plan->pieces[i];
@@ -291,7 +291,7 @@ uint64_t rf_plan_stream_to_plan(const rf_plan *plan, uint64_t stream_pos)
 	if (plan->mix) {
 		size_t u;
 		uint32_t r;
-		rf_pmix_locate(plan, stream_pos, &u, &r);
+		plan->mixops->locate(plan, stream_pos, &u, &r);
 		return plan->units[u].first_plan_record + r;
 	}
 	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
@@ -306,7 +306,7 @@ void rf_plan_locate(const rf_plan *plan, uint64_t stream_pos, size_t *unit, uint
 	if (stream_pos >= plan->epoch_records)
 		return;
 	if (plan->mix) {
-		rf_pmix_locate(plan, stream_pos, unit, record);
+		plan->mixops->locate(plan, stream_pos, unit, record);
 		return;
 	}
 	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
@@ -328,7 +328,7 @@ uint64_t rf_plan_resident_stream(const rf_plan *plan, uint64_t plan_pos)
 	if (plan_pos >= plan->plan_records)
 		return plan->epoch_records;
 	if (plan->mix)
-		return rf_pmix_resident_stream(plan, plan_pos);
+		return plan->mixops->resident_stream(plan, plan_pos);
 	const plan_piece *pc = plan_piece_at_plan(plan, plan_pos);
 	uint64_t g = pc->g + (plan_pos - pc->p);
 	if (g >= pc->wb)
@@ -344,7 +344,7 @@ uint64_t rf_plan_need(const rf_plan *plan, uint64_t stream_pos)
 	if (stream_pos > plan->epoch_records)
 		return plan->plan_records;
 	if (plan->mix)
-		return rf_pmix_need(plan, stream_pos);
+		return plan->mixops->need(plan, stream_pos);
 	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos - 1);
 	uint64_t x = pc->x + (stream_pos - 1 - pc->q), w = plan->window;
 	uint64_t we = RF_MIN(plan->total_records, (x / w + 1) * w);
@@ -356,7 +356,7 @@ uint64_t rf_plan_window_end(const rf_plan *plan, uint64_t plan_pos)
 	if (plan_pos >= plan->plan_records)
 		return plan->plan_records;
 	if (plan->mix)
-		return rf_pmix_window_end(plan, plan_pos);
+		return plan->mixops->window_end(plan, plan_pos);
 	const plan_piece *pc = plan_piece_at_plan(plan, plan_pos);
 	uint64_t g = RF_MAX(pc->g + (plan_pos - pc->p), pc->wa), w = plan->window;
 	uint64_t we = RF_MIN(plan->total_records, (g / w + 1) * w);

@@ -168,10 +168,13 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	bool waits =
 	    e->ready.head == e->ready.tail || !e->ready.q[e->ready.head % RF_READY_MAX]->filled;
 	e->st.waiting_since_ns = waits ? t0 : 0;
+	uint32_t blocking = waits && e->mixst ? rf_ring_blocking_shard(e) : UINT32_MAX;
 	int rc = rf_wait_ready(e, timeout_ms);
 	uint64_t t1 = rf_now_ns();
 	if (waits)
 		e->st.wait_ns += t1 - t0;
+	if (blocking != UINT32_MAX)
+		rf_mixst_wait(e, blocking, t1 - t0);
 	e->st.waiting_since_ns = 0;
 	rf_ebatch *b;
 	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */

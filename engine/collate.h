@@ -66,6 +66,14 @@ typedef struct rf_position {
 	uint32_t version;        /* of the encoding it came from (0: the current one) */
 	uint64_t names_hash;     /* rf_state_content_add (version 3 on) */
 	uint64_t content_hash;
+	/* a mixture's identity (mix_sources 0: one dataset): per source its
+	 * shape hash, records per pass and weight (millionths), 3 words each;
+	 * mix_src is the plan's (read-only) or, decoded, owned (mix_owned) */
+	uint32_t mix_sources;
+	bool mix_stop_first;
+	bool mix_owned;
+	uint64_t mix_samples;
+	uint64_t *mix_src;
 } rf_position;
 
 /* Bytes of the encoding of p. */

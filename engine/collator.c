@@ -31,6 +31,17 @@ static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_ring_tail_advance(e);
 		any = true;
 	}
+	/* A mixture's units are released out of order (a low-weight source's
+	 * window outlives many units after it): their memory goes now, their
+	 * slots when the tail reaches them. */
+	for (uint64_t s = e->ring.tail_seq;
+	     rf_plan_is_mix(e->coll.plan) && s < e->ring.frontier_seq; s++) {
+		rf_unit_slot *u = rf_slot(e, s);
+		if ((u->epoch < e->fill.epoch ||
+		     (u->epoch == e->fill.epoch && u->release_pos <= e->fill.pos)) &&
+		    rf_unit_release_early(e, u))
+			any = true;
+	}
 	if (any)
 		rf_engine_wake_loop(e);
 }
@@ -339,6 +350,7 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 		if (u->state == RF_U_SKIPPED) /* a skipped block's record is left out */
 			continue;
 		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
+		rf_mixst_record(e, u->shard, refs[kept].len);
 		if (e->fields.n)
 			rf_fields_ref(u, r, &refs[kept]);
 		kept++;
@@ -495,7 +507,7 @@ void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 
 int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
-	return rf_plan_new(pp, e->indexes, e->nshards, &e->coll.plan, err);
+	return rf_engine_plan_new(e, pp, &e->coll.plan, err);
 }
 
 void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,

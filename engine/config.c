@@ -7,6 +7,7 @@
 #include "hostbudget.h"
 #include "inject.h"
 #include "loop.h"
+#include "mix.h"
 #include "url.h"
 #include "util.h"
 
@@ -235,6 +236,8 @@ RF_API void rf_config_free(rf_config *cfg)
 	for (size_t i = 0; i < cfg->nurls; i++)
 		free(cfg->urls[i]);
 	free(cfg->urls);
+	free(cfg->src_url);
+	free(cfg->src_weight);
 	free(cfg->resume_buf);
 	cfg->magic = 0;
 	free(cfg);
@@ -289,6 +292,46 @@ RF_API int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err)
 		rc = rf_config_push_url(cfg, names.v[i].url, strlen(names.v[i].url), err);
 	rf_url_list_free(&names);
 	return rc;
+}
+
+int rf_config_push_source(rf_config *cfg, uint64_t weight, rf_error *err)
+{
+	if (cfg->nsources == 0 && cfg->nurls > 0)
+		return rf_fail(
+		    err, -EINVAL,
+		    "a mixture's URLs belong to its sources: %zu URL(s) were added before "
+		    "the first source",
+		    cfg->nurls);
+	if (cfg->nsources >= RF_MIX_SOURCES_MAX)
+		return rf_fail(err, -E2BIG, "more than %u mixture sources", RF_MIX_SOURCES_MAX);
+	if (cfg->nsources > 0 && cfg->src_url[cfg->nsources - 1] == cfg->nurls)
+		return rf_fail(err, -EINVAL, "mixture source %u has no URLs", cfg->nsources);
+	if (cfg->nsources == cfg->sources_cap) {
+		uint32_t cap = cfg->sources_cap ? cfg->sources_cap * 2 : 8;
+		size_t *u = realloc(cfg->src_url, cap * sizeof(*u));
+		if (u)
+			cfg->src_url = u;
+		uint64_t *w = realloc(cfg->src_weight, cap * sizeof(*w));
+		if (w)
+			cfg->src_weight = w;
+		if (!u || !w)
+			return rf_fail(err, -ENOMEM, "out of memory for mixture sources");
+		cfg->sources_cap = cap;
+	}
+	cfg->src_url[cfg->nsources] = cfg->nurls;
+	cfg->src_weight[cfg->nsources++] = weight;
+	return 0;
+}
+
+RF_API int rf_config_add_source(rf_config *cfg, const char *weight, rf_error *err)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC || !weight)
+		return rf_fail(err, -EINVAL, "rf_config_add_source: bad arguments");
+	char what[48];
+	snprintf(what, sizeof(what), "source %u's weight", cfg->nsources + 1);
+	uint64_t w;
+	RF_TRY(rf_mix_weight_parse(weight, what, &w, err));
+	return rf_config_push_source(cfg, w, err);
 }
 
 RF_API int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc)
@@ -428,8 +471,13 @@ rf_config *rf_config_dup(const rf_config *cfg)
 	for (size_t i = 0; i < RF_CFG_COUNT; i++)
 		if (cfg->str[i] && !(c->str[i] = strdup(cfg->str[i])))
 			ok = false;
-	for (size_t i = 0; ok && i < cfg->nurls; i++)
-		ok = rf_config_push_url(c, cfg->urls[i], strlen(cfg->urls[i]), NULL) == 0;
+	for (size_t i = 0, j = 0; ok && i < cfg->nurls; i++) {
+		for (; ok && j < cfg->nsources && cfg->src_url[j] == i; j++)
+			ok = rf_config_push_source(c, cfg->src_weight[j], NULL) == 0;
+		ok = ok && rf_config_push_url(c, cfg->urls[i], strlen(cfg->urls[i]), NULL) == 0;
+	}
+	if (ok && cfg->nsources > 0 && cfg->src_url[cfg->nsources - 1] == cfg->nurls)
+		ok = false; /* a source without URLs: refused at open, never copied */
 	if (!ok) {
 		rf_config_free(c);
 		return NULL;

@@ -46,6 +46,15 @@
 	  "ranks get equal slices of the epoch: 0 drops the records % world left over (counted "   \
 	  "in the stats), 1 pads with records from the start of the epoch's stream")               \
 	X(drop_last, BOOL, "0", 0, 1, "drop each rank's last partial batch (every rank alike)")    \
+	X(mixture, STR, "", 0, 0,                                                                  \
+	  "a mixture file (text or JSON; docs/format.md): its sources, each with a weight, read "  \
+	  "as one weighted stream (rf_config_add_source does the same in code)")                   \
+	X(mix_samples, U64, "0", 0, 1ull << 50,                                                    \
+	  "mixture: samples per mixture epoch (0: until the largest-weight source is read once; "  \
+	  "smaller sources repeat with a fresh order each pass, larger ones continue next epoch)") \
+	X(mix_stop, STR, "", 0, 0,                                                                 \
+	  "mixture: none (default: sources repeat or continue) or first_exhausted (each epoch is " \
+	  "one pass of every source and ends when the first one runs out)")                        \
 	X(skip_blocks, U32, "0", 0, 1u << 20,                                                      \
 	  "skip policy: skip a block still undeliverable after its re-reads, at most this many "   \
 	  "per epoch (0: never, an undeliverable block stops the stream)")                         \
@@ -164,6 +173,11 @@ struct rf_config {
 	bool set[RF_CFG_COUNT];     /* given explicitly */
 	char **urls;
 	size_t nurls, urls_cap;
+	/* a mixture's sources (rf_config_add_source): source i is the URLs from
+	 * src_url[i] to the next source's, with weight src_weight[i] (millionths) */
+	size_t *src_url;
+	uint64_t *src_weight;
+	uint32_t nsources, sources_cap;
 	rf_allocator alloc;
 	bool has_alloc;
 	bool has_resume;
@@ -196,6 +210,8 @@ int rf_config_format_options(const rf_config *cfg, struct rf_fmt_optset **out, r
 /* The index cache's directory: NULL when index_cache is "off", "" for the
  * default (rf_icache_default_dir), else the absolute path set. */
 const char *rf_config_index_cache_dir(const rf_config *cfg);
+/* Adds a source with its weight (millionths); later URLs are its. */
+int rf_config_push_source(rf_config *cfg, uint64_t weight, rf_error *err);
 /* Deep copy (for the loader, which may outlive the caller's config). */
 rf_config *rf_config_dup(const rf_config *cfg);
 

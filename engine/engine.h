@@ -235,6 +235,9 @@ typedef struct rf_engine {
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
+	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */
+	uint32_t nsources;      /* a mixture's sources (0: one dataset) */
+	uint32_t *src_first;    /* nsources + 1: each source's first shard */
 	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;
@@ -515,6 +518,9 @@ void rf_unit_fail(rf_engine *e, rf_unit_slot *u, int code, const char *msg)
 void rf_read_free(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu);
 /* Frees a unit's slab and reservation and clears its slot. */
 void rf_unit_release(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
+/* A mixture: a decoded unit whose records are all copied gives back its
+ * memory before the tail reaches it (false: nothing held). */
+bool rf_unit_release_early(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu);
 /* A unit's bytes are in: FETCHED, and queued for a worker unless it is a
  * sequential shard's waiting for the unit before it (RF_SUB_SEQ_WAIT). Returns
  * true when queued. */
@@ -682,5 +688,27 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
  * files sorted by name; manifests give their entries with sizes; remote
  * URLs are kept). Errors name the path. */
 int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err);
+/* The same for a mixture: first[i] (sources + 1 entries) is source i's
+ * first shard. */
+int rf_expand_sources(const rf_config *cfg, rf_shard **out, uint32_t *count, uint32_t *first,
+                      rf_error *err);
+/* mixstats.c: a mixture's figures per source. */
+typedef struct rf_mixst rf_mixst;
+int rf_mixst_open(rf_engine *e, rf_error *err);
+void rf_mixst_free(rf_mixst *m);
+void rf_mixst_record(rf_engine *e, uint32_t shard, uint32_t bytes);
+void rf_mixst_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
+void rf_mixst_wait(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
+void rf_mixst_explain(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu);
+int rf_mixst_json(rf_engine *e, char *buf, size_t cap); /* takes mu */
+/* units.c: the shard of the unit the stream waits on (the first not
+ * decoded), UINT32_MAX when none. */
+uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu);
+/* sources.c: the shard list (a mixture's: its sources', back to back) and
+ * a plan of it (a mixture's when it has sources). */
+int rf_open_sources(rf_engine *e, rf_error *err);
+int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **out, rf_error *err);
+/* The config's mixture file (option "mixture"), read into its sources. */
+int rf_mixture_load(rf_config *cfg, rf_error *err);
 void rf_shards_free(rf_shard *shards, uint32_t count);
 #endif

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "format.h"
 #include "manifest.h"
+#include "mix_file.h"
 #include "remote.h"
 #include "util.h"
 
@@ -554,14 +555,26 @@ static int rf_expand_one(rf_shard_list *l, const rf_config *cfg, const char *url
 	return rf_expand_file(l, cfg, path, err);
 }
 
-int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err)
+int rf_expand_sources(const rf_config *cfg, rf_shard **out, uint32_t *count, uint32_t *first,
+                      rf_error *err)
 {
 	rf_shard_list l = {.budget_bytes = rf_cfg(cfg, RF_CFG_budget)};
 	int rc = 0;
 	if (cfg->nurls == 0)
 		rc = rf_fail(err, -EINVAL, "no shards given (add a file, directory or manifest)");
-	for (size_t i = 0; rc == 0 && i < cfg->nurls; i++)
+	uint32_t src = 0;
+	for (size_t i = 0; rc == 0 && i < cfg->nurls; i++) {
+		for (; src < cfg->nsources && cfg->src_url[src] == i; src++)
+			if (first)
+				first[src] = l.n;
+		uint32_t before = l.n;
 		rc = rf_expand_one(&l, cfg, cfg->urls[i], err);
+		if (rc == 0 && cfg->nsources > 0 && l.n == before)
+			rc = rf_fail(err, -EINVAL, "mixture source %u: %s names no shards", src,
+			             cfg->urls[i]);
+	}
+	if (first && cfg->nsources > 0)
+		first[cfg->nsources] = l.n;
 	if (rc < 0) {
 		rf_shards_free(l.v, l.n);
 		return rc;
@@ -569,6 +582,95 @@ int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_err
 	*out = l.v;
 	*count = l.n;
 	return 0;
+}
+
+int rf_expand_urls(const rf_config *cfg, rf_shard **out, uint32_t *count, rf_error *err)
+{
+	return rf_expand_sources(cfg, out, count, NULL, err);
+}
+
+/* ------------------------------------------------- the mixture file */
+
+static int rf_mixture_read_local(const char *path, char **buf, size_t *len, rf_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return rf_fail(err, -errno, "mixture file %s: cannot open: %s", path,
+		               strerror(errno));
+	char *b = malloc(RF_MIX_FILE_MAX + 1);
+	size_t n = b ? fread(b, 1, RF_MIX_FILE_MAX + 1, f) : 0;
+	int bad = ferror(f);
+	fclose(f);
+	if (!b)
+		return rf_fail(err, -ENOMEM, "mixture file %s: out of memory", path);
+	if (bad || n > RF_MIX_FILE_MAX) {
+		free(b);
+		return bad ? rf_fail(err, -EIO, "mixture file %s: read error", path)
+		           : rf_fail(err, -E2BIG, "mixture file %s is larger than %u bytes", path,
+		                     RF_MIX_FILE_MAX);
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int rf_mixture_load(rf_config *cfg, rf_error *err)
+{
+	const char *path = rf_cfg_str(cfg, RF_CFG_mixture);
+	if (!path)
+		return 0;
+	if (cfg->nurls > 0 || cfg->nsources > 0)
+		return rf_fail(
+		    err, -EINVAL,
+		    "mixture file %s: give either a mixture file or shard URLs, not both", path);
+	bool remote = strstr(path, "://") && strncmp(path, "file://", 7) != 0;
+	const char *local = !strncmp(path, "file://", 7) ? path + 7 : path;
+	char shown[RF_URL_BYTES_MAX], base[RF_URL_BYTES_MAX];
+	rf_url_redact(path, shown, sizeof(shown));
+	char *buf = NULL;
+	size_t len = 0;
+	if (remote) {
+		rf_fetch_options fo;
+		rf_config_fetch_options(cfg, &fo);
+		RF_TRY(rf_remote_get(&fo, path, RF_MIX_FILE_MAX, &buf, &len, err));
+		size_t end = rf_url_path_len(path);
+		while (end > 0 && path[end - 1] != '/')
+			end--;
+		snprintf(base, sizeof(base), "%.*s", (int)end, path);
+	} else {
+		RF_TRY(rf_mixture_read_local(local, &buf, &len, err));
+		const char *slash = strrchr(local, '/');
+		snprintf(base, sizeof(base), "%.*s", slash ? (int)(slash - local + 1) : 0, local);
+	}
+	rf_mix_file *mf = NULL;
+	int rc = rf_mix_file_parse(buf, len, base[0] ? base : NULL, shown, &mf, err);
+	free(buf);
+	for (uint32_t i = 0; rc == 0 && i < mf->count; i++) {
+		const rf_mix_entry *me = &mf->src[i];
+		if (remote && !strstr(me->source, "://"))
+			rc =
+			    rf_fail(err, -EINVAL,
+			            "mixture file %s line %u: a mixture file on a store names only "
+			            "remote sources",
+			            shown, me->line);
+		else if (me->noptions > 0)
+			rc = rf_fail(
+			    err, -EINVAL,
+			    "mixture file %s line %u: per-source options (%s=...) are not read "
+			    "yet; set options for every source on the loader",
+			    shown, me->line, me->option[0].key);
+		if (rc == 0)
+			rc = rf_config_push_source(cfg, me->weight, err);
+		if (rc == 0)
+			rc = rf_config_add_url(cfg, me->source, err);
+		if (rc < 0 && err && !strstr(err->msg, "mixture file")) {
+			char inner[sizeof(err->msg)];
+			snprintf(inner, sizeof(inner), "%s", err->msg);
+			rf_fail(err, rc, "mixture file %s line %u: %s", shown, me->line, inner);
+		}
+	}
+	rf_mix_file_free(mf);
+	return rc;
 }
 
 void rf_shards_free(rf_shard *shards, uint32_t count)

@@ -80,6 +80,8 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	rf_ring_free(e);
 	free(e->workers);
 	free(e->indexes);
+	free(e->src_first);
+	rf_mixst_free(e->mixst);
 	rf_fields_free(&e->fields);
 	rf_shards_free(e->shards, e->nshards);
 	rf_pool_free(e->pool);
@@ -352,11 +354,12 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	                        : (rf_allocator){.alloc = rf_default_alloc,
 	                                         .free = rf_default_free,
 	                                         .ctx = e->pool};
-	RF_TRY(rf_expand_urls(c, &e->shards, &e->nshards, err));
+	RF_TRY(rf_open_sources(e, err));
 	RF_TRY(rf_memory_shard_list(e, err));
 	RF_TRY(rf_open_indexes(e, err));
 	RF_TRY(rf_fields_open(e, err));
 	RF_TRY(rf_open_plan(e, err));
+	RF_TRY(rf_mixst_open(e, err));
 	RF_TRY(rf_memory_check(e, err));
 	RF_TRY(rf_control_new(e, err));
 	return rf_open_threads(e, err);

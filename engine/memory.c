@@ -169,6 +169,27 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALON
 	return ring;
 }
 
+/* A mixture's ring: a source window is held from its first sample to its
+ * last, while every source's units pass (rf_plan_mix_ring_units); refused
+ * past RF_MIX_RING_MAX slots, naming the cause. */
+#define RF_MIX_RING_MAX (1ull << 20)
+static int rf_mix_ring(rf_engine *e, rf_error *err) RF_ALONE
+{
+	uint64_t need =
+	    rf_plan_mix_ring_units(e->sched.plan, e->cp.batch_records) + 2ull * e->threads + 2;
+	uint64_t ring = RF_UNITS_RING;
+	while (ring < need && ring <= RF_MIX_RING_MAX)
+		ring *= 2;
+	if (ring > RF_MIX_RING_MAX)
+		return rf_fail(err, -E2BIG,
+		               "mixture: a low-weight source's shuffle window stays resident while "
+		               "%llu units of the other sources pass, more than %llu (raise its "
+		               "weight or lower shuffle_window)",
+		               (unsigned long long)need, (unsigned long long)RF_MIX_RING_MAX);
+	rf_ring_size_set(e, ring);
+	return 0;
+}
+
 /* What the largest resident unit of an in_place shard holds: its stored
  * bytes (the read's buffer, kept as its records' bytes) and its record
  * table; 0 for other formats (their slab is the decoded bytes). */
@@ -235,13 +256,20 @@ int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 		decoded += e->indexes[i]->decoded_bytes;
 	}
 	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
-	rf_ring_size_set(e, rf_ring_units(e, span));
+	if (rf_plan_is_mix(e->sched.plan))
+		RF_TRY(rf_mix_ring(e, err));
+	else
+		rf_ring_size_set(e, rf_ring_units(e, span));
 	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e) +
 	        rf_recycle_seed_bytes(e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */
 	uint32_t units = RF_MAX(1, rf_span_units(e->sched.plan, align, span));
+	if (rf_plan_is_mix(e->sched.plan))
+		units = (uint32_t)RF_MIN(
+		    UINT32_MAX,
+		    RF_MAX(1, rf_plan_mix_resident_units(e->sched.plan, e->cp.batch_records)));
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
 	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */

@@ -324,6 +324,37 @@ uint32_t rf_mix_source(const rf_mix *m, uint64_t n, uint64_t *ordinal)
 	return src;
 }
 
+uint64_t rf_mix_position(const rf_mix *m, uint32_t k, uint64_t o)
+{
+	uint32_t i = m->nseg - 1;
+	while (i > 0 && m->seg[i].base[k] > o)
+		i--;
+	const mix_seg *s = &m->seg[i];
+	if (s->w[k] == 0 || o < s->base[k])
+		return UINT64_MAX;
+	uint64_t d = o - s->base[k], q = d / s->w[k];
+	uint32_t r = (uint32_t)(d % s->w[k]);
+	uint32_t lo = 0, hi = s->ncp; /* last checkpoint with count_k <= r */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->cp[(size_t)mid * m->k + k] <= r)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	uint64_t *local = m->scratch;
+	const uint32_t *cp = s->cp + (size_t)lo * m->k;
+	for (uint32_t j = 0; j < m->k; j++)
+		local[j] = cp[j];
+	for (uint32_t pos = lo * s->stride; pos < s->period; pos++) {
+		uint32_t src = mix_pick(s->w, m->k, s->period, pos, local);
+		if (src == k && local[k] == r)
+			return s->start + q * s->period + pos;
+		local[src]++;
+	}
+	return UINT64_MAX; /* unreachable: source k has W_k > r samples a period */
+}
+
 int rf_mix_reweight(rf_mix *m, uint64_t from, const uint64_t *w, rf_error *err)
 {
 	const mix_seg *last = &m->seg[m->nseg - 1];

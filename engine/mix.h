@@ -83,6 +83,12 @@ void rf_mix_counts(const rf_mix *m, uint64_t n, uint64_t *counts);
  * that source come before it: its position in the source's own stream. */
 uint32_t rf_mix_source(const rf_mix *m, uint64_t n, uint64_t *ordinal);
 
+/* The sample holding source k's o-th sample (0-based): the n with
+ * rf_mix_source(m, n, &ord) == k and ord == o; UINT64_MAX when source k has
+ * no o-th sample (its weight is 0 from some change on). O(log checkpoints +
+ * stride * K); not thread-safe (the scratch, as rf_mix_source). */
+uint64_t rf_mix_position(const rf_mix *m, uint32_t k, uint64_t o);
+
 /* Sequential walk from sample n: counts held by the caller (k entries),
  * filled by rf_mix_cursor_init, advanced by rf_mix_cursor_next which returns
  * the source of the cursor's sample and moves to the next one. */

@@ -137,7 +137,7 @@ int rf_plan_units_reserve(rf_plan *plan, size_t n, rf_error *err)
 	return 0;
 }
 
-static int plan_pieces_reserve(rf_plan *plan, uint32_t n, rf_error *err)
+int rf_plan_pieces_reserve(rf_plan *plan, uint32_t n, rf_error *err)
 {
 	if (n <= plan->pieces_cap)
 		return 0;
@@ -186,7 +186,7 @@ int rf_plan_new(const rf_plan_params *p, const rf_shard_index *const *shards, ui
 	if (rc == 0)
 		rc = rf_plan_units_reserve(plan, plan_units_bound(plan, per_rank, 2), err);
 	if (rc == 0)
-		rc = plan_pieces_reserve(plan, 4, err);
+		rc = rf_plan_pieces_reserve(plan, 4, err);
 	if (rc < 0) {
 		rf_plan_free(plan);
 		return rc;
@@ -199,6 +199,8 @@ void rf_plan_free(rf_plan *plan)
 {
 	if (!plan)
 		return;
+	if (plan->mix)
+		plan->mixops->free(plan->mix);
 	if (plan->cache)
 		for (int i = 0; i < PLAN_WINDOW_SLOTS; i++)
 			free(plan->cache->slot[i].perm);
@@ -252,7 +254,7 @@ int rf_plan_set_sequence(rf_plan *plan, uint64_t epoch, const rf_segment *segs, 
 	plan->seq_epoch = epoch;
 	plan->seq_start = start;
 	uint32_t pieces = (segs ? nsegs : 1) + 2;
-	RF_TRY(plan_pieces_reserve(plan, pieces, err));
+	RF_TRY(rf_plan_pieces_reserve(plan, pieces, err));
 	uint64_t per_rank = (segs ? records : plan->total_records) / plan->p.world + 1;
 	return rf_plan_units_reserve(plan, plan_units_bound(plan, per_rank, pieces), err);
 }
@@ -274,6 +276,8 @@ uint32_t rf_plan_shard_count(const rf_plan *plan)
 
 uint32_t rf_plan_units_in_window_max(const rf_plan *plan)
 {
+	if (plan->mix)
+		return plan->mixops->units_in_window_max(plan);
 	if (plan->nonempty_blocks == 0)
 		return 0;
 	uint64_t m = plan->min_records;
@@ -303,6 +307,8 @@ static uint64_t plan_blocks_upto(const rf_plan *plan, uint64_t t, uint64_t *coun
 
 uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records)
 {
+	if (plan->mix)
+		return plan->mixops->span_units_max(plan, span_records);
 	/* Inside the span lie whole blocks holding at most span_records records,
 	 * at most the fewest-record ones side by side, and two more cut by its
 	 * ends (0-record blocks are no units). Taking the fewest-record blocks first:
@@ -323,11 +329,13 @@ uint64_t rf_plan_span_units_max(const rf_plan *plan, uint64_t span_records)
 
 uint64_t rf_plan_memory_bytes(const rf_plan *plan)
 {
-	return plan->memory_bytes;
+	return plan->memory_bytes + (plan->mix ? plan->mixops->memory_bytes(plan) : 0);
 }
 
 uint64_t rf_plan_dataset_hash(const rf_plan *plan)
 {
+	if (plan->mix)
+		return plan->mixops->hash(plan);
 	uint64_t h = rf_mix64(0x44415441ull ^ plan->nshards);
 	for (uint32_t s = 0; s < plan->nshards; s++) {
 		uint64_t first = plan->shard_first[s], end = plan->shard_first[s + 1];

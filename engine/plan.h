@@ -82,6 +82,49 @@ typedef struct rf_plan_tail {
 
 typedef struct rf_plan rf_plan;
 
+/* A mixture (issue 25, engine/plan_mix.c): the shard list is the sources'
+ * shard lists back to back (source k holds shards [first[k], first[k+1]));
+ * the epoch's global stream is the mixture stream of `samples` records, each
+ * from the source the schedule (mix.h) gives it, and inside each source its
+ * own plan's stream (its own seed: shards, blocks, windows) pass after pass.
+ * Ranks, segments, tails and drop_last work on the mixture stream as on a
+ * dataset's (the same partition code). Units are the sources' units, ordered
+ * by the first local stream position that needs them; a unit's "window" is
+ * its source window (so release order is not unit order: the engine releases
+ * a mixture's units' memory out of order, rf_plan_is_mix). */
+typedef struct rf_plan_mix_params {
+	uint32_t sources;
+	const uint32_t *first;  /* sources + 1 */
+	const uint64_t *weight; /* millionths (rf_mix_weight_parse), relative */
+	uint64_t samples;       /* per mixture epoch; 0: the size at which the
+	                           largest-weight source is read once */
+	bool stop_first;        /* each mixture epoch is one pass of every source and
+	                           ends when the first one runs out */
+} rf_plan_mix_params;
+
+/* Copies what it needs from the indexes (record counts per block). */
+int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,
+                    const rf_plan_mix_params *mp, rf_plan **out, rf_error *err);
+bool rf_plan_is_mix(const rf_plan *plan);
+/* Mixtures: per source, its records per pass, its passes begun and its
+ * position at the start of epoch `epoch` (for the stats and `plan`), and
+ * the source of local stream position q of the current epoch. */
+uint32_t rf_plan_mix_sources(const rf_plan *plan);
+void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *counts,
+                             uint64_t *records, uint64_t *ordinal, uint64_t *weight_num,
+                             uint64_t *weight_den); /* counts: scratch of `sources` entries */
+uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos);
+/* A mixture's identity for the resume state: per source 3 words (shape
+ * hash, records per pass, weight in millionths); returns the sources (0:
+ * no mixture). */
+uint32_t rf_plan_mix_identity(const rf_plan *plan, const uint64_t **src, uint64_t *samples,
+                              bool *stop_first);
+/* Mixtures: units that must be resident together for a batch of `batch`
+ * records (the memory check), and the ring slots from the oldest unit not
+ * released to the newest one needed (0: the plan is no mixture). */
+uint64_t rf_plan_mix_resident_units(const rf_plan *plan, uint64_t batch);
+uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch);
+
 /* Copies what it needs from the indexes (record counts per block). */
 int rf_plan_new(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,
                 rf_plan **out, rf_error *err);

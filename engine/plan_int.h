@@ -72,10 +72,34 @@ struct rf_plan {
 	uint32_t window_cap; /* entries per cached window permutation */
 	plan_cache *cache;
 	uint64_t memory_bytes;
+	struct plan_mix *mix;              /* a mixture's sources (plan_mix.c), or NULL */
+	const struct plan_mix_ops *mixops; /* and its side of the plan */
 };
 
 /* plan.c: grows the unit array to hold `n` units. */
 int rf_plan_units_reserve(rf_plan *plan, size_t n, rf_error *err);
+
+/* plan.c: grows the piece array to hold `n` pieces. */
+int rf_plan_pieces_reserve(rf_plan *plan, uint32_t n, rf_error *err);
+
+/* plan_rank.c: the piece holding local stream position q (< E). */
+const plan_piece *rf_plan_piece_at_stream(const rf_plan *plan, uint64_t q);
+
+/* A mixture's side of the plan (plan_mix.c, which sits above plan.c and
+ * plan_rank.c: it makes sub-plans of them; they reach it only through this
+ * table, set by rf_plan_new_mix, so the files call each other one way). */
+typedef struct plan_mix_ops {
+	int (*epoch)(rf_plan *plan, rf_error *err); /* after the pieces */
+	void (*free)(struct plan_mix *mx);
+	uint64_t (*memory_bytes)(const rf_plan *plan);
+	uint64_t (*hash)(const rf_plan *plan);
+	void (*locate)(const rf_plan *plan, uint64_t q, size_t *unit, uint32_t *record);
+	uint64_t (*resident_stream)(const rf_plan *plan, uint64_t plan_pos);
+	uint64_t (*need)(const rf_plan *plan, uint64_t stream_pos);
+	uint64_t (*window_end)(const rf_plan *plan, uint64_t plan_pos);
+	uint32_t (*units_in_window_max)(const rf_plan *plan);
+	uint64_t (*span_units_max)(const rf_plan *plan, uint64_t span_records);
+} plan_mix_ops;
 
 /* plan_order.c */
 /* The permutation of global window `number` (n records), cached or computed. */

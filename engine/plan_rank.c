@@ -185,7 +185,8 @@ int rf_plan_epoch(rf_plan *plan, uint64_t epoch, rf_error *err)
 	plan->epoch = epoch;
 	for (int i = 0; i < PLAN_WINDOW_SLOTS; i++)
 		plan->cache->slot[i].number = UINT64_MAX;
-	rf_plan_shard_order(plan, epoch);
+	if (!plan->mix)
+		rf_plan_shard_order(plan, epoch);
 	bool over = epoch == plan->seq_epoch && plan->seq;
 	uint64_t whole_prefix[2] = {0, plan->total_records};
 	const rf_segment *seq = over ? plan->seq : &plan->whole;
@@ -204,6 +205,8 @@ int rf_plan_epoch(rf_plan *plan, uint64_t epoch, rf_error *err)
 	else
 		plan->npieces = 0;
 	plan->unit_count = 0;
+	if (plan->mix)
+		return plan->mixops->epoch(plan, err);
 	uint64_t q = 0, p = 0;
 	for (uint32_t i = 0; i < plan->npieces; i++) {
 		plan_piece *pc = &plan->pieces[i];
@@ -246,7 +249,7 @@ const rf_unit *rf_plan_unit(const rf_plan *plan, size_t i)
 /* ------------------------------------------------------------- lookups */
 
 /* The piece holding local stream position q (< E). */
-static const plan_piece *plan_piece_at_stream(const rf_plan *plan, uint64_t q)
+const plan_piece *rf_plan_piece_at_stream(const rf_plan *plan, uint64_t q)
 {
 	uint32_t lo = 0, hi = plan->npieces;
 	while (hi - lo > 1) {
@@ -277,7 +280,7 @@ uint64_t rf_plan_stream_global(const rf_plan *plan, uint64_t stream_pos)
 {
 	if (stream_pos >= plan->epoch_records)
 		return UINT64_MAX;
-	const plan_piece *pc = plan_piece_at_stream(plan, stream_pos);
+	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
 	return pc->x + (stream_pos - pc->q);
 }
 
@@ -285,7 +288,13 @@ uint64_t rf_plan_stream_to_plan(const rf_plan *plan, uint64_t stream_pos)
 {
 	if (stream_pos >= plan->epoch_records)
 		return plan->plan_records;
-	const plan_piece *pc = plan_piece_at_stream(plan, stream_pos);
+	if (plan->mix) {
+		size_t u;
+		uint32_t r;
+		plan->mixops->locate(plan, stream_pos, &u, &r);
+		return plan->units[u].first_plan_record + r;
+	}
+	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
 	uint64_t g = rf_plan_global_to_plan(plan, pc->x + (stream_pos - pc->q));
 	return pc->p + (g - pc->g);
 }
@@ -296,7 +305,11 @@ void rf_plan_locate(const rf_plan *plan, uint64_t stream_pos, size_t *unit, uint
 	*record = 0;
 	if (stream_pos >= plan->epoch_records)
 		return;
-	const plan_piece *pc = plan_piece_at_stream(plan, stream_pos);
+	if (plan->mix) {
+		plan->mixops->locate(plan, stream_pos, unit, record);
+		return;
+	}
+	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos);
 	uint64_t p = pc->p + (rf_plan_global_to_plan(plan, pc->x + (stream_pos - pc->q)) - pc->g);
 	size_t lo = pc->u0, hi = pc->u1; /* last unit of the piece starting at or before p */
 	while (hi - lo > 1) {
@@ -314,6 +327,8 @@ uint64_t rf_plan_resident_stream(const rf_plan *plan, uint64_t plan_pos)
 {
 	if (plan_pos >= plan->plan_records)
 		return plan->epoch_records;
+	if (plan->mix)
+		return plan->mixops->resident_stream(plan, plan_pos);
 	const plan_piece *pc = plan_piece_at_plan(plan, plan_pos);
 	uint64_t g = pc->g + (plan_pos - pc->p);
 	if (g >= pc->wb)
@@ -328,7 +343,9 @@ uint64_t rf_plan_need(const rf_plan *plan, uint64_t stream_pos)
 		return 0;
 	if (stream_pos > plan->epoch_records)
 		return plan->plan_records;
-	const plan_piece *pc = plan_piece_at_stream(plan, stream_pos - 1);
+	if (plan->mix)
+		return plan->mixops->need(plan, stream_pos);
+	const plan_piece *pc = rf_plan_piece_at_stream(plan, stream_pos - 1);
 	uint64_t x = pc->x + (stream_pos - 1 - pc->q), w = plan->window;
 	uint64_t we = RF_MIN(plan->total_records, (x / w + 1) * w);
 	return pc->p + RF_MIN(pc->plen, we - pc->g);
@@ -338,6 +355,8 @@ uint64_t rf_plan_window_end(const rf_plan *plan, uint64_t plan_pos)
 {
 	if (plan_pos >= plan->plan_records)
 		return plan->plan_records;
+	if (plan->mix)
+		return plan->mixops->window_end(plan, plan_pos);
 	const plan_piece *pc = plan_piece_at_plan(plan, plan_pos);
 	uint64_t g = RF_MAX(pc->g + (plan_pos - pc->p), pc->wa), w = plan->window;
 	uint64_t we = RF_MIN(plan->total_records, (g / w + 1) * w);
@@ -346,6 +365,12 @@ uint64_t rf_plan_window_end(const rf_plan *plan, uint64_t plan_pos)
 
 size_t rf_plan_first_unit_needed(const rf_plan *plan, uint64_t stream_pos)
 {
+	if (plan->mix) { /* a mixture's release positions are not in unit order */
+		size_t u = 0;
+		while (u < plan->unit_count && plan->units[u].release_pos <= stream_pos)
+			u++;
+		return u;
+	}
 	size_t lo = 0, hi = plan->unit_count;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -30,6 +30,7 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
 	rf_control_note_fetch(e, rd->shard, took);
+	rf_mixst_fetch(e, rd->shard, took);
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st.fetch_retries = fc.retries;
@@ -641,7 +642,7 @@ void *rf_sched_main(void *arg)
 
 int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
-	return rf_plan_new(pp, e->indexes, e->nshards, &e->sched.plan, err);
+	return rf_engine_plan_new(e, pp, &e->sched.plan, err);
 }
 
 void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,

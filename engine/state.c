@@ -5,9 +5,10 @@
 #include "rng.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
-enum { FLAG_SHUFFLE = 1, FLAG_PAD = 2, FLAG_SEQ = 4 };
+enum { FLAG_SHUFFLE = 1, FLAG_PAD = 2, FLAG_SEQ = 4, FLAG_MIX = 8 };
 
 void rf_state_identity(const rf_plan *plan, rf_position *out)
 {
@@ -23,6 +24,11 @@ void rf_state_identity(const rf_plan *plan, rf_position *out)
 	out->version = RF_STATE_VERSION;
 	out->names_hash = rf_mix64(0x4e414d45ull);   /* "NAME" */
 	out->content_hash = rf_mix64(0x434f4e54ull); /* "CONT" */
+	const uint64_t *src = NULL;
+	out->mix_sources =
+	    rf_plan_mix_identity(plan, &src, &out->mix_samples, &out->mix_stop_first);
+	out->mix_src = (uint64_t *)src; /* the plan's: read-only, not owned */
+	out->mix_owned = false;
 }
 
 static uint64_t hash_str(uint64_t h, const char *s, size_t n)
@@ -56,6 +62,11 @@ void rf_state_content_add(rf_position *p, const char *name, const char *format,
 
 void rf_position_clear(rf_position *p)
 {
+	if (p->mix_owned)
+		free(p->mix_src);
+	p->mix_src = NULL;
+	p->mix_sources = 0;
+	p->mix_owned = false;
 	free(p->segs);
 	p->segs = NULL;
 	p->nsegs = 0;
@@ -72,9 +83,15 @@ static size_t state_head(const rf_position *p)
 	return state_v2(p) ? RF_STATE_V2_HEAD : RF_STATE_HEAD;
 }
 
+static size_t state_mix_bytes(uint32_t sources)
+{
+	return sources ? 16 + 24 * (size_t)sources : 0;
+}
+
 size_t rf_state_bytes(const rf_position *p)
 {
-	return state_head(p) + 4 + 16u * (p->has_seq ? p->nsegs : 0);
+	return state_head(p) + 4 + 16u * (p->has_seq ? p->nsegs : 0) +
+	       (state_v2(p) ? 0 : state_mix_bytes(p->mix_sources));
 }
 
 int rf_state_encode(const rf_position *p, void *buf, size_t cap)
@@ -87,8 +104,9 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	size_t head = state_head(p);
 	memcpy(b, state_v2(p) ? "RFSTATE2" : RF_STATE_MAGIC, 8);
 	rf_store_le32(b + 8, state_v2(p) ? 2 : RF_STATE_VERSION);
+	bool mix = !state_v2(p) && p->mix_sources > 0;
 	rf_store_le32(b + 12, (p->shuffle ? FLAG_SHUFFLE : 0) | (p->pad ? FLAG_PAD : 0) |
-	                          (p->has_seq ? FLAG_SEQ : 0));
+	                          (p->has_seq ? FLAG_SEQ : 0) | (mix ? FLAG_MIX : 0));
 	rf_store_le64(b + 16, p->dataset_hash);
 	rf_store_le64(b + 24, p->dataset_records);
 	rf_store_le32(b + 32, p->dataset_shards);
@@ -108,6 +126,14 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	for (uint32_t i = 0; i < nsegs; i++) {
 		rf_store_le64(b + head + 16 * i, p->segs[i].start);
 		rf_store_le64(b + head + 16 * i + 8, p->segs[i].records);
+	}
+	if (mix) {
+		uint8_t *m = b + head + 16 * (size_t)nsegs;
+		rf_store_le32(m, p->mix_sources);
+		rf_store_le32(m + 4, p->mix_stop_first);
+		rf_store_le64(m + 8, p->mix_samples);
+		for (size_t i = 0; i < 3 * (size_t)p->mix_sources; i++)
+			rf_store_le64(m + 16 + 8 * i, p->mix_src[i]);
 	}
 	rf_store_le32(b + n - 4, rf_state_crc32c(b, n - 4));
 	return (int)n;
@@ -138,15 +164,25 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		               version, (const char *)b, RF_STATE_VERSION);
 	size_t head = v2 ? RF_STATE_V2_HEAD : RF_STATE_HEAD;
 	uint32_t nsegs = rf_load_le32(b + 52);
-	if (nsegs > RF_PLAN_SEGMENTS_MAX || len != head + 4 + 16ull * nsegs)
+	bool mix = !v2 && (rf_load_le32(b + 12) & FLAG_MIX);
+	uint32_t sources = 0;
+	size_t at = head + 16ull * RF_MIN(nsegs, RF_PLAN_SEGMENTS_MAX);
+	if (mix && len >= at + 16 + 4)
+		sources = rf_load_le32(b + at);
+	if (sources > 4096)
+		sources = 0; /* no mixture part: the length or the checksum says what is wrong */
+	if (nsegs > RF_PLAN_SEGMENTS_MAX ||
+	    len != head + 4 + 16ull * nsegs + state_mix_bytes(sources))
 		return rf_fail(err, -EINVAL,
-		               "resume state: %zu bytes do not hold its %u segments (at most %u)",
-		               len, nsegs, RF_PLAN_SEGMENTS_MAX);
+		               "resume state: %zu bytes do not hold its %u segments (at most %u)%s",
+		               len, nsegs, RF_PLAN_SEGMENTS_MAX, mix ? " and its mixture" : "");
 	uint32_t want = rf_load_le32(b + len - 4), got = rf_state_crc32c(b, len - 4);
 	if (want != got)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: checksum mismatch (stored %08x, computed %08x)", want,
 		               got);
+	if (mix && sources == 0)
+		return rf_fail(err, RF_E_CORRUPT, "resume state: a mixture of 0 sources");
 	uint32_t flags = rf_load_le32(b + 12);
 	*q = (rf_position){.shuffle = flags & FLAG_SHUFFLE,
 	                   .pad = flags & FLAG_PAD,
@@ -166,7 +202,8 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 	                   .version = version,
 	                   .names_hash = v2 ? 0 : rf_load_le64(b + 92),
 	                   .content_hash = v2 ? 0 : rf_load_le64(b + 100)};
-	if ((flags & ~7u) || (nsegs && !q->has_seq) || q->world == 0 || q->window == 0)
+	if ((flags & ~15u) || (v2 && (flags & FLAG_MIX)) || (nsegs && !q->has_seq) ||
+	    q->world == 0 || q->window == 0)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: flags %#x, world %u, window %u, %u segments do not "
 		               "make a state",
@@ -175,6 +212,24 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: %llu batches consumed but only %llu records",
 		               (unsigned long long)q->batch, (unsigned long long)q->record);
+	if (mix) {
+		const uint8_t *m = b + at;
+		q->mix_sources = sources;
+		q->mix_stop_first = rf_load_le32(m + 4) != 0;
+		q->mix_samples = rf_load_le64(m + 8);
+		if (rf_load_le32(m + 4) > 1 || q->mix_samples != q->dataset_records)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "resume state: a mixture of %llu samples an epoch in a state "
+			    "of %llu records",
+			    (unsigned long long)q->mix_samples,
+			    (unsigned long long)q->dataset_records);
+		if (!(q->mix_src = calloc(3 * (size_t)sources, sizeof(uint64_t))))
+			return rf_fail(err, -ENOMEM, "resume state: out of memory");
+		q->mix_owned = true;
+		for (size_t i = 0; i < 3 * (size_t)sources; i++)
+			q->mix_src[i] = rf_load_le64(m + 16 + 8 * i);
+	}
 	return 0;
 }
 
@@ -185,14 +240,16 @@ int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err)
 	const uint8_t *b = buf;
 	size_t head = state_head(&q);
 	uint64_t total = 0;
-	if (q.nsegs > 0 && !(q.segs = calloc(q.nsegs, sizeof(*q.segs))))
+	if (q.nsegs > 0 && !(q.segs = calloc(q.nsegs, sizeof(*q.segs)))) {
+		rf_position_clear(&q);
 		return rf_fail(err, -ENOMEM, "resume state: out of memory");
+	}
 	for (uint32_t i = 0; i < q.nsegs; i++) {
 		rf_segment s = {rf_load_le64(b + head + 16 * i),
 		                rf_load_le64(b + head + 16 * i + 8)};
 		if (s.start > q.dataset_records || s.records > q.dataset_records - s.start ||
 		    s.records > q.dataset_records - total) {
-			free(q.segs);
+			rf_position_clear(&q);
 			return rf_fail(err, RF_E_CORRUPT,
 			               "resume state: segment %u [%llu, +%llu) lies outside the "
 			               "epoch's %llu records",
@@ -207,8 +264,92 @@ int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err)
 	return 0;
 }
 
+static void mix_weight_str(uint64_t w, char *out, size_t cap)
+{
+	snprintf(out, cap, "%llu.%06llu", (unsigned long long)(w / 1000000),
+	         (unsigned long long)(w % 1000000));
+	size_t n = strlen(out);
+	while (n > 0 && out[n - 1] == '0')
+		out[--n] = '\0';
+	if (n > 0 && out[n - 1] == '.')
+		out[--n] = '\0';
+}
+
+/* "0.5,0.3,0.2" (the first 8, then "...") */
+static void mix_weights_str(const rf_position *p, char *out, size_t cap)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (uint32_t i = 0; i < p->mix_sources && at + 16 < cap; i++) {
+		char w[32];
+		mix_weight_str(p->mix_src[3 * i + 2], w, sizeof(w));
+		at +=
+		    (size_t)snprintf(out + at, cap - at, "%s%s", i ? "," : "", i == 8 ? "..." : w);
+		if (i == 8)
+			break;
+	}
+}
+
+/* A mixture's state against this mixture: what differs, by name. */
+static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
+{
+	if (!s->mix_sources != !n->mix_sources)
+		return rf_fail(err, -EINVAL, "resume state is for %s, this is %s",
+		               s->mix_sources ? "a mixture" : "one dataset (no mixture)",
+		               n->mix_sources ? "a mixture" : "one dataset (no mixture)");
+	if (!s->mix_sources)
+		return 0;
+	if (s->mix_sources != n->mix_sources)
+		return rf_fail(err, -EINVAL,
+		               "resume state is for a mixture of %u sources, this one has %u",
+		               s->mix_sources, n->mix_sources);
+	for (uint32_t i = 0; i < s->mix_sources; i++) {
+		const uint64_t *a = s->mix_src + 3 * i, *b = n->mix_src + 3 * i;
+		if (a[0] != b[0] || a[1] != b[1])
+			return rf_fail(
+			    err, -EINVAL,
+			    "resume state: mixture source %u is another dataset: saved %llu "
+			    "records a pass (shape %016llx), now %llu (shape %016llx)",
+			    i + 1, (unsigned long long)a[1], (unsigned long long)a[0],
+			    (unsigned long long)b[1], (unsigned long long)b[0]);
+	}
+	/* weights are relative: (0.5, 0.5) is (1, 1) */
+	unsigned __int128 ss = 0, ns = 0;
+	for (uint32_t i = 0; i < s->mix_sources; i++) {
+		ss += s->mix_src[3 * i + 2];
+		ns += n->mix_src[3 * i + 2];
+	}
+	bool same = true;
+	for (uint32_t i = 0; i < s->mix_sources; i++)
+		same &= (unsigned __int128)s->mix_src[3 * i + 2] * ns ==
+		        (unsigned __int128)n->mix_src[3 * i + 2] * ss;
+	if (!same) {
+		char x[160], y[160];
+		mix_weights_str(s, x, sizeof(x));
+		mix_weights_str(n, y, sizeof(y));
+		return rf_fail(err, -EINVAL,
+		               "resume state: the mixture's weights differ: saved %s, now %s (a "
+		               "resume keeps the saved weights; changing them at a resume is not "
+		               "supported yet)",
+		               x, y);
+	}
+	if (s->mix_stop_first != n->mix_stop_first)
+		return rf_fail(err, -EINVAL, "resume state: mix_stop differs: saved %s, now %s",
+		               s->mix_stop_first ? "first_exhausted" : "none",
+		               n->mix_stop_first ? "first_exhausted" : "none");
+	if (s->mix_samples != n->mix_samples)
+		return rf_fail(
+		    err, -EINVAL,
+		    "resume state: samples per mixture epoch differ: saved %llu, now %llu "
+		    "(mix_samples)",
+		    (unsigned long long)s->mix_samples, (unsigned long long)n->mix_samples);
+	return 0;
+}
+
 int rf_state_check(const rf_position *s, const rf_position *n, rf_error *err)
 {
+	if (!state_v2(s))
+		RF_TRY(mix_check(s, n, err));
 	if (s->dataset_hash != n->dataset_hash || s->dataset_records != n->dataset_records ||
 	    s->dataset_shards != n->dataset_shards)
 		return rf_fail(

@@ -11,7 +11,10 @@
  *   72 u64 batch  80 u64 skipped  88 u32 skipped blocks
  *   92 u64 names hash  100 u64 content hash (rf_state_content)
  *   108 nsegs x (u64 start, u64 records), then u32 CRC-32C of all before it.
- * A state without a re-split has no segments (112 bytes). Version 2
+ * A state without a re-split has no segments (112 bytes). A mixture's
+ * state has flag 8 and, after the segments, u32 sources, u32 stop_first,
+ * u64 mix_samples and per source u64 shape hash, u64 records per pass,
+ * u64 weight in millionths (16 + 24 * sources bytes). Version 2
  * ("RFSTATE2", 96 + 16 * nsegs bytes) is version 3 without the two hashes
  * (segments at 92): still read, and written back as it was; it names no
  * content, so only its shape is checked. */
@@ -26,7 +29,8 @@
 #define RF_STATE_VERSION      3u
 #define RF_STATE_HEAD         108
 #define RF_STATE_BYTES_MIN    (RF_STATE_HEAD + 4)
-#define RF_STATE_BYTES_MAX    (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX)
+#define RF_STATE_MIX_MAX      (16 + 24 * 4096) /* a mixture's part, at most (mix.h's sources) */
+#define RF_STATE_BYTES_MAX    (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX + RF_STATE_MIX_MAX)
 #define RF_STATE_V2_HEAD      92
 #define RF_STATE_V2_BYTES_MIN (RF_STATE_V2_HEAD + 4)
 

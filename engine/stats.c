@@ -219,6 +219,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->threads = e->threads;
 	rf_stats_loop(e, s);
 	rf_control_explain(e, s); /* last: in the figures above */
+	rf_mixst_explain(e, s);
 	rf_engine_unlock(e);
 	rf_latency_stats(lat, nlat, s);
 	return 0;
@@ -413,6 +414,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 		return -ENOSPC;
 	n += m;
 	m = rf_stats_json_data_cache(&s, buf + n, cap - (size_t)n);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_mixst_json(e, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

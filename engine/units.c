@@ -281,6 +281,37 @@ void rf_unit_release(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 	memset(u, 0, sizeof(*u));
 }
 
+bool rf_unit_release_early(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (u->state != RF_U_DECODED || (!u->read && !u->slab_bytes))
+		return false;
+	rf_read *rd = u->read;
+	if (rd && --rd->units_left == 0)
+		rf_read_free(e, rd);
+	u->read = NULL;
+	if (u->slab_bytes) {
+		rf_budget_release(&e->budget, RF_MEM_DECODED, u->slab_bytes);
+		rf_pool_put_later(e, u->slab, u->slab_bytes);
+	}
+	u->slab = NULL;
+	u->slab_bytes = 0;
+	u->base = NULL;
+	u->ends = NULL;
+	u->uf = NULL;
+	rf_seq_state_put(e, u);
+	return true;
+}
+
+uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (e->ring.frontier_seq < e->sched.seq)
+		return rf_slot(e, e->ring.frontier_seq)->shard;
+	const rf_unit *u = rf_plan_unit(e->sched.plan, e->sched.unit);
+	return u ? u->shard : UINT32_MAX;
+}
+
 void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);

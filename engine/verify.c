@@ -46,7 +46,18 @@ RF_API int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *co
 	*count = 0;
 	rf_shard *shards = NULL;
 	uint32_t n = 0;
-	RF_TRY(rf_expand_urls(cfg, &shards, &n, err));
+	if (rf_cfg_str(cfg, RF_CFG_mixture) && cfg->nurls == 0) { /* a mixture's sources */
+		rf_config *dup = rf_config_dup(cfg);
+		if (!dup)
+			return rf_fail(err, -ENOMEM, "out of memory");
+		int rc = rf_mixture_load(dup, err);
+		if (rc == 0)
+			rc = rf_expand_urls(dup, &shards, &n, err);
+		rf_config_free(dup);
+		RF_TRY(rc);
+	} else {
+		RF_TRY(rf_expand_urls(cfg, &shards, &n, err));
+	}
 	rf_shard_ref *refs = calloc(n ? n : 1, sizeof(*refs));
 	int rc = refs ? 0 : rf_fail(err, -ENOMEM, "out of memory for %u shards", n);
 	char *manifest = NULL;

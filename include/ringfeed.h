@@ -323,6 +323,14 @@ int rf_config_set(rf_config *cfg, const char *key, const char *value, rf_error *
  * file://, http(s)://, s3://bucket/key or s3://bucket/prefix/, with
  * {000..063} brace ranges. */
 int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err);
+/* Starts a mixture source with a relative weight ("0.6", "3": a plain
+ * decimal, at most 6 places): the URLs added after it, up to the next
+ * source, are its dataset. Sources are read as one weighted stream: after
+ * any n samples each source has given within 1 of its share; a small source
+ * repeats (a fresh order each pass), a large one continues where it stopped
+ * in the next mixture epoch. All URLs of a mixture belong to a source
+ * (option "mixture" reads sources from a file instead). */
+int rf_config_add_source(rf_config *cfg, const char *weight, rf_error *err);
 int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
 /* Resume from a state produced by rf_state_save (copied). A state saved by
  * any rank resumes every rank of the job, on the same or another world size

@@ -11,8 +11,9 @@
 # leave the read intact with one stated reason; four loaders at once on one
 # cache read exactly, leave it sound and fetch each range once (claims); a
 # bound below the data keeps the cache within it across runs, evicting the
-# least recently used dataset's versions; resume, ranks and a skipped damaged
-# block give the same batches with the cache off, cold and warm.
+# least recently used dataset's versions; resume, ranks, a mixture and a
+# skipped damaged block give the same batches with the cache off, cold and
+# warm.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -75,6 +76,23 @@ for mode in cold warm; do
 	same "ranks, cache $mode: the batches of cache=off" "$(cat "$tmp/ranks-off")" "$(cat "$tmp/ranks-$mode")"
 done
 grep -q "records=0 " "$tmp/ranks-off" && bad "a rank read nothing: $(cat "$tmp/ranks-off")" || true
+
+# ---- mixtures: the same batches with the cache off, cold and warm -----------
+# (two sources of this dataset's shards, 0.7 / 0.3: the small one repeats)
+printf '# ringfeed mixture v1\n0.7\t%s\n0.3\t%s\n' "$RF_NGINX_URL/$tag/shard-{000000..000002}.rfs" \
+	"$RF_NGINX_URL/$tag/shard-000003.rfs" >"$tmp/mix.txt"
+for mode in off cold warm; do
+	c=readwrite
+	[ $mode = off ] && c=off
+	[ $mode = cold ] && rm -rf "$tmp/cache-m"
+	mr() { "$cli" read --digest --cache $c --cache-dir "$tmp/cache-m" --batch 64 --mixture "$tmp/mix.txt" "$@" | tail -n 1; }
+	echo "$(mr --epochs 2) $(mr --stop-after 5 --save-state "$tmp/mst-$mode") $(mr --resume "$tmp/mst-$mode")" \
+		"$(mr --world 2 --rank 1)" >"$tmp/mix-$mode"
+done
+for mode in cold warm; do
+	same "mixture, cache $mode: the batches of cache=off" "$(cat "$tmp/mix-off")" "$(cat "$tmp/mix-$mode")"
+done
+grep -q "records=0 " "$tmp/mix-off" && bad "a mixture read nothing: $(cat "$tmp/mix-off")" || true
 
 # ---- skips: a block damaged at rest is left out the same way, cache or not --
 # (the cache records the damaged bytes as the store sent them; the loader's

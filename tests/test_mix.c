@@ -167,6 +167,8 @@ static void test_random_access(void **state)
 		uint64_t o = 0;
 		assert_int_equal(rf_mix_source(m, n, &o), src[n]);
 		assert_int_equal(o, want[src[n]]);
+		/* the inverse: source src[n]'s o-th sample is sample n */
+		assert_int_equal(rf_mix_position(m, src[n], o), n);
 		rf_mix_cursor c2;
 		rf_mix_cursor_init(&c2, m, n, count2, local2);
 		for (uint64_t i = n; i < n + 1000; i++)
@@ -260,6 +262,7 @@ static void test_reweight(void **state)
 		uint64_t o;
 		assert_int_equal(rf_mix_source(m, (uint64_t)i, &o), src);
 		assert_int_equal(o, count[src] - 1);
+		assert_int_equal(rf_mix_position(m, src, o), (uint64_t)i);
 	}
 	/* A cursor started after the change agrees too. */
 	uint64_t c2[3];
@@ -275,6 +278,10 @@ static void test_reweight(void **state)
 	uint64_t nw2[3] = {0, 0, 1};
 	assert_int_equal(rf_mix_reweight(m, S, nw2, &err), 0);
 	assert_int_equal(rf_mix_source(m, S + 10, NULL), 2);
+	/* sources 0 and 1 have no samples past their counts at S */
+	rf_mix_counts(m, S, cs);
+	assert_int_equal(rf_mix_position(m, 0, cs[0]), UINT64_MAX);
+	assert_int_equal(rf_mix_position(m, 2, cs[2] + 5), S + 5);
 	/* Before the last change: refused. */
 	assert_true(rf_mix_reweight(m, S - 1, nw, &err) < 0);
 	assert_non_null(strstr(err.msg, "before the last change"));

@@ -353,6 +353,63 @@ static void test_remaining(void **state)
 	free(many);
 }
 
+/* A mixture's part: round trip, every bit of it under the checksum, and the
+ * check naming what differs (sources, a source's dataset, a weight taken
+ * relatively, the stop rule, the epoch's samples, mixture or not). */
+static void test_mixture(void **state)
+{
+	(void)state;
+	uint64_t src[9] = {0xa1, 100, 500000, 0xb2, 7, 300000, 0xc3, 40, 200000};
+	rf_position p = position(1, 20, 2);
+	p.mix_sources = 3, p.mix_src = src, p.mix_samples = 1000;
+	uint8_t buf[RF_STATE_BYTES_MIN + 128], flip[sizeof(buf)];
+	int n = rf_state_encode(&p, buf, sizeof(buf));
+	assert_int_equal(n, RF_STATE_BYTES_MIN + 16 + 72);
+	rf_position q;
+	rf_error err = {0};
+	assert_int_equal(rf_state_decode(buf, (size_t)n, &q, &err), 0);
+	assert_int_equal(q.mix_sources, 3);
+	assert_true(q.mix_owned);
+	assert_memory_equal(q.mix_src, src, sizeof(src));
+	assert_int_equal(q.mix_samples, 1000);
+	assert_int_equal(rf_state_check(&q, &p, &err), 0);
+	rf_position_clear(&q);
+	for (size_t i = RF_STATE_HEAD; i < (size_t)n; i++) {
+		memcpy(flip, buf, (size_t)n);
+		flip[i] ^= 0x10;
+		assert_true(rf_state_decode(flip, (size_t)n, &q, &err) < 0);
+	}
+	rf_position now = p;
+	uint64_t other[9];
+	memcpy(other, src, sizeof(src));
+	now.mix_src = other;
+	for (int i = 0; i < 3; i++)
+		other[3 * i + 2] *= 2; /* the same weights, relatively */
+	assert_int_equal(rf_state_check(&p, &now, &err), 0);
+	other[5] = 1000000;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "weights differ: saved 0.5,0.3,0.2, now 1,1,0.4"));
+	memcpy(other, src, sizeof(src));
+	other[4] = 8;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "mixture source 2 is another dataset"));
+	memcpy(other, src, sizeof(src));
+	now.mix_sources = 2;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "mixture of 3 sources, this one has 2"));
+	now.mix_sources = 3;
+	now.mix_stop_first = true;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "mix_stop differs"));
+	now.mix_stop_first = false;
+	now.mix_samples = 999;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "mix_samples"));
+	now.mix_sources = 0;
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "this is one dataset"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +420,7 @@ int main(void)
 	    cmocka_unit_test(test_remaining),
 	    cmocka_unit_test(test_version_2),
 	    cmocka_unit_test(test_content_identity),
+	    cmocka_unit_test(test_mixture),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@ typedef struct rf_bench_opts {
 	uint64_t demo_bytes;
 	unsigned demo_shards;
 	int nurls;
+	bool mixture; /* --mixture FILE: its sources, not the demo dataset */
 	bool decode_limit;
 	bool fetch_only;
 	char **args; /* the shard arguments, for --decode-limit */
@@ -178,6 +179,8 @@ static int rf_bench_args(int argc, char **argv, rf_config *cfg, rf_bench_opts *o
 			                                      "--epoch"};
 			for (size_t k = 0; k < sizeof(partial) / sizeof(partial[0]); k++)
 				o->total_unknown |= !strncmp(a, partial[k], strlen(partial[k]));
+			if (!strncmp(argv[i], "--mixture", 9))
+				o->mixture = true;
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "bench");
 			if (used <= 0) {
 				if (used == 0)
@@ -719,7 +722,9 @@ static int rf_bench_limit(const rf_bench_opts *o, rf_bench_result *r)
 	unsigned count = 0;
 	char manifest[4200];
 	int rc = 0;
-	if (o->nurls == 0) {
+	if (o->mixture)
+		rc = -1; /* a mixture's decode limit is not measured (its sources differ) */
+	else if (o->nurls == 0) {
 		snprintf(manifest, sizeof(manifest), "%s/manifest.rfm", o->demo_dir);
 		rc = rf_decode_limit_expand(manifest, &paths, &count);
 	}
@@ -830,7 +835,7 @@ static int rf_bench_config(int argc, char **argv, rf_bench_opts *o, rf_config **
 		rf_config_free(cfg);
 		return 2;
 	}
-	if (o->nurls == 0) {
+	if (o->nurls == 0 && !o->mixture) {
 		char manifest[4200];
 		rf_error err = {0};
 		if (!o->demo_ready && (rf_bench_demo_dir(o) < 0 || rf_bench_demo(o) < 0)) {

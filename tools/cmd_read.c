@@ -22,6 +22,7 @@ enum rf_read_output { RF_OUT_NONE, RF_OUT_LINES, RF_OUT_RAW, RF_OUT_TAR };
 typedef struct rf_read_opts {
 	enum rf_read_output output;
 	bool digest;
+	bool mixture; /* --mixture FILE: the sources come from it */
 	uint64_t stop_after;
 	const char *save_state, *resume;
 	const char *stats;     /* file for rf_stats_json at the end */
@@ -253,6 +254,8 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 		} else if (!strcmp(a, "--stats") && has_val) {
 			o->stats = argv[++i];
 		} else {
+			if (!strncmp(a, "--mixture", 9))
+				o->mixture = true;
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "read");
 			if (used <= 0) {
 				if (used == 0)
@@ -264,7 +267,7 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 			i += used - 1;
 		}
 	}
-	if (nurls == 0) {
+	if (nurls == 0 && !o->mixture) {
 		fprintf(stderr, "ringfeed read: no shards given\n");
 		rf_read_usage(stderr);
 		return -1;

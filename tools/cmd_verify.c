@@ -46,6 +46,7 @@ typedef struct verify_state {
 	int quiet, json;
 	uint64_t shards, damaged, names_failed;
 	uint64_t unverified; /* shards a setup error left unread (not damage) */
+	bool mixture;        /* --mixture FILE: its sources are the NAME */
 } verify_state;
 
 typedef struct verify_name_run {
@@ -98,8 +99,9 @@ static void verify_name(verify_state *v, rf_config *cfg, const char *name)
 	rf_error err = {0};
 	rf_shard_ref *refs = NULL;
 	size_t n = 0;
-	if (rf_config_add_url(cfg, name, &err) < 0 || rf_config_shards(cfg, &refs, &n, &err) < 0) {
-		name_failed(v, name, err.msg);
+	if ((name && rf_config_add_url(cfg, name, &err) < 0) ||
+	    rf_config_shards(cfg, &refs, &n, &err) < 0) {
+		name_failed(v, name ? name : "the mixture's sources", err.msg);
 		return;
 	}
 	verify_name_run r = {.v = v, .refs = refs};
@@ -149,6 +151,8 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 				return -1;
 			}
 		} else {
+			if (!strncmp(argv[i], "--mixture", 9))
+				v->mixture = true;
 			int used = rf_cli_loader_flag(cfg, argc, argv, i, "verify");
 			if (used == 0)
 				fprintf(stderr, "ringfeed verify: unknown option '%s'\n%s", argv[i],
@@ -173,7 +177,7 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
 			verify_name(&v, one, names[i]);
 		else {
 			printf("  out of memory\n");
-			verdict(&v, names[i], -ENOMEM);
+			verdict(&v, names[i] ? names[i] : "the mixture", -ENOMEM);
 		}
 		rf_config_free(one);
 	}
@@ -267,6 +271,8 @@ int cmd_verify(int argc, char **argv)
 	rf_config *cfg = rf_config_new();
 	int n = names && cfg ? verify_args(argc, argv, &v, cfg, names) : -1;
 	rf_config_free(cfg);
+	if (n == 0 && v.mixture)
+		names[n++] = NULL; /* one pass over the mixture's sources */
 	if (n == 0)
 		fprintf(stderr, "ringfeed verify: missing NAME\n%s", verify_usage);
 	int rc = n == -2 ? 0 : 2;

@@ -95,7 +95,7 @@
 	  "S3 addressing: auto (virtual-hosted on AWS endpoints, path-style elsewhere, or the "    \
 	  "profile's addressing_style), virtual or path")                                          \
 	X(gs_endpoint, STR, "", 0, 0,                                                              \
-	  "gs:// endpoint (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com); "  \
+	  "gs:// endpoint (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com); " \
 	  "OAuth tokens from the Google chain, or HMAC keys given as S3 keys")                     \
 	X(hedge, BOOL, "1", 0, 1,                                                                  \
 	  "HTTP/S3: a range read slower than the store's recent p95 gets one duplicate request "   \

@@ -74,5 +74,6 @@ int rf_fetch_list(const rf_fetch_options *opt, const char *url, const rf_list_fi
 extern const rf_store rf_store_s3; /* s3:// and gs:// (s3_store.c) */
 extern const rf_store
     rf_store_azure; /* az:// and https://ACCOUNT.blob.core.windows.net/ (azure_store.c) */
+extern const rf_store rf_store_hf; /* hf://datasets/ORG/NAME[@REVISION]/PATH (hf_store.c) */
 
 #endif

@@ -24,6 +24,24 @@
 #define HF_LIST_FILES_MAX 1000000u
 #define HF_LINK_BYTES_MAX 16384u
 #define HF_ORIGIN_BYTES   300u
+#define HF_PINS_MAX       16u /* branches and tags named by files of one loader */
+
+/* A branch or tag of a repository named directly by files (not listed):
+ * its commit, asked once; until then its reads wait (the gate), after it
+ * each is sent to the commit's resolve URL instead. */
+typedef struct hf_pin {
+	struct hf_store *st;
+	char repo[2 * RF_HF_NAME_MAX + 2];
+	char revision[RF_HF_REV_MAX + 1];
+	char *from; /* {endpoint}/datasets/{repo}/resolve/{revision}/ */
+	char *to;   /* the same at the commit, once known */
+	int rc;     /* 1 asking, 0 known, < 0 failed (msg says why) */
+	char *url;  /* the revision API's */
+	char *body;
+	rf_http_xfer *xfer;
+	char msg[RF_ERROR_MSG_BYTES];
+	char what[RF_HF_REV_MAX + 2 * RF_HF_NAME_MAX + 80];
+} hf_pin;
 
 typedef struct hf_store {
 	rf_fetch *fetch;
@@ -35,6 +53,9 @@ typedef struct hf_store {
 	char *token;            /* a secret (NULL: none, public datasets) */
 	const char *token_from; /* "HF_TOKEN", ..., "none" */
 	bool ready;
+	rf_http_auth api_auth; /* the pins' revision requests: hf_api_ops */
+	hf_pin pins[HF_PINS_MAX];
+	uint32_t npins;
 } hf_store;
 
 /* ---------------------------------------------------------- the signer */
@@ -88,12 +109,120 @@ static void hf_read_explain(void *state, void *data, const rf_http_xfer *x, char
 	hf_explain_for(state, x, out, cap);
 }
 
+/* ------------------------------------------------------------ the pins */
+
+/* A read's own: the pin its URL is under (NULL: a commit already) and whether it moved. */
+typedef struct hf_read {
+	hf_pin *pin;
+	rf_http_xfer *x;
+	bool moved;
+} hf_read;
+
+static int hf_read_begin(void *state, const rf_http_request *req, rf_http_xfer *x, void **data)
+{
+	hf_store *st = state;
+	*data = NULL;
+	for (uint32_t i = 0; i < st->npins; i++) {
+		hf_pin *p = &st->pins[i];
+		if (strncmp(req->url, p->from, strlen(p->from)) != 0)
+			continue;
+		hf_read *r = calloc(1, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		*r = (hf_read){.pin = p, .x = x};
+		*data = r;
+		return 0;
+	}
+	return 0;
+}
+
+static void hf_read_end(void *state, void *data)
+{
+	(void)state;
+	free(data);
+}
+
+/* A read under a branch or tag waits for its commit, then goes to it. */
+static rf_http_auth_gate hf_read_gate(void *state, void *data, int *code, const char **msg)
+{
+	hf_read *r = data;
+	(void)state;
+	if (!r || r->moved)
+		return RF_AUTH_GO;
+	if (r->pin->rc > 0)
+		return RF_AUTH_WAIT;
+	if (r->pin->rc < 0) {
+		*code = r->pin->rc;
+		*msg = r->pin->msg;
+		return RF_AUTH_FAIL;
+	}
+	const char *url = rf_http_xfer_url(r->x);
+	char *to = rf_http_dup_printf("%s%s", r->pin->to, url + strlen(r->pin->from));
+	int rc = to ? rf_http_xfer_retarget(r->x, to) : -ENOMEM;
+	free(to);
+	if (rc < 0) {
+		*code = rc;
+		*msg = "moving a read to its commit's URL failed (out of memory or hosts)";
+		return RF_AUTH_FAIL;
+	}
+	r->moved = true;
+	return RF_AUTH_GO;
+}
+
 static const rf_http_auth_ops hf_read_ops = {
     .name = "Hugging Face Hub",
     .unsigned_across = true, /* resolve -> CDN: the token stays behind */
+    .begin = hf_read_begin,
+    .end = hf_read_end,
+    .gate = hf_read_gate,
     .sign = hf_read_sign,
     .explain = hf_read_explain,
 };
+
+static const rf_http_auth_ops hf_api_ops = {
+    .name = "Hugging Face Hub",
+    .sign = hf_read_sign,
+    .explain = hf_read_explain,
+};
+
+static bool is_commit(const char *rev)
+{
+	size_t n = strlen(rev);
+	if (n != 40)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((rev[i] >= '0' && rev[i] <= '9') || (rev[i] >= 'a' && rev[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static void on_pin(void *arg, int64_t res, const char *msg)
+{
+	hf_pin *p = arg;
+	rf_error err = {0};
+	char sha[41];
+	p->xfer = NULL;
+	int rc =
+	    res < 0 ? (int)res : rf_hf_revision_parse(p->body, (size_t)res, p->what, sha, &err);
+	if (res < 0)
+		snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : "the revision request failed");
+	else if (rc < 0)
+		snprintf(p->msg, sizeof(p->msg), "%s", err.msg);
+	free(p->body);
+	p->body = NULL;
+	if (rc == 0) {
+		char *end = strstr(p->from, "/resolve/");
+		p->to =
+		    end ? rf_http_dup_printf("%.*s/resolve/%s/", (int)(end - p->from), p->from, sha)
+		        : NULL;
+		if (!p->to) {
+			rc = -ENOMEM;
+			snprintf(p->msg, sizeof(p->msg), "%.400s: out of memory", p->what);
+		}
+	}
+	p->rc = rc < 0 ? rc : 0;
+	rf_http_kick(p->st->http); /* its reads start, or fail with its message */
+}
 
 /* ------------------------------------------------------------ the store */
 
@@ -125,6 +254,7 @@ static int hf_init(rf_fetch *f, rf_http *http, void **state, rf_error *err)
 	st->http = http;
 	st->auth = (rf_http_auth){&hf_read_ops, st};
 	st->list_auth = (rf_http_auth){&hf_list_ops, st};
+	st->api_auth = (rf_http_auth){&hf_api_ops, st};
 	st->token_from = "none";
 	*state = st;
 	return 0;
@@ -133,6 +263,15 @@ static int hf_init(rf_fetch *f, rf_http *http, void **state, rf_error *err)
 static void hf_fini(void *state)
 {
 	hf_store *st = state;
+	for (uint32_t i = 0; i < st->npins; i++) {
+		hf_pin *p = &st->pins[i];
+		if (p->xfer)
+			rf_http_cancel(st->http, p->xfer);
+		free(p->from);
+		free(p->to);
+		free(p->url);
+		free(p->body);
+	}
 	rf_secret_free(st->token);
 	free(st->endpoint);
 	free(st);
@@ -156,10 +295,52 @@ static int hf_config(hf_store *st, rf_error *err)
 	return 0;
 }
 
+/* A file named under a branch or tag: its commit is asked once (a pin),
+ * so every read of this loader is of one version. A folder's lister asks
+ * for its own. */
 static int hf_credentials(void *state, const char *url, rf_error *err)
 {
-	(void)url;
-	return hf_config(state, err);
+	hf_store *st = state;
+	RF_TRY(hf_config(st, err));
+	rf_hf_ref r;
+	RF_TRY(rf_hf_parse(url, &r, err));
+	int rc = 0;
+	/* a folder's lister asks for its commit itself */
+	bool known = is_commit(r.revision) || !r.path[0] || r.path[strlen(r.path) - 1] == '/';
+	for (uint32_t i = 0; !known && i < st->npins; i++)
+		known =
+		    !strcmp(st->pins[i].repo, r.repo) && !strcmp(st->pins[i].revision, r.revision);
+	if (!known && st->npins == HF_PINS_MAX)
+		rc = rf_fail(err, -E2BIG,
+		             "%.300s: files under more than %u branches or tags in one open (name "
+		             "commits, or list folders)",
+		             url, HF_PINS_MAX);
+	if (!known && rc == 0) {
+		hf_pin *p = &st->pins[st->npins];
+		*p = (hf_pin){.st = st, .rc = 1};
+		memcpy(p->repo, r.repo, sizeof(p->repo));
+		memcpy(p->revision, r.revision, sizeof(p->revision));
+		snprintf(p->what, sizeof(p->what), "hf://datasets/%s@%s (the revision's commit)",
+		         r.repo, r.revision);
+		p->from = rf_hf_resolve_url(st->endpoint, &r, r.revision, "");
+		p->url = rf_hf_revision_url(st->endpoint, &r);
+		rf_http_request req = {.kind = RF_HTTP_GET_ALL,
+		                       .url = p->url,
+		                       .name = p->what,
+		                       .auth = &st->api_auth,
+		                       .max_bytes = RF_HF_PAGE_MAX,
+		                       .body = &p->body};
+		rc = p->from && p->url ? rf_http_start(st->http, &req, on_pin, p, &p->xfer, err)
+		                       : rf_fail(err, -ENOMEM, "%.300s: out of memory", url);
+		if (rc < 0) {
+			free(p->from);
+			free(p->url);
+		} else {
+			st->npins++;
+		}
+	}
+	rf_hf_ref_free(&r);
+	return rc;
 }
 
 static int hf_target(void *state, const char *url, rf_store_target *out, rf_error *err)
@@ -367,17 +548,6 @@ static void on_page(void *arg, int64_t res, const char *msg)
 	}
 	free(next);
 	finish(l, rc < 0 ? rc : 0, rc < 0 ? err.msg : NULL);
-}
-
-static bool is_commit(const char *rev)
-{
-	size_t n = strlen(rev);
-	if (n != 40)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((rev[i] >= '0' && rev[i] <= '9') || (rev[i] >= 'a' && rev[i] <= 'f')))
-			return false;
-	return true;
 }
 
 static int hf_list_start(void *state, const char *url, uint32_t page_keys,

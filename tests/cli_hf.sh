@@ -3,7 +3,8 @@
 # tests/hf_server.py, a stand-in for the Hub's API (revision, paged tree,
 # resolve redirecting to a "CDN" on another port that logs every header it
 # gets). A private repository with two commits under a folder whose name
-# holds a space, '+', '%' and non-ASCII letters: reads give the local digests
+# holds a space, '+', '%' and non-ASCII letters (and a file named with those
+# and ".."): reads give the local digests
 # through a paged listing; a branch is pinned to its commit once per open
 # (the stand-in moves main as soon as it has said where main is); a tag, a
 # commit and one named file read their own versions; the token comes from
@@ -40,6 +41,8 @@ for v in 1 2; do
 	echo "# a dataset card, not a shard" >"$repo/${!sha}/README.md"
 	echo "not a shard either" >"$repo/${!sha}/$folder/notes.txt"
 done
+# a file name of its own with a space, '+', a literal "%20", 'ü' and ".." (sorts first still)
+mv "$repo/$sha2/$folder/shard-000000.rfs" "$repo/$sha2/$folder/shard-000000 a+b%20ü..c.rfs"
 echo "{\"main\": \"$sha2\", \"v1\": \"$sha1\"}" >"$repo/refs.json"
 token=hf_SecretTokenForTheStandIn_7d1e
 "$py" "$src/tests/hf_server.py" "$tmp/hub" "$tmp/ports" --token "$token" --page 2 \
@@ -75,8 +78,9 @@ got=$(HF_TOKEN=$token read_hf "hf://datasets/org/set@$sha2/$folder/")
 	bad "commit: '$got': $(tail -n 2 "$tmp/err")"
 got=$(HF_TOKEN=$token RF_HTTP_TRACE=1 read_hf "hf://datasets/org/set@$sha2/$folder/shard-000001.rfs")
 grep -q "redirect to http://127.0.0.1:$cdn (another host: unsigned" "$tmp/err" &&
-	ok "the client followed the resolve to the CDN unsigned (trace)" ||
-	bad "no unsigned hop to the CDN in the trace"
+	! grep -q -F "$token" "$tmp/err" &&
+	ok "the client followed the resolve to the CDN unsigned (trace; no token in it)" ||
+	bad "no unsigned hop to the CDN in the trace, or the token in it"
 [ "$got" = "$want_one" ] && ok "one named file (size by HEAD through the CDN): its digest" ||
 	bad "one file: '$got' vs '$want_one': $(tail -n 2 "$tmp/err")"
 

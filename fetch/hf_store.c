@@ -211,10 +211,9 @@ static void on_pin(void *arg, int64_t res, const char *msg)
 	free(p->body);
 	p->body = NULL;
 	if (rc == 0) {
-		char *end = strstr(p->from, "/resolve/");
-		p->to =
-		    end ? rf_http_dup_printf("%.*s/resolve/%s/", (int)(end - p->from), p->from, sha)
-		        : NULL;
+		rf_hf_ref at = {.path = (char *)""};
+		memcpy(at.repo, p->repo, sizeof(at.repo));
+		p->to = rf_hf_resolve_url(p->st->endpoint, &at, sha, "");
 		if (!p->to) {
 			rc = -ENOMEM;
 			snprintf(p->msg, sizeof(p->msg), "%.400s: out of memory", p->what);

@@ -572,8 +572,7 @@ static int hf_list_start(void *state, const char *url, uint32_t page_keys,
 		} else {
 			/* a branch or tag: its commit, once, so the whole open reads one */
 			char *u = rf_hf_revision_url(st->endpoint, &l->ref);
-			snprintf(l->what, sizeof(l->what), "%s (the commit of revision %s)",
-			         l->shown, l->ref.revision);
+			snprintf(l->what, sizeof(l->what), "%s (the revision's commit)", l->shown);
 			rc = u ? get(l, u, on_revision, err)
 			       : rf_fail(err, -ENOMEM, "listing %s: out of memory", l->shown);
 		}

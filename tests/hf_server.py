@@ -55,6 +55,18 @@ def commit_of(repo, rev):
     return rev if len(rev) == 40 and os.path.isdir(os.path.join(repo, rev)) else None
 
 
+etags = {}
+
+
+def etag_of(full):
+    """The file's sha256, as the Hub's X-Linked-Etag of an LFS file (once per file)."""
+    with lock:
+        if full not in etags:
+            with open(full, "rb") as f:
+                etags[full] = '"' + hashlib.sha256(f.read()).hexdigest() + '"'
+        return etags[full]
+
+
 def safe_join(base, path):
     full = os.path.realpath(os.path.join(base, path))
     return full if full == base or full.startswith(base + os.sep) else None
@@ -121,7 +133,7 @@ class Hub(Common):
             loc = (f"http://127.0.0.1:{ports['cdn']}/blobs/{sha}/"
                    + urllib.parse.quote(f"{org}/{name}/{path}")
                    + "?Expires=9999999999&Signature=cdn-grant")
-            etag = '"' + hashlib.sha256(open(full, "rb").read()).hexdigest() + '"'
+            etag = etag_of(full)
             return self.answer(302, headers=[("Location", loc), ("X-Repo-Commit", sha),
                                              ("X-Linked-Etag", etag)])
         return self.error(404, "no such API")
@@ -171,18 +183,21 @@ class Cdn(Common):
         full = safe_join(os.path.realpath(os.path.join(repo, sha)), path) if repo else None
         if not full or not os.path.isfile(full):
             return self.error(404, "no such blob")
-        with open(full, "rb") as f:
-            data = f.read()
-        etag = '"' + hashlib.sha256(data).hexdigest() + '"'
+        etag, size = etag_of(full), os.path.getsize(full)
         rng = self.headers.get("Range")
+        first, last = 0, size - 1
+        if rng:
+            a, b = rng.removeprefix("bytes=").split("-")
+            first, last = int(a), min(int(b), size - 1)
+            if first >= size:
+                return self.error(416, "range not satisfiable")
+        with open(full, "rb") as f:
+            f.seek(first)
+            data = f.read(last + 1 - first)
         if not rng:
             return self.answer(200, data, "application/octet-stream", [("ETag", etag)])
-        a, b = rng.removeprefix("bytes=").split("-")
-        first, last = int(a), min(int(b), len(data) - 1)
-        if first >= len(data):
-            return self.error(416, "range not satisfiable")
-        self.answer(206, data[first:last + 1], "application/octet-stream",
-                    [("ETag", etag), ("Content-Range", f"bytes {first}-{last}/{len(data)}")])
+        self.answer(206, data, "application/octet-stream",
+                    [("ETag", etag), ("Content-Range", f"bytes {first}-{last}/{size}")])
 
 
 def main():

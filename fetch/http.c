@@ -158,7 +158,8 @@ static int configure(rf_http *h, rf_http_xfer *x)
  * as an authorization token) refuses the redirect, naming both (the target
  * without userinfo or query), unless its signer says unsigned_across: then
  * it goes on, and no attempt of it is signed again; a plain GET goes on
- * without the URL's user:password. Returns 0 when queued, or a negative code with why set. */
+ * without the URL's user:password. Returns 0 when queued, or a negative
+ * code with why set. */
 static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 {
 	rf_http *h = x->h;

@@ -443,11 +443,20 @@ static void lister_free(hf_lister *l)
 	free(l);
 }
 
-/* Keeps what the filter takes (the key is the file's path in the repository). */
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const rf_url_entry *)a)->url, ((const rf_url_entry *)b)->url);
+}
+
+/* Keeps what the filter takes (the key is the file's path in the
+ * repository), in key order as every store lists (the Hub's recursive
+ * tree pages need not be: folders come with their files). */
 static void finish(hf_lister *l, int64_t rc, const char *msg)
 {
 	rf_error err = {0};
 	size_t before = l->out->n;
+	if (rc >= 0 && l->all.n > 1)
+		qsort(l->all.v, l->all.n, sizeof(l->all.v[0]), entry_cmp);
 	char base[RF_HF_NAME_MAX * 2 + 80];
 	int skip = snprintf(base, sizeof(base), "hf://datasets/%s@%s/", l->ref.repo, l->sha);
 	for (size_t i = 0; rc >= 0 && i < l->all.n; i++) {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # cli_hf.sh - the Hugging Face Hub store (fetch/hf_store.c) against
-# tests/hf_server.py, a stand-in for the Hub's API (revision, paged tree,
-# resolve redirecting to a "CDN" on another port that logs every header it
-# gets). A private repository with two commits under a folder whose name
-# holds a space, '+', '%' and non-ASCII letters (and a file named with those
-# and ".."): reads give the local digests
-# through a paged listing; a branch is pinned to its commit once per open
+# tests/hf_server.py, a stand-in for the Hub's API (revision, paged tree in
+# reverse name order, resolve redirecting to a "CDN" on another port that
+# logs every header it gets). A private repository with two commits under a
+# folder whose name holds a space, '+', '%' and non-ASCII letters (and a file
+# named with those and ".."): reads give the local digests through a paged
+# listing put in key order; a branch is pinned to its commit once per open
 # (the stand-in moves main as soon as it has said where main is); a tag, a
 # commit and one named file read their own versions; the token comes from
 # HF_TOKEN or $HF_HOME/token; a missing or wrong token is refused naming the

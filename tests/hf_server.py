@@ -9,7 +9,8 @@ Hub's published API does:
   GET /api/datasets/ORG/NAME/revision/REV    {"id":..., "sha": SHA}
   GET /api/datasets/ORG/NAME/tree/REV[/PATH]?recursive=true
       a JSON list of {"type": "file"|"directory", "path", "size", "oid"},
-      at most N entries a page, the next page in `Link: <URL>; rel="next"`
+      in reverse name order (the Hub promises no order), at most N entries
+      a page, the next page in `Link: <URL>; rel="next"`
   GET|HEAD /datasets/ORG/NAME/resolve/REV/PATH
       302 to the CDN port (a signed-looking URL), X-Repo-Commit, X-Linked-Etag
 With --token every Hub request must carry `Authorization: Bearer T` (401
@@ -153,7 +154,8 @@ class Hub(Common):
                 full = os.path.join(d, n)
                 entries.append({"type": "file", "oid": "1" * 40, "size": os.path.getsize(full),
                                 "path": os.path.relpath(full, base)})
-        entries.sort(key=lambda e: e["path"])
+        # newest-name first: a reader must order the listing itself
+        entries.sort(key=lambda e: e["path"], reverse=True)
         cursor = int(q.get("cursor", ["0"])[0])
         chunk = entries[cursor:cursor + page]
         headers = []

@@ -24,7 +24,17 @@
 #define HF_LIST_FILES_MAX 1000000u
 #define HF_LINK_BYTES_MAX 16384u
 #define HF_ORIGIN_BYTES   300u
-#define HF_PINS_MAX       16u /* branches and tags named by files of one loader */
+#define HF_PINS_MAX       16u   /* branches and tags named by files of one loader */
+#define HF_PLACES_MAX     1024u /* files whose CDN location is remembered */
+
+/* Where the Hub last sent a file's reads (its resolve URL at a commit ->
+ * the CDN URL, which carries its own grant: a secret, wiped when dropped),
+ * so a file's later reads go there at once instead of asking the Hub for
+ * each range (the Hub counts and limits resolves). A grant the CDN refuses
+ * (expired) is dropped and the read asks the Hub again, once. */
+typedef struct hf_place {
+	char *from, *to;
+} hf_place;
 
 /* A branch or tag of a repository named directly by files (not listed):
  * its commit, asked once; until then its reads wait (the gate), after it
@@ -56,6 +66,7 @@ typedef struct hf_store {
 	rf_http_auth api_auth; /* the pins' revision requests: hf_api_ops */
 	hf_pin pins[HF_PINS_MAX];
 	uint32_t npins;
+	hf_place places[HF_PLACES_MAX]; /* by a hash of from; a collision replaces */
 } hf_store;
 
 /* ---------------------------------------------------------- the signer */
@@ -111,61 +122,138 @@ static void hf_read_explain(void *state, void *data, const rf_http_xfer *x, char
 
 /* ------------------------------------------------------------ the pins */
 
-/* A read's own: the pin its URL is under (NULL: a commit already) and whether it moved. */
+/* A read's own: the pin its URL is under (NULL: a commit already), whether
+ * it moved to the commit, its resolve URL once there, and whether it went
+ * to a remembered CDN location (and asked the Hub again after a refusal). */
 typedef struct hf_read {
 	hf_pin *pin;
 	rf_http_xfer *x;
-	bool moved;
+	bool moved, placed, cached, again;
+	char *from;
 } hf_read;
+
+static hf_place *place_of(hf_store *st, const char *from)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *c = from; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return &st->places[h % HF_PLACES_MAX];
+}
+
+static void place_drop(hf_place *pl)
+{
+	free(pl->from);
+	rf_secret_free(pl->to);
+	*pl = (hf_place){0};
+}
 
 static int hf_read_begin(void *state, const rf_http_request *req, rf_http_xfer *x, void **data)
 {
 	hf_store *st = state;
-	*data = NULL;
-	for (uint32_t i = 0; i < st->npins; i++) {
-		hf_pin *p = &st->pins[i];
-		if (strncmp(req->url, p->from, strlen(p->from)) != 0)
-			continue;
-		hf_read *r = calloc(1, sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		*r = (hf_read){.pin = p, .x = x};
-		*data = r;
-		return 0;
-	}
+	hf_read *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	*r = (hf_read){.x = x, .moved = true};
+	for (uint32_t i = 0; i < st->npins && !r->pin; i++)
+		if (!strncmp(req->url, st->pins[i].from, strlen(st->pins[i].from)))
+			*r = (hf_read){.pin = &st->pins[i], .x = x};
+	*data = r;
 	return 0;
 }
 
 static void hf_read_end(void *state, void *data)
 {
+	hf_read *r = data;
 	(void)state;
-	free(data);
+	if (r)
+		free(r->from);
+	free(r);
 }
 
-/* A read under a branch or tag waits for its commit, then goes to it. */
+/* Once at its commit: to the file's remembered CDN location, if any. */
+static int read_place(hf_store *st, hf_read *r)
+{
+	r->placed = true;
+	if (!(r->from = strdup(rf_http_xfer_url(r->x))))
+		return -ENOMEM;
+	hf_place *pl = place_of(st, r->from);
+	if (!pl->from || strcmp(pl->from, r->from) != 0)
+		return 0;
+	RF_TRY(rf_http_xfer_retarget(r->x, pl->to));
+	r->cached = true; /* signed for the Hub only: the CDN's origin gets no token */
+	return 0;
+}
+
+/* An answer from another origin than the Hub's (the CDN, after the
+ * resolve's redirect): its URL is where the file's next reads go. */
+static rf_http_auth_again hf_read_answered(void *state, void *data, rf_http_xfer *x)
+{
+	hf_store *st = state;
+	hf_read *r = data;
+	long status = rf_http_xfer_status(x);
+	if (!r || !r->from || r->cached || (status != 200 && status != 206) || on_hub(st, x))
+		return RF_AUTH_NO;
+	hf_place *pl = place_of(st, r->from);
+	char *from = strdup(r->from), *to = strdup(rf_http_xfer_url(x));
+	if (!from || !to) {
+		free(from);
+		free(to);
+		return RF_AUTH_NO; /* not remembered: the next read asks the Hub */
+	}
+	place_drop(pl);
+	*pl = (hf_place){from, to};
+	return RF_AUTH_NO;
+}
+
+/* A remembered location the CDN refuses (its grant expired): forgotten,
+ * and this read asks the Hub again (once). */
+static rf_http_auth_again hf_read_refused(void *state, void *data, rf_http_xfer *x)
+{
+	hf_store *st = state;
+	hf_read *r = data;
+	if (!r || !r->cached || r->again)
+		return RF_AUTH_NO;
+	hf_place *pl = place_of(st, r->from);
+	if (pl->from && !strcmp(pl->from, r->from))
+		place_drop(pl);
+	if (rf_http_xfer_retarget(x, r->from) < 0)
+		return RF_AUTH_NO;
+	r->cached = false;
+	r->again = true;
+	return RF_AUTH_RETRY;
+}
+
+/* A read under a branch or tag waits for its commit, then goes to it; at
+ * its commit, a read goes to the file's remembered CDN location if any. */
 static rf_http_auth_gate hf_read_gate(void *state, void *data, int *code, const char **msg)
 {
 	hf_read *r = data;
-	(void)state;
-	if (!r || r->moved)
+	if (!r)
 		return RF_AUTH_GO;
-	if (r->pin->rc > 0)
-		return RF_AUTH_WAIT;
-	if (r->pin->rc < 0) {
-		*code = r->pin->rc;
-		*msg = r->pin->msg;
+	if (!r->moved) {
+		if (r->pin->rc > 0)
+			return RF_AUTH_WAIT;
+		if (r->pin->rc < 0) {
+			*code = r->pin->rc;
+			*msg = r->pin->msg;
+			return RF_AUTH_FAIL;
+		}
+		const char *url = rf_http_xfer_url(r->x);
+		char *to = rf_http_dup_printf("%s%s", r->pin->to, url + strlen(r->pin->from));
+		int rc = to ? rf_http_xfer_retarget(r->x, to) : -ENOMEM;
+		free(to);
+		if (rc < 0) {
+			*code = rc;
+			*msg = "moving a read to its commit's URL failed (out of memory or hosts)";
+			return RF_AUTH_FAIL;
+		}
+		r->moved = true;
+	}
+	if (!r->placed && read_place(state, r) < 0) {
+		*code = -ENOMEM;
+		*msg = "out of memory (or hosts) sending a read to its CDN location";
 		return RF_AUTH_FAIL;
 	}
-	const char *url = rf_http_xfer_url(r->x);
-	char *to = rf_http_dup_printf("%s%s", r->pin->to, url + strlen(r->pin->from));
-	int rc = to ? rf_http_xfer_retarget(r->x, to) : -ENOMEM;
-	free(to);
-	if (rc < 0) {
-		*code = rc;
-		*msg = "moving a read to its commit's URL failed (out of memory or hosts)";
-		return RF_AUTH_FAIL;
-	}
-	r->moved = true;
 	return RF_AUTH_GO;
 }
 
@@ -176,6 +264,8 @@ static const rf_http_auth_ops hf_read_ops = {
     .end = hf_read_end,
     .gate = hf_read_gate,
     .sign = hf_read_sign,
+    .answered = hf_read_answered,
+    .refused = hf_read_refused,
     .explain = hf_read_explain,
 };
 
@@ -271,6 +361,8 @@ static void hf_fini(void *state)
 		free(p->url);
 		free(p->body);
 	}
+	for (uint32_t i = 0; i < HF_PLACES_MAX; i++)
+		place_drop(&st->places[i]);
 	rf_secret_free(st->token);
 	free(st->endpoint);
 	free(st);

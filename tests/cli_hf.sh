@@ -25,7 +25,7 @@ trap '[ -n "$spid" ] && { kill $spid 2>/dev/null; wait $spid 2>/dev/null; }; rm 
 
 # two versions of one dataset: v1 (tag), then main
 "$cli" pack --demo -o "$tmp/ds1" --demo-bytes 256KiB --demo-shards 2 >/dev/null
-"$cli" pack --demo -o "$tmp/ds2" --demo-bytes 768KiB --demo-shards 3 >/dev/null
+"$cli" pack --demo -o "$tmp/ds2" --demo-bytes 768KiB --demo-shards 3 --block-size 16KiB >/dev/null
 want1=$("$cli" read --digest --no-shuffle "$tmp/ds1" | tail -n 1)
 want2=$("$cli" read --digest --no-shuffle "$tmp/ds2" | tail -n 1)
 want_one=$("$cli" read --digest --no-shuffle "$tmp/ds2/shard-000001.rfs" | tail -n 1)
@@ -46,7 +46,7 @@ mv "$repo/$sha2/$folder/shard-000000.rfs" "$repo/$sha2/$folder/shard-000000 a+b%
 echo "{\"main\": \"$sha2\", \"v1\": \"$sha1\"}" >"$repo/refs.json"
 token=hf_SecretTokenForTheStandIn_7d1e
 "$py" "$src/tests/hf_server.py" "$tmp/hub" "$tmp/ports" --token "$token" --page 2 \
-	--move-main-to "$sha1" &
+	--move-main-to "$sha1" --grant-uses 2 &
 spid=$!
 for _ in $(seq 1 100); do [ -s "$tmp/ports" ] && break; sleep 0.1; done
 read -r hub cdn <"$tmp/ports" || { bad "the stand-in did not start"; exit 1; }
@@ -73,9 +73,18 @@ got=$(HF_TOKEN=$token read_hf "hf://datasets/org/set@main/$folder/")
 
 got=$(HF_TOKEN=$token read_hf "hf://datasets/org/set@v1/$folder/")
 [ "$got" = "$want1" ] && ok "a tag: its version's digest" || bad "tag: '$got': $(tail -n 2 "$tmp/err")"
-got=$(HF_TOKEN=$token read_hf "hf://datasets/org/set@$sha2/$folder/")
+hub0=$(grep -c "^GET /datasets/org/set/resolve/" "$tmp/hub/hub.log")
+cdn0=$(grep -c "^GET /blobs/" "$tmp/hub/cdn.log")
+got=$(HF_TOKEN=$token read_hf --request-size 16KiB "hf://datasets/org/set@$sha2/$folder/")
 [ "$got" = "$want2" ] && ok "a pinned commit: its version's digest" ||
 	bad "commit: '$got': $(tail -n 2 "$tmp/err")"
+# a file's reads go to its CDN location once the Hub named it; a grant the
+# CDN refuses (after 2 uses here) sends the read back to the Hub
+hubn=$(($(grep -c "^GET /datasets/org/set/resolve/" "$tmp/hub/hub.log") - hub0))
+cdnn=$(($(grep -c "^GET /blobs/" "$tmp/hub/cdn.log") - cdn0))
+[ "$hubn" -gt 3 ] && [ "$hubn" -lt "$cdnn" ] &&
+	ok "3 files: $cdnn CDN requests for $hubn resolves (locations reused, refused grants renewed)" ||
+	bad "3 files: $cdnn CDN requests, $hubn resolves"
 got=$(HF_TOKEN=$token RF_HTTP_TRACE=1 read_hf "hf://datasets/org/set@$sha2/$folder/shard-000001.rfs")
 grep -q "redirect to http://127.0.0.1:$cdn (another host: unsigned" "$tmp/err" &&
 	! grep -q -F "$token" "$tmp/err" &&

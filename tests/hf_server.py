@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""hf_server.py ROOT PORTFILE [--token T] [--page N] [--move-main-to SHA]:
+"""hf_server.py ROOT PORTFILE [--token T] [--page N] [--move-main-to SHA] [--grant-uses N]:
 a stand-in for the Hugging Face Hub serving ROOT as dataset repositories, on
 two ports written to PORTFILE ("HUB CDN"), python3 stdlib only.
 
@@ -17,6 +17,8 @@ With --token every Hub request must carry `Authorization: Bearer T` (401
 otherwise, as for a private repository). --move-main-to SHA points "main" at
 SHA once a revision request for main has been answered: a reader that does
 not pin the commit it was given reads another version after that.
+Each redirect carries a new grant; with --grant-uses N the CDN refuses a
+grant's requests after its first N (403, as an expired signed URL is).
 The CDN port serves GET/HEAD with one byte range and appends every request
 line and every header it receives to ROOT/cdn.log (the test greps it: the
 token must never be there). ROOT/hub.log records the Hub's requests.
@@ -34,6 +36,8 @@ opts = sys.argv[3:]
 token = opts[opts.index("--token") + 1] if "--token" in opts else None
 page = int(opts[opts.index("--page") + 1]) if "--page" in opts else 1000
 move_main = opts[opts.index("--move-main-to") + 1] if "--move-main-to" in opts else None
+grant_uses = int(opts[opts.index("--grant-uses") + 1]) if "--grant-uses" in opts else 0
+grants = {}  # grant number -> requests it served
 lock = threading.Lock()
 ports = {}
 
@@ -131,9 +135,12 @@ class Hub(Common):
             full = safe_join(base, path) if base else None
             if not full or not os.path.isfile(full):
                 return self.error(404, "Entry not found")
+            with lock:
+                grant = len(grants)
+                grants[grant] = 0
             loc = (f"http://127.0.0.1:{ports['cdn']}/blobs/{sha}/"
                    + urllib.parse.quote(f"{org}/{name}/{path}")
-                   + "?Expires=9999999999&Signature=cdn-grant")
+                   + f"?Expires=9999999999&Signature=cdn-grant-{grant}")
             etag = etag_of(full)
             return self.answer(302, headers=[("Location", loc), ("X-Repo-Commit", sha),
                                              ("X-Linked-Etag", etag)])
@@ -176,8 +183,18 @@ class Cdn(Common):
         log("cdn.log", [self.requestline] + [f"{k}: {v}" for k, v in self.headers.items()])
         u = urllib.parse.urlsplit(self.path)
         parts = u.path.split("/")
-        if len(parts) < 6 or parts[1] != "blobs" or "Signature=cdn-grant" not in u.query:
+        q = urllib.parse.parse_qs(u.query)
+        sig = q.get("Signature", [""])[0]
+        grant = int(sig[len("cdn-grant-"):]) if sig.startswith("cdn-grant-") else -1
+        used = None
+        with lock:
+            if grant in grants:
+                grants[grant] += 1
+                used = grants[grant]
+        if len(parts) < 6 or parts[1] != "blobs" or used is None:
             return self.error(403, "no grant")
+        if grant_uses and used > grant_uses:
+            return self.error(403, "Request has expired")
         sha = parts[2]
         org, name = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
         path = urllib.parse.unquote("/".join(parts[5:]))

@@ -158,6 +158,8 @@ char *rf_hf_tree_url(const char *endpoint, const rf_hf_ref *r, const char *commi
 	size_t n = strlen(endpoint) + strlen(r->repo) + (rev ? strlen(rev) : 0) +
 	           (path ? strlen(path) : 0) + 64;
 	char *u = rev && path ? malloc(n) : NULL;
+	for (size_t e = path ? strlen(path) : 0; e > 0 && path[e - 1] == '/'; e--)
+		path[e - 1] = '\0'; /* a folder is listed by its name, not "name/" */
 	if (u)
 		snprintf(u, n, "%s/api/datasets/%s/tree/%s%s%s?recursive=true&expand=false",
 		         endpoint, r->repo, rev, *path ? "/" : "", path);
@@ -207,8 +209,17 @@ int rf_hf_revision_parse(const char *json, size_t len, const char *what, char sh
 	return rc;
 }
 
-int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const rf_hf_ref *r,
-                     const char *commit, const char *what, rf_url_list *out, rf_error *err)
+char *rf_hf_name(const rf_hf_ref *r, const char *commit, const char *file)
+{
+	size_t n = strlen(r->repo) + strlen(commit) + strlen(file) + 32;
+	char *u = malloc(n);
+	if (u)
+		snprintf(u, n, "hf://datasets/%s@%s/%s", r->repo, commit, file);
+	return u;
+}
+
+int rf_hf_tree_parse(const char *json, size_t len, const rf_hf_ref *r, const char *commit,
+                     const char *what, rf_url_list *out, rf_error *err)
 {
 	if (len > RF_HF_PAGE_MAX)
 		return rf_fail(err, -EFBIG, "%s: a page of %zu bytes, more than %u", what, len,
@@ -242,7 +253,8 @@ int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const r
 			continue; /* directories: the listing is recursive */
 		const char *p = json_string_value(path);
 		size_t pl = json_string_length(path), rl = strlen(r->path);
-		bool bad = pl == 0 || pl > 4096 || p[0] == '/';
+		bool bad =
+		    pl == 0 || pl > 4096 || p[0] == '/' || p[pl - 1] == '/' || strstr(p, "//");
 		for (size_t j = 0; !bad && j < pl; j++)
 			bad = (unsigned char)p[j] < 0x20 || p[j] == 0x7f;
 		for (const char *seg = p; !bad && *seg;) {
@@ -266,7 +278,7 @@ int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const r
 			    rf_fail(err, -EPROTO, "%s: entry %zu (%.200s) has no size", what, i, p);
 			goto out;
 		}
-		char *u = rf_hf_resolve_url(endpoint, r, commit, p);
+		char *u = rf_hf_name(r, commit, p);
 		if (!u) {
 			rc = rf_fail(err, -ENOMEM, "%s: no memory", what);
 			goto out;

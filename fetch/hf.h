@@ -50,11 +50,15 @@ char *rf_hf_tree_url(const char *endpoint, const rf_hf_ref *r, const char *commi
 char *rf_hf_resolve_url(const char *endpoint, const rf_hf_ref *r, const char *commit,
                         const char *file);
 
-/* One tree page: every "file" entry is added to out as its resolve URL with
- * its size (directories are skipped: the listing is recursive). what names
- * the page in errors. Returns the files added. */
-int rf_hf_tree_parse(const char *json, size_t len, const char *endpoint, const rf_hf_ref *r,
-                     const char *commit, const char *what, rf_url_list *out, rf_error *err);
+/* hf://datasets/{repo}@{commit}/{file}: a listed file's name, pinned to the
+ * commit (the path as it is, not encoded, as in every hf:// name). */
+char *rf_hf_name(const rf_hf_ref *r, const char *commit, const char *file);
+
+/* One tree page: every "file" entry is added to out as its pinned name
+ * (rf_hf_name) with its size (directories are skipped: the listing is
+ * recursive). what names the page in errors. Returns the files added. */
+int rf_hf_tree_parse(const char *json, size_t len, const rf_hf_ref *r, const char *commit,
+                     const char *what, rf_url_list *out, rf_error *err);
 
 /* The next page from a Link header's value, if any: 1 and *next (malloc'd)
  * when there is one, 0 when none; refused when it leaves the endpoint. */

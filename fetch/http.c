@@ -142,7 +142,7 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	}
 	RF_TRY(configure_extras(x));
 	const rf_http_auth *a = x->req.auth;
-	if (a)
+	if (a && !x->unsigned_hop)
 		RF_TRY(a->ops->sign(a->state, x->auth_data, x));
 	if (x->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
@@ -156,8 +156,10 @@ static int configure(rf_http *h, rf_http_xfer *x)
  * or port): a request that sends one (a credential request, S3 or STS
  * signing, a POST/PUT body such as a web identity token, extra headers such
  * as an authorization token) refuses the redirect, naming both (the target
- * without userinfo or query); a plain GET goes on without the URL's
- * user:password. Returns 0 when queued, or a negative code with why set. */
+ * without userinfo or query), unless its signer says unsigned_across: then
+ * it goes on, and no attempt of it is signed again; a plain GET goes on
+ * without the URL's user:password. Returns 0 when queued, or a negative
+ * code with why set. */
 static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 {
 	rf_http *h = x->h;
@@ -176,7 +178,10 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 	}
 	bool cross = strcmp(from, to) != 0;
 	bool secret = x->req.credential || x->req.headers || x->req.post;
-	if (cross && (secret || x->req.auth)) {
+	/* a signer may let a GET go on to another origin unsigned (the Hub's
+	 * CDN, whose URL carries its own grant): never signed again after it */
+	bool drop = cross && !secret && x->req.auth && x->req.auth->ops->unsigned_across;
+	if (cross && (secret || x->req.auth) && !drop) {
 		rf_url_redact(x->redirect, shown, sizeof(shown));
 		snprintf(why, cap,
 		         "HTTP %ld redirect from %.80s to %.150s (another host) refused: %s%s",
@@ -196,7 +201,10 @@ static int follow_redirect(rf_http_xfer *x, char *why, size_t cap)
 	}
 	if (h->trace)
 		fprintf(stderr, "http: %s: HTTP %ld redirect to %s%s\n", x->name, x->status, to,
-		        cross ? " (another host: without userinfo)" : "");
+		        drop    ? " (another host: unsigned, without userinfo)"
+		        : cross ? " (another host: without userinfo)"
+		                : "");
+	x->unsigned_hop |= drop;
 	free(x->url);
 	x->url = next;
 	x->host = hh;

@@ -122,6 +122,12 @@ typedef enum rf_http_auth_again {
 
 typedef struct rf_http_auth_ops {
 	const char *name; /* "s3", "sts" */
+	/* A redirect to another origin (scheme, host, port) is followed, sent
+	 * unsigned from then on (sign is not called for any later attempt of
+	 * it), instead of refused: for a service that redirects its reads to a
+	 * CDN whose URL carries its own grant (the Hugging Face Hub). Never for a
+	 * request with a body, extra headers or marked credential. */
+	bool unsigned_across;
 	/* At rf_http_start (x not queued yet): the request's own data. */
 	int (*begin)(void *state, const rf_http_request *req, rf_http_xfer *x, void **data);
 	void (*end)(void *state, void *data); /* when x is freed */

@@ -65,10 +65,11 @@ struct rf_http_xfer {
 	rf_fetch_cb cb;
 	void *arg;
 	host *host;
-	char *redirect;  /* the current attempt's 3xx Location, resolved by curl */
-	uint32_t hops;   /* redirects followed */
-	void *auth_data; /* signed: the signer's own (rf_http_auth_ops.begin) */
-	bool following;  /* the next admission follows a redirect: not a new attempt */
+	char *redirect;    /* the current attempt's 3xx Location, resolved by curl */
+	uint32_t hops;     /* redirects followed */
+	void *auth_data;   /* signed: the signer's own (rf_http_auth_ops.begin) */
+	bool following;    /* the next admission follows a redirect: not a new attempt */
+	bool unsigned_hop; /* followed a redirect to another origin unsigned: never signed again */
 	CURL *easy;
 	struct curl_slist *headers;
 	int64_t timer_id;

@@ -19,7 +19,7 @@
 #include "source.h"
 #include "url.h"
 
-#define RF_STORES_MAX 4
+#define RF_STORES_MAX 8
 
 /* Which listed keys a caller wants. */
 typedef struct rf_list_filter {
@@ -75,5 +75,6 @@ extern const rf_store rf_store_gcs; /* gs:// (gcs_store.c; with HMAC keys: rf_st
 extern const rf_store rf_store_s3;  /* s3:// and, handed over by gcs, gs:// (s3_store.c) */
 extern const rf_store
     rf_store_azure; /* az:// and https://ACCOUNT.blob.core.windows.net/ (azure_store.c) */
+extern const rf_store rf_store_hf; /* hf://datasets/ORG/NAME[@REVISION]/PATH (hf_store.c) */
 
 #endif

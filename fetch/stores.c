@@ -10,6 +10,7 @@ static const rf_store *const rf_stores[] = {
     &rf_store_gcs, /* before S3, which also knows gs:// (the HMAC path gcs hands it) */
     &rf_store_s3,
     &rf_store_azure,
+    &rf_store_hf,
 };
 _Static_assert(RF_ARRAY_LEN(rf_stores) <= RF_STORES_MAX, "too many stores");
 

@@ -46,17 +46,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1: {
 		rf_url_list l = {0};
 		FUZZ_CHECK(rf_hf_parse("hf://datasets/org/set/data", &r, &err) == 0);
-		rc = rf_hf_tree_parse((const char *)data + 1, len, ep, &r, sha, "page", &l, &err);
+		rc = rf_hf_tree_parse((const char *)data + 1, len, &r, sha, "page", &l, &err);
 		if (rc < 0) {
 			fuzz_check_error(rc, &err);
 			FUZZ_CHECK(l.n == 0);
 		} else {
 			FUZZ_CHECK((size_t)rc == l.n && l.n <= RF_HF_PAGE_ENTRIES);
-			const char *pre = "https://huggingface.co/datasets/org/set/resolve/"
+			const char *pre = "hf://datasets/org/set@"
 			                  "0123456789abcdef0123456789abcdef01234567/data";
-			for (size_t i = 0; i < l.n; i++)
+			for (size_t i = 0; i < l.n; i++) {
 				FUZZ_CHECK(strncmp(l.v[i].url, pre, strlen(pre)) == 0 &&
 				           strstr(l.v[i].url, "/../") == NULL);
+				/* a listed name reads back as the same file at the commit */
+				rf_hf_ref back;
+				FUZZ_CHECK(rf_hf_parse(l.v[i].url, &back, &err) == 0);
+				FUZZ_CHECK(!strcmp(back.repo, "org/set") &&
+				           !strcmp(back.revision, sha));
+				FUZZ_CHECK(!strcmp(back.path, l.v[i].url + strlen(pre) - 4) &&
+				           back.path[0] && back.path[strlen(back.path) - 1] != '/');
+				rf_hf_ref_free(&back);
+			}
 		}
 		rf_url_list_free(&l);
 		rf_hf_ref_free(&r);

@@ -79,28 +79,25 @@ static void test_tree(void **state)
 	    "{\"type\":\"file\",\"oid\":\"w\",\"size\":5,\"path\":\"data/b.tar\"}]";
 	rf_url_list l = {0};
 	const char *sha = "0123456789abcdef0123456789abcdef01234567";
-	assert_int_equal(
-	    rf_hf_tree_parse(page, strlen(page), "http://h", &r, sha, "page 1", &l, &err), 2);
+	assert_int_equal(rf_hf_tree_parse(page, strlen(page), &r, sha, "page 1", &l, &err), 2);
 	assert_int_equal(l.n, 2);
 	assert_string_equal(l.v[0].url,
-	                    "http://h/datasets/org/set/resolve/"
-	                    "0123456789abcdef0123456789abcdef01234567/data/sub/a%201.tar");
+	                    "hf://datasets/org/set@"
+	                    "0123456789abcdef0123456789abcdef01234567/data/sub/a 1.tar");
 	assert_int_equal(l.v[0].size_hint, 1234);
 	assert_int_equal(l.v[1].size_hint, 5);
 	/* a refused page leaves the list as it was */
 	const char *outside = "[{\"type\":\"file\",\"size\":5,\"path\":\"data/ok\"},"
 	                      "{\"type\":\"file\",\"size\":5,\"path\":\"datax/evil\"}]";
-	assert_true(rf_hf_tree_parse(outside, strlen(outside), "http://h", &r, sha, "page 2", &l,
-	                             &err) < 0);
+	assert_true(rf_hf_tree_parse(outside, strlen(outside), &r, sha, "page 2", &l, &err) < 0);
 	assert_non_null(strstr(err.msg, "page 2: entry 1"));
 	assert_int_equal(l.n, 2);
 	const char *dots = "[{\"type\":\"file\",\"size\":5,\"path\":\"data/../../etc\"}]";
-	assert_true(rf_hf_tree_parse(dots, strlen(dots), "http://h", &r, sha, "p", &l, &err) < 0);
+	assert_true(rf_hf_tree_parse(dots, strlen(dots), &r, sha, "p", &l, &err) < 0);
 	const char *nosize = "[{\"type\":\"file\",\"path\":\"data/x\"}]";
-	assert_true(rf_hf_tree_parse(nosize, strlen(nosize), "http://h", &r, sha, "p", &l, &err) <
-	            0);
+	assert_true(rf_hf_tree_parse(nosize, strlen(nosize), &r, sha, "p", &l, &err) < 0);
 	assert_non_null(strstr(err.msg, "no size"));
-	assert_true(rf_hf_tree_parse("{}", 2, "http://h", &r, sha, "p", &l, &err) < 0);
+	assert_true(rf_hf_tree_parse("{}", 2, &r, sha, "p", &l, &err) < 0);
 	rf_url_list_free(&l);
 	rf_hf_ref_free(&r);
 

@@ -126,8 +126,11 @@ done
 	ok "(b) resume after each of $resumed batches ($nfull records, 2 epochs) = the whole stream" ||
 	bad "(b) $resumed of $((nb - 1)) resumes exact over $nfull records"
 "$cli" read --mixture "$T/data/mix.txt" --seed 9 --batch 16 --resume "$T/b.st" >/dev/null \
-	2>"$T/b.err" && bad "(b) a state of one mixture resumed another" ||
-	ok "(b) a state of another mixture is refused: $(head -c 200 "$T/b.err")"
+	2>"$T/b.err" && bad "(b) a state of one mixture resumed another" || {
+	grep -q "mixture source 1" "$T/b.err" &&
+		ok "(b) a state of another mixture is refused naming the source: $(cat "$T/b.err")" ||
+		bad "(b) the refusal of another mixture's state names no source: $(cat "$T/b.err")"
+}
 
 # ---- (c) elastic: 3 ranks stop after 9 batches, 2 ranks resume -----------------
 el=(--mixture "$T/data/mix.txt" --seed 6 --batch 20 --output lines)

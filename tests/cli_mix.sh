@@ -15,7 +15,8 @@
 # (e) stores: tests/cli_mix_http.sh;
 # (f) the mixture file: JSON and text give one stream; relative sources
 #     resolve against the file's directory from another cwd; a bad weight, a
-#     missing source, an empty source and a missing file are named.
+#     missing source, an empty source and a missing file are named; verify
+#     --mixture checks every source's shards.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cli=$(realpath "${RF_CLI:?RF_CLI must name the ringfeed binary}")
@@ -281,6 +282,9 @@ errs "no magic line" '0.4\ta\n0.6\tb\n' bad.txt
 	bad "(f) a missing mixture file: read" ||
 	{ grep -qF "$T/data/none.txt" "$T/f.err" && ok "(f) a missing mixture file: $(cat "$T/f.err")" ||
 		bad "(f) a missing mixture file not named: $(cat "$T/f.err")"; }
+nsh=$(ls "$T"/data/a/*.rfs "$T"/data/b/*.rfs | wc -l)
+out=$("$cli" verify -q --mixture "$T/data/mix.txt" 2>&1) && grep -q "^verify: $nsh shards, 0 damaged" <<<"$out" &&
+	ok "(f) verify --mixture checks every source's shards: $out" || bad "(f) verify --mixture: $out"
 "$cli" read --mixture "$T/data/mix.txt" "$T/data/a" --digest >/dev/null 2>"$T/f.err" &&
 	bad "(f) a mixture file and shards: read" ||
 	ok "(f) a mixture file and shards refused: $(cat "$T/f.err")"

@@ -41,7 +41,7 @@ pyck() { # DESCRIPTION PYTHON-ARGS...: ok with its output when it exits 0
 rd() { "$cli" read "$@"; }
 
 # Two datasets of text lines: A small (60 records, "a00".."a59"), B large
-# (1500, "b0000".."b1499"), in several shards of small blocks.
+# (1500, "b0000".."b1499"), of small blocks.
 seq 0 59 | awk '{ printf "a%02d\n", $1 }' >"$T/a.txt"
 seq 0 1499 | awk '{ printf "b%04d\n", $1 }' >"$T/b.txt"
 "$cli" pack --from lines "$T/a.txt" -o "$T/data/a" --block-size 256 --shard-size 1KiB >/dev/null

@@ -200,6 +200,7 @@ _SIGNATURES = {
     "rf_config_free": (None, [_P]),
     "rf_config_set": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, _ERR]),
     "rf_config_add_url": (ctypes.c_int, [_P, ctypes.c_char_p, _ERR]),
+    "rf_config_add_source": (ctypes.c_int, [_P, ctypes.c_char_p, _ERR]),
     "rf_config_set_resume": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t, _ERR]),
     "rf_config_keys": (_P, []),
     "rf_open": (_P, [_P, _ERR]),

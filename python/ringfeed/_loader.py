@@ -14,13 +14,16 @@ batch is out. See Batch for the release contract.
 from __future__ import annotations
 
 import ctypes
+import decimal
 import errno
 import io
 import json
+import numbers
 import os
 import threading
 import weakref
-from typing import Iterator, Sequence
+from collections import abc
+from typing import Iterator, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -28,6 +31,10 @@ from . import _lib
 from ._lib import Error
 
 STATE_VERSION = 1
+SourceDataset = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+Source = Tuple[SourceDataset, Union[str, float, int]]
+"""One source of a mixture: (dataset, weight), the dataset one path, URL,
+directory or manifest or a list of them, the weight relative ("0.7", 3)."""
 _NEXT_SLICE_MS = 100  # rf_next waits in slices so Ctrl-C and close() get through
 
 
@@ -521,6 +528,88 @@ def _urls(urls):
     return out
 
 
+WEIGHT_PLACES_MAX = 6  # the engine reads weights as exact decimals, in millionths
+
+
+def _weight_error(text):
+    return _lib._make(_lib.ConfigError, -errno.EINVAL, text)
+
+
+def _weight_text(i, weight):
+    """Source i's weight as the plain decimal the engine parses: a str as
+    given (the engine checks it), an int as its digits, a float by its
+    shortest repr (0.7 -> "0.7"), never in exponent form; more than 6
+    decimal places, a negative, NaN or infinite weight is refused here,
+    naming the source."""
+    what = f"sources[{i}]'s weight {weight!r}"
+    if isinstance(weight, str):
+        return weight
+    if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise TypeError(f"{what}: a weight is a number or a str such as '0.25', "
+                        f"not a {type(weight).__name__}")
+    if isinstance(weight, numbers.Integral):
+        d = decimal.Decimal(int(weight))
+    else:
+        text = repr(weight) if type(weight) is float else str(weight)
+        try:
+            d = decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            d = decimal.Decimal(repr(float(weight)))
+    if not d.is_finite():
+        raise _weight_error(f"{what}: not a finite number")
+    if d < 0:
+        raise _weight_error(f"{what}: a weight is 0 or more")
+    if d != 0 and d.as_tuple().exponent < -WEIGHT_PLACES_MAX:
+        raise _weight_error(
+            f"{what}: more than {WEIGHT_PLACES_MAX} decimal places (the engine takes "
+            f"weights as exact decimals, to millionths); round it, e.g. "
+            f"round(w, {WEIGHT_PLACES_MAX}), or give it as a str")
+    return format(d.normalize() if d != 0 else decimal.Decimal(0), "f")
+
+
+def _sources(sources):
+    """[(weight text, [url, ...]), ...] from [(dataset, weight), ...], a
+    dataset being one path/URL/manifest or a list of them."""
+    if isinstance(sources, (str, bytes, os.PathLike)) or not isinstance(sources, abc.Sequence):
+        raise TypeError(
+            "sources= is a list of (dataset, weight) pairs, e.g. "
+            "[('data/a', 0.7), ('s3://b/', '0.3')]"
+        )
+    if not sources:
+        raise ValueError("ringfeed: sources= is empty (a mixture needs at least one source)")
+    out = []
+    for i, src in enumerate(sources):
+        if isinstance(src, (str, bytes, os.PathLike)) or not isinstance(src, abc.Sequence) or (
+            len(src) != 2
+        ):
+            raise TypeError(f"sources[{i}]: expected a (dataset, weight) pair, got {src!r}")
+        dataset, weight = src
+        try:
+            urls = _urls(dataset)
+        except ValueError:
+            raise ValueError(f"sources[{i}]: its dataset is an empty list of URLs") from None
+        except TypeError:
+            raise TypeError(
+                f"sources[{i}]: the dataset is a path/URL or a list of them, not "
+                f"{type(dataset).__name__}"
+            ) from None
+        out.append((_weight_text(i, weight), urls))
+    return out
+
+
+def _data_args(urls, sources, options):
+    """(urls, sources) checked: exactly one of urls, sources= and the
+    mixture= option says what is read."""
+    given = [n for n, v in (("urls", urls), ("sources=", sources),
+                            ("mixture=", options.get("mixture"))) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"ringfeed: give one of urls, sources= and mixture=, not {' and '.join(given)}")
+    if not given:
+        raise ValueError("ringfeed: no data given (urls, sources= or mixture=)")
+    return (_urls(urls) if urls is not None else None,
+            _sources(sources) if sources is not None else None)
+
+
 class Loader:
     """An iterator of Batch objects read by the ringfeed engine.
 
@@ -530,17 +619,29 @@ class Loader:
     (booleans as 1/0, None leaves the engine default). The engine checks names
     and values: a bad one raises ringfeed.Error with its message.
 
+    A mixture reads several datasets as one weighted stream:
+    Loader(sources=[("data/a", 0.7), (["s3://b/x.rfs", "s3://b/y.rfs"], "0.3")],
+    ...) (each source a dataset as urls is, with a relative weight: a str
+    such as "0.25" or a number, at most 6 decimal places), or
+    Loader(mixture="mix.txt") (a mixture file, docs/format.md). Give one of
+    urls, sources= and mixture=. After any n samples each source has given
+    within 1 of its share; a small source repeats (a fresh order each pass),
+    a large one continues where it stopped in the next epoch
+    (mix_samples=, mix_stop= say the epoch's size and end).
+
     The loader opens at construction (a missing shard fails here) and is a
     single stream: iterating after the end yields nothing. See Batch for when
     batch memory goes back to the budget."""
 
     def __init__(
         self,
-        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        urls: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
         resume: dict | bytes | None = None,
+        *,
+        sources: Sequence[Source] | None = None,
         **options: int | float | str | bool | os.PathLike | None,
     ) -> None:
-        self._urls = _urls(urls)
+        self._urls, self._sources = _data_args(urls, sources, options)
         self._options = {}
         for k, v in options.items():
             if v is not None:
@@ -564,8 +665,18 @@ class Loader:
                 rc = lib.rf_config_set(cfg, k.encode(), v.encode(), err)
                 if rc < 0:
                     raise _lib.config_error(rc, err.text(), k)
-            for u in self._urls:
+            for u in self._urls or ():
                 _lib.check(lib.rf_config_add_url(cfg, os.fsencode(u), err), err)
+            add_source = getattr(lib, "rf_config_add_source", None) if self._sources else None
+            if self._sources and add_source is None:
+                raise Error(-errno.ENOSYS, f"sources=: {lib._ringfeed_path} predates mixtures "
+                            "(no rf_config_add_source)")
+            for i, (weight, urls) in enumerate(self._sources or ()):
+                rc = add_source(cfg, weight.encode(), err)
+                if rc < 0:
+                    raise _lib.config_error(rc, f"sources[{i}]: {err.text()}", "sources")
+                for u in urls:
+                    _lib.check(lib.rf_config_add_url(cfg, os.fsencode(u), err), err)
             if state is not None:
                 _lib.check(lib.rf_config_set_resume(cfg, state, len(state), err), err)
         except BaseException:

@@ -3,7 +3,11 @@ written in Python, for DataLoader workers: a state of W x N virtual ranks
 whose positions differ (worker w received one batch more than worker w + 1)
 is kept as each virtual rank's remaining records, as segments of the epoch's
 global stream, and handed to an engine as a world-1 state whose sequence is
-those segments (the engine's own elastic resume reads such a state).
+those segments (the engine's own elastic resume reads such a state). A mixture's state
+(flag 8) carries its identity after the segments (u32 sources, u32
+stop_first, u64 samples an epoch, per source u64 shape hash, records a pass,
+weight): kept as bytes and written back unchanged, so a mixture's worker
+states are its own (the segments are of the mixture stream).
 
 The split and the remaining records follow engine/state.c
 (rf_state_remaining) and the partition of docs/design.md: of a sequence of L
@@ -17,8 +21,9 @@ import struct
 # version, its identity carried unchanged
 MAGICS = {2: b"RFSTATE2", 3: b"RFSTATE3"}
 HEADS = {2: 92, 3: 108}
-FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ = 1, 2, 4
+FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ, FLAG_MIX = 1, 2, 4, 8
 SEGMENTS_MAX = 4096
+MIX_SOURCES_MAX = 4096
 
 _CRC_TABLE = []
 for _i in range(256):
@@ -40,7 +45,7 @@ class State:
 
     __slots__ = ("version", "flags", "dataset_hash", "dataset_records", "shards", "window",
                  "seed", "world", "epoch", "record", "batch", "skipped", "skipped_blocks",
-                 "names_hash", "content_hash", "segs")
+                 "names_hash", "content_hash", "segs", "mix")
 
     @classmethod
     def decode(cls, buf):
@@ -61,9 +66,21 @@ class State:
             raise ValueError(f"ringfeed state: version {stored} under magic {buf[:8]!r}")
         s.names_hash, s.content_hash = (struct.unpack_from("<QQ", buf, 92) if version >= 3
                                         else (0, 0))
-        if len(buf) != head + 4 + 16 * nsegs:
-            raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} segments")
+        at = head + 16 * nsegs
+        mix_bytes = 0
+        if version >= 3 and s.flags & FLAG_MIX:
+            if len(buf) < at + 16 + 4:
+                raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} "
+                                 "segments and a mixture")
+            (sources,) = struct.unpack_from("<I", buf, at)
+            if not 0 < sources <= MIX_SOURCES_MAX:
+                raise ValueError(f"ringfeed state: a mixture of {sources} sources")
+            mix_bytes = 16 + 24 * sources
+        if len(buf) != at + mix_bytes + 4:
+            raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} segments"
+                             + (" and its mixture" if mix_bytes else ""))
         s.segs = [struct.unpack_from("<QQ", buf, head + 16 * i) for i in range(nsegs)]
+        s.mix = buf[at:at + mix_bytes]
         return s
 
     @property
@@ -87,6 +104,7 @@ class State:
         if self.version >= 3:
             head += struct.pack("<QQ", self.names_hash, self.content_hash)
         body = head + b"".join(struct.pack("<QQ", a, n) for a, n in self.segs[:nsegs])
+        body += self.mix if self.flags & FLAG_MIX else b""
         return body + struct.pack("<I", crc32c(body))
 
 
@@ -150,7 +168,7 @@ def of_sequence(identity, epoch, segs):
     s = State()
     for f in State.__slots__:
         setattr(s, f, getattr(identity, f))
-    s.flags = (identity.flags & (FLAG_SHUFFLE | FLAG_PAD)) | FLAG_SEQ
+    s.flags = (identity.flags & (FLAG_SHUFFLE | FLAG_PAD | FLAG_MIX)) | FLAG_SEQ
     s.world, s.epoch, s.record, s.batch = 1, epoch, 0, 0
     s.skipped = s.skipped_blocks = 0
     s.segs = [tuple(x) for x in segs]

@@ -59,7 +59,7 @@ import torch.utils.data
 
 from . import _lib, _state
 from ._lib import Error
-from ._loader import Loader
+from ._loader import Loader, Source, _data_args
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "ppm", "bmp", "gif", "tif", "tiff")
 DECODERS = (None, "pil", "rgb8", "rgb", "torchrgb8", "torchrgb", "l8", "torchl8")
@@ -316,6 +316,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     Token windows (seq_len=L, token_out="int64"): one [B, L + 1] tensor
     (inputs x = t[:, :-1], targets y = t[:, 1:]).
 
+    The data: urls (as ringfeed.Loader's), or a mixture, sources=[(dataset,
+    weight), ...] or the mixture="mix.txt" option (see ringfeed.Loader).
+
     rank / world are resolved when iteration starts: explicit arguments,
     else torch.distributed's when it is initialised, else torchrun's
     RANK / WORLD_SIZE. Other keywords are engine options (see
@@ -337,12 +340,13 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
 
     def __init__(
         self,
-        urls: str | os.PathLike | Sequence[str | os.PathLike],
+        urls: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
         rank: int | None = None,
         world: int | None = None,
         as_tuple: bool = False,
         tail: str | None = None,
         *,
+        sources: Sequence[Source] | None = None,
         transform: Callable[[dict], Any] | None = None,
         batch_transform: Callable[[list], Any] | None = None,
         collate_fn: Callable[[list], Any] | None = None,
@@ -371,7 +375,11 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._skipped = 0
         self._rank_arg = rank
         self._world_arg = world
+        _data_args(urls, sources, options)  # checked now, not at the first iteration
         self.urls = urls
+        # a mixture's sources as the engine takes them: (URL list, weight text)
+        self.sources = (None if sources is None else
+                        [(u, w) for w, u in _data_args(None, sources, {})[1]])
         self.options = dict(options)
         if tail is not None:
             if tail not in ("drop", "pad"):
@@ -440,7 +448,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         opts.update(over)
         first = int(opts.get("epoch", 0))
         epochs = int(opts.get("epochs", 1))
-        with Loader(self.urls, resume=resume, **opts) as probe:
+        with self._loader_of(resume, opts) as probe:
             st = probe.stats()
             done = _state.State.decode(probe._save()).batch
         left_epochs = first + epochs - st["epoch"]
@@ -537,7 +545,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         opts = {k: v for k, v in self.options.items() if k not in ("epoch", "epochs")}
         key = repr(sorted(opts.items()))
         if self._identity is None or self._identity[0] != key:
-            with Loader(self.urls, rank=0, world=1, **opts) as probe:
+            with self._loader_of(None, dict(opts, rank=0, world=1)) as probe:
                 self._identity = (key, probe._save())
         return _state.State.decode(self._identity[1])
 
@@ -696,6 +704,10 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             "rotate": (rot + k) % n, "batch": batch, "identity": ident.encode(),
             "remaining": rem}}
 
+    def _loader_of(self, resume, opts):
+        """A Loader of this dataset (its urls, sources or mixture file)."""
+        return Loader(self.urls, resume=resume, sources=self.sources, **opts)
+
     def _open(self):
         if self._loader is not None:
             self._loader.close()
@@ -707,7 +719,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         if resume is False:
             return None
         opts.update(over)
-        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, 0))
+        self._loader = self._loader_of(resume, _host_defaults(opts, 0))
         return self._loader
 
     def _main_resume(self, resume):
@@ -741,7 +753,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         else:
             opts.update(rank=spec["rank"] * n + slot, world=spec["world"] * n)
             resume = spec["common"]
-        self._loader = Loader(self.urls, resume=resume, **_host_defaults(opts, n))
+        self._loader = self._loader_of(resume, _host_defaults(opts, n))
         return self._loader
 
     def _fields_item(self, batch):
@@ -832,7 +844,7 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
             name = None
         if name:
             shard = f"shard {name}, "
-        else:
+        elif self.urls is not None:
             urls = self.urls
             if isinstance(urls, (list, tuple)) and len(urls) == 1:
                 urls = urls[0]

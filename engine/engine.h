@@ -707,6 +707,9 @@ uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* sources.c: the shard list (a mixture's: its sources', back to back) and
  * a plan of it (a mixture's when it has sources). */
 int rf_open_sources(rf_engine *e, rf_error *err);
+/* A mixture's sources all have one record shape (fields, token windows or
+ * bytes), else an error naming both sources and their shards. */
+int rf_sources_check(const rf_engine *e, rf_error *err);
 int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **out, rf_error *err);
 /* The config's mixture file (option "mixture"), read into its sources. */
 int rf_mixture_load(rf_config *cfg, rf_error *err);

@@ -357,6 +357,7 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	RF_TRY(rf_open_sources(e, err));
 	RF_TRY(rf_memory_shard_list(e, err));
 	RF_TRY(rf_open_indexes(e, err));
+	RF_TRY(rf_sources_check(e, err));
 	RF_TRY(rf_fields_open(e, err));
 	RF_TRY(rf_open_plan(e, err));
 	RF_TRY(rf_mixst_open(e, err));

@@ -40,3 +40,60 @@ int rf_open_sources(rf_engine *e, rf_error *err) RF_ALONE
 		return rf_fail(err, -ENOMEM, "out of memory");
 	return rf_expand_sources(e->cfg, &e->shards, &e->nshards, e->src_first, err);
 }
+
+/* A source's record shape, in words: "samples with fields a,b",
+ * "token windows of N+1 DTYPE" (a token format's windows, from its index's
+ * metadata), or "records of bytes". A source's first shard speaks for it
+ * (inside one dataset, WebDataset samples may lack a field). */
+static void rf_source_shape(const rf_shard *sh, char *out, size_t cap)
+{
+	if (sh->fmt->field_names) {
+		const char *const *nm;
+		uint32_t k = sh->fmt->field_names(sh->fmt_priv, &nm);
+		/* the names sorted (by selection: k is bounded by RF_FIELDS_MAX) */
+		size_t at = (size_t)snprintf(out, cap, "samples with fields ");
+		const char *last = NULL;
+		for (uint32_t n = 0; n < k && at < cap; n++) {
+			const char *best = NULL;
+			for (uint32_t j = 0; j < k; j++)
+				if ((!last || strcmp(nm[j], last) > 0) && (!best || strcmp(nm[j], best) < 0))
+					best = nm[j];
+			if (!best)
+				break;
+			at += (size_t)snprintf(out + at, cap - at, "%s%.64s", n ? "," : "", best);
+			last = best;
+		}
+		return;
+	}
+	const char *m = sh->index->metadata ? sh->index->metadata : "";
+	const char *sl = strstr(m, "\"seq_len\":"), *wd = strstr(m, "\"window_dtype\":\"");
+	if (sl && wd) {
+		unsigned long len = strtoul(sl + 10, NULL, 10);
+		const char *d = wd + 16, *e = strchr(d, '"');
+		snprintf(out, cap, "token windows of %lu+1 %.*s", len, e ? (int)RF_MIN(e - d, 16) : 0,
+		         d);
+		return;
+	}
+	snprintf(out, cap, "records of bytes");
+}
+
+int rf_sources_check(const rf_engine *e, rf_error *err)
+{
+	if (e->nsources == 0)
+		return 0;
+	char first[512], shape[512];
+	uint32_t fs = e->src_first[0];
+	rf_source_shape(&e->shards[fs], first, sizeof(first));
+	for (uint32_t k = 1; k < e->nsources; k++) {
+		uint32_t i = e->src_first[k]; /* a source's first shard speaks for it */
+		rf_source_shape(&e->shards[i], shape, sizeof(shape));
+		if (strcmp(shape, first) != 0)
+			return rf_fail(err, -EINVAL,
+			               "mixture sources 1 and %u differ in their records: shard %s "
+			               "(source 1) has %s, shard %s (source %u) has %s (a mixture's "
+			               "sources must have the same record shape: the same fields, or "
+			               "token windows of the same length and dtype)",
+			               k + 1, e->shards[fs].name, first, e->shards[i].name, k + 1, shape);
+	}
+	return 0;
+}

@@ -181,6 +181,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		rc = -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
 	} else if (rc == 0 && (b = rf_ready_take(e))) {
+		rf_mixst_delivered(e, b);
 		e->st.batches++;
 		e->st.records += b->pub.records;
 		e->st.payload += b->pub.payload_bytes;

@@ -344,13 +344,14 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	rf_engine_unlock(e);
 	void *mem = refs ? e->alloc.alloc(e->alloc.ctx, bytes) : NULL;
 	long kept = 0;
+	rf_mixst_counts mix = {0};
 	for (long i = 0; mem && i < n; i++) {
 		uint32_t r;
 		rf_unit_slot *u = rf_coll_locate(e, pos + (uint64_t)i, &r);
 		if (u->state == RF_U_SKIPPED) /* a skipped block's record is left out */
 			continue;
 		rf_coll_record(e, pos + (uint64_t)i, &refs[kept].data, &refs[kept].len);
-		rf_mixst_record(e, u->shard, refs[kept].len);
+		rf_mixst_record(e, &mix, u->shard, refs[kept].len);
 		if (e->fields.n)
 			rf_fields_ref(u, r, &refs[kept]);
 		kept++;
@@ -373,7 +374,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	                 .mem = mem,
 	                 .mem_bytes = bytes,
 	                 .reserved_bytes = reserve,
-	                 .end_pos = pos + (uint64_t)n};
+	                 .end_pos = pos + (uint64_t)n,
+	                 .mix = mix};
 	b->pub.epoch = e->coll.epoch;
 	b->pub.index = e->coll.batch;
 	b->pub.first_record = pos;

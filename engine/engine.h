@@ -185,6 +185,12 @@ typedef struct rf_rec_ref {
 	uint32_t key_len;
 } rf_rec_ref;
 
+#define RF_MIXST_INLINE 16 /* sources a batch counts itself (mixstats.c) */
+typedef struct rf_mixst_counts {
+	uint32_t records[RF_MIXST_INLINE];
+	uint64_t bytes[RF_MIXST_INLINE];
+} rf_mixst_counts;
+
 typedef struct rf_ebatch {
 	rf_batch pub;         /* first */
 	bool filled;          /* its bytes are in place (a worker filled it) */
@@ -203,6 +209,9 @@ typedef struct rf_ebatch {
 	rf_list_node held;           /* in e->ready.held_list while the consumer holds it */
 	bool held_now;               /* the consumer holds it (a second rf_release is ignored) */
 	struct rf_ebatch *next_idle; /* in e->recycle.batches while idle (recycle.c) */
+	/* a mixture of at most RF_MIXST_INLINE sources: its records and bytes per
+	 * source, counted when collated and added to the figures when delivered */
+	rf_mixst_counts mix;
 } rf_ebatch;
 
 /* The fields RF_GUARDED_BY(rf_engine_mu) (base/tsa.h: any engine's mu)
@@ -696,7 +705,8 @@ int rf_expand_sources(const rf_config *cfg, rf_shard **out, uint32_t *count, uin
 typedef struct rf_mixst rf_mixst;
 int rf_mixst_open(rf_engine *e, rf_error *err);
 void rf_mixst_free(rf_mixst *m);
-void rf_mixst_record(rf_engine *e, uint32_t shard, uint32_t bytes);
+void rf_mixst_record(rf_engine *e, rf_mixst_counts *c, uint32_t shard, uint32_t bytes);
+void rf_mixst_delivered(rf_engine *e, const rf_ebatch *b) RF_REQUIRES(rf_engine_mu);
 void rf_mixst_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
 void rf_mixst_wait(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu);
 void rf_mixst_explain(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu);

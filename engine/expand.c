@@ -569,6 +569,11 @@ int rf_expand_sources(const rf_config *cfg, rf_shard **out, uint32_t *count, uin
 				first[src] = l.n;
 		uint32_t before = l.n;
 		rc = rf_expand_one(&l, cfg, cfg->urls[i], err);
+		if (rc < 0 && cfg->nsources > 0 && err) {
+			char inner[sizeof(err->msg)];
+			snprintf(inner, sizeof(inner), "%s", err->msg);
+			rf_fail(err, rc, "mixture source %u: %s", src, inner);
+		}
 		if (rc == 0 && cfg->nsources > 0 && l.n == before)
 			rc = rf_fail(err, -EINVAL, "mixture source %u: %s names no shards", src,
 			             cfg->urls[i]);

@@ -175,17 +175,19 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALON
 #define RF_MIX_RING_MAX (1ull << 20)
 static int rf_mix_ring(rf_engine *e, rf_error *err) RF_ALONE
 {
-	uint64_t need =
-	    rf_plan_mix_ring_units(e->sched.plan, e->cp.batch_records) + 2ull * e->threads + 2;
+	uint32_t longest = 0;
+	uint64_t need = rf_plan_mix_ring_units(e->sched.plan, e->cp.batch_records, &longest) +
+	                2ull * e->threads + 2;
 	uint64_t ring = RF_UNITS_RING;
 	while (ring < need && ring <= RF_MIX_RING_MAX)
 		ring *= 2;
 	if (ring > RF_MIX_RING_MAX)
-		return rf_fail(err, -E2BIG,
-		               "mixture: a low-weight source's shuffle window stays resident while "
-		               "%llu units of the other sources pass, more than %llu (raise its "
-		               "weight or lower shuffle_window)",
-		               (unsigned long long)need, (unsigned long long)RF_MIX_RING_MAX);
+		return rf_fail(
+		    err, -E2BIG,
+		    "mixture: source %u's shuffle window stays resident while %llu units "
+		    "of the other sources pass, more than %llu (raise its weight or lower "
+		    "shuffle_window)",
+		    longest + 1, (unsigned long long)need, (unsigned long long)RF_MIX_RING_MAX);
 	rf_ring_size_set(e, ring);
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define RF_MIXST_JSON_MAX 64 /* sources listed in the stats (the rest counted) */
 
@@ -54,14 +55,33 @@ void rf_mixst_free(rf_mixst *m)
 	free(m);
 }
 
-void rf_mixst_record(rf_engine *e, uint32_t shard, uint32_t bytes)
+/* Counted per batch (delivered when the consumer takes it) for up to
+ * RF_MIXST_INLINE sources; beyond, when collated (the figures say which). */
+void rf_mixst_record(rf_engine *e, rf_mixst_counts *c, uint32_t shard, uint32_t bytes)
 {
 	rf_mixst *m = e->mixst;
 	if (!m || shard >= e->nshards)
 		return;
-	struct rf_mixst_src *s = &m->src[m->shard_src[shard]];
-	__atomic_fetch_add(&s->records, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&s->bytes, bytes, __ATOMIC_RELAXED);
+	uint32_t k = m->shard_src[shard];
+	if (m->k <= RF_MIXST_INLINE) {
+		c->records[k]++;
+		c->bytes[k] += bytes;
+		return;
+	}
+	__atomic_fetch_add(&m->src[k].records, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->src[k].bytes, bytes, __ATOMIC_RELAXED);
+}
+
+void rf_mixst_delivered(rf_engine *e, const rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	rf_mixst *m = e->mixst;
+	if (!m || m->k > RF_MIXST_INLINE)
+		return;
+	for (uint32_t k = 0; k < m->k; k++) {
+		__atomic_fetch_add(&m->src[k].records, b->mix.records[k], __ATOMIC_RELAXED);
+		__atomic_fetch_add(&m->src[k].bytes, b->mix.bytes[k], __ATOMIC_RELAXED);
+	}
 }
 
 void rf_mixst_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRES(rf_engine_mu)
@@ -160,8 +180,10 @@ int rf_mixst_json(rf_engine *e, char *buf, size_t cap)
 		    (double)s->wait_ns / 1e9, wait_all ? (double)s->wait_ns / (double)wait_all : 0);
 	}
 	if (n > 0 && (size_t)n < cap)
-		n += snprintf(buf + n, cap - (size_t)n, "],\"sources_unlisted\":%u",
-		              m->k > RF_MIXST_JSON_MAX ? m->k - RF_MIXST_JSON_MAX : 0);
+		n += snprintf(buf + n, cap - (size_t)n,
+		              "],\"sources_unlisted\":%u,\"sources_records_counted\":\"%s\"",
+		              m->k > RF_MIXST_JSON_MAX ? m->k - RF_MIXST_JSON_MAX : 0,
+		              m->k <= RF_MIXST_INLINE ? "delivered" : "collated");
 	rf_engine_unlock(e);
 	free(counts);
 	return n;

@@ -123,7 +123,8 @@ uint32_t rf_plan_mix_identity(const rf_plan *plan, const uint64_t **src, uint64_
  * records (the memory check), and the ring slots from the oldest unit not
  * released to the newest one needed (0: the plan is no mixture). */
 uint64_t rf_plan_mix_resident_units(const rf_plan *plan, uint64_t batch);
-uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch);
+uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch, uint32_t *longest);
+/* (longest: the source whose window is held longest, 0-based) */
 
 /* Copies what it needs from the indexes (record counts per block). */
 int rf_plan_new(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,

@@ -814,7 +814,7 @@ uint64_t rf_plan_mix_resident_units(const rf_plan *plan, uint64_t batch)
 	return sum;
 }
 
-uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch)
+uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch, uint32_t *longest)
 {
 	const plan_mix *mx = plan->mix;
 	if (!mx)
@@ -832,6 +832,8 @@ uint64_t rf_plan_mix_ring_units(const rf_plan *plan, uint64_t batch)
 		                               ? mx->n[k] / mx->subs[k]->nonempty_blocks + 1
 		                               : 1);
 		uint64_t span = (uint64_t)(((unsigned __int128)recs * T + w[k] - 1) / w[k]);
+		if (span > hold)
+			*longest = k;
 		hold = RF_MAX(hold, span);
 	}
 	return pmix_span_units_max(plan, hold + batch);

@@ -56,7 +56,8 @@ static void rf_source_shape(const rf_shard *sh, char *out, size_t cap)
 		for (uint32_t n = 0; n < k && at < cap; n++) {
 			const char *best = NULL;
 			for (uint32_t j = 0; j < k; j++)
-				if ((!last || strcmp(nm[j], last) > 0) && (!best || strcmp(nm[j], best) < 0))
+				if ((!last || strcmp(nm[j], last) > 0) &&
+				    (!best || strcmp(nm[j], best) < 0))
 					best = nm[j];
 			if (!best)
 				break;
@@ -70,8 +71,8 @@ static void rf_source_shape(const rf_shard *sh, char *out, size_t cap)
 	if (sl && wd) {
 		unsigned long len = strtoul(sl + 10, NULL, 10);
 		const char *d = wd + 16, *e = strchr(d, '"');
-		snprintf(out, cap, "token windows of %lu+1 %.*s", len, e ? (int)RF_MIN(e - d, 16) : 0,
-		         d);
+		snprintf(out, cap, "token windows of %lu+1 %.*s", len,
+		         e ? (int)RF_MIN(e - d, 16) : 0, d);
 		return;
 	}
 	snprintf(out, cap, "records of bytes");
@@ -88,12 +89,13 @@ int rf_sources_check(const rf_engine *e, rf_error *err)
 		uint32_t i = e->src_first[k]; /* a source's first shard speaks for it */
 		rf_source_shape(&e->shards[i], shape, sizeof(shape));
 		if (strcmp(shape, first) != 0)
-			return rf_fail(err, -EINVAL,
-			               "mixture sources 1 and %u differ in their records: shard %s "
-			               "(source 1) has %s, shard %s (source %u) has %s (a mixture's "
-			               "sources must have the same record shape: the same fields, or "
-			               "token windows of the same length and dtype)",
-			               k + 1, e->shards[fs].name, first, e->shards[i].name, k + 1, shape);
+			return rf_fail(
+			    err, -EINVAL,
+			    "mixture sources 1 and %u differ in their records: shard %s "
+			    "(source 1) has %s, shard %s (source %u) has %s (a mixture's "
+			    "sources must have the same record shape: the same fields, or "
+			    "token windows of the same length and dtype)",
+			    k + 1, e->shards[fs].name, first, e->shards[i].name, k + 1, shape);
 	}
 	return 0;
 }

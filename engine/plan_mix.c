@@ -84,6 +84,9 @@ typedef struct plan_mix {
 	uint64_t *cur_count;
 	uint32_t *cur_local;
 	bool cur_valid;
+	uint64_t memo_q; /* the last position located (UINT64_MAX: none), and where */
+	size_t memo_unit;
+	uint32_t memo_record;
 	uint64_t epoch_bytes;
 } plan_mix;
 
@@ -603,6 +606,7 @@ static int pmix_epoch(rf_plan *plan, rf_error *err)
 	mx->nkp = 0;
 	mx->ngrp = 0;
 	mx->cur_valid = false;
+	mx->memo_q = UINT64_MAX;
 	pmix_raw *raw = NULL;
 	pmix_tmp *tmp = NULL;
 	size_t nraw = 0, rawcap = 0, ntmp = 0, tmpcap = 0;
@@ -670,6 +674,11 @@ static void pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t
 {
 	rf_plan *plan = (rf_plan *)cplan; /* the lookup's cursor and the sub-plans' pass */
 	plan_mix *mx = plan->mix;
+	if (mx->memo_q == q) { /* the collator asks twice: for the plan position, then the unit */
+		*unit = mx->memo_unit;
+		*record = mx->memo_record;
+		return;
+	}
 	const plan_piece *pc = rf_plan_piece_at_stream(plan, q);
 	uint32_t piece = (uint32_t)(pc - plan->pieces);
 	uint64_t g = mx->g0 + pc->x + (q - pc->q);
@@ -714,6 +723,9 @@ static void pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t
 		return;
 	*unit = mx->map[kp->map0 + su];
 	*record = r;
+	mx->memo_q = q;
+	mx->memo_unit = *unit;
+	mx->memo_record = r;
 }
 
 /* The group holding local plan position P (< P total). */

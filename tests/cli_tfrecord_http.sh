@@ -47,6 +47,15 @@ same "http, one file gzip'd" "$nswant" \
 	"$(ns "$RF_NGINX_URL/$tag/train-00000.tfrecord" "$RF_NGINX_URL/$tag/train-00001.tfrecord" \
 		"$RF_NGINX_URL/$tag/train-00002.tfrecord.gz")"
 
+# the open walks a file without an index in ranges each starting where the
+# last ended (a frame a range ends inside is kept, not read again): it
+# fetches the file once (it fetched 4% more with these 90 KB records, 1.7
+# times a file of 600 KB records, when each range began at the cut frame)
+"$cli" read --digest --no-shuffle --index-cache off --cache off --stats "$tmp/walk.json" \
+	"$RF_NGINX_URL/$tag/train-00001.tfrecord" >/dev/null
+same "the open's walk fetched the file once" "$(stat -c %s "$tmp/ds/train-00001.tfrecord")" \
+	"$(rf_json "$tmp/walk.json" open_fetched_bytes)"
+
 # the index cache keeps a walked file's raw layout (a file without an
 # index): the next open reads the entry, not the frames, and gives the same
 # records; an Examples layout is not kept (the entry would lack its keys)

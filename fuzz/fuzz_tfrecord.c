@@ -2,7 +2,9 @@
  * tfrecord_index.c). The first byte picks what the rest is: 0 a plain file
  * of Examples, 1 the same read raw, 2 a .tfrecord.gz, 3 a u32 (little
  * endian) index length, a tfrecord2idx index and then the file, opened
- * with the index beside it, 4 an index alone (rf_tfr_index_parse). Files
+ * with the index beside it (a tfrecord2idx file, or the index cache's
+ * entry: raw or Examples), 4 an index alone (rf_tfr_index_parse, and
+ * rf_tfr_cache_parse for the Examples entry). Files
  * open through rf_format_open_mem (the engine's bounds checked at every
  * step) and every unit of an accepted layout is decoded into a slab of
  * exactly its declared size: fields inside their records, named by the
@@ -91,6 +93,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_check_error(rc, &err);
 		else
 			free(lens);
+		rf_tfr_cached c; /* the index cache's Examples entry */
+		rc = rf_tfr_cache_parse(p, size, 1u << 30, "fuzz.idx", &c, &err);
+		if (rc < 0) {
+			fuzz_check_error(rc, &err);
+		} else {
+			FUZZ_CHECK(c.names_n <= RF_TFR_FIELDS_MAX &&
+			           c.largest <= RF_BLOCK_DECODED_MAX / 2);
+			rf_tfr_cached_free(&c);
+		}
 		free(p);
 		return 0;
 	}

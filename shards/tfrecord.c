@@ -161,6 +161,7 @@ typedef struct tfr_layout {
 	int codec;
 	uint64_t decoded; /* a compressed file's decoded bytes */
 	uint32_t *len;    /* every record's data bytes */
+	uint32_t *slab;   /* walked Examples: every record's slab bytes (the cache's entry) */
 	char **names;
 	uint32_t names_n;
 	char stem[48];
@@ -178,17 +179,11 @@ static void tfr_close(rf_shard_index *ix, void *priv)
 	tfr_layout *L = priv;
 	if (L) {
 		free(L->len);
+		free(L->slab);
 		names_free(L->names, L->names_n);
 		free(L);
 	}
 	rf_index_free(ix);
-}
-
-/* What a record adds to its unit's slab past its data: its end, field and
- * key starts, its key, its fields (a raw record: one). */
-static uint64_t rec_table(uint64_t nf)
-{
-	return 12 + RF_TFR_KEY_MAX + 12 * nf;
 }
 
 static void set_stem(tfr_layout *L, const char *url)
@@ -355,7 +350,7 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 			    "it again with ringfeed index)",
 			    s->idx_name, U64(s->n), U64(s->pos), U64(len),
 			    s->n < s->idx_n ? U64(s->idx_lens[s->n]) : 0ull);
-		uint64_t dec = rec_table(1), rec = frame; /* a raw record: its frame */
+		uint64_t dec = rf_tfr_rec_table(1), rec = frame; /* a raw record: its frame */
 		if (!s->raw) {
 			ex_sum x = {.s = s, .name = name, .err = err};
 			rf_pb_error pe = {0};
@@ -364,7 +359,7 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 				return x.rc;
 			if (w < 0)
 				return not_example(p + off, len, s->pos, s->n, &pe, name, err);
-			dec = x.out + rec_table(x.nf);
+			dec = x.out + rf_tfr_rec_table(x.nf);
 			rec = x.out; /* its fields, each padded to 8 */
 		}
 		s->largest = (uint32_t)RF_MAX(s->largest, rec);
@@ -473,6 +468,8 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 			}
 	}
 	L->len = s->len, s->len = NULL;
+	if (!s->raw && !s->codec && !from_index) /* kept for the index cache's entry */
+		L->slab = s->dec, s->dec = NULL;
 	L->names = s->names, s->names = NULL;
 	L->names_n = s->names_n, s->names_n = 0;
 	set_stem(L, o->url);
@@ -481,7 +478,7 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)ix->blocks * sizeof(rf_block_info) +
-	                4 * s->n + s->names_bytes + 64;
+	                4 * s->n + (L->slab ? 4 * s->n : 0) + s->names_bytes + 64;
 	return RF_FMT_DONE;
 }
 
@@ -805,17 +802,50 @@ static int idx_bytes(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	RF_TRY(idx_got(o, s, err));
 	s->idx_lines = rf_tfr_index_lines(o->got, (size_t)o->got_len);
 	o->step = TFR_IDX_PARSE;
-	o->want =
-	    (rf_fmt_want){.object = s->idx_url,
-	                  .offset = 0,
-	                  .len = s->idx_bytes,
-	                  .parse_bound = 8 * (s->idx_lines + 1) + 64 + layout_bound(s->idx_lines)};
+	o->want = (rf_fmt_want){.object = s->idx_url,
+	                        .offset = 0,
+	                        .len = s->idx_bytes,
+	                        .parse_bound = rf_tfr_cache_parse_bound(s->idx_lines) + 64 +
+	                                       layout_bound(s->idx_lines)};
 	return RF_FMT_NEED;
+}
+
+/* The index cache's entry of a walked Examples layout: the layout, no walk
+ * (read raw, its frames only). */
+static int idx_parse_examples(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	rf_tfr_cached c;
+	int rc = rf_tfr_cache_parse(o->got, (size_t)o->got_len, o->size, s->idx_name, &c, err);
+	if (rc < 0) {
+		o->final = true;
+		return rc;
+	}
+	s->idx_cached = true;
+	s->len = c.lens, c.lens = NULL;
+	s->n = s->cap = c.n;
+	if (s->raw) {
+		for (uint64_t i = 0; i < c.n; i++) {
+			c.slab[i] = (uint32_t)rf_tfr_rec_table(1);
+			s->largest =
+			    (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)s->len[i]);
+		}
+	} else {
+		s->largest = c.largest;
+		s->names = c.names, c.names = NULL;
+		s->names_n = c.names_n, c.names_n = 0;
+		s->names_bytes = c.names_bytes;
+	}
+	s->dec = c.slab, c.slab = NULL;
+	rf_tfr_cached_free(&c);
+	o->held_bytes = scan_bytes(s);
+	return build_layout(o, s, true, err);
 }
 
 static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
 	RF_TRY(idx_got(o, s, err));
+	if (rf_tfr_cache_examples(o->got, (size_t)o->got_len))
+		return idx_parse_examples(o, s, err);
 	uint32_t *lens = NULL;
 	uint64_t n = 0;
 	int rc =
@@ -831,7 +861,7 @@ static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	s->n = s->cap = n;
 	for (uint64_t i = 0; i < n; i++) {
-		s->dec[i] = (uint32_t)rec_table(1);
+		s->dec[i] = (uint32_t)rf_tfr_rec_table(1);
 		s->largest = (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)lens[i]);
 	}
 	o->held_bytes = scan_bytes(s);
@@ -1101,15 +1131,15 @@ static uint64_t tfr_table_bytes(const rf_shard_index *ix, const void *priv, uint
 	return u < ix->blocks ? ix->block[u].decoded_bytes : 0;
 }
 
-/* A plain file's walked layout of raw records is kept in the index cache
- * (as a tfrecord2idx index: with raw records the open then reads it alone,
- * and decode checks every frame against it). An Examples layout is not:
- * the index lacks what the walk learned of the Examples (their keys, their
- * decoded sizes), so its open walks the frames anyway. */
+/* A plain file's walked layout is kept in the index cache: raw records as
+ * a tfrecord2idx index, Examples with what the walk learned of them (their
+ * keys, each record's slab bytes, the largest record: rf_tfr_cache_write).
+ * The open then reads the entry alone, and decode checks every frame and
+ * Example against it. */
 static bool tfr_cacheable(const void *priv)
 {
 	const tfr_layout *L = priv;
-	return L && L->raw && !L->from_index && L->codec == RF_TFR_PLAIN;
+	return L && !L->from_index && L->codec == RF_TFR_PLAIN && (L->raw || L->slab);
 }
 
 static bool tfr_layout_cached(const void *priv)
@@ -1141,9 +1171,34 @@ int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 	return 0;
 }
 
+/* A walked Examples layout's entry (tfrecord.h, RF_TFR_CACHE_EX_MARK). */
+static int cache_write_examples(const rf_shard_index *ix, const tfr_layout *L, FILE *out,
+                                const char *name, rf_error *err)
+{
+	bool ok = fprintf(out, "%s%u\n", RF_TFR_CACHE_EX_MARK, ix->largest_record_bytes) > 0;
+	for (uint32_t i = 0; ok && i < L->names_n; i++) {
+		ok = fputs("# key ", out) >= 0;
+		for (const char *c = L->names[i]; ok && *c; c++)
+			ok = fprintf(out, "%02x", (unsigned)(uint8_t)*c) > 0;
+		ok = ok && fputc('\n', out) != EOF;
+	}
+	uint64_t at = 0;
+	for (uint64_t r = 0; ok && r < ix->records; r++) {
+		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)L->len[r];
+		ok = fprintf(out, "%llu %llu %u\n", U64(at), U64(f), L->slab[r]) > 0;
+		at += f;
+	}
+	if (!ok)
+		return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
+	return 0;
+}
+
 int rf_tfr_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
                        rf_error *err)
 {
+	const tfr_layout *L = priv;
+	if (L && !L->raw && L->slab && L->codec == RF_TFR_PLAIN)
+		return cache_write_examples(ix, L, out, name, err);
 	if (fprintf(out, "%s\n", RF_TFR_CACHE_MARK) < 0)
 		return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
 	return rf_tfr_index_write(ix, priv, out, name, err);
@@ -1195,7 +1250,8 @@ const rf_format rf_tfrecord_format = {
     .sidecar_write = rf_tfr_cache_write,
     .layout_cached = tfr_layout_cached,
     .cache_tag = "tfrecord",
-    .cache_version = 2, /* 2: raw layouts kept, the first line the cache's mark */
+    .cache_version = 3, /* 2: raw layouts kept, the first line the cache's mark;
+                         * 3: walked Examples layouts too (their keys and slabs) */
     .options = tfr_options,
     .options_bytes = sizeof(rf_tfr_opts),
 };

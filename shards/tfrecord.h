@@ -79,4 +79,37 @@ int rf_tfr_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 /* The most records an index of len bytes lists (its lines): counts only. */
 uint64_t rf_tfr_index_lines(const uint8_t *buf, size_t len);
 
+/* What a record adds to its unit's slab past its fields: its end, field and
+ * key starts, its key, its fields' entries (a raw record: one field). */
+static inline uint64_t rf_tfr_rec_table(uint64_t fields)
+{
+	return 12 + RF_TFR_KEY_MAX + 12 * fields;
+}
+
+/* The index cache's entry of a walked Examples layout (rf_tfr_cache_write),
+ * which a tfrecord2idx index cannot carry (the walk learned the Examples'
+ * keys and decoded sizes):
+ *   "# ringfeed-index-cache examples LARGEST\n"  (the largest record's bytes)
+ *   "# key HEX\n"            per feature key, the layout's names in order
+ *   "OFFSET SIZE SLAB\n"     per record: its frame, as DALI's lines, and its
+ *                            bytes in its unit's slab (fields and table) */
+#define RF_TFR_CACHE_EX_MARK RF_TFR_CACHE_MARK " examples "
+bool rf_tfr_cache_examples(const uint8_t *buf, size_t len);
+typedef struct rf_tfr_cached {
+	uint32_t *lens, *slab; /* per record: data bytes, slab bytes */
+	uint64_t n;
+	char **names; /* NUL-terminated, distinct, 1..RF_EX_KEY_MAX bytes, no NUL */
+	uint32_t names_n;
+	uint64_t names_bytes; /* what the names take, counted as the walk counts them */
+	uint32_t largest;
+} rf_tfr_cached;
+/* Parses such an entry, checking every line as rf_tfr_index_parse does, the
+ * keys (hex, at most RF_TFR_FIELDS_MAX, distinct) and every size (a slab's
+ * at least a record's table, at most half a unit). Errors name idx_name and
+ * the line (RF_E_CORRUPT). Allocates at most rf_tfr_cache_parse_bound. */
+int rf_tfr_cache_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, const char *idx_name,
+                       rf_tfr_cached *out, rf_error *err);
+uint64_t rf_tfr_cache_parse_bound(uint64_t lines);
+void rf_tfr_cached_free(rf_tfr_cached *c);
+
 #endif

@@ -6,7 +6,8 @@
 # sidecar beside some, units of whole records), from s3rver (keys by brace
 # range, and a prefix listing that takes each PREFIX.idx as its file's
 # index, not as a shard), and a .tfrecord.gz over both. The index cache
-# keeps a walked file's raw-records layout.
+# keeps a walked file's layout, raw records or Examples (a warm open
+# fetches 0 bytes); the open's walk fetches a file once.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -58,7 +59,7 @@ same "the open's walk fetched the file once" "$(stat -c %s "$tmp/ds/train-00001.
 
 # the index cache keeps a walked file's raw layout (a file without an
 # index): the next open reads the entry, not the frames, and gives the same
-# records; an Examples layout is not kept (the entry would lack its keys)
+# records
 cache=$tmp/icache
 raw_url=$RF_NGINX_URL/$tag/train-00001.tfrecord
 rw() { # STATS ARGS...
@@ -89,9 +90,29 @@ same "raw records, a damaged entry: a miss" 1 "$(rf_json "$tmp/c5.json" index_ca
 exwant=$("$cli" read --digest --no-shuffle --index-cache off "$tmp/ds/train-00001.tfrecord" |
 	tail -n 1)
 same "Examples with the raw layout's entry: the Examples" "$exwant" "$(rw "$tmp/c3.json")"
+# an Examples layout is kept too, with what the walk learned (the keys, each
+# record's slab bytes): the next open reads the entry alone, 0 bytes of the
+# file, and gives the same Examples; read raw, the same entry gives the
+# raw records
 rm -rf "$cache"
-rw "$tmp/c4.json" >/dev/null
-same "Examples: no layout stored" 0 "$(rf_json "$tmp/c4.json" index_cache_puts)"
+same "Examples, cold cache" "$exwant" "$(rw "$tmp/c4.json" --cache off)"
+same "Examples, cold: 1 layout stored" 1 "$(rf_json "$tmp/c4.json" index_cache_puts)"
+same "Examples, cold: the open walked the file once" \
+	"$(stat -c %s "$tmp/ds/train-00001.tfrecord")" "$(rf_json "$tmp/c4.json" open_fetched_bytes)"
+same "Examples, warm cache: the same Examples" "$exwant" "$(rw "$tmp/c6.json" --cache off)"
+same "Examples, warm: 1 hit" 1 "$(rf_json "$tmp/c6.json" index_cache_hits)"
+same "Examples, warm: the open fetched 0 bytes" 0 "$(rf_json "$tmp/c6.json" open_fetched_bytes)"
+same "raw records from the Examples entry" "$rawwant" "$(rw "$tmp/c7.json" --tfrecord-raw)"
+same "raw records from the Examples entry: a hit" 1 "$(rf_json "$tmp/c7.json" index_cache_hits)"
+$PY - "$cache"/*.idx <<'PYEOF' # a key changed in the entry: its CRC fails, a miss
+import sys
+d = open(sys.argv[1], "rb").read()
+i = d.index(b"# key ") + len(b"# key ")
+d = d[:i] + (b"78" if d[i:i + 2] != b"78" else b"79") + d[i + 2:]
+open(sys.argv[1], "wb").write(d)
+PYEOF
+same "Examples, a damaged entry: the same Examples" "$exwant" "$(rw "$tmp/c8.json" --cache off)"
+same "Examples, a damaged entry: a miss" 1 "$(rf_json "$tmp/c8.json" index_cache_misses)"
 
 s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
 	--s3-secret-key "$RF_S3_SECRET_KEY")

@@ -187,10 +187,10 @@ int rf_tfr_cache_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, cons
 {
 	*out = (rf_tfr_cached){0};
 	uint64_t lines = rf_tfr_index_lines(buf, len), line = 1, largest = 0;
-	const uint8_t *p = buf + strlen(RF_TFR_CACHE_EX_MARK), *end = buf + len;
-	const uint8_t *eol = memchr(p, '\n', (size_t)(end - p));
-	if (!rf_tfr_cache_examples(buf, len) || !eol || !number(&p, eol, &largest) || p != eol ||
-	    largest > RF_BLOCK_DECODED_MAX / 2)
+	bool marked = rf_tfr_cache_examples(buf, len); /* so p lies inside buf */
+	const uint8_t *p = marked ? buf + strlen(RF_TFR_CACHE_EX_MARK) : buf, *end = buf + len;
+	const uint8_t *eol = marked ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+	if (!eol || !number(&p, eol, &largest) || p != eol || largest > RF_BLOCK_DECODED_MAX / 2)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "index %s: line 1: not \"%sLARGEST\" (LARGEST at most %u)", idx_name,
 		               RF_TFR_CACHE_EX_MARK, RF_BLOCK_DECODED_MAX / 2);

@@ -5,7 +5,8 @@
 # the open's frame walk in sequential ranges, a tfrecord2idx PREFIX.idx
 # sidecar beside some, units of whole records), from s3rver (keys by brace
 # range, and a prefix listing that takes each PREFIX.idx as its file's
-# index, not as a shard), and a .tfrecord.gz over both. The index cache
+# index, not as a shard), and a .tfrecord.gz over both (one past 32 MiB
+# through its sequential units over nginx). The index cache
 # keeps a walked file's layout, raw records or Examples (a warm open
 # fetches 0 bytes); the open's walk fetches a file once.
 set -euo pipefail
@@ -47,6 +48,17 @@ same "http --output tar" "$(cat "$tmp/local.tar.md5")" \
 same "http, one file gzip'd" "$nswant" \
 	"$(ns "$RF_NGINX_URL/$tag/train-00000.tfrecord" "$RF_NGINX_URL/$tag/train-00001.tfrecord" \
 		"$RF_NGINX_URL/$tag/train-00002.tfrecord.gz")"
+
+# a .tfrecord.gz decoding past 32 MiB (40 MB) reads over nginx through its
+# sequential units as locally: the open fetches it once, the units once more
+for i in 1 2 3 4 5; do cat "$tmp"/ds/*.tfrecord; done | gzip -1 >"$RF_NGINX_ROOT/$tag/big.tfrecord.gz"
+bigwant=$(ns --index-cache off --cache off "$RF_NGINX_ROOT/$tag/big.tfrecord.gz")
+case $bigwant in records=450*digest=*) ok "a 40 MB .tfrecord.gz locally: $bigwant" ;; *) bad "big gz: '$bigwant'" ;; esac
+same "... over nginx" "$bigwant" \
+	"$(ns --index-cache off --cache off --stats "$tmp/big.json" "$RF_NGINX_URL/$tag/big.tfrecord.gz")"
+gzb=$(stat -c %s "$RF_NGINX_ROOT/$tag/big.tfrecord.gz")
+same "... the open fetched it once" "$gzb" "$(rf_json "$tmp/big.json" open_fetched_bytes)"
+same "... its units once more" "$gzb" "$(rf_json "$tmp/big.json" fetched_bytes)"
 
 # the open walks a file without an index in ranges each starting where the
 # last ended (a frame a range ends inside is kept, not read again): it

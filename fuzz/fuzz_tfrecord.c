@@ -1,13 +1,17 @@
 /* fuzz_tfrecord.c - libFuzzer target for TFRecord files (shards/tfrecord.c,
- * tfrecord_index.c). The first byte picks what the rest is: 0 a plain file
- * of Examples, 1 the same read raw, 2 a .tfrecord.gz, 3 a u32 (little
- * endian) index length, a tfrecord2idx index and then the file, opened
- * with the index beside it, 4 an index alone (rf_tfr_index_parse). Files
- * open through rf_format_open_mem (the engine's bounds checked at every
- * step) and every unit of an accepted layout is decoded into a slab of
- * exactly its declared size: fields inside their records, named by the
- * shard's names, once each. A layout from an index that every decode
- * accepts must be the walk's (the same records). */
+ * tfrecord_index.c, tfrecord_stream.c). The first byte picks what the rest
+ * is: 0 a plain file of Examples, 1 the same read raw, 2 a .tfrecord.gz, 3
+ * a u32 (little endian) index length, an index and then the file, opened
+ * with the index beside it (a tfrecord2idx file, or the index cache's
+ * entry: raw or Examples), 4 an index alone (rf_tfr_index_parse, and
+ * rf_tfr_cache_parse for the Examples entry). Files open through
+ * rf_format_open_mem (the engine's bounds checked at every step) and every
+ * unit of an accepted layout is decoded into a slab of exactly its
+ * declared size (a .tfrecord.gz decoding past 32 MiB through its
+ * sequential units, asking for more in small reads: seed gzip-big, a 36 KB
+ * stream of 34 MB of Examples of zeros): fields inside their records,
+ * named by the shard's names, once each. A layout from an index that every
+ * decode accepts must be the walk's (the same records). */
 #include "fuzz.h"
 #include "tfrecord.h"
 
@@ -38,10 +42,48 @@ static void check_records(const rf_unit_records *r, const rf_block_info *b, uint
 	}
 }
 
+#define SEQ_BUF (64u << 10) /* the caller's buffer for a sequential unit's asks */
+
+typedef struct mem_obj {
+	const uint8_t *p;
+	size_t n;
+} mem_obj;
+
+static int mem_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *buf,
+                    uint64_t *size, rf_error *err)
+{
+	const mem_obj *m = ctx;
+	(void)err;
+	FUZZ_CHECK(object == NULL && offset <= m->n && len <= m->n - offset && len <= SEQ_BUF);
+	memcpy(buf, m->p + offset, len);
+	if (size)
+		*size = m->n;
+	return 0;
+}
+
+/* Unit u through decode, or a large compressed file's through decode_seq
+ * (one state, asking for more in small reads). */
+static int decode_unit(const uint8_t *data, const rf_shard_index *ix, const void *priv, uint32_t u,
+                       void **seq, uint8_t *dst, uint64_t cap, rf_unit_records *r, rf_error *err)
+{
+	const rf_format *f = &rf_tfrecord_format;
+	const rf_block_info *b = &ix->block[u];
+	if (!ix->sequential)
+		return f->decode(NULL, ix, priv, u, data + b->offset, b->compressed_bytes, dst, cap,
+		                 r, "fuzz.tfrecord", err);
+	static uint8_t buf[SEQ_BUF];
+	mem_obj m = {.p = data, .n = ix->file_bytes};
+	FUZZ_CHECK(f->seq_state_bytes(ix, priv) == rf_tfr_seq_bytes());
+	return rf_fmt_decode_seq_with(f, seq, ix, priv, u, data + b->offset, b->compressed_bytes,
+	                              b->offset, buf, SEQ_BUF, mem_read, &m, dst, cap, r, NULL,
+	                              "fuzz.tfrecord.gz", err);
+}
+
 /* Every unit decodes (0) or one fails RF_E_CORRUPT (1). */
 static int decode_all(const uint8_t *data, const rf_shard_index *ix, const void *priv,
                       bool in_place)
 {
+	void *seq = NULL;
 	const rf_format *f = &rf_tfrecord_format;
 	const char *const *nm;
 	uint32_t names = f->field_names(priv, &nm);
@@ -56,17 +98,18 @@ static int decode_all(const uint8_t *data, const rf_shard_index *ix, const void 
 		FUZZ_CHECK(dst != NULL);
 		rf_unit_records r;
 		rf_error err = {0};
-		int rc = f->decode(NULL, ix, priv, u, data + b->offset, b->compressed_bytes, dst,
-		                   cap, &r, "fuzz.tfrecord", &err);
+		int rc = decode_unit(data, ix, priv, u, &seq, dst, cap, &r, &err);
 		if (rc == 0)
 			check_records(&r, b, names);
 		free(dst);
 		if (rc < 0) {
+			rf_tfr_seq_free(seq);
 			fuzz_check_error(rc, &err);
 			FUZZ_CHECK(rc == RF_E_CORRUPT || rc == -EFBIG);
 			return 1;
 		}
 	}
+	rf_tfr_seq_free(seq);
 	FUZZ_CHECK(rec == ix->records);
 	return 0;
 }
@@ -91,6 +134,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_check_error(rc, &err);
 		else
 			free(lens);
+		rf_tfr_cached c; /* the index cache's Examples entry */
+		rc = rf_tfr_cache_parse(p, size, 1u << 30, "fuzz.idx", &c, &err);
+		if (rc < 0) {
+			fuzz_check_error(rc, &err);
+		} else {
+			FUZZ_CHECK(c.names_n <= RF_TFR_FIELDS_MAX &&
+			           c.largest <= RF_BLOCK_DECODED_MAX / 2);
+			rf_tfr_cached_free(&c);
+		}
 		free(p);
 		return 0;
 	}

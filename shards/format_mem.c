@@ -85,6 +85,8 @@ int rf_format_open_mem(const rf_format *fmt, const rf_fmt_object *objs, size_t n
 		if ((rc = deliver(&o, objs, nobjs, err)) < 0)
 			break;
 	}
+	if (rc == 0 && !o.index) /* the steps ran out after a delivery */
+		rc = -ELOOP;
 	if (rc == RF_FMT_DONE && reserved < had)
 		reserved = had;
 	if (rc == -ELOOP)

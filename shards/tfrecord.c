@@ -13,10 +13,14 @@
  * units of about RF_TFR_UNIT_BYTES. A record is a tf.train.Example whose
  * features become its fields (protobuf.c; the encoding in protobuf.h), or,
  * with rf_tfr_opts.raw (option tfrecord_raw), its data as one field
- * ("record"), read in place. A .tfrecord.gz / .tfrecord.zlib (TensorFlow's GZIP / ZLIB
- * compression) of at most RF_TFR_WHOLE_MAX decoded bytes is one unit, the
- * whole object, decoded at open (to learn its layout) and again at decode.
- * Every data CRC is checked at decode. */
+ * ("record"), read in place. A .tfrecord.gz / .tfrecord.zlib (TensorFlow's
+ * GZIP / ZLIB compression) is inflated once at open in bounded memory, its
+ * frames walked as they come (the compressed open, below); one of at most
+ * RF_TFR_WHOLE_MAX decoded bytes is then one unit, the whole object,
+ * decoded again at decode; a larger one (up to RF_TFR_DECODED_MAX) is
+ * sequential units between the open's checkpoints, decoded in order
+ * through one inflate state (tfrecord_stream.c). Every data CRC is checked
+ * at decode. */
 #include "tfrecord.h"
 
 #include "crc32c.h"
@@ -160,7 +164,12 @@ typedef struct tfr_layout {
 	bool from_cache; /* the index's bytes were the index cache's entry */
 	int codec;
 	uint64_t decoded; /* a compressed file's decoded bytes */
-	uint32_t *len;    /* every record's data bytes */
+	/* a large compressed file's sequential units (else NULL): unit u's
+	 * decoded bytes [unit_out[u], + unit_span[u]) */
+	uint64_t *unit_out;
+	uint32_t *unit_span;
+	uint32_t *len;  /* every record's data bytes */
+	uint32_t *slab; /* walked Examples: every record's slab bytes (the cache's entry) */
 	char **names;
 	uint32_t names_n;
 	char stem[48];
@@ -178,17 +187,13 @@ static void tfr_close(rf_shard_index *ix, void *priv)
 	tfr_layout *L = priv;
 	if (L) {
 		free(L->len);
+		free(L->slab);
+		free(L->unit_out);
+		free(L->unit_span);
 		names_free(L->names, L->names_n);
 		free(L);
 	}
 	rf_index_free(ix);
-}
-
-/* What a record adds to its unit's slab past its data: its end, field and
- * key starts, its key, its fields (a raw record: one). */
-static uint64_t rec_table(uint64_t nf)
-{
-	return 12 + RF_TFR_KEY_MAX + 12 * nf;
 }
 
 static void set_stem(tfr_layout *L, const char *url)
@@ -218,9 +223,29 @@ typedef struct tfr_scan {
 	uint32_t *idx_lens; /* Examples with an index: its records' data bytes */
 	uint32_t largest;   /* the largest record's bytes as decode delivers it */
 	uint64_t idx_n;
-	uint8_t *dec_buf; /* a compressed file's decoded stream (between two steps) */
-	uint64_t dec_len;
 	uint64_t names_bytes;
+	/* a compressed file's stream: inflate (live once the first step ran),
+	 * the compressed bytes it took and the decoded bytes it gave, and the
+	 * window of decoded bytes [pos, pos + win_len) not walked yet (at most
+	 * win_cap; win_want: the frame at pos needs that much, grown at the
+	 * next step, within its declared bound) */
+	z_stream zs;
+	bool zs_live, z_ended;
+	bool z_failed; /* a step failed: every later call gives the same error */
+	rf_error z_fail;
+	uint64_t z_in, z_out;
+	uint8_t *win;
+	uint64_t win_len, win_cap, win_want;
+	struct tfr_cp {
+		uint64_t out, in; /* [0, in) compressed decodes to at least [0, out) */
+	} * cps;
+	uint64_t cps_n, cps_cap;
+	/* the walk's carry: the bytes [pos, pos + carry_len) of a frame a range
+	 * ended inside, so the next range starts where the last one ended
+	 * (asking from pos again read those bytes twice: 1.7 times a file of
+	 * 600 KB records at the open) */
+	uint8_t *carry;
+	uint64_t carry_len, carry_cap;
 } tfr_scan;
 
 /* What build_layout may allocate for n records (at most a unit each). */
@@ -231,8 +256,9 @@ static uint64_t layout_bound(uint64_t n)
 
 static uint64_t scan_bytes(const tfr_scan *s)
 {
-	return sizeof(*s) + s->cap * 8 + s->idx_n * 4 + s->names_bytes + s->dec_len +
-	       (s->idx_url ? 2 * strlen(s->idx_url) + 2 : 0);
+	return sizeof(*s) + s->cap * 8 + s->idx_n * 4 + s->names_bytes + s->carry_cap +
+	       (s->zs_live ? RF_TFR_ZLIB_STATE : 0) + s->win_cap +
+	       s->cps_cap * sizeof(struct tfr_cp) + (s->idx_url ? 2 * strlen(s->idx_url) + 2 : 0);
 }
 
 static void scan_free(tfr_scan *s)
@@ -244,8 +270,12 @@ static void scan_free(tfr_scan *s)
 	names_free(s->names, s->names_n);
 	free(s->idx_url);
 	free(s->idx_name);
-	free(s->dec_buf);
 	free(s->idx_lens);
+	free(s->carry);
+	if (s->zs_live)
+		inflateEnd(&s->zs);
+	free(s->win);
+	free(s->cps);
 	free(s);
 }
 
@@ -348,7 +378,7 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 			    "it again with ringfeed index)",
 			    s->idx_name, U64(s->n), U64(s->pos), U64(len),
 			    s->n < s->idx_n ? U64(s->idx_lens[s->n]) : 0ull);
-		uint64_t dec = rec_table(1), rec = frame; /* a raw record: its frame */
+		uint64_t dec = rf_tfr_rec_table(1), rec = frame; /* a raw record: its frame */
 		if (!s->raw) {
 			ex_sum x = {.s = s, .name = name, .err = err};
 			rf_pb_error pe = {0};
@@ -357,7 +387,7 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 				return x.rc;
 			if (w < 0)
 				return not_example(p + off, len, s->pos, s->n, &pe, name, err);
-			dec = x.out + rec_table(x.nf);
+			dec = x.out + rf_tfr_rec_table(x.nf);
 			rec = x.out; /* its fields, each padded to 8 */
 		}
 		s->largest = (uint32_t)RF_MAX(s->largest, rec);
@@ -377,15 +407,16 @@ static int scan_frames(tfr_scan *s, const uint8_t *p, uint64_t avail, bool check
 /* ------------------------------------------------------------ units */
 
 /* Units: runs of whole records of about RF_TFR_UNIT_BYTES stored, closed
- * before one would decode past the largest block. */
-static uint32_t units_fill(const tfr_scan *s, const tfr_layout *L, rf_shard_index *ix)
+ * before one would decode past the largest block (a sequential unit's
+ * slab holds its frames too: `frames`). */
+static uint32_t units_fill(const tfr_scan *s, bool frames, rf_shard_index *ix)
 {
 	uint32_t u = 0;
 	rf_block_info *b = NULL, tmp;
 	uint64_t at = 0, stored = 0, dec = 0;
 	for (uint64_t i = 0; i < s->n; i++) {
 		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)s->len[i];
-		uint64_t d = s->dec[i];
+		uint64_t d = s->dec[i] + (frames ? f : 0);
 		if (b && (stored >= RF_TFR_UNIT_BYTES || dec + d + 64 > RF_BLOCK_DECODED_MAX ||
 		          stored + f > UINT32_MAX))
 			b = NULL;
@@ -399,10 +430,46 @@ static uint32_t units_fill(const tfr_scan *s, const tfr_layout *L, rf_shard_inde
 		dec += d;
 		b->records++;
 		b->compressed_bytes = (uint32_t)stored;
-		b->decoded_bytes = (uint32_t)(dec + 24);
+		b->decoded_bytes = (uint32_t)(dec + (frames ? 32 : 24)); /* frames: padded to 8 */
 		at += f;
 	}
 	return u;
+}
+
+/* A large compressed file's sequential units: runs of whole records
+ * (units_fill over the decoded frames), unit u the compressed range
+ * [c(u - 1), c(u)), c(u) the compressed bytes of the first checkpoint at
+ * or past the unit's decoded end (c(-1) = 0; the last unit ends with the
+ * object): the bytes that decode past it, read in order. */
+static int fill_seq(rf_fmt_open *o, const tfr_scan *s, tfr_layout *L, rf_shard_index *ix,
+                    rf_error *err)
+{
+	ix->blocks = units_fill(s, true, ix);
+	uint64_t prev = 0, k = 0;
+	for (uint32_t u = 0; u < ix->blocks; u++) {
+		rf_block_info *b = &ix->block[u];
+		uint64_t start = b->offset, span = b->compressed_bytes;
+		while (k < s->cps_n && s->cps[k].out < start + span)
+			k++;
+		uint64_t c = u + 1 < ix->blocks && k < s->cps_n ? s->cps[k].in : o->size;
+		if (c < prev || c > o->size || c - prev > UINT32_MAX ||
+		    b->decoded_bytes > RF_BLOCK_DECODED_MAX)
+			return rf_fail(
+			    err, -EFBIG,
+			    "shard %s: records %llu..%llu decode to %llu bytes from "
+			    "compressed bytes [%llu, %llu): more than one unit may be (%u "
+			    "MiB decoded, 4 GiB stored)",
+			    o->name, U64(b->first_record), U64(b->first_record + b->records - 1),
+			    U64(span), U64(prev), U64(c), RF_BLOCK_DECODED_MAX >> 20);
+		L->unit_out[u] = start;
+		L->unit_span[u] = (uint32_t)span;
+		b->offset = prev;
+		b->compressed_bytes = (uint32_t)(c - prev);
+		prev = c;
+	}
+	rf_fmt_layout_sums(ix);
+	ix->sequential = 1;
+	return 0;
 }
 
 static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *err)
@@ -415,22 +482,34 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 		L->from_cache = from_index && s->idx_cached;
 		L->codec = s->codec;
 	}
-	uint32_t units = L ? units_fill(s, L, NULL) : 0;
-	if (s->codec && units > 1)
+	bool seq = s->codec && s->z_out > RF_TFR_WHOLE_MAX && s->n > 0;
+	uint32_t units = L ? units_fill(s, seq, NULL) : 0;
+	if (s->codec && !seq && units > 1)
 		units = 1; /* the whole object */
+	if (L && seq) {
+		L->unit_out = calloc(units, sizeof(uint64_t));
+		L->unit_span = calloc(units, sizeof(uint32_t));
+	}
 	if (ix) {
 		ix->metadata = strdup("");
 		ix->block = calloc(units ? units : 1, sizeof(rf_block_info));
 	}
-	if (!L || !ix || !ix->metadata || !ix->block) {
+	if (!L || !ix || !ix->metadata || !ix->block || (seq && (!L->unit_out || !L->unit_span))) {
 		tfr_close(ix, L);
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory for the layout", o->name);
 	}
 	ix->file_bytes = o->size;
 	ix->records = s->n;
 	ix->largest_record_bytes = s->largest;
-	if (s->codec) {
-		uint64_t dec = (s->dec_len + 7) / 8 * 8 + 24;
+	L->decoded = s->z_out;
+	if (seq) {
+		int rc = fill_seq(o, s, L, ix, err);
+		if (rc < 0) {
+			tfr_close(ix, L);
+			return rc;
+		}
+	} else if (s->codec) {
+		uint64_t dec = (s->z_out + 7) / 8 * 8 + 24;
 		for (uint64_t i = 0; i < s->n; i++)
 			dec += s->dec[i];
 		ix->blocks = s->n ? 1 : 0;
@@ -447,10 +526,9 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 			                               .decoded_bytes = (uint32_t)dec,
 			                               .records = (uint32_t)s->n};
 		}
-		L->decoded = s->dec_len;
 		rf_fmt_layout_sums(ix);
 	} else {
-		ix->blocks = units_fill(s, L, ix);
+		ix->blocks = units_fill(s, false, ix);
 		rf_fmt_layout_sums(ix);
 		for (uint32_t u = 0; u < ix->blocks; u++)
 			if (ix->block[u].decoded_bytes > RF_BLOCK_DECODED_MAX) {
@@ -466,6 +544,8 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 			}
 	}
 	L->len = s->len, s->len = NULL;
+	if (!s->raw && !s->codec && !from_index) /* kept for the index cache's entry */
+		L->slab = s->dec, s->dec = NULL;
 	L->names = s->names, s->names = NULL;
 	L->names_n = s->names_n, s->names_n = 0;
 	set_stem(L, o->url);
@@ -474,7 +554,8 @@ static int build_layout(rf_fmt_open *o, tfr_scan *s, bool from_index, rf_error *
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)ix->blocks * sizeof(rf_block_info) +
-	                4 * s->n + s->names_bytes + 64;
+	                4 * s->n + (L->slab ? 4 * s->n : 0) + s->names_bytes + 64 +
+	                (seq ? 12 * (uint64_t)ix->blocks : 0);
 	return RF_FMT_DONE;
 }
 
@@ -487,8 +568,7 @@ enum {
 	TFR_IDX_BYTES, /* the index's bytes: its lines counted */
 	TFR_IDX_PARSE, /* the same bytes again (from the buffer), parsed */
 	TFR_SCAN,      /* walking the frames */
-	TFR_Z_READ,    /* a compressed file: its bytes, decoded */
-	TFR_Z_SCAN,    /* ... its frames walked */
+	TFR_Z,         /* a compressed file: its stream inflated, its frames walked */
 };
 
 static int tfr_claim(const char *name)
@@ -553,23 +633,29 @@ static uint64_t state_bound(const rf_fmt_open *o)
 	return sizeof(tfr_scan) + 2 * (strlen(o->url) + strlen(o->name) + 8) + layout_bound(1);
 }
 
-/* The next scan range from s->pos: a step's bytes, or the whole next frame
- * when it is larger; the bound: the tables doubling past a frame per 16
- * bytes, and the names. */
+/* The next scan range from where the carry ends: a step's bytes, or the
+ * rest of the next frame when it is larger; the bound: the tables doubling
+ * past a frame per 16 bytes, the names, and the carry grown to hold what
+ * it holds and the whole range (the old one still held while it moves). */
 static int want_scan(rf_fmt_open *o, tfr_scan *s, uint64_t need)
 {
 	uint64_t step = o->local ? RF_TFR_STEP_LOCAL_BYTES : RF_TFR_STEP_BYTES;
-	uint64_t len = RF_MIN(RF_MAX(step, need), o->size - s->pos);
+	uint64_t at = s->pos + s->carry_len;
+	uint64_t rest = need > s->carry_len ? need - s->carry_len : 0;
+	uint64_t len = RF_MIN(RF_MAX(step, rest), o->size - at);
 	o->held_bytes = scan_bytes(s);
 	o->want = (rf_fmt_want){
-	    .offset = s->pos,
+	    .offset = at,
 	    .len = len,
 	    .parse_bound = 2 * (s->cap + len / RF_TFR_FRAME_BYTES + 1024) * 8 +
 	                   (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 1 + 24) +
-	                   layout_bound(s->cap + len / RF_TFR_FRAME_BYTES + 1),
+	                   layout_bound(s->cap + len / RF_TFR_FRAME_BYTES + 1) + s->carry_cap +
+	                   s->carry_len + len,
 	};
 	return RF_FMT_NEED;
 }
+
+static int z_want(rf_fmt_open *o, tfr_scan *s);
 
 static int state_new(rf_fmt_open *o, rf_error *err)
 {
@@ -581,19 +667,8 @@ static int state_new(rf_fmt_open *o, rf_error *err)
 	s->raw = opt && opt->raw;
 	s->codec = codec_of_url(o->url);
 	if (s->codec) {
-		if (o->size > RF_TFR_WHOLE_MAX) {
-			o->final = true;
-			return rf_fail(err, -EFBIG,
-			               "shard %s: a compressed TFRecord of %llu bytes (at most %u "
-			               "MiB: decompress it, or write smaller files)",
-			               o->name, U64(o->size), RF_TFR_WHOLE_MAX >> 20);
-		}
-		o->step = TFR_Z_READ;
-		o->held_bytes = scan_bytes(s);
-		o->want = (rf_fmt_want){.offset = 0,
-		                        .len = o->size,
-		                        .parse_bound = RF_TFR_WHOLE_MAX + 1 + (256u << 10)};
-		return RF_FMT_NEED;
+		o->step = TFR_Z;
+		return z_want(o, s);
 	}
 	bool want_idx = !(opt && opt->scan_only);
 	if (want_idx && (s->idx_url = rf_tfr_idx_sibling(o->url, &s->cache_only)) &&
@@ -620,89 +695,287 @@ static int got_check(const rf_fmt_open *o, rf_error *err)
 	return 0;
 }
 
+/* The carry at least `cap` bytes (within the bound want_scan declared). */
+static int carry_room(tfr_scan *s, uint64_t cap, const char *name, rf_error *err)
+{
+	if (cap <= s->carry_cap)
+		return 0;
+	uint8_t *c = realloc(s->carry, cap);
+	if (!c)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for a frame's bytes", name);
+	s->carry = c;
+	s->carry_cap = cap;
+	return 0;
+}
+
+/* The frame the carry began, completed from p[0, *avail) (p, avail moved
+ * past what it took) and walked. *need: 0 when it is done (the carry
+ * empty), else the bytes from s->pos the frame needs (p all taken). */
+static int carry_frame(tfr_scan *s, const uint8_t **p, uint64_t *avail, uint64_t *need,
+                       const char *name, rf_error *err)
+{
+	*need = 0;
+	while (s->carry_len) {
+		RF_TRY(scan_frames(s, s->carry, s->carry_len, false, need, name, err));
+		if (!*need) { /* the frame walked: the carry held it exactly */
+			s->carry_len = 0;
+			return 0;
+		}
+		uint64_t take = RF_MIN(*avail, *need - s->carry_len);
+		if (!take)
+			return 0;
+		RF_TRY(carry_room(s, s->carry_len + take, name, err));
+		memcpy(s->carry + s->carry_len, *p, take);
+		s->carry_len += take;
+		*p += take;
+		*avail -= take;
+	}
+	return 0;
+}
+
 static int scan_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
 	RF_TRY(got_check(o, err));
-	uint64_t need = 0, pos0 = s->pos;
+	uint64_t need = 0, pos0 = s->pos, carry0 = s->carry_len;
 	uint64_t n0 = s->n;
 	uint32_t largest0 = s->largest;
-	int rc = scan_frames(s, o->got, o->got_len, false, &need, o->name, err);
-	if (rc < 0) { /* the state as it was: the engine may read the range again */
-		s->pos = pos0, s->n = n0, s->largest = largest0;
-		o->final = pos0 == 0 && n0 == 0; /* the first frame is not one */
-		return rc;
-	}
-	if (s->pos == o->size)
-		return build_layout(o, s, s->idx_lens != NULL, err);
-	if (need && s->pos + need > o->size) {
+	const uint8_t *p = o->got;
+	uint64_t avail = o->got_len;
+	int rc = carry_frame(s, &p, &avail, &need, o->name, err);
+	if (rc == 0 && !need)
+		rc = scan_frames(s, p, avail, false, &need, o->name, err);
+	uint64_t left = o->got_offset + o->got_len - (s->pos + s->carry_len);
+	if (rc == 0 && need && s->pos + need > o->size)
 		rc = rf_fail(err, RF_E_CORRUPT,
 		             "shard %s: record %llu (frame at byte %llu): the file ends at byte "
 		             "%llu, inside its %llu-byte frame",
 		             o->name, U64(s->n), U64(s->pos), U64(o->size), U64(need));
-		s->pos = pos0, s->n = n0, s->largest = largest0;
+	if (rc == 0 && left) /* the frame the range ended inside: kept, not read again */
+		rc = carry_room(s, left, o->name, err);
+	if (rc < 0) { /* the state as it was: the engine may read the range again
+		       * (the carry's first carry0 bytes are unchanged: only appended to) */
+		s->pos = pos0, s->n = n0, s->largest = largest0, s->carry_len = carry0;
+		o->final = pos0 == 0 && n0 == 0 && carry0 == 0; /* the first frame is not one */
 		return rc;
 	}
+	if (left) {
+		memcpy(s->carry, o->got + o->got_len - left, left);
+		s->carry_len = left;
+	}
+	if (s->pos == o->size)
+		return build_layout(o, s, s->idx_lens != NULL, err);
 	return want_scan(o, s, need);
 }
 
-/* A compressed file's bytes: decoded whole into the state (its bound
- * declared with the read), then a step of no bytes declares the tables'
- * bound before the frames are walked. */
-static int z_read(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+/* ---------------------------------------------- a compressed file's open
+ *
+ * The stream inflated once, in bounded memory: sequential ranges of the
+ * object (1 MiB remote, 4 MiB local) feed inflate, whose output goes into
+ * a window where the frames are walked as a plain file's (every CRC
+ * checked: the bytes are decoded here anyway); a walked frame's bytes are
+ * dropped. A step decodes at most Z_STEP_OUT bytes, so its bound is known
+ * before its bytes arrive; a frame larger than the window grows it at the
+ * next step, whose bound says so (the rest of the range asked for again:
+ * the engine serves it from the bytes it holds). Checkpoints every
+ * RF_TFR_CP_SPACING of output make the sequential units of a large file.
+ * A stream cannot be entered again mid-way, so an error stands (final). */
+
+#define Z_STEP_OUT                                                                                 \
+	(1u << 20)              /* decoded bytes one step produces at most (its frames:            \
+	                         * a table entry per 16 bytes in its bound) */
+#define Z_CALL_OUT (128u << 10) /* one inflate call's output: checkpoints follow it */
+#define Z_WIN      (1u << 20)   /* the window's first size */
+
+/* What one step may allocate: the tables over the frames its window may
+ * hold, the names, the layout, the checkpoints; the window's growth, and
+ * on the first step inflate and the window. */
+static uint64_t z_bound(const tfr_scan *s)
 {
-	RF_TRY(got_check(o, err));
-	/* a buffer of 4 times the compressed bytes, doubled (the stream decoded
-	 * again) until the stream fits or the limit is reached */
-	uint64_t max = RF_TFR_WHOLE_MAX + 1, cap = RF_MIN(max, RF_MAX(4 * o->got_len, 1u << 16));
-	uint64_t n = 0;
-	int rc;
-	for (;;) {
-		free(s->dec_buf); /* never two buffers at once: the bound holds one */
-		if (!(s->dec_buf = malloc(cap)))
-			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
-		rc = inflate_all(s->codec, o->got, o->got_len, s->dec_buf, cap, &n, o->name, err);
-		if (rc != -EFBIG || cap == max)
-			break;
-		cap = RF_MIN(max, 2 * cap);
-	}
-	if (rc < 0) {
-		free(s->dec_buf);
-		s->dec_buf = NULL;
-		o->final = rc == -EFBIG;
-		return rc;
-	}
-	uint8_t *small = realloc(s->dec_buf, n ? n : 1);
-	if (small)
-		s->dec_buf = small;
-	s->dec_len = n;
-	o->step = TFR_Z_SCAN;
+	/* the frames a step walks: the one the window began, and those of its
+	 * output (the window's other bytes were walked at the step before) */
+	uint64_t frames = (Z_STEP_OUT + Z_CALL_OUT) / RF_TFR_FRAME_BYTES + 2, n = s->cap + frames;
+	uint64_t bound = 2 * (n + 1024) * 8 + (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 25) +
+	                 layout_bound(n) + 12 * n +
+	                 2 * (s->cps_cap + (Z_STEP_OUT + Z_CALL_OUT) / RF_TFR_CP_SPACING + 34) *
+	                     sizeof(struct tfr_cp);
+	if (s->win_want > s->win_cap)
+		bound += s->win_want + s->win_cap; /* the old window held while it moves */
+	if (!s->zs_live)
+		bound += RF_TFR_ZLIB_STATE + Z_WIN;
+	return bound;
+}
+
+/* The next range from where inflate stopped: the rest of the range
+ * delivered when it stopped inside it (no second read), else a new one. */
+static int z_want(rf_fmt_open *o, tfr_scan *s)
+{
+	uint64_t step = o->local ? RF_TFR_STEP_LOCAL_BYTES : RF_TFR_STEP_BYTES;
+	uint64_t len = RF_MIN(step, o->size - s->z_in);
+	if (o->got && s->z_in >= o->got_offset && s->z_in < o->got_offset + o->got_len)
+		len = o->got_offset + o->got_len - s->z_in;
 	o->held_bytes = scan_bytes(s);
-	o->want = (rf_fmt_want){.len = 0,
-	                        .parse_bound = 2 * (n / RF_TFR_FRAME_BYTES + 1024) * 8 +
-	                                       (uint64_t)RF_TFR_FIELDS_MAX * (RF_EX_KEY_MAX + 25) +
-	                                       layout_bound(1)};
+	o->want = (rf_fmt_want){.offset = s->z_in, .len = len, .parse_bound = z_bound(s)};
 	return RF_FMT_NEED;
 }
 
-static int z_scan(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+static int z_start(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
-	uint64_t need = 0;
+	if (!(s->win = malloc(Z_WIN)))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	s->win_cap = Z_WIN;
+	if (inflateInit2(&s->zs, s->codec == RF_TFR_GZIP ? 15 + 16 : 15) != Z_OK)
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory for zlib", o->name);
+	s->zs_live = true;
+	return 0;
+}
+
+/* A checkpoint after an inflate call; the last one moves on until it lies
+ * RF_TFR_CP_SPACING past the one before, then the next is added. */
+static int cp_add(tfr_scan *s, const char *name, rf_error *err)
+{
+	struct tfr_cp c = {.out = s->z_out, .in = s->z_in};
+	uint64_t n = s->cps_n;
+	if (n >= 2 && s->cps[n - 1].out - s->cps[n - 2].out < RF_TFR_CP_SPACING) {
+		s->cps[n - 1] = c;
+		return 0;
+	}
+	if (n == s->cps_cap) {
+		uint64_t cap = s->cps_cap ? 2 * s->cps_cap : 32;
+		struct tfr_cp *a = realloc(s->cps, cap * sizeof(*a));
+		if (!a)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", name);
+		s->cps = a;
+		s->cps_cap = cap;
+	}
+	s->cps[s->cps_n++] = c;
+	return 0;
+}
+
+/* One inflate call from in[*pos, len) into the window's room: *made bytes. */
+static int z_inflate(rf_fmt_open *o, tfr_scan *s, const uint8_t *in, uint64_t len, uint64_t *pos,
+                     uint64_t *made, rf_error *err)
+{
+	s->zs.next_in = (Bytef *)(uintptr_t)(in + *pos);
+	s->zs.avail_in = (uInt)RF_MIN(len - *pos, 1u << 30);
+	s->zs.next_out = s->win + s->win_len;
+	s->zs.avail_out = (uInt)RF_MIN(s->win_cap - s->win_len, Z_CALL_OUT);
+	uInt ai = s->zs.avail_in, ao = s->zs.avail_out;
+	int r = inflate(&s->zs, Z_NO_FLUSH);
+	uint64_t used = ai - s->zs.avail_in;
+	*made = ao - s->zs.avail_out;
+	*pos += used;
+	s->z_in += used;
+	s->z_out += *made;
+	s->win_len += *made;
+	if (r == Z_STREAM_END) {
+		if (s->z_in == o->size)
+			s->z_ended = true;
+		else if (s->codec != RF_TFR_GZIP)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "shard %s: %llu bytes past the zlib stream's end (byte %llu)", o->name,
+			    U64(o->size - s->z_in), U64(s->z_in));
+		else
+			inflateReset(&s->zs); /* another gzip member */
+	} else if (r != Z_OK && !(r == Z_BUF_ERROR && (used || *made || *pos == len))) {
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: compressed byte %llu (decoded byte %llu): %s", o->name,
+		               U64(s->z_in), U64(s->z_out),
+		               r == Z_BUF_ERROR ? "the stream makes no progress"
+		               : s->zs.msg      ? s->zs.msg
+		                                : "not a zlib/gzip stream");
+	}
+	if (s->z_out > RF_TFR_DECODED_MAX)
+		return rf_fail(err, -EFBIG,
+		               "shard %s: decodes to more than %llu GiB, the most a compressed "
+		               "TFRecord may (its checkpoints are metadata): write smaller files",
+		               o->name, U64(RF_TFR_DECODED_MAX >> 30));
+	return cp_add(s, o->name, err);
+}
+
+/* The window's whole frames walked and dropped; *need: what the frame at
+ * s->pos needs (0: none begun). */
+static int z_walk(rf_fmt_open *o, tfr_scan *s, uint64_t *need, rf_error *err)
+{
 	char where[RF_ERROR_MSG_BYTES / 2];
 	snprintf(where, sizeof(where), "%s (decoded)", o->name);
-	int rc = scan_frames(s, s->dec_buf, s->dec_len, true, &need, where, err);
-	if (rc == 0 && need)
-		rc = rf_fail(err, RF_E_CORRUPT,
-		             "shard %s: record %llu (frame at decoded byte %llu): the stream ends "
-		             "at decoded byte %llu, inside its %llu-byte frame",
-		             o->name, U64(s->n), U64(s->pos), U64(s->dec_len), U64(need));
-	if (rc < 0) { /* the state as it was: the step may be called again */
-		s->pos = s->n = 0;
-		s->largest = 0;
-		return rc;
+	uint64_t pos0 = s->pos;
+	RF_TRY(scan_frames(s, s->win, s->win_len, true, need, where, err));
+	uint64_t used = s->pos - pos0;
+	memmove(s->win, s->win + used, s->win_len - used);
+	s->win_len -= used;
+	return 0;
+}
+
+/* Inflates the delivered range until it is taken (*starved: inflate
+ * needs more input), the step's output bound is reached, or the window is
+ * full of one frame (win_want set: it grows at the next step). */
+static int z_feed(rf_fmt_open *o, tfr_scan *s, uint64_t *need, bool *starved, rf_error *err)
+{
+	uint64_t pos = s->z_in - o->got_offset, out = 0;
+	*need = 0;
+	*starved = false;
+	RF_TRY(z_walk(o, s, need, err)); /* *need: the frame the window holds part of */
+	while (out < Z_STEP_OUT && !s->z_ended) {
+		if (s->win_len == s->win_cap) { /* the frame at pos is larger than the window */
+			s->win_want = *need;
+			return 0;
+		}
+		uint64_t made = 0, before = pos;
+		RF_TRY(z_inflate(o, s, o->got, o->got_len, &pos, &made, err));
+		out += made;
+		RF_TRY(z_walk(o, s, need, err));
+		if (!made && pos == before) {
+			*starved = true;
+			return 0;
+		}
 	}
-	free(s->dec_buf);
-	s->dec_buf = NULL;
-	return build_layout(o, s, false, err);
+	return 0;
+}
+
+static int z_step(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	bool none = o->got && o->got_len == 0 && o->got_offset == s->z_in && s->z_in == o->size;
+	if (!none && (!o->got || o->got_offset > s->z_in || o->got_offset + o->got_len <= s->z_in))
+		return rf_fail(err, -EIO,
+		               "shard %s: open step got bytes [%llu, +%llu), the stream is at %llu",
+		               o->name, U64(o->got_offset), U64(o->got_len), U64(s->z_in));
+	o->final = true; /* a stream cannot be entered again where it failed */
+	if (!s->zs_live)
+		RF_TRY(z_start(o, s, err));
+	if (s->win_want > s->win_cap) { /* declared by the step before */
+		uint8_t *w = realloc(s->win, s->win_want);
+		if (!w)
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		s->win = w;
+		s->win_cap = s->win_want;
+	}
+	uint64_t need = 0;
+	bool starved = false;
+	RF_TRY(z_feed(o, s, &need, &starved, err));
+	if (s->z_ended && s->win_len)
+		return rf_fail(
+		    err, RF_E_CORRUPT,
+		    "shard %s: record %llu (frame at decoded byte %llu): the stream ends "
+		    "at decoded byte %llu, inside its %llu-byte frame",
+		    o->name, U64(s->n), U64(s->pos), U64(s->z_out), U64(need));
+	if (s->z_ended) {
+		if (s->zs_live)
+			inflateEnd(&s->zs);
+		s->zs_live = false;
+		free(s->win);
+		s->win = NULL;
+		s->win_cap = s->win_len = 0;
+		o->final = false;
+		return build_layout(o, s, false, err);
+	}
+	if (s->z_in == o->size && starved)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "shard %s: the stream ends early: %llu compressed bytes gave %llu "
+		               "decoded bytes and no end of stream",
+		               o->name, U64(o->size), U64(s->z_out));
+	o->final = false;
+	return z_want(o, s);
 }
 
 /* ------------------------------------------------ the index sidecar */
@@ -747,17 +1020,50 @@ static int idx_bytes(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 	RF_TRY(idx_got(o, s, err));
 	s->idx_lines = rf_tfr_index_lines(o->got, (size_t)o->got_len);
 	o->step = TFR_IDX_PARSE;
-	o->want =
-	    (rf_fmt_want){.object = s->idx_url,
-	                  .offset = 0,
-	                  .len = s->idx_bytes,
-	                  .parse_bound = 8 * (s->idx_lines + 1) + 64 + layout_bound(s->idx_lines)};
+	o->want = (rf_fmt_want){.object = s->idx_url,
+	                        .offset = 0,
+	                        .len = s->idx_bytes,
+	                        .parse_bound = rf_tfr_cache_parse_bound(s->idx_lines) + 64 +
+	                                       layout_bound(s->idx_lines)};
 	return RF_FMT_NEED;
+}
+
+/* The index cache's entry of a walked Examples layout: the layout, no walk
+ * (read raw, its frames only). */
+static int idx_parse_examples(rf_fmt_open *o, tfr_scan *s, rf_error *err)
+{
+	rf_tfr_cached c;
+	int rc = rf_tfr_cache_parse(o->got, (size_t)o->got_len, o->size, s->idx_name, &c, err);
+	if (rc < 0) {
+		o->final = true;
+		return rc;
+	}
+	s->idx_cached = true;
+	s->len = c.lens, c.lens = NULL;
+	s->n = s->cap = c.n;
+	if (s->raw) {
+		for (uint64_t i = 0; i < c.n; i++) {
+			c.slab[i] = (uint32_t)rf_tfr_rec_table(1);
+			s->largest =
+			    (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)s->len[i]);
+		}
+	} else {
+		s->largest = c.largest;
+		s->names = c.names, c.names = NULL;
+		s->names_n = c.names_n, c.names_n = 0;
+		s->names_bytes = c.names_bytes;
+	}
+	s->dec = c.slab, c.slab = NULL;
+	rf_tfr_cached_free(&c);
+	o->held_bytes = scan_bytes(s);
+	return build_layout(o, s, true, err);
 }
 
 static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 {
 	RF_TRY(idx_got(o, s, err));
+	if (rf_tfr_cache_examples(o->got, (size_t)o->got_len))
+		return idx_parse_examples(o, s, err);
 	uint32_t *lens = NULL;
 	uint64_t n = 0;
 	int rc =
@@ -773,7 +1079,7 @@ static int idx_parse(rf_fmt_open *o, tfr_scan *s, rf_error *err)
 		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
 	s->n = s->cap = n;
 	for (uint64_t i = 0; i < n; i++) {
-		s->dec[i] = (uint32_t)rec_table(1);
+		s->dec[i] = (uint32_t)rf_tfr_rec_table(1);
 		s->largest = (uint32_t)RF_MAX(s->largest, RF_TFR_FRAME_BYTES + (uint64_t)lens[i]);
 	}
 	o->held_bytes = scan_bytes(s);
@@ -806,6 +1112,12 @@ static int tfr_open_step(rf_fmt_open *o, rf_error *err)
 			tfr_scan none = {.raw = opt && opt->raw};
 			return build_layout(o, &none, false, err);
 		}
+		if (o->size == 0) { /* before any state: the same answer every time */
+			o->final = true;
+			return rf_fail(err, RF_E_CORRUPT,
+			               "shard %s: an empty file is not a zlib/gzip stream",
+			               o->name);
+		}
 		return state_new(o, err);
 	case TFR_IDX_SIZE:
 		return idx_size(o, s, err);
@@ -813,10 +1125,18 @@ static int tfr_open_step(rf_fmt_open *o, rf_error *err)
 		return idx_bytes(o, s, err);
 	case TFR_IDX_PARSE:
 		return idx_parse(o, s, err);
-	case TFR_Z_READ:
-		return z_read(o, s, err);
-	case TFR_Z_SCAN:
-		return z_scan(o, s, err);
+	case TFR_Z: { /* a stream cannot be entered again: a failed step's error stands */
+		if (s->z_failed) {
+			*err = s->z_fail;
+			return err->code;
+		}
+		int rc = z_step(o, s, err);
+		if (rc < 0) {
+			s->z_failed = true;
+			s->z_fail = *err;
+		}
+		return rc;
+	}
 	default:
 		return scan_step(o, s, err);
 	}
@@ -1009,6 +1329,11 @@ static int tfr_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	if (!L->codec)
 		return unit_records(L, b, u, src, src_len, b->offset, dst, dst_cap, 0, src, out,
 		                    name, err);
+	if (L->unit_out)
+		return rf_fail(err, -EINVAL,
+		               "shard %s: unit %u: a sequential layout (a large compressed file): "
+		               "use decode_seq",
+		               name, u);
 	uint64_t n = 0, room = (L->decoded + 7) & ~7ull;
 	if (dst_cap < room + 8)
 		return rf_fail(err, -EINVAL, "shard %s: unit %u: a slab of %zu bytes", name, u,
@@ -1022,6 +1347,52 @@ static int tfr_decode(rf_decoder *d, const rf_shard_index *ix, const void *priv,
 	char where[RF_ERROR_MSG_BYTES / 2];
 	snprintf(where, sizeof(where), "%s (decoded)", name);
 	return unit_records(L, b, u, dst, n, 0, dst, dst_cap, room, dst, out, where, err);
+}
+
+/* A large compressed file's unit: its frames from the stream state
+ * (tfrecord_stream.c) into the slab, then checked and tabled as a plain
+ * unit's, its fields after them. */
+static int tfr_decode_seq(void **state, const rf_shard_index *ix, const void *priv, uint32_t u,
+                          const void *src, size_t src_len, uint64_t src_offset, void *dst,
+                          size_t dst_cap, rf_unit_records *out, rf_fmt_more *more, const char *name,
+                          rf_error *err)
+{
+	const tfr_layout *L = priv;
+	if (!L || !L->unit_out || !ix->sequential || u >= ix->blocks) {
+		rf_tfr_seq_reset(*state); /* every error resets the state */
+		return rf_fail(err, -EINVAL, "shard %s: unit %u of %u: not a sequential layout's",
+		               name, u, ix->blocks);
+	}
+	const rf_block_info *b = &ix->block[u];
+	uint64_t span = L->unit_span[u], pay = (span + 7) & ~7ull;
+	if (dst_cap < b->decoded_bytes) {
+		rf_tfr_seq_reset(*state);
+		return rf_fail(err, -EINVAL, "shard %s: unit %u: a slab of %zu bytes, %u needed",
+		               name, u, dst_cap, b->decoded_bytes);
+	}
+	rf_tfr_seq_unit w = {.u = u,
+	                     .codec = L->codec,
+	                     .start = L->unit_out[u],
+	                     .span = span,
+	                     .last = u + 1 == ix->blocks,
+	                     .size = ix->file_bytes,
+	                     .decoded = L->decoded};
+	int rc = rf_tfr_seq_decode(state, &w, src, src_len, src_offset, dst, more, name, err);
+	if (rc != 0)
+		return rc;
+	char where[RF_ERROR_MSG_BYTES / 2];
+	snprintf(where, sizeof(where), "%s (decoded)", name);
+	rc = unit_records(L, b, u, dst, span, w.start, dst, dst_cap, pay, dst, out, where, err);
+	if (rc < 0)
+		rf_tfr_seq_reset(*state);
+	return rc;
+}
+
+static uint64_t tfr_seq_state_bytes(const rf_shard_index *ix, const void *priv)
+{
+	(void)ix;
+	const tfr_layout *L = priv;
+	return L && L->unit_out ? rf_tfr_seq_bytes() : 0;
 }
 
 static uint32_t tfr_field_names(const void *priv, const char *const **names)
@@ -1043,15 +1414,15 @@ static uint64_t tfr_table_bytes(const rf_shard_index *ix, const void *priv, uint
 	return u < ix->blocks ? ix->block[u].decoded_bytes : 0;
 }
 
-/* A plain file's walked layout of raw records is kept in the index cache
- * (as a tfrecord2idx index: with raw records the open then reads it alone,
- * and decode checks every frame against it). An Examples layout is not:
- * the index lacks what the walk learned of the Examples (their keys, their
- * decoded sizes), so its open walks the frames anyway. */
+/* A plain file's walked layout is kept in the index cache: raw records as
+ * a tfrecord2idx index, Examples with what the walk learned of them (their
+ * keys, each record's slab bytes, the largest record: rf_tfr_cache_write).
+ * The open then reads the entry alone, and decode checks every frame and
+ * Example against it. */
 static bool tfr_cacheable(const void *priv)
 {
 	const tfr_layout *L = priv;
-	return L && L->raw && !L->from_index && L->codec == RF_TFR_PLAIN;
+	return L && !L->from_index && L->codec == RF_TFR_PLAIN && (L->raw || L->slab);
 }
 
 static bool tfr_layout_cached(const void *priv)
@@ -1083,9 +1454,34 @@ int rf_tfr_index_write(const rf_shard_index *ix, const void *priv, FILE *out, co
 	return 0;
 }
 
+/* A walked Examples layout's entry (tfrecord.h, RF_TFR_CACHE_EX_MARK). */
+static int cache_write_examples(const rf_shard_index *ix, const tfr_layout *L, FILE *out,
+                                const char *name, rf_error *err)
+{
+	bool ok = fprintf(out, "%s%u\n", RF_TFR_CACHE_EX_MARK, ix->largest_record_bytes) > 0;
+	for (uint32_t i = 0; ok && i < L->names_n; i++) {
+		ok = fputs("# key ", out) >= 0;
+		for (const char *c = L->names[i]; ok && *c; c++)
+			ok = fprintf(out, "%02x", (unsigned)(uint8_t)*c) > 0;
+		ok = ok && fputc('\n', out) != EOF;
+	}
+	uint64_t at = 0;
+	for (uint64_t r = 0; ok && r < ix->records; r++) {
+		uint64_t f = RF_TFR_FRAME_BYTES + (uint64_t)L->len[r];
+		ok = fprintf(out, "%llu %llu %u\n", U64(at), U64(f), L->slab[r]) > 0;
+		at += f;
+	}
+	if (!ok)
+		return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
+	return 0;
+}
+
 int rf_tfr_cache_write(const rf_shard_index *ix, const void *priv, FILE *out, const char *name,
                        rf_error *err)
 {
+	const tfr_layout *L = priv;
+	if (L && !L->raw && L->slab && L->codec == RF_TFR_PLAIN)
+		return cache_write_examples(ix, L, out, name, err);
 	if (fprintf(out, "%s\n", RF_TFR_CACHE_MARK) < 0)
 		return rf_fail(err, -EIO, "shard %s: writing its index failed", name);
 	return rf_tfr_index_write(ix, priv, out, name, err);
@@ -1136,8 +1532,12 @@ const rf_format rf_tfrecord_format = {
     .cacheable = tfr_cacheable,
     .sidecar_write = rf_tfr_cache_write,
     .layout_cached = tfr_layout_cached,
+    .decode_seq = tfr_decode_seq,
+    .seq_free = rf_tfr_seq_free,
+    .seq_state_bytes = tfr_seq_state_bytes,
     .cache_tag = "tfrecord",
-    .cache_version = 2, /* 2: raw layouts kept, the first line the cache's mark */
+    .cache_version = 3, /* 2: raw layouts kept, the first line the cache's mark;
+                         * 3: walked Examples layouts too (their keys and slabs) */
     .options = tfr_options,
     .options_bytes = sizeof(rf_tfr_opts),
 };

@@ -78,6 +78,46 @@ same "with indexes: the same records" "$want" "$(ns "$tmp/idx")"
 same "gzip: the same records" "$want" "$(ns "$tmp/gz")"
 same "zlib: the same records" "$want" "$(ns "$tmp/zlib")"
 
+# a .tfrecord.gz / .zlib decoding past 32 MiB (the three files' frames five
+# times over: 36 MB, 600 records) reads through sequential units: the open
+# inflates it once in bounded memory, units are compressed ranges between
+# its checkpoints, decoded in order through one inflate state
+mkdir -p "$tmp/big" "$tmp/biggz" "$tmp/bigz" "$tmp/bad"
+for i in 1 2 3 4 5; do cat "$tmp"/plain/*.tfrecord; done >"$tmp/big/big.tfrecord"
+gzip -1 -c "$tmp/big/big.tfrecord" >"$tmp/biggz/big.tfrecord.gz"
+$PY -c "import sys, zlib; sys.stdout.buffer.write(zlib.compress(open(sys.argv[1], 'rb').read(), 1))" \
+	"$tmp/big/big.tfrecord" >"$tmp/bigz/big.tfrecord.zlib"
+bigns=$(ns "$tmp/big")
+case $bigns in records=600*digest=*) ok "a 36 MB file: $bigns" ;; *) bad "big plain read: '$bigns'" ;; esac
+same "a 36 MB .tfrecord.gz: the same records" "$bigns" \
+	"$(ns --budget 32MiB --stats "$tmp/biggz.json" "$tmp/biggz")"
+peak=$(rf_json "$tmp/biggz.json" mem_peak_total_bytes)
+[ "$peak" -lt 33554432 ] && ok "  within a 32 MiB budget (peak $peak bytes)" || bad "big gzip peak $peak"
+same "a 36 MB .tfrecord.zlib: the same records" "$bigns" "$(ns "$tmp/bigz")"
+bsh() { "$cli" read --digest --seed 5 --batch 8 "$@" "$tmp/biggz" | tail -n 1; }
+bbase=$(bsh --threads 1 --depth 1)
+same "a 36 MB .tfrecord.gz shuffled: threads 3, depth 6" "$bbase" "$(bsh --threads 3 --depth 6)"
+bo=(--no-shuffle --batch 8 --output tar)
+"$cli" read "${bo[@]}" "$tmp/biggz" | tar tf - >"$tmp/bfull.names"
+"$cli" read "${bo[@]}" --stop-after 40 --save-state "$tmp/bst" "$tmp/biggz" | tar tf - >"$tmp/bhead.names"
+"$cli" read "${bo[@]}" --resume "$tmp/bst" --stats "$tmp/bres.json" "$tmp/biggz" |
+	tar tf - >"$tmp/btail.names"
+cat "$tmp/bhead.names" "$tmp/btail.names" | cmp -s - "$tmp/bfull.names" &&
+	ok "  resume after batch 40 exact (re-decoded $(rf_json "$tmp/bres.json" stream_skipped_bytes) bytes)" ||
+	bad "big gzip resume differs"
+: >"$tmp/branks"
+for r in 0 1; do
+	"$cli" read --seed 5 --batch 8 --world 2 --rank $r --output tar "$tmp/biggz" | tar tf - |
+		sed 's/\..*$//' | uniq >>"$tmp/branks"
+done
+same "  ranks 0 and 1: 600 records, none twice" "600 600" \
+	"$(wc -l <"$tmp/branks") $(sort -u "$tmp/branks" | wc -l)"
+"$cli" verify "$tmp/biggz" >"$tmp/bverify.out" 2>&1 && grep -q "0 damaged" "$tmp/bverify.out" &&
+	ok "  verify decodes it" || bad "verify of the big gzip: $(cat "$tmp/bverify.out")"
+cp "$tmp/biggz/big.tfrecord.gz" "$tmp/bad/flip.tfrecord.gz" # a byte mid-stream
+gsz=$(stat -c %s "$tmp/bad/flip.tfrecord.gz")
+printf '\x55' | dd of="$tmp/bad/flip.tfrecord.gz" bs=1 seek=$((gsz / 2)) conv=notrunc 2>/dev/null
+
 sh() { "$cli" read --digest --seed 5 --batch 8 "$@" | tail -n 1; }
 base=$(sh "$tmp/plain")
 for v in "--threads 1 --depth 1" "--threads 3 --depth 6" "--budget 48MiB"; do
@@ -212,6 +252,9 @@ expect_fail "$tmp/bad/cut.tfrecord" "cut.tfrecord" "record 39" "the file ends at
 g=$tmp/gz/train-00000.tfrecord.gz
 head -c $(($(stat -c %s "$g") / 2)) "$g" >"$tmp/bad/cut.tfrecord.gz"
 expect_fail "$tmp/bad/cut.tfrecord.gz" "cut.tfrecord.gz" "stream ends early"
+expect_fail "$tmp/bad/flip.tfrecord.gz" "flip.tfrecord.gz" "(decoded)"
+head -c $((gsz / 2)) "$tmp/biggz/big.tfrecord.gz" >"$tmp/bad/bigcut.tfrecord.gz"
+expect_fail "$tmp/bad/bigcut.tfrecord.gz" "bigcut.tfrecord.gz" "stream ends early"
 printf 'not a tfrecord at all' >"$tmp/bad/junk.tfrecord"
 expect_fail "$tmp/bad/junk.tfrecord" "junk.tfrecord" "record 0 (frame at byte 0)" "length's CRC"
 

@@ -331,6 +331,9 @@ static void test_large_group(void **state)
 	/* 100M rows of INT32: 400 MB of values, past a unit's 256 MiB */
 	spec s = {.rows = 10, .meta_rows = 100000000};
 	expect_open_error(&s, NULL, -EFBIG, "d/part-7.parquet: row group 0 (100000000 rows");
+	/* the refusal names the group's size and the limit it is past (issue 28) */
+	expect_open_error(&s, NULL, -EFBIG, "(100000000 rows, 57 bytes stored) decodes to up to ");
+	expect_open_error(&s, NULL, -EFBIG, "more than a read unit holds (268435456 bytes)");
 }
 
 static void test_nested(void **state)
@@ -459,7 +462,8 @@ static void test_tokens(void **state)
 	    rf_format_open_mem(&rf_parquet_format, &obj, 1, &opt, &ix, &priv, NULL, NULL, &err),
 	    -EFBIG);
 	assert_non_null(strstr(err.msg, "d/part-7.parquet: row group 0 (100000000 rows"));
-	assert_non_null(strstr(err.msg, "more than a read unit holds"));
+	assert_non_null(strstr(err.msg, "more than a read unit holds (268435456 bytes)"));
+	assert_non_null(strstr(err.msg, "bytes stored) decodes to up to "));
 	free(f.p);
 }
 

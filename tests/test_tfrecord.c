@@ -313,6 +313,94 @@ static void test_gzip(void **state)
 	free(f.p);
 }
 
+static int mem_read(void *ctx, const char *object, uint64_t offset, uint64_t len, void *out,
+                    uint64_t *size, rf_error *err)
+{
+	const buf *z = ctx;
+	(void)err;
+	assert_null(object);
+	assert_true(offset <= z->n && len <= z->n - offset);
+	memcpy(out, z->p + offset, len);
+	if (size)
+		*size = z->n;
+	return 0;
+}
+
+/* A .tfrecord.gz decoding past 32 MiB: opened in bounded memory (what the
+ * open reserves at once far below its 34 MB), its sequential units decoded
+ * through one state in reverse order (each restarts the stream), every
+ * record its own. */
+static void test_gzip_sequential(void **state)
+{
+	buf f = {0}, val = {0}, fs = {0}, ex = {0};
+	uint8_t *mib = calloc(1, 1u << 20);
+	for (uint32_t i = 0; i < 34; i++) { /* Example i: "img", 1 MiB, its first byte i */
+		mib[0] = (uint8_t)i;
+		val.n = fs.n = ex.n = 0;
+		put_len(&val, 1, mib, 1u << 20);
+		put_feature(&fs, "img", 1, &val);
+		put_len(&ex, 1, fs.p, fs.n);
+		put_frame(&f, &ex);
+	}
+	buf z = {.p = malloc(f.n / 100 + (1u << 16))};
+	z_stream s = {0};
+	assert_int_equal(deflateInit2(&s, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	s.next_in = f.p, s.avail_in = (uInt)f.n;
+	s.next_out = z.p, s.avail_out = (uInt)(f.n / 100 + (1u << 16));
+	assert_int_equal(deflate(&s, Z_FINISH), Z_STREAM_END);
+	z.n = s.total_out;
+	deflateEnd(&s);
+	rf_fmt_object obj = {.url = "d/big.tfrecord.gz", .data = z.p, .size = z.n};
+	rf_shard_index *ix = NULL;
+	void *priv = NULL;
+	uint64_t held = 0, reserved = 0;
+	rf_error err = {0};
+	assert_int_equal(rf_format_open_mem(&rf_tfrecord_format, &obj, 1, NULL, &ix, &priv, &held,
+	                                    &reserved, &err),
+	                 0);
+	assert_true(ix->sequential);
+	assert_int_equal(ix->records, 34);
+	assert_true(ix->blocks >= 17);
+	assert_true(reserved < (f.n >> 1)); /* the stream never held whole */
+	void *seq = NULL;
+	static uint8_t more[1u << 16];
+	for (uint32_t u = ix->blocks; u-- > 0;) {
+		const rf_block_info *b = &ix->block[u];
+		uint8_t *slab = malloc(b->decoded_bytes);
+		rf_unit_records r;
+		uint64_t skipped = 0;
+		assert_int_equal(rf_fmt_decode_seq_with(&rf_tfrecord_format, &seq, ix, priv, u,
+		                                        z.p + b->offset, b->compressed_bytes,
+		                                        b->offset, more, sizeof(more), mem_read, &z,
+		                                        slab, b->decoded_bytes, &r, &skipped,
+		                                        "d/big.tfrecord.gz", &err),
+		                 0);
+		assert_int_equal(r.records, b->records);
+		for (uint32_t j = 0; j < r.records; j++) {
+			const rf_rec_field *fl = &r.fields[r.field_first[j]];
+			assert_int_equal(fl->len, 1u << 20);
+			assert_int_equal(r.base[fl->offset], (uint8_t)(b->first_record + j));
+		}
+		if (u > 0)
+			assert_true(skipped > 0); /* the stream entered from its start */
+		free(slab);
+	}
+	rf_tfr_seq_free(seq);
+	rf_tfrecord_format.close(ix, priv);
+	/* cut: the open names the stream's early end */
+	obj.size = z.n / 2;
+	assert_int_equal(
+	    rf_format_open_mem(&rf_tfrecord_format, &obj, 1, NULL, &ix, &priv, NULL, NULL, &err),
+	    RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "d/big.tfrecord.gz: the stream ends early"));
+	free(z.p);
+	free(f.p);
+	free(val.p);
+	free(fs.p);
+	free(ex.p);
+	free(mib);
+}
+
 static void test_hostile_frames(void **state)
 {
 	buf f = make_file(5);
@@ -526,12 +614,103 @@ static void test_index_parse(void **state)
 	assert_ptr_equal(rf_format_for("s3://b/x.tfrecord.zlib", false), &rf_tfrecord_format);
 }
 
+/* A walked Examples layout is kept in the index cache with its keys and
+ * slab sizes: the entry alone opens the same layout, read raw too; a key
+ * the records lack is caught at decode, a malformed entry at open. */
+static void test_cache_examples(void **state)
+{
+	buf f = make_file(300);
+	rf_shard_index *ix = NULL, *jx = NULL;
+	void *priv = NULL, *jpriv = NULL;
+	rf_error err = {0};
+	assert_int_equal(open_buf("d/train.tfrecord", &f, NULL, false, &ix, &priv, &err), 0);
+	assert_true(rf_tfrecord_format.cacheable(priv));
+	char *text = NULL;
+	size_t tl = 0;
+	FILE *m = open_memstream(&text, &tl);
+	assert_int_equal(rf_tfrecord_format.sidecar_write(ix, priv, m, "d/train.tfrecord", &err),
+	                 0);
+	fclose(m);
+	assert_true(rf_tfr_cache_examples((const uint8_t *)text, tl));
+	assert_non_null(strstr(text, "# key 696d67\n")); /* "img" */
+	assert_int_equal(open_buf("d/train.tfrecord", &f, text, false, &jx, &jpriv, &err), 0);
+	assert_true(rf_tfrecord_format.layout_cached(jpriv));
+	assert_false(rf_tfrecord_format.cacheable(jpriv)); /* not put back */
+	assert_int_equal(jx->records, 300);
+	assert_int_equal(jx->blocks, ix->blocks);
+	assert_int_equal(jx->largest_record_bytes, ix->largest_record_bytes);
+	for (uint32_t u = 0; u < ix->blocks; u++)
+		assert_int_equal(jx->block[u].decoded_bytes, ix->block[u].decoded_bytes);
+	check_examples(jx, jpriv, f.p, 300);
+	rf_tfrecord_format.close(jx, jpriv);
+	/* read raw, the same entry gives the frames */
+	assert_int_equal(open_buf("d/train.tfrecord", &f, text, true, &jx, &jpriv, &err), 0);
+	assert_int_equal(jx->records, 300);
+	uint8_t *slab;
+	rf_unit_records r;
+	assert_int_equal(decode_unit(jx, jpriv, f.p, 0, &slab, &r, &err), 0);
+	free(slab);
+	rf_tfrecord_format.close(jx, jpriv);
+	/* an entry naming "imh" for "img": the open takes it, decode refuses */
+	char *k = strstr(text, "# key 696d67\n");
+	k[11] = '8';
+	assert_int_equal(open_buf("d/train.tfrecord", &f, text, false, &jx, &jpriv, &err), 0);
+	assert_int_equal(decode_unit(jx, jpriv, f.p, 0, &slab, &r, &err), RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "feature 'img' is not among the keys"));
+	free(slab);
+	rf_tfrecord_format.close(jx, jpriv);
+	k[11] = '7';
+	/* slabs too small for the records: decode refuses, it never writes past */
+	char *small = strdup(text), *line = strstr(small, "\n0 ");
+	assert_non_null(line);
+	for (char *p = line + 1; *p; p = strchr(p, '\n') + 1) {
+		char *eol = strchr(p, '\n'), *last = eol;
+		while (last[-1] != ' ')
+			last--;
+		memset(last, ' ', (size_t)(eol - last));
+		memcpy(last, "76", 2);
+	}
+	assert_int_equal(open_buf("d/train.tfrecord", &f, small, false, &jx, &jpriv, &err), 0);
+	assert_int_equal(decode_unit(jx, jpriv, f.p, 0, &slab, &r, &err), RF_E_CORRUPT);
+	assert_non_null(strstr(err.msg, "the layout allowed"));
+	free(slab);
+	rf_tfrecord_format.close(jx, jpriv);
+	free(small);
+	rf_tfrecord_format.close(ix, priv);
+	free(text);
+	free(f.p);
+	/* malformed entries: each named by its line */
+	const char *bad[] = {
+	    "# ringfeed-index-cache examples x\n0 20 100\n",
+	    "# ringfeed-index-cache examples 8\n# key 6\n0 20 100\n",
+	    "# ringfeed-index-cache examples 8\n# key 61\n# key 61\n0 20 100\n",
+	    "# ringfeed-index-cache examples 8\n# key 6100\n0 20 100\n",
+	    "# ringfeed-index-cache examples 8\n# key 61\n0 20 75\n",
+	    "# ringfeed-index-cache examples 8\n# key 61\n0 20\n",
+	};
+	const char *why[] = {"line 1: not",
+	                     "line 2: a key of 1 to 255",
+	                     "line 3: a key listed twice",
+	                     "line 2: a key of 1 to 255",
+	                     "line 3: record 0 at offset 0: a SLAB",
+	                     "line 3: record 0 at offset 0: not three decimal numbers"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rf_tfr_cached c;
+		assert_int_equal(rf_tfr_cache_parse((const uint8_t *)bad[i], strlen(bad[i]), 20,
+		                                    "x.idx", &c, &err),
+		                 RF_E_CORRUPT);
+		if (!strstr(err.msg, why[i]))
+			fail_msg("%s: %s", bad[i], err.msg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_examples), cmocka_unit_test(test_units_and_index),
-	    cmocka_unit_test(test_gzip),     cmocka_unit_test(test_hostile_frames),
-	    cmocka_unit_test(test_protobuf), cmocka_unit_test(test_index_parse),
+	    cmocka_unit_test(test_examples),       cmocka_unit_test(test_units_and_index),
+	    cmocka_unit_test(test_gzip),           cmocka_unit_test(test_hostile_frames),
+	    cmocka_unit_test(test_protobuf),       cmocka_unit_test(test_index_parse),
+	    cmocka_unit_test(test_cache_examples), cmocka_unit_test(test_gzip_sequential),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

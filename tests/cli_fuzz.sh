@@ -7,11 +7,11 @@
 # sanitizer report, timeout or memory blow-up fails the test and leaves the
 # input under the build folder's artifacts/. Skipped (exit 77) only when clang
 # is absent; scripts/deps.sh --test installs it. The longer run: docs/fuzzing.md.
-#   RF_FUZZ_SECONDS   per-target fuzzing time (default 8)
+#   RF_FUZZ_SECONDS   per-target fuzzing time (default 5; the suite runs it in both builds)
 #   RF_FUZZ_BUILD_DIR the build folder (default SOURCE/build-fuzz)
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-seconds=${RF_FUZZ_SECONDS:-8}
+seconds=${RF_FUZZ_SECONDS:-5}
 dir=${RF_FUZZ_BUILD_DIR:-$src/build-fuzz}
 
 clang=$(command -v clang || command -v clang-14 || true)

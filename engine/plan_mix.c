@@ -263,12 +263,21 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	}
 	if (rc == 0)
 		mx->T = rf_mix_weights(mx->m, 0, mx->w);
+	uint32_t wmax = 1;
+	for (uint32_t i = 0; rc == 0 && i < k; i++)
+		wmax = RF_MAX(wmax, mx->w[i]);
 	for (uint32_t i = 0; rc == 0 && i < k; i++) {
 		rf_plan_params sp = *p;
 		sp.rank = 0;
 		sp.world = 1;
 		sp.pad = false;
 		sp.drop_last = 0;
+		/* A source's window scaled to its weight: every source's window then
+		 * spans about as many mixture samples as the heaviest one's, so none
+		 * is held (in the ring) for orders of magnitude longer than the rest. */
+		if (sp.shuffle && sp.shuffle_window > 1)
+			sp.shuffle_window = (uint32_t)RF_MAX(
+			    1ull, ((uint64_t)sp.shuffle_window * mx->w[i] + wmax - 1) / wmax);
 		sp.seed = rf_mix64(p->seed ^ rf_mix64(0x534f5552ull + i)); /* "SOUR" */
 		rc = rf_plan_new(&sp, shards + mp->first[i], mp->first[i + 1] - mp->first[i],
 		                 &mx->subs[i], err);

@@ -11,8 +11,10 @@
 # requests carry `Authorization: Bearer` and x-ms-version (Azurite's request
 # log); a read of about 4 s on tokens living 2 s has no failed request
 # and several tokens; a wrong federated token is refused naming the source,
-# no credentials at all are refused naming the chain tried, and no token or
-# assertion appears in any output. Skips (77) when Azurite is not installed.
+# no credentials at all are refused naming the chain tried, a signed read
+# redirected to another host is refused and that host never sees the token,
+# and no token or assertion appears in any output. Skips (77) when Azurite
+# is not installed.
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
@@ -51,7 +53,7 @@ printf '%s\n' "$fed" >"$tmp/fed"
 printf 'wrong-%s-assertion\n' "$RANDOM$RANDOM" >"$tmp/wrongfed"
 "$py" "$src/tests/entra_server.py" --ports-file "$tmp/ports" --stats-file "$tmp/stats" \
 	--tenant $tenant --client-id $client --federated-token-file "$tmp/fed" --expires 2 \
-	>"$tmp/server.log" 2>&1 &
+	--log2 "$tmp/other.log" >"$tmp/server.log" 2>&1 &
 spid=$!
 
 prefix="odd dir+a%b/ünï"
@@ -66,7 +68,7 @@ for _ in $(seq 1 300); do # until both answer
 done
 echo "(Azurite and the stand-in up in ${SECONDS} s)"
 [ -s "$tmp/ports" ] || { bad "the stand-in did not start: $(tail -n 3 "$tmp/server.log")"; exit 1; }
-sport=$(cat "$tmp/ports")
+read -r sport oport <"$tmp/ports"
 # Azurite's well-known development account (public, not a secret); the
 # upload signs with its key, the reads below never see it
 acct=devstoreaccount1
@@ -163,6 +165,17 @@ if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "HTTP 403" "$tmp/run$n.err" &&
 	ok "no credentials: sent unsigned, refused (HTTP 403), naming the chain tried"
 else
 	bad "no credentials: $(tail -n 2 "$tmp/run$n.err")"
+fi
+
+# a blob endpoint (the stand-in, http to this machine: tokens go there) that
+# redirects to another host: refused, and that host never saw the token
+before=$(stat_of blob_bearer)
+run "${wi[@]}" AZURE_STORAGE_BLOB_ENDPOINT="http://127.0.0.1:$sport/$acct" -- az://data/redir/shard-000000.rfs
+if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "another host" "$tmp/run$n.err" &&
+	[ "$(stat_of blob_bearer)" -gt "$before" ] && ! grep -q -e Bearer -e eyJ "$tmp/other.log" 2>/dev/null; then
+	ok "a redirect to another host is refused; that host never saw the token ($(cat "$tmp/other.log" 2>/dev/null | wc -l) requests)"
+else
+	bad "redirect: $(tail -n 1 "$tmp/run$n.err"); other host: $(head -c 300 "$tmp/other.log" 2>/dev/null)"
 fi
 
 # no secret in any output: the assertions, any token (a JWT starts eyJ)

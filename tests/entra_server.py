@@ -13,6 +13,12 @@ formats, for tests/cli_azure_entra.sh. python3 stdlib only.
       (managed identity) needs the header `Metadata: true` and resource
       https://storage.azure.com/ ; else HTTP 400.
 
+  GET /ACCOUNT/CONTAINER/BLOB (a blob endpoint, for the redirect check)
+      answers 302 to the same path on a second port (--ports-file's second
+      number), which logs the Authorization header of every request it gets
+      (--log2) and answers 404; the first port counts blob requests that
+      carried a bearer token ("blob_bearer").
+
 Tokens are JWTs that Azurite's `--oauth basic` accepts (aud
 https://storage.azure.com, an iss of sts.windows.net, nbf, iat, exp; Azurite
 checks no signature) living --expires seconds (exp one second later than
@@ -27,7 +33,8 @@ RESOURCE = "https://storage.azure.com/"
 
 args = None
 lock = threading.Lock()
-stats = {"workload": 0, "imds": 0, "refused": 0, "tokens": 0}
+stats = {"workload": 0, "imds": 0, "refused": 0, "tokens": 0, "blob_bearer": 0}
+other_port = 0
 SIGNING_KEY = os.urandom(32)
 
 
@@ -105,9 +112,26 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, {"token_type": "Bearer", "expires_in": args.expires,
                           "ext_expires_in": args.expires, "access_token": mint(args.tenant)})
 
+    def blob(self):  # elsewhere
+        if self.headers.get("Authorization", "").startswith("Bearer ey"):
+            count("blob_bearer")
+        self.send_response(302)
+        self.send_header("Location", f"http://127.0.0.1:{other_port}{self.path}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_HEAD(self):
+        if self.path.startswith("/devstoreaccount1/"):
+            return self.blob()
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_GET(self):
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
+        if u.path.startswith("/devstoreaccount1/"):
+            return self.blob()
         if u.path != "/metadata/identity/oauth2/token":
             return self.refuse(404, "invalid_request", "no such endpoint")
         if self.headers.get("Metadata") != "true":
@@ -124,8 +148,26 @@ class Handler(BaseHTTPRequestHandler):
                           "resource": RESOURCE, "token_type": "Bearer"})
 
 
+class Other(BaseHTTPRequestHandler):
+    """The other host a blob read is redirected to: logs what it receives."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *a):
+        pass
+
+    def do_GET(self):
+        with lock, open(args.log2, "a") as f:
+            f.write(f"{self.command} {self.path} "
+                    f"Authorization={self.headers.get('Authorization', '')}\n")
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_GET
+
+
 def main():
-    global args
+    global args, other_port
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--ports-file", required=True)
@@ -134,11 +176,15 @@ def main():
     p.add_argument("--client-id", required=True)
     p.add_argument("--federated-token-file", required=True)
     p.add_argument("--expires", type=int, default=3600)
+    p.add_argument("--log2", default=os.devnull)
     args = p.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    srv.daemon_threads = True
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    srv.daemon_threads = other.daemon_threads = True
+    other_port = other.server_address[1]
+    threading.Thread(target=other.serve_forever, daemon=True).start()
     with open(args.ports_file + ".tmp", "w") as f:
-        f.write(f"{srv.server_address[1]}\n")
+        f.write(f"{srv.server_address[1]} {other_port}\n")
     os.replace(args.ports_file + ".tmp", args.ports_file)
     srv.serve_forever()
 

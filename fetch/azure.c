@@ -241,13 +241,20 @@ int rf_az_config_resolve(const char *url, rf_az_config *c, rf_error *err)
 		snprintf(c->source, sizeof(c->source), "%s",
 		         key   ? "the account key (AZURE_STORAGE_KEY)"
 		         : sas ? "the SAS token (AZURE_STORAGE_SAS_TOKEN)"
-		               : "no credentials (anonymous)");
+		               : "Microsoft Entra ID");
+		if (!key && !sas)
+			snprintf(c->tried, sizeof(c->tried),
+			         "connection string, account key, SAS "
+			         "(none set)");
 		if (rc == -ENOMEM)
 			rf_fail(err, rc, "out of memory");
 	}
 	free(from_url);
 	if (rc == 0)
-		c->auth = c->key ? RF_AZ_SHARED_KEY : c->sas ? RF_AZ_SAS : RF_AZ_ANONYMOUS;
+		c->auth = c->key   ? RF_AZ_SHARED_KEY
+		          : c->sas ? RF_AZ_SAS
+		          : cs     ? RF_AZ_ANONYMOUS /* a connection string without either */
+		                   : RF_AZ_ENTRA;
 	if (rc < 0)
 		rf_az_config_free(c);
 	return rc;

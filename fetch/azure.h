@@ -1,13 +1,15 @@
 /* azure.h - Azure Blob Storage objects over HTTP(S) (the pure half of the
  * az store, azure_store.c): az://CONTAINER/PATH with the account from the
  * environment and https://ACCOUNT.blob.core.windows.net/CONTAINER/PATH;
- * credentials in the SDKs' order (connection string, account + key, SAS);
+ * credentials in the SDKs' order (connection string, account + key, SAS,
+ * then Microsoft Entra ID tokens: workload identity, managed identity);
  * Shared Key signing (canonicalized headers and resource, HMAC-SHA256); List
  * Blobs pages parsed with expat. Keys and SAS tokens are secrets: wiped on
  * free, never in a message. Internal. */
 #ifndef RF_AZURE_H
 #define RF_AZURE_H
 
+#include "bearer.h"
 #include "url.h"
 #include "util.h"
 
@@ -26,6 +28,7 @@ typedef enum rf_az_auth {
 	RF_AZ_ANONYMOUS = 0,
 	RF_AZ_SHARED_KEY,
 	RF_AZ_SAS,
+	RF_AZ_ENTRA, /* bearer tokens from Microsoft Entra ID (azure_entra.c) */
 } rf_az_auth;
 
 typedef struct rf_az_config {
@@ -38,6 +41,38 @@ typedef struct rf_az_config {
 	char tried[160]; /* what was tried, for a refusal */
 } rf_az_config;
 
+#define RF_AZ_AUTHORITY    "https://login.microsoftonline.com"
+#define RF_AZ_IMDS         "http://169.254.169.254"
+#define RF_AZ_IMDS_PATH    "/metadata/identity/oauth2/token"
+#define RF_AZ_TOKEN_SCOPE  "https://storage.azure.com/.default"
+#define RF_AZ_RESOURCE     "https://storage.azure.com/"
+#define RF_AZ_ID_BYTES_MAX 128 /* a tenant or client id (a GUID or a domain) */
+#define RF_AZ_HOST_URL_MAX 512 /* AZURE_AUTHORITY_HOST, the IMDS override */
+
+/* Where Entra tokens come from, in the SDKs' order after the keys and SAS
+ * (DefaultAzureCredential): workload identity (AZURE_FEDERATED_TOKEN_FILE,
+ * AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_AUTHORITY_HOST): the federated
+ * token file, read anew for every token (Kubernetes rotates it), POSTed as a
+ * client assertion to {authority}/{tenant}/oauth2/v2.0/token; else managed
+ * identity: a GET of the instance metadata token endpoint with `Metadata:
+ * true` (AZURE_POD_IDENTITY_AUTHORITY_HOST overrides its host, as in the
+ * SDKs; AZURE_CLIENT_ID names a user-assigned identity), the last resort: a
+ * first failure there means "not on Azure" and requests go unsigned (a
+ * public container), a refusal naming the chain. Decided synchronously from
+ * the environment; the tokens come through the bearer signer (bearer.h). */
+typedef struct rf_az_entra {
+	rf_bearer_source src; /* src.request: workload or managed identity */
+	char *token_url;      /* workload identity: the v2.0 token endpoint */
+	char *client_id;
+	char *token_file;
+	char *imds_url; /* managed identity: the whole GET URL */
+	char tried[400];
+} rf_az_entra;
+
+/* tried: what came before ("connection string (not set), ..."). */
+int rf_az_entra_pick(rf_az_entra *e, const char *tried, rf_error *err);
+void rf_az_entra_free(rf_az_entra *e);
+
 /* A connection string ("Key=Value;..."): AccountName, AccountKey,
  * SharedAccessSignature, BlobEndpoint, DefaultEndpointsProtocol,
  * EndpointSuffix; UseDevelopmentStorage=true (Azurite's well-known
@@ -45,7 +80,8 @@ typedef struct rf_az_config {
 int rf_az_parse_connection_string(const char *s, rf_az_config *out, rf_error *err);
 /* The settings of url (az:// or https://ACCOUNT.blob...): the connection
  * string (AZURE_STORAGE_CONNECTION_STRING), else AZURE_STORAGE_ACCOUNT with
- * AZURE_STORAGE_KEY, else with AZURE_STORAGE_SAS_TOKEN, else anonymous; the
+ * AZURE_STORAGE_KEY, else with AZURE_STORAGE_SAS_TOKEN, else Entra ID
+ * tokens (RF_AZ_ENTRA: rf_az_entra_pick decides which source); the
  * endpoint from the connection string, else AZURE_STORAGE_BLOB_ENDPOINT
  * (Azurite, sovereign clouds), else https://ACCOUNT.blob.core.windows.net. */
 int rf_az_config_resolve(const char *url, rf_az_config *out, rf_error *err);

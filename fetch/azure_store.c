@@ -5,8 +5,11 @@
  * x-ms-version and, with an account key, x-ms-date, x-ms-range and the
  * Shared Key Authorization; a SAS rides in the URL's query (a secret: URLs
  * are shown redacted, and a signed request follows no redirect to another
- * host). Listing: List Blobs pages with prefix and marker. */
+ * host). Without any of those, Entra ID bearer tokens (azure_entra.c picks
+ * workload or managed identity; bearer.c signs, refreshes before expiry and
+ * adds x-ms-version too). Listing: List Blobs pages with prefix and marker. */
 #include "azure.h"
+#include "oauth.h"
 #include "store.h"
 #include "util.h"
 
@@ -21,6 +24,10 @@ typedef struct az_store {
 	rf_http_auth auth;
 	rf_az_config cfg;
 	bool ready;
+	rf_bearer *bearer; /* RF_AZ_ENTRA: the token signer */
+	rf_az_entra entra;
+	bool started;       /* the Entra chain was picked */
+	rf_error start_err; /* it could not start: every later URL says so */
 } az_store;
 
 /* ---------------------------------------------------------- the signer */
@@ -87,6 +94,12 @@ static int az_init(rf_fetch *f, rf_http *http, void **state, rf_error *err)
 	st->fetch = f;
 	st->http = http;
 	st->auth = (rf_http_auth){&az_ops, st};
+	int rc = rf_bearer_new(rf_fetch_loop(f), http, "Azure", &st->bearer, err);
+	if (rc < 0) {
+		free(st);
+		return rc;
+	}
+	rf_bearer_set_header(st->bearer, "x-ms-version: " RF_AZ_API_VERSION);
 	*state = st;
 	return 0;
 }
@@ -94,6 +107,8 @@ static int az_init(rf_fetch *f, rf_http *http, void **state, rf_error *err)
 static void az_fini(void *state)
 {
 	az_store *st = state;
+	rf_bearer_free(st->bearer);
+	rf_az_entra_free(&st->entra);
 	rf_az_config_free(&st->cfg);
 	free(st);
 }
@@ -107,17 +122,61 @@ static int az_config(az_store *st, const char *url, rf_error *err)
 	return 0;
 }
 
+/* Picks the Entra source and starts the signer on it (once); requests wait
+ * at its gate for the first token. A token never goes in clear to another
+ * machine: an endpoint that is plain http to a host not this one reads
+ * unsigned, and a refusal says why. */
+static int entra_start(az_store *st, rf_error *err)
+{
+	const char *ep = st->cfg.endpoint;
+	if (!rf_oauth_endpoint_ok(ep, strlen(ep), false)) {
+		char shown[200], tried[600];
+		rf_url_redact(ep, shown, sizeof(shown));
+		snprintf(
+		    tried, sizeof(tried),
+		    "%.160s; no Entra token: the endpoint %.200s is not https (or http to this "
+		    "machine), and a token is never sent in clear",
+		    st->cfg.tried, shown);
+		return rf_bearer_start(st->bearer, NULL, tried, err);
+	}
+	int rc = rf_az_entra_pick(&st->entra, st->cfg.tried, err);
+	if (rc < 0) {
+		char msg[RF_ERROR_MSG_BYTES];
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		return rf_fail(err, rc, "Azure credentials: %.400s (tried: %.80s)", msg,
+		               st->cfg.tried);
+	}
+	return rf_bearer_start(st->bearer, &st->entra.src, st->entra.tried, err);
+}
+
 static int az_credentials(void *state, const char *url, rf_error *err)
 {
-	return az_config(state, url, err);
+	az_store *st = state;
+	RF_TRY(az_config(st, url, err));
+	if (st->cfg.auth != RF_AZ_ENTRA)
+		return 0;
+	if (st->started)
+		return st->start_err.code
+		           ? rf_fail(err, st->start_err.code, "%s", st->start_err.msg)
+		           : 0;
+	st->started = true;
+	int rc = entra_start(st, err);
+	if (rc < 0)
+		st->start_err = *err;
+	return rc;
+}
+
+static const rf_http_auth *az_auth(az_store *st)
+{
+	return st->cfg.auth == RF_AZ_ENTRA ? rf_bearer_auth(st->bearer) : &st->auth;
 }
 
 static int az_target(void *state, const char *url, rf_store_target *out, rf_error *err)
 {
 	az_store *st = state;
 	char *container = NULL, *blob = NULL;
-	*out = (rf_store_target){.auth = &st->auth};
 	RF_TRY(az_config(st, url, err));
+	*out = (rf_store_target){.auth = az_auth(st)};
 	RF_TRY(rf_az_split(url, &container, &blob, err));
 	int rc = 0;
 	if (!*blob || blob[strlen(blob) - 1] == '/') {
@@ -171,7 +230,7 @@ static int next_page(az_lister *l, rf_error *err)
 	    .kind = RF_HTTP_GET_ALL,
 	    .url = l->url,
 	    .name = l->shown,
-	    .auth = &l->st->auth,
+	    .auth = az_auth(l->st),
 	    .max_bytes = RF_AZ_LIST_BODY_MAX,
 	    .body = &l->body,
 	};

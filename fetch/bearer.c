@@ -24,6 +24,7 @@ struct rf_bearer {
 	rf_bearer_source src; /* src.request NULL: unsigned */
 	char tried[600];      /* the chain as tried: never a secret */
 	char *header;         /* "Authorization: Bearer TOKEN": a secret */
+	const char *always;   /* a static line every request carries (or NULL) */
 	int64_t obtained_ms, expires_ms;
 	uint64_t gen;    /* bumped by every token set */
 	uint64_t tokens; /* tokens obtained */
@@ -305,6 +306,8 @@ static int bearer_sign(void *state, void *data, rf_http_xfer *x)
 	rf_bearer *b = state;
 	bearer_req *r = data;
 	rf_http_xfer_path_as_is(x); /* object names are opaque */
+	if (b->always)
+		RF_TRY(rf_http_xfer_add_header(x, b->always));
 	r->gen = b->header ? b->gen : 0;
 	return b->header ? rf_http_xfer_add_header(x, b->header) : 0;
 }
@@ -387,6 +390,11 @@ void rf_bearer_free(rf_bearer *b)
 const rf_http_auth *rf_bearer_auth(rf_bearer *b)
 {
 	return &b->auth;
+}
+
+void rf_bearer_set_header(rf_bearer *b, const char *line)
+{
+	b->always = line;
 }
 
 uint64_t rf_bearer_tokens(const rf_bearer *b)

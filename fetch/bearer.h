@@ -56,6 +56,11 @@ const rf_http_auth *rf_bearer_auth(rf_bearer *b);
  * GOOGLE_APPLICATION_CREDENTIALS (not set), ..."). */
 int rf_bearer_start(rf_bearer *b, const rf_bearer_source *src, const char *tried, rf_error *err);
 
+/* A static "Name: value" line every request through this signer carries,
+ * with a token or unsigned (Azure's x-ms-version, which bearer auth needs);
+ * line is kept by the caller until rf_bearer_free. NULL: none. */
+void rf_bearer_set_header(rf_bearer *b, const char *line);
+
 /* Tokens obtained so far (tests and traces). */
 uint64_t rf_bearer_tokens(const rf_bearer *b);
 

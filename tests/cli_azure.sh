@@ -20,7 +20,7 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$azurite" --blobHost 127.0.0.1 --blobPort "$port" --inMemoryPersistence --loose \
-	--skipApiVersionCheck --silent >"$tmp/azurite.log" 2>&1 &
+	--skipApiVersionCheck --silent --disableTelemetry >"$tmp/azurite.log" 2>&1 &
 apid=$!
 trap 'kill $apid 2>/dev/null; wait $apid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 1 200); do # until it answers HTTP

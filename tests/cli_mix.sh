@@ -289,5 +289,21 @@ out=$("$cli" verify -q --mixture "$T/data/mix.txt" 2>&1) && grep -q "^verify: $n
 	bad "(f) a mixture file and shards: read" ||
 	ok "(f) a mixture file and shards refused: $(cat "$T/f.err")"
 
+# ---- ringfeed plan --mixture: each source's passes an epoch ---------------------
+# (0.4 / 0.6 of 60 and 1500 records: an epoch of 2500 samples, a's 1000 in
+# 16.67 passes, b's 1500 in one)
+"$cli" plan --mixture "$T/data/mix.txt" --json >"$T/plan.json" 2>"$T/plan.err" ||
+	bad "plan --mixture: $(cat "$T/plan.err")"
+cat >"$T/plan.py" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["sources"]
+assert d["epoch_samples"] == 2500, d
+assert [x["records_per_pass"] for x in s] == [60, 1500], s
+assert abs(s[0]["passes_per_epoch"] - 1000 / 60) < 1e-3 and abs(s[1]["passes_per_epoch"] - 1) < 1e-3, s
+print("a in 16.67 passes, b in 1, 2500 samples an epoch")
+EOF
+pyck "plan --mixture: each source's passes an epoch" "$T/plan.py" "$T/plan.json"
+
 [ "$known" -eq 0 ] || echo "cli_mix: $known known engine gap(s) above (KNOWN), reported on issue 25" >&2
 rf_checks_done cli_mix

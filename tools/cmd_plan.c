@@ -40,7 +40,11 @@ static const char plan_usage[] =
     "  --pinned                collated buffers are pinned (page-locked) memory\n"
     "  --from-trace TRACE      r = median r_bps, T = longest producer pause (c_bps = 0)\n"
     "                          or longest wait; --rate / --pause override\n"
-    "  --json                  one JSON object\n";
+    "  --json                  one JSON object\n"
+    "\n"
+    "       ringfeed plan --mixture FILE [loader options] [--json]\n"
+    "prints what one mixture epoch holds per source: its weight, records a pass,\n"
+    "samples an epoch and the passes they make (the loader's own figures).\n";
 
 typedef struct plan_opts {
 	plan_in in;
@@ -359,6 +363,8 @@ static void print_json(const plan_opts *o, const plan_out *p, const trace_inputs
 
 int cmd_plan(int argc, char **argv)
 {
+	if (rf_plan_is_mixture(argc, argv))
+		return rf_plan_mixture(argc, argv);
 	plan_opts o;
 	int rc = plan_parse(argc, argv, &o);
 	if (rc >= 0)

@@ -13,6 +13,10 @@ int cmd_read(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+/* plan_mix.c: `ringfeed plan --mixture FILE`, each source's passes an epoch */
+#include <stdbool.h>
+bool rf_plan_is_mixture(int argc, char **argv);
+int rf_plan_mixture(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
 

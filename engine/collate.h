@@ -74,6 +74,9 @@ typedef struct rf_position {
 	bool mix_owned;
 	uint64_t mix_samples;
 	uint64_t *mix_src;
+	/* a mixture whose weights changed at a resume (mix_rebase.h; NULL:
+	 * never): the plan's (read-only) or, decoded, owned (mix_owned) */
+	struct rf_mix_rebase *mix_rb;
 } rf_position;
 
 /* Bytes of the encoding of p. */

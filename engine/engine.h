@@ -247,6 +247,7 @@ typedef struct rf_engine {
 	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */
 	uint32_t nsources;      /* a mixture's sources (0: one dataset) */
 	uint32_t *src_first;    /* nsources + 1: each source's first shard */
+	uint32_t *mix_windows;  /* nsources: windows kept by a resume (NULL: from weights) */
 	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;

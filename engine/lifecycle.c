@@ -5,6 +5,8 @@
  * also half built). The public calls (api.c) use these. */
 #include "engine.h"
 #include "hostbudget.h"
+#include "mix.h"
+#include "mix_rebase.h"
 #include "state.h"
 #include "util.h"
 
@@ -81,6 +83,7 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	free(e->workers);
 	free(e->indexes);
 	free(e->src_first);
+	free(e->mix_windows);
 	rf_mixst_free(e->mixst);
 	rf_fields_free(&e->fields);
 	rf_shards_free(e->shards, e->nshards);
@@ -133,12 +136,115 @@ static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_err
 	return 0;
 }
 
+/* Both plans read through the weight change rb, `samples` an epoch. */
+static int rf_open_rebase(rf_engine *e, const rf_mix_rebase *rb, uint64_t samples, rf_position *now,
+                          rf_error *err) RF_ALONE
+{
+	RF_TRY(rf_memory_reserve_meta(e, 2 * rf_mix_rebase_memory(rb),
+	                              "the mixture's weight change (two plans)", err));
+	RF_TRY(rf_plan_mix_set_rebase(e->sched.plan, rb, samples, err));
+	RF_TRY(rf_plan_mix_set_rebase(e->coll.plan, rb, samples, err));
+	now->mix_rb = (struct rf_mix_rebase *)rf_plan_mix_rebase(e->sched.plan);
+	now->dataset_records = now->mix_samples = samples;
+	return 0;
+}
+
+/* A resume with other weights (issue 25 item 5, mix_rebase.h): what is
+ * delivered stays delivered, each source continues from its own position,
+ * and from here the new weights' schedule starts afresh over what each
+ * source has still to give; the saved epoch keeps its size. With
+ * stop_first an epoch is one pass of every source ended by the first to run
+ * out, so its weights change only where an epoch ends. */
+static int rf_open_reweight(rf_engine *e, rf_position *saved, rf_position *now,
+                            rf_error *err) RF_ALONE
+{
+	char was[160], is[160];
+	rf_state_mix_weights_str(saved, was, sizeof(was));
+	rf_state_mix_weights_str(now, is, sizeof(is));
+	rf_segment *rem = NULL;
+	uint32_t nrem = 0;
+	RF_TRY(rf_state_remaining(saved, &rem, &nrem, err));
+	rf_mix_rebase *rb = NULL;
+	int rc = 0;
+	if (saved->mix_stop_first) {
+		if (nrem > 0)
+			rc = rf_fail(
+			    err, -EINVAL,
+			    "resume state: the mixture's weights differ (saved %s, now %s) in the "
+			    "middle of epoch %llu; with mix_stop=first_exhausted an epoch is one "
+			    "pass "
+			    "of every source, ended by the first to run out, so its weights change "
+			    "where an epoch ends: finish epoch %llu with the saved weights",
+			    was, is, (unsigned long long)saved->epoch,
+			    (unsigned long long)saved->epoch);
+	} else {
+		uint64_t *w = calloc(saved->mix_sources, sizeof(*w));
+		rf_mix *old = NULL;
+		if (!w)
+			rc = rf_fail(err, -ENOMEM, "out of memory");
+		for (uint32_t i = 0; rc == 0 && i < saved->mix_sources; i++)
+			w[i] = saved->mix_src[3 * i + 2];
+		if (rc == 0)
+			rc = rf_mix_new(&old, saved->mix_sources, w, 1, err);
+		if (rc == 0)
+			rc = rf_mix_rebase_compose(old, saved->mix_rb, saved->mix_samples,
+			                           saved->epoch, rem, nrem, e->mix_windows, &rb,
+			                           err);
+		rf_mix_free(old);
+		free(w);
+		if (rc == 0)
+			rc = rf_open_rebase(e, rb, saved->mix_samples, now, err);
+	}
+	free(rem);
+	if (rc < 0) {
+		rf_mix_rebase_free(rb);
+		return rc;
+	}
+	uint64_t epoch = rb ? rb->epoch : saved->epoch + 1;
+	uint64_t left = rb ? rb->length : rf_plan_total_records(e->sched.plan);
+	now->epoch = epoch;
+	now->record = now->batch = 0;
+	if (epoch != saved->epoch) {
+		now->skipped = now->skipped_blocks = 0;
+	} else {
+		now->skipped = saved->skipped;
+		now->skipped_blocks = saved->skipped_blocks;
+	}
+	e->seq_set = left < rf_plan_total_records(e->sched.plan);
+	if (e->seq_set) { /* the saved epoch's rest: new schedule samples [0, left) */
+		e->seq = malloc(sizeof(*e->seq));
+		if (!e->seq) {
+			rf_mix_rebase_free(rb);
+			return rf_fail(err, -ENOMEM, "out of memory");
+		}
+		e->seq[0] = (rf_segment){0, left};
+		e->nseq = 1;
+	}
+	fprintf(stderr,
+	        "ringfeed: resume: the mixture's weights changed (saved %s, now %s): from epoch "
+	        "%llu%s on the new shares hold; delivered samples stay delivered and each source "
+	        "continues from its own position\n",
+	        was, is, (unsigned long long)epoch, e->seq_set ? "'s rest" : "");
+	rf_mix_rebase_free(rb);
+	if (now->epoch >= e->epoch_end)
+		return 0;
+	return rf_open_sequence(e, now->epoch, 0, err);
+}
+
 /* A saved position in `now`'s terms: the same partition (world and tail
  * policy) continues at the saved record (any batch size); another one takes
  * what no rank of the saved world had taken, re-split over this world. */
 static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf_error *err)
 {
-	RF_TRY(rf_state_check(saved, now, err));
+	bool reweight = rf_state_mix_reweighted(saved, now);
+	/* once the weights change, the saved epoch size stands unless
+	 * mix_samples is given (then it must match); with stop_first the
+	 * weights set it */
+	if ((reweight || saved->mix_rb) && !saved->mix_stop_first &&
+	    rf_cfg(e->cfg, RF_CFG_mix_samples) == 0)
+		now->dataset_records = now->mix_samples = saved->mix_samples;
+	RF_TRY(reweight ? rf_state_check_reweight(saved, now, err)
+	                : rf_state_check(saved, now, err));
 	if (saved->epoch >= e->epoch_end) /* epoch 2^64 - 1 too: no run reaches it */
 		return e->epoch_end == UINT64_MAX
 		           ? rf_fail(err, -EINVAL,
@@ -156,6 +262,10 @@ static int rf_open_resume(rf_engine *e, rf_position *saved, rf_position *now, rf
 		return rf_fail(err, -EINVAL, "resume state is at epoch %llu, before epoch %llu",
 		               (unsigned long long)saved->epoch,
 		               (unsigned long long)e->epoch_first);
+	if (reweight)
+		return rf_open_reweight(e, saved, now, err);
+	if (saved->mix_rb) /* a change made at an earlier resume */
+		RF_TRY(rf_open_rebase(e, saved->mix_rb, saved->mix_samples, now, err));
 	now->epoch = saved->epoch;
 	now->skipped = saved->skipped;
 	now->skipped_blocks = saved->skipped_blocks;
@@ -205,8 +315,49 @@ static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint6
 	e->st.ep_next.batches = rf_epoch_batches(e, e->st.ep_next.records, 0, 0);
 }
 
+/* A mixture resumed from a state of the same sources keeps the shuffle
+ * windows that state's run started with (a weight change's, or those its
+ * weights gave): a pass's record order depends on its source's window, and
+ * new weights would scale it anew (mix_rebase.h). */
+static int rf_open_mix_windows(rf_engine *e, const rf_plan_params *pp, const rf_position *saved,
+                               rf_error *err) RF_ALONE
+{
+	uint32_t k = e->nsources;
+	if (k == 0 || !saved || saved->mix_sources != k)
+		return 0;
+	e->mix_windows = calloc(k, sizeof(*e->mix_windows));
+	uint64_t *w = calloc(k, sizeof(*w));
+	if (!e->mix_windows || !w) {
+		free(w);
+		return rf_fail(err, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < k; i++)
+		w[i] = saved->mix_src[3 * i + 2];
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t x =
+		    saved->mix_rb ? saved->mix_rb->window[i] : rf_plan_mix_window(pp, w, k, i);
+		e->mix_windows[i] = pp->shuffle && x > 1 ? x : 1;
+	}
+	free(w);
+	return 0;
+}
+
 /* Plans, resume position and the first epoch's bookkeeping. */
+static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err) RF_ALONE;
+
 static int rf_open_plan(rf_engine *e, rf_error *err) RF_ALONE
+{
+	const rf_config *c = e->cfg;
+	if (!c->has_resume)
+		return rf_open_plan_from(e, NULL, err);
+	rf_position saved;
+	RF_TRY(rf_state_decode(c->resume_buf, c->resume_len, &saved, err));
+	int rc = rf_open_plan_from(e, &saved, err);
+	rf_position_clear(&saved);
+	return rc;
+}
+
+static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 {
 	const rf_config *c = e->cfg;
 	bool drop_last = rf_cfg(c, RF_CFG_drop_last) != 0 && e->cp.batch_bytes == 0;
@@ -218,6 +369,7 @@ static int rf_open_plan(rf_engine *e, rf_error *err) RF_ALONE
 	                     .pad = rf_cfg(c, RF_CFG_pad_tail) != 0,
 	                     .drop_last = drop_last ? e->cp.batch_records : 0};
 	e->window = pp.shuffle && pp.shuffle_window > 1 ? pp.shuffle_window : 1;
+	RF_TRY(rf_open_mix_windows(e, &pp, saved, err));
 	uint64_t bound = 2 * rf_memory_plan_bound(e, e->window);
 	char what[96];
 	snprintf(what, sizeof(what), "the plans (two, of %u shard(s))", e->nshards);
@@ -234,13 +386,8 @@ static int rf_open_plan(rf_engine *e, rf_error *err) RF_ALONE
 		rf_state_content_add(&pos, e->shards[i].name, e->shards[i].fmt->name,
 		                     e->indexes[i]);
 	e->seq_epoch = UINT64_MAX;
-	if (c->has_resume) {
-		rf_position saved;
-		RF_TRY(rf_state_decode(c->resume_buf, c->resume_len, &saved, err));
-		int rc = rf_open_resume(e, &saved, &pos, err);
-		rf_position_clear(&saved);
-		RF_TRY(rc);
-	}
+	if (saved)
+		RF_TRY(rf_open_resume(e, saved, &pos, err));
 	e->pos = pos;
 	e->resume_epoch = pos.epoch;
 	e->resume_pos = pos.record;

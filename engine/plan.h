@@ -94,13 +94,22 @@ typedef struct rf_plan rf_plan;
  * a mixture's units' memory out of order, rf_plan_is_mix). */
 typedef struct rf_plan_mix_params {
 	uint32_t sources;
-	const uint32_t *first;  /* sources + 1 */
-	const uint64_t *weight; /* millionths (rf_mix_weight_parse), relative */
-	uint64_t samples;       /* per mixture epoch; 0: the size at which the
-	                           largest-weight source is read once */
-	bool stop_first;        /* each mixture epoch is one pass of every source and
-	                           ends when the first one runs out */
+	const uint32_t *first;   /* sources + 1 */
+	const uint64_t *weight;  /* millionths (rf_mix_weight_parse), relative */
+	uint64_t samples;        /* per mixture epoch; 0: the size at which the
+	                            largest-weight source is read once */
+	bool stop_first;         /* each mixture epoch is one pass of every source and
+	                            ends when the first one runs out */
+	const uint32_t *windows; /* per source, its shuffle window (NULL:
+	                            rf_plan_mix_window: a resume that changed the
+	                            weights keeps the windows it started with) */
 } rf_plan_mix_params;
+
+/* Source i's shuffle window: p's scaled by its weight over the heaviest
+ * (at least 1), so every source's window spans about as many mixture
+ * samples. The plan's sub-plans take it as their shuffle_window. */
+uint32_t rf_plan_mix_window(const rf_plan_params *p, const uint64_t *weight, uint32_t k,
+                            uint32_t i);
 
 /* Copies what it needs from the indexes (record counts per block). */
 int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,
@@ -119,6 +128,13 @@ uint32_t rf_plan_mix_source_of(const rf_plan *plan, uint64_t stream_pos);
  * no mixture). */
 uint32_t rf_plan_mix_identity(const rf_plan *plan, const uint64_t **src, uint64_t *samples,
                               bool *stop_first);
+/* A mixture's weights changed at a resume (mix_rebase.h): the plan keeps a
+ * copy and reads every later epoch through it, with `samples` an epoch (the
+ * saved mixture's). Not with stop_first. The plan's, or NULL. */
+struct rf_mix_rebase;
+int rf_plan_mix_set_rebase(rf_plan *plan, const struct rf_mix_rebase *rb, uint64_t samples,
+                           rf_error *err);
+const struct rf_mix_rebase *rf_plan_mix_rebase(const rf_plan *plan);
 /* Mixtures: units that must be resident together for a batch of `batch`
  * records (the memory check), and the ring slots from the oldest unit not
  * released to the newest one needed (0: the plan is no mixture). */

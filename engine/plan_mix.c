@@ -23,6 +23,7 @@
  * reserved when the epoch is built, so a switch allocates nothing). Pure: no
  * I/O, no threads, no clocks; one thread per plan object. */
 #include "mix.h"
+#include "mix_rebase.h"
 #include "plan_int.h"
 #include "rng.h"
 #include "util.h"
@@ -55,13 +56,14 @@ typedef struct pmix_tmp {
 typedef struct plan_mix {
 	uint32_t k;
 	rf_mix *m;
-	rf_plan **subs;   /* k: each source's own plan */
-	uint32_t *first;  /* k + 1 */
-	uint64_t *n;      /* k: records per pass */
-	uint64_t *weight; /* k: millionths, as given */
-	uint64_t *id;     /* 3 k: the resume state's identity (rf_plan_mix_identity) */
-	uint64_t samples; /* M */
-	uint32_t *w, T;   /* effective integer weights (k) and their sum */
+	rf_mix_rebase *rb; /* the weights changed at a resume (NULL: never) */
+	rf_plan **subs;    /* k: each source's own plan */
+	uint32_t *first;   /* k + 1 */
+	uint64_t *n;       /* k: records per pass */
+	uint64_t *weight;  /* k: millionths, as given */
+	uint64_t *id;      /* 3 k: the resume state's identity (rf_plan_mix_identity) */
+	uint64_t samples;  /* M */
+	uint32_t *w, T;    /* effective integer weights (k) and their sum */
 	bool stop_first;
 	uint64_t sub_bytes; /* the sub-plans' memory at open */
 	/* this epoch */
@@ -129,6 +131,7 @@ static void pmix_free(plan_mix *mx)
 		rf_plan_free(mx->subs[k]);
 	}
 	rf_mix_free(mx->m);
+	rf_mix_rebase_free(mx->rb);
 	free(mx->subs);
 	free(mx->first);
 	free(mx->n);
@@ -263,21 +266,14 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	}
 	if (rc == 0)
 		mx->T = rf_mix_weights(mx->m, 0, mx->w);
-	uint32_t wmax = 1;
-	for (uint32_t i = 0; rc == 0 && i < k; i++)
-		wmax = RF_MAX(wmax, mx->w[i]);
 	for (uint32_t i = 0; rc == 0 && i < k; i++) {
 		rf_plan_params sp = *p;
 		sp.rank = 0;
 		sp.world = 1;
 		sp.pad = false;
 		sp.drop_last = 0;
-		/* A source's window scaled to its weight: every source's window then
-		 * spans about as many mixture samples as the heaviest one's, so none
-		 * is held (in the ring) for orders of magnitude longer than the rest. */
-		if (sp.shuffle && sp.shuffle_window > 1)
-			sp.shuffle_window = (uint32_t)RF_MAX(
-			    1ull, ((uint64_t)sp.shuffle_window * mx->w[i] + wmax - 1) / wmax);
+		sp.shuffle_window =
+		    mp->windows ? mp->windows[i] : rf_plan_mix_window(p, mp->weight, k, i);
 		sp.seed = rf_mix64(p->seed ^ rf_mix64(0x534f5552ull + i)); /* "SOUR" */
 		rc = rf_plan_new(&sp, shards + mp->first[i], mp->first[i + 1] - mp->first[i],
 		                 &mx->subs[i], err);
@@ -336,10 +332,58 @@ uint32_t rf_plan_mix_sources(const rf_plan *plan)
 	return plan->mix ? plan->mix->k : 0;
 }
 
+uint32_t rf_plan_mix_window(const rf_plan_params *p, const uint64_t *weight, uint32_t k, uint32_t i)
+{
+	/* A source's window scaled to its weight: every source's window then
+	 * spans about as many mixture samples as the heaviest one's, so none is
+	 * held (in the ring) for orders of magnitude longer than the rest. From
+	 * the weights as given, so a resume that changes them can keep these. */
+	if (!p->shuffle || p->shuffle_window <= 1)
+		return p->shuffle_window;
+	uint64_t wmax = 1;
+	for (uint32_t j = 0; j < k; j++)
+		wmax = RF_MAX(wmax, weight[j]);
+	unsigned __int128 x = (unsigned __int128)p->shuffle_window * weight[i] + wmax - 1;
+	return (uint32_t)RF_MAX(1ull, (uint64_t)(x / wmax));
+}
+
 /* The schedule sample of mixture-epoch `epoch`'s global position 0. */
 static uint64_t pmix_g0(const plan_mix *mx, uint64_t epoch)
 {
-	return mx->stop_first ? 0 : epoch * mx->samples;
+	return mx->stop_first ? 0 : rf_mix_rebase_g0(mx->rb, mx->samples, epoch);
+}
+
+int rf_plan_mix_set_rebase(rf_plan *plan, const rf_mix_rebase *rb, uint64_t samples, rf_error *err)
+{
+	plan_mix *mx = plan->mix;
+	if (!mx || mx->stop_first || !rb || rb->k != mx->k || samples == 0 || rb->length > samples)
+		return rf_fail(err, -EINVAL,
+		               "mixture: a weight change that does not fit this mixture (%u "
+		               "sources, %llu samples an epoch)",
+		               mx ? mx->k : 0, (unsigned long long)samples);
+	for (uint32_t k = 0; k < mx->k; k++)
+		if (rb->window[k] != mx->subs[k]->window)
+			return rf_fail(
+			    err, -EINVAL,
+			    "mixture: source %u's shuffle window is %llu, its weight change "
+			    "was made with %u",
+			    k + 1, (unsigned long long)mx->subs[k]->window, rb->window[k]);
+	rf_mix_rebase *c;
+	RF_TRY(rf_mix_rebase_dup(rb, &c, err));
+	plan->memory_bytes -= rf_mix_rebase_memory(mx->rb);
+	rf_mix_rebase_free(mx->rb);
+	mx->rb = c;
+	plan->memory_bytes += rf_mix_rebase_memory(c);
+	mx->samples = samples;
+	plan->total_records = samples;
+	plan->whole = (rf_segment){0, samples};
+	plan->epoch = UINT64_MAX;
+	return 0;
+}
+
+const rf_mix_rebase *rf_plan_mix_rebase(const rf_plan *plan)
+{
+	return plan->mix ? plan->mix->rb : NULL;
 }
 
 void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, uint64_t *counts,
@@ -349,7 +393,7 @@ void rf_plan_mix_source_info(const rf_plan *plan, uint32_t k, uint64_t epoch, ui
 	const plan_mix *mx = plan->mix; /* read-only here: the schedule, sizes, weights */
 	*records = mx->n[k];
 	rf_mix_counts(mx->m, pmix_g0(mx, epoch), counts);
-	*ordinal = mx->stop_first ? epoch * mx->n[k] : counts[k];
+	*ordinal = mx->stop_first ? epoch * mx->n[k] : rf_mix_rebase_o(mx->rb, k, counts[k]);
 	*weight_den = mx->T;
 	*weight_num = mx->w[k];
 }
@@ -364,12 +408,9 @@ static uint64_t pmix_hash(const rf_plan *plan)
 {
 	const plan_mix *mx = plan->mix;
 	uint64_t h = rf_mix64(0x4d495855ull ^ mx->k); /* "MIXU" */
-	h = rf_mix64(h ^ mx->samples);
-	h = rf_mix64(h ^ mx->stop_first);
-	for (uint32_t i = 0; i < mx->k; i++) {
+	/* not the weights: a resume may change them (the state names them) */
+	for (uint32_t i = 0; i < mx->k; i++)
 		h = rf_mix64(h ^ rf_plan_dataset_hash(mx->subs[i]));
-		h = rf_mix64(h ^ mx->weight[i]); /* the state names a weight change first */
-	}
 	return h;
 }
 
@@ -401,8 +442,8 @@ typedef struct pmix_raw {
 } pmix_raw;
 
 /* Source k's ordinals [a, b) of piece `piece` as kp segments. */
-static int pmix_add_range(plan_mix *mx, pmix_raw **raw, size_t *nraw, size_t *cap, uint32_t k,
-                          uint64_t epoch, uint64_t a, uint64_t b, uint32_t piece, rf_error *err)
+static int pmix_add_ord(plan_mix *mx, pmix_raw **raw, size_t *nraw, size_t *cap, uint32_t k,
+                        uint64_t epoch, uint64_t a, uint64_t b, uint32_t piece, rf_error *err)
 {
 	while (a < b) {
 		uint64_t pass = mx->stop_first ? epoch : a / mx->n[k];
@@ -425,6 +466,20 @@ static int pmix_add_range(plan_mix *mx, pmix_raw **raw, size_t *nraw, size_t *ca
 			return rf_fail(err, -ENOMEM, "mixture: out of memory for its segments");
 		*raw = r;
 		r[(*nraw)++] = (pmix_raw){.kp = kp, .piece = piece, .start = i, .records = take};
+		a += take;
+	}
+	return 0;
+}
+
+/* Source k's schedule counts [a, b) of piece `piece` (their ordinals
+ * through a weight change: one or more runs) as kp segments. */
+static int pmix_add_range(plan_mix *mx, pmix_raw **raw, size_t *nraw, size_t *cap, uint32_t k,
+                          uint64_t epoch, uint64_t a, uint64_t b, uint32_t piece, rf_error *err)
+{
+	while (a < b) {
+		uint64_t o, run = rf_mix_rebase_run(mx->rb, k, a, &o);
+		uint64_t take = RF_MIN(run, b - a);
+		RF_TRY(pmix_add_ord(mx, raw, nraw, cap, k, epoch, o, o + take, piece, err));
 		a += take;
 	}
 	return 0;
@@ -464,7 +519,7 @@ static uint64_t pmix_to_mix(const rf_plan *plan, uint32_t j, uint64_t s)
 	const rf_segment *sg = &mx->seg[kp->seg0 + lo];
 	uint64_t i = sg->start + (s - pre[lo]);
 	uint64_t o = mx->stop_first ? i : kp->pass * mx->n[kp->k] + i;
-	uint64_t g = rf_mix_position(mx->m, kp->k, o);
+	uint64_t g = rf_mix_position(mx->m, kp->k, rf_mix_rebase_i(mx->rb, kp->k, o));
 	const plan_piece *pc = &plan->pieces[mx->seg_piece[kp->seg0 + lo]];
 	return pc->q + (g - mx->g0 - pc->x);
 }
@@ -696,7 +751,7 @@ static void pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t
 		mx->cur_valid = true;
 	}
 	uint32_t k = rf_mix_cursor_next(&mx->cur);
-	uint64_t o = mx->cur_count[k] - 1;
+	uint64_t o = rf_mix_rebase_o(mx->rb, k, mx->cur_count[k] - 1);
 	uint64_t pass = mx->stop_first ? plan->epoch : o / mx->n[k];
 	uint64_t i = mx->stop_first ? o : o % mx->n[k];
 	/* the kp of (k, pass): the source's kps are sorted by pass */
@@ -709,11 +764,13 @@ static void pmix_locate(const rf_plan *cplan, uint64_t q, size_t *unit, uint32_t
 			hi = mid;
 	}
 	const pmix_kp *kp = &mx->kp[lo];
-	/* its segment from this piece (one per piece, in piece order) */
+	/* its segment holding i from this piece (in piece order; a piece gives
+	 * a kp more than one when a weight change's runs split its ordinals) */
 	uint32_t a = 0, b = kp->nsegs;
 	while (b - a > 1) {
 		uint32_t mid = a + (b - a) / 2;
-		if (mx->seg_piece[kp->seg0 + mid] <= piece)
+		uint32_t mp = mx->seg_piece[kp->seg0 + mid];
+		if (mp < piece || (mp == piece && mx->seg[kp->seg0 + mid].start <= i))
 			a = mid;
 		else
 			b = mid;

@@ -18,7 +18,8 @@ int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **o
 	                         .first = e->src_first,
 	                         .weight = e->cfg->src_weight,
 	                         .samples = rf_cfg(e->cfg, RF_CFG_mix_samples),
-	                         .stop_first = stop && !strcmp(stop, "first_exhausted")};
+	                         .stop_first = stop && !strcmp(stop, "first_exhausted"),
+	                         .windows = e->mix_windows};
 	return rf_plan_new_mix(pp, e->indexes, e->nshards, &mp, out, err);
 }
 

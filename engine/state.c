@@ -2,13 +2,14 @@
  * comparison with a resuming configuration and the elastic re-split (see
  * state.h). */
 #include "state.h"
+#include "mix_rebase.h"
 #include "rng.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { FLAG_SHUFFLE = 1, FLAG_PAD = 2, FLAG_SEQ = 4, FLAG_MIX = 8 };
+enum { FLAG_SHUFFLE = 1, FLAG_PAD = 2, FLAG_SEQ = 4, FLAG_MIX = 8, FLAG_REBASE = 16 };
 
 void rf_state_identity(const rf_plan *plan, rf_position *out)
 {
@@ -28,6 +29,7 @@ void rf_state_identity(const rf_plan *plan, rf_position *out)
 	out->mix_sources =
 	    rf_plan_mix_identity(plan, &src, &out->mix_samples, &out->mix_stop_first);
 	out->mix_src = (uint64_t *)src; /* the plan's: read-only, not owned */
+	out->mix_rb = (struct rf_mix_rebase *)rf_plan_mix_rebase(plan);
 	out->mix_owned = false;
 }
 
@@ -62,9 +64,12 @@ void rf_state_content_add(rf_position *p, const char *name, const char *format,
 
 void rf_position_clear(rf_position *p)
 {
-	if (p->mix_owned)
+	if (p->mix_owned) {
 		free(p->mix_src);
+		rf_mix_rebase_free(p->mix_rb);
+	}
 	p->mix_src = NULL;
+	p->mix_rb = NULL;
 	p->mix_sources = 0;
 	p->mix_owned = false;
 	free(p->segs);
@@ -90,8 +95,9 @@ static size_t state_mix_bytes(uint32_t sources)
 
 size_t rf_state_bytes(const rf_position *p)
 {
+	bool mix = !state_v2(p) && p->mix_sources > 0;
 	return state_head(p) + 4 + 16u * (p->has_seq ? p->nsegs : 0) +
-	       (state_v2(p) ? 0 : state_mix_bytes(p->mix_sources));
+	       (mix ? state_mix_bytes(p->mix_sources) + rf_mix_rebase_bytes(p->mix_rb) : 0);
 }
 
 int rf_state_encode(const rf_position *p, void *buf, size_t cap)
@@ -106,7 +112,8 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	rf_store_le32(b + 8, state_v2(p) ? 2 : RF_STATE_VERSION);
 	bool mix = !state_v2(p) && p->mix_sources > 0;
 	rf_store_le32(b + 12, (p->shuffle ? FLAG_SHUFFLE : 0) | (p->pad ? FLAG_PAD : 0) |
-	                          (p->has_seq ? FLAG_SEQ : 0) | (mix ? FLAG_MIX : 0));
+	                          (p->has_seq ? FLAG_SEQ : 0) | (mix ? FLAG_MIX : 0) |
+	                          (mix && p->mix_rb ? FLAG_REBASE : 0));
 	rf_store_le64(b + 16, p->dataset_hash);
 	rf_store_le64(b + 24, p->dataset_records);
 	rf_store_le32(b + 32, p->dataset_shards);
@@ -134,6 +141,8 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 		rf_store_le64(m + 8, p->mix_samples);
 		for (size_t i = 0; i < 3 * (size_t)p->mix_sources; i++)
 			rf_store_le64(m + 16 + 8 * i, p->mix_src[i]);
+		if (p->mix_rb)
+			rf_mix_rebase_encode(p->mix_rb, m + state_mix_bytes(p->mix_sources));
 	}
 	rf_store_le32(b + n - 4, rf_state_crc32c(b, n - 4));
 	return (int)n;
@@ -171,8 +180,14 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		sources = rf_load_le32(b + at);
 	if (sources > 4096)
 		sources = 0; /* no mixture part: the length or the checksum says what is wrong */
+	bool rebase = mix && (rf_load_le32(b + 12) & FLAG_REBASE);
+	size_t rb_at = at + state_mix_bytes(sources), rb_len = 0;
+	if (rebase && sources > 0 && len >= rb_at + 4) {
+		uint32_t n = rf_mix_rebase_peek(b + rb_at, len - rb_at - 4);
+		rb_len = rf_mix_rebase_bytes_for(sources, RF_MIN(n, RF_MIX_REBASE_RANGES_MAX + 1));
+	}
 	if (nsegs > RF_PLAN_SEGMENTS_MAX ||
-	    len != head + 4 + 16ull * nsegs + state_mix_bytes(sources))
+	    len != head + 4 + 16ull * nsegs + state_mix_bytes(sources) + rb_len)
 		return rf_fail(err, -EINVAL,
 		               "resume state: %zu bytes do not hold its %u segments (at most %u)%s",
 		               len, nsegs, RF_PLAN_SEGMENTS_MAX, mix ? " and its mixture" : "");
@@ -202,8 +217,8 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 	                   .version = version,
 	                   .names_hash = v2 ? 0 : rf_load_le64(b + 92),
 	                   .content_hash = v2 ? 0 : rf_load_le64(b + 100)};
-	if ((flags & ~15u) || (v2 && (flags & FLAG_MIX)) || (nsegs && !q->has_seq) ||
-	    q->world == 0 || q->window == 0)
+	if ((flags & ~31u) || (v2 && (flags & FLAG_MIX)) || (nsegs && !q->has_seq) ||
+	    ((flags & FLAG_REBASE) && !(flags & FLAG_MIX)) || q->world == 0 || q->window == 0)
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: flags %#x, world %u, window %u, %u segments do not "
 		               "make a state",
@@ -229,6 +244,14 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		q->mix_owned = true;
 		for (size_t i = 0; i < 3 * (size_t)sources; i++)
 			q->mix_src[i] = rf_load_le64(m + 16 + 8 * i);
+		if (rebase) {
+			int rc = rf_mix_rebase_decode(b + rb_at, rb_len, sources, q->mix_samples,
+			                              q->epoch, &q->mix_rb, err);
+			if (rc < 0) {
+				rf_position_clear(q);
+				return rc;
+			}
+		}
 	}
 	return 0;
 }
@@ -290,8 +313,42 @@ static void mix_weights_str(const rf_position *p, char *out, size_t cap)
 	}
 }
 
-/* A mixture's state against this mixture: what differs, by name. */
-static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
+/* Both mixtures' weights name the same shares. */
+static bool mix_same_weights(const rf_position *s, const rf_position *n)
+{
+	/* weights are relative: (0.5, 0.5) is (1, 1) */
+	unsigned __int128 ss = 0, ns = 0;
+	for (uint32_t i = 0; i < s->mix_sources; i++) {
+		ss += s->mix_src[3 * i + 2];
+		ns += n->mix_src[3 * i + 2];
+	}
+	bool same = true;
+	for (uint32_t i = 0; i < s->mix_sources; i++)
+		same &= (unsigned __int128)s->mix_src[3 * i + 2] * ns ==
+		        (unsigned __int128)n->mix_src[3 * i + 2] * ss;
+	return same;
+}
+
+bool rf_state_mix_reweighted(const rf_position *s, const rf_position *n)
+{
+	if (state_v2(s) || !s->mix_sources || s->mix_sources != n->mix_sources)
+		return false;
+	for (uint32_t i = 0; i < s->mix_sources; i++)
+		if (s->mix_src[3 * i] != n->mix_src[3 * i] ||
+		    s->mix_src[3 * i + 1] != n->mix_src[3 * i + 1])
+			return false;
+	return !mix_same_weights(s, n);
+}
+
+void rf_state_mix_weights_str(const rf_position *p, char *out, size_t cap)
+{
+	mix_weights_str(p, out, cap);
+}
+
+/* A mixture's state against this mixture: what differs, by name (with
+ * `reweight`, new weights are taken, and with stop_first so is the epoch's
+ * size they give). */
+static int mix_check(const rf_position *s, const rf_position *n, bool reweight, rf_error *err)
 {
 	if (!s->mix_sources != !n->mix_sources)
 		return rf_fail(err, -EINVAL, "resume state is for %s, this is %s",
@@ -313,31 +370,19 @@ static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
 			    i + 1, (unsigned long long)a[1], (unsigned long long)a[0],
 			    (unsigned long long)b[1], (unsigned long long)b[0]);
 	}
-	/* weights are relative: (0.5, 0.5) is (1, 1) */
-	unsigned __int128 ss = 0, ns = 0;
-	for (uint32_t i = 0; i < s->mix_sources; i++) {
-		ss += s->mix_src[3 * i + 2];
-		ns += n->mix_src[3 * i + 2];
-	}
-	bool same = true;
-	for (uint32_t i = 0; i < s->mix_sources; i++)
-		same &= (unsigned __int128)s->mix_src[3 * i + 2] * ns ==
-		        (unsigned __int128)n->mix_src[3 * i + 2] * ss;
-	if (!same) {
+	if (!reweight && !mix_same_weights(s, n)) {
 		char x[160], y[160];
 		mix_weights_str(s, x, sizeof(x));
 		mix_weights_str(n, y, sizeof(y));
 		return rf_fail(err, -EINVAL,
-		               "resume state: the mixture's weights differ: saved %s, now %s (a "
-		               "resume keeps the saved weights; changing them at a resume is not "
-		               "supported yet)",
-		               x, y);
+		               "resume state: the mixture's weights differ: saved %s, now %s", x,
+		               y);
 	}
 	if (s->mix_stop_first != n->mix_stop_first)
 		return rf_fail(err, -EINVAL, "resume state: mix_stop differs: saved %s, now %s",
 		               s->mix_stop_first ? "first_exhausted" : "none",
 		               n->mix_stop_first ? "first_exhausted" : "none");
-	if (s->mix_samples != n->mix_samples)
+	if (s->mix_samples != n->mix_samples && !(reweight && s->mix_stop_first))
 		return rf_fail(
 		    err, -EINVAL,
 		    "resume state: samples per mixture epoch differ: saved %llu, now %llu "
@@ -346,11 +391,14 @@ static int mix_check(const rf_position *s, const rf_position *n, rf_error *err)
 	return 0;
 }
 
-int rf_state_check(const rf_position *s, const rf_position *n, rf_error *err)
+static int state_check(const rf_position *s, const rf_position *n, bool reweight, rf_error *err)
 {
 	if (!state_v2(s))
-		RF_TRY(mix_check(s, n, err));
-	if (s->dataset_hash != n->dataset_hash || s->dataset_records != n->dataset_records ||
+		RF_TRY(mix_check(s, n, reweight, err));
+	/* with stop_first the weights set the epoch's size: a change may change it */
+	bool size_free = reweight && s->mix_stop_first;
+	if (s->dataset_hash != n->dataset_hash ||
+	    (s->dataset_records != n->dataset_records && !size_free) ||
 	    s->dataset_shards != n->dataset_shards)
 		return rf_fail(
 		    err, -EINVAL,
@@ -390,6 +438,16 @@ int rf_state_check(const rf_position *s, const rf_position *n, rf_error *err)
 		               "(1: no record shuffle)",
 		               s->window, n->window);
 	return 0;
+}
+
+int rf_state_check(const rf_position *s, const rf_position *n, rf_error *err)
+{
+	return state_check(s, n, false, err);
+}
+
+int rf_state_check_reweight(const rf_position *s, const rf_position *n, rf_error *err)
+{
+	return state_check(s, n, true, err);
 }
 
 /* Appends the sequence range [from, from + count) of the saved sequence

@@ -14,7 +14,10 @@
  * A state without a re-split has no segments (112 bytes). A mixture's
  * state has flag 8 and, after the segments, u32 sources, u32 stop_first,
  * u64 mix_samples and per source u64 shape hash, u64 records per pass,
- * u64 weight in millionths (16 + 24 * sources bytes). Version 2
+ * u64 weight in millionths (16 + 24 * sources bytes); with flag 16 (its
+ * weights changed at a resume) the change follows (mix_rebase.h's
+ * encoding: the epoch it starts in, that epoch's samples, and per source
+ * the ordinals still to come). Version 2
  * ("RFSTATE2", 96 + 16 * nsegs bytes) is version 3 without the two hashes
  * (segments at 92): still read, and written back as it was; it names no
  * content, so only its shape is checked. */
@@ -25,11 +28,12 @@
 #include "crc32c.h"
 #include "plan.h"
 
-#define RF_STATE_MAGIC        "RFSTATE3"
-#define RF_STATE_VERSION      3u
-#define RF_STATE_HEAD         108
-#define RF_STATE_BYTES_MIN    (RF_STATE_HEAD + 4)
-#define RF_STATE_MIX_MAX      (16 + 24 * 4096) /* a mixture's part, at most (mix.h's sources) */
+#define RF_STATE_MAGIC     "RFSTATE3"
+#define RF_STATE_VERSION   3u
+#define RF_STATE_HEAD      108
+#define RF_STATE_BYTES_MIN (RF_STATE_HEAD + 4)
+/* a mixture's part, at most (mix.h's sources, mix_rebase.h's ranges) */
+#define RF_STATE_MIX_MAX      (16 + 24 * 4096 + 20 + 16 * 4096 + 16 * 65536)
 #define RF_STATE_BYTES_MAX    (RF_STATE_BYTES_MIN + 16 * RF_PLAN_SEGMENTS_MAX + RF_STATE_MIX_MAX)
 #define RF_STATE_V2_HEAD      92
 #define RF_STATE_V2_BYTES_MIN (RF_STATE_V2_HEAD + 4)
@@ -46,6 +50,14 @@ void rf_state_content_add(rf_position *p, const char *name, const char *format,
 /* 0 when `saved` is a position in the stream `now` describes; else an error
  * naming the first setting that differs, its saved value and the new one. */
 int rf_state_check(const rf_position *saved, const rf_position *now, rf_error *err);
+/* A mixture state whose sources are `now`'s but whose weights differ (as
+ * shares): a resume that changes the weights. */
+bool rf_state_mix_reweighted(const rf_position *saved, const rf_position *now);
+/* rf_state_check, the weights (and with stop_first the epoch's size they
+ * set) free to differ. */
+int rf_state_check_reweight(const rf_position *saved, const rf_position *now, rf_error *err);
+/* "0.5,0.3,0.2": a mixture position's weights (the first 8), for messages. */
+void rf_state_mix_weights_str(const rf_position *p, char *out, size_t cap);
 /* Elastic resume: the records of saved->epoch that no rank had taken when
  * every rank of saved->world stood at saved->record, in sequence order, as
  * merged segments of the global stream (*segs malloc'd, *nsegs may be 0).

@@ -4,6 +4,7 @@
  * checksum is also made right, so mutations reach the fields behind it. */
 #include "collate.h"
 #include "fuzz.h"
+#include "mix_rebase.h"
 #include "state.h"
 #include "util.h"
 
@@ -29,6 +30,13 @@ static void decode(const uint8_t *buf, size_t size)
 		if (p.world <= 4096 && rf_state_remaining(&p, &segs, &n, &err) == 0)
 			FUZZ_CHECK(n <= RF_PLAN_SEGMENTS_MAX);
 		free(segs);
+		/* an accepted weight change's lookups agree both ways */
+		const rf_mix_rebase *rb = p.mix_rb;
+		for (uint32_t k = 0; rb && k < rb->k; k++)
+			for (uint64_t i = 0; i < 64; i++) {
+				uint64_t o = rf_mix_rebase_o(rb, k, i * 7);
+				FUZZ_CHECK(rf_mix_rebase_i(rb, k, o) == i * 7);
+			}
 		rf_position_clear(&p);
 	}
 }

@@ -4,6 +4,8 @@
  * with RF_FUZZ=ON); the files it writes are committed, so this only reruns when the format changes.
  */
 #include "collate.h"
+#include "mix.h"
+#include "mix_rebase.h"
 #include "rfs.h"
 #include "state.h"
 
@@ -96,6 +98,44 @@ static int write_blocks(const char *dir, const shard_kind *k, const char *path)
 	return 0;
 }
 
+/* A mixture's state whose weights changed at a resume (3 ranks stood at
+ * record 100 of epoch 2 of 0.5/0.3/0.2). */
+static int write_mix_state(const char *dir)
+{
+	uint64_t src[9] = {0xa1, 400, 500000, 0xb2, 70, 300000, 0xc3, 40, 200000};
+	const uint64_t w[3] = {500000, 300000, 200000};
+	const uint32_t win[3] = {8, 5, 4};
+	rf_segment rem[3] = {{100, 233}, {433, 233}, {766, 233}};
+	rf_mix *m = NULL;
+	rf_mix_rebase *rb = NULL;
+	rf_error err = {0};
+	if (rf_mix_new(&m, 3, w, 1, &err) < 0 ||
+	    rf_mix_rebase_compose(m, NULL, 1000, 2, rem, 3, win, &rb, &err) < 0)
+		return -1;
+	rf_mix_free(m);
+	rf_position p = {.dataset_records = 1000,
+	                 .window = 1,
+	                 .world = 2,
+	                 .epoch = 2,
+	                 .record = 50,
+	                 .has_seq = true,
+	                 .nsegs = 1,
+	                 .segs = &(rf_segment){0, rb->length},
+	                 .mix_sources = 3,
+	                 .mix_src = src,
+	                 .mix_samples = 1000,
+	                 .mix_rb = rb};
+	uint8_t b[RF_STATE_BYTES_MIN + 512];
+	char out[4096];
+	snprintf(out, sizeof(out), "%s/state/mixture-reweighted", dir);
+	FILE *f = fopen(out, "wb");
+	int n = rf_state_encode(&p, b, sizeof(b));
+	rf_mix_rebase_free(rb);
+	if (n <= 0 || !f || fwrite(b, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
+		return -1;
+	return 0;
+}
+
 /* fuzz_state inputs: saved positions. */
 static int write_states(const char *dir)
 {
@@ -142,7 +182,7 @@ static int write_states(const char *dir)
 		if (n <= 0 || !f || fwrite(b, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0)
 			return -1;
 	}
-	return 0;
+	return write_mix_state(dir);
 }
 
 int main(int argc, char **argv)

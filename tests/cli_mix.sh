@@ -16,7 +16,12 @@
 # (f) the mixture file: JSON and text give one stream; relative sources
 #     resolve against the file's directory from another cwd; a bad weight, a
 #     missing source, an empty source and a missing file are named; verify
-#     --mixture checks every source's shards.
+#     --mixture checks every source's shards;
+# (g) new weights at a resume: the saved epoch keeps its size, every prefix
+#     from the resume holds the new shares, no record repeats inside its
+#     pass, a resume after the change is exact, a second change composes,
+#     3 ranks -> 2 with new weights are the world-1 resume's slices, and
+#     first_exhausted refuses a change mid-epoch.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cli=$(realpath "${RF_CLI:?RF_CLI must name the ringfeed binary}")
@@ -306,4 +311,97 @@ EOF
 pyck "plan --mixture: each source's passes an epoch" "$T/plan.py" "$T/plan.json"
 
 [ "$known" -eq 0 ] || echo "cli_mix: $known known engine gap(s) above (KNOWN), reported on issue 25" >&2
+# ---- (g) new weights at a resume (issue 25 item 5) ----------------------------
+# 0.4/0.6 stops after 20 batches; the resume gives 0.8/0.2: the saved epoch
+# keeps its 2500 samples, every prefix from the resume holds 0.8 within 1,
+# b (one pass of 1500 here) never repeats, a's stream goes on pass by pass.
+printf '# ringfeed mixture v1\n0.8\ta/manifest.rfm\n0.2\tb\n' >"$T/data/mix82.txt"
+rw=(--seed 11 --batch 16 --output lines)
+rd --mixture "$T/data/mix.txt" "${rw[@]}" --stop-after 20 --save-state "$T/g.st" >"$T/g.pre"
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --resume "$T/g.st" >"$T/g.post" 2>"$T/g.err" ||
+	bad "(g) resume with new weights: $(cat "$T/g.err")"
+grep -q "weights changed (saved 0.4,0.6, now 0.8,0.2)" "$T/g.err" &&
+	ok "(g) the resume says what changed: $(grep -o 'weights changed[^:]*' "$T/g.err")" ||
+	bad "(g) the resume does not say the weights changed: $(cat "$T/g.err")"
+cat >"$T/rew.py" <<'EOF'
+import collections, sys
+# rew.py PRE POST SHARE_A EPOCH_REST NA: one rank's stream before and after
+pre = open(sys.argv[1]).read().split("\n")[:-1]
+post = open(sys.argv[2]).read().split("\n")[:-1]
+share, rest, na = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+assert len(post) == rest, f"{len(post)} samples after the resume, want the epoch's rest {rest}"
+ca = 0
+for n, r in enumerate(post, 1):
+    ca += r[0] == "a"
+    assert abs(ca - share * n) <= 1, f"after {n} samples from the resume: {ca} of a, share {share * n}"
+b = [r for r in pre + post if r[0] == "b"]
+assert len(b) == len(set(b)), f"b repeats: {len(b)} given, {len(set(b))} distinct"
+a = [r for r in pre + post if r[0] == "a"]
+whole = len(a) // na * na
+assert all(sorted(a[i:i + na]) == sorted(a[:na]) for i in range(0, whole, na)), "a pass is not a permutation"
+print(f"{len(pre)} + {len(post)} samples, a {ca}/{len(post)} after, {len(b)} distinct b, {whole // na} whole passes of a")
+EOF
+pyck "(g) 0.4/0.6 -> 0.8/0.2 at batch 20: shares from the resume, no repeat inside a pass" \
+	"$T/rew.py" "$T/g.pre" "$T/g.post" 0.8 $((2500 - 320)) 60
+# a resume after the change is exact: stop 10 batches into it, resume again
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --resume "$T/g.st" --stop-after 10 \
+	--save-state "$T/g2.st" >"$T/g.p1" 2>/dev/null
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --resume "$T/g2.st" >"$T/g.p2" 2>"$T/g2.err"
+cat "$T/g.p1" "$T/g.p2" | cmp -s - "$T/g.post" &&
+	ok "(g) a resume 10 batches after the change continues it exactly" ||
+	bad "(g) the resume after the change differs from its uninterrupted stream ($(cat "$T/g2.err"))"
+# a second change composes (back to 0.4/0.6); the next epoch follows it
+rd --mixture "$T/data/mix.txt" "${rw[@]}" --resume "$T/g2.st" --epochs 2 >"$T/g.p3" 2>"$T/g3.err" ||
+	bad "(g) a second change: $(cat "$T/g3.err")"
+$py - "$T/g.pre" "$T/g.p1" "$T/g.p3" <<'EOF' && ok "(g) a second change composes: no b twice, 0.4 in every prefix after it, epoch 1 whole" ||
+import sys
+pre, p1, p3 = (open(p).read().split("\n")[:-1] for p in sys.argv[1:])
+assert len(p3) == 2500 - 320 - 160 + 2500, len(p3)
+ca = 0
+for n, r in enumerate(p3, 1):
+    ca += r[0] == "a"
+    assert abs(ca - 0.4 * n) <= 1, (n, ca)
+b = [r for r in pre + p1 + p3 if r[0] == "b"]
+# b's pass is 1500: past it, a record may come again, but not inside the first pass
+first = b[:1500]
+assert len(first) == len(set(first)), ("b repeats inside its pass", len(first), len(set(first)))
+EOF
+	bad "(g) a second change"
+# 3 ranks stop at batch 7 of 0.4/0.6; 2 ranks resume on 0.8/0.2: they are the
+# slices of the world-1 resume from the same state
+for r in 0 1 2; do
+	rd --mixture "$T/data/mix.txt" "${rw[@]}" --world 3 --rank $r --stop-after 7 \
+		--save-state "$T/ge.st$r" >"$T/ge.r$r"
+done
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --resume "$T/ge.st0" >"$T/ge.w1" 2>/dev/null
+for r in 0 1; do
+	rd --mixture "$T/data/mix82.txt" "${rw[@]}" --world 2 --rank $r --resume "$T/ge.st$r" \
+		>"$T/ge.e$r" 2>/dev/null
+done
+$py - "$T/ge.w1" "$T/ge.e0" "$T/ge.e1" "$T"/ge.r0 "$T"/ge.r1 "$T"/ge.r2 <<'EOF' &&
+import sys
+w1, e0, e1, *pre = (open(p).read().split("\n")[:-1] for p in sys.argv[1:])
+# what no rank took: the epoch less 3 x 7 x 16, less its tail (2500 mod 3)
+assert len(w1) == 2500 - 3 * 7 * 16 - 1, len(w1)
+assert len(e0) == len(e1) == len(w1) // 2, (len(e0), len(e1))
+assert e0 + e1 == w1[:2 * len(e0)], "the 2 ranks are not the world-1 resume's slices"
+b = [r for r in sum(pre, []) + w1 if r[0] == "b"]
+assert len(b) == len(set(b)), "b repeats"
+ca = 0
+for n, r in enumerate(w1, 1):
+    ca += r[0] == "a"
+    assert abs(ca - 0.8 * n) <= 1, (n, ca)
+EOF
+	ok "(g) 3 ranks -> 2 with new weights: the world-1 resume's slices, no b twice, 0.8 in every prefix" ||
+	bad "(g) 3 ranks -> 2 with new weights"
+# with mix_stop=first_exhausted an epoch is one pass of each: a change mid-epoch is refused
+rd --mixture "$T/data/mix.txt" "${rw[@]}" --mix-stop first_exhausted --stop-after 2 \
+	--save-state "$T/gf.st" >/dev/null
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --mix-stop first_exhausted --resume "$T/gf.st" \
+	>/dev/null 2>"$T/gf.err" && bad "(g) first_exhausted: a mid-epoch change was taken" || {
+	grep -q "where an epoch ends" "$T/gf.err" &&
+		ok "(g) first_exhausted: a mid-epoch change is refused, saying why" ||
+		bad "(g) first_exhausted refusal: $(cat "$T/gf.err")"
+}
+
 rf_checks_done cli_mix

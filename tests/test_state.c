@@ -2,6 +2,8 @@
  * re-split sequence), every corruption rejected with a message saying which
  * check failed, the resume check naming the setting that differs (saved and
  * new value), and the elastic re-split's remaining sequence. */
+#include "mix.h"
+#include "mix_rebase.h"
 #include "state.h"
 #include "testutil.h"
 #include "util.h"
@@ -410,6 +412,77 @@ static void test_mixture(void **state)
 	assert_non_null(strstr(err.msg, "this is one dataset"));
 }
 
+/* A mixture whose weights changed at a resume: the change rides in the
+ * state (round trip, every byte under the checksum or its own checks), and
+ * a state of the same sources with other weights is a re-weighting, taken
+ * by rf_state_check_reweight and named by rf_state_check. */
+static void test_mixture_reweighted(void **state)
+{
+	(void)state;
+	uint64_t src[6] = {0xa1, 100, 500000, 0xb2, 7, 500000};
+	rf_position p = position(1, 20, 2);
+	p.mix_sources = 2, p.mix_src = src, p.mix_samples = 1000;
+	rf_mix *old = NULL;
+	rf_error err = {0};
+	const uint64_t w[2] = {500000, 500000};
+	assert_int_equal(rf_mix_new(&old, 2, w, 1, &err), 0);
+	rf_segment rem[2] = {{300, 200}, {800, 200}}; /* two ranks at 300 of 500 */
+	const uint32_t win[2] = {4, 4};
+	rf_mix_rebase *rb = NULL;
+	assert_int_equal(rf_mix_rebase_compose(old, NULL, 1000, 1, rem, 2, win, &rb, &err), 0);
+	rf_mix_free(old);
+	assert_int_equal(rb->epoch, 1);
+	assert_int_equal(rb->length, 400);
+	/* source 0 (every other sample): ordinals 650..750 and 900..1000 of
+	 * the epoch's 500..1000, then everything from 1000 on: one range and a
+	 * tail from 900 */
+	assert_int_equal(rb->nranges, 2);
+	assert_int_equal(rb->r[0].start, 650);
+	assert_int_equal(rb->r[0].records, 100);
+	assert_int_equal(rb->tail[0], 900);
+	assert_int_equal(rf_mix_rebase_o(rb, 0, 100), 900);
+	assert_int_equal(rf_mix_rebase_i(rb, 0, 700), 50);
+	assert_int_equal(rf_mix_rebase_i(rb, 0, 800), UINT64_MAX); /* delivered */
+	p.mix_rb = rb;
+	uint8_t buf[RF_STATE_BYTES_MIN + 512], flip[sizeof(buf)];
+	int n = rf_state_encode(&p, buf, sizeof(buf));
+	assert_int_equal(n, RF_STATE_BYTES_MIN + 16 + 48 + 20 + 32 + 16 * 2);
+	rf_position q;
+	assert_int_equal(rf_state_decode(buf, (size_t)n, &q, &err), 0);
+	assert_non_null(q.mix_rb);
+	assert_int_equal(q.mix_rb->nranges, 2);
+	assert_memory_equal(q.mix_rb->r, rb->r, 2 * sizeof(rf_segment));
+	assert_int_equal(q.mix_rb->window[1], 4);
+	rf_position_clear(&q);
+	for (size_t i = RF_STATE_HEAD; i < (size_t)n; i++) {
+		memcpy(flip, buf, (size_t)n);
+		flip[i] ^= 0x10;
+		assert_true(rf_state_decode(flip, (size_t)n, &q, &err) < 0);
+	}
+	/* a change recorded after the state's own epoch is refused even
+	 * with a right checksum */
+	memcpy(flip, buf, (size_t)n);
+	rf_store_le64(flip + n - 4 - (20 + 32 + 32), 5);
+	rf_store_le32(flip + n - 4, rf_state_crc32c(flip, (size_t)n - 4));
+	assert_true(rf_state_decode(flip, (size_t)n, &q, &err) < 0);
+	assert_non_null(strstr(err.msg, "weight change at epoch 5"));
+	/* same sources, other weights: a re-weighting */
+	uint64_t other[6];
+	memcpy(other, src, sizeof(src));
+	other[2] = 800000, other[5] = 200000;
+	rf_position now = p;
+	now.mix_src = other;
+	now.mix_rb = NULL;
+	assert_true(rf_state_mix_reweighted(&p, &now));
+	assert_true(rf_state_check(&p, &now, &err) < 0);
+	assert_non_null(strstr(err.msg, "weights differ: saved 0.5,0.5, now 0.8,0.2"));
+	assert_int_equal(rf_state_check_reweight(&p, &now, &err), 0);
+	other[4] = 8; /* another dataset is never a re-weighting */
+	assert_false(rf_state_mix_reweighted(&p, &now));
+	assert_true(rf_state_check_reweight(&p, &now, &err) < 0);
+	rf_mix_rebase_free(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +494,7 @@ int main(void)
 	    cmocka_unit_test(test_version_2),
 	    cmocka_unit_test(test_content_identity),
 	    cmocka_unit_test(test_mixture),
+	    cmocka_unit_test(test_mixture_reweighted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

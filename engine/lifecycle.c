@@ -186,11 +186,16 @@ static int rf_open_reweight(rf_engine *e, rf_position *saved, rf_position *now,
 			w[i] = saved->mix_src[3 * i + 2];
 		if (rc == 0)
 			rc = rf_mix_new(&old, saved->mix_sources, w, 1, err);
+		rf_segment *taken = NULL;
+		uint32_t ntaken = 0;
+		if (rc == 0)
+			rc = rf_state_taken(saved, &taken, &ntaken, err);
 		if (rc == 0)
 			rc = rf_mix_rebase_compose(old, saved->mix_rb, saved->mix_samples,
-			                           saved->epoch, rem, nrem, e->mix_windows, &rb,
-			                           err);
+			                           saved->epoch, rem, nrem, taken, ntaken,
+			                           e->mix_windows, &rb, err);
 		rf_mix_free(old);
+		free(taken);
 		free(w);
 		if (rc == 0)
 			rc = rf_open_rebase(e, rb, saved->mix_samples, now, err);

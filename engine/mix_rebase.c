@@ -236,6 +236,28 @@ static int seg_cmp(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
+/* Sorts s[0 .. n), clips it to [0, len) and merges overlapping or
+ * touching segments in place; returns how many are left. */
+static uint32_t seg_union(rf_segment *s, uint32_t n, uint64_t len)
+{
+	qsort(s, n, sizeof(*s), seg_cmp);
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		rf_segment x = s[i];
+		if (x.records == 0 || x.start >= len)
+			continue;
+		x.records = RF_MIN(x.records, len - x.start);
+		if (m > 0 && s[m - 1].start + s[m - 1].records >= x.start) {
+			uint64_t end =
+			    RF_MAX(s[m - 1].start + s[m - 1].records, x.start + x.records);
+			s[m - 1].records = end - s[m - 1].start;
+		} else {
+			s[m++] = x;
+		}
+	}
+	return m;
+}
+
 /* Sorts and merges a's ranges (overlaps too: a padded tail repeats
  * positions), folding the last into the tail when it reaches it. */
 static void acc_merge(rebase_acc *a)
@@ -263,7 +285,8 @@ static void acc_merge(rebase_acc *a)
 
 int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_t samples,
                           uint64_t epoch, const rf_segment *rem, uint32_t nrem,
-                          const uint32_t *windows, rf_mix_rebase **out, rf_error *err)
+                          const rf_segment *taken, uint32_t ntaken, const uint32_t *windows,
+                          rf_mix_rebase **out, rf_error *err)
 {
 	*out = NULL;
 	uint32_t k = rf_mix_sources(old);
@@ -271,29 +294,33 @@ int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_
 	uint64_t len = rf_mix_rebase_epoch_len(oldrb, samples, epoch);
 	rebase_acc *acc = calloc(k, sizeof(*acc));
 	uint64_t *ca = calloc(k, sizeof(*ca)), *cb = calloc(k, sizeof(*cb));
-	rf_segment *xs = calloc(RF_MAX(nrem, 1u), sizeof(*xs));
+	size_t cap = (size_t)nrem + ntaken + 1;
+	rf_segment *xs = calloc(cap, sizeof(*xs)), *ts = calloc(cap, sizeof(*ts));
 	int rc = 0;
-	if (!acc || !ca || !cb || !xs)
+	if (!acc || !ca || !cb || !xs || !ts)
 		rc = rf_fail(err, -ENOMEM, "mixture: out of memory for its weight change");
-	/* the epoch's positions still to come, as a union (a padded tail
-	 * repeats some): their count is the rest of the epoch */
+	/* the epoch's positions still to come, as a union less what any rank
+	 * took (a padded slice wraps onto taken ones): their count is the rest
+	 * of the epoch */
 	uint64_t length = 0;
 	uint32_t nx = 0;
 	if (rc == 0) {
-		memcpy(xs, rem, (size_t)nrem * sizeof(*xs));
-		qsort(xs, nrem, sizeof(*xs), seg_cmp);
-		for (uint32_t i = 0; i < nrem; i++) {
-			rf_segment s = xs[i];
-			if (s.records == 0 || s.start >= len)
-				continue;
-			s.records = RF_MIN(s.records, len - s.start);
-			if (nx > 0 && xs[nx - 1].start + xs[nx - 1].records >= s.start) {
-				uint64_t end = RF_MAX(xs[nx - 1].start + xs[nx - 1].records,
-				                      s.start + s.records);
-				xs[nx - 1].records = end - xs[nx - 1].start;
-			} else {
-				xs[nx++] = s;
+		memcpy(ts, rem, (size_t)nrem * sizeof(*ts));
+		uint32_t nr = seg_union(ts, nrem, len);
+		memcpy(ts + nr, taken, (size_t)ntaken * sizeof(*ts));
+		uint32_t nt = seg_union(ts + nr, ntaken, len);
+		const rf_segment *tk = ts + nr;
+		for (uint32_t i = 0, j = 0; i < nr; i++) { /* at most nr + nt pieces */
+			uint64_t a = ts[i].start, b = a + ts[i].records;
+			while (j < nt && tk[j].start + tk[j].records <= a)
+				j++;
+			for (uint32_t t = j; t < nt && tk[t].start < b; t++) {
+				if (tk[t].start > a)
+					xs[nx++] = (rf_segment){a, tk[t].start - a};
+				a = RF_MAX(a, tk[t].start + tk[t].records);
 			}
+			if (a < b)
+				xs[nx++] = (rf_segment){a, b - a};
 		}
 		for (uint32_t i = 0; i < nx; i++)
 			length += xs[i].records;
@@ -347,6 +374,7 @@ int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_
 	free(ca);
 	free(cb);
 	free(xs);
+	free(ts);
 	if (rc < 0) {
 		rf_mix_rebase_free(rb);
 		return rc;

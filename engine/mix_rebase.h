@@ -71,12 +71,14 @@ uint64_t rf_mix_rebase_run(const rf_mix_rebase *rb, uint32_t k, uint64_t i, uint
 /* A change of weights at a resume: `old` is the saved weights' schedule and
  * `oldrb` the saved rebase (NULL: none), M the samples an epoch, `epoch`
  * the saved epoch and rem[0 .. nrem) what no rank had taken of it (epoch
- * positions, as rf_state_remaining gives them), windows the sources'
- * shuffle windows in force (oldrb's when given). *out: the new rebase (the
+ * positions, as rf_state_remaining gives them) less taken[0 .. ntaken)
+ * (rf_state_taken: a padded slice wraps onto positions another rank took),
+ * windows the sources' shuffle windows in force (oldrb's when given). *out: the new rebase (the
  * saved epoch's rest, or the next epoch whole when nothing was left). */
 int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_t samples,
                           uint64_t epoch, const rf_segment *rem, uint32_t nrem,
-                          const uint32_t *windows, rf_mix_rebase **out, rf_error *err);
+                          const rf_segment *taken, uint32_t ntaken, const uint32_t *windows,
+                          rf_mix_rebase **out, rf_error *err);
 
 /* The state encoding (state.h): u64 epoch, u64 length, u32 ranges, then per
  * source u64 tail, u32 ranges and u32 window, then the ranges as (u64

@@ -487,7 +487,10 @@ static int remaining_add(const rf_position *s, uint64_t length, uint64_t from, u
 	return 0;
 }
 
-int rf_state_remaining(const rf_position *s, rf_segment **segs, uint32_t *nsegs, rf_error *err)
+/* What every rank of s's world had left of its slice (or, `taken`, what
+ * it had taken), as global segments. */
+static int state_parts(const rf_position *s, bool taken, rf_segment **segs, uint32_t *nsegs,
+                       rf_error *err)
 {
 	*segs = NULL;
 	*nsegs = 0;
@@ -503,15 +506,16 @@ int rf_state_remaining(const rf_position *s, rf_segment **segs, uint32_t *nsegs,
 		return rf_fail(err, -EINVAL,
 		               "resume state is at record %llu of a slice of %llu (world %u)",
 		               (unsigned long long)s->record, (unsigned long long)slice, s->world);
-	if (s->record == slice)
+	if (taken ? s->record == 0 : s->record == slice)
 		return 0;
 	rf_segment *out = calloc(RF_PLAN_SEGMENTS_MAX, sizeof(*out));
 	if (!out)
 		return rf_fail(err, -ENOMEM, "resume state: out of memory");
 	uint32_t n = 0;
 	for (uint64_t r = 0; r < w; r++) {
-		int rc = remaining_add(s, length, r * slice + s->record, slice - s->record, out, &n,
-		                       err);
+		int rc = taken ? remaining_add(s, length, r * slice, s->record, out, &n, err)
+		               : remaining_add(s, length, r * slice + s->record, slice - s->record,
+		                               out, &n, err);
 		if (rc < 0) {
 			free(out);
 			return rc;
@@ -520,4 +524,14 @@ int rf_state_remaining(const rf_position *s, rf_segment **segs, uint32_t *nsegs,
 	*segs = out;
 	*nsegs = n;
 	return 0;
+}
+
+int rf_state_remaining(const rf_position *s, rf_segment **segs, uint32_t *nsegs, rf_error *err)
+{
+	return state_parts(s, false, segs, nsegs, err);
+}
+
+int rf_state_taken(const rf_position *s, rf_segment **segs, uint32_t *nsegs, rf_error *err)
+{
+	return state_parts(s, true, segs, nsegs, err);
 }

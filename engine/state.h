@@ -63,6 +63,11 @@ void rf_state_mix_weights_str(const rf_position *p, char *out, size_t cap);
  * merged segments of the global stream (*segs malloc'd, *nsegs may be 0).
  * -E2BIG (named) past RF_PLAN_SEGMENTS_MAX segments. */
 int rf_state_remaining(const rf_position *saved, rf_segment **segs, uint32_t *nsegs, rf_error *err);
+/* What the ranks of saved->world had taken of saved->epoch when each stood
+ * at saved->record (with pad_tail, a slice that wraps takes positions
+ * another rank took too): for a weight change, which subtracts it from
+ * what remains. */
+int rf_state_taken(const rf_position *saved, rf_segment **segs, uint32_t *nsegs, rf_error *err);
 /* The state's checksum: CRC-32C, the one implementation in base/crc32c.c. */
 static inline uint32_t rf_state_crc32c(const void *buf, size_t len)
 {

@@ -110,7 +110,7 @@ static int write_mix_state(const char *dir)
 	rf_mix_rebase *rb = NULL;
 	rf_error err = {0};
 	if (rf_mix_new(&m, 3, w, 1, &err) < 0 ||
-	    rf_mix_rebase_compose(m, NULL, 1000, 2, rem, 3, win, &rb, &err) < 0)
+	    rf_mix_rebase_compose(m, NULL, 1000, 2, rem, 3, NULL, 0, win, &rb, &err) < 0)
 		return -1;
 	rf_mix_free(m);
 	rf_position p = {.dataset_records = 1000,

@@ -394,6 +394,22 @@ for n, r in enumerate(w1, 1):
 EOF
 	ok "(g) 3 ranks -> 2 with new weights: the world-1 resume's slices, no b twice, 0.8 in every prefix" ||
 	bad "(g) 3 ranks -> 2 with new weights"
+# with --pad-tail 1 the last rank's slice wraps onto records rank 0 took: the
+# change gives what no rank took (2500 - 336), and none of b twice
+for r in 0 1 2; do
+	rd --mixture "$T/data/mix.txt" "${rw[@]}" --pad-tail 1 --world 3 --rank $r --stop-after 7 \
+		--save-state "$T/gp.st$r" >"$T/gp.r$r"
+done
+rd --mixture "$T/data/mix82.txt" "${rw[@]}" --pad-tail 1 --resume "$T/gp.st2" >"$T/gp.w1" 2>/dev/null
+$py - "$T/gp.w1" "$T"/gp.r0 "$T"/gp.r1 "$T"/gp.r2 <<'EOF' &&
+import sys
+w1, *pre = (open(p).read().split("\n")[:-1] for p in sys.argv[1:])
+assert len(w1) == 2500 - 3 * 7 * 16, len(w1)
+b = [r for r in sum(pre, []) + w1 if r[0] == "b"]
+assert len(b) == len(set(b)), ("b repeats", len(b), len(set(b)))
+EOF
+	ok "(g) --pad-tail 1, 3 ranks -> 1 with new weights: what no rank took, no b twice" ||
+	bad "(g) --pad-tail 1 with new weights"
 # with mix_stop=first_exhausted an epoch is one pass of each: a change mid-epoch is refused
 rd --mixture "$T/data/mix.txt" "${rw[@]}" --mix-stop first_exhausted --stop-after 2 \
 	--save-state "$T/gf.st" >/dev/null

@@ -321,8 +321,12 @@ static rf_mix_rebase *change(const world_state *st, uint32_t window, rf_error *e
 	uint32_t nrem = 0;
 	assert_int_equal(rf_state_remaining(&p, &rem, &nrem, err), 0);
 	rf_mix_rebase *rb = NULL;
-	int rc =
-	    rf_mix_rebase_compose(old, st->rb, st->samples, st->epoch, rem, nrem, wins, &rb, err);
+	rf_segment *taken = NULL;
+	uint32_t ntaken = 0;
+	assert_int_equal(rf_state_taken(&p, &taken, &ntaken, err), 0);
+	int rc = rf_mix_rebase_compose(old, st->rb, st->samples, st->epoch, rem, nrem, taken,
+	                               ntaken, wins, &rb, err);
+	free(taken);
 	if (rc != 0)
 		fail_msg("compose: %s", err->msg);
 	free(rem);

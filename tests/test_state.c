@@ -429,7 +429,9 @@ static void test_mixture_reweighted(void **state)
 	rf_segment rem[2] = {{300, 200}, {800, 200}}; /* two ranks at 300 of 500 */
 	const uint32_t win[2] = {4, 4};
 	rf_mix_rebase *rb = NULL;
-	assert_int_equal(rf_mix_rebase_compose(old, NULL, 1000, 1, rem, 2, win, &rb, &err), 0);
+	rf_segment taken[2] = {{0, 300}, {500, 300}};
+	assert_int_equal(
+	    rf_mix_rebase_compose(old, NULL, 1000, 1, rem, 2, taken, 2, win, &rb, &err), 0);
 	rf_mix_free(old);
 	assert_int_equal(rb->epoch, 1);
 	assert_int_equal(rb->length, 400);

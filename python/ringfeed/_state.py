@@ -6,8 +6,11 @@ global stream, and handed to an engine as a world-1 state whose sequence is
 those segments (the engine's own elastic resume reads such a state). A mixture's state
 (flag 8) carries its identity after the segments (u32 sources, u32
 stop_first, u64 samples an epoch, per source u64 shape hash, records a pass,
-weight): kept as bytes and written back unchanged, so a mixture's worker
-states are its own (the segments are of the mixture stream).
+weight), and with flag 16 the weight change a resume made (mix_rebase.h:
+u64 epoch, u64 that epoch's samples, u32 ranges, per source u64 tail, u32
+ranges, u32 window, then the ranges): kept as bytes and written back
+unchanged, so a mixture's worker states are its own (the segments are of
+the mixture stream).
 
 The split and the remaining records follow engine/state.c
 (rf_state_remaining) and the partition of docs/design.md: of a sequence of L
@@ -21,7 +24,7 @@ import struct
 # version, its identity carried unchanged
 MAGICS = {2: b"RFSTATE2", 3: b"RFSTATE3"}
 HEADS = {2: 92, 3: 108}
-FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ, FLAG_MIX = 1, 2, 4, 8
+FLAG_SHUFFLE, FLAG_PAD, FLAG_SEQ, FLAG_MIX, FLAG_REBASE = 1, 2, 4, 8, 16
 SEGMENTS_MAX = 4096
 MIX_SOURCES_MAX = 4096
 
@@ -76,12 +79,32 @@ class State:
             if not 0 < sources <= MIX_SOURCES_MAX:
                 raise ValueError(f"ringfeed state: a mixture of {sources} sources")
             mix_bytes = 16 + 24 * sources
+            if s.flags & FLAG_REBASE:
+                if len(buf) < at + mix_bytes + 20 + 4:
+                    raise ValueError("ringfeed state: its mixture weight change is cut short")
+                (nranges,) = struct.unpack_from("<I", buf, at + mix_bytes + 16)
+                mix_bytes += 20 + 16 * sources + 16 * nranges
         if len(buf) != at + mix_bytes + 4:
             raise ValueError(f"ringfeed state: {len(buf)} bytes do not hold {nsegs} segments"
                              + (" and its mixture" if mix_bytes else ""))
         s.segs = [struct.unpack_from("<QQ", buf, head + 16 * i) for i in range(nsegs)]
         s.mix = buf[at:at + mix_bytes]
         return s
+
+    def mix_weights(self):
+        """A mixture's weights in millionths, per source ([] for one dataset)."""
+        if not self.flags & FLAG_MIX or not self.mix:
+            return []
+        (sources,) = struct.unpack_from("<I", self.mix, 0)
+        return [struct.unpack_from("<Q", self.mix, 16 + 24 * i + 16)[0] for i in range(sources)]
+
+    def rebase(self):
+        """(epoch, samples of that epoch) of the weight change this mixture
+        state carries, or None."""
+        if not self.flags & FLAG_REBASE:
+            return None
+        (sources,) = struct.unpack_from("<I", self.mix, 0)
+        return struct.unpack_from("<QQ", self.mix, 16 + 24 * sources)
 
     @property
     def pad(self):
@@ -168,8 +191,22 @@ def of_sequence(identity, epoch, segs):
     s = State()
     for f in State.__slots__:
         setattr(s, f, getattr(identity, f))
-    s.flags = (identity.flags & (FLAG_SHUFFLE | FLAG_PAD | FLAG_MIX)) | FLAG_SEQ
+    s.flags = (identity.flags & (FLAG_SHUFFLE | FLAG_PAD | FLAG_MIX | FLAG_REBASE)) | FLAG_SEQ
     s.world, s.epoch, s.record, s.batch = 1, epoch, 0, 0
     s.skipped = s.skipped_blocks = 0
     s.segs = [tuple(x) for x in segs]
     return s
+
+
+def same_shares(a, b):
+    """Two weight lists (millionths) naming the same shares (relative)."""
+    sa, sb = sum(a), sum(b)
+    return len(a) == len(b) and all(x * sb == y * sa for x, y in zip(a, b))
+
+
+def epoch_start(identity, epoch):
+    """A world-1 state at the start of epoch `epoch` of the stream `identity`
+    names (its weight change too: an epoch after one is read through it)."""
+    rb = identity.rebase()
+    length = rb[1] if rb is not None and rb[0] == epoch else identity.dataset_records
+    return of_sequence(identity, epoch, [(0, length)])

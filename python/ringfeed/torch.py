@@ -394,6 +394,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._spec_path = None  # what each worker iteration runs (written by the main process)
         self._identity = None  # (options key, engine state of rank 0 of 1): the dataset's
         self._opened = None  # (epoch, resume) of the main process's last open
+        # a mixture whose weights changed at a resume: the changed stream's
+        # identity (an engine state), read through by every later epoch
+        self._lineage = None
         self._serial = 0  # main process: DataLoader iterations with workers begun
         self._serial_seen = None  # a worker: the serial of the plan it runs
         self._worker_iters = 0  # a worker: iterations of this copy without a plan
@@ -541,7 +544,13 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
     def _identity_state(self):
         """The engine state of rank 0 of 1 at the epoch's start: the dataset's
         identity (hash, records, seed, shuffle, pad) for the states this
-        binding writes. Opens the shard indexes once per option set."""
+        binding writes; after a mixture's weights changed at a resume, the
+        changed stream's. Opens the shard indexes once per option set."""
+        if self._lineage is not None:
+            return _state.State.decode(self._lineage)
+        return self._probe_identity()
+
+    def _probe_identity(self):
         opts = {k: v for k, v in self.options.items() if k not in ("epoch", "epochs")}
         key = repr(sorted(opts.items()))
         if self._identity is None or self._identity[0] != key:
@@ -564,6 +573,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 "common": None, "slot_states": None, "slot_segs": None, "all_segs": None,
                 "stream_epoch": int(self.options.get("epoch", 0))}
         sd = self._resume
+        if sd is None and self._lineage is not None:  # the changed stream goes on
+            sd = {"version": 1, "state": _state.epoch_start(self._identity_state(),
+                                                            spec["epoch"]).encode()}
         if sd is None:
             return spec
         if "workers" not in sd:
@@ -722,10 +734,43 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
         self._loader = self._loader_of(resume, _host_defaults(opts, 0))
         return self._loader
 
+    def _reweigh(self, sd):
+        """A mixture state saved with other weights than this dataset's: the
+        change is made once, here, by an engine of world 1 that resumes it
+        (mix_rebase.h), and its state taken instead, so every engine this
+        dataset opens (ranks, workers, later epochs) reads the one changed
+        stream. A state that carries a change keeps it for later epochs."""
+        if "workers" in sd:
+            w = sd["workers"]
+            ident, st = _state.State.decode(w["identity"]), None
+        else:
+            st = ident = _state.State.decode(Loader._decode_state(sd))
+        if not ident.flags & _state.FLAG_MIX:
+            self._lineage = None
+            return sd
+        if not _state.same_shares(ident.mix_weights(), self._probe_identity().mix_weights()):
+            if st is None:  # what no virtual rank took, as one sequence
+                rem = [tuple(x) for v in w["remaining"] for x in v]
+                st = _state.of_sequence(ident, int(w["epoch"]),
+                                        _state.seq_range(rem, 0, _state.seq_length(rem)))
+                sd = {"version": 1, "state": st.encode()}
+            opts = {k: v for k, v in self.options.items() if k not in ("epoch", "epochs")}
+            with self._loader_of(sd, dict(opts, rank=0, world=1, epoch=st.epoch,
+                                          epochs=0)) as probe:
+                raw = probe._save()
+            sd = {"version": 1, "state": raw}
+            ident = _state.State.decode(raw)
+        self._lineage = ident.encode() if ident.rebase() is not None else None
+        return sd
+
     def _main_resume(self, resume):
         """(engine resume, option overrides) for the main process's engine:
         a workers state is read as by one worker (slot 0 of 1); False when
         nothing of it is left for this rank."""
+        if resume is None and self._lineage is not None:  # the changed stream goes on
+            epoch = int(self.options.get("epoch", 0))
+            resume = {"version": 1, "state": _state.epoch_start(self._identity_state(),
+                                                                epoch).encode()}
         if resume is None or "workers" not in resume:
             return resume, {}
         saved, self._resume = self._resume, resume
@@ -1033,7 +1078,9 @@ class RingfeedDataset(torch.utils.data.IterableDataset):
                 _state.State.decode(sd["workers"]["identity"])
             else:
                 Loader._decode_state(sd)  # check the version now, not at iteration
-            sd = dict(sd)
+            sd = self._reweigh(dict(sd))
+        else:
+            self._lineage = None
         self._resume = sd
         self._iter = None
         self._opened = None

@@ -240,7 +240,8 @@ static int seg_cmp(const void *x, const void *y)
  * touching segments in place; returns how many are left. */
 static uint32_t seg_union(rf_segment *s, uint32_t n, uint64_t len)
 {
-	qsort(s, n, sizeof(*s), seg_cmp);
+	if (n > 1)
+		qsort(s, n, sizeof(*s), seg_cmp);
 	uint32_t m = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		rf_segment x = s[i];
@@ -262,7 +263,8 @@ static uint32_t seg_union(rf_segment *s, uint32_t n, uint64_t len)
  * positions), folding the last into the tail when it reaches it. */
 static void acc_merge(rebase_acc *a)
 {
-	qsort(a->r, a->n, sizeof(*a->r), seg_cmp);
+	if (a->n > 1)
+		qsort(a->r, a->n, sizeof(*a->r), seg_cmp);
 	size_t m = 0;
 	for (size_t i = 0; i < a->n; i++) {
 		rf_segment s = a->r[i];
@@ -305,9 +307,11 @@ int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_
 	uint64_t length = 0;
 	uint32_t nx = 0;
 	if (rc == 0) {
-		memcpy(ts, rem, (size_t)nrem * sizeof(*ts));
+		if (nrem)
+			memcpy(ts, rem, (size_t)nrem * sizeof(*ts));
 		uint32_t nr = seg_union(ts, nrem, len);
-		memcpy(ts + nr, taken, (size_t)ntaken * sizeof(*ts));
+		if (ntaken)
+			memcpy(ts + nr, taken, (size_t)ntaken * sizeof(*ts));
 		uint32_t nt = seg_union(ts + nr, ntaken, len);
 		const rf_segment *tk = ts + nr;
 		for (uint32_t i = 0, j = 0; i < nr; i++) { /* at most nr + nt pieces */
@@ -357,7 +361,8 @@ int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_
 		uint32_t at = 0;
 		for (uint32_t s = 0; s < k; s++) {
 			rb->first[s] = at;
-			memcpy(rb->r + at, acc[s].r, acc[s].n * sizeof(*rb->r));
+			if (acc[s].n)
+				memcpy(rb->r + at, acc[s].r, acc[s].n * sizeof(*rb->r));
 			at += (uint32_t)acc[s].n;
 			rb->tail[s] = acc[s].tail;
 			rb->window[s] = oldrb ? oldrb->window[s] : windows[s];

@@ -17,7 +17,6 @@
  * of 64 samples of 100 KB, so every batch buffer was unmapped and mapped
  * again, zeroed (35% of a WebDataset read's CPU); 1/8 keeps them. */
 #define RF_POOL_IDLE_SHARE 8
-#define RF_POOL_IDLE_MAX   (32ull << 20)
 /* A miss takes an idle buffer of one of the next classes (at most 25%
  * larger) and shrinks it in place, instead of mapping a new one. */
 #define RF_POOL_NEAR_CLASSES 4
@@ -41,6 +40,7 @@ struct rf_pool {
 	rf_list age RF_GUARDED_BY(rf_pool_mu);               /* of rf_pool_free_buf, oldest first */
 	rf_pool_unmap_fn unmap_fn RF_GUARDED_BY(rf_pool_mu); /* rf_pool_set_unmap_hook */
 	void *unmap_ctx RF_GUARDED_BY(rf_pool_mu);
+	uint64_t idle_max RF_GUARDED_BY(rf_pool_mu); /* rf_pool_set_idle_max */
 };
 
 /* The pool's lock (base/tsa.h: its level in the lock order, checked in
@@ -57,6 +57,13 @@ static void rf_pool_unlock(rf_pool *p) RF_RELEASE(rf_pool_mu) RF_NO_TSA
 	rf_lock_order_give(RF_LOCK_POOL);
 }
 
+void rf_pool_set_idle_max(rf_pool *p, uint64_t bytes)
+{
+	rf_pool_lock(p);
+	p->idle_max = bytes;
+	rf_pool_unlock(p);
+}
+
 int rf_pool_new(rf_budget *budget, rf_pool **out)
 {
 	rf_pool *p = calloc(1, sizeof(*p));
@@ -64,6 +71,7 @@ int rf_pool_new(rf_budget *budget, rf_pool **out)
 		return -ENOMEM;
 	pthread_mutex_init(&p->mu, NULL);
 	p->budget = budget;
+	rf_pool_set_idle_max(p, RF_POOL_IDLE_MAX);
 	*out = p;
 	return 0;
 }
@@ -127,7 +135,7 @@ static uint64_t rf_pool_idle_allowed(rf_pool *p) RF_REQUIRES(rf_pool_mu)
 {
 	uint64_t room = rf_budget_room(p->budget);
 	uint64_t limit = p->budget->limit_bytes;
-	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, RF_POOL_IDLE_MAX));
+	return RF_MIN(room, RF_MIN(limit / RF_POOL_IDLE_SHARE, p->idle_max));
 }
 
 /* An idle buffer of a class just above c, shrunk in place to class_bytes

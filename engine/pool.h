@@ -14,6 +14,8 @@
 
 typedef struct rf_pool rf_pool;
 
+#define RF_POOL_IDLE_MAX (32ull << 20) /* idle bytes kept at most, by default */
+
 int rf_pool_new(rf_budget *budget, rf_pool **out);
 void rf_pool_free(rf_pool *pool); /* every buffer must have been put back */
 /* The size class holding n bytes (what a caller reserves in the budget). */
@@ -27,5 +29,9 @@ uint64_t rf_pool_mapped_bytes(rf_pool *pool);
  * call the pool). NULL removes it; once this returns no call is running. */
 typedef void (*rf_pool_unmap_fn)(void *ctx, void *buf, uint64_t class_bytes);
 void rf_pool_set_unmap_hook(rf_pool *pool, rf_pool_unmap_fn fn, void *ctx);
+/* The most idle bytes kept (default RF_POOL_IDLE_MAX, 32 MiB: a shuffle
+ * window's slabs); still at most 1/8 of the limit and the budget's room. A
+ * mixture holds a window per source, which come back at other times. */
+void rf_pool_set_idle_max(rf_pool *pool, uint64_t bytes);
 
 #endif

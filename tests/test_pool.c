@@ -170,12 +170,44 @@ static void test_unmap_hook(void **state)
 	rf_budget_destroy(&b);
 }
 
+/* The idle cap: 32 MiB by default (beyond it the longest idle go), raised
+ * for a mixture's windows by rf_pool_set_idle_max (still at most 1/8 of the
+ * limit). */
+static void test_idle_max(void **state)
+{
+	(void)state;
+	rf_budget b;
+	rf_budget_init(&b, 1ull << 30);
+	rf_pool *p;
+	assert_int_equal(rf_pool_new(&b, &p), 0);
+	uint64_t c = rf_pool_class_bytes(1 << 20);
+	void *x[48];
+	for (int round = 0; round < 3; round++) {
+		if (round == 1)
+			rf_pool_set_idle_max(p, 2 * RF_POOL_IDLE_MAX);
+		if (round == 2)
+			rf_pool_set_idle_max(p, 1ull << 40); /* 1/8 of the 1 GiB limit rules */
+		for (int i = 0; i < 48; i++)
+			assert_non_null(x[i] = rf_pool_get(p, c));
+		for (int i = 0; i < 48; i++)
+			rf_pool_put(p, x[i], c);
+		assert_int_equal(rf_pool_mapped_bytes(p), round == 0 ? RF_POOL_IDLE_MAX : 48 * c);
+	}
+	rf_pool_set_idle_max(p, 4 * c);
+	assert_non_null(x[0] = rf_pool_get(p, c)); /* an idle one: nothing mapped */
+	assert_int_equal(rf_pool_mapped_bytes(p), 48 * c);
+	rf_pool_put(p, x[0], c); /* a put trims to the new cap */
+	assert_int_equal(rf_pool_mapped_bytes(p), 4 * c);
+	rf_pool_free(p);
+	rf_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_classes),           cmocka_unit_test(test_reuse_and_trim),
 	    cmocka_unit_test(test_trim_oldest_first), cmocka_unit_test(test_near_class_shrunk),
-	    cmocka_unit_test(test_unmap_hook),
+	    cmocka_unit_test(test_unmap_hook),        cmocka_unit_test(test_idle_max),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

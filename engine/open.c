@@ -769,11 +769,18 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	}
 }
 
-/* The slots, reserved before they exist. */
+/* The slots, reserved before they exist: n, or as many as the budget has
+ * room for, halving down to the local bound (64) before it is an error. */
 static int rf_open_slots_new(rf_engine *e, uint32_t n)
 {
+	uint32_t least = RF_MIN(n, RF_MAX(1u, e->open.local_max));
 	uint64_t bytes = (uint64_t)n * sizeof(rf_open_slot);
-	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
+	while (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
+		if (n > least) {
+			n = RF_MAX(n / 2, least);
+			bytes = (uint64_t)n * sizeof(rf_open_slot);
+			continue;
+		}
 		char lim[32];
 		snprintf(e->open.msg, sizeof(e->open.msg),
 		         "budget %s is too small to open shards (%llu bytes of open state)",

@@ -1,11 +1,12 @@
 /* open.c - the open phase on the loop thread: every shard's layout learned
  * through its format (shards/format.h), RF_OPEN_CONCURRENCY local shards at
  * a time (RF_OPEN_CONCURRENCY_REMOTE when some are remote, with more HTTP
- * connections per host meanwhile), through the fetch layer. The engine knows no format here: a
- * format asks for byte ranges step by step (of the shard, or of a sidecar object), and says
- * beforehand the most it will allocate; every buffer and bound is reserved (RF_MEM_METADATA) before
- * it exists. A range inside the bytes the previous step received is served from them. Nothing here
- * blocks except the wait inside the loop. */
+ * connections per host meanwhile), through the fetch layer. The engine
+ * knows no format here: a format asks for byte ranges step by step (of the
+ * shard, or of a sidecar object), and says beforehand the most it will
+ * allocate; every buffer and bound is reserved (RF_MEM_METADATA) before it
+ * exists. A range inside the bytes the previous step received is served
+ * from them. Nothing here blocks except the wait inside the loop. */
 #include "engine.h"
 #include "format.h"
 #include "icache.h"

@@ -74,6 +74,13 @@
 	  "once; else $RINGFEED_IO_BACKEND), io_uring (an error where blocked) or epoll")          \
 	X(io_threads, U32, "4", 1, 16, "epoll backend: threads doing the file reads (pread)")      \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
+	X(open_connections, U32, "256", 1, 1024,                                                   \
+	  "HTTP/S3 connections per host while shards open (footers and indexes: small requests "   \
+	  "that mostly wait; the larger of this and connections; the reads after keep "            \
+	  "connections)")                                                                          \
+	X(open_progress, BOOL, "1", 0, 1,                                                          \
+	  "an open past 2 s says how far it got on stderr every 2 s and when it ends (0: silent; " \
+	  "the stats keep the figures)")                                                           \
 	X(retries, U32, "5", 0, 100,                                                               \
 	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \
 	X(throttle_wait, SECONDS, "20s", 1000000ull, 3600000000000ull,                             \

@@ -47,12 +47,16 @@
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
-#define RF_OPEN_CONCURRENCY 64          /* shard indexes read at once */
+#define RF_OPEN_CONCURRENCY 64          /* local shard indexes read at once */
 #define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
 #define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
 #define RF_BATCH_MAGIC      0x52464254u /* "RFBT" */
+
+/* Remote shards' opens at once: one or two small requests each that mostly
+ * wait on the store (within the loop's ops; open_connections per host). */
+#define RF_OPEN_CONCURRENCY_REMOTE 512
 
 enum rf_unit_state {
 	RF_U_FREE = 0,
@@ -315,17 +319,23 @@ typedef struct rf_engine {
 		int code;
 		char msg[RF_ERROR_MSG_BYTES];
 		uint32_t next, inflight, done;
-		struct rf_open_slot *slots; /* the opens in progress (open.c) */
-		uint32_t slots_n, free;     /* slots; the first free one (UINT32_MAX: none) */
-		uint32_t waiting;           /* shards waiting for budget for their index */
-		uint32_t wait[RF_OPEN_CONCURRENCY]; /* their indexes, oldest first */
-		uint32_t failed;                    /* shards whose open failed so far */
+		uint32_t inflight_local, local_max; /* of which local files; their bound */
+		uint32_t inflight_max;              /* the most in flight at once (stats) */
+		struct rf_open_slot *slots;         /* the opens in progress (open.c) */
+		uint32_t slots_n, free; /* slots; the first free one (UINT32_MAX: none) */
+		uint32_t slots_max;     /* slots_n while it ran (stats) */
+		uint32_t connections;   /* HTTP connections per host meanwhile (0: unchanged) */
+		uint32_t waiting;       /* shards waiting for budget for their index */
+		uint32_t wait[RF_OPEN_CONCURRENCY_REMOTE]; /* their indexes, oldest first */
+		uint32_t failed;                           /* shards whose open failed so far */
 		uint32_t failed_idx;      /* the lowest index of one (valid when open_failed) */
 		uint64_t transient_bytes; /* index buffers reserved (freed as indexes parse) */
 		uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 		struct rf_icache *icache; /* the index cache during the open phase, or NULL */
 		uint64_t cache_hits, cache_misses, cache_puts; /* its answers (loop thread) */
 		uint64_t t0_ns, said_ns; /* its start; its last progress line (0: none) */
+		uint64_t took_ns;        /* its length, once it ended (stats) */
+		uint32_t said;           /* progress lines written */
 	} open;
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */

@@ -1,11 +1,12 @@
 /* open.c - the open phase on the loop thread: every shard's layout learned
- * through its format (shards/format.h), RF_OPEN_CONCURRENCY shards at a
- * time, through the fetch layer. The engine knows no format here: a format
- * asks for byte ranges step by step (of the shard, or of a sidecar object),
- * and says beforehand the most it will allocate; every buffer and bound is
- * reserved (RF_MEM_METADATA) before it exists. A range inside the bytes the
- * previous step received is served from them. Nothing here blocks except
- * the wait inside the loop. */
+ * through its format (shards/format.h), RF_OPEN_CONCURRENCY local shards at
+ * a time (RF_OPEN_CONCURRENCY_REMOTE when some are remote, with more HTTP
+ * connections per host meanwhile), through the fetch layer. The engine
+ * knows no format here: a format asks for byte ranges step by step (of the
+ * shard, or of a sidecar object), and says beforehand the most it will
+ * allocate; every buffer and bound is reserved (RF_MEM_METADATA) before it
+ * exists. A range inside the bytes the previous step received is served
+ * from them. Nothing here blocks except the wait inside the loop. */
 #include "engine.h"
 #include "format.h"
 #include "icache.h"
@@ -17,8 +18,11 @@
 
 #define RF_OPEN_WAIT_NS      100000000ull
 #define RF_OPEN_SAY_AFTER_NS 2000000000ull /* an open this long says how far it got */
-#define RF_OPEN_SAY_EVERY_NS 3000000000ull /* ... and again this often */
+#define RF_OPEN_SAY_EVERY_NS 2000000000ull /* ... and again this often */
 #define RF_OPEN_STEPS_MAX    (1u << 20)    /* a format asking for more is broken */
+
+_Static_assert(RF_OPEN_CONCURRENCY <= RF_OPEN_CONCURRENCY_REMOTE,
+               "e->open.wait holds one entry per open in flight");
 
 /* One shard's open (rf_shard.stage): moved only by rf_open_stage_set. */
 enum rf_open_stage {
@@ -87,8 +91,10 @@ typedef struct rf_open_slot {
 	bool side_cached; /* side_url's bytes are the index cache's entry, in buf */
 	bool no_cache;    /* the entry failed the format's checks: open without it */
 	uint32_t steps;
-	bool stepping; /* rf_open_step runs this slot's steps (below) */
-	bool step_due; /* a step's bytes are ready: the running rf_open_step takes it */
+	uint64_t t0_ns;        /* when its open started (the progress line's slowest) */
+	const rf_shard *shard; /* whose open it is (NULL: free) */
+	bool stepping;         /* rf_open_step runs this slot's steps (below) */
+	bool step_due;         /* a step's bytes are ready: the running rf_open_step takes it */
 	uint32_t next_free;
 	int first_code; /* the first format's error, when another is tried (0: none) */
 	char first_msg[RF_ERROR_MSG_BYTES];
@@ -134,6 +140,7 @@ static void rf_slot_put(rf_engine *e, rf_shard *s)
 	o->side_url = NULL;
 	o->next_free = e->open.free;
 	e->open.free = (uint32_t)(o - e->open.slots);
+	o->shard = NULL;
 	s->open = NULL;
 }
 
@@ -168,6 +175,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 	}
 	rf_slot_put(e, s); /* no read of this shard is in flight now */
 	e->open.inflight--;
+	if (rf_shard_is_local(s))
+		e->open.inflight_local--;
 	e->open.done++;
 }
 
@@ -732,6 +741,9 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 {
 	rf_error err = {0};
 	e->open.inflight++;
+	if (rf_shard_is_local(s))
+		e->open.inflight_local++;
+	e->open.inflight_max = RF_MAX(e->open.inflight_max, e->open.inflight);
 	if (!s->fmt) /* the URL expansion chose it from the name given */
 		s->fmt = rf_format_for(s->url, true);
 	if (!s->fmt) {
@@ -747,6 +759,8 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	o->first_code = 0;
 	o->side_cached = o->no_cache = false;
 	o->stepping = o->step_due = false;
+	o->t0_ns = rf_now_ns();
+	o->shard = s;
 	s->open = o;
 	rf_open_stage_set(s, RF_OPEN_OPENING);
 	int rc = rf_source_open(e->fetch, s->url, s->size_hint, &s->src, rf_open_cb, s, &err);
@@ -756,11 +770,18 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	}
 }
 
-/* The slots, reserved before they exist. */
+/* The slots, reserved before they exist: n, or as many as the budget has
+ * room for, halving down to the local bound (64) before it is an error. */
 static int rf_open_slots_new(rf_engine *e, uint32_t n)
 {
+	uint32_t least = RF_MIN(n, RF_MAX(1u, e->open.local_max));
 	uint64_t bytes = (uint64_t)n * sizeof(rf_open_slot);
-	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
+	while (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
+		if (n > least) {
+			n = RF_MAX(n / 2, least);
+			bytes = (uint64_t)n * sizeof(rf_open_slot);
+			continue;
+		}
 		char lim[32];
 		snprintf(e->open.msg, sizeof(e->open.msg),
 		         "budget %s is too small to open shards (%llu bytes of open state)",
@@ -774,7 +795,7 @@ static int rf_open_slots_new(rf_engine *e, uint32_t n)
 		return -ENOMEM;
 	}
 	e->open.meta_bytes += bytes;
-	e->open.slots_n = n;
+	e->open.slots_n = e->open.slots_max = n;
 	e->open.free = 0;
 	for (uint32_t i = 0; i < n; i++)
 		e->open.slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
@@ -807,19 +828,58 @@ static bool rf_open_all_done(void *ctx)
 	return e->open.done >= e->nshards;
 }
 
+/* The open in flight the longest: its shard, and for how long (0: none). */
+static const rf_shard *rf_open_slowest(const rf_engine *e, uint64_t now, uint64_t *ns)
+{
+	const rf_shard *slow = NULL;
+	*ns = 0;
+	for (uint32_t i = 0; i < e->open.slots_n; i++) {
+		const rf_open_slot *o = &e->open.slots[i];
+		if (o->shard && now - o->t0_ns >= *ns) {
+			*ns = now - o->t0_ns;
+			slow = o->shard;
+		}
+	}
+	return slow;
+}
+
 /* A long open (a slow store, many shards) says how far it got on stderr,
  * from RF_OPEN_SAY_AFTER_NS on, every RF_OPEN_SAY_EVERY_NS, and once more
- * when it ends: a user sees it move instead of a silent wait. */
+ * when it ends: a user sees it move instead of a silent wait, and which
+ * shard holds it up (its redacted name: never a query or credentials). */
 static void rf_open_say(rf_engine *e, bool end)
 {
 	uint64_t now = rf_now_ns(), ran = now - e->open.t0_ns;
-	if (end ? e->open.said_ns == 0
-	        : ran < RF_OPEN_SAY_AFTER_NS ||
-	              (e->open.said_ns && now - e->open.said_ns < RF_OPEN_SAY_EVERY_NS))
+	if (!rf_cfg(e->cfg, RF_CFG_open_progress) ||
+	    (end ? e->open.said_ns == 0
+	         : ran < RF_OPEN_SAY_AFTER_NS ||
+	               (e->open.said_ns && now - e->open.said_ns < RF_OPEN_SAY_EVERY_NS)))
 		return;
 	e->open.said_ns = now;
-	fprintf(stderr, "ringfeed: opening shards: %u/%u%s, %.1f s (%u at a time)\n", e->open.done,
-	        e->nshards, end ? " done" : "", (double)ran / 1e9, e->open.slots_n);
+	e->open.said++;
+	rf_engine_lock(e);
+	uint64_t read = e->st.open_fetched_bytes;
+	rf_engine_unlock(e);
+	char got[32], slow_s[RF_ERROR_MSG_BYTES] = "", left[48] = "";
+	rf_fmt_bytes(read, got, sizeof(got));
+	uint64_t slow_ns = 0;
+	const rf_shard *slow = end ? NULL : rf_open_slowest(e, now, &slow_ns);
+	if (slow)
+		snprintf(slow_s, sizeof(slow_s), "; slowest in flight %.1f s: %s (%s)",
+		         (double)slow_ns / 1e9, slow->name,
+		         slow->stage >= 0 && slow->stage < RF_OPEN_STAGES
+		             ? rf_open_stage_names[slow->stage]
+		             : "?");
+	if (!end && e->open.done > 0) /* at the pace so far */
+		snprintf(left, sizeof(left), "; about %.0f s left",
+		         (double)ran / 1e9 * (double)(e->nshards - e->open.done) / e->open.done);
+	else if (!end)
+		snprintf(left, sizeof(left), "; none done yet");
+	fprintf(
+	    stderr,
+	    "ringfeed: opening shards: %u/%u%s, %s of indexes read, %.1f s (%u at a time)%s%s\n",
+	    e->open.done, e->nshards, end ? " done" : "", got, (double)ran / 1e9, e->open.slots_n,
+	    slow_s, left);
 }
 
 /* Between ticks of the open phase: retries the ranges waiting for budget
@@ -830,24 +890,52 @@ static uint64_t rf_open_before_sleep(void *ctx)
 	rf_open_say(e, false);
 	/* while a range waits for budget, open no more (theirs would wait
 	 * too) and retry the waiting ones, oldest first */
-	uint32_t waiting[RF_OPEN_CONCURRENCY], nwait = e->open.waiting;
+	uint32_t waiting[RF_OPEN_CONCURRENCY_REMOTE], nwait = e->open.waiting;
 	memcpy(waiting, e->open.wait, nwait * sizeof(waiting[0]));
 	for (uint32_t i = 0; i < nwait; i++)
 		rf_open_want(&e->shards[waiting[i]]);
 	while (e->open.waiting == 0 && e->open.next < e->nshards &&
-	       e->open.inflight < e->open.slots_n)
-		rf_open_start(e, &e->shards[e->open.next++]);
+	       e->open.inflight < e->open.slots_n) {
+		rf_shard *s = &e->shards[e->open.next];
+		if (rf_shard_is_local(s) && e->open.inflight_local >= e->open.local_max)
+			break; /* local files stay at their bound; a slot frees soon */
+		e->open.next++;
+		rf_open_start(e, s);
+	}
 	return e->open.failed || e->open.done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
 }
 
-/* Learns every layout (RF_OPEN_CONCURRENCY at a time); stops at the first
+/* Opens at once: local files RF_OPEN_CONCURRENCY (a read each, the disk's
+ * queue); with a remote shard RF_OPEN_CONCURRENCY_REMOTE, since a remote
+ * open is one or two small requests that mostly wait (64 at once made
+ * 5,000 shards on a 5 s store take minutes before the first batch), with
+ * open_connections per host meanwhile (the larger of it and connections)
+ * so they do not queue behind the reads' limit. Each bounded by a quarter
+ * of the loop's ops (every connection polls through one). */
+static uint32_t rf_open_concurrency(rf_engine *e)
+{
+	uint32_t ops = RF_MAX(1u, rf_loop_ops_max(e->loop) / 4);
+	bool remote = false;
+	for (uint32_t i = 0; i < e->nshards && !remote; i++)
+		remote = !rf_shard_is_local(&e->shards[i]);
+	e->open.local_max = RF_MIN(RF_OPEN_CONCURRENCY, ops);
+	if (!remote)
+		return e->open.local_max;
+	e->open.connections = (uint32_t)RF_MAX(rf_cfg(e->cfg, RF_CFG_connections),
+	                                       rf_cfg(e->cfg, RF_CFG_open_connections));
+	return RF_MIN(RF_OPEN_CONCURRENCY_REMOTE, ops);
+}
+
+/* Learns every layout (rf_open_concurrency at a time); stops at the first
  * error. Returns 0 or the error (message in e->open.msg). */
 int rf_open_phase(rf_engine *e)
 {
-	uint32_t open_max = RF_MAX(1u, RF_MIN(RF_OPEN_CONCURRENCY, rf_loop_ops_max(e->loop) / 4));
-	RF_TRY(rf_open_slots_new(e, open_max));
+	RF_TRY(rf_open_slots_new(e, rf_open_concurrency(e)));
 	e->open.t0_ns = rf_now_ns();
 	e->open.said_ns = 0;
+	uint32_t conns = (uint32_t)rf_cfg(e->cfg, RF_CFG_connections);
+	if (e->open.connections > conns) /* the reads after it keep `connections` */
+		rf_fetch_connections_set(e->fetch, e->open.connections);
 	const char *dir = rf_config_index_cache_dir(e->cfg);
 	rf_error why = {0};
 	if (dir && /* a cache that cannot be used is no cache: the open goes on */
@@ -856,7 +944,10 @@ int rf_open_phase(rf_engine *e)
 		snprintf(e->index_cache_off, sizeof(e->index_cache_off), "%.255s",
 		         why.msg[0] ? why.msg : "cannot be opened");
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
+	e->open.took_ns = rf_now_ns() - e->open.t0_ns;
 	rf_open_say(e, true);
+	if (e->open.connections > conns)
+		rf_fetch_connections_set(e->fetch, conns);
 	rf_icache_close(e->open.icache);
 	e->open.icache = NULL;
 	if (rc < 0) {

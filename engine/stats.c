@@ -204,6 +204,12 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->index_cache_misses = e->open.cache_misses;
 	s->index_cache_puts = e->open.cache_puts;
 	s->index_cache_stale_drops = e->st.index_cache_stale_drops;
+	s->open_shards = e->open.done; /* the open phase's: done by now */
+	s->open_s = (double)e->open.took_ns / 1e9;
+	s->open_concurrency = e->open.slots_max;
+	s->open_inflight_max = e->open.inflight_max;
+	s->open_connections = e->open.connections;
+	s->open_progress_lines = e->open.said;
 	s->stream_skipped_bytes = e->st.stream_skipped_bytes;
 	s->stream_more_reads = e->st.stream_more_reads;
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
@@ -322,6 +328,17 @@ static int rf_stats_json_data_cache(const rf_stats *s, char *buf, size_t cap)
 	    (unsigned long long)s->data_cache_rereads);
 }
 
+/* The open phase (one block). */
+static int rf_stats_json_open(const rf_stats *s, char *buf, size_t cap)
+{
+	return snprintf(buf, cap,
+	                ",\"open_shards\":%llu,\"open_s\":%.3f,\"open_concurrency\":%u,"
+	                "\"open_inflight_max\":%u,\"open_connections\":%u,"
+	                "\"open_progress_lines\":%u",
+	                (unsigned long long)s->open_shards, s->open_s, s->open_concurrency,
+	                s->open_inflight_max, s->open_connections, s->open_progress_lines);
+}
+
 /* The JSON object of the snapshot snap, taken from l. */
 static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_t cap)
 {
@@ -414,6 +431,10 @@ static int rf_stats_json_of(rf_loader *l, const rf_stats *snap, char *buf, size_
 		return -ENOSPC;
 	n += m;
 	m = rf_stats_json_data_cache(&s, buf + n, cap - (size_t)n);
+	if (m < 0 || (size_t)m >= cap - (size_t)n)
+		return -ENOSPC;
+	n += m;
+	m = rf_stats_json_open(&s, buf + n, cap - (size_t)n);
 	if (m < 0 || (size_t)m >= cap - (size_t)n)
 		return -ENOSPC;
 	n += m;

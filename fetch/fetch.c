@@ -161,6 +161,14 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 		rf_cache_layer->counters_add(f->cache, out);
 }
 
+void rf_fetch_connections_set(rf_fetch *f, uint32_t per_host)
+{
+	f->opt.connections = RF_MAX(per_host, 1u);
+	for (size_t k = 0; k < RF_ARRAY_LEN(rf_kinds); k++)
+		if (f->ready[k] && rf_kinds[k]->connections_set)
+			rf_kinds[k]->connections_set(f->state[k], f->opt.connections);
+}
+
 /* "scheme" of "scheme://..." into buf, or "" when url has none. */
 static const char *rf_scheme_text(const char *url, char *buf, size_t cap)
 {

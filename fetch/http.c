@@ -500,6 +500,13 @@ int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_er
 	return 0;
 }
 
+void rf_http_connections_set(rf_http *h, uint32_t connections)
+{
+	h->opt.connections = RF_MAX(connections, 1u);
+	rf_http_loop_connections(&h->curl, h->opt.connections);
+	rf_http_loop_kick(&h->curl); /* a raised limit admits queued transfers now */
+}
+
 void rf_http_free(rf_http *h)
 {
 	if (!h)

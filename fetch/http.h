@@ -83,6 +83,10 @@ void rf_http_free(rf_http *h);
  * jitter for throttling (at most `throttle_wait_ms` of waiting in total). */
 void rf_http_set_backoff(rf_http *h, uint32_t base_ms, uint32_t cap_ms, uint64_t seed);
 void rf_http_counters_get(const rf_http *h, rf_http_counters *out);
+/* The per-host connection limit from now on (opt.connections at
+ * rf_http_new): raised, queued transfers are admitted; lowered, transfers
+ * past it finish and no new one starts until a host is below it. */
+void rf_http_connections_set(rf_http *h, uint32_t connections);
 
 /* Starts a request. cb(arg, res, msg): RANGE res = len, HEAD res = object
  * size, GET_ALL res = body length; or res < 0 with a message naming the URL,

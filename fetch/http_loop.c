@@ -235,9 +235,14 @@ int rf_http_loop_init(rf_http_loop *c, rf_loop *loop, uint32_t connections,
 	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
 	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
 	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	rf_http_loop_connections(c, connections);
+	return 0;
+}
+
+void rf_http_loop_connections(rf_http_loop *c, uint32_t connections)
+{
 	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)connections);
 	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)connections * 4);
-	return 0;
 }
 
 void rf_http_loop_fini(rf_http_loop *c)

@@ -44,6 +44,9 @@ typedef struct rf_http_loop {
  * c is safe to rf_http_loop_fini whatever this returns. */
 int rf_http_loop_init(rf_http_loop *c, rf_loop *loop, uint32_t connections,
                       const rf_http_loop_ops *ops, void *owner);
+/* The per-host limit (and 4x that cached) from now on: connections past a
+ * lower limit finish their transfers, then close as the cache prunes. */
+void rf_http_loop_connections(rf_http_loop *c, uint32_t connections);
 /* Frees the multi handle (its easy handles already removed), the sockets,
  * and cancels the loop ops. */
 void rf_http_loop_fini(rf_http_loop *c);

@@ -427,6 +427,12 @@ static int remote_open(rf_fetch *f, void *state, const char *url, uint64_t size_
 	return 0;
 }
 
+static void remote_connections_set(void *state, uint32_t per_host)
+{
+	remote_state *st = state;
+	rf_http_connections_set(st->http, per_host);
+}
+
 const rf_source_kind rf_source_kind_remote = {
     .name = "remote",
     .claims = remote_claims,
@@ -434,4 +440,5 @@ const rf_source_kind rf_source_kind_remote = {
     .fini = remote_fini,
     .open = remote_open,
     .counters = remote_counters,
+    .connections_set = remote_connections_set,
 };

@@ -175,6 +175,10 @@ typedef struct rf_fetch_counters {
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
+/* The per-host connection limit (options.connections) from now on, for the
+ * kinds started and those started later: the engine's open phase raises it
+ * for its small requests that mostly wait, then sets it back. */
+void rf_fetch_connections_set(rf_fetch *f, uint32_t per_host);
 /* rf_now_ns() when the fetch layer was created (fault injection stalls count from it). */
 uint64_t rf_fetch_epoch_ns(const rf_fetch *f);
 
@@ -245,6 +249,8 @@ typedef struct rf_source_kind {
 	int (*open)(rf_fetch *f, void *state, const char *url, uint64_t size_hint, rf_source **out,
 	            rf_error *err);
 	void (*counters)(void *state, rf_fetch_counters *out); /* optional: adds its counts */
+	/* optional: the per-host connection limit from now on (rf_fetch_connections_set) */
+	void (*connections_set)(void *state, uint32_t per_host);
 } rf_source_kind;
 
 /* The per-loader state of a kind, created (init) on first use. */

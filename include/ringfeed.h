@@ -578,6 +578,13 @@ typedef struct rf_stats {
 	uint64_t data_cache_evictions;       /* object versions evicted (least recently used) */
 	uint64_t data_cache_evicted_bytes;   /* their bytes on disk */
 	uint64_t data_cache_rereads; /* re-reads of units that failed a check: from the store */
+	/* the open phase (every shard's layout learned before the first batch) */
+	uint64_t open_shards;         /* shards it opened */
+	double open_s;                /* how long it took */
+	uint32_t open_concurrency;    /* opens allowed at once (64 local; remote: up to 512) */
+	uint32_t open_inflight_max;   /* the most in flight at once */
+	uint32_t open_connections;    /* HTTP connections per host meanwhile (0: no remote) */
+	uint32_t open_progress_lines; /* "opening shards" lines said on stderr */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -5,7 +5,9 @@
 # take, with a peak RSS under 48 MiB (the list built first peaked at 274 MB
 # before the same refusal); a long open (320 shards, 1 s of injected latency
 # per read, 64 at a time: 5 s at least) says how far it got on stderr
-# ("opening shards: N/320, ...") and when it is done.
+# ("opening shards: N/320, ..." with the bytes read, the slowest open in
+# flight and the time left) and when it is done; local files stay at 64
+# opens at once (tests/cli_open_remote.sh: remote shards).
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/check.inc.sh"
@@ -48,12 +50,14 @@ $PY -c "import sys; sys.stdout.write(''.join('rec-%06d\n' % i for i in range(200
 "$cli" pack --from lines "$T/few.txt" -o "$T/few" --block-size 1KiB --shard-size 2KiB >/dev/null
 for i in $(seq -w 0 319); do cp "$T/few/shard-000000.rfs" "$T/slow/s-$i.rfs"; done
 out=$("$cli" read --digest --batch 1 --stop-after 1 --inject latency=1s "$T/slow" 2>&1) || true
-if grep -qE "^ringfeed: opening shards: [0-9]+/320, [0-9.]+ s \(64 at a time\)$" <<<"$out"; then
+line='^ringfeed: opening shards: [0-9]+/320, [0-9.]+ [KMG]?i?B of indexes read, [0-9.]+ s \(64 at a time\); '
+line+='slowest in flight [0-9.]+ s: .*/s-[0-9]{3}\.rfs \((opening|reading)\); (about [0-9]+ s left|none done yet)$'
+if grep -qE "$line" <<<"$out"; then
 	ok "a 5 s open: progress on stderr ($(grep -c 'opening shards' <<<"$out") lines)"
 else
 	bad "a 5 s open: no progress line in: $out"
 fi
-grep -q "opening shards: 320/320 done" <<<"$out" && ok "a 5 s open: its end said" ||
+grep -qE "^ringfeed: opening shards: 320/320 done, [0-9.]+ [KMG]?i?B of indexes read, [0-9.]+ s \(64 at a time\)$" <<<"$out" && ok "a 5 s open: its end said" ||
 	bad "a 5 s open: no end line in: $out"
 grep -q "^records=1 " <<<"$out" && ok "a 5 s open: then the first batch" ||
 	bad "a 5 s open: no batch: $out"

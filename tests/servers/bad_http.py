@@ -53,7 +53,10 @@ credential tests look for secrets there); --tls-cert/--tls-key serve HTTPS.
 GET /_stats returns JSON {path: {"requests": n, "faults": m}} (faults = the
 misbehaviours actually sent), so tests can assert retry counts; GET /_reset
 clears the counters. Use a file name of your own per test: the "once"
-counters are shared by every client of the server.
+counters are shared by every client of the server. GET /_inflight returns
+{"inflight_max": n}: the most requests of the slow modes waiting out their
+delay at once since the start or the last /_reset (how far a client's
+requests overlap; counted before any byte of the answer is sent).
 
 Python 3 standard library only; threads are daemons, every sleep is bounded,
 SIGTERM exits.
@@ -90,6 +93,8 @@ class Counters:
         self.per_path = {}
         self.first_at = {}  # path -> time of its first request (the -for-N modes)
         self.total = 0  # every counted request (the slow-every mode)
+        self.inflight = 0  # slow-mode requests in their delay now
+        self.inflight_max = 0
 
     def count(self, path, rng):
         """Counts a request: (first time (path, rng) is asked, its ordinal
@@ -112,6 +117,15 @@ class Counters:
             now = time.monotonic()
             return now - self.first_at.setdefault(path, now)
 
+    def enter(self):
+        with self.lock:
+            self.inflight += 1
+            self.inflight_max = max(self.inflight_max, self.inflight)
+
+    def leave(self):
+        with self.lock:
+            self.inflight -= 1
+
     def fault(self, path):
         with self.lock:
             self.per_path.setdefault(path, {"requests": 0, "faults": 0})["faults"] += 1
@@ -126,6 +140,7 @@ class Counters:
             self.per_path.clear()
             self.first_at.clear()
             self.total = 0
+            self.inflight_max = self.inflight
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -236,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
         if raw == "/_reset":
             self.server.counters.reset()
             return self.plain(200, "reset")
+        if raw == "/_inflight":
+            return self.plain(200, json.dumps({"inflight_max": self.server.counters.inflight_max}))
         m = re.fullmatch(r"/([a-z0-9-]+)/(.+)", raw)
         mode = m.group(1) if m else ""
         first, n_path, n_all = self.server.counters.count(raw, self.headers.get("Range"))
@@ -300,7 +317,11 @@ class Handler(BaseHTTPRequestHandler):
         hit = (n_path == k) if m.group(1) == "nth" else (k > 0 and n_all % k == 0)
         if hit and not head:
             self.server.counters.fault(raw)
-            time.sleep(ms / 1000.0)
+            self.server.counters.enter()
+            try:
+                time.sleep(ms / 1000.0)
+            finally:
+                self.server.counters.leave()
         return self.correct(path, size, head)
 
     def fault_status(self, raw, code, text, retry_after, head):
@@ -385,6 +406,7 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024  # a client opening hundreds of connections at once
 
 
 def main():

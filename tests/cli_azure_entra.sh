@@ -143,9 +143,10 @@ after="$(stat_of imds) $(accepted)"
 # secret header, tried before the metadata endpoint (left dead here)
 app=(IDENTITY_ENDPOINT="http://127.0.0.1:$sport/msi/token" IDENTITY_HEADER="$ih")
 before="$(stat_of app) $(accepted)"
-run "${app[@]}" AZURE_CLIENT_ID=$client -- "$url"
+run "${app[@]}" AZURE_CLIENT_ID=$client RF_HTTP_TRACE=1 -- "$url" # the trace too holds no secret
 after="$(stat_of app) $(accepted)"
 [ "$got" = "$want" ] && [ "${after%% *}" -gt "${before%% *}" ] && [ "${after##* }" -gt "${before##* }" ] &&
+	grep -q "http: Azure token 1 set" "$tmp/run$n.err" &&
 	ok "app service managed identity (user-assigned): the local digest ($before -> $after)" ||
 	bad "app service managed identity: '$got', $before -> $after: $(tail -n 2 "$tmp/run$n.err")"
 

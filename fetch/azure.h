@@ -41,31 +41,42 @@ typedef struct rf_az_config {
 	char tried[160]; /* what was tried, for a refusal */
 } rf_az_config;
 
-#define RF_AZ_AUTHORITY    "https://login.microsoftonline.com"
-#define RF_AZ_IMDS         "http://169.254.169.254"
-#define RF_AZ_IMDS_PATH    "/metadata/identity/oauth2/token"
-#define RF_AZ_TOKEN_SCOPE  "https://storage.azure.com/.default"
-#define RF_AZ_RESOURCE     "https://storage.azure.com/"
-#define RF_AZ_ID_BYTES_MAX 128 /* a tenant or client id (a GUID or a domain) */
-#define RF_AZ_HOST_URL_MAX 512 /* AZURE_AUTHORITY_HOST, the IMDS override */
+#define RF_AZ_AUTHORITY       "https://login.microsoftonline.com"
+#define RF_AZ_IMDS            "http://169.254.169.254"
+#define RF_AZ_IMDS_PATH       "/metadata/identity/oauth2/token"
+#define RF_AZ_TOKEN_SCOPE     "https://storage.azure.com/.default"
+#define RF_AZ_RESOURCE        "https://storage.azure.com/"
+#define RF_AZ_ID_BYTES_MAX    128 /* a tenant or client id (a GUID or a domain) */
+#define RF_AZ_HOST_URL_MAX    512 /* AZURE_AUTHORITY_HOST, the IMDS override, IDENTITY_ENDPOINT */
+#define RF_AZ_APP_API_VERSION "2019-08-01" /* App Service's token endpoint */
+#define RF_AZ_APP_SECRET_MAX  512          /* IDENTITY_HEADER (a GUID-like secret) */
 
 /* Where Entra tokens come from, in the SDKs' order after the keys and SAS
  * (DefaultAzureCredential): workload identity (AZURE_FEDERATED_TOKEN_FILE,
  * AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_AUTHORITY_HOST): the federated
  * token file, read anew for every token (Kubernetes rotates it), POSTed as a
- * client assertion to {authority}/{tenant}/oauth2/v2.0/token; else managed
- * identity: a GET of the instance metadata token endpoint with `Metadata:
- * true` (AZURE_POD_IDENTITY_AUTHORITY_HOST overrides its host, as in the
- * SDKs; AZURE_CLIENT_ID names a user-assigned identity), the last resort: a
- * first failure there means "not on Azure" and requests go unsigned (a
- * public container), a refusal naming the chain. Decided synchronously from
- * the environment; the tokens come through the bearer signer (bearer.h). */
+ * client assertion to {authority}/{tenant}/oauth2/v2.0/token; else App
+ * Service managed identity (App Service, Functions, Container Apps:
+ * IDENTITY_ENDPOINT and IDENTITY_HEADER, as ManagedIdentityCredential tries
+ * it before IMDS): a GET of {IDENTITY_ENDPOINT}?api-version=2019-08-01&
+ * resource=... (&client_id= with AZURE_CLIENT_ID) carrying the secret in
+ * `X-IDENTITY-HEADER`; the endpoint is https, or http to a loopback or
+ * link-local address (the platform's local agent), and a failure there is a
+ * refusal, not "not here"; else managed identity: a GET of the instance
+ * metadata token endpoint with `Metadata: true`
+ * (AZURE_POD_IDENTITY_AUTHORITY_HOST overrides its host, as in the SDKs;
+ * AZURE_CLIENT_ID names a user-assigned identity), the last resort: a first
+ * failure there means "not on Azure" and requests go unsigned (a public
+ * container), a refusal naming the chain. Decided synchronously from the
+ * environment; the tokens come through the bearer signer (bearer.h). */
 typedef struct rf_az_entra {
-	rf_bearer_source src; /* src.request: workload or managed identity */
+	rf_bearer_source src; /* src.request: workload, App Service or managed identity */
 	char *token_url;      /* workload identity: the v2.0 token endpoint */
 	char *client_id;
 	char *token_file;
-	char *imds_url; /* managed identity: the whole GET URL */
+	char *imds_url;   /* managed identity: the whole GET URL */
+	char *app_url;    /* App Service: the whole GET URL (no secret in it) */
+	char *app_header; /* App Service: "X-IDENTITY-HEADER: SECRET", a secret */
 	char tried[400];
 } rf_az_entra;
 

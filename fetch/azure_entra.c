@@ -1,13 +1,16 @@
 /* azure_entra.c - where the Azure store's Entra ID tokens come from (see
- * azure.h, rf_az_entra): workload identity or managed identity, picked from
- * the environment, and each one's token request for the bearer signer
- * (bearer.h): the federated token as a client assertion POSTed to the v2.0
- * token endpoint, or a GET of the instance metadata token endpoint. */
+ * azure.h, rf_az_entra): workload identity, App Service managed identity or
+ * instance metadata managed identity, picked from the environment, and each
+ * one's token request for the bearer signer (bearer.h): the federated token
+ * as a client assertion POSTed to the v2.0 token endpoint, a GET of the
+ * platform's local identity endpoint with its secret header, or a GET of the
+ * instance metadata token endpoint. */
 #include "azure.h"
 #include "oauth.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,8 @@ void rf_az_entra_free(rf_az_entra *e)
 	free(e->client_id);
 	free(e->token_file);
 	free(e->imds_url);
+	free(e->app_url);
+	rf_secret_free(e->app_header);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -107,6 +112,19 @@ static int imds_request(void *ctx, int64_t now_s, rf_bearer_request *req, rf_err
 	return 0;
 }
 
+/* The platform's local agent: the secret header goes with every request
+ * (a static line the entra struct owns and wipes), never a redirect away. */
+static int app_service_request(void *ctx, int64_t now_s, rf_bearer_request *req, rf_error *err)
+{
+	rf_az_entra *e = ctx;
+	(void)now_s;
+	if (!(req->url = strdup(e->app_url)))
+		return rf_fail(err, -ENOMEM, "out of memory");
+	req->headers[0] = e->app_header;
+	req->connect_timeout_ms = RF_BEARER_CONNECT_MS_METADATA;
+	return 0;
+}
+
 /* -------------------------------------------------------------- sources */
 
 /* A tenant or client id goes into a URL or a form: a GUID or a domain name. */
@@ -173,6 +191,15 @@ static int workload(rf_az_entra *e, const char *file, const char *client, const 
 	return 0;
 }
 
+__attribute__((format(printf, 2, 3))) static void tried_add(rf_az_entra *e, const char *fmt, ...)
+{
+	size_t o = strlen(e->tried);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->tried + o, sizeof(e->tried) - o, fmt, ap);
+	va_end(ap);
+}
+
 static int managed(rf_az_entra *e, rf_error *err)
 {
 	const char *over = env_of("AZURE_POD_IDENTITY_AUTHORITY_HOST");
@@ -197,10 +224,115 @@ static int managed(rf_az_entra *e, rf_error *err)
 	snprintf(e->src.name, sizeof(e->src.name), "managed identity (%.200s%s%s)", host,
 	         over ? ", AZURE_POD_IDENTITY_AUTHORITY_HOST" : "",
 	         client ? ", user-assigned AZURE_CLIENT_ID" : "");
-	size_t o = strlen(e->tried);
-	snprintf(e->tried + o, sizeof(e->tried) - o, "managed identity (%.200s)", host);
+	tried_add(e, "managed identity (%.200s)", host);
 	free(host);
 	return 0;
+}
+
+/* 127.0.0.0/8 or 169.254.0.0/16 as a dotted quad of n bytes. */
+static bool local_ipv4(const char *h, size_t n)
+{
+	unsigned octet[4] = {0}, k = 0, digits = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i] == '.' && digits > 0 && k < 3) {
+			k++, digits = 0;
+			continue;
+		}
+		if (h[i] < '0' || h[i] > '9' || ++digits > 3)
+			return false;
+		octet[k] = octet[k] * 10 + (unsigned)(h[i] - '0');
+		if (octet[k] > 255)
+			return false;
+	}
+	return k == 3 && digits > 0 && (octet[0] == 127 || (octet[0] == 169 && octet[1] == 254));
+}
+
+/* The local identity agent's address: https anywhere, or plain http to this
+ * machine (loopback) or the link-local network a platform's agent listens
+ * on (App Service on Linux: 169.254.x.x), the rule of the AWS container
+ * credentials endpoint; no userinfo, query or fragment (the request's query
+ * is added here), visible ASCII only. */
+static bool app_endpoint_ok(const char *v)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n > RF_AZ_HOST_URL_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f ||
+		    strchr("?#@\\", v[i]))
+			return false;
+	char origin[RF_AZ_HOST_URL_MAX + 32];
+	if (rf_url_origin(v, origin, sizeof(origin)) < 0)
+		return false;
+	if (!strncmp(origin, "https://", 8))
+		return true;
+	const char *h = origin + strlen("http://"), *colon = strrchr(h, ':');
+	size_t hn = (size_t)(colon - h); /* the origin always ends with :PORT */
+	return (hn == 9 && !strncmp(h, "localhost", 9)) || (hn == 5 && !strncmp(h, "[::1]", 5)) ||
+	       (hn > 6 && !strncmp(h, "[fe80:", 6)) || local_ipv4(h, hn);
+}
+
+/* IDENTITY_HEADER: a secret; its bytes never in a message. */
+static bool app_secret_ok(const char *s)
+{
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return n > 0 && n <= RF_AZ_APP_SECRET_MAX;
+}
+
+static int app_service(rf_az_entra *e, const char *endpoint, const char *secret, rf_error *err)
+{
+	const char *client = env_of("AZURE_CLIENT_ID");
+	if (!app_endpoint_ok(endpoint))
+		return rf_fail(err, -EINVAL,
+		               "app service managed identity: IDENTITY_ENDPOINT is not an https:// "
+		               "URL or an http:// one to a loopback or link-local address (at most "
+		               "%u bytes, no userinfo, query or fragment): the identity header is "
+		               "not sent there",
+		               RF_AZ_HOST_URL_MAX);
+	if (!app_secret_ok(secret))
+		return rf_fail(
+		    err, -EINVAL,
+		    "app service managed identity: IDENTITY_HEADER is not 1 to %u bytes of "
+		    "visible ASCII",
+		    RF_AZ_APP_SECRET_MAX);
+	if (client && !id_ok(client))
+		return rf_fail(err, -EINVAL,
+		               "app service managed identity: AZURE_CLIENT_ID is not an id");
+	e->app_url = rf_http_dup_printf("%s?api-version=%s&resource=https%%3A%%2F%%2Fstorage.azure."
+	                                "com%%2F%s%s",
+	                                endpoint, RF_AZ_APP_API_VERSION,
+	                                client ? "&client_id=" : "", client ? client : "");
+	e->app_header = rf_http_dup_printf("X-IDENTITY-HEADER: %s", secret);
+	if (!e->app_url || !e->app_header)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	e->src.request = app_service_request;
+	e->src.ctx = e;
+	snprintf(e->src.name, sizeof(e->src.name), "app service managed identity (%.200s%s)",
+	         endpoint, client ? ", user-assigned AZURE_CLIENT_ID" : "");
+	tried_add(e, "app service managed identity (%.200s); not reached: managed identity",
+	          endpoint);
+	return 0;
+}
+
+/* App Service's form when its variables say so (Service Fabric's, which adds
+ * IDENTITY_SERVER_THUMBPRINT and pins the agent's certificate, is not
+ * spoken: passed over, named), else the instance metadata endpoint. */
+static int app_service_or_managed(rf_az_entra *e, rf_error *err)
+{
+	const char *ep = env_of("IDENTITY_ENDPOINT"), *secret = env_of("IDENTITY_HEADER");
+	const char *why = !ep                                    ? "IDENTITY_ENDPOINT not set"
+	                  : !secret                              ? "IDENTITY_HEADER not set"
+	                  : env_of("IDENTITY_SERVER_THUMBPRINT") ? "IDENTITY_SERVER_THUMBPRINT "
+	                                                           "set: Service Fabric's form, "
+	                                                           "not supported"
+	                                                         : NULL;
+	if (!why)
+		return app_service(e, ep, secret, err);
+	tried_add(e, "app service managed identity (%s), ", why);
+	return managed(e, err);
 }
 
 int rf_az_entra_pick(rf_az_entra *e, const char *tried, rf_error *err)
@@ -210,12 +342,14 @@ int rf_az_entra_pick(rf_az_entra *e, const char *tried, rf_error *err)
 	const char *client = env_of("AZURE_CLIENT_ID"), *tenant = env_of("AZURE_TENANT_ID");
 	if (file && client && tenant) {
 		snprintf(e->tried, sizeof(e->tried),
-		         "%.250s, workload identity; not reached: managed identity", tried);
+		         "%.250s, workload identity; not reached: app service managed identity, "
+		         "managed identity",
+		         tried);
 		return workload(e, file, client, tenant, err);
 	}
 	snprintf(e->tried, sizeof(e->tried), "%.250s, workload identity (%s not set), ", tried,
 	         !file     ? "AZURE_FEDERATED_TOKEN_FILE"
 	         : !client ? "AZURE_CLIENT_ID"
 	                   : "AZURE_TENANT_ID");
-	return managed(e, err);
+	return app_service_or_managed(e, err);
 }

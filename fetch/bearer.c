@@ -201,7 +201,7 @@ static void set_failed(rf_bearer *b, int code, const char *msg)
 static void fetch_failed(rf_bearer *b, int rc, const char *why)
 {
 	char msg[1024]; /* rf_fail and the client cut it to RF_ERROR_MSG_BYTES */
-	snprintf(msg, sizeof(msg), "%s credentials from %.160s: %.200s (tried: %.200s)", b->what,
+	snprintf(msg, sizeof(msg), "%s credentials from %.160s: %.200s (tried: %.300s)", b->what,
 	         b->src.name, why, b->tried);
 	if (b->initial && b->src.anonymous_on_failure) {
 		/* the last source of the chain is not here: unsigned, and a refusal says why */
@@ -413,7 +413,7 @@ int rf_bearer_start(rf_bearer *b, const rf_bearer_source *src, const char *tried
 	int rc = fetch_start(b, err);
 	if (rc < 0) {
 		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s credentials from %.160s: %.200s (tried: %.200s)",
+		snprintf(msg, sizeof(msg), "%s credentials from %.160s: %.200s (tried: %.300s)",
 		         b->what, b->src.name, err->msg, b->tried);
 		b->hold = false;
 		b->src.request = NULL;

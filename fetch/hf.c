@@ -11,6 +11,16 @@
 #include <string.h>
 #include <strings.h>
 
+const char *rf_hf_type_prefix(rf_hf_type t)
+{
+	return t == RF_HF_DATASET ? "datasets/" : t == RF_HF_SPACE ? "spaces/" : "";
+}
+
+const char *rf_hf_type_api(rf_hf_type t)
+{
+	return t == RF_HF_DATASET ? "datasets" : t == RF_HF_SPACE ? "spaces" : "models";
+}
+
 void rf_hf_ref_free(rf_hf_ref *r)
 {
 	free(r->path);
@@ -65,24 +75,46 @@ static int rev_decode(const char *s, size_t n, char *out)
 	return o ? 0 : -1;
 }
 
+/* The repository's type from what follows hf://; *p past its prefix. */
+static int type_of(const char *url, const char **p, rf_hf_type *t, rf_error *err)
+{
+	static const char scheme[] = "hf://";
+	if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
+		return rf_fail(err, -EINVAL, "%.200s: a Hub name is " RF_HF_FORMS, url);
+	const char *s = url + sizeof(scheme) - 1;
+	/* HfFileSystem reads hf://models/X/Y as the model "models/X"; the Hub
+	 * has no such organisation, so it is a mistake for hf://X/Y */
+	if (!strncmp(s, "models/", 7))
+		return rf_fail(
+		    err, -EINVAL,
+		    "%.200s: a model repository has no prefix: hf://ORG/NAME[@REVISION]/PATH "
+		    "(datasets and spaces have one: hf://datasets/ORG/NAME/..., "
+		    "hf://spaces/ORG/NAME/...)",
+		    url);
+	*t = !strncmp(s, "datasets/", 9) ? RF_HF_DATASET
+	     : !strncmp(s, "spaces/", 7) ? RF_HF_SPACE
+	                                 : RF_HF_MODEL;
+	*p = s + strlen(rf_hf_type_prefix(*t));
+	return 0;
+}
+
 int rf_hf_parse(const char *url, rf_hf_ref *out, rf_error *err)
 {
-	static const char pre[] = "hf://datasets/";
 	memset(out, 0, sizeof(*out));
-	if (strncmp(url, pre, sizeof(pre) - 1) != 0)
-		return rf_fail(err, -EINVAL,
-		               "%.200s: a Hub name is hf://datasets/ORG/NAME[@REVISION]/PATH", url);
-	const char *p = url + sizeof(pre) - 1;
-	const char *slash = strchr(p, '/');
-	if (!slash || !name_ok(p, (size_t)(slash - p)))
+	const char *p = NULL;
+	RF_TRY(type_of(url, &p, &out->type, err));
+	size_t org = strcspn(p, "/");
+	if (!name_ok(p, org))
 		return rf_fail(err, -EINVAL,
 		               "%.200s: the organisation (or user) name is missing or "
-		               "not a Hub name",
+		               "not a Hub name (a Hub name is " RF_HF_FORMS ")",
 		               url);
-	const char *name = slash + 1, *end = name + strcspn(name, "/@");
+	const char *name = p + org + (p[org] == '/'), *end = name + strcspn(name, "/@");
 	if (!name_ok(name, (size_t)(end - name)))
 		return rf_fail(err, -EINVAL,
-		               "%.200s: the dataset name is missing or not a Hub name", url);
+		               "%.200s: the repository name is missing or not a Hub name (a Hub "
+		               "name is " RF_HF_FORMS ")",
+		               url);
 	memcpy(out->repo, p, (size_t)(end - p));
 	out->repo[end - p] = '\0';
 	strcpy(out->revision, "main");
@@ -147,7 +179,8 @@ char *rf_hf_revision_url(const char *endpoint, const rf_hf_ref *r)
 	size_t n = strlen(endpoint) + strlen(r->repo) + (rev ? strlen(rev) : 0) + 32;
 	char *v = rev ? malloc(n) : NULL;
 	if (v)
-		snprintf(v, n, "%s/api/datasets/%s/revision/%s", endpoint, r->repo, rev);
+		snprintf(v, n, "%s/api/%s/%s/revision/%s", endpoint, rf_hf_type_api(r->type),
+		         r->repo, rev);
 	free(rev);
 	return v;
 }
@@ -161,8 +194,8 @@ char *rf_hf_tree_url(const char *endpoint, const rf_hf_ref *r, const char *commi
 	for (size_t e = path ? strlen(path) : 0; e > 0 && path[e - 1] == '/'; e--)
 		path[e - 1] = '\0'; /* a folder is listed by its name, not "name/" */
 	if (u)
-		snprintf(u, n, "%s/api/datasets/%s/tree/%s%s%s?recursive=true&expand=false",
-		         endpoint, r->repo, rev, *path ? "/" : "", path);
+		snprintf(u, n, "%s/api/%s/%s/tree/%s%s%s?recursive=true&expand=false", endpoint,
+		         rf_hf_type_api(r->type), r->repo, rev, *path ? "/" : "", path);
 	free(rev);
 	free(path);
 	return u;
@@ -176,7 +209,8 @@ char *rf_hf_resolve_url(const char *endpoint, const rf_hf_ref *r, const char *co
 	           (path ? strlen(path) : 0) + 32;
 	char *u = rev && path ? malloc(n) : NULL;
 	if (u)
-		snprintf(u, n, "%s/datasets/%s/resolve/%s/%s", endpoint, r->repo, rev, path);
+		snprintf(u, n, "%s/%s%s/resolve/%s/%s", endpoint, rf_hf_type_prefix(r->type),
+		         r->repo, rev, path);
 	free(rev);
 	free(path);
 	return u;
@@ -214,7 +248,8 @@ char *rf_hf_name(const rf_hf_ref *r, const char *commit, const char *file)
 	size_t n = strlen(r->repo) + strlen(commit) + strlen(file) + 32;
 	char *u = malloc(n);
 	if (u)
-		snprintf(u, n, "hf://datasets/%s@%s/%s", r->repo, commit, file);
+		snprintf(u, n, "hf://%s%s@%s/%s", rf_hf_type_prefix(r->type), r->repo, commit,
+		         file);
 	return u;
 }
 

@@ -1,10 +1,11 @@
-/* hf_store.c - the Hugging Face Hub store (store.h):
- * hf://datasets/ORG/NAME[@REVISION]/PATH, names and pages from hf.c.
+/* hf_store.c - the Hugging Face Hub store (store.h): model, dataset and
+ * space repositories, hf://[datasets/|spaces/]ORG/NAME[@REVISION]/PATH,
+ * names and pages from hf.c.
  * Listing a folder (a name ending in '/', or the repository itself) pins
  * the revision first (the revision API's "sha"), then pages through the
  * recursive tree API by its Link header; each file is listed as
- * hf://datasets/ORG/NAME@SHA/FILE, so every read of one open is of one
- * commit. An object is read with ranges through its resolve URL.
+ * hf://[datasets/|spaces/]ORG/NAME@SHA/FILE, so every read of one open is
+ * of one commit. An object is read with ranges through its resolve URL.
  * The token (HF_TOKEN, HF_TOKEN_PATH, $HF_HOME/token) goes as a bearer
  * token to the endpoint's own origin only: a resolve that redirects to
  * another host (the Hub's CDN) is followed unsigned (the signer's
@@ -41,9 +42,10 @@ typedef struct hf_place {
  * each is sent to the commit's resolve URL instead. */
 typedef struct hf_pin {
 	struct hf_store *st;
+	rf_hf_type type;
 	char repo[2 * RF_HF_NAME_MAX + 2];
 	char revision[RF_HF_REV_MAX + 1];
-	char *from; /* {endpoint}/datasets/{repo}/resolve/{revision}/ */
+	char *from; /* {endpoint}/[datasets/|spaces/]{repo}/resolve/{revision}/ */
 	char *to;   /* the same at the commit, once known */
 	int rc;     /* 1 asking, 0 known, < 0 failed (msg says why) */
 	char *url;  /* the revision API's */
@@ -60,7 +62,7 @@ typedef struct hf_store {
 	rf_http_auth list_auth; /* the API's requests: hf_list_ops, state = this */
 	char *endpoint;         /* HF_ENDPOINT or huggingface.co, no trailing '/' */
 	char origin[HF_ORIGIN_BYTES];
-	char *token;            /* a secret (NULL: none, public datasets) */
+	char *token;            /* a secret (NULL: none, public repositories) */
 	const char *token_from; /* "HF_TOKEN", ..., "none" */
 	bool ready;
 	rf_http_auth api_auth; /* the pins' revision requests: hf_api_ops */
@@ -301,7 +303,7 @@ static void on_pin(void *arg, int64_t res, const char *msg)
 	free(p->body);
 	p->body = NULL;
 	if (rc == 0) {
-		rf_hf_ref at = {.path = (char *)""};
+		rf_hf_ref at = {.type = p->type, .path = (char *)""};
 		memcpy(at.repo, p->repo, sizeof(at.repo));
 		p->to = rf_hf_resolve_url(p->st->endpoint, &at, sha, "");
 		if (!p->to) {
@@ -399,8 +401,8 @@ static int hf_credentials(void *state, const char *url, rf_error *err)
 	/* a folder's lister asks for its commit itself */
 	bool known = is_commit(r.revision) || !r.path[0] || r.path[strlen(r.path) - 1] == '/';
 	for (uint32_t i = 0; !known && i < st->npins; i++)
-		known =
-		    !strcmp(st->pins[i].repo, r.repo) && !strcmp(st->pins[i].revision, r.revision);
+		known = st->pins[i].type == r.type && !strcmp(st->pins[i].repo, r.repo) &&
+		        !strcmp(st->pins[i].revision, r.revision);
 	if (!known && st->npins == HF_PINS_MAX)
 		rc = rf_fail(err, -E2BIG,
 		             "%.300s: files under more than %u branches or tags in one open (name "
@@ -408,11 +410,11 @@ static int hf_credentials(void *state, const char *url, rf_error *err)
 		             url, HF_PINS_MAX);
 	if (!known && rc == 0) {
 		hf_pin *p = &st->pins[st->npins];
-		*p = (hf_pin){.st = st, .rc = 1};
+		*p = (hf_pin){.st = st, .type = r.type, .rc = 1};
 		memcpy(p->repo, r.repo, sizeof(p->repo));
 		memcpy(p->revision, r.revision, sizeof(p->revision));
-		snprintf(p->what, sizeof(p->what), "hf://datasets/%s@%s (the revision's commit)",
-		         r.repo, r.revision);
+		snprintf(p->what, sizeof(p->what), "hf://%s%s@%s (the revision's commit)",
+		         rf_hf_type_prefix(r.type), r.repo, r.revision);
 		p->from = rf_hf_resolve_url(st->endpoint, &r, r.revision, "");
 		p->url = rf_hf_revision_url(st->endpoint, &r);
 		rf_http_request req = {.kind = RF_HTTP_GET_ALL,
@@ -469,7 +471,7 @@ typedef struct hf_lister {
 	rf_http_xfer *xfer;
 	rf_fetch_cb cb;
 	void *arg;
-	char shown[1024]; /* hf://datasets/ORG/NAME@REVISION/PATH */
+	char shown[1024]; /* hf://[datasets/|spaces/]ORG/NAME@REVISION/PATH */
 	char what[1200];  /* the request, for messages */
 } hf_lister;
 
@@ -550,7 +552,8 @@ static void finish(hf_lister *l, int64_t rc, const char *msg)
 	if (rc >= 0 && l->all.n > 1)
 		qsort(l->all.v, l->all.n, sizeof(l->all.v[0]), entry_cmp);
 	char base[RF_HF_NAME_MAX * 2 + 80];
-	int skip = snprintf(base, sizeof(base), "hf://datasets/%s@%s/", l->ref.repo, l->sha);
+	int skip = snprintf(base, sizeof(base), "hf://%s%s@%s/", rf_hf_type_prefix(l->ref.type),
+	                    l->ref.repo, l->sha);
 	for (size_t i = 0; rc >= 0 && i < l->all.n; i++) {
 		const char *key = l->all.v[i].url + skip;
 		if (!l->filter.take || l->filter.take(key, l->filter.ctx))
@@ -665,8 +668,8 @@ static int hf_list_start(void *state, const char *url, uint32_t page_keys,
 		l->filter = *filter;
 	int rc = rf_hf_parse(url, &l->ref, err);
 	if (rc == 0) {
-		snprintf(l->shown, sizeof(l->shown), "hf://datasets/%s@%s/%.400s", l->ref.repo,
-		         l->ref.revision, l->ref.path);
+		snprintf(l->shown, sizeof(l->shown), "hf://%s%s@%s/%.400s",
+		         rf_hf_type_prefix(l->ref.type), l->ref.repo, l->ref.revision, l->ref.path);
 		if (is_commit(l->ref.revision)) {
 			memcpy(l->sha, l->ref.revision, sizeof(l->sha));
 			rc = first_page(l, err);

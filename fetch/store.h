@@ -75,6 +75,7 @@ extern const rf_store rf_store_gcs; /* gs:// (gcs_store.c; with HMAC keys: rf_st
 extern const rf_store rf_store_s3;  /* s3:// and, handed over by gcs, gs:// (s3_store.c) */
 extern const rf_store
     rf_store_azure; /* az:// and https://ACCOUNT.blob.core.windows.net/ (azure_store.c) */
-extern const rf_store rf_store_hf; /* hf://datasets/ORG/NAME[@REVISION]/PATH (hf_store.c) */
+extern const rf_store
+    rf_store_hf; /* hf://[datasets/|spaces/]ORG/NAME[@REVISION]/PATH (hf_store.c) */
 
 #endif

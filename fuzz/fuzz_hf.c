@@ -1,8 +1,10 @@
 /* fuzz_hf.c - libFuzzer target for the Hugging Face Hub's parsers: the first
- * byte picks an hf:// name (then the URLs built from it), a tree page, a
- * Link header or a revision answer. Accepted input must give what the
- * parsers promise: names within bounds, files inside the listed folder with
- * sizes, a next page only on the endpoint, a 40-hex-digit commit. */
+ * byte picks an hf:// name (then the URLs built from it), a tree page (of a
+ * dataset, a model or a space: bits 2-3), a Link header or a revision
+ * answer. Accepted input must give what the parsers promise: names within
+ * bounds whose listed form parses back to the same repository and type,
+ * files inside the listed folder with sizes, a next page only on the
+ * endpoint, a 40-hex-digit commit. */
 #include "fuzz.h"
 #include "hf.h"
 
@@ -31,7 +33,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			char *u1 = rf_hf_tree_url(ep, &r, r.revision),
 			     *u2 = rf_hf_revision_url(ep, &r);
 			char *u3 = rf_hf_resolve_url(ep, &r, sha, r.path);
-			FUZZ_CHECK(u1 && u2 && u3);
+			char *u4 = rf_hf_name(&r, sha, r.path);
+			FUZZ_CHECK(u1 && u2 && u3 && u4);
+			/* the listed form of the same file names the same repository */
+			rf_hf_ref back;
+			FUZZ_CHECK(rf_hf_parse(u4, &back, &err) == 0);
+			FUZZ_CHECK(back.type == r.type && !strcmp(back.repo, r.repo) &&
+			           !strcmp(back.revision, sha) && !strcmp(back.path, r.path));
+			rf_hf_ref_free(&back);
+			free(u4);
 			FUZZ_CHECK(strncmp(u1, ep, strlen(ep)) == 0 &&
 			           strncmp(u3, ep, strlen(ep)) == 0);
 			for (const char *p = u3; *p; p++)
@@ -44,23 +54,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rf_hf_ref_free(&r);
 		break;
 	case 1: {
+		static const char *const folders[] = {
+		    "hf://datasets/org/set/data", "hf://org/set/data", "hf://spaces/org/set/data"};
+		static const char *const prefixes[] = {
+		    "hf://datasets/org/set@0123456789abcdef0123456789abcdef01234567/data",
+		    "hf://org/set@0123456789abcdef0123456789abcdef01234567/data",
+		    "hf://spaces/org/set@0123456789abcdef0123456789abcdef01234567/data"};
+		unsigned kind = (data[0] >> 2 & 3) % 3;
 		rf_url_list l = {0};
-		FUZZ_CHECK(rf_hf_parse("hf://datasets/org/set/data", &r, &err) == 0);
+		FUZZ_CHECK(rf_hf_parse(folders[kind], &r, &err) == 0);
+		rf_hf_type type = r.type;
 		rc = rf_hf_tree_parse((const char *)data + 1, len, &r, sha, "page", &l, &err);
 		if (rc < 0) {
 			fuzz_check_error(rc, &err);
 			FUZZ_CHECK(l.n == 0);
 		} else {
 			FUZZ_CHECK((size_t)rc == l.n && l.n <= RF_HF_PAGE_ENTRIES);
-			const char *pre = "hf://datasets/org/set@"
-			                  "0123456789abcdef0123456789abcdef01234567/data";
+			const char *pre = prefixes[kind];
 			for (size_t i = 0; i < l.n; i++) {
 				FUZZ_CHECK(strncmp(l.v[i].url, pre, strlen(pre)) == 0 &&
 				           strstr(l.v[i].url, "/../") == NULL);
 				/* a listed name reads back as the same file at the commit */
 				rf_hf_ref back;
 				FUZZ_CHECK(rf_hf_parse(l.v[i].url, &back, &err) == 0);
-				FUZZ_CHECK(!strcmp(back.repo, "org/set") &&
+				FUZZ_CHECK(back.type == type && !strcmp(back.repo, "org/set") &&
 				           !strcmp(back.revision, sha));
 				FUZZ_CHECK(!strcmp(back.path, l.v[i].url + strlen(pre) - 4) &&
 				           back.path[0] && back.path[strlen(back.path) - 1] != '/');

@@ -5,12 +5,15 @@
 # nbf and expiry; not its signature) and tests/entra_server.py, a stand-in for
 # Entra's v2.0 token endpoint (it checks the client assertion against the
 # federated token file, the client and tenant ids and the scope) and for the
-# instance metadata token endpoint (it needs `Metadata: true`). A dataset
-# under a prefix with a space, '+', '%' and a non-ASCII letter reads with the
-# local digest through workload identity and through managed identity; the
+# instance metadata token endpoint (it needs `Metadata: true`) and App
+# Service's identity endpoint (it needs the X-IDENTITY-HEADER secret). A
+# dataset under a prefix with a space, '+', '%' and a non-ASCII letter reads
+# with the local digest through workload identity, App Service managed
+# identity and managed identity; the
 # requests carry `Authorization: Bearer` and x-ms-version (Azurite's request
 # log); a read of about 4 s on tokens living 2 s has no failed request
-# and several tokens; a wrong federated token is refused naming the source,
+# and several tokens; a wrong federated token and a wrong identity header are
+# refused naming the source (never the secret),
 # no credentials at all are refused naming the chain tried, a signed read
 # redirected to another host is refused and that host never sees the token,
 # and no token or assertion appears in any output. Skips (77) when Azurite
@@ -51,9 +54,11 @@ client=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0
 fed=fed-$RANDOM$RANDOM-assertion # the federated (Kubernetes) token: a secret
 printf '%s\n' "$fed" >"$tmp/fed"
 printf 'wrong-%s-assertion\n' "$RANDOM$RANDOM" >"$tmp/wrongfed"
+ih=ih-$RANDOM$RANDOM-app-service-secret # App Service's IDENTITY_HEADER: a secret
+wrong_ih=ih-$RANDOM$RANDOM-not-the-secret
 "$py" "$src/tests/entra_server.py" --ports-file "$tmp/ports" --stats-file "$tmp/stats" \
 	--tenant $tenant --client-id $client --federated-token-file "$tmp/fed" --expires 2 \
-	--log2 "$tmp/other.log" >"$tmp/server.log" 2>&1 &
+	--identity-header "$ih" --log2 "$tmp/other.log" >"$tmp/server.log" 2>&1 &
 spid=$!
 
 prefix="odd dir+a%b/ünï"
@@ -92,7 +97,8 @@ accepted() { grep -c "Validation against token authentication successfully" "$tm
 # the test's CA first (AWS_CA_BUNDLE outranks the other CA variables), no
 # data cache (each read reaches Azurite), the metadata endpoint dead
 unset AZURE_STORAGE_CONNECTION_STRING AZURE_STORAGE_KEY AZURE_STORAGE_SAS_TOKEN \
-	AZURE_FEDERATED_TOKEN_FILE AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_AUTHORITY_HOST
+	AZURE_FEDERATED_TOKEN_FILE AZURE_CLIENT_ID AZURE_TENANT_ID AZURE_AUTHORITY_HOST \
+	IDENTITY_ENDPOINT IDENTITY_HEADER IDENTITY_SERVER_THUMBPRINT IMDS_ENDPOINT
 export AZURE_STORAGE_ACCOUNT=$acct AZURE_STORAGE_BLOB_ENDPOINT=$ep AWS_CA_BUNDLE=$tmp/cert.pem
 export AZURE_POD_IDENTITY_AUTHORITY_HOST=http://127.0.0.1:$dead
 wi=(AZURE_FEDERATED_TOKEN_FILE="$tmp/fed" AZURE_CLIENT_ID=$client AZURE_TENANT_ID=$tenant
@@ -133,6 +139,33 @@ after="$(stat_of imds) $(accepted)"
 	ok "managed identity (user-assigned, AZURE_POD_IDENTITY_AUTHORITY_HOST): the local digest ($before -> $after)" ||
 	bad "managed identity: '$got', $before -> $after: $(tail -n 2 "$tmp/run$n.err")"
 
+# App Service (and Functions, Container Apps): its identity endpoint and
+# secret header, tried before the metadata endpoint (left dead here)
+app=(IDENTITY_ENDPOINT="http://127.0.0.1:$sport/msi/token" IDENTITY_HEADER="$ih")
+before="$(stat_of app) $(accepted)"
+run "${app[@]}" AZURE_CLIENT_ID=$client RF_HTTP_TRACE=1 -- "$url" # the trace too holds no secret
+after="$(stat_of app) $(accepted)"
+[ "$got" = "$want" ] && [ "${after%% *}" -gt "${before%% *}" ] && [ "${after##* }" -gt "${before##* }" ] &&
+	grep -q "http: Azure token 1 set" "$tmp/run$n.err" &&
+	ok "app service managed identity (user-assigned): the local digest ($before -> $after)" ||
+	bad "app service managed identity: '$got', $before -> $after: $(tail -n 2 "$tmp/run$n.err")"
+
+run "${app[@]}" IDENTITY_HEADER="$wrong_ih" -- "$url"
+if ! grep -q "rc=0" "$tmp/run$n.out" &&
+	grep -q "Azure credentials from app service managed identity (http://127.0.0.1:$sport/msi/token)" "$tmp/run$n.err" &&
+	grep -q "HTTP 401" "$tmp/run$n.err" &&
+	grep -q "app service managed identity (http://127.0.0.1:$sport/msi/token); not reached: managed identity" "$tmp/run$n.err"; then
+	ok "a wrong identity header is refused (HTTP 401), naming app service managed identity, not the header"
+else
+	bad "wrong identity header: $(tail -n 2 "$tmp/run$n.err")"
+fi
+echo "  (the message: $(tail -n 1 "$tmp/run$n.err"))"
+
+run IDENTITY_ENDPOINT="http://10.1.2.3:8081/msi/token" IDENTITY_HEADER="$ih" -- "$url"
+! grep -q "rc=0" "$tmp/run$n.out" && grep -q "IDENTITY_ENDPOINT is not an https:// URL or an http:// one to a loopback or link-local address" "$tmp/run$n.err" &&
+	ok "an identity endpoint in clear on another machine: refused before any request" ||
+	bad "identity endpoint elsewhere: $(tail -n 2 "$tmp/run$n.err")"
+
 # tokens of 2 s during a read of about 4 s (every read waits 250 ms
 # first, one connection): several tokens, no request failed or was refused
 before="$(stat_of tokens) $(grep -c 'StatusCode=401' "$tmp/azurite.debug")"
@@ -161,7 +194,7 @@ run "${wi[@]}" AZURE_FEDERATED_TOKEN_FILE="$tmp/missing" -- "$url"
 
 run -- "$url"
 if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "HTTP 403" "$tmp/run$n.err" &&
-	grep -q "tried connection string, account key, SAS (none set), workload identity (AZURE_FEDERATED_TOKEN_FILE not set), managed identity (http://127.0.0.1:$dead)" "$tmp/run$n.err"; then
+	grep -q "tried connection string, account key, SAS (none set), workload identity (AZURE_FEDERATED_TOKEN_FILE not set), app service managed identity (IDENTITY_ENDPOINT not set), managed identity (http://127.0.0.1:$dead)" "$tmp/run$n.err"; then
 	ok "no credentials: sent unsigned, refused (HTTP 403), naming the chain tried"
 else
 	bad "no credentials: $(tail -n 2 "$tmp/run$n.err")"
@@ -178,9 +211,11 @@ else
 	bad "redirect: $(tail -n 1 "$tmp/run$n.err"); other host: $(head -c 300 "$tmp/other.log" 2>/dev/null)"
 fi
 
-# no secret in any output: the assertions, any token (a JWT starts eyJ)
-if ! cat "$tmp"/run*.out "$tmp"/run*.err | grep -q -F -e "$fed" -e "$(cat "$tmp/wrongfed")" -e eyJ; then
-	ok "no token or federated token in any output"
+# no secret in any output: the assertions, the identity headers, any token
+# (a JWT starts eyJ)
+if ! cat "$tmp"/run*.out "$tmp"/run*.err "$tmp/server.log" |
+	grep -q -F -e "$fed" -e "$(cat "$tmp/wrongfed")" -e "$ih" -e "$wrong_ih" -e eyJ; then
+	ok "no token, federated token or identity header in any output"
 else
 	bad "a secret in the output"
 fi

@@ -9,8 +9,10 @@
 # (the stand-in moves main as soon as it has said where main is); a tag, a
 # commit and one named file read their own versions; the token comes from
 # HF_TOKEN or $HF_HOME/token; a missing or wrong token is refused naming the
-# repository, never the token; the CDN never sees the token; the Python
-# binding reads the same records.
+# repository, never the token; a model repository (hf://ORG/NAME/..., no
+# prefix) and a space (hf://spaces/...) read with their local digests through
+# their own API and resolve paths; a malformed name is told the forms; the
+# CDN never sees the token; the Python binding reads the same records.
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
@@ -33,7 +35,7 @@ want1_0=$("$cli" read --digest --no-shuffle "$tmp/ds1/shard-000000.rfs" | tail -
 sha1=1111111111111111111111111111111111111111
 sha2=2222222222222222222222222222222222222222
 folder="odd dir+a%b/ünï"
-repo=$tmp/hub/org/set
+repo=$tmp/hub/datasets/org/set
 for v in 1 2; do
 	sha=sha$v
 	mkdir -p "$repo/${!sha}/$folder" "$repo/${!sha}/other"
@@ -44,6 +46,15 @@ done
 # a file name of its own with a space, '+', a literal "%20", 'ü' and ".." (sorts first still)
 mv "$repo/$sha2/$folder/shard-000000.rfs" "$repo/$sha2/$folder/shard-000000 a+b%20ü..c.rfs"
 echo "{\"main\": \"$sha2\", \"v1\": \"$sha1\"}" >"$repo/refs.json"
+# a model repository (v1's shards as its weights) and a space (one of main's)
+sha3=3333333333333333333333333333333333333333
+sha4=4444444444444444444444444444444444444444
+mkdir -p "$tmp/hub/models/org/model/$sha3/weights" "$tmp/hub/spaces/org/app/$sha4/data"
+cp "$tmp/ds1"/*.rfs "$tmp/hub/models/org/model/$sha3/weights/"
+echo '{"model_type": "not a shard"}' >"$tmp/hub/models/org/model/$sha3/config.json"
+echo "{\"main\": \"$sha3\"}" >"$tmp/hub/models/org/model/refs.json"
+cp "$tmp/ds2/shard-000001.rfs" "$tmp/hub/spaces/org/app/$sha4/data/"
+echo "{\"main\": \"$sha4\", \"v2\": \"$sha4\"}" >"$tmp/hub/spaces/org/app/refs.json"
 token=hf_SecretTokenForTheStandIn_7d1e
 "$py" "$src/tests/hf_server.py" "$tmp/hub" "$tmp/ports" --token "$token" --page 2 \
 	--move-main-to "$sha1" --grant-uses 2 &
@@ -106,6 +117,30 @@ HF_TOKEN=$token "$cli" read --digest "hf://datasets/org/set@nosuch/$folder/shard
 [ $rc -ne 0 ] && grep -q "org/set@nosuch" "$tmp/err" && grep -q "HTTP 404" "$tmp/err" &&
 	ok "a file under a branch that does not exist: refused naming it (HTTP 404)" ||
 	bad "missing branch: rc $rc: $(tail -n 1 "$tmp/err")"
+
+# a model repository: no prefix, /api/models/ and /ORG/NAME/resolve/
+got=$(HF_TOKEN=$token read_hf "hf://org/model/weights/")
+[ "$got" = "$want1" ] && grep -q "^GET /api/models/org/model/revision/main " "$tmp/hub/hub.log" &&
+	grep -q "^GET /api/models/org/model/tree/$sha3/weights?" "$tmp/hub/hub.log" &&
+	grep -q "^GET /org/model/resolve/$sha3/weights/shard-000000.rfs " "$tmp/hub/hub.log" &&
+	ok "a model repository (hf://org/model/weights/): the local digest, at its commit" ||
+	bad "model: '$got' vs '$want1': $(tail -n 2 "$tmp/err")"
+# a space: one file named under a tag, pinned to its commit
+got=$(HF_TOKEN=$token read_hf "hf://spaces/org/app@v2/data/shard-000001.rfs")
+[ "$got" = "$want_one" ] && grep -q "^GET /api/spaces/org/app/revision/v2 " "$tmp/hub/hub.log" &&
+	grep -q "^[A-Z]* /spaces/org/app/resolve/$sha4/data/shard-000001.rfs " "$tmp/hub/hub.log" &&
+	! grep -q "^[A-Z]* /spaces/org/app/resolve/v2/" "$tmp/hub/hub.log" &&
+	ok "a space (hf://spaces/org/app@v2/FILE): the local digest, at the tag's commit" ||
+	bad "space: '$got' vs '$want_one': $(tail -n 2 "$tmp/err")"
+rc=0
+"$cli" read --digest "hf://models/org/model/weights/" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -ne 0 ] && grep -q "a model repository has no prefix: hf://ORG/NAME\[@REVISION\]/PATH" "$tmp/err" &&
+	ok "hf://models/...: refused, told a model has no prefix" || bad "hf://models: rc $rc: $(tail -n 1 "$tmp/err")"
+rc=0
+"$cli" read --digest "hf://spaces/org" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -ne 0 ] && grep -q -F "hf://[datasets/|spaces/]ORG/NAME[@REVISION]/PATH (no prefix: a model)" "$tmp/err" &&
+	ok "a malformed name: refused, naming the forms" || bad "malformed: rc $rc: $(tail -n 1 "$tmp/err")"
+echo "  (the message: $(tail -n 1 "$tmp/err"))"
 
 printf '%s\n' "$token" >"$tmp/hfhome/token"
 got=$(read_hf "hf://datasets/org/set@v1/$folder/")

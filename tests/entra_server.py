@@ -12,6 +12,13 @@ formats, for tests/cli_azure_entra.sh. python3 stdlib only.
   GET /metadata/identity/oauth2/token?api-version=2018-02-01&resource=...
       (managed identity) needs the header `Metadata: true` and resource
       https://storage.azure.com/ ; else HTTP 400.
+  GET /msi/token?api-version=2019-08-01&resource=... (App Service managed
+      identity, as App Service, Functions and Container Apps serve it at
+      IDENTITY_ENDPOINT) needs `X-IDENTITY-HEADER` equal to --identity-header
+      (HTTP 401 otherwise), api-version 2019-08-01 and the storage resource
+      (HTTP 400 otherwise), client_id (if any) the --client-id; answers
+      access_token, expires_on (Unix seconds as a string), resource,
+      token_type and client_id, no expires_in.
 
   GET /ACCOUNT/CONTAINER/BLOB (a blob endpoint, for the redirect check)
       answers 302 to the same path on a second port (--ports-file's second
@@ -33,7 +40,7 @@ RESOURCE = "https://storage.azure.com/"
 
 args = None
 lock = threading.Lock()
-stats = {"workload": 0, "imds": 0, "refused": 0, "tokens": 0, "blob_bearer": 0}
+stats = {"workload": 0, "imds": 0, "app": 0, "refused": 0, "tokens": 0, "blob_bearer": 0}
 other_port = 0
 SIGNING_KEY = os.urandom(32)
 
@@ -132,6 +139,8 @@ class Handler(BaseHTTPRequestHandler):
         q = urllib.parse.parse_qs(u.query)
         if u.path.startswith("/devstoreaccount1/"):
             return self.blob()
+        if u.path == "/msi/token":
+            return self.app_service(q)
         if u.path != "/metadata/identity/oauth2/token":
             return self.refuse(404, "invalid_request", "no such endpoint")
         if self.headers.get("Metadata") != "true":
@@ -146,6 +155,24 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, {"access_token": mint(args.tenant), "expires_in": str(args.expires),
                           "expires_on": str(now + args.expires), "not_before": str(now),
                           "resource": RESOURCE, "token_type": "Bearer"})
+
+
+    def app_service(self, q):
+        got = self.headers.get("X-IDENTITY-HEADER", "")
+        if not args.identity_header or not hmac.compare_digest(got.encode(),
+                                                               args.identity_header.encode()):
+            count("refused")
+            sys.stderr.write("refused: app service: the identity header does not match\n")
+            return self.answer(401, {"statusCode": 401, "message": "Unauthorized request"})
+        if q.get("api-version") != ["2019-08-01"] or q.get("resource") != [RESOURCE]:
+            return self.refuse(400, "invalid_request", "bad api-version or resource")
+        if q.get("client_id") not in (None, [args.client_id]):
+            return self.refuse(400, "invalid_request", "unknown identity")
+        count("app")
+        now = int(time.time())
+        self.answer(200, {"access_token": mint(args.tenant), "expires_on": str(now + args.expires),
+                          "resource": RESOURCE, "token_type": "Bearer",
+                          "client_id": args.client_id})
 
 
 class Other(BaseHTTPRequestHandler):
@@ -177,6 +204,7 @@ def main():
     p.add_argument("--federated-token-file", required=True)
     p.add_argument("--expires", type=int, default=3600)
     p.add_argument("--log2", default=os.devnull)
+    p.add_argument("--identity-header", help="App Service's IDENTITY_HEADER (a secret)")
     args = p.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     other = ThreadingHTTPServer(("127.0.0.1", 0), Other)

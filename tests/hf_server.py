@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
 """hf_server.py ROOT PORTFILE [--token T] [--page N] [--move-main-to SHA] [--grant-uses N]:
-a stand-in for the Hugging Face Hub serving ROOT as dataset repositories, on
-two ports written to PORTFILE ("HUB CDN"), python3 stdlib only.
+a stand-in for the Hugging Face Hub serving ROOT as model, dataset and space
+repositories, on two ports written to PORTFILE ("HUB CDN"), python3 stdlib
+only.
 
-ROOT/ORG/NAME/refs.json maps branches and tags to commits ({"main": SHA});
-ROOT/ORG/NAME/SHA/ holds that commit's files. The Hub port answers, as the
-Hub's published API does:
-  GET /api/datasets/ORG/NAME/revision/REV    {"id":..., "sha": SHA}
-  GET /api/datasets/ORG/NAME/tree/REV[/PATH]?recursive=true
+ROOT/TYPE/ORG/NAME (TYPE: models, datasets or spaces) is a repository:
+refs.json maps branches and tags to commits ({"main": SHA}); SHA/ holds that
+commit's files. The Hub port answers, as the Hub's published API does
+(huggingface_hub's hf_api.py and file_download.py):
+  GET /api/TYPE/ORG/NAME/revision/REV    {"id":..., "sha": SHA}
+  GET /api/TYPE/ORG/NAME/tree/REV[/PATH]?recursive=true
       a JSON list of {"type": "file"|"directory", "path", "size", "oid"},
       in reverse name order (the Hub promises no order), at most N entries
       a page, the next page in `Link: <URL>; rel="next"`
-  GET|HEAD /datasets/ORG/NAME/resolve/REV/PATH
+  GET|HEAD /ORG/NAME/resolve/REV/PATH (a model: no prefix),
+           /datasets/ORG/NAME/resolve/REV/PATH, /spaces/ORG/NAME/resolve/...
       302 to the CDN port (a signed-looking URL), X-Repo-Commit, X-Linked-Etag
 With --token every Hub request must carry `Authorization: Bearer T` (401
-otherwise, as for a private repository). --move-main-to SHA points "main" at
-SHA once a revision request for main has been answered: a reader that does
+otherwise, as for a private repository). --move-main-to SHA points a dataset's
+"main" at SHA once a revision request for it has been answered: a reader that does
 not pin the commit it was given reads another version after that.
 Each redirect carries a new grant; with --grant-uses N the CDN refuses a
 grant's requests after its first N (403, as an expired signed URL is).
@@ -47,9 +50,12 @@ def log(name, lines):
         f.write("\n".join(lines) + "\n\n")
 
 
-def repo_dir(org, name):
-    d = os.path.join(root, org, name)
-    return d if os.path.isdir(d) and "." not in (org, name) else None
+TYPES = ("models", "datasets", "spaces")
+
+
+def repo_dir(kind, org, name):
+    d = os.path.join(root, kind, org, name)
+    return d if kind in TYPES and os.path.isdir(d) and "." not in (org, name) else None
 
 
 def commit_of(repo, rev):
@@ -108,15 +114,15 @@ class Hub(Common):
         u = urllib.parse.urlsplit(self.path)
         parts = [urllib.parse.unquote(p) for p in u.path.split("/")]
         q = urllib.parse.parse_qs(u.query)
-        if parts[1:3] == ["api", "datasets"] and len(parts) >= 7:
-            org, name, what, rev = parts[3], parts[4], parts[5], parts[6]
-            repo = repo_dir(org, name)
+        if parts[1] == "api" and len(parts) >= 7 and parts[2] in TYPES:
+            kind, org, name, what, rev = parts[2], parts[3], parts[4], parts[5], parts[6]
+            repo = repo_dir(kind, org, name)
             sha = commit_of(repo, rev) if repo else None
             if not sha:
                 return self.error(404, "Repository or revision not found")
             if what == "revision":
                 self.answer(200, json.dumps({"id": f"{org}/{name}", "sha": sha}).encode())
-                if rev == "main" and move_main:
+                if rev == "main" and move_main and kind == "datasets":
                     refs = os.path.join(repo, "refs.json")
                     with lock, open(refs, encoding="utf-8") as f:
                         r = json.load(f)
@@ -126,19 +132,22 @@ class Hub(Common):
                 return None
             if what == "tree":
                 return self.tree(repo, org, name, rev, sha, "/".join(parts[7:]), q)
-        if parts[1] == "datasets" and len(parts) >= 7 and parts[4] == "resolve":
-            org, name, rev = parts[2], parts[3], parts[5]
-            repo = repo_dir(org, name)
+        # resolve: a model's URL has no type prefix (REPO_TYPES_URL_PREFIXES)
+        kind, rest = (parts[1], parts[2:]) if parts[1] in ("datasets", "spaces") else \
+            ("models", parts[1:])
+        if parts[1] != "api" and len(rest) >= 5 and rest[2] == "resolve":
+            org, name, rev = rest[0], rest[1], rest[3]
+            repo = repo_dir(kind, org, name)
             sha = commit_of(repo, rev) if repo else None
             base = os.path.realpath(os.path.join(repo, sha)) if sha else None
-            path = "/".join(parts[6:])
+            path = "/".join(rest[4:])
             full = safe_join(base, path) if base else None
             if not full or not os.path.isfile(full):
                 return self.error(404, "Entry not found")
             with lock:
                 grant = len(grants)
                 grants[grant] = 0
-            loc = (f"http://127.0.0.1:{ports['cdn']}/blobs/{sha}/"
+            loc = (f"http://127.0.0.1:{ports['cdn']}/blobs/{kind}/{sha}/"
                    + urllib.parse.quote(f"{org}/{name}/{path}")
                    + f"?Expires=9999999999&Signature=cdn-grant-{grant}")
             etag = etag_of(full)
@@ -191,14 +200,14 @@ class Cdn(Common):
             if grant in grants:
                 grants[grant] += 1
                 used = grants[grant]
-        if len(parts) < 6 or parts[1] != "blobs" or used is None:
+        if len(parts) < 7 or parts[1] != "blobs" or used is None:
             return self.error(403, "no grant")
         if grant_uses and used > grant_uses:
             return self.error(403, "Request has expired")
-        sha = parts[2]
-        org, name = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
-        path = urllib.parse.unquote("/".join(parts[5:]))
-        repo = repo_dir(org, name)
+        kind, sha = parts[2], parts[3]
+        org, name = urllib.parse.unquote(parts[4]), urllib.parse.unquote(parts[5])
+        path = urllib.parse.unquote("/".join(parts[6:]))
+        repo = repo_dir(kind, org, name)
         full = safe_join(os.path.realpath(os.path.join(repo, sha)), path) if repo else None
         if not full or not os.path.isfile(full):
             return self.error(404, "no such blob")

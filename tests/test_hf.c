@@ -1,5 +1,6 @@
-/* test_hf.c - the Hugging Face Hub's pure pieces (fetch/hf.c): hf:// names,
- * API and resolve URLs with odd characters encoded, tree pages as the Hub
+/* test_hf.c - the Hugging Face Hub's pure pieces (fetch/hf.c): hf:// names
+ * of the three repository types (models without a prefix, datasets/,
+ * spaces/), API and resolve URLs for each with odd characters encoded, tree pages as the Hub
  * writes them (files kept with sizes, directories skipped, entries outside
  * the folder refused), the Link cursor that may not leave the endpoint, the
  * revision pin, and where the token comes from. */
@@ -64,6 +65,106 @@ static void test_parse(void **state)
 		assert_non_null(strstr(err.msg, "hf://"));
 		rf_hf_ref_free(&r);
 	}
+}
+
+/* The three repository types huggingface_hub's HfFileSystem names: each
+ * one's API collection and resolve prefix, and its listed names parsing
+ * back to the same type. */
+static void test_repo_types(void **state)
+{
+	(void)state;
+	rf_hf_ref r;
+	rf_error err = {0};
+	const char *sha = "0123456789abcdef0123456789abcdef01234567";
+	const char *ep = "https://huggingface.co";
+	static const struct {
+		const char *name, *repo, *path, *rev;
+		rf_hf_type type;
+		const char *revision_url, *tree_url, *resolve_url, *listed;
+	} cases[] = {
+	    {"hf://org/model/weights/a b.bin", "org/model", "weights/a b.bin", "main", RF_HF_MODEL,
+	     "https://huggingface.co/api/models/org/model/revision/main",
+	     "https://huggingface.co/api/models/org/model/tree/"
+	     "0123456789abcdef0123456789abcdef01234567/weights/"
+	     "a%20b.bin?recursive=true&expand=false",
+	     "https://huggingface.co/org/model/resolve/0123456789abcdef0123456789abcdef01234567/"
+	     "weights/a%20b.bin",
+	     "hf://org/model@0123456789abcdef0123456789abcdef01234567/weights/a b.bin"},
+	    {"hf://spaces/org/app@v2/data/", "org/app", "data/", "v2", RF_HF_SPACE,
+	     "https://huggingface.co/api/spaces/org/app/revision/v2",
+	     "https://huggingface.co/api/spaces/org/app/tree/"
+	     "0123456789abcdef0123456789abcdef01234567/data?recursive=true&expand=false",
+	     "https://huggingface.co/spaces/org/app/resolve/"
+	     "0123456789abcdef0123456789abcdef01234567/"
+	     "data/",
+	     "hf://spaces/org/app@0123456789abcdef0123456789abcdef01234567/data/"},
+	    {"hf://datasets/org/set", "org/set", "", "main", RF_HF_DATASET,
+	     "https://huggingface.co/api/datasets/org/set/revision/main",
+	     "https://huggingface.co/api/datasets/org/set/tree/"
+	     "0123456789abcdef0123456789abcdef01234567?recursive=true&expand=false",
+	     "https://huggingface.co/datasets/org/set/resolve/"
+	     "0123456789abcdef0123456789abcdef01234567/",
+	     "hf://datasets/org/set@0123456789abcdef0123456789abcdef01234567/"},
+	    /* an organisation that merely starts like a prefix is a model's */
+	    {"hf://datasetsx/m/f", "datasetsx/m", "f", "main", RF_HF_MODEL,
+	     "https://huggingface.co/api/models/datasetsx/m/revision/main", NULL, NULL, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(rf_hf_parse(cases[i].name, &r, &err), 0);
+		assert_int_equal(r.type, cases[i].type);
+		assert_string_equal(r.repo, cases[i].repo);
+		assert_string_equal(r.path, cases[i].path);
+		assert_string_equal(r.revision, cases[i].rev);
+		char *u = rf_hf_revision_url(ep, &r);
+		assert_string_equal(u, cases[i].revision_url);
+		free(u);
+		if (cases[i].tree_url) {
+			u = rf_hf_tree_url(ep, &r, sha);
+			assert_string_equal(u, cases[i].tree_url);
+			free(u);
+			u = rf_hf_resolve_url(ep, &r, sha, r.path);
+			assert_string_equal(u, cases[i].resolve_url);
+			free(u);
+			u = rf_hf_name(&r, sha, r.path);
+			assert_string_equal(u, cases[i].listed);
+			rf_hf_ref back;
+			assert_int_equal(rf_hf_parse(u, &back, &err), 0);
+			assert_int_equal(back.type, r.type);
+			assert_string_equal(back.repo, r.repo);
+			assert_string_equal(back.revision, sha);
+			rf_hf_ref_free(&back);
+			free(u);
+		}
+		rf_hf_ref_free(&r);
+	}
+
+	/* a model's tree page lists model names */
+	assert_int_equal(rf_hf_parse("hf://org/model/", &r, &err), 0);
+	const char *page = "[{\"type\":\"file\",\"size\":7,\"path\":\"config.json\"},"
+	                   "{\"type\":\"directory\",\"size\":0,\"path\":\"onnx\"}]";
+	rf_url_list l = {0};
+	assert_int_equal(rf_hf_tree_parse(page, strlen(page), &r, sha, "p", &l, &err), 1);
+	assert_string_equal(l.v[0].url,
+	                    "hf://org/model@0123456789abcdef0123456789abcdef01234567/config.json");
+	rf_url_list_free(&l);
+	rf_hf_ref_free(&r);
+
+	/* a malformed name is told the forms */
+	const char *bad[] = {"hf://",           "hf://org",           "hf://datasets/",
+	                     "hf://spaces/org", "hf://-org/m/x",      "hf://org/m--x/y",
+	                     "s3://b/k",        "hf:/org/model/file", "hf://datasets//set/x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (rf_hf_parse(bad[i], &r, &err) == 0)
+			fail_msg("accepted %s", bad[i]);
+		if (!strstr(err.msg, RF_HF_FORMS))
+			fail_msg("%s: %s", bad[i], err.msg);
+		rf_hf_ref_free(&r);
+	}
+	/* HfFileSystem would read this as the model "models/org": a mistake here */
+	assert_int_equal(rf_hf_parse("hf://models/org/m/x", &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "a model repository has no prefix: "
+	                                "hf://ORG/NAME[@REVISION]/PATH"));
+	rf_hf_ref_free(&r);
 }
 
 static void test_tree(void **state)
@@ -199,9 +300,8 @@ static void test_token(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_tree),
-	    cmocka_unit_test(test_link),
+	    cmocka_unit_test(test_parse), cmocka_unit_test(test_repo_types),
+	    cmocka_unit_test(test_tree),  cmocka_unit_test(test_link),
 	    cmocka_unit_test(test_token),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

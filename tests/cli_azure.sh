@@ -5,10 +5,15 @@
 # letter reads with the local digest through the account key, the connection
 # string and a SAS; a listing of more than one page (RF_AZ_MAXRESULTS=2);
 # a wrong key is refused with a message that names the status and holds no
-# secret. Skips (77) when Azurite is not installed (scripts/deps.sh --test).
+# secret; `verify` passes; `ringfeed index -o DIR` of a tar dataset on az://
+# writes the local index's bytes, and with the index uploaded beside the
+# tars the open reads it (the local digest); the Python RingfeedDataset gives
+# the local read's records. Skips (77) when Azurite is not installed
+# (scripts/deps.sh --test).
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
+build=${RF_BUILD_DIR:-$(dirname "$cli")}
 azurite=$src/.cache/npm/node_modules/.bin/azurite-blob
 if [ ! -x "$azurite" ]; then
 	echo "SKIP: Azurite is not installed ($azurite); run scripts/deps.sh --test"
@@ -34,8 +39,26 @@ ep=http://127.0.0.1:$port/$acct
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 1MiB --demo-shards 3 >/dev/null
 want=$("$cli" read --digest --no-shuffle "$tmp/ds" | tail -n 1)
 prefix="odd dir+a%b/ünï"
+# a WebDataset tar dataset (3 shards of 40 samples, two fields each), and
+# its local index (ringfeed index beside the tars)
+mkdir -p "$tmp/tars" "$tmp/tars_idx" "$tmp/az_idx"
+python3 - "$tmp/tars" <<'PYEOF'
+import io, random, sys, tarfile
+rng = random.Random(7)
+for s in range(3):
+    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(40):
+            for ext, data in (("bin", rng.randbytes(rng.randint(1000, 9000))), ("cls", b"%d" % (i % 10))):
+                ti = tarfile.TarInfo(f"s{s}/{i:05d}.{ext}"); ti.size = len(data); ti.mtime = 0
+                t.addfile(ti, io.BytesIO(data))
+PYEOF
+cp "$tmp"/tars/*.tar "$tmp/tars_idx/"
+"$cli" index "$tmp/tars_idx" >/dev/null 2>&1 || bad "ringfeed index of the local tars failed"
+want_tars=$("$cli" read --digest --no-shuffle "$tmp/tars" | tail -n 1)
+tar_bytes=$(cat "$tmp"/tars/*.tar | wc -c)
 args=()
 for f in "$tmp"/ds/*.rfs; do args+=("$prefix/$(basename "$f")" "$f"); done
+for f in "$tmp"/tars/*.tar; do args+=("wds ü+%/$(basename "$f")" "$f"); done
 python3 "$src/tests/azure_put.py" "$ep" "$acct" "$key" data "${args[@]}" ||
 	{ bad "upload to Azurite failed"; exit 1; }
 url="az://data/$prefix/"
@@ -73,6 +96,57 @@ if [ $rc -ne 0 ] && grep -q "HTTP 403" "$tmp/err" && ! grep -q -F -e "$wrong" -e
 	ok "a wrong key is refused (HTTP 403), no secret in the message"
 else
 	bad "wrong key: rc $rc: $(tail -n 1 "$tmp/err")"
+fi
+
+export AZURE_STORAGE_ACCOUNT=$acct AZURE_STORAGE_KEY=$key AZURE_STORAGE_BLOB_ENDPOINT=$ep
+vok=$("$cli" verify --cache off "$url" 2>"$tmp/err" | grep -c "^ok az://data/$prefix/shard-")
+[ "$vok" = 3 ] && ok "verify: the 3 shards ok" || bad "verify: $vok ok: $(tail -n 2 "$tmp/err")"
+
+# ringfeed index over az:// (into -o DIR): the local index's bytes;
+# uploaded beside the tars, the open reads it instead of the tars' headers
+"$cli" index --json -o "$tmp/az_idx" "az://data/wds ü+%/" >"$tmp/index.json" 2>"$tmp/err"
+same_idx=0
+for s in 0 1 2; do cmp -s "$tmp/az_idx/shard-00000$s.idx" "$tmp/tars_idx/shard-00000$s.idx" && same_idx=$((same_idx + 1)); done
+grep -q '"written": *3' "$tmp/index.json" && [ $same_idx = 3 ] &&
+	ok "ringfeed index -o DIR of an az:// tar dataset: 3 written, the local index's bytes" ||
+	bad "index over az://: $same_idx of 3 equal the local index: $(head -c 300 "$tmp/index.json") $(tail -n 2 "$tmp/err")"
+got=$(read_az --cache off "az://data/wds ü+%/")
+[ "$got" = "$want_tars" ] && ok "the tar dataset without an index: the local digest" ||
+	bad "tars without an index: '$got' vs '$want_tars': $(tail -n 2 "$tmp/err")"
+args=()
+for f in "$tmp"/az_idx/*.idx; do args+=("wds ü+%/$(basename "$f")" "$f"); done
+python3 "$src/tests/azure_put.py" "$ep" "$acct" "$key" data "${args[@]}" || bad "upload of the index failed"
+got=$(read_az --cache off --stats "$tmp/idx.json" "az://data/wds ü+%/")
+open_bytes=$(grep -o '"open_fetched_bytes": *[0-9]*' "$tmp/idx.json" | grep -o '[0-9]*$')
+[ "$got" = "$want_tars" ] && [ "${open_bytes:-0}" -gt 0 ] && [ "$open_bytes" -lt $((tar_bytes / 20)) ] &&
+	ok "... with the index beside the tars: the local digest, the open read $open_bytes of $tar_bytes bytes" ||
+	bad "tars with the index: '$got', the open read ${open_bytes:-?} of $tar_bytes bytes: $(tail -n 2 "$tmp/err")"
+
+# the Python RingfeedDataset (torch) through the account key: the records of
+# the same dataset read locally (one interpreter reads both)
+if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null && [ -e "$build/libringfeed.so" ] &&
+	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
+		/usr/bin/python3 - "$tmp/ds" "$url" >"$tmp/py.out" 2>"$tmp/err" <<'PYEOF'
+import hashlib, sys
+from ringfeed.torch import RingfeedDataset
+for url in sys.argv[1:]:
+    h, n = hashlib.sha256(), 0
+    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
+    for item in ds:
+        h.update(item["payload"].numpy().tobytes())
+        h.update(item["offsets"].numpy().tobytes())
+        n += len(item["offsets"]) - 1
+    ds.close()
+    print(f"records={n} sha256={h.hexdigest()}")
+PYEOF
+	local_py=$(sed -n 1p "$tmp/py.out") az_py=$(sed -n 2p "$tmp/py.out")
+	[ -n "$local_py" ] && [ "$az_py" = "$local_py" ] && [ "${local_py%% *}" = "${want%% *}" ] &&
+		ok "Python RingfeedDataset over az:// (account key): the local records (${local_py%% *})" ||
+		bad "Python: '$az_py' vs '$local_py' (want ${want%% *}): $(tail -n 3 "$tmp/err")"
+	grep -q -F -e "$key" "$tmp/py.out" "$tmp/err" && bad "the key appears in Python's output"
+else
+	echo "(the Python check is left out: no numpy or torch, no shared library, or a sanitizer build)"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

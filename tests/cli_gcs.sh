@@ -6,7 +6,11 @@
 # '+', '%' and a non-ASCII letter reads with the local digest through a
 # service account key (GOOGLE_APPLICATION_CREDENTIALS), gcloud's ADC file
 # (authorized_user) and the metadata server; the listing takes two pages;
-# one object reads alone and `verify` passes; a read of more than 2 s on
+# one object reads alone and `verify` passes; `ringfeed index -o DIR` of a
+# tar dataset on gs:// writes the local index's bytes, and with the index
+# uploaded beside the tars the open reads the index, not the headers (the
+# local digest); the Python RingfeedDataset gives the local read's records
+# through the service account key; a read of more than 2 s on
 # tokens expiring every 2 s has no failed request; a token revoked early is
 # replaced and the request sent again; a wrong key, a missing key file and
 # no credentials at all are refused naming the source or the chain, and no
@@ -16,6 +20,7 @@
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
+build=${RF_BUILD_DIR:-$(dirname "$cli")}
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 fails=0
@@ -40,7 +45,8 @@ client_secret=cs-$RANDOM$RANDOM-secret
 refresh=rt-$RANDOM$RANDOM-refresh
 
 prefix="odd dir+a%b/ünï"
-mkdir -p "$tmp/root/bkt/$prefix" "$tmp/root/bkt/slow" "$tmp/root/bkt/redir" "$tmp/root/bkt/revoke"
+mkdir -p "$tmp/root/bkt/$prefix" "$tmp/root/bkt/slow" "$tmp/root/bkt/redir" "$tmp/root/bkt/revoke" \
+	"$tmp/root/bkt/wds ü+%" "$tmp/tars" "$tmp/tars_idx" "$tmp/gs_idx"
 "$cli" pack --demo -o "$tmp/ds" --demo-bytes 1MiB --demo-shards 3 >/dev/null
 "$cli" pack --demo -o "$tmp/slow" --demo-bytes 1MiB --demo-shards 12 >/dev/null
 cp "$tmp"/ds/*.rfs "$tmp/root/bkt/$prefix/"
@@ -50,6 +56,23 @@ cp "$tmp"/ds/*.rfs "$tmp/root/bkt/revoke/"
 want=$("$cli" read --digest --no-shuffle "$tmp/ds" | tail -n 1)
 want_one=$("$cli" read --digest --no-shuffle "$tmp/ds/shard-000000.rfs" | tail -n 1)
 want_slow=$("$cli" read --digest --no-shuffle "$tmp/slow" | tail -n 1)
+# a WebDataset tar dataset (3 shards of 40 samples, two fields each), and
+# its local index (ringfeed index beside the tars)
+"$py" - "$tmp/tars" <<'PYEOF'
+import io, random, sys, tarfile
+rng = random.Random(7)
+for s in range(3):
+    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(40):
+            for ext, data in (("bin", rng.randbytes(rng.randint(1000, 9000))), ("cls", b"%d" % (i % 10))):
+                ti = tarfile.TarInfo(f"s{s}/{i:05d}.{ext}"); ti.size = len(data); ti.mtime = 0
+                t.addfile(ti, io.BytesIO(data))
+PYEOF
+cp "$tmp"/tars/*.tar "$tmp/tars_idx/"
+cp "$tmp"/tars/*.tar "$tmp/root/bkt/wds ü+%/"
+"$cli" index "$tmp/tars_idx" >/dev/null 2>&1 || bad "ringfeed index of the local tars failed"
+want_tars=$("$cli" read --digest --no-shuffle "$tmp/tars" | tail -n 1)
+tar_bytes=$(cat "$tmp"/tars/*.tar | wc -c)
 
 "$py" "$src/tests/gcs_server.py" --root "$tmp/root" --port "$port" --ports-file "$tmp/ports" \
 	--stats-file "$tmp/stats" --log2 "$tmp/other.log" --sa-email $email --sa-pubkey "$tmp/sa.pub" \
@@ -99,6 +122,26 @@ grep -q "Authorization" "$tmp/run$n.err" && bad "the trace shows an Authorizatio
 vok=$(GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$cli" verify --cache off "$url" 2>"$tmp/verify.err" |
 	grep -c "^ok gs://bkt/$prefix/shard-")
 [ "$vok" = 3 ] && ok "verify: the 3 shards ok" || bad "verify: $vok ok: $(tail -n 2 "$tmp/verify.err")"
+
+# ringfeed index over gs:// (into -o DIR: a remote dataset is not written
+# to): the local index's bytes; uploaded beside the tars, the open reads it
+# instead of the tars' headers and the read gives the local digest
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$cli" index --json -o "$tmp/gs_idx" "gs://bkt/wds ü+%/" \
+	>"$tmp/run-index.out" 2>"$tmp/run-index.err"
+same_idx=0
+for s in 0 1 2; do cmp -s "$tmp/gs_idx/shard-00000$s.idx" "$tmp/tars_idx/shard-00000$s.idx" && same_idx=$((same_idx + 1)); done
+[ "$(num "$tmp/run-index.out" written)" = 3 ] && [ $same_idx = 3 ] &&
+	ok "ringfeed index -o DIR of a gs:// tar dataset: 3 written, the local index's bytes" ||
+	bad "index over gs://: $same_idx of 3 equal the local index: $(head -c 300 "$tmp/run-index.out") $(tail -n 2 "$tmp/run-index.err")"
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run "gs://bkt/wds ü+%/"
+[ "$got" = "$want_tars" ] && ok "the tar dataset without an index: the local digest" ||
+	bad "tars without an index: '$got' vs '$want_tars': $(tail -n 2 "$tmp/run$n.err")"
+cp "$tmp"/gs_idx/*.idx "$tmp/root/bkt/wds ü+%/"
+GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run --stats "$tmp/idx.json" "gs://bkt/wds ü+%/"
+open_bytes=$(num "$tmp/idx.json" open_fetched_bytes)
+[ "$got" = "$want_tars" ] && [ "$open_bytes" -gt 0 ] && [ "$open_bytes" -lt $((tar_bytes / 20)) ] &&
+	ok "... with the index beside the tars: the local digest, the open read $open_bytes of $tar_bytes bytes" ||
+	bad "tars with the index: '$got', the open read $open_bytes of $tar_bytes bytes: $(tail -n 2 "$tmp/run$n.err")"
 
 GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json run "gs://bkt/$prefix/shard-000000.rfs"
 [ "$got" = "$want_one" ] && ok "one object (size from a HEAD): the local digest" ||
@@ -179,6 +222,34 @@ if ! grep -q "rc=0" "$tmp/run$n.out" && grep -q "another host" "$tmp/run$n.err" 
 	ok "a redirect to another host is refused; that host never saw the token ($(cat "$tmp/other.log" 2>/dev/null | wc -l) requests)"
 else
 	bad "redirect: $(tail -n 1 "$tmp/run$n.err"); other host: $(head -c 300 "$tmp/other.log" 2>/dev/null)"
+fi
+
+# the Python RingfeedDataset (torch) through the service account key: the
+# records of the same dataset read locally (one interpreter reads both)
+if "$py" -c 'import numpy, torch' 2>/dev/null && [ -e "$build/libringfeed.so" ] &&
+	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	before=$(stat_of data)
+	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
+		GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$py" - "$tmp/ds" "$url" >"$tmp/run-py.out" 2>"$tmp/run-py.err" <<'PYEOF'
+import hashlib, sys
+from ringfeed.torch import RingfeedDataset
+for url in sys.argv[1:]:
+    h, n = hashlib.sha256(), 0
+    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
+    for item in ds:
+        h.update(item["payload"].numpy().tobytes())
+        h.update(item["offsets"].numpy().tobytes())
+        n += len(item["offsets"]) - 1
+    ds.close()
+    print(f"records={n} sha256={h.hexdigest()}")
+PYEOF
+	local_py=$(sed -n 1p "$tmp/run-py.out") gs_py=$(sed -n 2p "$tmp/run-py.out")
+	[ -n "$local_py" ] && [ "$gs_py" = "$local_py" ] && [ "${local_py%% *}" = "${want%% *}" ] &&
+		[ "$(stat_of data)" -gt "$before" ] &&
+		ok "Python RingfeedDataset over gs:// (OAuth): the local records (${local_py%% *}, $(($(stat_of data) - before)) data requests)" ||
+		bad "Python: '$gs_py' vs '$local_py' (want ${want%% *}): $(tail -n 3 "$tmp/run-py.err")"
+else
+	echo "(the Python check is left out: no numpy or torch, no shared library, or a sanitizer build)"
 fi
 
 # no secret in any output: tokens, the private keys, the client secret, the refresh token

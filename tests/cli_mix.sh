@@ -22,6 +22,10 @@
 #     pass, a resume after the change is exact, a second change composes,
 #     3 ranks -> 2 with new weights are the world-1 resume's slices, and
 #     first_exhausted refuses a change mid-epoch.
+# (h) per-source options: a source's own format options (token_dtype,
+#     token_out) read as one stream equal to the loader-wide option's
+#     (digest); a loader-wide, unknown or bad option on a line is refused
+#     naming the line.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cli=$(realpath "${RF_CLI:?RF_CLI must name the ringfeed binary}")
@@ -309,6 +313,84 @@ assert abs(s[0]["passes_per_epoch"] - 1000 / 60) < 1e-3 and abs(s[1]["passes_per
 print("a in 16.67 passes, b in 1, 2500 samples an epoch")
 EOF
 pyck "plan --mixture: each source's passes an epoch" "$T/plan.py" "$T/plan.json"
+
+# ---- (h) per-source options in the mixture file --------------------------------
+# A headerless nanoGPT file needs its token dtype: set on its own line, the
+# Megatron source beside it keeps its own (from its index).
+$py "$tok/llmc_write.py" raw16 "$T/fmt/r16.bin" 5 20 400 >/dev/null
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\ttoken_dtype=uint16\n' >"$T/fmt/own.txt"
+rd --mixture "$T/fmt/own.txt" --seed 2 --seq-len 32 --batch 8 --output raw >"$T/g.tok" ||
+	bad "(h) a source's own token_dtype: not read"
+cat >"$T/own.py" <<'EOF'
+import struct, sys
+import numpy as np
+L = 33
+raw, at, win = open(sys.argv[1], "rb").read(), 0, []
+while at < len(raw):
+    (n,) = struct.unpack_from("<I", raw, at)
+    assert n == 2 * L, f"a record of {n} bytes, not a window of {L} uint16 tokens"
+    win.append(raw[at + 4:at + 4 + n])
+    at += 4 + n
+def slices(t):
+    return {t[i * 32:i * 32 + L].tobytes() for i in range((t.size - 1) // 32)}
+sm = slices(np.fromfile(sys.argv[2], dtype="<u2"))
+sr = slices(np.fromfile(sys.argv[3], dtype="<u2"))  # headerless: tokens from byte 0
+n = 0
+for i, b in enumerate(win, 1):
+    assert (b in sm) != (b in sr), f"window {i} is no slice (or both) of the two files"
+    n += b in sm
+    assert abs(n - 0.5 * i) <= 1, (i, n)
+print(f"{len(win)} windows, {n} Megatron / {len(win) - n} nanoGPT")
+EOF
+pyck "(h) Megatron + headerless nanoGPT (token_dtype=uint16 on its line): each window a slice of its file" \
+	"$T/own.py" "$T/g.tok" "$T/fmt/meg.bin" "$T/fmt/r16.bin"
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\n' >"$T/fmt/none.txt"
+rd --mixture "$T/fmt/none.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) a headerless file without its dtype: read" ||
+	{ grep -q "r16.bin" "$T/g.err" && ok "(h) without the option the headerless source is refused, named" ||
+		bad "(h) the refusal names no source: $(cat "$T/g.err")"; }
+same "(h) a source's own token_dtype = the loader's for the same files (digest)" \
+	"$(rd --mixture "$T/fmt/none.txt" --seq-len 32 --token-dtype uint16 --digest)" \
+	"$(rd --mixture "$T/fmt/own.txt" --seq-len 32 --digest)"
+printf '{"mixture": 1, "sources": [{"source": "meg.idx", "weight": 1},
+  {"source": "r16.bin", "weight": 1, "options": {"token_dtype": "uint16"}}]}\n' >"$T/fmt/own.json"
+same "(h) JSON options = text options" "$(rd --mixture "$T/fmt/own.txt" --seq-len 32 --digest)" \
+	"$(rd --mixture "$T/fmt/own.json" --seq-len 32 --digest)"
+# uint16 and uint32 sources, each widened on its own line: the stream of the
+# loader-wide --token-out int64; one widened alone: refused naming both dtypes
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\ttoken_out=int64\n0.5\tl32.bin\ttoken_out=int64\n' >"$T/fmt/w2.txt"
+same "(h) token_out on each line = the loader's --token-out (digest)" \
+	"$(rd --mixture "$T/fmt/tok32.txt" --seq-len 32 --token-out int64 --digest)" \
+	"$(rd --mixture "$T/fmt/w2.txt" --seq-len 32 --digest)"
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\ttoken_out=int64\n0.5\tl32.bin\n' >"$T/fmt/w1.txt"
+rd --mixture "$T/fmt/w1.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) int64 windows beside uint32 ones: read" ||
+	{ grep -q "32+1 int64" "$T/g.err" && grep -q "32+1 uint32" "$T/g.err" &&
+		ok "(h) one source widened: the shape check names both: $(cat "$T/g.err")" ||
+		bad "(h) the shape refusal: $(cat "$T/g.err")"; }
+gerr() { # DESCRIPTION MIXTURE-BODY WANT...: refused, the message names each WANT
+	local d=$1 w
+	printf '%b' "$2" >"$T/fmt/bad.txt"
+	shift 2
+	if rd --mixture "$T/fmt/bad.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err"; then
+		bad "(h) $d: read, not refused"
+		return
+	fi
+	for w in "$@"; do
+		grep -qF -- "$w" "$T/g.err" || { bad "(h) $d: '$w' not in: $(cat "$T/g.err")"; return; }
+	done
+	ok "(h) $d: $(cat "$T/g.err")"
+}
+gerr "a loader-wide option on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tbatch=8\n' \
+	bad.txt "line 3" "option batch applies to the whole loader" token_dtype
+gerr "a loader-wide option (budget) on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\tbudget=64MiB\n0.5\tl16.bin\n' \
+	"line 2" budget
+gerr "an unknown option on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tdtype=uint16\n' \
+	"line 3" "unknown option 'dtype'"
+gerr "a format option's bad value" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\ttoken_dtype=uint7\n' \
+	"line 3" uint7
+gerr "a value the table refuses" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tseq_len=x\n' \
+	"line 3" "seq_len"
 
 [ "$known" -eq 0 ] || echo "cli_mix: $known known engine gap(s) above (KNOWN), reported on issue 25" >&2
 # ---- (g) new weights at a resume (issue 25 item 5) ----------------------------

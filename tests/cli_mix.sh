@@ -25,7 +25,9 @@
 # (h) per-source options: a source's own format options (token_dtype,
 #     token_out) read as one stream equal to the loader-wide option's
 #     (digest); a loader-wide, unknown or bad option on a line is refused
-#     naming the line.
+#     naming the line;
+# (i) `sim --mixture`: plan's epoch figures, the producer's rate set by the
+#     slowest source over its share, a source's stall named as the wait.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cli=$(realpath "${RF_CLI:?RF_CLI must name the ringfeed binary}")
@@ -391,6 +393,41 @@ gerr "a format option's bad value" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr1
 	"line 3" uint7
 gerr "a value the table refuses" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tseq_len=x\n' \
 	"line 3" "seq_len"
+
+# ---- ringfeed sim --mixture: the queue lab fed by the mixture --------------------
+# the epoch's figures are plan's; source 2 (b, share 0.6) alone at 5 batches/s
+# carries 8.33 mixture batches/s, source 1 at 100 carries 250: the producer
+# runs at 8.33, so 20 batches ready against mu 10 last 20 / (10 - 8.33) = 12 s
+"$cli" sim --mixture "$T/data/mix.txt" --batch 32 --mu 10 --initial 20 --source-lambda 1:100 \
+	--source-lambda 2:5 --json >"$T/sim.json" 2>"$T/sim.err" || bad "sim --mixture: $(cat "$T/sim.err")"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --initial 10 --capacity 10 --source-lambda 1:1000 \
+	--source-lambda 2:1000 --source-stall 1:1:3 --step 0.5 --json >"$T/sim1.json" || bad "sim --source-stall 1"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --initial 10 --capacity 10 --stall 0.5:3 --discrete \
+	--trials 50 --json >"$T/sim2.json" || bad "sim --mixture --discrete"
+cat >"$T/sim.py" <<'EOF'
+import json, sys
+plan, sim, st, ds = (json.load(open(p)) for p in sys.argv[1:5])
+m = sim["mixture"]
+assert m["epoch_samples"] == plan["epoch_samples"] == 2500, (m, plan)
+assert [s["samples_per_epoch"] for s in m["sources"]] == [s["samples_per_epoch"] for s in plan["sources"]], m
+assert [s["records_per_pass"] for s in m["sources"]] == [60, 1500], m
+assert m["batch"] == 32 and m["epoch_batches"] == 79, m  # ceil(2500 / 32)
+assert abs(m["lambda_bps"] - 5 / 0.6) < 1e-9 and sim["lambda_bps"] == m["lambda_bps"], m
+assert m["limited_by"] == 2 and m["waited_on"] == 2, m
+assert abs(sim["empty_at_s"] - 12) < 1e-9, sim["empty_at_s"]
+# source 1's stall from t=1 s stalls the stream: 10 ready at mu 10 last 1 s more
+assert abs(st["empty_at_s"] - 2) < 1e-9 and st["mixture"]["waited_on"] == 1, st
+assert st["stalls"] == [{"start_s": 1, "duration_s": 3}], st["stalls"]
+# no source rates: the producer's own stall, no one source to blame
+assert ds["mixture"]["waited_on"] is None and ds["mixture"]["limited_by"] is None, ds["mixture"]
+print(f"epoch {m['epoch_samples']} samples as plan's, producer {m['lambda_bps']:.4g}/s set by source 2, empty at 12 s")
+EOF
+pyck "sim --mixture: plan's epoch, the producer set by the slowest source, a source's stall named" \
+	"$T/sim.py" "$T/plan.json" "$T/sim.json" "$T/sim1.json" "$T/sim2.json"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --source-lambda 3:1 >/dev/null 2>"$T/sim.err" &&
+	bad "sim: --source-lambda of a source the mixture lacks: accepted" ||
+	{ grep -q "source 3, the mixture has 2" "$T/sim.err" && ok "sim: $(cat "$T/sim.err")" ||
+		bad "sim: a bad source number: $(cat "$T/sim.err")"; }
 
 [ "$known" -eq 0 ] || echo "cli_mix: $known known engine gap(s) above (KNOWN), reported on issue 25" >&2
 # ---- (g) new weights at a resume (issue 25 item 5) ----------------------------

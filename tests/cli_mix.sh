@@ -346,6 +346,9 @@ print(f"{len(win)} windows, {n} Megatron / {len(win) - n} nanoGPT")
 EOF
 pyck "(h) Megatron + headerless nanoGPT (token_dtype=uint16 on its line): each window a slice of its file" \
 	"$T/own.py" "$T/g.tok" "$T/fmt/meg.bin" "$T/fmt/r16.bin"
+out=$("$cli" verify -q --mixture "$T/fmt/own.txt" 2>&1) && grep -q "^verify: 2 shards, 0 damaged" <<<"$out" &&
+	ok "(g) verify --mixture checks each source with its own options: $out" ||
+	bad "(g) verify --mixture with a source's own token_dtype: $out"
 printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\n' >"$T/fmt/none.txt"
 rd --mixture "$T/fmt/none.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
 	bad "(h) a headerless file without its dtype: read" ||

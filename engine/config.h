@@ -142,6 +142,9 @@
 	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")   \
 	X(tfrecord_raw, BOOL, "0", 0, 1,                                                           \
 	  "TFRecord: records are their bytes (one field, \"record\"), not tf.train.Examples")      \
+	X(tar_fields, STR, "", 0, 0,                                                               \
+	  "WebDataset tar: fields shown under another name, FIELD=NAME[,...] (e.g. "               \
+	  "jpg=image,cls=label: members KEY.jpg are the field image)")                             \
 	X(columns, STR, "", 0, 0,                                                                  \
 	  "Parquet: the columns a record has (comma list, e.g. text,id); default: every column "   \
 	  "of a type the reader decodes")                                                          \

@@ -23,8 +23,10 @@
 #     3 ranks -> 2 with new weights are the world-1 resume's slices, and
 #     first_exhausted refuses a change mid-epoch.
 # (h) per-source options: a source's own format options (token_dtype,
-#     token_out) read as one stream equal to the loader-wide option's
-#     (digest); a loader-wide, unknown or bad option on a line is refused
+#     token_out; tar_fields mapping a tar's field names onto the other
+#     source's) read as one stream equal to the loader-wide option's or the
+#     same-named data's (digest); verify --mixture uses them; a loader-wide,
+#     unknown or bad option on a line is refused
 #     naming the line;
 # (i) `sim --mixture`: plan's epoch figures, the producer's rate set by the
 #     slowest source over its share, a source's stall named as the wait.
@@ -347,8 +349,8 @@ EOF
 pyck "(h) Megatron + headerless nanoGPT (token_dtype=uint16 on its line): each window a slice of its file" \
 	"$T/own.py" "$T/g.tok" "$T/fmt/meg.bin" "$T/fmt/r16.bin"
 out=$("$cli" verify -q --mixture "$T/fmt/own.txt" 2>&1) && grep -q "^verify: 2 shards, 0 damaged" <<<"$out" &&
-	ok "(g) verify --mixture checks each source with its own options: $out" ||
-	bad "(g) verify --mixture with a source's own token_dtype: $out"
+	ok "(h) verify --mixture checks each source with its own options: $out" ||
+	bad "(h) verify --mixture with a source's own token_dtype: $out"
 printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\n' >"$T/fmt/none.txt"
 rd --mixture "$T/fmt/none.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
 	bad "(h) a headerless file without its dtype: read" ||
@@ -373,6 +375,31 @@ rd --mixture "$T/fmt/w1.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
 	{ grep -q "32+1 int64" "$T/g.err" && grep -q "32+1 uint32" "$T/g.err" &&
 		ok "(h) one source widened: the shape check names both: $(cat "$T/g.err")" ||
 		bad "(h) the shape refusal: $(cat "$T/g.err")"; }
+# two WebDataset sources whose members name the fields otherwise (txt/cls
+# against text/label): with tar_fields on the second's line, one stream equal
+# (digest) to the first source read twice; without it, refused naming both
+$py - "$T/fmt" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(f"{sys.argv[1]}/tl.tar", "w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(40):
+        for f in ("text", "label"):
+            d = b"t%d" % i if f == "text" else b"%d" % (i % 3)
+            ti = tarfile.TarInfo(f"s{i:04d}.{f}"); ti.size = len(d); ti.mtime = 0
+            t.addfile(ti, io.BytesIO(d))
+EOF
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\ttar_fields=text=txt,label=cls\n' >"$T/fmt/tmap.txt"
+same "(h) tar sources of other field names, mapped by tar_fields on the line (digest)" \
+	"$(rd --mixture "$T/fmt/tars.txt" --seed 5 --digest)" "$(rd --mixture "$T/fmt/tmap.txt" --seed 5 --digest)"
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\n' >"$T/fmt/tnomap.txt"
+rd --mixture "$T/fmt/tnomap.txt" --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) fields txt,cls beside text,label: read" ||
+	{ grep -q "label,text" "$T/g.err" && grep -q "cls,txt" "$T/g.err" &&
+		ok "(h) without tar_fields the shapes differ, both named" || bad "(h) tar shapes: $(cat "$T/g.err")"; }
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\ttar_fields=text=txt,label=txt\n' >"$T/fmt/tdup.txt"
+rd --mixture "$T/fmt/tdup.txt" --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) tar_fields showing two fields as one: read" ||
+	{ grep -q "tl.tar: tar_fields shows fields text and label both as txt" "$T/g.err" &&
+		ok "(h) $(cat "$T/g.err")" || bad "(h) tar_fields onto one name: $(cat "$T/g.err")"; }
 gerr() { # DESCRIPTION MIXTURE-BODY WANT...: refused, the message names each WANT
 	local d=$1 w
 	printf '%b' "$2" >"$T/fmt/bad.txt"

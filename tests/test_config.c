@@ -5,6 +5,7 @@
 #include "config.h"
 #include "parquet.h"
 #include "state.h"
+#include "tar.h"
 #include "testutil.h"
 #include "tfrecord.h"
 #include "util.h"
@@ -178,6 +179,25 @@ static void test_format_options(void **state)
 	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
 	assert_null(set);
 	assert_string_equal(err.msg, "token_out widens windows: it needs seq_len");
+	assert_int_equal(rf_config_set(c, "tar_fields", "text=txt,label=cls", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL); /* token_out still */
+	assert_int_equal(rf_config_set(c, "seq_len", "8", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), 0);
+	assert_string_equal(
+	    ((const rf_tar_opts *)rf_fmt_optset_for(set, &rf_tar_format))->field_map,
+	    "text=txt,label=cls");
+	rf_fmt_optset_free(set);
+	static const char *const bad_maps[] = {"text",    "=txt",  "text=", "Text=txt",
+	                                       "a=b,a=c", "a b=c", "a=b=c", "a=b,,c=d"};
+	for (size_t i = 0; i < sizeof(bad_maps) / sizeof(bad_maps[0]); i++) {
+		assert_int_equal(rf_config_set(c, "tar_fields", bad_maps[i], &err), 0);
+		set = NULL;
+		assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
+		assert_null(set);
+		assert_non_null(strstr(err.msg, "tar_fields"));
+	}
+	assert_int_equal(rf_config_set(c, "tar_fields", "", &err), 0);
+	assert_int_equal(rf_config_set(c, "seq_len", "0", &err), 0);
 	assert_int_equal(rf_config_set(c, "token_out", "", &err), 0); /* empty: unset */
 	assert_int_equal(rf_config_set(c, "eot_token", "0x10", &err), 0);
 	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);

@@ -238,6 +238,9 @@ RF_API void rf_config_free(rf_config *cfg)
 	free(cfg->urls);
 	free(cfg->src_url);
 	free(cfg->src_weight);
+	for (uint32_t j = 0; j < cfg->nsrc_opts; j++)
+		free(cfg->src_opt[j].str);
+	free(cfg->src_opt);
 	free(cfg->resume_buf);
 	cfg->magic = 0;
 	free(cfg);
@@ -426,16 +429,37 @@ void rf_config_collate_params(const rf_config *cfg, rf_collate_params *out)
 	out->truncate = rf_cfg(cfg, RF_CFG_truncate) != 0;
 }
 
+/* What the formats' getter reads: the loader's config, with one source's
+ * own options over it (source UINT32_MAX: none), and optionally a key to
+ * watch for (rf_config_is_format_option). */
+typedef struct rf_fmt_view {
+	const rf_config *cfg;
+	uint32_t source;
+	const char *watch;
+	bool seen;
+} rf_fmt_view;
+
 /* The formats' view of the config (rf_fmt_config): any key of the table,
- * by name; the formats parse and check their own options. */
+ * by name, a source's own value first; the formats parse and check their
+ * own options. */
 static int rf_config_fmt_get(void *ctx, const char *key, uint64_t *num, const char **str)
 {
-	const rf_config *cfg = ctx;
+	rf_fmt_view *v = ctx;
+	const rf_config *cfg = v->cfg;
+	if (v->watch && !strcmp(key, v->watch))
+		v->seen = true;
 	for (size_t i = 0; i < RF_CFG_COUNT; i++) {
 		if (strcmp(key, rf_options[i].name) != 0)
 			continue;
 		*num = cfg->num[i];
 		*str = rf_options[i].type == RF_T_STR ? rf_cfg_str(cfg, (rf_config_key)i) : NULL;
+		for (uint32_t j = 0; j < cfg->nsrc_opts; j++) {
+			const rf_src_option *o = &cfg->src_opt[j];
+			if (o->source != v->source || o->key != i)
+				continue;
+			*num = o->num;
+			*str = o->str && *o->str ? o->str : NULL;
+		}
 		return 0;
 	}
 	return -ENOENT;
@@ -443,8 +467,105 @@ static int rf_config_fmt_get(void *ctx, const char *key, uint64_t *num, const ch
 
 int rf_config_format_options(const rf_config *cfg, rf_fmt_optset **out, rf_error *err)
 {
-	rf_fmt_config get = {.get = rf_config_fmt_get, .ctx = (void *)cfg};
+	rf_fmt_view v = {.cfg = cfg, .source = UINT32_MAX};
+	rf_fmt_config get = {.get = rf_config_fmt_get, .ctx = &v};
 	return rf_fmt_optset_new(cfg ? &get : NULL, out, err);
+}
+
+int rf_config_source_format_options(const rf_config *cfg, uint32_t source, rf_fmt_optset **out,
+                                    rf_error *err)
+{
+	*out = NULL;
+	bool any = false;
+	for (uint32_t j = 0; j < cfg->nsrc_opts && !any; j++)
+		any = cfg->src_opt[j].source == source;
+	if (!any)
+		return 0;
+	rf_fmt_view v = {.cfg = cfg, .source = source};
+	rf_fmt_config get = {.get = rf_config_fmt_get, .ctx = &v};
+	return rf_fmt_optset_new(&get, out, err);
+}
+
+/* True when some format's options hook reads key (the formats' options
+ * are whatever they ask the getter for: the engine keeps no list). */
+static bool rf_config_is_format_option(const char *key)
+{
+	rf_config *dflt = rf_config_new();
+	if (!dflt)
+		return false;
+	rf_fmt_view v = {.cfg = dflt, .source = UINT32_MAX, .watch = key};
+	rf_fmt_config get = {.get = rf_config_fmt_get, .ctx = &v};
+	rf_fmt_optset *set = NULL;
+	if (rf_fmt_optset_new(&get, &set, NULL) == 0)
+		rf_fmt_optset_free(set);
+	rf_config_free(dflt);
+	return v.seen;
+}
+
+/* The keys a source may set, for a refusal's message. */
+static void rf_config_format_keys(char *out, size_t cap)
+{
+	size_t at = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < RF_CFG_COUNT && at < cap; i++)
+		if (rf_config_is_format_option(rf_options[i].name))
+			at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? ", " : "",
+			                       rf_options[i].name);
+}
+
+static int rf_config_src_opt_push(rf_config *cfg, const rf_src_option *o, rf_error *err)
+{
+	if (cfg->nsrc_opts >= RF_SRC_OPTIONS_MAX)
+		return rf_fail(err, -E2BIG, "more than %u per-source options", RF_SRC_OPTIONS_MAX);
+	if (cfg->nsrc_opts == cfg->src_opts_cap) {
+		uint32_t cap = cfg->src_opts_cap ? cfg->src_opts_cap * 2 : 8;
+		rf_src_option *n = realloc(cfg->src_opt, cap * sizeof(*n));
+		if (!n)
+			return rf_fail(err, -ENOMEM, "out of memory for per-source options");
+		cfg->src_opt = n;
+		cfg->src_opts_cap = cap;
+	}
+	rf_src_option c = *o;
+	if (o->str && !(c.str = strdup(o->str)))
+		return rf_fail(err, -ENOMEM, "out of memory for per-source options");
+	cfg->src_opt[cfg->nsrc_opts++] = c;
+	return 0;
+}
+
+int rf_config_source_option(rf_config *cfg, const char *key, const char *value, rf_error *err)
+{
+	if (!cfg || cfg->magic != RF_CONFIG_MAGIC || !key || !value)
+		return rf_fail(err, -EINVAL, "rf_config_source_option: bad arguments");
+	if (cfg->nsources == 0)
+		return rf_fail(err, -EINVAL, "option %.64s: no mixture source to apply it to", key);
+	size_t i = 0;
+	while (i < RF_CFG_COUNT && strcmp(key, rf_options[i].name) != 0)
+		i++;
+	if (i == RF_CFG_COUNT)
+		return rf_fail(err, -EINVAL, "unknown option '%.64s' (rf_config_keys() lists them)",
+		               key);
+	uint32_t src = cfg->nsources - 1;
+	for (uint32_t j = 0; j < cfg->nsrc_opts; j++)
+		if (cfg->src_opt[j].source == src && cfg->src_opt[j].key == i)
+			return rf_fail(err, -EINVAL, "option %s given twice for one source", key);
+	if (!rf_config_is_format_option(key)) {
+		char keys[256];
+		rf_config_format_keys(keys, sizeof(keys));
+		return rf_fail(err, -EINVAL,
+		               "option %s applies to the whole loader, not to one source (a "
+		               "source may set the formats' options: %s)",
+		               key, keys);
+	}
+	rf_config *tmp = rf_config_new(); /* the value checked as the loader's would be */
+	if (!tmp)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	int rc = rf_config_set_index(tmp, i, value, err);
+	rf_src_option o = {
+	    .source = src, .key = (uint32_t)i, .num = tmp->num[i], .str = tmp->str[i]};
+	if (rc == 0)
+		rc = rf_config_src_opt_push(cfg, &o, err);
+	rf_config_free(tmp);
+	return rc;
 }
 
 rf_config *rf_config_dup(const rf_config *cfg)
@@ -476,6 +597,8 @@ rf_config *rf_config_dup(const rf_config *cfg)
 			ok = rf_config_push_source(c, cfg->src_weight[j], NULL) == 0;
 		ok = ok && rf_config_push_url(c, cfg->urls[i], strlen(cfg->urls[i]), NULL) == 0;
 	}
+	for (uint32_t j = 0; ok && j < cfg->nsrc_opts; j++)
+		ok = rf_config_src_opt_push(c, &cfg->src_opt[j], NULL) == 0;
 	if (ok && cfg->nsources > 0 && cfg->src_url[cfg->nsources - 1] == cfg->nurls)
 		ok = false; /* a source without URLs: refused at open, never copied */
 	if (!ok) {

@@ -142,6 +142,9 @@
 	  "windows: widen the tokens to int32 or int64 in the decode copy (default: as stored)")   \
 	X(tfrecord_raw, BOOL, "0", 0, 1,                                                           \
 	  "TFRecord: records are their bytes (one field, \"record\"), not tf.train.Examples")      \
+	X(tar_fields, STR, "", 0, 0,                                                               \
+	  "WebDataset tar: fields shown under another name, FIELD=NAME[,...] (e.g. "               \
+	  "jpg=image,cls=label: members KEY.jpg are the field image)")                             \
 	X(columns, STR, "", 0, 0,                                                                  \
 	  "Parquet: the columns a record has (comma list, e.g. text,id); default: every column "   \
 	  "of a type the reader decodes")                                                          \
@@ -185,6 +188,10 @@ struct rf_config {
 	size_t *src_url;
 	uint64_t *src_weight;
 	uint32_t nsources, sources_cap;
+	/* a source's own options (a mixture file's KEY=VALUE): the formats'
+	 * getter consults them before the loader's (rf_config_source_option) */
+	struct rf_src_option *src_opt;
+	uint32_t nsrc_opts, src_opts_cap;
 	rf_allocator alloc;
 	bool has_alloc;
 	bool has_resume;
@@ -219,6 +226,26 @@ int rf_config_format_options(const rf_config *cfg, struct rf_fmt_optset **out, r
 const char *rf_config_index_cache_dir(const rf_config *cfg);
 /* Adds a source with its weight (millionths); later URLs are its. */
 int rf_config_push_source(rf_config *cfg, uint64_t weight, rf_error *err);
+
+/* One option of one mixture source, parsed and checked as the loader's. */
+typedef struct rf_src_option {
+	uint32_t source; /* 0-based */
+	uint32_t key;    /* rf_config_key */
+	uint64_t num;
+	char *str; /* a STR option's value */
+} rf_src_option;
+#define RF_SRC_OPTIONS_MAX 65536u /* per config, every source together */
+
+/* Sets key=value for the last source added: only the options a format
+ * reads (its options hook asks for them: seq_len, token_dtype, columns...)
+ * may differ per source; any other key is the whole loader's and is
+ * refused naming it, as is an unknown key or a value the table refuses. */
+int rf_config_source_option(rf_config *cfg, const char *key, const char *value, rf_error *err);
+/* Source `source`'s format options: its own over the loader's, or *out
+ * NULL when it has none (the loader's apply). Freed with
+ * rf_fmt_optset_free. */
+int rf_config_source_format_options(const rf_config *cfg, uint32_t source,
+                                    struct rf_fmt_optset **out, rf_error *err);
 /* Deep copy (for the loader, which may outlive the caller's config). */
 rf_config *rf_config_dup(const rf_config *cfg);
 

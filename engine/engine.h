@@ -252,6 +252,9 @@ typedef struct rf_engine {
 	uint32_t nsources;      /* a mixture's sources (0: one dataset) */
 	uint32_t *src_first;    /* nsources + 1: each source's first shard */
 	uint32_t *mix_windows;  /* nsources: windows kept by a resume (NULL: from weights) */
+	/* nsources, or NULL: a source's own format options (its mixture
+	 * file's KEY=VALUE over the loader's), NULL for one without */
+	rf_fmt_optset **src_fmt_opts;
 	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;
@@ -731,6 +734,10 @@ int rf_open_sources(rf_engine *e, rf_error *err);
 /* A mixture's sources all have one record shape (fields, token windows or
  * bytes), else an error naming both sources and their shards. */
 int rf_sources_check(const rf_engine *e, rf_error *err);
+/* The format options a shard opens with: its source's own, else the
+ * loader's. */
+const rf_fmt_optset *rf_shard_fmt_opts(const rf_shard *s);
+void rf_sources_free(rf_engine *e);
 int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **out, rf_error *err);
 /* The config's mixture file (option "mixture"), read into its sources. */
 int rf_mixture_load(rf_config *cfg, rf_error *err);

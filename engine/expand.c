@@ -658,16 +658,18 @@ int rf_mixture_load(rf_config *cfg, rf_error *err)
 			            "mixture file %s line %u: a mixture file on a store names only "
 			            "remote sources",
 			            shown, me->line);
-		else if (me->noptions > 0)
-			rc = rf_fail(
-			    err, -EINVAL,
-			    "mixture file %s line %u: per-source options (%s=...) are not read "
-			    "yet; set options for every source on the loader",
-			    shown, me->line, me->option[0].key);
 		if (rc == 0)
 			rc = rf_config_push_source(cfg, me->weight, err);
 		if (rc == 0)
 			rc = rf_config_add_url(cfg, me->source, err);
+		for (uint32_t j = 0; rc == 0 && j < me->noptions; j++)
+			rc = rf_config_source_option(cfg, me->option[j].key, me->option[j].value,
+			                             err);
+		if (rc == 0 && me->noptions > 0) { /* the formats check the values now */
+			rf_fmt_optset *set = NULL;
+			rc = rf_config_source_format_options(cfg, i, &set, err);
+			rf_fmt_optset_free(set);
+		}
 		if (rc < 0 && err && !strstr(err->msg, "mixture file")) {
 			char inner[sizeof(err->msg)];
 			snprintf(inner, sizeof(inner), "%s", err->msg);

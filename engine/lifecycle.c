@@ -82,8 +82,8 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	rf_ring_free(e);
 	free(e->workers);
 	free(e->indexes);
-	free(e->src_first);
 	free(e->mix_windows);
+	rf_sources_free(e);
 	rf_mixst_free(e->mixst);
 	rf_fields_free(&e->fields);
 	rf_shards_free(e->shards, e->nshards);

@@ -701,7 +701,7 @@ static void rf_open_begin(rf_shard *s)
 	                      .name = s->name,
 	                      .size = size,
 	                      .local = rf_shard_is_local(s),
-	                      .opt = rf_fmt_optset_for(s->engine->fmt_opts, s->fmt),
+	                      .opt = rf_fmt_optset_for(rf_shard_fmt_opts(s), s->fmt),
 	                      .in_place = s->fmt->in_place};
 	rf_open_step(s);
 }

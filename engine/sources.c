@@ -1,5 +1,6 @@
 /* sources.c - a mixture's sources at open (issue 25): the mixture file read
- * into the config, the stop rule checked, each source's shards expanded
+ * into the config, the stop rule checked, each source's own format options
+ * parsed (its optset over the loader's), each source's shards expanded
  * (source k holds shards [src_first[k], src_first[k + 1])), and the plans
  * the scheduler and the collator make of them (a mixture's plan, or one
  * dataset's). */
@@ -23,6 +24,27 @@ int rf_engine_plan_new(const rf_engine *e, const rf_plan_params *pp, rf_plan **o
 	return rf_plan_new_mix(pp, e->indexes, e->nshards, &mp, out, err);
 }
 
+/* Each source's own format options (only sources that set some get a
+ * set; the rest open with the loader's). */
+static int rf_sources_options(rf_engine *e, rf_error *err)
+{
+	if (e->cfg->nsrc_opts == 0)
+		return 0;
+	e->src_fmt_opts = calloc(e->nsources, sizeof(*e->src_fmt_opts));
+	if (!e->src_fmt_opts)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < e->nsources; k++) {
+		int rc = rf_config_source_format_options(e->cfg, k, &e->src_fmt_opts[k], err);
+		if (rc < 0 && err) {
+			char inner[sizeof(err->msg)];
+			snprintf(inner, sizeof(inner), "%s", err->msg);
+			return rf_fail(err, rc, "mixture source %u: %s", k + 1, inner);
+		}
+		RF_TRY(rc);
+	}
+	return 0;
+}
+
 /* A mixture's sources: the file read, the stop rule checked, each source's
  * shards found. */
 int rf_open_sources(rf_engine *e, rf_error *err) RF_ALONE
@@ -39,7 +61,34 @@ int rf_open_sources(rf_engine *e, rf_error *err) RF_ALONE
 	e->src_first = calloc(e->nsources + 1, sizeof(*e->src_first));
 	if (!e->src_first)
 		return rf_fail(err, -ENOMEM, "out of memory");
+	RF_TRY(rf_sources_options(e, err));
 	return rf_expand_sources(e->cfg, &e->shards, &e->nshards, e->src_first, err);
+}
+
+const rf_fmt_optset *rf_shard_fmt_opts(const rf_shard *s)
+{
+	const rf_engine *e = s->engine;
+	if (!e->src_fmt_opts)
+		return e->fmt_opts;
+	uint32_t lo = 0, hi = e->nsources; /* the k with src_first[k] <= idx < src_first[k + 1] */
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (e->src_first[mid] <= s->idx)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return e->src_fmt_opts[lo] ? e->src_fmt_opts[lo] : e->fmt_opts;
+}
+
+void rf_sources_free(rf_engine *e)
+{
+	for (uint32_t k = 0; e->src_fmt_opts && k < e->nsources; k++)
+		rf_fmt_optset_free(e->src_fmt_opts[k]);
+	free(e->src_fmt_opts);
+	e->src_fmt_opts = NULL;
+	free(e->src_first);
+	e->src_first = NULL;
 }
 
 /* A source's record shape, in words: "samples with fields a,b",

@@ -45,15 +45,21 @@ RF_API int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *co
 	*out = NULL;
 	*count = 0;
 	rf_shard *shards = NULL;
-	uint32_t n = 0;
+	uint32_t n = 0, nsources = 0, *first = NULL; /* a mixture's: source k's first shard */
 	if (rf_cfg_str(cfg, RF_CFG_mixture) && cfg->nurls == 0) { /* a mixture's sources */
 		rf_config *dup = rf_config_dup(cfg);
 		if (!dup)
 			return rf_fail(err, -ENOMEM, "out of memory");
 		int rc = rf_mixture_load(dup, err);
+		first = rc == 0 ? calloc(dup->nsources + 1, sizeof(*first)) : NULL;
+		if (rc == 0 && !first)
+			rc = rf_fail(err, -ENOMEM, "out of memory");
 		if (rc == 0)
-			rc = rf_expand_urls(dup, &shards, &n, err);
+			rc = rf_expand_sources(dup, &shards, &n, first, err);
+		nsources = dup->nsources;
 		rf_config_free(dup);
+		if (rc < 0)
+			free(first);
 		RF_TRY(rc);
 	} else {
 		RF_TRY(rf_expand_urls(cfg, &shards, &n, err));
@@ -70,8 +76,12 @@ RF_API int rf_config_shards(const rf_config *cfg, rf_shard_ref **out, size_t *co
 			}
 		}
 		rc = rf_ref_fill(&refs[i], &shards[i], shards[i].listed ? manifest : NULL, err);
+		for (uint32_t k = 0; first && k < nsources; k++)
+			if (first[k] <= i && i < first[k + 1])
+				refs[i].source = k + 1;
 		*count = i + 1;
 	}
+	free(first);
 	rf_shards_free(shards, n);
 	if (rc < 0) {
 		rf_shard_refs_free(refs, *count); /* the refs own every manifest copy */
@@ -91,6 +101,9 @@ typedef struct rf_vsrc {
 	rf_source *side; /* a sidecar the format reads (a Megatron .idx) */
 	char *side_url;
 	rf_fmt_optset *opts; /* every format's options, from the config */
+	/* a mixture's sources: each one's own options (NULL: opts), nsrc of them */
+	rf_fmt_optset **src_opts;
+	uint32_t nsrc;
 } rf_vsrc;
 
 /* Runs the loop until the pending open or read has called back. */
@@ -151,6 +164,46 @@ static int rf_vsrc_read_object(void *ctx, const char *object, uint64_t offset, u
 	return rf_vsrc_wait(v, err);
 }
 
+static void rf_vsrc_free_src_opts(rf_vsrc *v)
+{
+	for (uint32_t k = 0; v->src_opts && k < v->nsrc; k++)
+		rf_fmt_optset_free(v->src_opts[k]);
+	free(v->src_opts);
+	v->src_opts = NULL;
+	v->nsrc = 0;
+}
+
+/* A mixture's sources' own format options (the file read again), for refs
+ * that name their source. */
+static int rf_verify_src_opts(rf_vsrc *v, const rf_config *cfg, rf_error *err)
+{
+	if (!rf_cfg_str(cfg, RF_CFG_mixture) || cfg->nurls > 0)
+		return 0;
+	rf_config *dup = rf_config_dup(cfg);
+	if (!dup)
+		return rf_fail(err, -ENOMEM, "out of memory");
+	int rc = rf_mixture_load(dup, err);
+	if (rc == 0 && dup->nsrc_opts > 0) {
+		v->src_opts = calloc(dup->nsources, sizeof(*v->src_opts));
+		rc = v->src_opts ? 0 : rf_fail(err, -ENOMEM, "out of memory");
+		v->nsrc = v->src_opts ? dup->nsources : 0;
+	}
+	for (uint32_t k = 0; rc == 0 && k < v->nsrc; k++)
+		rc = rf_config_source_format_options(dup, k, &v->src_opts[k], err);
+	rf_config_free(dup);
+	if (rc < 0)
+		rf_vsrc_free_src_opts(v);
+	return rc;
+}
+
+/* The options ref opens with: its source's own, else the config's. */
+static const rf_fmt_optset *rf_vsrc_opts(const rf_vsrc *v, const rf_shard_ref *ref)
+{
+	if (ref->source > 0 && ref->source <= v->nsrc && v->src_opts[ref->source - 1])
+		return v->src_opts[ref->source - 1];
+	return v->opts;
+}
+
 /* One loop and fetch layer for every shard of a call (connections kept). */
 static int rf_verify_setup(rf_vsrc *v, const rf_config *cfg, rf_error *err)
 {
@@ -172,6 +225,7 @@ static void rf_verify_teardown(rf_vsrc *v)
 {
 	rf_fmt_optset_free(v->opts);
 	v->opts = NULL;
+	rf_vsrc_free_src_opts(v);
 	if (!v->fetch)
 		return;
 	rf_loop *loop = rf_fetch_loop(v->fetch);
@@ -217,7 +271,7 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 		                    .read_object = rf_vsrc_read_object,
 		                    .read_ctx = v,
 		                    .fmt = ref->format ? rf_format_by_name(ref->format) : NULL,
-		                    .opts = v->opts,
+		                    .opts = rf_vsrc_opts(v, ref),
 		                    .report = report,
 		                    .ctx = ctx,
 		                    .max_reports = max_reports,
@@ -249,6 +303,8 @@ RF_API int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size
 	rf_vsrc v = {0};
 	int rc = !cfg || (n && !refs) ? rf_fail(&first, -EINVAL, "rf_verify_shards: bad arguments")
 	                              : rf_verify_setup(&v, cfg, &first);
+	if (rc == 0)
+		rc = rf_verify_src_opts(&v, cfg, &first);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		int r = refs[i].url ? rf_verify_one(&v, &refs[i], report, ctx, max_reports, &e)
 		                    : rf_fail(&e, -EINVAL, "shard %zu: no url", i);

@@ -621,6 +621,8 @@ typedef struct rf_shard_ref {
 	const char *manifest; /* the manifest's path (owned by the list) */
 	const char *format;   /* the format the name given chose ("megatron"; static), NULL:
 	                       * the url's */
+	uint32_t source;      /* a mixture's source it belongs to (1-based; its own format
+	                       * options apply), 0 without a mixture */
 } rf_shard_ref;
 
 /* Fills *out with *count refs (rf_shard_refs_free); an expansion that fails

@@ -37,9 +37,13 @@ static void layout_free(tar_layout *L)
 	free(L->field_first);
 	free(L->keys);
 	free(L->key_first);
-	for (uint32_t i = 0; i < L->names_n; i++)
+	for (uint32_t i = 0; i < L->names_n; i++) {
 		free(L->names[i]);
+		if (L->shown)
+			free(L->shown[i]);
+	}
 	free(L->names);
+	free(L->shown);
 	free(L->unit_out);
 	free(L->unit_span);
 	free(L);
@@ -277,6 +281,93 @@ static int fill_seq(rf_fmt_open *o, const tar_scan *s, rf_shard_index *ix, tar_l
  * bytes, or (a large .tar.gz) a unit per access point of aps (taken over),
  * or (a large .tar.zst) sequential units between the checkpoints cps
  * (taken over). */
+/* ------------------------------------------------------- tar_fields */
+
+/* The next FIELD=NAME pair of a field map at *p: its two parts' spans. */
+static bool map_next(const char **p, const char **from, size_t *fl, const char **to, size_t *tl)
+{
+	if (!**p)
+		return false;
+	const char *end = *p + strcspn(*p, ",");
+	const char *eq = memchr(*p, '=', (size_t)(end - *p));
+	*from = *p;
+	*fl = eq ? (size_t)(eq - *p) : (size_t)(end - *p);
+	*to = eq ? eq + 1 : end;
+	*tl = eq ? (size_t)(end - eq - 1) : 0;
+	*p = *end ? end + 1 : end;
+	return true;
+}
+
+int rf_tar_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err)
+{
+	rf_tar_opts *o = out;
+	memset(o, 0, sizeof(*o));
+	const char *map = NULL;
+	RF_TRY(rf_fmt_cfg_str(cfg, "tar_fields", &map, err));
+	if (!map)
+		return 0;
+	if (strlen(map) >= sizeof(o->field_map))
+		return rf_fail(err, -EINVAL, "tar_fields: longer than %u bytes",
+		               RF_TAR_FIELD_MAP_BYTES - 1);
+	const char *p = map, *from, *to;
+	size_t fl, tl, n = 0;
+	while (map_next(&p, &from, &fl, &to, &tl)) {
+		if (++n > RF_TAR_FIELD_MAP_MAX)
+			return rf_fail(err, -EINVAL, "tar_fields: more than %u pairs",
+			               RF_TAR_FIELD_MAP_MAX);
+		bool ok = fl > 0 && tl > 0 && !memchr(to, '=', tl);
+		for (size_t i = 0; ok && i < fl + 1 + tl; i++) {
+			unsigned char c = (unsigned char)from[i];
+			ok = i == fl || (c > 0x20 && c < 0x7f && !(c >= 'A' && c <= 'Z'));
+		}
+		if (!ok)
+			return rf_fail(
+			    err, -EINVAL,
+			    "tar_fields \"%.80s\": pair %zu is not FIELD=NAME (lower-case, "
+			    "printable, no spaces; pairs split by ',')",
+			    map, n);
+		const char *q = map, *f2, *t2;
+		size_t fl2, tl2;
+		for (size_t k = 1; k < n && map_next(&q, &f2, &fl2, &t2, &tl2); k++)
+			if (fl2 == fl && !memcmp(f2, from, fl))
+				return rf_fail(err, -EINVAL, "tar_fields: field %.*s given twice",
+				               (int)RF_MIN(fl, 64), from);
+	}
+	memcpy(o->field_map, map, strlen(map) + 1);
+	return 0;
+}
+
+/* The layout's names as the field map shows them; a map that gives two of
+ * this shard's fields one name is an error naming both. */
+static int apply_field_map(const rf_fmt_open *o, tar_layout *L, rf_error *err)
+{
+	const rf_tar_opts *opt = o->opt;
+	if (!opt || !opt->field_map[0] || L->names_n == 0)
+		return 0;
+	if (!(L->shown = calloc(L->names_n, sizeof(*L->shown))))
+		return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+	for (uint32_t i = 0; i < L->names_n; i++) {
+		const char *p = opt->field_map, *from, *to, *name = L->names[i];
+		size_t fl, tl, nl = strlen(name);
+		while (map_next(&p, &from, &fl, &to, &tl))
+			if (fl == nl && !memcmp(from, name, nl)) {
+				name = to;
+				nl = tl;
+				break;
+			}
+		if (!(L->shown[i] = strndup(name, nl)))
+			return rf_fail(err, -ENOMEM, "shard %s: out of memory", o->name);
+		for (uint32_t j = 0; j < i; j++)
+			if (!strcmp(L->shown[j], L->shown[i]))
+				return rf_fail(
+				    err, -EINVAL,
+				    "shard %s: tar_fields shows fields %.64s and %.64s both "
+				    "as %.64s",
+				    o->name, L->names[j], L->names[i], L->shown[i]);
+	}
+	return 0;
+}
+
 static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec, uint64_t decoded,
                         rf_tar_ap *aps, size_t naps, rf_tar_cp *cps, size_t ncps, rf_error *err)
 {
@@ -361,13 +452,19 @@ static int build_layout(rf_fmt_open *o, tar_scan *s, bool from_index, int codec,
 	L->skipped = s->skipped;
 	L->from_index = from_index;
 	L->from_cache = from_index && s->idx_from_cache;
+	rc = apply_field_map(o, L, err);
+	if (rc < 0) {
+		tar_close(ix, L);
+		return rc;
+	}
 	o->index = ix;
 	o->priv = L;
 	o->held_bytes = sizeof(*ix) + sizeof(*L) + (uint64_t)units * sizeof(rf_block_info) +
 	                s->fn * sizeof(rf_rec_field) + (s->sn + 1) * 8 + s->kcap +
 	                (uint64_t)L->names_n * (sizeof(char *) + 64) +
 	                split * (sizeof(rf_tar_ap) + RF_TAR_WINDOW_BYTES + 12) +
-	                (seq ? (uint64_t)units * 12 : 0);
+	                (seq ? (uint64_t)units * 12 : 0) +
+	                (L->shown ? (uint64_t)L->names_n * (sizeof(char *) + 64) : 0);
 	return RF_FMT_DONE;
 }
 
@@ -682,7 +779,7 @@ static int tar_open_step(rf_fmt_open *o, rf_error *err)
 static uint32_t tar_field_names(const void *priv, const char *const **names)
 {
 	const tar_layout *L = priv;
-	*names = (const char *const *)L->names;
+	*names = (const char *const *)(L->shown ? L->shown : L->names);
 	return L->names_n;
 }
 
@@ -920,6 +1017,8 @@ const rf_format rf_tar_format = {
     .in_place = true,
     .field_names = tar_field_names,
     .decode_seq = tar_decode_seq,
+    .options = rf_tar_opts_parse,
+    .options_bytes = sizeof(rf_tar_opts),
     .seq_free = rf_tar_seq_free,
     .seq_state_bytes = tar_seq_state_bytes,
 };

@@ -20,11 +20,21 @@
 
 extern const rf_format rf_tar_format;
 
-/* The tar format's options (rf_fmt_open.opt): none comes from the loader's
- * config (the row has no options hook); its tools set them. */
+#define RF_TAR_FIELD_MAP_BYTES 512 /* the tar_fields option's text */
+#define RF_TAR_FIELD_MAP_MAX   64  /* its FIELD=NAME pairs */
+
+/* The tar format's options (rf_fmt_open.opt): tar_fields from the loader's
+ * config (rf_tar_opts_parse); scan_only is set by its tools. */
 typedef struct rf_tar_opts {
 	bool scan_only; /* PREFIX.idx is not read: the headers are scanned */
+	/* tar_fields: "FIELD=NAME[,FIELD=NAME...]": a field as the members
+	 * name it (the suffix after the key, lowercased) shown as NAME (the
+	 * batch's field, the shape check's); "" none. Checked by the parser. */
+	char field_map[RF_TAR_FIELD_MAP_BYTES];
 } rf_tar_opts;
+/* Parses tar_fields from cfg into out (an rf_tar_opts): -EINVAL naming
+ * the option and what is wrong. */
+int rf_tar_opts_parse(const rf_fmt_config *cfg, void *out, rf_error *err);
 
 /* Parses a tar header's numeric field: octal (NUL/space terminated) or
  * GNU base-256 (high bit of the first byte). False when malformed or
@@ -99,6 +109,7 @@ typedef struct tar_layout {
 	uint32_t *key_first;
 	char **names;
 	uint32_t names_n;
+	char **shown; /* names_n: the names tar_fields shows (NULL: names) */
 	uint64_t skipped;
 	bool from_index;  /* built from an index file, not from a header scan */
 	bool from_cache;  /* that index was the index cache's entry, not a file */

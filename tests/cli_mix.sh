@@ -22,6 +22,14 @@
 #     pass, a resume after the change is exact, a second change composes,
 #     3 ranks -> 2 with new weights are the world-1 resume's slices, and
 #     first_exhausted refuses a change mid-epoch.
+# (h) per-source options: a source's own format options (token_dtype,
+#     token_out; tar_fields mapping a tar's field names onto the other
+#     source's) read as one stream equal to the loader-wide option's or the
+#     same-named data's (digest); verify --mixture uses them; a loader-wide,
+#     unknown or bad option on a line is refused
+#     naming the line;
+# (i) `sim --mixture`: plan's epoch figures, the producer's rate set by the
+#     slowest source over its share, a source's stall named as the wait.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 cli=$(realpath "${RF_CLI:?RF_CLI must name the ringfeed binary}")
@@ -309,6 +317,147 @@ assert abs(s[0]["passes_per_epoch"] - 1000 / 60) < 1e-3 and abs(s[1]["passes_per
 print("a in 16.67 passes, b in 1, 2500 samples an epoch")
 EOF
 pyck "plan --mixture: each source's passes an epoch" "$T/plan.py" "$T/plan.json"
+
+# ---- (h) per-source options in the mixture file --------------------------------
+# A headerless nanoGPT file needs its token dtype: set on its own line, the
+# Megatron source beside it keeps its own (from its index).
+$py "$tok/llmc_write.py" raw16 "$T/fmt/r16.bin" 5 20 400 >/dev/null
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\ttoken_dtype=uint16\n' >"$T/fmt/own.txt"
+rd --mixture "$T/fmt/own.txt" --seed 2 --seq-len 32 --batch 8 --output raw >"$T/g.tok" ||
+	bad "(h) a source's own token_dtype: not read"
+cat >"$T/own.py" <<'EOF'
+import struct, sys
+import numpy as np
+L = 33
+raw, at, win = open(sys.argv[1], "rb").read(), 0, []
+while at < len(raw):
+    (n,) = struct.unpack_from("<I", raw, at)
+    assert n == 2 * L, f"a record of {n} bytes, not a window of {L} uint16 tokens"
+    win.append(raw[at + 4:at + 4 + n])
+    at += 4 + n
+def slices(t):
+    return {t[i * 32:i * 32 + L].tobytes() for i in range((t.size - 1) // 32)}
+sm = slices(np.fromfile(sys.argv[2], dtype="<u2"))
+sr = slices(np.fromfile(sys.argv[3], dtype="<u2"))  # headerless: tokens from byte 0
+n = 0
+for i, b in enumerate(win, 1):
+    assert (b in sm) != (b in sr), f"window {i} is no slice (or both) of the two files"
+    n += b in sm
+    assert abs(n - 0.5 * i) <= 1, (i, n)
+print(f"{len(win)} windows, {n} Megatron / {len(win) - n} nanoGPT")
+EOF
+pyck "(h) Megatron + headerless nanoGPT (token_dtype=uint16 on its line): each window a slice of its file" \
+	"$T/own.py" "$T/g.tok" "$T/fmt/meg.bin" "$T/fmt/r16.bin"
+out=$("$cli" verify -q --mixture "$T/fmt/own.txt" 2>&1) && grep -q "^verify: 2 shards, 0 damaged" <<<"$out" &&
+	ok "(h) verify --mixture checks each source with its own options: $out" ||
+	bad "(h) verify --mixture with a source's own token_dtype: $out"
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\n' >"$T/fmt/none.txt"
+rd --mixture "$T/fmt/none.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) a headerless file without its dtype: read" ||
+	{ grep -q "r16.bin" "$T/g.err" && ok "(h) without the option the headerless source is refused, named" ||
+		bad "(h) the refusal names no source: $(cat "$T/g.err")"; }
+same "(h) a source's own token_dtype = the loader's for the same files (digest)" \
+	"$(rd --mixture "$T/fmt/none.txt" --seq-len 32 --token-dtype uint16 --digest)" \
+	"$(rd --mixture "$T/fmt/own.txt" --seq-len 32 --digest)"
+printf '{"mixture": 1, "sources": [{"source": "meg.idx", "weight": 1},
+  {"source": "r16.bin", "weight": 1, "options": {"token_dtype": "uint16"}}]}\n' >"$T/fmt/own.json"
+same "(h) JSON options = text options" "$(rd --mixture "$T/fmt/own.txt" --seq-len 32 --digest)" \
+	"$(rd --mixture "$T/fmt/own.json" --seq-len 32 --digest)"
+# uint16 and uint32 sources, each widened on its own line: the stream of the
+# loader-wide --token-out int64; one widened alone: refused naming both dtypes
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\ttoken_out=int64\n0.5\tl32.bin\ttoken_out=int64\n' >"$T/fmt/w2.txt"
+same "(h) token_out on each line = the loader's --token-out (digest)" \
+	"$(rd --mixture "$T/fmt/tok32.txt" --seq-len 32 --token-out int64 --digest)" \
+	"$(rd --mixture "$T/fmt/w2.txt" --seq-len 32 --digest)"
+printf '# ringfeed mixture v1\n0.5\tmeg.idx\ttoken_out=int64\n0.5\tl32.bin\n' >"$T/fmt/w1.txt"
+rd --mixture "$T/fmt/w1.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) int64 windows beside uint32 ones: read" ||
+	{ grep -q "32+1 int64" "$T/g.err" && grep -q "32+1 uint32" "$T/g.err" &&
+		ok "(h) one source widened: the shape check names both: $(cat "$T/g.err")" ||
+		bad "(h) the shape refusal: $(cat "$T/g.err")"; }
+# two WebDataset sources whose members name the fields otherwise (txt/cls
+# against text/label): with tar_fields on the second's line, one stream equal
+# (digest) to the first source read twice; without it, refused naming both
+$py - "$T/fmt" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(f"{sys.argv[1]}/tl.tar", "w", format=tarfile.USTAR_FORMAT) as t:
+    for i in range(40):
+        for f in ("text", "label"):
+            d = b"t%d" % i if f == "text" else b"%d" % (i % 3)
+            ti = tarfile.TarInfo(f"s{i:04d}.{f}"); ti.size = len(d); ti.mtime = 0
+            t.addfile(ti, io.BytesIO(d))
+EOF
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\ttar_fields=text=txt,label=cls\n' >"$T/fmt/tmap.txt"
+same "(h) tar sources of other field names, mapped by tar_fields on the line (digest)" \
+	"$(rd --mixture "$T/fmt/tars.txt" --seed 5 --digest)" "$(rd --mixture "$T/fmt/tmap.txt" --seed 5 --digest)"
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\n' >"$T/fmt/tnomap.txt"
+rd --mixture "$T/fmt/tnomap.txt" --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) fields txt,cls beside text,label: read" ||
+	{ grep -q "label,text" "$T/g.err" && grep -q "cls,txt" "$T/g.err" &&
+		ok "(h) without tar_fields the shapes differ, both named" || bad "(h) tar shapes: $(cat "$T/g.err")"; }
+printf '# ringfeed mixture v1\n1\ttxtcls.tar\n1\ttl.tar\ttar_fields=text=txt,label=txt\n' >"$T/fmt/tdup.txt"
+rd --mixture "$T/fmt/tdup.txt" --digest >/dev/null 2>"$T/g.err" &&
+	bad "(h) tar_fields showing two fields as one: read" ||
+	{ grep -q "tl.tar: tar_fields shows fields text and label both as txt" "$T/g.err" &&
+		ok "(h) $(cat "$T/g.err")" || bad "(h) tar_fields onto one name: $(cat "$T/g.err")"; }
+gerr() { # DESCRIPTION MIXTURE-BODY WANT...: refused, the message names each WANT
+	local d=$1 w
+	printf '%b' "$2" >"$T/fmt/bad.txt"
+	shift 2
+	if rd --mixture "$T/fmt/bad.txt" --seq-len 32 --digest >/dev/null 2>"$T/g.err"; then
+		bad "(h) $d: read, not refused"
+		return
+	fi
+	for w in "$@"; do
+		grep -qF -- "$w" "$T/g.err" || { bad "(h) $d: '$w' not in: $(cat "$T/g.err")"; return; }
+	done
+	ok "(h) $d: $(cat "$T/g.err")"
+}
+gerr "a loader-wide option on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tbatch=8\n' \
+	bad.txt "line 3" "option batch applies to the whole loader" token_dtype
+gerr "a loader-wide option (budget) on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\tbudget=64MiB\n0.5\tl16.bin\n' \
+	"line 2" budget
+gerr "an unknown option on a source" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tdtype=uint16\n' \
+	"line 3" "unknown option 'dtype'"
+gerr "a format option's bad value" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\ttoken_dtype=uint7\n' \
+	"line 3" uint7
+gerr "a value the table refuses" '# ringfeed mixture v1\n0.5\tmeg.idx\n0.5\tr16.bin\tseq_len=x\n' \
+	"line 3" "seq_len"
+
+# ---- ringfeed sim --mixture: the queue lab fed by the mixture --------------------
+# the epoch's figures are plan's; source 2 (b, share 0.6) alone at 5 batches/s
+# carries 8.33 mixture batches/s, source 1 at 100 carries 250: the producer
+# runs at 8.33, so 20 batches ready against mu 10 last 20 / (10 - 8.33) = 12 s
+"$cli" sim --mixture "$T/data/mix.txt" --batch 32 --mu 10 --initial 20 --source-lambda 1:100 \
+	--source-lambda 2:5 --json >"$T/sim.json" 2>"$T/sim.err" || bad "sim --mixture: $(cat "$T/sim.err")"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --initial 10 --capacity 10 --source-lambda 1:1000 \
+	--source-lambda 2:1000 --source-stall 1:1:3 --step 0.5 --json >"$T/sim1.json" || bad "sim --source-stall 1"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --initial 10 --capacity 10 --stall 0.5:3 --discrete \
+	--trials 50 --json >"$T/sim2.json" || bad "sim --mixture --discrete"
+cat >"$T/sim.py" <<'EOF'
+import json, sys
+plan, sim, st, ds = (json.load(open(p)) for p in sys.argv[1:5])
+m = sim["mixture"]
+assert m["epoch_samples"] == plan["epoch_samples"] == 2500, (m, plan)
+assert [s["samples_per_epoch"] for s in m["sources"]] == [s["samples_per_epoch"] for s in plan["sources"]], m
+assert [s["records_per_pass"] for s in m["sources"]] == [60, 1500], m
+assert m["batch"] == 32 and m["epoch_batches"] == 79, m  # ceil(2500 / 32)
+assert abs(m["lambda_bps"] - 5 / 0.6) < 1e-9 and sim["lambda_bps"] == m["lambda_bps"], m
+assert m["limited_by"] == 2 and m["waited_on"] == 2, m
+assert abs(sim["empty_at_s"] - 12) < 1e-9, sim["empty_at_s"]
+# source 1's stall from t=1 s stalls the stream: 10 ready at mu 10 last 1 s more
+assert abs(st["empty_at_s"] - 2) < 1e-9 and st["mixture"]["waited_on"] == 1, st
+assert st["stalls"] == [{"start_s": 1, "duration_s": 3}], st["stalls"]
+# no source rates: the producer's own stall, no one source to blame
+assert ds["mixture"]["waited_on"] is None and ds["mixture"]["limited_by"] is None, ds["mixture"]
+print(f"epoch {m['epoch_samples']} samples as plan's, producer {m['lambda_bps']:.4g}/s set by source 2, empty at 12 s")
+EOF
+pyck "sim --mixture: plan's epoch, the producer set by the slowest source, a source's stall named" \
+	"$T/sim.py" "$T/plan.json" "$T/sim.json" "$T/sim1.json" "$T/sim2.json"
+"$cli" sim --mixture "$T/data/mix.txt" --mu 10 --source-lambda 3:1 >/dev/null 2>"$T/sim.err" &&
+	bad "sim: --source-lambda of a source the mixture lacks: accepted" ||
+	{ grep -q "source 3, the mixture has 2" "$T/sim.err" && ok "sim: $(cat "$T/sim.err")" ||
+		bad "sim: a bad source number: $(cat "$T/sim.err")"; }
 
 [ "$known" -eq 0 ] || echo "cli_mix: $known known engine gap(s) above (KNOWN), reported on issue 25" >&2
 # ---- (g) new weights at a resume (issue 25 item 5) ----------------------------

@@ -1,9 +1,11 @@
 /* test_config.c - rf_config: strict values (unknown key, bad number, out of
  * range, booleans, sizes), brace ranges, the keys list, resume states, the
- * formats' options read through the config's getter. */
+ * formats' options read through the config's getter, a mixture source's
+ * own options over the loader's. */
 #include "config.h"
 #include "parquet.h"
 #include "state.h"
+#include "tar.h"
 #include "testutil.h"
 #include "tfrecord.h"
 #include "util.h"
@@ -177,6 +179,25 @@ static void test_format_options(void **state)
 	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
 	assert_null(set);
 	assert_string_equal(err.msg, "token_out widens windows: it needs seq_len");
+	assert_int_equal(rf_config_set(c, "tar_fields", "text=txt,label=cls", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL); /* token_out still */
+	assert_int_equal(rf_config_set(c, "seq_len", "8", &err), 0);
+	assert_int_equal(rf_config_format_options(c, &set, &err), 0);
+	assert_string_equal(
+	    ((const rf_tar_opts *)rf_fmt_optset_for(set, &rf_tar_format))->field_map,
+	    "text=txt,label=cls");
+	rf_fmt_optset_free(set);
+	static const char *const bad_maps[] = {"text",    "=txt",  "text=", "Text=txt",
+	                                       "a=b,a=c", "a b=c", "a=b=c", "a=b,,c=d"};
+	for (size_t i = 0; i < sizeof(bad_maps) / sizeof(bad_maps[0]); i++) {
+		assert_int_equal(rf_config_set(c, "tar_fields", bad_maps[i], &err), 0);
+		set = NULL;
+		assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
+		assert_null(set);
+		assert_non_null(strstr(err.msg, "tar_fields"));
+	}
+	assert_int_equal(rf_config_set(c, "tar_fields", "", &err), 0);
+	assert_int_equal(rf_config_set(c, "seq_len", "0", &err), 0);
 	assert_int_equal(rf_config_set(c, "token_out", "", &err), 0); /* empty: unset */
 	assert_int_equal(rf_config_set(c, "eot_token", "0x10", &err), 0);
 	assert_int_equal(rf_config_format_options(c, &set, &err), -EINVAL);
@@ -184,13 +205,60 @@ static void test_format_options(void **state)
 	rf_config_free(c);
 }
 
+/* A mixture source's own options: only the formats' keys, checked as the
+ * loader's, read through the getter over the loader's, kept by a dup. */
+static void test_source_options(void **state)
+{
+	(void)state;
+	rf_config *c = rf_config_new();
+	rf_error err = {0};
+	assert_int_equal(rf_config_source_option(c, "seq_len", "8", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "no mixture source"));
+	assert_int_equal(rf_config_set(c, "seq_len", "2048", &err), 0);
+	assert_int_equal(rf_config_set(c, "columns", "text", &err), 0);
+	assert_int_equal(rf_config_add_source(c, "0.5", &err), 0);
+	assert_int_equal(rf_config_add_url(c, "a.bin", &err), 0);
+	assert_int_equal(rf_config_add_source(c, "0.5", &err), 0);
+	assert_int_equal(rf_config_add_url(c, "b.bin", &err), 0);
+	assert_int_equal(rf_config_source_option(c, "token_dtype", "uint32", &err), 0);
+	assert_int_equal(rf_config_source_option(c, "token_out", "int64", &err), 0);
+	assert_int_equal(rf_config_source_option(c, "token_out", "int32", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "given twice"));
+	assert_int_equal(rf_config_source_option(c, "budget", "1GiB", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "option budget applies to the whole loader"));
+	assert_non_null(strstr(err.msg, "token_dtype"));
+	assert_int_equal(rf_config_source_option(c, "shuffle_window", "8", &err), -EINVAL);
+	assert_int_equal(rf_config_source_option(c, "nope", "1", &err), -EINVAL);
+	assert_int_equal(rf_config_source_option(c, "seq_len", "x", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "seq_len"));
+	rf_config *d = rf_config_dup(c);
+	assert_non_null(d);
+	rf_config_free(c);
+	rf_fmt_optset *set = NULL;
+	assert_int_equal(rf_config_source_format_options(d, 0, &set, &err), 0);
+	assert_null(set); /* source 1 sets nothing: the loader's apply */
+	assert_int_equal(rf_config_source_format_options(d, 1, &set, &err), 0);
+	const rf_tok_opts *t = rf_fmt_optset_for(set, &rf_format_llmc);
+	assert_int_equal(t->token_dtype, RF_TOK_U32);
+	assert_int_equal(t->token_out, RF_TOK_I64);
+	assert_int_equal(t->seq_len, 2048); /* the loader's, under the source's */
+	const rf_pq_opts *pq = rf_fmt_optset_for(set, &rf_parquet_format);
+	assert_string_equal(pq->columns, "text");
+	rf_fmt_optset_free(set);
+	assert_int_equal(rf_config_format_options(d, &set, &err), 0); /* the loader's own */
+	t = rf_fmt_optset_for(set, &rf_format_llmc);
+	assert_int_equal(t->token_dtype, 0);
+	assert_int_equal(t->token_out, 0);
+	rf_fmt_optset_free(set);
+	rf_config_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_values),
-	    cmocka_unit_test(test_urls),
-	    cmocka_unit_test(test_keys_and_resume),
-	    cmocka_unit_test(test_format_options),
+	    cmocka_unit_test(test_values),          cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_keys_and_resume), cmocka_unit_test(test_format_options),
+	    cmocka_unit_test(test_source_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

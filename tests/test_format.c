@@ -274,7 +274,10 @@ static void test_options(void **state)
 	assert_non_null(tok);
 	assert_int_equal(tok->seq_len, 0);
 	assert_false(tok->has_eot);
-	assert_null(rf_fmt_optset_for(set, &rf_tar_format));
+	const rf_tar_opts *tar = rf_fmt_optset_for(set, &rf_tar_format);
+	assert_non_null(tar);
+	assert_false(tar->scan_only);
+	assert_string_equal(tar->field_map, ""); /* fields as the members name them */
 	assert_null(rf_fmt_optset_for(set, &rf_format_rfs));
 	assert_null(rf_fmt_optset_for(NULL, &rf_format_llmc));
 	rf_fmt_optset_free(set);
@@ -285,7 +288,8 @@ static void test_options(void **state)
 	                    {"token_out", 0, "int64"},
 	                    {"eot_token", 0, "50256"},
 	                    {"columns", 0, "text,id"},
-	                    {"tfrecord_raw", 1, NULL}}};
+	                    {"tfrecord_raw", 1, NULL},
+	                    {"tar_fields", 0, "jpg=image,cls=label"}}};
 	assert_null(optset_err(&c, &set, &err));
 	assert_true(c.asked > 0);
 	const rf_tok_opts *mg = rf_fmt_optset_for(set, &rf_format_megatron);
@@ -303,6 +307,9 @@ static void test_options(void **state)
 	const rf_tfr_opts *tf = rf_fmt_optset_for(set, &rf_tfrecord_format);
 	assert_true(tf->raw);
 	assert_false(tf->scan_only);
+	assert_string_equal(
+	    ((const rf_tar_opts *)rf_fmt_optset_for(set, &rf_tar_format))->field_map,
+	    "jpg=image,cls=label");
 	rf_fmt_optset_free(set);
 
 	/* each value checked by its format, with the message naming it */
@@ -317,6 +324,8 @@ static void test_options(void **state)
 	    {{{"eot_token", 0, "-1"}}, "eot_token \"-1\": not a token number"},
 	    {{{"eot_token", 0, "5x"}}, "eot_token \"5x\": not a token number"},
 	    {{{"seq_len", 1ull << 33, NULL}}, "seq_len 8589934592: too large"},
+	    {{{"tar_fields", 0, "jpg"}}, "tar_fields \"jpg\": pair 1 is not FIELD=NAME"},
+	    {{{"tar_fields", 0, "a=b,a=c"}}, "tar_fields: field a given twice"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		fake_cfg b = {.k = {cases[i].bad[0], cases[i].bad[1]}};

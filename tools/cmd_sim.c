@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "sim.h"
+#include "sim_mix.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,14 +40,28 @@ static const char sim_usage[] =
     "  --trials N           trials (default 1000, at most 100000)\n"
     "  --seed N             random seed (default 1)\n"
     "  --cost-cv X          coefficient of variation of a consumer batch cost (default 0.5)\n"
-    "  --producer-cv X      same for a producer batch (default 0)\n";
+    "  --producer-cv X      same for a producer batch (default 0)\n"
+    "\n"
+    "Mixture (--mixture FILE, with the loader's options as `read` takes them): the\n"
+    "epoch's samples and each source's share come from a loader opened on it (as\n"
+    "`plan --mixture`); every source of weight w > 0 is needed in every prefix of\n"
+    "the stream, so a source that alone delivers RATE batches/s carries at most\n"
+    "RATE / w: the producer runs at the least of these (and --lambda), and a\n"
+    "source's stall stalls it. Prints each source's figures and which source the\n"
+    "consumer waited on at the first empty.\n"
+    "  --mixture FILE       the mixture file (docs/format.md)\n"
+    "  --source-lambda K:RATE  source K's rate alone, batches/s (repeatable)\n"
+    "  --source-stall K:START:DUR  a stall of source K (repeatable; with --stall at\n"
+    "                       most 64 windows)\n";
 
 typedef struct sim_opts {
 	sim_params p;
 	sim_discrete_params d;
-	bool json, discrete, have_mu;
+	bool json, discrete, have_mu, have_lambda;
 	const char *trace;
 	uint64_t batch_bytes;
+	bool mixture; /* --mixture: mix holds it */
+	sim_mix mix;
 } sim_opts;
 
 enum {
@@ -65,6 +80,8 @@ enum {
 	O_SEED,
 	O_COST_CV,
 	O_PRODUCER_CV,
+	O_SOURCE_LAMBDA,
+	O_SOURCE_STALL,
 	O_HELP
 };
 
@@ -84,6 +101,8 @@ static const struct option sim_longopts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"cost-cv", required_argument, NULL, O_COST_CV},
     {"producer-cv", required_argument, NULL, O_PRODUCER_CV},
+    {"source-lambda", required_argument, NULL, O_SOURCE_LAMBDA},
+    {"source-stall", required_argument, NULL, O_SOURCE_STALL},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -114,6 +133,7 @@ static bool sim_opt(sim_opts *o, int c, const char *a)
 {
 	switch (c) {
 	case O_LAMBDA:
+		o->have_lambda = true;
 		return flag_double("sim", "--lambda", a, 0, RATE_MAX, &o->p.lambda_bps);
 	case O_MU:
 		o->have_mu = true;
@@ -147,9 +167,56 @@ static bool sim_opt(sim_opts *o, int c, const char *a)
 		return flag_double("sim", "--cost-cv", a, 0, 10, &o->d.cost_cv);
 	case O_PRODUCER_CV:
 		return flag_double("sim", "--producer-cv", a, 0, 10, &o->d.producer_cv);
+	case O_SOURCE_LAMBDA:
+	case O_SOURCE_STALL:
+		if (!o->mixture) {
+			flag_usage_error("sim",
+			                 "--source-lambda and --source-stall need --mixture");
+			return false;
+		}
+		return c == O_SOURCE_LAMBDA ? sim_mix_source_lambda(&o->mix, a)
+		                            : sim_mix_source_stall(&o->mix, &o->p, a);
 	default:
 		return false;
 	}
+}
+
+static int sim_parse_opts(int argc, char **argv, sim_opts *o);
+
+/* sim's own option named by arg ("--name" or "--name=value"), or NULL. */
+static const struct option *sim_own(const char *arg)
+{
+	if (strncmp(arg, "--", 2) != 0)
+		return NULL;
+	size_t n = strcspn(arg + 2, "=");
+	for (const struct option *so = sim_longopts; so->name; so++)
+		if (strlen(so->name) == n && !strncmp(so->name, arg + 2, n))
+			return so;
+	return NULL;
+}
+
+/* With --mixture: the loader's options go into the mixture's config, sim's
+ * own stay in kept (for getopt). Returns -1 to go on, else the exit code. */
+static int sim_split_args(sim_opts *o, int argc, char **argv, char **kept, int *nkept)
+{
+	kept[(*nkept)++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const struct option *so = sim_own(argv[i]);
+		if (so) {
+			kept[(*nkept)++] = argv[i];
+			if (so->has_arg == required_argument && !strchr(argv[i], '=') &&
+			    i + 1 < argc)
+				kept[(*nkept)++] = argv[++i];
+			continue;
+		}
+		int used = sim_mix_loader_flag(&o->mix, argc, argv, i);
+		if (used <= 0)
+			return used == 0 ? flag_usage_error("sim", "unknown option '%s'", argv[i])
+			                 : 2;
+		i += used - 1;
+	}
+	kept[*nkept] = NULL;
+	return -1;
 }
 
 /* Parses argv into o; returns -1 to go on, else the exit code. */
@@ -158,6 +225,26 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 	*o = (sim_opts){.p = {.capacity = INFINITY, .step_s = 0.1},
 	                .d = {.trials = 1000, .seed = 1, .cost_cv = 0.5},
 	                .batch_bytes = 1u << 20};
+	if (sim_mix_wanted(argc, argv)) {
+		o->mixture = true;
+		if (sim_mix_init(&o->mix) < 0) {
+			fprintf(stderr, "ringfeed sim: out of memory\n");
+			return 1;
+		}
+		char **kept = calloc((size_t)argc + 1, sizeof(*kept));
+		int nkept = 0;
+		int rc = kept ? sim_split_args(o, argc, argv, kept, &nkept) : 1;
+		if (rc < 0)
+			rc = sim_parse_opts(nkept, kept, o);
+		free(kept);
+		return rc;
+	}
+	return sim_parse_opts(argc, argv, o);
+}
+
+/* The options proper (with --mixture, sim's own only). */
+static int sim_parse_opts(int argc, char **argv, sim_opts *o)
+{
 	int c;
 	while ((c = getopt_long(argc, argv, "", sim_longopts, NULL)) != -1) {
 		if (c == O_HELP) {
@@ -171,6 +258,11 @@ static int sim_parse(int argc, char **argv, sim_opts *o)
 		return flag_usage_error("sim", "unexpected argument '%s'", argv[optind]);
 	if (!o->have_mu)
 		return flag_usage_error("sim", "--mu is required");
+	if (o->mixture) {
+		int rc = sim_mix_resolve(&o->mix, &o->p, o->have_lambda);
+		if (rc != 0)
+			return rc;
+	}
 	char msg[160];
 	if (sim_check(&o->p, msg, sizeof(msg)) < 0)
 		return flag_usage_error("sim", "%s", msg);
@@ -231,6 +323,8 @@ static void print_fluid_json(const sim_opts *o, const sim_result *r)
 		       r->point[i].inventory);
 	printf("],\"empty_at_s\":");
 	json_number(stdout, r->empty_at_s);
+	if (o->mixture)
+		sim_mix_print_json(&o->mix, &o->p, r->empty_at_s);
 	printf("}\n");
 }
 
@@ -282,9 +376,12 @@ static void print_discrete_json(const sim_opts *o, const sim_result *fl,
 	}
 	printf(",\"mean\":");
 	json_number(stdout, d->mean_s);
-	printf("},\"before_predicted\":%llu,\"never\":%llu,\"events_per_trial_max\":%llu}\n",
+	printf("},\"before_predicted\":%llu,\"never\":%llu,\"events_per_trial_max\":%llu",
 	       (unsigned long long)d->before_predicted, (unsigned long long)d->never,
 	       (unsigned long long)d->events_per_trial_max);
+	if (o->mixture)
+		sim_mix_print_json(&o->mix, &o->p, fl->empty_at_s);
+	printf("}\n");
 }
 
 static int sim_trace(const sim_opts *o, const sim_result *r)
@@ -319,24 +416,33 @@ static int sim_run_discrete(const sim_opts *o, const sim_result *fl)
 	return 0;
 }
 
+static int sim_run(sim_opts *o)
+{
+	sim_result r;
+	if (sim_fluid(&o->p, &r) < 0) {
+		fprintf(stderr, "ringfeed sim: out of memory\n");
+		return 1;
+	}
+	int rc = o->trace ? sim_trace(o, &r) : 0;
+	if (rc == 0 && o->mixture && !o->json)
+		sim_mix_print_text(&o->mix, &o->p, r.empty_at_s);
+	if (rc == 0 && o->discrete)
+		rc = sim_run_discrete(o, &r);
+	else if (rc == 0 && o->json)
+		print_fluid_json(o, &r);
+	else if (rc == 0)
+		print_fluid_text(o, &r);
+	sim_result_free(&r);
+	return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
 	sim_opts o;
 	int rc = sim_parse(argc, argv, &o);
-	if (rc >= 0)
-		return rc;
-	sim_result r;
-	if (sim_fluid(&o.p, &r) < 0) {
-		fprintf(stderr, "ringfeed sim: out of memory\n");
-		return 1;
-	}
-	rc = o.trace ? sim_trace(&o, &r) : 0;
-	if (rc == 0 && o.discrete)
-		rc = sim_run_discrete(&o, &r);
-	else if (rc == 0 && o.json)
-		print_fluid_json(&o, &r);
-	else if (rc == 0)
-		print_fluid_text(&o, &r);
-	sim_result_free(&r);
+	if (rc < 0)
+		rc = sim_run(&o);
+	if (o.mixture)
+		sim_mix_free(&o.mix);
 	return rc;
 }

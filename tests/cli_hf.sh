@@ -12,7 +12,13 @@
 # repository, never the token; a model repository (hf://ORG/NAME/..., no
 # prefix) and a space (hf://spaces/...) read with their local digests through
 # their own API and resolve paths; a malformed name is told the forms; the
-# CDN never sees the token; the Python binding reads the same records.
+# CDN never sees the token (nor any Authorization header, over every
+# request of the test); `verify` passes at a commit; `ringfeed index -o DIR`
+# of a tar dataset repository under a branch writes the local index's bytes,
+# and once the index files are committed beside the tars (a new commit the
+# branch moves to) the open pins that commit and reads the index, not the
+# headers (the local digest); the Python binding (ringfeed.Loader) and
+# RingfeedDataset (torch) give the local read's records.
 set -u
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 src=${RF_SOURCE_DIR:?}
@@ -23,7 +29,7 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 spid=
-trap '[ -n "$spid" ] && { kill $spid 2>/dev/null; wait $spid 2>/dev/null; }; rm -rf "$tmp"' EXIT
+trap '[ -n "$spid" ] && { kill $spid 2>/dev/null; wait $spid 2>/dev/null; }; [ -n "${RF_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 
 # two versions of one dataset: v1 (tag), then main
 "$cli" pack --demo -o "$tmp/ds1" --demo-bytes 256KiB --demo-shards 2 >/dev/null
@@ -55,6 +61,32 @@ echo '{"model_type": "not a shard"}' >"$tmp/hub/models/org/model/$sha3/config.js
 echo "{\"main\": \"$sha3\"}" >"$tmp/hub/models/org/model/refs.json"
 cp "$tmp/ds2/shard-000001.rfs" "$tmp/hub/spaces/org/app/$sha4/data/"
 echo "{\"main\": \"$sha4\", \"v2\": \"$sha4\"}" >"$tmp/hub/spaces/org/app/refs.json"
+# a WebDataset tar dataset (3 shards of 40 samples, two fields each) and its
+# local index, in a dataset repository of its own whose branch "dev" is a
+# commit of the tars alone (its "main" would be moved by --move-main-to)
+mkdir -p "$tmp/tars" "$tmp/tars_idx" "$tmp/hf_idx"
+"$py" - "$tmp/tars" <<'PYEOF'
+import io, random, sys, tarfile
+rng = random.Random(7)
+for s in range(3):
+    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
+        for i in range(40):
+            for ext, data in (("bin", rng.randbytes(rng.randint(1000, 9000))), ("cls", b"%d" % (i % 10))):
+                ti = tarfile.TarInfo(f"s{s}/{i:05d}.{ext}"); ti.size = len(data); ti.mtime = 0
+                t.addfile(ti, io.BytesIO(data))
+PYEOF
+cp "$tmp"/tars/*.tar "$tmp/tars_idx/"
+"$cli" index "$tmp/tars_idx" >/dev/null 2>&1 || bad "ringfeed index of the local tars failed"
+want_tars=$("$cli" read --digest --no-shuffle "$tmp/tars" | tail -n 1)
+tar_bytes=$(cat "$tmp"/tars/*.tar | wc -c)
+sha5=5555555555555555555555555555555555555555
+sha6=6666666666666666666666666666666666666666
+wds="wds ü+%"
+wrepo=$tmp/hub/datasets/org/wds
+mkdir -p "$wrepo/$sha5/$wds"
+cp "$tmp"/tars/*.tar "$wrepo/$sha5/$wds/"
+echo "# tars" >"$wrepo/$sha5/README.md"
+echo "{\"dev\": \"$sha5\"}" >"$wrepo/refs.json"
 token=hf_SecretTokenForTheStandIn_7d1e
 "$py" "$src/tests/hf_server.py" "$tmp/hub" "$tmp/ports" --token "$token" --page 2 \
 	--move-main-to "$sha1" --grant-uses 2 &
@@ -167,6 +199,107 @@ else
 fi
 echo "  (the message: $(tail -n 1 "$tmp/err"))"
 
+# verify at a commit: every shard of the folder (the odd file name too)
+cdn0=$(grep -c "^GET /blobs/datasets/$sha2/" "$tmp/hub/cdn.log")
+vok=$(HF_TOKEN=$token "$cli" verify --cache off "hf://datasets/org/set@$sha2/$folder/" 2>"$tmp/err" |
+	grep -c "^ok hf://datasets/org/set@$sha2/$folder/shard-")
+cdnn=$(($(grep -c "^GET /blobs/datasets/$sha2/" "$tmp/hub/cdn.log") - cdn0))
+[ "$vok" = 3 ] && [ "$cdnn" -ge 3 ] && ok "verify: the 3 shards ok ($cdnn CDN requests)" ||
+	bad "verify: $vok ok, $cdnn CDN requests: $(tail -n 2 "$tmp/err")"
+
+# ringfeed index over hf:// under a branch (into -o DIR: the Hub is not
+# written to): the local index's bytes, read at the branch's commit
+wurl="hf://datasets/org/wds@dev/$wds/"
+HF_TOKEN=$token "$cli" index --json -o "$tmp/hf_idx" "$wurl" >"$tmp/index.json" 2>"$tmp/err"
+same_idx=0
+for s in 0 1 2; do cmp -s "$tmp/hf_idx/shard-00000$s.idx" "$tmp/tars_idx/shard-00000$s.idx" && same_idx=$((same_idx + 1)); done
+tars5=$(grep -c "^GET /datasets/org/wds/resolve/$sha5/wds%20%C3%BC%2B%25/shard-00000[0-2].tar " "$tmp/hub/hub.log")
+grep -q '"written": *3' "$tmp/index.json" && [ $same_idx = 3 ] && [ "$tars5" -ge 3 ] &&
+	ok "ringfeed index -o DIR of a Hub tar dataset (@dev): 3 written, the local index's bytes" ||
+	bad "index over hf://: $same_idx of 3 equal the local index, $tars5 resolves at dev's commit: $(head -c 300 "$tmp/index.json") $(tail -n 2 "$tmp/err")"
+got=$(HF_TOKEN=$token read_hf --cache off "$wurl")
+[ "$got" = "$want_tars" ] && ok "the tar dataset without an index: the local digest" ||
+	bad "tars without an index: '$got' vs '$want_tars': $(tail -n 2 "$tmp/err")"
+# the upload: a new commit holding the tars and their index files; dev moves
+# to it (the Hub's commits never change: the old one still has no index)
+cp -R "$wrepo/$sha5" "$wrepo/$sha6"
+cp "$tmp"/hf_idx/*.idx "$wrepo/$sha6/$wds/"
+echo "{\"dev\": \"$sha6\", \"tars-only\": \"$sha5\"}" >"$wrepo/refs.json"
+got=$(HF_TOKEN=$token read_hf --cache off --stats "$tmp/idx.json" "$wurl")
+open_bytes=$(grep -o '"open_fetched_bytes": *[0-9]*' "$tmp/idx.json" | grep -o '[0-9]*$')
+idx6=$(grep -c "^GET /blobs/datasets/$sha6/org/wds/wds%20%C3%BC%2B%25/shard-00000[0-2].idx?" "$tmp/hub/cdn.log")
+[ "$got" = "$want_tars" ] && [ "$idx6" -ge 3 ] && [ "${open_bytes:-0}" -gt 0 ] &&
+	[ "$open_bytes" -lt $((tar_bytes / 20)) ] &&
+	ok "... with the index committed beside the tars: dev pinned to the new commit, the local digest, the open read $open_bytes of $tar_bytes bytes" ||
+	bad "tars with the index: '$got', $idx6 index reads at the new commit, the open read ${open_bytes:-?} of $tar_bytes bytes: $(tail -n 2 "$tmp/err")"
+# the pinned old commit still reads the headers (no index there)
+got=$(HF_TOKEN=$token read_hf --cache off --stats "$tmp/idx5.json" "hf://datasets/org/wds@tars-only/$wds/")
+open5=$(grep -o '"open_fetched_bytes": *[0-9]*' "$tmp/idx5.json" | grep -o '[0-9]*$')
+[ "$got" = "$want_tars" ] && [ "${open5:-0}" -gt "${open_bytes:-0}" ] &&
+	ok "... the commit before it (a tag): the local digest from the headers (the open read $open5 bytes)" ||
+	bad "the old commit: '$got', the open read ${open5:-?} bytes: $(tail -n 2 "$tmp/err")"
+
+# the Python binding (ringfeed.Loader; numpy) and RingfeedDataset (torch):
+# the records of the local read, one interpreter for all of them
+if [ -e "$build/libringfeed.so" ] &&
+	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	cdn0=$(grep -c "^GET /blobs/" "$tmp/hub/cdn.log")
+	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
+		HF_TOKEN=$token "$py" - "$tmp/ds2" "hf://datasets/org/set@$sha2/$folder/" >"$tmp/py.out" 2>"$tmp/err" <<'PYEOF'
+import hashlib, sys
+try:
+    import numpy
+except ImportError as e:
+    print(f"left out: {e}", file=sys.stderr); sys.exit(0)
+import ringfeed
+for url in sys.argv[1:]:
+    h, n = hashlib.sha256(), 0
+    with ringfeed.Loader(url, batch=64, shuffle=False, budget="64MiB") as L:
+        for b in L:
+            h.update(b.payload_array().tobytes()); h.update(b.offsets_array().tobytes())
+            n += len(b.offsets_array()) - 1; b.release()
+    print(f"loader records={n} sha256={h.hexdigest()}")
+try:
+    import torch
+except ImportError as e:
+    print(f"left out: {e}", file=sys.stderr); sys.exit(0)
+from ringfeed.torch import RingfeedDataset
+for url in sys.argv[1:]:
+    h, n = hashlib.sha256(), 0
+    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
+    for item in ds:
+        h.update(item["payload"].numpy().tobytes())
+        h.update(item["offsets"].numpy().tobytes())
+        n += len(item["offsets"]) - 1
+    ds.close()
+    print(f"dataset records={n} sha256={h.hexdigest()}")
+PYEOF
+	cdnn=$(($(grep -c "^GET /blobs/" "$tmp/hub/cdn.log") - cdn0))
+	lines=$(wc -l <"$tmp/py.out")
+	local_l=$(sed -n 1p "$tmp/py.out") hf_l=$(sed -n 2p "$tmp/py.out")
+	local_d=$(sed -n 3p "$tmp/py.out") hf_d=$(sed -n 4p "$tmp/py.out")
+	if [ "$lines" = 0 ] && grep -q "^left out: " "$tmp/err"; then
+		echo "(the Python check is left out: $(sed -n 's/^left out: //p' "$tmp/err" | head -n 1))"
+	else
+		[ -n "$local_l" ] && [ "$hf_l" = "$local_l" ] && [ "$cdnn" -gt 0 ] &&
+			ok "the Python binding (Loader): the same records (${local_l#loader }, $cdnn CDN requests)" ||
+			bad "Python Loader: '$hf_l' vs '$local_l': $(tail -n 3 "$tmp/err")"
+	fi
+	if [ "$lines" = 4 ]; then
+		[ "${local_d#dataset }" = "${local_l#loader }" ] && [ "$hf_d" = "$local_d" ] &&
+			ok "Python RingfeedDataset over hf:// (HF_TOKEN): the local records" ||
+			bad "Python RingfeedDataset: '$hf_d' vs '$local_d' (Loader: '$local_l'): $(tail -n 3 "$tmp/err")"
+	elif [ "$lines" = 2 ] && grep -q "^left out: " "$tmp/err"; then
+		echo "(the RingfeedDataset check is left out: $(sed -n 's/^left out: //p' "$tmp/err" | head -n 1))"
+	elif [ "$lines" != 0 ]; then
+		bad "Python RingfeedDataset: $lines lines: $(tail -n 3 "$tmp/err")"
+	fi
+	grep -q -F "$token" "$tmp/py.out" "$tmp/err" && bad "the token appears in Python's output"
+else
+	echo "(the Python check is left out: no shared library, or a sanitizer build)"
+fi
+
+# last: every request of the test, index, verify and Python's included
 if [ -s "$tmp/hub/cdn.log" ] && grep -q "^GET /blobs/" "$tmp/hub/cdn.log" &&
 	grep -q -F "Bearer $token" "$tmp/hub/hub.log"; then
 	if grep -q -i -F -e "$token" -e "authorization" "$tmp/hub/cdn.log"; then
@@ -176,24 +309,6 @@ if [ -s "$tmp/hub/cdn.log" ] && grep -q "^GET /blobs/" "$tmp/hub/cdn.log" &&
 	fi
 else
 	bad "the logs do not show the token at the Hub and reads at the CDN"
-fi
-
-# the Python binding reads the same records through hf:// as from the files
-if "$py" -c 'import numpy' 2>/dev/null && [ -e "$build/libringfeed.so" ] &&
-	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
-	pyread='import hashlib, sys, ringfeed
-h = hashlib.sha256()
-with ringfeed.Loader(sys.argv[1], batch=64, shuffle=False, budget="64MiB") as L:
-    for b in L:
-        h.update(b.payload_array().tobytes()); h.update(b.offsets_array().tobytes()); b.release()
-print(h.hexdigest())'
-	export RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1
-	local_py=$("$py" -c "$pyread" "$tmp/ds2" 2>"$tmp/err")
-	hf_py=$(HF_TOKEN=$token "$py" -c "$pyread" "hf://datasets/org/set@$sha2/$folder/" 2>>"$tmp/err")
-	[ -n "$local_py" ] && [ "$hf_py" = "$local_py" ] && ok "the Python binding: the same records" ||
-		bad "Python: '$hf_py' vs '$local_py': $(tail -n 2 "$tmp/err")"
-else
-	echo "(the Python check is left out: no numpy, no shared library, or a sanitizer build)"
 fi
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }

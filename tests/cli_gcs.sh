@@ -58,16 +58,7 @@ want_one=$("$cli" read --digest --no-shuffle "$tmp/ds/shard-000000.rfs" | tail -
 want_slow=$("$cli" read --digest --no-shuffle "$tmp/slow" | tail -n 1)
 # a WebDataset tar dataset (3 shards of 40 samples, two fields each), and
 # its local index (ringfeed index beside the tars)
-"$py" - "$tmp/tars" <<'PYEOF'
-import io, random, sys, tarfile
-rng = random.Random(7)
-for s in range(3):
-    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
-        for i in range(40):
-            for ext, data in (("bin", rng.randbytes(rng.randint(1000, 9000))), ("cls", b"%d" % (i % 10))):
-                ti = tarfile.TarInfo(f"s{s}/{i:05d}.{ext}"); ti.size = len(data); ti.mtime = 0
-                t.addfile(ti, io.BytesIO(data))
-PYEOF
+"$py" "$src/tests/wds_tars.py" "$tmp/tars"
 cp "$tmp"/tars/*.tar "$tmp/tars_idx/"
 cp "$tmp"/tars/*.tar "$tmp/root/bkt/wds ü+%/"
 "$cli" index "$tmp/tars_idx" >/dev/null 2>&1 || bad "ringfeed index of the local tars failed"

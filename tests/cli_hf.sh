@@ -65,16 +65,7 @@ echo "{\"main\": \"$sha4\", \"v2\": \"$sha4\"}" >"$tmp/hub/spaces/org/app/refs.j
 # local index, in a dataset repository of its own whose branch "dev" is a
 # commit of the tars alone (its "main" would be moved by --move-main-to)
 mkdir -p "$tmp/tars" "$tmp/tars_idx" "$tmp/hf_idx"
-"$py" - "$tmp/tars" <<'PYEOF'
-import io, random, sys, tarfile
-rng = random.Random(7)
-for s in range(3):
-    with tarfile.open(f"{sys.argv[1]}/shard-{s:06d}.tar", "w", format=tarfile.PAX_FORMAT) as t:
-        for i in range(40):
-            for ext, data in (("bin", rng.randbytes(rng.randint(1000, 9000))), ("cls", b"%d" % (i % 10))):
-                ti = tarfile.TarInfo(f"s{s}/{i:05d}.{ext}"); ti.size = len(data); ti.mtime = 0
-                t.addfile(ti, io.BytesIO(data))
-PYEOF
+"$py" "$src/tests/wds_tars.py" "$tmp/tars"
 cp "$tmp"/tars/*.tar "$tmp/tars_idx/"
 "$cli" index "$tmp/tars_idx" >/dev/null 2>&1 || bad "ringfeed index of the local tars failed"
 want_tars=$("$cli" read --digest --no-shuffle "$tmp/tars" | tail -n 1)

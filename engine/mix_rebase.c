@@ -158,10 +158,13 @@ static int rebase_finish(rf_mix_rebase *rb, rf_error *err)
 {
 	for (uint32_t k = 0; k < rb->k; k++) {
 		uint64_t sum = 0, end = 0;
-		if (rb->window[k] == 0)
-			return rf_fail(err, RF_E_CORRUPT,
-			               "mixture weight change: source %u has a shuffle window of 0",
-			               k + 1);
+		if (rb->window[k] == 0 || rb->tail[k] > RF_MIX_REBASE_ORDINAL_MAX)
+			return rf_fail(
+			    err, RF_E_CORRUPT,
+			    "mixture weight change: source %u has a shuffle window of %u "
+			    "and ordinals to come from %llu (at most %llu)",
+			    k + 1, rb->window[k], (unsigned long long)rb->tail[k],
+			    RF_MIX_REBASE_ORDINAL_MAX);
 		if (rb->first[k] > rb->first[k + 1] || rb->first[k + 1] > rb->nranges)
 			return rf_fail(err, RF_E_CORRUPT,
 			               "mixture weight change: source %u's ranges are out of order",

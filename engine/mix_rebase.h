@@ -36,6 +36,9 @@
 #include <stdint.h>
 
 #define RF_MIX_REBASE_RANGES_MAX (1u << 16)
+/* The largest tail (ordinals a source may give): far past any run (2^50
+ * samples an epoch), and an i-th ordinal from it cannot overflow. */
+#define RF_MIX_REBASE_ORDINAL_MAX (1ull << 62)
 
 typedef struct rf_mix_rebase {
 	uint64_t epoch;  /* the epoch the new weights start in */

@@ -468,6 +468,13 @@ static void test_mixture_reweighted(void **state)
 	rf_store_le32(flip + n - 4, rf_state_crc32c(flip, (size_t)n - 4));
 	assert_true(rf_state_decode(flip, (size_t)n, &q, &err) < 0);
 	assert_non_null(strstr(err.msg, "weight change at epoch 5"));
+	/* a tail so far out that the i-th ordinal from it would overflow
+	 * (fuzz_state found it: fuzz/regressions/state/rebase-tail-overflow) */
+	memcpy(flip, buf, (size_t)n);
+	rf_store_le64(flip + n - 4 - (20 + 32 + 32) + 20, UINT64_MAX - 152);
+	rf_store_le32(flip + n - 4, rf_state_crc32c(flip, (size_t)n - 4));
+	assert_true(rf_state_decode(flip, (size_t)n, &q, &err) < 0);
+	assert_non_null(strstr(err.msg, "ordinals to come from"));
 	/* same sources, other weights: a re-weighting */
 	uint64_t other[6];
 	memcpy(other, src, sizeof(src));

@@ -109,8 +109,11 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 	}
 	e->rereads_max = (uint32_t)rf_cfg(e->cfg, RF_CFG_retries);
 	int rc = rf_thread_start(&e->loop_thread, rf_sched_main, e);
-	if (rc != 0)
-		return rf_fail(err, -rc, "cannot start the loop thread: %s", strerror(rc));
+	if (rc != 0) {
+		char hint[RF_NODE_HINT_BYTES] = "";
+		rf_node_oom_hint(hint, sizeof(hint)); /* a stack cannot be mapped */
+		return rf_fail(err, -rc, "cannot start the loop thread: %s%s", strerror(rc), hint);
+	}
 	e->loop_started = true;
 	rf_engine_lock(e);
 	while (e->open.phase == RF_PHASE_OPENING)
@@ -456,9 +459,12 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 		return rf_fail(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < e->threads; i++) {
 		int rc = rf_thread_start(&e->workers[i], rf_worker_main, e);
-		if (rc != 0)
-			return rf_fail(err, -rc, "cannot start decode thread %u: %s", i,
-			               strerror(rc));
+		if (rc != 0) { /* EAGAIN: no stack could be mapped (RLIMIT_AS, said) */
+			char hint[RF_NODE_HINT_BYTES] = "";
+			rf_node_oom_hint(hint, sizeof(hint));
+			return rf_fail(err, -rc, "cannot start decode thread %u: %s%s", i,
+			               strerror(rc), hint);
+		}
 		e->workers_started++;
 	}
 	rf_engine_lock(e);

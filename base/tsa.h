@@ -33,13 +33,14 @@
 #define RF_TSA_(x)
 #endif
 
-#define RF_CAPABILITY(name) RF_TSA_(capability(name))
-#define RF_GUARDED_BY(cap)  RF_TSA_(guarded_by(cap))
-#define RF_REQUIRES(...)    RF_TSA_(requires_capability(__VA_ARGS__))
-#define RF_EXCLUDES(...)    RF_TSA_(locks_excluded(__VA_ARGS__))
-#define RF_ACQUIRE(...)     RF_TSA_(acquire_capability(__VA_ARGS__))
-#define RF_RELEASE(...)     RF_TSA_(release_capability(__VA_ARGS__))
-#define RF_ASSERT_HELD(...) RF_TSA_(assert_capability(__VA_ARGS__))
+#define RF_CAPABILITY(name)   RF_TSA_(capability(name))
+#define RF_GUARDED_BY(cap)    RF_TSA_(guarded_by(cap))
+#define RF_PT_GUARDED_BY(cap) RF_TSA_(pt_guarded_by(cap))
+#define RF_REQUIRES(...)      RF_TSA_(requires_capability(__VA_ARGS__))
+#define RF_EXCLUDES(...)      RF_TSA_(locks_excluded(__VA_ARGS__))
+#define RF_ACQUIRE(...)       RF_TSA_(acquire_capability(__VA_ARGS__))
+#define RF_RELEASE(...)       RF_TSA_(release_capability(__VA_ARGS__))
+#define RF_ASSERT_HELD(...)   RF_TSA_(assert_capability(__VA_ARGS__))
 /* A function the analysis cannot follow (a lock wrapper itself, a
  * teardown that runs when no other thread is left): said why beside it. */
 #define RF_NO_TSA RF_TSA_(no_thread_safety_analysis)

@@ -53,13 +53,13 @@ static rf_engine *rf_engine_of(rf_loader *l)
 static void rf_consumer_moved(rf_engine *e, bool released) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t ready = rf_ready_count(&e->ready);
-	if (ready <= e->depth / 2 || (released && e->coll.wait_budget)) {
-		rf_coll_kick(&e->coll);
-		if (!e->coll.running)
+	uint64_t ready = rf_ready_count(e->ready);
+	if (ready <= e->depth / 2 || (released && e->coll->wait_budget)) {
+		rf_coll_kick(e->coll);
+		if (!e->coll->running)
 			rf_engine_wake_workers(e, 1);
 	}
-	if ((released && e->sched.wait_budget) || e->consumer_global >= e->wake_mark) {
+	if ((released && e->sched->wait_budget) || e->consumer_global >= e->wake_mark) {
 		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
 		rf_engine_wake_loop(e);
 	}
@@ -69,9 +69,9 @@ static void rf_consumer_moved(rf_engine *e, bool released) RF_REQUIRES(rf_engine
  * stream has ended after the last queued batch, or the loader is closing. */
 static bool rf_ready_or_done(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
-	bool empty = e->ready.head == e->ready.tail;
-	return (!empty && e->ready.q[e->ready.head % RF_READY_MAX]->filled) || e->stop ||
-	       (empty && e->coll.final);
+	bool empty = e->ready->head == e->ready->tail;
+	return (!empty && e->ready->q[e->ready->head % RF_READY_MAX]->filled) || e->stop ||
+	       (empty && e->coll->final);
 }
 
 /* The consumer holds the memory the producer waits for: no batch is ready,
@@ -81,10 +81,11 @@ static bool rf_ready_or_done(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static bool rf_held_stall(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	return e->ready.held > 0 && e->ready.head == e->ready.tail && !e->coll.final && !e->stop &&
-	       (e->coll.wait_budget || e->sched.wait_budget) && e->sched.reads_inflight == 0 &&
-	       e->ring.jobs_head == e->ring.jobs_tail && e->ring.decoding == 0 &&
-	       !e->coll.running && e->fill.q_head == e->fill.q_tail && e->host_wait_ns == 0;
+	return e->ready->held > 0 && e->ready->head == e->ready->tail && !e->coll->final &&
+	       !e->stop && (e->coll->wait_budget || e->sched->wait_budget) &&
+	       e->sched->reads_inflight == 0 && e->ring->jobs_head == e->ring->jobs_tail &&
+	       e->ring->decoding == 0 && !e->coll->running && e->fill->q_head == e->fill->q_tail &&
+	       e->host_wait_ns == 0;
 }
 
 /* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
@@ -110,7 +111,7 @@ static void rf_held_stall_message(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
 	         "not released, and the next batch needs %llu more bytes that only rf_release "
 	         "can free (release batches, or raise the budget)",
-	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->ready.held,
+	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->ready->held,
 	         (unsigned long long)bytes, rf_fmt_bytes(bytes, held, sizeof(held)),
 	         (unsigned long long)e->wait_budget_bytes);
 }
@@ -160,45 +161,45 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	}
 	e->api.next_calls++;
 	uint64_t t0 = rf_now_ns();
-	if (e->st.last_return_ns) { /* the consumer's own time since the last batch */
-		e->st.busy_ns += t0 - e->st.last_return_ns;
-		e->st.last_return_ns = 0;
+	if (e->st->last_return_ns) { /* the consumer's own time since the last batch */
+		e->st->busy_ns += t0 - e->st->last_return_ns;
+		e->st->last_return_ns = 0;
 	}
 	/* A wait is time spent with no batch to take (not the call's own cost). */
 	bool waits =
-	    e->ready.head == e->ready.tail || !e->ready.q[e->ready.head % RF_READY_MAX]->filled;
-	e->st.waiting_since_ns = waits ? t0 : 0;
+	    e->ready->head == e->ready->tail || !e->ready->q[e->ready->head % RF_READY_MAX]->filled;
+	e->st->waiting_since_ns = waits ? t0 : 0;
 	uint32_t blocking = waits && e->mixst ? rf_ring_blocking_shard(e) : UINT32_MAX;
 	int rc = rf_wait_ready(e, timeout_ms);
 	uint64_t t1 = rf_now_ns();
 	if (waits)
-		e->st.wait_ns += t1 - t0;
+		e->st->wait_ns += t1 - t0;
 	if (blocking != UINT32_MAX)
 		rf_mixst_wait(e, blocking, t1 - t0);
-	e->st.waiting_since_ns = 0;
+	e->st->waiting_since_ns = 0;
 	rf_ebatch *b;
 	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */
 		rc = -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
 	} else if (rc == 0 && (b = rf_ready_take(e))) {
 		rf_mixst_delivered(e, b);
-		e->st.batches++;
-		e->st.records += b->pub.records;
-		e->st.payload += b->pub.payload_bytes;
+		e->st->batches++;
+		e->st->records += b->pub.records;
+		e->st->payload += b->pub.payload_bytes;
 		e->pos.epoch = b->pub.epoch;
 		e->pos.record = b->end_pos; /* skipped records too */
 		e->pos.batch = b->pub.index + 1;
 		e->pos.skipped = b->skip_records;
 		e->pos.skipped_blocks = b->skip_blocks;
-		e->st.skipped_records += b->skipped;
+		e->st->skipped_records += b->skipped;
 		e->consumer_global = b->global_end;
-		e->st.last_return_ns = t1;
+		e->st->last_return_ns = t1;
 		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {
-		rc = e->coll.final ? e->coll.final_code : -ECANCELED;
+		rc = e->coll->final ? e->coll->final_code : -ECANCELED;
 		snprintf(e->last_error, sizeof(e->last_error), "%s",
-		         rc == RF_END ? "" : e->coll.final_msg);
+		         rc == RF_END ? "" : e->coll->final_msg);
 	} else if (rc == RF_E_BUDGET) {
 		rf_held_stall_message(e); /* not the stream's end: releases let it go on */
 		e->held_stall_ns = 0;
@@ -209,16 +210,16 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 			    stderr,
 			    "sched e%llu u%zu seq%llu done%d need%llu | tail%llu front%llu | coll "
 			    "e%llu pos%llu/%llu final%d | ready%llu held%u reads%u jobs%llu\n",
-			    (unsigned long long)e->sched.epoch, e->sched.unit,
-			    (unsigned long long)e->sched.seq, e->sched.done,
-			    (unsigned long long)e->sched.need_global,
-			    (unsigned long long)e->ring.tail_seq,
-			    (unsigned long long)e->ring.frontier_seq,
-			    (unsigned long long)e->coll.epoch, (unsigned long long)e->coll.pos,
-			    (unsigned long long)e->coll.records, e->coll.final,
-			    (unsigned long long)(e->ready.tail - e->ready.head), e->ready.held,
-			    e->sched.reads_inflight,
-			    (unsigned long long)(e->ring.jobs_tail - e->ring.jobs_head));
+			    (unsigned long long)e->sched->epoch, e->sched->unit,
+			    (unsigned long long)e->sched->seq, e->sched->done,
+			    (unsigned long long)e->sched->need_global,
+			    (unsigned long long)e->ring->tail_seq,
+			    (unsigned long long)e->ring->frontier_seq,
+			    (unsigned long long)e->coll->epoch, (unsigned long long)e->coll->pos,
+			    (unsigned long long)e->coll->records, e->coll->final,
+			    (unsigned long long)(e->ready->tail - e->ready->head), e->ready->held,
+			    e->sched->reads_inflight,
+			    (unsigned long long)(e->ring->jobs_tail - e->ring->jobs_head));
 	}
 	if (--e->api.next_calls == 0 && e->api.closing)
 		pthread_cond_broadcast(&e->ready_cv); /* rf_close waits for this */

@@ -21,10 +21,10 @@ static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	bool any = false;
-	while (e->ring.tail_seq < e->ring.frontier_seq) {
-		rf_unit_slot *u = rf_slot(e, e->ring.tail_seq);
-		bool done = u->epoch < e->fill.epoch ||
-		            (u->epoch == e->fill.epoch && u->release_pos <= e->fill.pos);
+	while (e->ring->tail_seq < e->ring->frontier_seq) {
+		rf_unit_slot *u = rf_slot(e, e->ring->tail_seq);
+		bool done = u->epoch < e->fill->epoch ||
+		            (u->epoch == e->fill->epoch && u->release_pos <= e->fill->pos);
 		if (!done)
 			break;
 		rf_unit_release(e, u);
@@ -34,11 +34,11 @@ static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	/* A mixture's units are released out of order (a low-weight source's
 	 * window outlives many units after it): their memory goes now, their
 	 * slots when the tail reaches them. */
-	for (uint64_t s = e->ring.tail_seq;
-	     rf_plan_is_mix(e->coll.plan) && s < e->ring.frontier_seq; s++) {
+	for (uint64_t s = e->ring->tail_seq;
+	     rf_plan_is_mix(e->coll->plan) && s < e->ring->frontier_seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
-		if ((u->epoch < e->fill.epoch ||
-		     (u->epoch == e->fill.epoch && u->release_pos <= e->fill.pos)) &&
+		if ((u->epoch < e->fill->epoch ||
+		     (u->epoch == e->fill->epoch && u->release_pos <= e->fill->pos)) &&
 		    rf_unit_release_early(e, u))
 			any = true;
 	}
@@ -51,8 +51,8 @@ static void rf_release_emitted(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record) RF_NO_TSA
 {
 	size_t unit;
-	rf_plan_locate(e->coll.plan, pos, &unit, record);
-	return rf_slot(e, e->coll.base_seq + (unit - e->coll.first_unit));
+	rf_plan_locate(e->coll->plan, pos, &unit, record);
+	return rf_slot(e, e->coll->base_seq + (unit - e->coll->first_unit));
 }
 
 /* The collator's record callback: most consecutive positions fall in the
@@ -62,18 +62,18 @@ static rf_unit_slot *rf_coll_slot(rf_engine *e, uint64_t pos, uint32_t *record) 
  * tail_seq), so the slot is stable while seq >= tail_seq. */
 static rf_unit_slot *rf_coll_locate(rf_engine *e, uint64_t pos, uint32_t *rec) RF_NO_TSA
 {
-	uint64_t p = rf_plan_stream_to_plan(e->coll.plan, pos);
-	uint64_t seq = e->coll.base_seq + (e->coll.hint_unit - e->coll.first_unit);
+	uint64_t p = rf_plan_stream_to_plan(e->coll->plan, pos);
+	uint64_t seq = e->coll->base_seq + (e->coll->hint_unit - e->coll->first_unit);
 	rf_unit_slot *u = rf_slot(e, seq);
 	uint32_t r;
-	if (e->coll.hint_unit != SIZE_MAX && seq >= e->ring.tail_seq && p >= u->first_plan_record &&
-	    p - u->first_plan_record < u->records) {
+	if (e->coll->hint_unit != SIZE_MAX && seq >= e->ring->tail_seq &&
+	    p >= u->first_plan_record && p - u->first_plan_record < u->records) {
 		r = (uint32_t)(p - u->first_plan_record);
 	} else {
 		size_t unit;
-		rf_plan_locate(e->coll.plan, pos, &unit, &r);
-		e->coll.hint_unit = unit;
-		u = rf_slot(e, e->coll.base_seq + (unit - e->coll.first_unit));
+		rf_plan_locate(e->coll->plan, pos, &unit, &r);
+		e->coll->hint_unit = unit;
+		u = rf_slot(e, e->coll->base_seq + (unit - e->coll->first_unit));
 	}
 	*rec = r;
 	return u;
@@ -101,21 +101,21 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed) RF_REQUIRES
 	RF_MU_HELD(e);
 	uint64_t epoch, first;
 	*failed = NULL;
-	if (e->ring.frontier_seq < e->sched.seq) {
-		rf_unit_slot *u = rf_slot(e, e->ring.frontier_seq);
+	if (e->ring->frontier_seq < e->sched->seq) {
+		rf_unit_slot *u = rf_slot(e, e->ring->frontier_seq);
 		epoch = u->epoch;
 		first = u->first_plan_record;
-		if (u->state == RF_U_FAILED && epoch == e->coll.epoch)
+		if (u->state == RF_U_FAILED && epoch == e->coll->epoch)
 			*failed = u;
 	} else {
-		epoch = e->sched.epoch;
-		first = e->sched.done ? UINT64_MAX : e->sched.next_first;
-		if (e->sched.done)
+		epoch = e->sched->epoch;
+		first = e->sched->done ? UINT64_MAX : e->sched->next_first;
+		if (e->sched->done)
 			epoch = UINT64_MAX;
 	}
-	if (epoch != e->coll.epoch)
-		return epoch > e->coll.epoch ? e->coll.records : e->coll.pos;
-	return RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, first));
+	if (epoch != e->coll->epoch)
+		return epoch > e->coll->epoch ? e->coll->records : e->coll->pos;
+	return RF_MIN(e->coll->records, rf_plan_resident_stream(e->coll->plan, first));
 }
 
 /* The failed unit's window is settled when every unit starting before the
@@ -123,14 +123,14 @@ static uint64_t rf_resident_end(rf_engine *e, rf_unit_slot **failed) RF_REQUIRES
 static bool rf_window_settled(rf_engine *e, uint64_t window_end) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	for (uint64_t s = e->ring.frontier_seq; s < e->sched.seq; s++) {
+	for (uint64_t s = e->ring->frontier_seq; s < e->sched->seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
-		if (u->epoch != e->coll.epoch || u->first_plan_record >= window_end)
+		if (u->epoch != e->coll->epoch || u->first_plan_record >= window_end)
 			return true;
 		if (u->state != RF_U_DECODED && u->state != RF_U_FAILED && u->state != RF_U_SKIPPED)
 			return false;
 	}
-	return e->sched.epoch != e->coll.epoch || e->sched.next_first >= window_end;
+	return e->sched->epoch != e->coll->epoch || e->sched->next_first >= window_end;
 }
 
 /* With a failed unit in reach: the exact count of positions from coll_pos
@@ -140,29 +140,29 @@ static uint64_t rf_available_before_failure(rf_engine *e, rf_unit_slot *f, rf_un
     RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t wplan = rf_plan_window_end(e->coll.plan, f->first_plan_record);
+	uint64_t wplan = rf_plan_window_end(e->coll->plan, f->first_plan_record);
 	if (!rf_window_settled(e, wplan)) {
-		rf_sched_need(&e->sched, e->coll.global_start + wplan);
+		rf_sched_need(e->sched, e->coll->global_start + wplan);
 		return UINT64_MAX;
 	}
-	uint64_t wend = RF_MIN(e->coll.records, rf_plan_resident_stream(e->coll.plan, wplan));
-	for (uint64_t p = e->coll.pos; p < wend; p++) {
+	uint64_t wend = RF_MIN(e->coll->records, rf_plan_resident_stream(e->coll->plan, wplan));
+	for (uint64_t p = e->coll->pos; p < wend; p++) {
 		uint32_t r;
 		rf_unit_slot *u = rf_coll_slot(e, p, &r);
 		if (u->state == RF_U_FAILED) {
 			*which = u;
-			return p - e->coll.pos;
+			return p - e->coll->pos;
 		}
 	}
 	*which = f;
-	return wend - e->coll.pos;
+	return wend - e->coll->pos;
 }
 
 static void rf_need(rf_engine *e, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t g = e->coll.global_start + rf_plan_need(e->coll.plan, pos);
-	if (rf_sched_need(&e->sched, g))
+	uint64_t g = e->coll->global_start + rf_plan_need(e->coll->plan, pos);
+	if (rf_sched_need(e->sched, g))
 		rf_engine_wake_loop(e);
 }
 
@@ -170,7 +170,7 @@ static void rf_need(rf_engine *e, uint64_t pos) RF_REQUIRES(rf_engine_mu)
 static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t next = e->coll.epoch + 1;
+	uint64_t next = e->coll->epoch + 1;
 	if (next >= e->epoch_end) {
 		rf_engine_finish(e, RF_END, NULL);
 		return 0;
@@ -179,7 +179,7 @@ static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	if (!ep->valid || ep->epoch != next)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
-	rf_plan *plan = e->coll.plan; /* the collator's (running): set at open */
+	rf_plan *plan = e->coll->plan; /* the collator's (running): set at open */
 	rf_engine_unlock(e);
 	int rc = rf_plan_epoch(plan, next, &err);
 	rf_engine_lock(e);
@@ -187,18 +187,18 @@ static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_engine_finish(e, rc, err.msg);
 		return 0;
 	}
-	rf_epoch_slot(e, e->coll.epoch)->valid = false;
-	e->coll.epoch = next;
-	e->coll.pos = 0;
-	e->coll.batch = 0;
-	e->coll.skip_blocks = 0;
-	e->coll.skip_records = 0;
-	e->coll.base_seq = ep->base_seq;
-	e->coll.first_unit = ep->first_unit;
-	e->coll.hint_unit = SIZE_MAX;
-	e->coll.records = ep->records;
-	e->coll.global_start = ep->global_start;
-	e->coll.global = ep->global_start;
+	rf_epoch_slot(e, e->coll->epoch)->valid = false;
+	e->coll->epoch = next;
+	e->coll->pos = 0;
+	e->coll->batch = 0;
+	e->coll->skip_blocks = 0;
+	e->coll->skip_records = 0;
+	e->coll->base_seq = ep->base_seq;
+	e->coll->first_unit = ep->first_unit;
+	e->coll->hint_unit = SIZE_MAX;
+	e->coll->records = ep->records;
+	e->coll->global_start = ep->global_start;
+	e->coll->global = ep->global_start;
 	rf_release_emitted(e);
 	rf_need(e, 1);
 	return 1;
@@ -210,7 +210,7 @@ static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static uint64_t rf_unit_first_pos(rf_engine *e, const rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	const rf_plan *p = e->coll.plan;
+	const rf_plan *p = e->coll->plan;
 	uint64_t a = rf_plan_resident_stream(p, u->first_plan_record);
 	uint64_t b = rf_plan_resident_stream(p, rf_plan_window_end(p, u->first_plan_record));
 	for (uint64_t pos = a; pos < b; pos++) {
@@ -229,8 +229,8 @@ static bool rf_coll_skip_whole_shard(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(
 {
 	RF_MU_HELD(e);
 	rf_shard *sh = &e->shards[u->shard];
-	if (sh->skipped_epoch != e->coll.epoch) {
-		sh->skipped_epoch = e->coll.epoch;
+	if (sh->skipped_epoch != e->coll->epoch) {
+		sh->skipped_epoch = e->coll->epoch;
 		sh->skipped_blocks = 0;
 	}
 	if (sh->skipped_blocks + 1 < sh->index->blocks)
@@ -255,20 +255,20 @@ static bool rf_coll_skip_unit(rf_engine *e, rf_unit_slot *u, uint64_t pos) RF_RE
 	RF_MU_HELD(e);
 	if (e->skip_blocks_max == 0 || rf_coll_skip_whole_shard(e, u))
 		return false;
-	bool counted = e->coll.epoch == e->resume_epoch && e->resume_pos > 0 &&
+	bool counted = e->coll->epoch == e->resume_epoch && e->resume_pos > 0 &&
 	               rf_unit_first_pos(e, u) < e->resume_pos;
-	uint32_t blocks = e->coll.skip_blocks + (counted ? 0 : 1);
-	uint64_t records = e->coll.skip_records + (counted ? 0 : u->records);
+	uint32_t blocks = e->coll->skip_blocks + (counted ? 0 : 1);
+	uint64_t records = e->coll->skip_records + (counted ? 0 : u->records);
 	if (blocks > e->skip_blocks_max || (e->skip_records_max && records > e->skip_records_max))
 		return false;
-	e->coll.skip_blocks = blocks;
-	e->coll.skip_records = records;
+	e->coll->skip_blocks = blocks;
+	e->coll->skip_records = records;
 	e->shards[u->shard].skipped_blocks++;
-	rf_skip *s = &e->coll.skip_log[e->coll.skips++ % RF_SKIP_LOG];
+	rf_skip *s = &e->coll->skip_log[e->coll->skips++ % RF_SKIP_LOG];
 	*s = (rf_skip){.shard = u->shard,
 	               .block = u->block,
 	               .records = u->records,
-	               .epoch = e->coll.epoch,
+	               .epoch = e->coll->epoch,
 	               .position = pos};
 	snprintf(s->error, sizeof(s->error), "%s", u->err_msg ? u->err_msg : "failed");
 	rf_unit_set(e, u, RF_U_SKIPPED);
@@ -281,8 +281,8 @@ static void rf_coll_fail_unit(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engi
 	RF_MU_HELD(e);
 	char m[RF_ERROR_MSG_BYTES];
 	snprintf(m, sizeof(m), "%s (epoch %llu, batch %llu, stream position %llu)",
-	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll.epoch,
-	         (unsigned long long)e->coll.batch, (unsigned long long)e->coll.pos);
+	         u->err_msg ? u->err_msg : "failed", (unsigned long long)e->coll->epoch,
+	         (unsigned long long)e->coll->batch, (unsigned long long)e->coll->pos);
 	rf_engine_finish(e, u->err_code, m);
 }
 
@@ -300,19 +300,19 @@ static int rf_coll_no_budget(rf_engine *e, uint64_t reserve) RF_REQUIRES(rf_engi
 {
 	RF_MU_HELD(e);
 	e->wait_budget_bytes = reserve;
-	if (e->ready.head == e->ready.tail && e->ready.held == 0 &&
+	if (e->ready->head == e->ready->tail && e->ready->held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m),
 		         "budget too small: the batch at stream position %llu of epoch %llu "
 		         "needs %llu bytes and nothing else can be freed",
-		         (unsigned long long)e->coll.pos, (unsigned long long)e->coll.epoch,
+		         (unsigned long long)e->coll->pos, (unsigned long long)e->coll->epoch,
 		         (unsigned long long)reserve);
 		rf_engine_finish(e, RF_E_BUDGET, m);
 		return RF_E_BUDGET;
 	}
-	e->coll.wait_budget = !e->coll.final;
-	return e->coll.final ? RF_E_BUDGET : 0;
+	e->coll->wait_budget = !e->coll->final;
+	return e->coll->final ? RF_E_BUDGET : 0;
 }
 
 /* Reserves and allocates one batch of n records (bytes from
@@ -329,14 +329,14 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 		return rf_coll_no_budget(e, reserve);
 	}
 	e->budget_blocked = false;
-	e->st.batch_reserved += reserve;
+	e->st->batch_reserved += reserve;
 	e->host_wait_ns = 0;
-	uint64_t pos = e->coll.pos;
+	uint64_t pos = e->coll->pos;
 	rf_ebatch *b = NULL; /* recycled: no allocation in the steady state */
 	int rc = rf_ebatch_get(e, (uint32_t)n, &b);
 	if (rc == -ENOBUFS) {
 		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
-		e->st.batch_reserved -= reserve;
+		e->st->batch_reserved -= reserve;
 		e->budget_blocked = true;
 		return rf_coll_no_budget(e, reserve);
 	}
@@ -367,8 +367,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	*b = (rf_ebatch){.magic = RF_BATCH_MAGIC,
 	                 .n = (uint32_t)kept,
 	                 .skipped = (uint32_t)(n - kept),
-	                 .skip_blocks = e->coll.skip_blocks,
-	                 .skip_records = e->coll.skip_records,
+	                 .skip_blocks = e->coll->skip_blocks,
+	                 .skip_records = e->coll->skip_records,
 	                 .refs = refs,
 	                 .refs_cap = b->refs_cap,
 	                 .mem = mem,
@@ -376,18 +376,18 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	                 .reserved_bytes = reserve,
 	                 .end_pos = pos + (uint64_t)n,
 	                 .mix = mix};
-	b->pub.epoch = e->coll.epoch;
-	b->pub.index = e->coll.batch;
+	b->pub.epoch = e->coll->epoch;
+	b->pub.index = e->coll->batch;
 	b->pub.first_record = pos;
-	e->coll.pos += (uint64_t)n;
-	e->coll.global += (uint64_t)n;
-	b->global_end = e->coll.global;
-	e->coll.batch++;
-	e->coll.batches++;
-	e->coll.total_records += (uint64_t)n;
-	e->st.produced++;
+	e->coll->pos += (uint64_t)n;
+	e->coll->global += (uint64_t)n;
+	b->global_end = e->coll->global;
+	e->coll->batch++;
+	e->coll->batches++;
+	e->coll->total_records += (uint64_t)n;
+	e->st->produced++;
 	rf_ready_push(e, b);
-	e->fill.q[e->fill.q_tail++ % RF_READY_MAX] = b;
+	e->fill->q[e->fill->q_tail++ % RF_READY_MAX] = b;
 	rf_engine_wake_workers(e, 1); /* a filler */
 	return 1;
 }
@@ -410,16 +410,17 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 	rf_engine_lock(e);
 	b->filled = true; /* its refs stay with it, for its next use (recycle.c) */
 	bool moved = false;
-	while (e->fill.scan < e->ready.tail && e->ready.q[e->fill.scan % RF_READY_MAX]->filled) {
-		rf_ebatch *f = e->ready.q[e->fill.scan % RF_READY_MAX];
-		e->fill.epoch = f->pub.epoch;
-		e->fill.pos = f->end_pos;
-		e->fill.scan++;
+	while (e->fill->scan < e->ready->tail &&
+	       e->ready->q[e->fill->scan % RF_READY_MAX]->filled) {
+		rf_ebatch *f = e->ready->q[e->fill->scan % RF_READY_MAX];
+		e->fill->epoch = f->pub.epoch;
+		e->fill->pos = f->end_pos;
+		e->fill->scan++;
 		moved = true;
 	}
 	if (moved) {
 		rf_engine_wake_consumer(e);
-		e->coll.kick = true; /* the collator releases the units now copied */
+		e->coll->kick = true; /* the collator releases the units now copied */
 	}
 }
 
@@ -428,31 +429,31 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 static int rf_collate_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->stop || e->coll.final || e->ready.tail - e->ready.head >= e->depth)
+	if (e->stop || e->coll->final || e->ready->tail - e->ready->head >= e->depth)
 		return 0;
-	if (e->coll.pos >= e->coll.records)
+	if (e->coll->pos >= e->coll->records)
 		return rf_coll_next_epoch(e);
 	rf_unit_slot *failed = NULL, *which = NULL;
 	uint64_t end = rf_resident_end(e, &failed);
-	uint64_t avail = end > e->coll.pos ? end - e->coll.pos : 0;
+	uint64_t avail = end > e->coll->pos ? end - e->coll->pos : 0;
 	if (failed) {
 		avail = rf_available_before_failure(e, failed, &which);
 		if (avail == UINT64_MAX)
 			return 0;
 		if (avail == 0) {
-			if (rf_coll_skip_unit(e, which, e->coll.pos))
+			if (rf_coll_skip_unit(e, which, e->coll->pos))
 				return 1;
 			rf_coll_fail_unit(e, which);
 			return 0;
 		}
 	}
 	if (avail == 0) {
-		rf_need(e, e->coll.pos + 1);
+		rf_need(e, e->coll->pos + 1);
 		return 0;
 	}
 	uint64_t bytes = 0;
 	rf_error err = {0};
-	uint64_t pos = e->coll.pos, records = e->coll.records; /* ours while running */
+	uint64_t pos = e->coll->pos, records = e->coll->records; /* ours while running */
 	rf_engine_unlock(e);
 	long n = rf_collate_plan(&e->cp, rf_coll_record, e, pos, avail, records, &bytes, &err);
 	rf_engine_lock(e);
@@ -462,12 +463,12 @@ static int rf_collate_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	}
 	if (n == 0) {
 		/* the batch needs the failed unit's record at coll_pos + avail */
-		if (failed && rf_coll_skip_unit(e, which, e->coll.pos + avail))
+		if (failed && rf_coll_skip_unit(e, which, e->coll->pos + avail))
 			return 1;
 		if (failed)
 			rf_coll_fail_unit(e, which);
 		else
-			rf_need(e, e->coll.pos + avail + 1);
+			rf_need(e, e->coll->pos + avail + 1);
 		return 0;
 	}
 	bytes += rf_fields_extra_bytes(&e->fields, (uint64_t)n);
@@ -482,26 +483,26 @@ static void rf_host_check(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	rf_error herr = {0};
-	if (e->host && !e->coll.final && rf_hostbudget_verify(e->host, &herr) < 0)
+	if (e->host && !e->coll->final && rf_hostbudget_verify(e->host, &herr) < 0)
 		rf_engine_finish(e, herr.code, herr.msg);
 }
 
 void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->coll.running)
+	if (e->coll->running)
 		return;
 	rf_host_check(e);
-	e->coll.running = true;
+	e->coll->running = true;
 	do {
-		e->coll.kick = false;
-		e->coll.wait_budget = false;
+		e->coll->kick = false;
+		e->coll->wait_budget = false;
 		rf_release_emitted(e);
 		while (rf_collate_one(e) > 0) {
 		}
-	} while (e->coll.kick && !e->stop && !e->coll.final);
-	e->coll.running = false;
-	if (e->sched.wait_budget)
+	} while (e->coll->kick && !e->stop && !e->coll->final);
+	e->coll->running = false;
+	if (e->sched->wait_budget)
 		rf_engine_wake_loop(e); /* its no-progress check needs an idle collator */
 }
 
@@ -509,32 +510,32 @@ void rf_collate_run(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 
 int rf_coll_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
-	return rf_engine_plan_new(e, pp, &e->coll.plan, err);
+	return rf_engine_plan_new(e, pp, &e->coll->plan, err);
 }
 
 void rf_coll_start(rf_engine *e, uint64_t epoch, uint64_t at, uint64_t batch, size_t first,
                    uint64_t records, uint32_t skip_blocks, uint64_t skip_records,
                    bool ended) RF_ALONE
 {
-	e->coll.skip_blocks = skip_blocks;
-	e->coll.skip_records = skip_records;
-	e->coll.epoch = epoch;
-	e->coll.pos = at;
-	e->coll.batch = batch;
-	e->coll.first_unit = first;
-	e->coll.hint_unit = SIZE_MAX;
-	e->fill.epoch = epoch;
-	e->fill.pos = at;
-	e->coll.records = records;
-	e->coll.global = at;
+	e->coll->skip_blocks = skip_blocks;
+	e->coll->skip_records = skip_records;
+	e->coll->epoch = epoch;
+	e->coll->pos = at;
+	e->coll->batch = batch;
+	e->coll->first_unit = first;
+	e->coll->hint_unit = SIZE_MAX;
+	e->fill->epoch = epoch;
+	e->fill->pos = at;
+	e->coll->records = records;
+	e->coll->global = at;
 	if (ended)
-		rf_coll_final_set(&e->coll, RF_END, NULL, "");
+		rf_coll_final_set(e->coll, RF_END, NULL, "");
 }
 
 rf_ebatch *rf_fill_pop(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->fill.q_head == e->fill.q_tail)
+	if (e->fill->q_head == e->fill->q_tail)
 		return NULL;
-	return e->fill.q[e->fill.q_head++ % RF_READY_MAX];
+	return e->fill->q[e->fill->q_head++ % RF_READY_MAX];
 }

@@ -61,8 +61,8 @@ typedef struct rf_control {
 static uint64_t rf_batch_bytes(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->coll.batches > 0)
-		return RF_MAX(1, e->st.batch_reserved / e->coll.batches);
+	if (e->coll->batches > 0)
+		return RF_MAX(1, e->st->batch_reserved / e->coll->batches);
 	return RF_MAX(1, e->batch_worst_bytes);
 }
 
@@ -171,15 +171,15 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRE
 		return;
 	double p50 = rf_tune_latency_quantile(&c->t, 0.5);
 	rf_tune_note_latency(&c->t, (double)ns / 1e9);
-	e->st.iv_pause_ns = RF_MAX(e->st.iv_pause_ns, ns);
+	e->st->iv_pause_ns = RF_MAX(e->st->iv_pause_ns, ns);
 	if (ns >= RF_PAUSE_MIN_NS && (double)ns / 1e9 >= RF_PAUSE_P50_MULT * p50) {
 		uint64_t now = rf_now_ns();
 		ns = RF_MIN(ns, now);
-		e->st.pauses += rf_pause_new(&c->pause_end_ns, now, ns);
+		e->st->pauses += rf_pause_new(&c->pause_end_ns, now, ns);
 		rf_pause_source_note(c, shard, now, ns);
-		if (ns > e->st.pause_longest_ns) {
-			e->st.pause_longest_ns = ns;
-			e->st.pause_longest_shard = shard;
+		if (ns > e->st->pause_longest_ns) {
+			e->st->pause_longest_ns = ns;
+			e->st->pause_longest_shard = shard;
 		}
 	}
 }
@@ -189,14 +189,14 @@ void rf_control_note_fetch(rf_engine *e, uint32_t shard, uint64_t ns) RF_REQUIRE
 static uint64_t rf_unit_global(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (seq >= e->sched.seq) {
-		const rf_epoch_info *ep = rf_epoch_slot(e, e->sched.epoch);
-		return ep->global_start + e->sched.next_first;
+	if (seq >= e->sched->seq) {
+		const rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+		return ep->global_start + e->sched->next_first;
 	}
 	const rf_unit_slot *u = rf_slot(e, seq);
 	const rf_epoch_info *ep = rf_epoch_slot(e, u->epoch);
 	if (!ep->valid || ep->epoch != u->epoch)
-		return e->coll.global;
+		return e->coll->global;
 	return ep->global_start + u->first_plan_record;
 }
 
@@ -204,13 +204,14 @@ void rf_control_inventory(rf_engine *e, double *ready, double *decoded, double *
     RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	double per_batch = e->coll.batches ? (double)e->coll.total_records / (double)e->coll.batches
-	                                   : (double)RF_MAX(1, e->cp.batch_records);
+	double per_batch = e->coll->batches
+	                       ? (double)e->coll->total_records / (double)e->coll->batches
+	                       : (double)RF_MAX(1, e->cp.batch_records);
 	per_batch = RF_MAX(per_batch, 1.0);
-	*ready = (double)(e->ready.tail - e->ready.head);
-	uint64_t cg = e->coll.global;
-	uint64_t fg = RF_MAX(rf_unit_global(e, e->ring.frontier_seq), cg);
-	uint64_t sg = RF_MAX(rf_unit_global(e, e->sched.seq), fg);
+	*ready = (double)(e->ready->tail - e->ready->head);
+	uint64_t cg = e->coll->global;
+	uint64_t fg = RF_MAX(rf_unit_global(e, e->ring->frontier_seq), cg);
+	uint64_t sg = RF_MAX(rf_unit_global(e, e->sched->seq), fg);
 	*decoded = (double)(fg - cg) / per_batch;
 	*inflight = (double)(sg - fg) / per_batch;
 }
@@ -222,39 +223,40 @@ static void rf_control_measure(rf_engine *e, uint64_t now, rf_tune_interval *in)
 	RF_MU_HELD(e);
 	rf_control *c = e->ctl;
 	double wall = (double)(now - c->t_last_ns) / 1e9;
-	uint64_t busy = e->st.busy_ns + (e->st.last_return_ns ? now - e->st.last_return_ns : 0);
-	uint64_t wait = e->st.wait_ns + (e->st.waiting_since_ns ? now - e->st.waiting_since_ns : 0);
-	uint64_t samples = e->st.q_samples - c->s_q_samples;
-	uint64_t held = e->st.q_held_back - c->s_held_back;
+	uint64_t busy = e->st->busy_ns + (e->st->last_return_ns ? now - e->st->last_return_ns : 0);
+	uint64_t wait =
+	    e->st->wait_ns + (e->st->waiting_since_ns ? now - e->st->waiting_since_ns : 0);
+	uint64_t samples = e->st->q_samples - c->s_q_samples;
+	uint64_t held = e->st->q_held_back - c->s_held_back;
 	*in = (rf_tune_interval){
 	    .wall_s = wall,
-	    .batches_consumed = e->st.batches - c->s_batches,
+	    .batches_consumed = e->st->batches - c->s_batches,
 	    .consumer_busy_s = (double)(busy - c->s_busy_ns) / 1e9,
 	    .consumer_wait_s = (double)(wait - c->s_wait_ns) / 1e9,
-	    .batches_produced = e->st.produced - c->s_produced,
-	    .producer_busy_s = e->coll.final ? 0
-	                       : samples     ? wall * (double)(samples - held) / (double)samples
-	                                     : wall,
+	    .batches_produced = e->st->produced - c->s_produced,
+	    .producer_busy_s = e->coll->final ? 0
+	                       : samples      ? wall * (double)(samples - held) / (double)samples
+	                                      : wall,
 	    .queue_samples = (uint32_t)RF_MIN(samples, UINT32_MAX),
-	    .queue_empty = (uint32_t)RF_MIN(e->st.q_empty - c->s_q_empty, UINT32_MAX),
-	    .queue_full = (uint32_t)RF_MIN(e->st.q_full - c->s_q_full, UINT32_MAX),
-	    .pause_max_s = (double)e->st.iv_pause_ns / 1e9,
-	    .decode_busy_fraction = RF_MIN(1.0, (double)(e->st.decode_ns - c->s_decode_ns) / 1e9 /
+	    .queue_empty = (uint32_t)RF_MIN(e->st->q_empty - c->s_q_empty, UINT32_MAX),
+	    .queue_full = (uint32_t)RF_MIN(e->st->q_full - c->s_q_full, UINT32_MAX),
+	    .pause_max_s = (double)e->st->iv_pause_ns / 1e9,
+	    .decode_busy_fraction = RF_MIN(1.0, (double)(e->st->decode_ns - c->s_decode_ns) / 1e9 /
 	                                            RF_MAX(1e-9, wall * e->threads)),
-	    .inflight = e->sched.reads_inflight};
+	    .inflight = e->sched->reads_inflight};
 	double r, d, f;
 	rf_control_inventory(e, &r, &d, &f);
 	in->inventory_batches = r + d + f;
-	c->s_batches = e->st.batches;
+	c->s_batches = e->st->batches;
 	c->s_busy_ns = busy;
 	c->s_wait_ns = wait;
-	c->s_produced = e->st.produced;
-	c->s_decode_ns = e->st.decode_ns;
-	c->s_q_samples = e->st.q_samples;
-	c->s_q_empty = e->st.q_empty;
-	c->s_q_full = e->st.q_full;
-	c->s_held_back = e->st.q_held_back;
-	e->st.iv_pause_ns = 0;
+	c->s_produced = e->st->produced;
+	c->s_decode_ns = e->st->decode_ns;
+	c->s_q_samples = e->st->q_samples;
+	c->s_q_empty = e->st->q_empty;
+	c->s_q_full = e->st->q_full;
+	c->s_held_back = e->st->q_held_back;
+	e->st->iv_pause_ns = 0;
 	c->t_last_ns = now;
 }
 
@@ -293,10 +295,10 @@ static void rf_control_event(rf_control *c, const rf_tune_decision *d, uint32_t 
 static double rf_requests_per_batch(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->st.read_records == 0 || e->coll.batches == 0)
+	if (e->st->read_records == 0 || e->coll->batches == 0)
 		return 1.0;
-	double per_batch = (double)e->coll.total_records / (double)e->coll.batches;
-	double per_read = (double)e->st.read_records / (double)e->st.reads;
+	double per_batch = (double)e->coll->total_records / (double)e->coll->batches;
+	double per_read = (double)e->st->read_records / (double)e->st->reads;
 	return RF_MAX(per_batch / RF_MAX(per_read, 1.0), 1e-6);
 }
 
@@ -379,13 +381,13 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 		rf_json_escape(esc, sizeof(esc), c->event);
 		snprintf(ev, sizeof(ev), ",\"event\":\"%s\"", esc);
 	}
-	if (e->coll.skips > 0) { /* the skip policy's blocks so far, and the last one */
-		const rf_skip *k = rf_coll_last_skip(&e->coll);
+	if (e->coll->skips > 0) { /* the skip policy's blocks so far, and the last one */
+		const rf_skip *k = rf_coll_last_skip(e->coll);
 		size_t l = strlen(ev);
 		snprintf(ev + l, sizeof(ev) - l,
 		         ",\"blocks_skipped\":%llu,\"last_skip\":{\"shard\":%u,\"block\":%u,"
 		         "\"records\":%u,\"epoch\":%llu,\"position\":%llu}",
-		         (unsigned long long)e->coll.skips, k->shard, k->block, k->records,
+		         (unsigned long long)e->coll->skips, k->shard, k->block, k->records,
 		         (unsigned long long)k->epoch, (unsigned long long)k->position);
 	}
 	return snprintf(
@@ -396,7 +398,7 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 	    "\"coverage_s\":%s,\"depth_max\":%u,\"depth_target\":%u,\"reason\":\"%s\","
 	    "\"inflight_target\":%u,\"reads_in_flight\":%u,\"pause_s\":%.6f,"
 	    "\"cover_target_s\":%.4f,\"diagnosis\":\"%s\"%s}\n",
-	    (double)(c->t_last_ns - e->st.t_open_ns) / 1e9, e->depth, ready, dec, fl,
+	    (double)(c->t_last_ns - e->st->t_open_ns) / 1e9, e->depth, ready, dec, fl,
 	    (unsigned long long)b.cur_bytes[RF_MEM_FETCH],
 	    (unsigned long long)b.cur_bytes[RF_MEM_DECODED],
 	    (unsigned long long)b.cur_bytes[RF_MEM_BATCH],
@@ -459,7 +461,7 @@ static void rf_on_tune_timer(void *arg, int res)
 	(void)res;
 	rf_control_interval(e);
 	rf_engine_lock(e);
-	bool live = !e->coll.final || e->ready.tail != e->ready.head;
+	bool live = !e->coll->final || e->ready->tail != e->ready->head;
 	rf_engine_unlock(e);
 	/* Once the stream has ended and been taken, the last line comes at close. */
 	e->ctl->timer =
@@ -470,7 +472,7 @@ void rf_control_start(rf_engine *e)
 {
 	rf_control *c = e->ctl;
 	rf_engine_lock(e);
-	c->t_last_ns = e->st.t_open_ns;
+	c->t_last_ns = e->st->t_open_ns;
 	rf_engine_unlock(e);
 	c->timer = rf_loop_timer(e->loop, c->interval_ns, rf_on_tune_timer, e);
 }
@@ -528,11 +530,11 @@ void rf_control_stats(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 	s->cover_target_s = d->cover_target_s;
 	s->stall_in_s = d->stall_in_s;
 	s->batch_bytes_avg = rf_batch_bytes(e);
-	s->pauses = e->st.pauses;
-	s->pause_longest_s = (double)e->st.pause_longest_ns / 1e9;
-	if (e->st.pause_longest_ns && e->st.pause_longest_shard < e->nshards)
+	s->pauses = e->st->pauses;
+	s->pause_longest_s = (double)e->st->pause_longest_ns / 1e9;
+	if (e->st->pause_longest_ns && e->st->pause_longest_shard < e->nshards)
 		snprintf(s->pause_longest_source, sizeof(s->pause_longest_source), "%s",
-		         e->shards[e->st.pause_longest_shard].name);
+		         e->shards[e->st->pause_longest_shard].name);
 	snprintf(s->depth_reason, sizeof(s->depth_reason), "%s", rf_tune_reason_name(d->reason));
 	snprintf(s->diagnosis, sizeof(s->diagnosis), "%s", rf_tune_diagnosis_name(d->diagnosis));
 	s->trace_lines = c->trace_lines;

@@ -17,7 +17,7 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_
 {
 	RF_MU_HELD(e);
 	rf_unit_set(e, u, RF_U_READING);
-	rf_sched_reread_started(&e->sched);
+	rf_sched_reread_started(e->sched);
 	rf_ring_reread_push(e, u->seq);
 	rf_engine_wake_loop(e);
 }
@@ -30,10 +30,10 @@ static void rf_reread_push(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_
 static bool rf_reread_queue(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (u->rereads >= e->rereads_max || e->stop || !e->ring.rereads)
+	if (u->rereads >= e->rereads_max || e->stop || !e->ring->rereads)
 		return false;
 	u->rereads++;
-	e->st.rereads++;
+	e->st->rereads++;
 	rf_reread_push(e, u);
 	return true;
 }
@@ -71,8 +71,8 @@ static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard) RF_REQUIRE
 {
 	RF_MU_HELD(e);
 	struct rf_seq_state *best = NULL;
-	for (uint32_t i = 0; i < e->seqs.n; i++) {
-		struct rf_seq_state *s = &e->seqs.v[i];
+	for (uint32_t i = 0; i < e->seqs->n; i++) {
+		struct rf_seq_state *s = &e->seqs->v[i];
 		if (s->busy)
 			continue;
 		if (s->shard == shard && s->fmt) {
@@ -89,7 +89,7 @@ static struct rf_seq_state *rf_seq_take(rf_engine *e, uint32_t shard) RF_REQUIRE
 		best->shard = shard;
 	}
 	best->busy = true;
-	best->used = ++e->seqs.clock;
+	best->used = ++e->seqs->clock;
 	return best;
 }
 
@@ -133,7 +133,7 @@ static bool rf_more_queue(rf_engine *e, rf_unit_slot *u, const rf_fmt_more *m, r
 	u->src_at = 0;
 	u->src_len = (uint32_t)m->len;
 	rf_unit_sub_set(e, u, RF_SUB_MORE);
-	e->st.stream_more_reads++;
+	e->st->stream_more_reads++;
 	rf_reread_push(e, u);
 	return true;
 }
@@ -203,7 +203,7 @@ static void rf_cache_drop_stale(rf_engine *e, rf_shard *sh, int rc) RF_REQUIRES(
 	                   .format = sh->fmt->cache_tag,
 	                   .format_version = sh->fmt->cache_version};
 	if (rf_icache_drop(c, &k) == 0)
-		e->st.index_cache_stale_drops++;
+		e->st->index_cache_stale_drops++;
 	rf_icache_close(c);
 }
 
@@ -214,7 +214,7 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIR
 	const rf_shard_index *ix = sh->index;
 	struct rf_seq_state *ss = NULL;
 	if (ix->sequential) { /* its own state after a MORE read, else a free one */
-		ss = u->seq_state ? &e->seqs.v[u->seq_state - 1] : rf_seq_take(e, u->shard);
+		ss = u->seq_state ? &e->seqs->v[u->seq_state - 1] : rf_seq_take(e, u->shard);
 		if (!ss) { /* every one busy: waits until one is given back (rf_seq_wake) */
 			rf_unit_sub_set(e, u, RF_SUB_SEQ_WAIT);
 			return;
@@ -249,12 +249,12 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIR
 	}
 	uint64_t t1 = rf_now_ns();
 	rf_engine_lock(e);
-	e->st.decode_ns += t1 - t0;
+	e->st->decode_ns += t1 - t0;
 	rf_ring_decode_end(e);
 	if (ss)
-		e->st.stream_skipped_bytes += more.skipped_bytes;
+		e->st->stream_skipped_bytes += more.skipped_bytes;
 	if (rc == RF_FMT_MORE && rf_more_queue(e, u, &more, &err)) {
-		u->seq_state = (uint8_t)(ss - e->seqs.v + 1); /* kept for its next call */
+		u->seq_state = (uint8_t)(ss - e->seqs->v + 1); /* kept for its next call */
 		ss->busy = true;
 		return;
 	}
@@ -289,8 +289,8 @@ static void rf_decode_one(rf_engine *e, rf_decoder *dec, uint64_t seq) RF_REQUIR
 			u->uf = uf;
 		}
 		rf_unit_set(e, u, RF_U_DECODED);
-		e->st.decoded_bytes += ix->block[u->block].decoded_bytes;
-		e->st.blocks++;
+		e->st->decoded_bytes += ix->block[u->block].decoded_bytes;
+		e->st->blocks++;
 		if (sh->in_place) {
 			u->read = rd; /* its bytes are the records: kept until the unit goes */
 			rd = NULL;
@@ -320,15 +320,15 @@ void *rf_worker_main(void *arg)
 		uint64_t seq;
 		if (dec && rf_ring_job_pop(e, &seq)) {
 			rf_decode_one(e, dec, seq);
-			rf_coll_kick(&e->coll);
+			rf_coll_kick(e->coll);
 		}
-		if (e->coll.kick && !e->coll.running) {
+		if (e->coll->kick && !e->coll->running) {
 			rf_collate_run(e);
 			continue;
 		}
-		bool work = e->fill.q_head != e->fill.q_tail ||
-		            (dec && e->ring.jobs_head != e->ring.jobs_tail) ||
-		            (e->coll.kick && !e->coll.running);
+		bool work = e->fill->q_head != e->fill->q_tail ||
+		            (dec && e->ring->jobs_head != e->ring->jobs_tail) ||
+		            (e->coll->kick && !e->coll->running);
 		/* stop may have been set (and broadcast) while mu was dropped above */
 		if (!work && !e->stop)
 			rf_engine_wait_work(e);
@@ -342,19 +342,19 @@ void *rf_worker_main(void *arg)
 
 int rf_seqs_alloc(rf_engine *e, uint32_t n) RF_ALONE
 {
-	e->seqs.v = calloc(n, sizeof(*e->seqs.v));
-	if (!e->seqs.v)
+	e->seqs->v = calloc(n, sizeof(*e->seqs->v));
+	if (!e->seqs->v)
 		return -ENOMEM;
-	e->seqs.n = n;
+	e->seqs->n = n;
 	return 0;
 }
 
 void rf_seqs_free(rf_engine *e) RF_ALONE
 {
-	for (uint32_t i = 0; i < e->seqs.n; i++)
-		if (e->seqs.v[i].state)
-			e->seqs.v[i].fmt->seq_free(e->seqs.v[i].state);
-	free(e->seqs.v);
-	e->seqs.v = NULL;
-	e->seqs.n = 0;
+	for (uint32_t i = 0; i < e->seqs->n; i++)
+		if (e->seqs->v[i].state)
+			e->seqs->v[i].fmt->seq_free(e->seqs->v[i].state);
+	free(e->seqs->v);
+	e->seqs->v = NULL;
+	e->seqs->n = 0;
 }

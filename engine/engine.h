@@ -30,12 +30,15 @@
 #include "format.h"
 #include "list.h"
 #include "loop.h"
+#include "open.h"
 #include "plan.h"
 #include "pool.h"
 #include "ready.h"
+#include "recycle.h"
 #include "ring.h"
 #include "scheduler.h"
 #include "source.h"
+#include "stats.h"
 #include "tsa.h"
 #include "tune.h"
 #include <assert.h>
@@ -47,8 +50,6 @@
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
 #define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
-#define RF_OPEN_CONCURRENCY 64          /* local shard indexes read at once */
-#define RF_LATENCY_SAMPLES  4096        /* fetch latencies kept for percentiles */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
 #define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
@@ -56,7 +57,6 @@
 
 /* Remote shards' opens at once: one or two small requests each that mostly
  * wait on the store (within the loop's ops; open_connections per host). */
-#define RF_OPEN_CONCURRENCY_REMOTE 512
 
 enum rf_unit_state {
 	RF_U_FREE = 0,
@@ -67,17 +67,6 @@ enum rf_unit_state {
 	RF_U_FAILED,  /* read or decode failed: message in error */
 	RF_U_SKIPPED, /* failed, and skipped by the skip policy: its records are left out */
 	RF_U_STATES
-};
-
-/* The loader's open phase (e->open.phase; mu): the loop thread reads every
- * shard's layout (OPENING), then rf_open waits for INDEXED or FAILED, plans,
- * and lets the loop thread run (RUNNING). */
-enum rf_open_phase {
-	RF_PHASE_OPENING = 0,
-	RF_PHASE_INDEXED, /* every layout read: the loop thread waits for RUNNING */
-	RF_PHASE_FAILED,  /* a shard's open failed (e->open.code, .msg) */
-	RF_PHASE_RUNNING, /* rf_open started the workers: the loop thread schedules */
-	RF_PHASE_COUNT
 };
 
 /* A sequential shard's unit's sub-state beside its state (rf_unit_slot.sub;
@@ -101,7 +90,7 @@ typedef struct rf_read {
 	uint32_t units, units_left;
 	uint32_t shard;
 	uint64_t t_issue_ns;
-	struct rf_read *next_idle; /* in e->recycle.reads while idle (recycle.c) */
+	struct rf_read *next_idle; /* in e->recycle->reads while idle (recycle.c) */
 } rf_read;
 
 typedef struct rf_unit_slot {
@@ -210,9 +199,9 @@ typedef struct rf_ebatch {
 	uint64_t mem_bytes;      /* asked of the allocator */
 	uint64_t reserved_bytes; /* reserved in the budget */
 	uint64_t global_end;
-	rf_list_node held;           /* in e->ready.held_list while the consumer holds it */
+	rf_list_node held;           /* in e->ready->held_list while the consumer holds it */
 	bool held_now;               /* the consumer holds it (a second rf_release is ignored) */
-	struct rf_ebatch *next_idle; /* in e->recycle.batches while idle (recycle.c) */
+	struct rf_ebatch *next_idle; /* in e->recycle->batches while idle (recycle.c) */
 	/* a mixture of at most RF_MIXST_INLINE sources: its records and bytes per
 	 * source, counted when collated and added to the figures when delivered */
 	rf_mixst_counts mix;
@@ -255,7 +244,7 @@ typedef struct rf_engine {
 	/* nsources, or NULL: a source's own format options (its mixture
 	 * file's KEY=VALUE over the loader's), NULL for one without */
 	rf_fmt_optset **src_fmt_opts;
-	rf_seqs seqs RF_GUARDED_BY(rf_engine_mu); /* decode.h */
+	rf_seqs *seqs RF_PT_GUARDED_BY(rf_engine_mu); /* decode.h */
 
 	rf_budget budget;
 	rf_pool *pool;
@@ -314,41 +303,17 @@ typedef struct rf_engine {
 	/* loop thread */
 	rf_loop *loop;
 	rf_fetch *fetch;
-	rf_dio *dio; /* direct_io: read buffers registered with the ring (loop thread) */
-	/* the open phase: the loop thread reads every shard's footer and index; rf_open waits (mu)
-	 */
-	struct rf_engine_open {
-		enum rf_open_phase phase; /* moved only by rf_open_phase_set (open.c) */
-		int code;
-		char msg[RF_ERROR_MSG_BYTES];
-		uint32_t next, inflight, done;
-		uint32_t inflight_local, local_max; /* of which local files; their bound */
-		uint32_t inflight_max;              /* the most in flight at once (stats) */
-		struct rf_open_slot *slots;         /* the opens in progress (open.c) */
-		uint32_t slots_n, free; /* slots; the first free one (UINT32_MAX: none) */
-		uint32_t slots_max;     /* slots_n while it ran (stats) */
-		uint32_t connections;   /* HTTP connections per host meanwhile (0: unchanged) */
-		uint32_t waiting;       /* shards waiting for budget for their index */
-		uint32_t wait[RF_OPEN_CONCURRENCY_REMOTE]; /* their indexes, oldest first */
-		uint32_t failed;                           /* shards whose open failed so far */
-		uint32_t failed_idx;      /* the lowest index of one (valid when open_failed) */
-		uint64_t transient_bytes; /* index buffers reserved (freed as indexes parse) */
-		uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
-		struct rf_icache *icache; /* the index cache during the open phase, or NULL */
-		uint64_t cache_hits, cache_misses, cache_puts; /* its answers (loop thread) */
-		uint64_t t0_ns, said_ns; /* its start; its last progress line (0: none) */
-		uint64_t took_ns;        /* its length, once it ended (stats) */
-		uint32_t said;           /* progress lines written */
-	} open;
+	rf_dio *dio;         /* direct_io: read buffers registered with the ring (loop thread) */
+	rf_open_state *open; /* open.h: the open phase (open.c) */
 	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
 	                      * modulo this (O_DIRECT reads land in place) */
 
-	rf_sched sched RF_GUARDED_BY(rf_engine_mu); /* scheduler.h */
-	rf_coll coll RF_GUARDED_BY(rf_engine_mu);   /* collator.h */
+	rf_sched *sched RF_PT_GUARDED_BY(rf_engine_mu); /* scheduler.h */
+	rf_coll *coll RF_PT_GUARDED_BY(rf_engine_mu);   /* collator.h */
 	rf_epoch_info epochs[RF_EPOCH_SLOTS] RF_GUARDED_BY(rf_engine_mu);
 
-	rf_ring ring RF_GUARDED_BY(rf_engine_mu); /* ring.h */
-	uint32_t rereads_max;                     /* per unit / shard index: the `retries` option */
+	rf_ring *ring RF_PT_GUARDED_BY(rf_engine_mu); /* ring.h */
+	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
 
 	/* waits for memory (mu) */
 	/* what the last refused batch or needed read asked for */
@@ -360,65 +325,17 @@ typedef struct rf_engine {
 	/* consumer position that next wakes the scheduler */
 	uint64_t wake_mark RF_GUARDED_BY(rf_engine_mu);
 
-	rf_fill fill RF_GUARDED_BY(rf_engine_mu); /* collator.h */
+	rf_fill *fill RF_PT_GUARDED_BY(rf_engine_mu); /* collator.h */
 
-	rf_ready ready RF_GUARDED_BY(rf_engine_mu); /* ready.h */
+	rf_ready *ready RF_PT_GUARDED_BY(rf_engine_mu); /* ready.h */
 
 	/* skip policy bounds (set at open; this epoch's counts and the log: coll) */
 	uint32_t skip_blocks_max;
 	uint64_t skip_records_max;
 	uint64_t resume_epoch, resume_pos; /* skips met before resume_pos were counted */
-	/* counters and measurements for the stats and the controller (mu) */
-	struct rf_engine_st {
-		uint64_t skipped_records; /* positions left out of batches the consumer took */
-		struct rf_epoch_count {
-			uint64_t epoch, records, batches;
-			rf_plan_tail tail;
-		} ep_first, ep_next; /* the first epoch (as resumed) and those after it */
-		uint64_t t_open_ns;
-		uint64_t batches, records, payload;
-		uint64_t decoded_bytes, fetched_bytes, blocks;
-		uint64_t wait_ns;
-		uint64_t produced;
-		uint64_t fetch_errors;
-		uint64_t fetch_retries; /* remote retries (fetch counters) */
-		uint64_t fetch_hedges, fetch_hedges_won;
-		uint64_t open_fetched_bytes; /* the open phase's reads */
-		uint64_t direct_bytes, direct_refused, fixed_reads, fixed_bytes; /* direct_io */
-		uint64_t register_refused; /* read buffers the kernel would not register */
-		uint64_t rereads;          /* ranges read again after failing a checksum */
-		uint64_t stream_skipped_bytes, stream_more_reads; /* sequential shards */
-		uint64_t index_cache_stale_drops; /* entries a decode contradicted (decode.c) */
-		rf_fetch_counters
-		    cache; /* the data cache's counters (cache_*), as the last read saw */
-		uint64_t q_samples, q_empty, q_full, q_swings;
-		int q_last_extreme; /* -1 empty, +1 full, 0 none yet */
-		double lat_ms[RF_LATENCY_SAMPLES];
-		uint64_t lat_count;
-		uint64_t last_return_ns;   /* when rf_next last returned a batch (0: never) */
-		uint64_t waiting_since_ns; /* the consumer waits inside rf_next since (0: not) */
-		uint64_t busy_ns;          /* consumer's own time between rf_next calls */
-		uint64_t decode_ns;        /* decode workers' busy time */
-		uint64_t reads, read_records;
-		uint64_t batch_reserved; /* bytes reserved by every batch emitted */
-		uint64_t q_held_back;    /* samples where the producer was held back */
-		uint64_t iv_pause_ns;    /* longest fetch this interval */
-		uint64_t pauses;         /* pause episodes (overlapping slow fetches count once) */
-		uint64_t pause_longest_ns;
-		uint32_t pause_longest_shard;
-	} st RF_GUARDED_BY(rf_engine_mu);
 
-	/* reads and batches recycled instead of allocated per read and per batch
-	 * (recycle.c; mu). Each one made stays until close, so there are at most
-	 * as many as were ever in use at once; their bytes, idle or not, are
-	 * RF_MEM_METADATA. */
-	struct rf_engine_recycle {
-		rf_read *reads;      /* idle reads */
-		rf_ebatch *batches;  /* idle batches (their refs arrays kept) */
-		uint64_t bytes;      /* RF_MEM_METADATA reserved for them */
-		uint64_t reads_made; /* allocated since open (stats, tests) */
-		uint64_t batches_made;
-	} recycle RF_GUARDED_BY(rf_engine_mu);
+	rf_stats_state *st RF_PT_GUARDED_BY(rf_engine_mu);  /* stats.h */
+	rf_recycle *recycle RF_PT_GUARDED_BY(rf_engine_mu); /* recycle.h */
 
 	/* consumer position */
 	rf_position pos RF_GUARDED_BY(rf_engine_mu); /* pos.segs: seq */
@@ -435,6 +352,42 @@ typedef struct rf_engine {
 	bool budget_blocked RF_GUARDED_BY(rf_engine_mu); /* the last reservation attempt failed */
 	struct rf_control *ctl;
 } rf_engine;
+
+/* The engine and its stages' state, in one allocation: rf_engine holds
+ * pointers to the stages, each of which its owner writes (cli_house). */
+typedef struct rf_engine_house {
+	rf_engine e; /* first */
+	rf_sched sched;
+	rf_coll coll;
+	rf_ring ring;
+	rf_fill fill;
+	rf_ready ready;
+	rf_seqs seqs;
+	rf_open_state open;
+	rf_stats_state st;
+	rf_recycle recycle;
+} rf_engine_house;
+
+/* Points the engine at its stages (rf_engine_new, once). */
+static inline rf_engine *rf_engine_house_wire(rf_engine_house *h)
+{
+	rf_engine *e = &h->e;
+	e->sched = &h->sched;
+	e->coll = &h->coll;
+	e->ring = &h->ring;
+	e->fill = &h->fill;
+	e->ready = &h->ready;
+	e->seqs = &h->seqs;
+	e->open = &h->open;
+	e->st = &h->st;
+	e->recycle = &h->recycle;
+	return e;
+}
+
+static inline uint64_t rf_engine_bytes(void)
+{
+	return sizeof(rf_engine_house);
+}
 
 /* lifecycle.c: builds a loader (NULL and err on failure, everything
  * undone), stops its threads (idempotent), frees it. */
@@ -474,11 +427,14 @@ int rf_recycle_seed(rf_engine *e);
 uint64_t rf_recycle_seed_bytes(const rf_engine *e);
 
 /* open.c (loop thread): learns every shard's layout through its format.
- * 0, or the first failure (message in e->open.msg). */
+ * 0, or the first failure (message in e->open->msg). */
 int rf_open_phase(rf_engine *e);
-/* The one mover of e->open.phase (debug builds assert the move; RF_DEBUG
+/* The one mover of e->open->phase (debug builds assert the move; RF_DEBUG
  * traces it), and the phases' names. mu held. */
 void rf_open_phase_set(rf_engine *e, enum rf_open_phase to) RF_REQUIRES(rf_engine_mu);
+/* The loop thread ends the open phase: rc (msg: the loop's own error, or NULL
+ * when rf_open_phase left one in e->open->msg). */
+void rf_open_phase_end(rf_engine *e, int rc, const char *msg) RF_REQUIRES(rf_engine_mu);
 const char *rf_open_phase_name(int phase);
 /* Frees what unfinished opens hold, once no read is in flight (the loop is gone). */
 void rf_open_slots_free(rf_engine *e);
@@ -671,15 +627,15 @@ static inline int rf_cond_timedwait_at(rf_engine *e, pthread_cond_t *cv, const s
 static inline void rf_read_put(rf_engine *e, rf_read *rd) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rd->next_idle = e->recycle.reads;
-	e->recycle.reads = rd;
+	rd->next_idle = e->recycle->reads;
+	e->recycle->reads = rd;
 }
 
 /* The ring's slots and size are fixed at open: any thread may find a slot
  * (RF_NO_TSA); what it may do with it, the slot's state says. */
 static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq) RF_NO_TSA
 {
-	return &e->ring.slots[seq & (e->ring.units - 1)];
+	return &e->ring->slots[seq & (e->ring->units - 1)];
 }
 static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch) RF_REQUIRES(rf_engine_mu)
 {

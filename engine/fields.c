@@ -101,7 +101,7 @@ int rf_fields_open(rf_engine *e, rf_error *err)
 		return rf_fail(err, RF_E_BUDGET,
 		               "budget too small for the field names (%llu bytes)",
 		               (unsigned long long)bytes);
-	e->open.meta_bytes += bytes;
+	rf_open_meta_add(e->open, bytes);
 	f->bytes =
 	    bytes - RF_FIELDS_MAX * 256; /* the names array stays; their text is added as met */
 	f->names = calloc(RF_FIELDS_MAX, sizeof(char *));

@@ -62,8 +62,8 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	rf_engine_lock(e); /* no other thread is left: the helpers' contract */
 	for (rf_ebatch *b; (b = rf_ready_drain(e));)
 		rf_batch_free(e, b);
-	if (e->ring.slots) {
-		for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
+	if (e->ring->slots) {
+		for (uint64_t s = e->ring->tail_seq; s < e->sched->seq; s++) {
 			rf_unit_slot *u = rf_slot(e, s);
 			rf_read *rd = u->read;
 			u->read = NULL; /* set only on units not decoded yet */
@@ -76,8 +76,8 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	rf_seqs_free(e);
 	rf_engine_unlock(e);
 	rf_control_free(e);
-	rf_plan_free(e->sched.plan);
-	rf_plan_free(e->coll.plan);
+	rf_plan_free(e->sched->plan);
+	rf_plan_free(e->coll->plan);
 	free(e->seq);
 	rf_ring_free(e);
 	free(e->workers);
@@ -97,7 +97,7 @@ void rf_engine_free(rf_engine *e) RF_ALONE
 	rf_fmt_optset_free(e->fmt_opts);
 	rf_config_free(e->cfg);
 	e->magic = 0;
-	free(e);
+	free(e); /* the whole rf_engine_house: e is its first member */
 }
 
 /* Starts the loop thread and waits for it to read every shard's index. */
@@ -116,11 +116,11 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 	}
 	e->loop_started = true;
 	rf_engine_lock(e);
-	while (e->open.phase == RF_PHASE_OPENING)
+	while (e->open->phase == RF_PHASE_OPENING)
 		rf_cond_wait(e, &e->open_cv);
 	rf_engine_unlock(e);
-	if (e->open.code < 0)
-		return rf_fail(err, e->open.code, "%s", e->open.msg);
+	if (e->open->code < 0)
+		return rf_fail(err, e->open->code, "%s", e->open->msg);
 	e->indexes = calloc(e->nshards, sizeof(*e->indexes));
 	if (!e->indexes)
 		return rf_fail(err, -ENOMEM, "out of memory");
@@ -133,8 +133,8 @@ static int rf_open_indexes(rf_engine *e, rf_error *err)
 static int rf_open_sequence(rf_engine *e, uint64_t epoch, uint64_t start, rf_error *err) RF_ALONE
 {
 	const rf_segment *segs = e->seq_set ? e->seq : NULL;
-	RF_TRY(rf_plan_set_sequence(e->sched.plan, epoch, segs, e->nseq, start, err));
-	RF_TRY(rf_plan_set_sequence(e->coll.plan, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->sched->plan, epoch, segs, e->nseq, start, err));
+	RF_TRY(rf_plan_set_sequence(e->coll->plan, epoch, segs, e->nseq, start, err));
 	e->seq_epoch = epoch;
 	return 0;
 }
@@ -145,9 +145,9 @@ static int rf_open_rebase(rf_engine *e, const rf_mix_rebase *rb, uint64_t sample
 {
 	RF_TRY(rf_memory_reserve_meta(e, 2 * rf_mix_rebase_memory(rb),
 	                              "the mixture's weight change (two plans)", err));
-	RF_TRY(rf_plan_mix_set_rebase(e->sched.plan, rb, samples, err));
-	RF_TRY(rf_plan_mix_set_rebase(e->coll.plan, rb, samples, err));
-	now->mix_rb = (struct rf_mix_rebase *)rf_plan_mix_rebase(e->sched.plan);
+	RF_TRY(rf_plan_mix_set_rebase(e->sched->plan, rb, samples, err));
+	RF_TRY(rf_plan_mix_set_rebase(e->coll->plan, rb, samples, err));
+	now->mix_rb = (struct rf_mix_rebase *)rf_plan_mix_rebase(e->sched->plan);
 	now->dataset_records = now->mix_samples = samples;
 	return 0;
 }
@@ -209,7 +209,7 @@ static int rf_open_reweight(rf_engine *e, rf_position *saved, rf_position *now,
 		return rc;
 	}
 	uint64_t epoch = rb ? rb->epoch : saved->epoch + 1;
-	uint64_t left = rb ? rb->length : rf_plan_total_records(e->sched.plan);
+	uint64_t left = rb ? rb->length : rf_plan_total_records(e->sched->plan);
 	now->epoch = epoch;
 	now->record = now->batch = 0;
 	if (epoch != saved->epoch) {
@@ -218,7 +218,7 @@ static int rf_open_reweight(rf_engine *e, rf_position *saved, rf_position *now,
 		now->skipped = saved->skipped;
 		now->skipped_blocks = saved->skipped_blocks;
 	}
-	e->seq_set = left < rf_plan_total_records(e->sched.plan);
+	e->seq_set = left < rf_plan_total_records(e->sched->plan);
 	if (e->seq_set) { /* the saved epoch's rest: new schedule samples [0, left) */
 		e->seq = malloc(sizeof(*e->seq));
 		if (!e->seq) {
@@ -313,14 +313,14 @@ static uint64_t rf_epoch_batches(const rf_engine *e, uint64_t records, uint64_t 
 static void rf_open_counts(rf_engine *e, uint64_t epoch, uint64_t records, uint64_t at,
                            uint64_t done) RF_ALONE
 {
-	e->st.ep_first = (struct rf_epoch_count){
+	e->st->ep_first = (struct rf_epoch_count){
 	    .epoch = epoch, .records = records, .batches = rf_epoch_batches(e, records, at, done)};
-	rf_plan_epoch_tail(e->sched.plan, &e->st.ep_first.tail);
+	rf_plan_epoch_tail(e->sched->plan, &e->st->ep_first.tail);
 	if (epoch >= e->epoch_end) /* the saved run had already ended */
-		e->st.ep_first.records = e->st.ep_first.batches = 0;
-	uint64_t n = rf_plan_total_records(e->sched.plan);
-	e->st.ep_next.records = rf_plan_partition(e->sched.plan, n, 0, &e->st.ep_next.tail);
-	e->st.ep_next.batches = rf_epoch_batches(e, e->st.ep_next.records, 0, 0);
+		e->st->ep_first.records = e->st->ep_first.batches = 0;
+	uint64_t n = rf_plan_total_records(e->sched->plan);
+	e->st->ep_next.records = rf_plan_partition(e->sched->plan, n, 0, &e->st->ep_next.tail);
+	e->st->ep_next.batches = rf_epoch_batches(e, e->st->ep_next.records, 0, 0);
 }
 
 /* The pool keeps a shuffle window's slabs idle (pool.h); a mixture holds a
@@ -400,12 +400,13 @@ static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 	RF_TRY(rf_memory_reserve_meta(e, bound, what, err));
 	RF_TRY(rf_sched_plan_new(e, &pp, err));
 	RF_TRY(rf_coll_plan_new(e, &pp, err));
-	uint64_t planned = rf_plan_memory_bytes(e->sched.plan) + rf_plan_memory_bytes(e->coll.plan);
+	uint64_t planned =
+	    rf_plan_memory_bytes(e->sched->plan) + rf_plan_memory_bytes(e->coll->plan);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bound);
-	e->open.meta_bytes -= bound;
+	rf_open_meta_sub(e->open, bound);
 	RF_TRY(rf_memory_reserve_meta(e, planned, what, err));
 	rf_position pos = {.epoch = e->epoch_first};
-	rf_state_identity(e->sched.plan, &pos);
+	rf_state_identity(e->sched->plan, &pos);
 	for (uint32_t i = 0; i < e->nshards; i++)
 		rf_state_content_add(&pos, e->shards[i].name, e->shards[i].fmt->name,
 		                     e->indexes[i]);
@@ -418,9 +419,9 @@ static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 	e->pos.segs = e->seq;
 	e->pos.nsegs = e->nseq;
 	uint64_t epoch = pos.epoch;
-	RF_TRY(rf_plan_epoch(e->sched.plan, epoch, err));
-	RF_TRY(rf_plan_epoch(e->coll.plan, epoch, err));
-	uint64_t records = rf_plan_epoch_records(e->sched.plan);
+	RF_TRY(rf_plan_epoch(e->sched->plan, epoch, err));
+	RF_TRY(rf_plan_epoch(e->coll->plan, epoch, err));
+	uint64_t records = rf_plan_epoch_records(e->sched->plan);
 	if (pos.record > records)
 		return rf_fail(err, -EINVAL, "resume state is at record %llu of an epoch of %llu",
 		               (unsigned long long)pos.record, (unsigned long long)records);
@@ -433,17 +434,17 @@ static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 		    (unsigned long long)rf_cfg(c, RF_CFG_world), (unsigned long long)epoch);
 	rf_open_counts(e, epoch, records, pos.record, pos.batch);
 	uint64_t at = pos.record;
-	size_t first = rf_plan_first_unit_needed(e->sched.plan, at);
+	size_t first = rf_plan_first_unit_needed(e->sched->plan, at);
 	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
 	*ep = (rf_epoch_info){.valid = true,
 	                      .epoch = epoch,
 	                      .records = records,
 	                      .first_unit = first,
-	                      .units = rf_plan_unit_count(e->sched.plan)};
-	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched.plan));
+	                      .units = rf_plan_unit_count(e->sched->plan)};
+	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched->plan));
 	bool ended = epoch >= e->epoch_end; /* the saved run had already ended */
 	rf_sched_start(e, epoch, first,
-	               first < ep->units ? rf_plan_unit(e->sched.plan, first)->first_plan_record
+	               first < ep->units ? rf_plan_unit(e->sched->plan, first)->first_plan_record
 	                                 : ep->span,
 	               at, ended);
 	rf_coll_start(e, epoch, at, pos.batch, first, records, pos.skipped_blocks, pos.skipped,
@@ -468,9 +469,9 @@ static int rf_open_threads(rf_engine *e, rf_error *err)
 		e->workers_started++;
 	}
 	rf_engine_lock(e);
-	e->st.t_open_ns = rf_now_ns();
+	e->st->t_open_ns = rf_now_ns();
 	rf_open_phase_set(e, RF_PHASE_RUNNING);
-	rf_coll_kick(&e->coll); /* e.g. a resume at an epoch's end has nothing to fetch */
+	rf_coll_kick(e->coll); /* e.g. a resume at an epoch's end has nothing to fetch */
 	pthread_cond_broadcast(&e->open_cv);
 	rf_engine_wake_workers(e, 1);
 	rf_engine_unlock(e);
@@ -543,11 +544,12 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 
 rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err)
 {
-	rf_engine *e = calloc(1, sizeof(*e));
-	if (!e) {
+	rf_engine_house *h = calloc(1, sizeof(*h));
+	if (!h) {
 		rf_fail(err, -ENOMEM, "out of memory");
 		return NULL;
 	}
+	rf_engine *e = rf_engine_house_wire(h);
 	e->magic = RF_LOADER_MAGIC;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->work_cv, NULL);

@@ -19,7 +19,7 @@
 int rf_memory_reserve_meta(rf_engine *e, uint64_t bytes, const char *what, rf_error *err)
 {
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) == 0) {
-		e->open.meta_bytes += bytes;
+		rf_open_meta_add(e->open, bytes);
 		return 0;
 	}
 	char lim[32], held[32];
@@ -28,7 +28,7 @@ int rf_memory_reserve_meta(rf_engine *e, uint64_t bytes, const char *what, rf_er
 	               "of metadata held so far (raise budget)",
 	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), what,
 	               (unsigned long long)bytes,
-	               rf_fmt_bytes(e->open.meta_bytes, held, sizeof(held)));
+	               rf_fmt_bytes(e->open->meta_bytes, held, sizeof(held)));
 }
 
 /* A shard's entry and its strings (the name shares the URL's when equal). */
@@ -140,7 +140,7 @@ static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes,
 	uint64_t w = e->window, b = e->cp.batch_records;
 	/* With world > 1 (or a re-split resume) the rank's local plan positions
 	 * do not start on a window or batch boundary: count one span more. */
-	bool aligned = rf_plan_params_of(e->sched.plan)->world == 1 && !e->cfg->has_resume;
+	bool aligned = rf_plan_params_of(e->sched->plan)->world == 1 && !e->cfg->has_resume;
 	bool fixed = e->cp.batch_bytes == 0 && aligned; /* batches start at multiples of b */
 	if (!fixed)
 		b = RF_MIN(b, RF_MAX(1, e->cp.batch_bytes / RF_MAX(1, avg_record_bytes)));
@@ -162,7 +162,8 @@ static uint64_t rf_batch_span(const rf_engine *e, uint64_t avg_record_bytes,
  * At least RF_UNITS_RING (room to read ahead), a power of 2. */
 static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALONE
 {
-	uint64_t need = rf_plan_span_units_max(e->sched.plan, span_records) + 2ull * e->threads + 2;
+	uint64_t need =
+	    rf_plan_span_units_max(e->sched->plan, span_records) + 2ull * e->threads + 2;
 	uint64_t ring = RF_UNITS_RING;
 	while (ring < need)
 		ring *= 2;
@@ -176,7 +177,7 @@ static uint64_t rf_ring_units(const rf_engine *e, uint64_t span_records) RF_ALON
 static int rf_mix_ring(rf_engine *e, rf_error *err) RF_ALONE
 {
 	uint32_t longest = 0;
-	uint64_t need = rf_plan_mix_ring_units(e->sched.plan, e->cp.batch_records, &longest) +
+	uint64_t need = rf_plan_mix_ring_units(e->sched->plan, e->cp.batch_records, &longest) +
 	                2ull * e->threads + 2;
 	uint64_t ring = RF_UNITS_RING;
 	while (ring < need && ring <= RF_MIX_RING_MAX)
@@ -223,12 +224,12 @@ static int rf_seq_states_size(rf_engine *e, uint64_t *bytes, rf_error *err) RF_A
 			               s->name);
 		most = RF_MAX(most, s->fmt->seq_state_bytes(s->index, s->fmt_priv));
 	}
-	if (most == 0 || e->seqs.v)
+	if (most == 0 || e->seqs->v)
 		return 0;
 	uint32_t n = RF_MIN(e->threads + 1, 64u); /* a unit names its state in a byte */
 	if (rf_seqs_alloc(e, n) < 0)
 		return rf_fail(err, -ENOMEM, "out of memory for %u stream decoders", n);
-	*bytes = e->seqs.n * (most + sizeof(*e->seqs.v));
+	*bytes = e->seqs->n * (most + sizeof(*e->seqs->v));
 	return 0;
 }
 
@@ -247,7 +248,7 @@ int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 		meta += e->shards[i].fmt_held + rf_shard_entry_bytes(&e->shards[i]) +
 		        rf_source_memory_bytes(e->shards[i].src);
 	}
-	meta += rf_plan_memory_bytes(e->sched.plan) + rf_plan_memory_bytes(e->coll.plan) +
+	meta += rf_plan_memory_bytes(e->sched->plan) + rf_plan_memory_bytes(e->coll->plan) +
 	        e->fields.bytes;
 	uint64_t scratch = (uint64_t)e->threads * RF_DECODER_SCRATCH_BYTES, seq_bytes = 0;
 	RF_TRY(rf_seq_states_size(e, &seq_bytes, err));
@@ -258,20 +259,20 @@ int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 		decoded += e->indexes[i]->decoded_bytes;
 	}
 	uint64_t align, span = rf_batch_span(e, decoded / RF_MAX(records, 1), &align);
-	if (rf_plan_is_mix(e->sched.plan))
+	if (rf_plan_is_mix(e->sched->plan))
 		RF_TRY(rf_mix_ring(e, err));
 	else
 		rf_ring_size_set(e, rf_ring_units(e, span));
-	meta += e->ring.units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + sizeof(*e) +
+	meta += e->ring->units * (sizeof(rf_unit_slot) + sizeof(uint64_t)) + rf_engine_bytes() +
 	        rf_recycle_seed_bytes(e);
 	e->block_records_avg = RF_MAX(1, records / RF_MAX(blocks, 1));
 	/* Resident blocks need their decoded slabs; only blocks in flight also
 	 * hold compressed bytes, and one at a time is enough to make progress. */
-	uint32_t units = RF_MAX(1, rf_span_units(e->sched.plan, align, span));
-	if (rf_plan_is_mix(e->sched.plan))
+	uint32_t units = RF_MAX(1, rf_span_units(e->sched->plan, align, span));
+	if (rf_plan_is_mix(e->sched->plan))
 		units = (uint32_t)RF_MIN(
 		    UINT32_MAX,
-		    RF_MAX(1, rf_plan_mix_resident_units(e->sched.plan, e->cp.batch_records)));
+		    RF_MAX(1, rf_plan_mix_resident_units(e->sched->plan, e->cp.batch_records)));
 	rf_fetch_options fo;
 	rf_config_fetch_options(e->cfg, &fo);
 	e->read_align = fo.direct_io != RF_DIRECT_IO_OFF ? 4096u : 0; /* O_DIRECT's alignment */
@@ -296,11 +297,11 @@ int rf_memory_check(rf_engine *e, rf_error *err) RF_ALONE
 	}
 	RF_TRY(rf_open_host_budget(e, need, err));
 	/* the open phase reserved most of it as it allocated: true it up */
-	if (meta > e->open.meta_bytes)
-		rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta - e->open.meta_bytes, 0);
+	if (meta > e->open->meta_bytes)
+		rf_budget_reserve(&e->budget, RF_MEM_METADATA, meta - e->open->meta_bytes, 0);
 	else
-		rf_budget_release(&e->budget, RF_MEM_METADATA, e->open.meta_bytes - meta);
-	e->open.meta_bytes = meta;
+		rf_budget_release(&e->budget, RF_MEM_METADATA, e->open->meta_bytes - meta);
+	rf_open_meta_set(e->open, meta);
 	rf_budget_reserve(&e->budget, RF_MEM_SCRATCH, scratch, 0);
 	e->fixed_bytes = meta + scratch;
 	e->stage_bytes = (units + 2ull * e->threads + 1) * (slab + frame);

@@ -22,7 +22,7 @@
 #define RF_OPEN_STEPS_MAX    (1u << 20)    /* a format asking for more is broken */
 
 _Static_assert(RF_OPEN_CONCURRENCY <= RF_OPEN_CONCURRENCY_REMOTE,
-               "e->open.wait holds one entry per open in flight");
+               "e->open->wait holds one entry per open in flight");
 
 /* One shard's open (rf_shard.stage): moved only by rf_open_stage_set. */
 enum rf_open_stage {
@@ -71,13 +71,22 @@ void rf_open_phase_set(rf_engine *e, enum rf_open_phase to) RF_REQUIRES(rf_engin
 	RF_MU_HELD(e);
 	if (rf_debug_on())
 		fprintf(stderr, "ringfeed: open phase %s -> %s\n",
-		        rf_open_phase_name(e->open.phase), rf_open_phase_name(to));
-	assert(rf_open_phase_move_allowed(e->open.phase, to) && "open phase move not allowed");
+		        rf_open_phase_name(e->open->phase), rf_open_phase_name(to));
+	assert(rf_open_phase_move_allowed(e->open->phase, to) && "open phase move not allowed");
 	(void)rf_open_phase_move_allowed;
-	e->open.phase = to;
+	e->open->phase = to;
 }
 
-/* One shard's open in progress (a slot of e->open.slots). */
+void rf_open_phase_end(rf_engine *e, int rc, const char *msg) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	if (msg)
+		snprintf(e->open->msg, sizeof(e->open->msg), "%s", msg);
+	e->open->code = rc;
+	rf_open_phase_set(e, rc < 0 ? RF_PHASE_FAILED : RF_PHASE_INDEXED);
+}
+
+/* One shard's open in progress (a slot of e->open->slots). */
 typedef struct rf_open_slot {
 	rf_fmt_open fo;
 	uint8_t *buf; /* the last delivered range (owned), RF_MEM_METADATA buf_res */
@@ -103,14 +112,14 @@ typedef struct rf_open_slot {
 static void rf_meta_take(rf_engine *e, uint64_t *held, uint64_t n)
 {
 	*held += n;
-	e->open.meta_bytes += n;
+	e->open->meta_bytes += n;
 }
 
 static void rf_meta_release(rf_engine *e, uint64_t *held, uint64_t n)
 {
 	assert(n <= *held);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, n);
-	e->open.meta_bytes -= n;
+	e->open->meta_bytes -= n;
 	*held -= n;
 }
 
@@ -119,7 +128,7 @@ static void rf_slot_buf_free(rf_engine *e, rf_open_slot *o)
 	free(o->buf);
 	o->buf = NULL;
 	o->buf_len = 0;
-	e->open.transient_bytes -= o->buf_res;
+	e->open->transient_bytes -= o->buf_res;
 	rf_meta_release(e, &o->buf_res, o->buf_res);
 }
 
@@ -138,8 +147,8 @@ static void rf_slot_put(rf_engine *e, rf_shard *s)
 	o->side = NULL;
 	free(o->side_url);
 	o->side_url = NULL;
-	o->next_free = e->open.free;
-	e->open.free = (uint32_t)(o - e->open.slots);
+	o->next_free = e->open->free;
+	e->open->free = (uint32_t)(o - e->open->slots);
 	o->shard = NULL;
 	s->open = NULL;
 }
@@ -156,8 +165,8 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		msg = s->open->first_msg;
 	}
 	if (code < 0) {
-		if (e->open.failed++ == 0 || s->idx < e->open.failed_idx)
-			e->open.failed_idx = s->idx;
+		if (e->open->failed++ == 0 || s->idx < e->open->failed_idx)
+			e->open->failed_idx = s->idx;
 		char m[RF_ERROR_MSG_BYTES];
 		snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "failed");
 		size_t l = strlen(m);
@@ -174,10 +183,10 @@ static void rf_open_finish(rf_shard *s, int code, const char *msg)
 		rf_meta_release(e, &s->fmt_held, s->fmt_held);
 	}
 	rf_slot_put(e, s); /* no read of this shard is in flight now */
-	e->open.inflight--;
+	e->open->inflight--;
 	if (rf_shard_is_local(s))
-		e->open.inflight_local--;
-	e->open.done++;
+		e->open->inflight_local--;
+	e->open->done++;
 }
 
 static void rf_open_fail(rf_shard *s, int rc, rf_error *err)
@@ -229,12 +238,12 @@ static bool rf_want_in_buf(const rf_open_slot *o)
 static void rf_open_unwait(rf_engine *e, uint32_t idx)
 {
 	uint32_t i = 0;
-	while (i < e->open.waiting && e->open.wait[i] != idx)
+	while (i < e->open->waiting && e->open->wait[i] != idx)
 		i++;
-	assert(i < e->open.waiting);
-	memmove(&e->open.wait[i], &e->open.wait[i + 1],
-	        (e->open.waiting - i - 1) * sizeof(e->open.wait[0]));
-	e->open.waiting--;
+	assert(i < e->open->waiting);
+	memmove(&e->open->wait[i], &e->open->wait[i + 1],
+	        (e->open->waiting - i - 1) * sizeof(e->open->wait[0]));
+	e->open->waiting--;
 }
 
 /* A step failed a check: the bytes may have been damaged in transit, so
@@ -257,7 +266,7 @@ static bool rf_open_reread(rf_shard *s, int rc)
 		return false;
 	s->rereads++;
 	rf_engine_lock(e);
-	e->st.rereads++;
+	e->st->rereads++;
 	rf_engine_unlock(e);
 	rf_open_read(s, o->buf_side, fo->got_offset, fo->got_len);
 	return true;
@@ -281,7 +290,7 @@ static int rf_open_budget_fail(rf_shard *s, uint64_t need, uint64_t len, rf_erro
 	               rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), s->name,
 	               (unsigned long long)need, (unsigned long long)len, what,
 	               (unsigned long long)w->offset,
-	               rf_fmt_bytes(e->open.meta_bytes, held, sizeof(held)), e->open.done);
+	               rf_fmt_bytes(e->open->meta_bytes, held, sizeof(held)), e->open->done);
 }
 
 /* Reserves the next range's buffer and the parse bound. Returns 0, 1 when
@@ -307,14 +316,14 @@ static int rf_open_reserve(rf_shard *s, bool from_buf, uint64_t *len, rf_error *
 			*len = w->min_len;
 	}
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, *len + bound, 0) != 0) {
-		if (e->open.transient_bytes > 0)
+		if (e->open->transient_bytes > 0)
 			return 1;
 		return rf_open_budget_fail(s, *len + bound, w->len, err);
 	}
 reserved:
 	rf_meta_take(e, &o->buf_res, *len);
 	rf_meta_take(e, &o->bound_res, bound);
-	e->open.transient_bytes += *len;
+	e->open->transient_bytes += *len;
 	return 0;
 }
 
@@ -368,39 +377,39 @@ static bool rf_open_cache_get(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
-	if (!e->open.icache && e->index_cache_off[0] && !e->index_cache_off_said &&
+	if (!e->open->icache && e->index_cache_off[0] && !e->index_cache_off_said &&
 	    s->fmt->sidecar_write && s->fmt->cache_tag) { /* the first shard it would serve */
 		e->index_cache_off_said = true;
 		fprintf(stderr, "ringfeed: %s (tar layouts are scanned again at each open)\n",
 		        e->index_cache_off);
 	}
-	if (!e->open.icache || o->no_cache || !s->fmt->sidecar_write || !s->fmt->cache_tag)
+	if (!e->open->icache || o->no_cache || !s->fmt->sidecar_write || !s->fmt->cache_tag)
 		return false;
 	char v[RF_SOURCE_VALIDATOR_BYTES];
 	rf_icache_key k;
 	rf_cache_key(s, v, sizeof(v), &k);
 	uint64_t len = 0;
-	if (rf_icache_stat(e->open.icache, &k, &len) != 0 || len == 0) {
-		e->open.cache_misses++;
+	if (rf_icache_stat(e->open->icache, &k, &len) != 0 || len == 0) {
+		e->open->cache_misses++;
 		return false;
 	}
 	rf_slot_buf_free(e, o);
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, len, 0) != 0)
 		return false; /* no room now: the store's way */
 	rf_meta_take(e, &o->buf_res, len);
-	e->open.transient_bytes += len;
+	e->open->transient_bytes += len;
 	uint64_t got = 0;
-	if (!(o->buf = malloc(len)) || rf_icache_get(e->open.icache, &k, o->buf, len, &got) != 0 ||
+	if (!(o->buf = malloc(len)) || rf_icache_get(e->open->icache, &k, o->buf, len, &got) != 0 ||
 	    got != len) {
 		rf_slot_buf_free(e, o);
-		e->open.cache_misses++;
+		e->open->cache_misses++;
 		return false;
 	}
 	o->buf_side = true;
 	o->buf_offset = 0;
 	o->buf_len = len;
 	o->side_cached = true;
-	e->open.cache_hits++;
+	e->open->cache_hits++;
 	return true; /* side_url stays: the want's object */
 }
 
@@ -431,8 +440,8 @@ static void rf_open_cache_drop(rf_shard *s)
 	rf_engine *e = s->engine;
 	rf_open_reset(s);
 	s->open->no_cache = true;
-	e->open.cache_hits--;
-	e->open.cache_misses++;
+	e->open->cache_hits--;
+	e->open->cache_misses++;
 	rf_open_begin(s);
 }
 
@@ -443,7 +452,7 @@ static void rf_open_cache_put(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
-	if (!e->open.icache || o->side_cached || !s->fmt->sidecar_write || !s->fmt->cacheable ||
+	if (!e->open->icache || o->side_cached || !s->fmt->sidecar_write || !s->fmt->cacheable ||
 	    !s->fmt->cacheable(s->fmt_priv))
 		return;
 	char v[RF_SOURCE_VALIDATOR_BYTES];
@@ -458,8 +467,8 @@ static void rf_open_cache_put(rf_shard *s)
 	int rc = f ? s->fmt->sidecar_write(s->index, s->fmt_priv, f, s->name, &err) : -ENOMEM;
 	if (f && fclose(f) != 0)
 		rc = -EIO;
-	if (rc == 0 && len > 0 && rf_icache_put(e->open.icache, &k, buf, len) == 0)
-		e->open.cache_puts++;
+	if (rc == 0 && len > 0 && rf_icache_put(e->open->icache, &k, buf, len) == 0)
+		e->open->cache_puts++;
 	free(buf);
 }
 
@@ -506,7 +515,7 @@ static void rf_open_step_once(rf_shard *s)
 		             (unsigned long long)had);
 	if (rc >= 0) { /* keep what it holds; the rest of the bound goes back */
 		rf_budget_release(&e->budget, RF_MEM_METADATA, had - o->fo.held_bytes);
-		e->open.meta_bytes -= had - o->fo.held_bytes;
+		e->open->meta_bytes -= had - o->fo.held_bytes;
 		s->fmt_held = o->fo.held_bytes;
 		o->bound_res = 0;
 	}
@@ -659,7 +668,7 @@ static void rf_open_want(rf_shard *s)
 	}
 	if (rc == 1) {
 		if (s->stage != RF_OPEN_WAIT_BUDGET)
-			e->open.wait[e->open.waiting++] = s->idx; /* < open_inflight */
+			e->open->wait[e->open->waiting++] = s->idx; /* < open_inflight */
 		rf_open_stage_set(s, RF_OPEN_WAIT_BUDGET);
 		return;
 	}
@@ -728,7 +737,7 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 		assert(stage == RF_OPEN_READING);
 		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_engine_lock(s->engine);
-		s->engine->st.open_fetched_bytes += o->read_len;
+		s->engine->st->open_fetched_bytes += o->read_len;
 		rf_engine_unlock(s->engine);
 		o->fo.got = o->buf + (o->read_offset - o->buf_offset);
 		o->fo.got_offset = o->read_offset;
@@ -740,10 +749,10 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 static void rf_open_start(rf_engine *e, rf_shard *s)
 {
 	rf_error err = {0};
-	e->open.inflight++;
+	e->open->inflight++;
 	if (rf_shard_is_local(s))
-		e->open.inflight_local++;
-	e->open.inflight_max = RF_MAX(e->open.inflight_max, e->open.inflight);
+		e->open->inflight_local++;
+	e->open->inflight_max = RF_MAX(e->open->inflight_max, e->open->inflight);
 	if (!s->fmt) /* the URL expansion chose it from the name given */
 		s->fmt = rf_format_for(s->url, true);
 	if (!s->fmt) {
@@ -753,9 +762,9 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 		rf_open_finish(s, err.code, err.msg);
 		return;
 	}
-	assert(e->open.free != UINT32_MAX); /* open_inflight < the slots */
-	rf_open_slot *o = &e->open.slots[e->open.free];
-	e->open.free = o->next_free;
+	assert(e->open->free != UINT32_MAX); /* open_inflight < the slots */
+	rf_open_slot *o = &e->open->slots[e->open->free];
+	e->open->free = o->next_free;
 	o->first_code = 0;
 	o->side_cached = o->no_cache = false;
 	o->stepping = o->step_due = false;
@@ -774,7 +783,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
  * room for, halving down to the local bound (64) before it is an error. */
 static int rf_open_slots_new(rf_engine *e, uint32_t n)
 {
-	uint32_t least = RF_MIN(n, RF_MAX(1u, e->open.local_max));
+	uint32_t least = RF_MIN(n, RF_MAX(1u, e->open->local_max));
 	uint64_t bytes = (uint64_t)n * sizeof(rf_open_slot);
 	while (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) != 0) {
 		if (n > least) {
@@ -783,49 +792,49 @@ static int rf_open_slots_new(rf_engine *e, uint32_t n)
 			continue;
 		}
 		char lim[32];
-		snprintf(e->open.msg, sizeof(e->open.msg),
+		snprintf(e->open->msg, sizeof(e->open->msg),
 		         "budget %s is too small to open shards (%llu bytes of open state)",
 		         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)),
 		         (unsigned long long)bytes);
 		return RF_E_BUDGET;
 	}
-	if (!(e->open.slots = calloc(n, sizeof(rf_open_slot)))) {
+	if (!(e->open->slots = calloc(n, sizeof(rf_open_slot)))) {
 		rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
-		snprintf(e->open.msg, sizeof(e->open.msg), "out of memory");
+		snprintf(e->open->msg, sizeof(e->open->msg), "out of memory");
 		return -ENOMEM;
 	}
-	e->open.meta_bytes += bytes;
-	e->open.slots_n = e->open.slots_max = n;
-	e->open.free = 0;
+	e->open->meta_bytes += bytes;
+	e->open->slots_n = e->open->slots_max = n;
+	e->open->free = 0;
 	for (uint32_t i = 0; i < n; i++)
-		e->open.slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
+		e->open->slots[i].next_free = i + 1 < n ? i + 1 : UINT32_MAX;
 	return 0;
 }
 
 /* After the loop is gone (no read in flight): what the slots still hold. */
 void rf_open_slots_free(rf_engine *e)
 {
-	if (!e->open.slots)
+	if (!e->open->slots)
 		return;
-	for (uint32_t i = 0; i < e->open.slots_n; i++) {
-		rf_open_slot *o = &e->open.slots[i];
+	for (uint32_t i = 0; i < e->open->slots_n; i++) {
+		rf_open_slot *o = &e->open->slots[i];
 		free(o->buf);
 		free(o->side_url);
 		o->buf = NULL;
 		o->side_url = NULL;
 	}
-	uint64_t bytes = (uint64_t)e->open.slots_n * sizeof(rf_open_slot);
+	uint64_t bytes = (uint64_t)e->open->slots_n * sizeof(rf_open_slot);
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
-	e->open.meta_bytes -= bytes;
-	free(e->open.slots);
-	e->open.slots = NULL;
-	e->open.slots_n = 0;
+	e->open->meta_bytes -= bytes;
+	free(e->open->slots);
+	e->open->slots = NULL;
+	e->open->slots_n = 0;
 }
 
 static bool rf_open_all_done(void *ctx)
 {
 	rf_engine *e = ctx;
-	return e->open.done >= e->nshards;
+	return e->open->done >= e->nshards;
 }
 
 /* The open in flight the longest: its shard, and for how long (0: none). */
@@ -833,8 +842,8 @@ static const rf_shard *rf_open_slowest(const rf_engine *e, uint64_t now, uint64_
 {
 	const rf_shard *slow = NULL;
 	*ns = 0;
-	for (uint32_t i = 0; i < e->open.slots_n; i++) {
-		const rf_open_slot *o = &e->open.slots[i];
+	for (uint32_t i = 0; i < e->open->slots_n; i++) {
+		const rf_open_slot *o = &e->open->slots[i];
 		if (o->shard && now - o->t0_ns >= *ns) {
 			*ns = now - o->t0_ns;
 			slow = o->shard;
@@ -849,16 +858,16 @@ static const rf_shard *rf_open_slowest(const rf_engine *e, uint64_t now, uint64_
  * shard holds it up (its redacted name: never a query or credentials). */
 static void rf_open_say(rf_engine *e, bool end)
 {
-	uint64_t now = rf_now_ns(), ran = now - e->open.t0_ns;
+	uint64_t now = rf_now_ns(), ran = now - e->open->t0_ns;
 	if (!rf_cfg(e->cfg, RF_CFG_open_progress) ||
-	    (end ? e->open.said_ns == 0
+	    (end ? e->open->said_ns == 0
 	         : ran < RF_OPEN_SAY_AFTER_NS ||
-	               (e->open.said_ns && now - e->open.said_ns < RF_OPEN_SAY_EVERY_NS)))
+	               (e->open->said_ns && now - e->open->said_ns < RF_OPEN_SAY_EVERY_NS)))
 		return;
-	e->open.said_ns = now;
-	e->open.said++;
+	e->open->said_ns = now;
+	e->open->said++;
 	rf_engine_lock(e);
-	uint64_t read = e->st.open_fetched_bytes;
+	uint64_t read = e->st->open_fetched_bytes;
 	rf_engine_unlock(e);
 	char got[32], slow_s[RF_ERROR_MSG_BYTES] = "", left[48] = "";
 	rf_fmt_bytes(read, got, sizeof(got));
@@ -870,15 +879,15 @@ static void rf_open_say(rf_engine *e, bool end)
 		         slow->stage >= 0 && slow->stage < RF_OPEN_STAGES
 		             ? rf_open_stage_names[slow->stage]
 		             : "?");
-	if (!end && e->open.done > 0) /* at the pace so far */
+	if (!end && e->open->done > 0) /* at the pace so far */
 		snprintf(left, sizeof(left), "; about %.0f s left",
-		         (double)ran / 1e9 * (double)(e->nshards - e->open.done) / e->open.done);
+		         (double)ran / 1e9 * (double)(e->nshards - e->open->done) / e->open->done);
 	else if (!end)
 		snprintf(left, sizeof(left), "; none done yet");
 	fprintf(
 	    stderr,
 	    "ringfeed: opening shards: %u/%u%s, %s of indexes read, %.1f s (%u at a time)%s%s\n",
-	    e->open.done, e->nshards, end ? " done" : "", got, (double)ran / 1e9, e->open.slots_n,
+	    e->open->done, e->nshards, end ? " done" : "", got, (double)ran / 1e9, e->open->slots_n,
 	    slow_s, left);
 }
 
@@ -890,19 +899,19 @@ static uint64_t rf_open_before_sleep(void *ctx)
 	rf_open_say(e, false);
 	/* while a range waits for budget, open no more (theirs would wait
 	 * too) and retry the waiting ones, oldest first */
-	uint32_t waiting[RF_OPEN_CONCURRENCY_REMOTE], nwait = e->open.waiting;
-	memcpy(waiting, e->open.wait, nwait * sizeof(waiting[0]));
+	uint32_t waiting[RF_OPEN_CONCURRENCY_REMOTE], nwait = e->open->waiting;
+	memcpy(waiting, e->open->wait, nwait * sizeof(waiting[0]));
 	for (uint32_t i = 0; i < nwait; i++)
 		rf_open_want(&e->shards[waiting[i]]);
-	while (e->open.waiting == 0 && e->open.next < e->nshards &&
-	       e->open.inflight < e->open.slots_n) {
-		rf_shard *s = &e->shards[e->open.next];
-		if (rf_shard_is_local(s) && e->open.inflight_local >= e->open.local_max)
+	while (e->open->waiting == 0 && e->open->next < e->nshards &&
+	       e->open->inflight < e->open->slots_n) {
+		rf_shard *s = &e->shards[e->open->next];
+		if (rf_shard_is_local(s) && e->open->inflight_local >= e->open->local_max)
 			break; /* local files stay at their bound; a slot frees soon */
-		e->open.next++;
+		e->open->next++;
 		rf_open_start(e, s);
 	}
-	return e->open.failed || e->open.done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
+	return e->open->failed || e->open->done >= e->nshards ? RF_LOOP_STOP : RF_OPEN_WAIT_NS;
 }
 
 /* Opens at once: local files RF_OPEN_CONCURRENCY (a read each, the disk's
@@ -918,50 +927,50 @@ static uint32_t rf_open_concurrency(rf_engine *e)
 	bool remote = false;
 	for (uint32_t i = 0; i < e->nshards && !remote; i++)
 		remote = !rf_shard_is_local(&e->shards[i]);
-	e->open.local_max = RF_MIN(RF_OPEN_CONCURRENCY, ops);
+	e->open->local_max = RF_MIN(RF_OPEN_CONCURRENCY, ops);
 	if (!remote)
-		return e->open.local_max;
-	e->open.connections = (uint32_t)RF_MAX(rf_cfg(e->cfg, RF_CFG_connections),
-	                                       rf_cfg(e->cfg, RF_CFG_open_connections));
+		return e->open->local_max;
+	e->open->connections = (uint32_t)RF_MAX(rf_cfg(e->cfg, RF_CFG_connections),
+	                                        rf_cfg(e->cfg, RF_CFG_open_connections));
 	return RF_MIN(RF_OPEN_CONCURRENCY_REMOTE, ops);
 }
 
 /* Learns every layout (rf_open_concurrency at a time); stops at the first
- * error. Returns 0 or the error (message in e->open.msg). */
+ * error. Returns 0 or the error (message in e->open->msg). */
 int rf_open_phase(rf_engine *e)
 {
 	RF_TRY(rf_open_slots_new(e, rf_open_concurrency(e)));
-	e->open.t0_ns = rf_now_ns();
-	e->open.said_ns = 0;
+	e->open->t0_ns = rf_now_ns();
+	e->open->said_ns = 0;
 	uint32_t conns = (uint32_t)rf_cfg(e->cfg, RF_CFG_connections);
-	if (e->open.connections > conns) /* the reads after it keep `connections` */
-		rf_fetch_connections_set(e->fetch, e->open.connections);
+	if (e->open->connections > conns) /* the reads after it keep `connections` */
+		rf_fetch_connections_set(e->fetch, e->open->connections);
 	const char *dir = rf_config_index_cache_dir(e->cfg);
 	rf_error why = {0};
 	if (dir && /* a cache that cannot be used is no cache: the open goes on */
-	    rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0, &e->open.icache,
+	    rf_icache_open(dir, rf_cfg(e->cfg, RF_CFG_index_cache_bytes), 0, &e->open->icache,
 	                   &why) < 0)
 		snprintf(e->index_cache_off, sizeof(e->index_cache_off), "%.255s",
 		         why.msg[0] ? why.msg : "cannot be opened");
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
-	e->open.took_ns = rf_now_ns() - e->open.t0_ns;
+	e->open->took_ns = rf_now_ns() - e->open->t0_ns;
 	rf_open_say(e, true);
-	if (e->open.connections > conns)
+	if (e->open->connections > conns)
 		rf_fetch_connections_set(e->fetch, conns);
-	rf_icache_close(e->open.icache);
-	e->open.icache = NULL;
+	rf_icache_close(e->open->icache);
+	e->open->icache = NULL;
 	if (rc < 0) {
-		snprintf(e->open.msg, sizeof(e->open.msg), "event loop: %s", strerror(-rc));
+		snprintf(e->open->msg, sizeof(e->open->msg), "event loop: %s", strerror(-rc));
 		return rc;
 	}
-	if (e->open.failed) {
-		rf_shard *s = &e->shards[e->open.failed_idx];
-		snprintf(e->open.msg, sizeof(e->open.msg), "%s", s->err_msg);
+	if (e->open->failed) {
+		rf_shard *s = &e->shards[e->open->failed_idx];
+		snprintf(e->open->msg, sizeof(e->open->msg), "%s", s->err_msg);
 		return s->err_code;
 	}
 	for (uint32_t i = 0; i < e->nshards; i++) {
 		if (e->shards[i].err_code < 0) {
-			snprintf(e->open.msg, sizeof(e->open.msg), "%s", e->shards[i].err_msg);
+			snprintf(e->open->msg, sizeof(e->open->msg), "%s", e->shards[i].err_msg);
 			return e->shards[i].err_code;
 		}
 	}

@@ -25,29 +25,29 @@ static int rf_recycle_reserve(rf_engine *e, uint64_t bytes) RF_REQUIRES(rf_engin
 {
 	if (rf_budget_reserve(&e->budget, RF_MEM_METADATA, bytes, 0) < 0)
 		return -ENOBUFS;
-	e->recycle.bytes += bytes;
+	e->recycle->bytes += bytes;
 	return 0;
 }
 
 static void rf_recycle_release(rf_engine *e, uint64_t bytes) RF_REQUIRES(rf_engine_mu)
 {
 	rf_budget_release(&e->budget, RF_MEM_METADATA, bytes);
-	e->recycle.bytes -= bytes;
+	e->recycle->bytes -= bytes;
 }
 
 int rf_read_get(rf_engine *e, rf_read **out) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_read *rd = e->recycle.reads;
+	rf_read *rd = e->recycle->reads;
 	if (rd) {
-		e->recycle.reads = rd->next_idle;
+		e->recycle->reads = rd->next_idle;
 	} else {
 		RF_TRY(rf_recycle_reserve(e, sizeof(*rd)));
 		if (!(rd = malloc(sizeof(*rd)))) {
 			rf_recycle_release(e, sizeof(*rd));
 			return -ENOMEM;
 		}
-		e->recycle.reads_made++;
+		e->recycle->reads_made++;
 	}
 	memset(rd, 0, sizeof(*rd));
 	*out = rd;
@@ -77,11 +77,11 @@ static int rf_ebatch_refs(rf_engine *e, rf_ebatch *b, uint32_t n) RF_REQUIRES(rf
 int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_ebatch **at = &e->recycle.batches;
+	rf_ebatch **at = &e->recycle->batches;
 	while (*at && (*at)->refs_cap < refs)
 		at = &(*at)->next_idle;
 	if (!*at)
-		at = &e->recycle.batches;
+		at = &e->recycle->batches;
 	rf_ebatch *b = *at;
 	if (b) {
 		*at = b->next_idle;
@@ -91,7 +91,7 @@ int rf_ebatch_get(rf_engine *e, uint32_t refs, rf_ebatch **out) RF_REQUIRES(rf_e
 			rf_recycle_release(e, sizeof(*b));
 			return -ENOMEM;
 		}
-		e->recycle.batches_made++;
+		e->recycle->batches_made++;
 	}
 	int rc = rf_ebatch_refs(e, b, refs);
 	if (rc < 0) {
@@ -111,8 +111,8 @@ void rf_ebatch_put(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	b->magic = 0;
-	b->next_idle = e->recycle.batches;
-	e->recycle.batches = b;
+	b->next_idle = e->recycle->batches;
+	e->recycle->batches = b;
 }
 
 static uint64_t rf_recycle_seed_reads(const rf_engine *e)
@@ -144,8 +144,8 @@ int rf_recycle_seed(rf_engine *e) RF_ALONE
 		if (!rd) {
 			rc = -ENOMEM;
 		} else {
-			rd->next_idle = e->recycle.reads;
-			e->recycle.reads = rd;
+			rd->next_idle = e->recycle->reads;
+			e->recycle->reads = rd;
 		}
 	}
 	for (uint32_t i = 0; rc == 0 && i < RF_RECYCLE_SEED_BATCHES; i++) {
@@ -157,8 +157,8 @@ int rf_recycle_seed(rf_engine *e) RF_ALONE
 		} else {
 			b->refs = r;
 			b->refs_cap = refs;
-			b->next_idle = e->recycle.batches;
-			e->recycle.batches = b;
+			b->next_idle = e->recycle->batches;
+			e->recycle->batches = b;
 		}
 	}
 	return rc;
@@ -167,17 +167,17 @@ int rf_recycle_seed(rf_engine *e) RF_ALONE
 void rf_recycle_free(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	while (e->recycle.reads) {
-		rf_read *rd = e->recycle.reads;
-		e->recycle.reads = rd->next_idle;
+	while (e->recycle->reads) {
+		rf_read *rd = e->recycle->reads;
+		e->recycle->reads = rd->next_idle;
 		free(rd);
 	}
-	while (e->recycle.batches) {
-		rf_ebatch *b = e->recycle.batches;
-		e->recycle.batches = b->next_idle;
+	while (e->recycle->batches) {
+		rf_ebatch *b = e->recycle->batches;
+		e->recycle->batches = b->next_idle;
 		free(b->refs);
 		free(b);
 	}
-	rf_budget_release(&e->budget, RF_MEM_METADATA, e->recycle.bytes);
-	e->recycle.bytes = 0;
+	rf_budget_release(&e->budget, RF_MEM_METADATA, e->recycle->bytes);
+	e->recycle->bytes = 0;
 }

@@ -38,6 +38,8 @@ bool rf_ring_job_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu);
 /* The re-read queue (workers push, the loop thread pops). */
 void rf_ring_reread_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu);
 bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu);
+/* The unit just popped goes back to the queue's head (the loop had no room). */
+void rf_ring_reread_unpop(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 /* A worker starts / ends a decode outside mu (counted: the stall check). */
 void rf_ring_decode_begin(rf_engine *e) RF_REQUIRES(rf_engine_mu);
 void rf_ring_decode_end(rf_engine *e) RF_REQUIRES(rf_engine_mu);

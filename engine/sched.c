@@ -17,8 +17,8 @@
 
 static void rf_latency_add(rf_engine *e, uint64_t ns) RF_REQUIRES(rf_engine_mu)
 {
-	e->st.lat_ms[e->st.lat_count % RF_LATENCY_SAMPLES] = (double)ns / 1e6;
-	e->st.lat_count++;
+	e->st->lat_ms[e->st->lat_count % RF_LATENCY_SAMPLES] = (double)ns / 1e6;
+	e->st->lat_count++;
 }
 
 static void rf_on_read(void *arg, int64_t res, const char *msg)
@@ -26,24 +26,24 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	rf_read *rd = arg;
 	rf_engine *e = rd->e;
 	rf_engine_lock(e);
-	e->sched.reads_inflight--;
+	e->sched->reads_inflight--;
 	uint64_t took = rf_now_ns() - rd->t_issue_ns;
 	rf_latency_add(e, took);
 	rf_control_note_fetch(e, rd->shard, took);
 	rf_mixst_fetch(e, rd->shard, took);
 	rf_fetch_counters fc; /* loop-thread data, published under the lock */
 	rf_fetch_counters_get(e->fetch, &fc);
-	e->st.fetch_retries = fc.retries;
-	e->st.fetch_hedges = fc.hedges;
-	e->st.fetch_hedges_won = fc.hedges_won;
-	e->st.direct_bytes = fc.direct_bytes;
-	e->st.direct_refused = fc.direct_refused;
-	e->st.fixed_reads = fc.fixed_reads;
-	e->st.fixed_bytes = fc.fixed_bytes;
-	e->st.register_refused = fc.register_refused;
-	e->st.cache = fc;
+	e->st->fetch_retries = fc.retries;
+	e->st->fetch_hedges = fc.hedges;
+	e->st->fetch_hedges_won = fc.hedges_won;
+	e->st->direct_bytes = fc.direct_bytes;
+	e->st->direct_refused = fc.direct_refused;
+	e->st->fixed_reads = fc.fixed_reads;
+	e->st->fixed_bytes = fc.fixed_bytes;
+	e->st->register_refused = fc.register_refused;
+	e->st->cache = fc;
 	if (res < 0) {
-		e->st.fetch_errors++;
+		e->st->fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
 			rf_unit_slot *u = rf_slot(e, rd->first_seq + i);
 			char m[RF_ERROR_MSG_BYTES];
@@ -56,10 +56,10 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 		if (e->indexes[rd->shard]->sequential)
 			rf_seq_wake(e);
 		rf_read_free(e, rd);
-		rf_coll_kick(&e->coll);
+		rf_coll_kick(e->coll);
 		rf_engine_wake_workers(e, 1); /* the collator, to meet the failure */
 	} else {
-		e->st.fetched_bytes += rd->len;
+		e->st->fetched_bytes += rd->len;
 		uint32_t jobs = 0;
 		for (uint32_t i = 0; i < rd->units; i++)
 			jobs += rf_unit_fetched(e, rf_slot(e, rd->first_seq + i));
@@ -77,7 +77,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	rf_read *rd = u->read;
 	rf_engine *e = rd->e;
 	rf_engine_lock(e);
-	e->sched.reads_inflight--;
+	e->sched->reads_inflight--;
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
 		if (u->sub == RF_SUB_MORE)
@@ -92,7 +92,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 			    "shard %s: block %u: failed its checksum, and re-read %u failed: %s",
 			    e->shards[u->shard].name, u->block, u->rereads,
 			    msg ? msg : strerror((int)-res));
-		e->st.fetch_errors++;
+		e->st->fetch_errors++;
 		rf_unit_fail(e, u, (int)res, m);
 		u->read = NULL;
 		rf_unit_sub_set(e, u, RF_SUB_NONE);
@@ -101,9 +101,9 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 			rf_read_free(e, rd);
 		if (e->indexes[u->shard]->sequential)
 			rf_seq_wake(e);
-		rf_coll_kick(&e->coll);
+		rf_coll_kick(e->coll);
 	} else {
-		e->st.fetched_bytes += u->src_len;
+		e->st->fetched_bytes += u->src_len;
 		if (u->sub == RF_SUB_MORE) /* the decode continues after it */
 			rf_unit_sub_set(e, u, RF_SUB_AGAIN);
 		rf_unit_set(e, u, RF_U_FETCHED); /* its turn came before it decoded first */
@@ -127,9 +127,9 @@ static void rf_sched_rereads(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		int rc = rf_source_read(src, rd->offset + u->src_at, u->src_len,
 		                        rd->buf + u->src_at, rf_on_reread, u);
 		rf_engine_lock(e);
-		if (rc == -EAGAIN && e->sched.reads_inflight > 1) {
-			e->ring
-			    .rereads_head--; /* no room in the loop: again when a read completes */
+		if (rc == -EAGAIN && e->sched->reads_inflight > 1) {
+			rf_ring_reread_unpop(
+			    e); /* no room in the loop: again when a read completes */
 			break;
 		}
 		if (rc < 0) {
@@ -146,17 +146,17 @@ static void rf_sched_rereads(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static bool rf_sched_epoch_ready(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->sched.unit < rf_epoch_slot(e, e->sched.epoch)->units)
+	if (e->sched->unit < rf_epoch_slot(e, e->sched->epoch)->units)
 		return true;
-	uint64_t next = e->sched.epoch + 1;
-	if (e->sched.done || next >= e->epoch_end) {
-		e->sched.done = true;
+	uint64_t next = e->sched->epoch + 1;
+	if (e->sched->done || next >= e->epoch_end) {
+		e->sched->done = true;
 		return false;
 	}
-	if (next > e->coll.epoch + 1)
+	if (next > e->coll->epoch + 1)
 		return false; /* at most one epoch ahead of the collator */
 	rf_error err = {0};
-	rf_plan *plan = e->sched.plan; /* the loop thread's: set at open */
+	rf_plan *plan = e->sched->plan; /* the loop thread's: set at open */
 	rf_engine_unlock(e);
 	int rc = rf_plan_epoch(plan, next, &err);
 	rf_engine_lock(e);
@@ -164,21 +164,21 @@ static bool rf_sched_epoch_ready(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_engine_finish(e, rc, err.msg);
 		return false;
 	}
-	rf_epoch_info *prev = rf_epoch_slot(e, e->sched.epoch);
+	rf_epoch_info *prev = rf_epoch_slot(e, e->sched->epoch);
 	rf_epoch_info *ep = rf_epoch_slot(e, next);
 	*ep = (rf_epoch_info){.valid = true,
 	                      .epoch = next,
-	                      .records = rf_plan_epoch_records(e->sched.plan),
+	                      .records = rf_plan_epoch_records(e->sched->plan),
 	                      .global_start = prev->global_start + prev->span,
-	                      .base_seq = e->sched.seq,
+	                      .base_seq = e->sched->seq,
 	                      .first_unit = 0,
-	                      .units = rf_plan_unit_count(e->sched.plan)};
-	ep->span = RF_MAX(ep->records, rf_plan_epoch_plan_records(e->sched.plan));
-	e->sched.epoch = next;
-	e->sched.unit = 0;
-	e->sched.next_first =
-	    ep->units ? rf_plan_unit(e->sched.plan, 0)->first_plan_record : ep->span;
-	rf_coll_kick(&e->coll); /* the collator may be waiting for this epoch */
+	                      .units = rf_plan_unit_count(e->sched->plan)};
+	ep->span = RF_MAX(ep->records, rf_plan_epoch_plan_records(e->sched->plan));
+	e->sched->epoch = next;
+	e->sched->unit = 0;
+	e->sched->next_first =
+	    ep->units ? rf_plan_unit(e->sched->plan, 0)->first_plan_record : ep->span;
+	rf_coll_kick(e->coll); /* the collator may be waiting for this epoch */
 	rf_engine_wake_workers(e, 1);
 	/* A rank can have no blocks in an epoch (fewer blocks than ranks): the
 	 * epoch is set up for the collator, and the next call moves past it. */
@@ -190,8 +190,8 @@ static uint64_t rf_lookahead_global(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint64_t per_batch = e->cp.batch_records;
-	if (e->cp.batch_bytes > 0 && e->coll.batches > 0)
-		per_batch = RF_MAX(1, e->coll.total_records / e->coll.batches);
+	if (e->cp.batch_bytes > 0 && e->coll->batches > 0)
+		per_batch = RF_MAX(1, e->coll->total_records / e->coll->batches);
 	else if (e->cp.batch_bytes > 0)
 		per_batch = RF_MIN(per_batch, 64);
 	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
@@ -200,11 +200,11 @@ static uint64_t rf_lookahead_global(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_unit_slot *u = rf_slot(e, e->sched.seq);
+	rf_unit_slot *u = rf_slot(e, e->sched->seq);
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
-	*u = (rf_unit_slot){.seq = e->sched.seq,
-	                    .epoch = e->sched.epoch,
-	                    .unit = (uint32_t)e->sched.unit,
+	*u = (rf_unit_slot){.seq = e->sched->seq,
+	                    .epoch = e->sched->epoch,
+	                    .unit = (uint32_t)e->sched->unit,
 	                    .shard = pu->shard,
 	                    .block = pu->block,
 	                    .records = pu->records,
@@ -215,12 +215,12 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd) RF_REQUIR
 	                    .src_len = bi->compressed_bytes,
 	                    .slab_bytes = rd ? rf_unit_slab_bytes(&e->shards[pu->shard], bi) : 0};
 	rf_unit_set(e, u, rd ? RF_U_READING : RF_U_DECODED);
-	e->sched.seq++;
-	e->sched.unit++;
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched.epoch);
-	e->sched.next_first = e->sched.unit < ep->units
-	                          ? rf_plan_unit(e->sched.plan, e->sched.unit)->first_plan_record
-	                          : ep->span;
+	e->sched->seq++;
+	e->sched->unit++;
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	e->sched->next_first = e->sched->unit < ep->units
+	                           ? rf_plan_unit(e->sched->plan, e->sched->unit)->first_plan_record
+	                           : ep->span;
 }
 
 /* Counts units from sched_unit that one read can cover: same shard,
@@ -234,22 +234,22 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
                               uint64_t *comp_bytes, uint64_t *dec_bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched.epoch);
-	const rf_unit *first = rf_plan_unit(e->sched.plan, e->sched.unit);
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	const rf_unit *first = rf_plan_unit(e->sched->plan, e->sched->unit);
 	const rf_shard *sh = &e->shards[first->shard];
 	const rf_shard_index *ix = sh->index;
 	uint32_t n = 0;
 	*comp_bytes = *dec_bytes = 0;
 	if (sh->in_place || ix->sequential) /* sequential: a unit's buffer takes its MORE reads */
 		max = 1;
-	while (e->sched.unit + n < ep->units && n < max &&
-	       e->sched.seq + n - e->ring.tail_seq < e->ring.units) {
-		const rf_unit *pu = rf_plan_unit(e->sched.plan, e->sched.unit + n);
+	while (e->sched->unit + n < ep->units && n < max &&
+	       e->sched->seq + n - e->ring->tail_seq < e->ring->units) {
+		const rf_unit *pu = rf_plan_unit(e->sched->plan, e->sched->unit + n);
 		const rf_block_info *bi = &ix->block[pu->block];
 		uint64_t g = ep->global_start + pu->first_plan_record;
 		if (n > 0 &&
 		    (pu->shard != first->shard || pu->block != first->block + n ||
-		     pu->records == 0 || pu->unused || (g < e->sched.need_global) != needed ||
+		     pu->records == 0 || pu->unused || (g < e->sched->need_global) != needed ||
 		     g >= limit_global || *comp_bytes + bi->compressed_bytes > e->request_bytes ||
 		     bi->offset != ix->block[first->block].offset + *comp_bytes))
 			break;
@@ -285,9 +285,9 @@ static int rf_read_memory(rf_engine *e, rf_read *rd)
 static bool rf_budget_deadlocked(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	return e->ready.head == e->ready.tail && e->ready.held == 0 &&
-	       e->sched.reads_inflight == 0 && e->ring.jobs_head == e->ring.jobs_tail &&
-	       e->ring.decoding == 0 && !e->coll.running;
+	return e->ready->head == e->ready->tail && e->ready->held == 0 &&
+	       e->sched->reads_inflight == 0 && e->ring->jobs_head == e->ring->jobs_tail &&
+	       e->ring->decoding == 0 && !e->coll->running;
 }
 
 /* A needed unit does not fit: remember to retry on a release, and end the
@@ -296,7 +296,7 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
     RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->sched.wait_budget = true;
+	e->sched->wait_budget = true;
 	if (needed)
 		e->wait_budget_bytes = bytes;
 	if (!needed || !rf_budget_deadlocked(e) ||
@@ -307,7 +307,7 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
 	         "budget too small: the batch at stream position %llu of epoch %llu needs "
 	         "block %u of shard %s (%llu more bytes) while %s of the %s budget is in use "
 	         "(raise budget, lower shuffle_window or batch)",
-	         (unsigned long long)e->coll.pos, (unsigned long long)e->coll.epoch, pu->block,
+	         (unsigned long long)e->coll->pos, (unsigned long long)e->coll->epoch, pu->block,
 	         e->shards[pu->shard].name, (unsigned long long)bytes,
 	         rf_fmt_bytes(rf_budget_used(&e->budget), used, sizeof(used)),
 	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)));
@@ -323,9 +323,9 @@ static bool rf_read_park(rf_engine *e, rf_read *rd)
 {
 	RF_MU_NOT_HELD(e);
 	rf_engine_lock(e);
-	bool park = e->sched.reads_inflight > 1 && !e->stop;
+	bool park = e->sched->reads_inflight > 1 && !e->stop;
 	if (park)
-		e->sched.parked = rd;
+		e->sched->parked = rd;
 	rf_engine_unlock(e);
 	return park;
 }
@@ -360,14 +360,14 @@ static void rf_read_start(rf_engine *e, rf_read *rd, bool memory)
 static bool rf_sched_unpark(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_read *rd = e->sched.parked;
+	rf_read *rd = e->sched->parked;
 	if (!rd)
 		return true;
-	e->sched.parked = NULL;
+	e->sched->parked = NULL;
 	rf_engine_unlock(e);
 	rf_read_start(e, rd, false);
 	rf_engine_lock(e);
-	return e->sched.parked == NULL;
+	return e->sched->parked == NULL;
 }
 
 /* Fills the read and its unit slots and starts it. mu held; dropped around
@@ -379,17 +379,17 @@ static void rf_sched_issue(rf_engine *e, rf_read *rd, const rf_unit *pu, uint32_
 	const rf_block_info *bi = &e->indexes[pu->shard]->block[pu->block];
 	rd->e = e;
 	rd->offset = bi->offset;
-	rd->first_seq = e->sched.seq;
+	rd->first_seq = e->sched->seq;
 	rd->units = rd->units_left = n;
 	rd->shard = pu->shard;
 	rd->t_issue_ns = rf_now_ns();
 	for (uint32_t k = 0; k < n; k++) {
-		const rf_unit *ku = rf_plan_unit(e->sched.plan, e->sched.unit);
-		e->st.read_records += ku->records;
+		const rf_unit *ku = rf_plan_unit(e->sched->plan, e->sched->unit);
+		e->st->read_records += ku->records;
 		rf_slot_init(e, ku, rd);
 	}
-	e->sched.reads_inflight++;
-	e->st.reads++;
+	e->sched->reads_inflight++;
+	e->st->reads++;
 	rf_engine_unlock(e);
 	rf_read_start(e, rd, true);
 	rf_engine_lock(e);
@@ -432,30 +432,30 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	/* A parked read goes first, also when it holds the last units. Needed
 	 * reads skip the in-flight target, not reads_max: a window of more
 	 * blocks than the loop has slots is read as slots free. */
-	if (e->stop || e->coll.final || !rf_sched_unpark(e) ||
-	    e->sched.reads_inflight >= e->reads_max)
+	if (e->stop || e->coll->final || !rf_sched_unpark(e) ||
+	    e->sched->reads_inflight >= e->reads_max)
 		return false;
 	if (!rf_sched_epoch_ready(e))
 		return false;
-	if (e->sched.seq - e->ring.tail_seq >= e->ring.units)
+	if (e->sched->seq - e->ring->tail_seq >= e->ring->units)
 		return false;
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched.epoch);
-	const rf_unit *pu = rf_plan_unit(e->sched.plan, e->sched.unit);
+	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	const rf_unit *pu = rf_plan_unit(e->sched->plan, e->sched->unit);
 	uint64_t g = ep->global_start + pu->first_plan_record;
-	bool needed = g < e->sched.need_global;
-	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->sched.need_global);
+	bool needed = g < e->sched->need_global;
+	uint64_t limit = RF_MAX(rf_lookahead_global(e), e->sched->need_global);
 	/* Beyond depth, keep a few blocks per decoder in flight anyway: decoding
 	 * needs parallel work even when a batch is a fraction of a block. */
-	if (e->sched.seq - e->ring.frontier_seq < 2ull * e->threads)
+	if (e->sched->seq - e->ring->frontier_seq < 2ull * e->threads)
 		limit += 2ull * e->threads * e->block_records_avg;
-	if (!needed && (g >= limit || e->sched.reads_inflight >= e->inflight_cap))
+	if (!needed && (g >= limit || e->sched->reads_inflight >= e->inflight_cap))
 		return false;
 	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
 		rf_slot_init(e, pu, NULL);
 		rf_frontier_advance(e);
 		if (pu->unused) { /* its plan positions count as resident now */
-			rf_coll_kick(&e->coll);
-			if (!e->coll.running)
+			rf_coll_kick(e->coll);
+			if (!e->coll->running)
 				rf_engine_wake_workers(e, 1);
 		}
 		return true;
@@ -468,13 +468,13 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	uint64_t buf_min = ix->sequential ? ix->largest_block_compressed_bytes : 0;
 	uint32_t n = rf_run_length(e, limit, needed, RF_COALESCE_UNITS_MAX, &comp, &dec);
 	rf_read *rd = rf_sched_reserve(e, comp, buf_min, dec, needed ? 0 : e->batch_worst_bytes);
-	while (!rd && n > 1 && !e->coll.final) { /* a shorter read may fit */
+	while (!rd && n > 1 && !e->coll->final) { /* a shorter read may fit */
 		n = rf_run_length(e, limit, needed, n / 2, &comp, &dec);
 		rd = rf_sched_reserve(e, comp, buf_min, dec, needed ? 0 : e->batch_worst_bytes);
 	}
 	e->budget_blocked = !rd;
 	if (!rd) {
-		if (!e->coll.final)
+		if (!e->coll->final)
 			rf_sched_no_budget(
 			    e, pu, needed,
 			    rf_pool_class_bytes(RF_MAX(comp, buf_min) + e->read_align) + dec);
@@ -491,35 +491,35 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 static bool rf_queue_full(const rf_engine *e, uint64_t n) RF_REQUIRES(rf_engine_mu)
 {
 	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
-	                 (n > e->depth / 2 && !e->coll.running && !e->coll.kick));
+	                 (n > e->depth / 2 && !e->coll->running && !e->coll->kick));
 }
 
 static void rf_sample_queue(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	uint64_t n = e->ready.tail - e->ready.head;
+	uint64_t n = e->ready->tail - e->ready->head;
 	bool full = rf_queue_full(e, n);
-	e->st.q_samples++;
+	e->st->q_samples++;
 	if (n == 0) {
-		e->st.q_empty++;
-		if (e->st.q_last_extreme > 0)
-			e->st.q_swings++;
-		e->st.q_last_extreme = -1;
+		e->st->q_empty++;
+		if (e->st->q_last_extreme > 0)
+			e->st->q_swings++;
+		e->st->q_last_extreme = -1;
 	} else if (full) {
-		e->st.q_full++;
-		if (e->st.q_last_extreme < 0)
-			e->st.q_swings++;
-		e->st.q_last_extreme = 1;
+		e->st->q_full++;
+		if (e->st->q_last_extreme < 0)
+			e->st->q_swings++;
+		e->st->q_last_extreme = 1;
 	}
 	if (full || e->budget_blocked)
-		e->st.q_held_back++;
+		e->st->q_held_back++;
 }
 
 static void rf_on_sample(void *arg, int res)
 {
 	rf_engine *e = arg;
 	rf_engine_lock(e);
-	bool live = !e->coll.final || e->ready.tail != e->ready.head;
+	bool live = !e->coll->final || e->ready->tail != e->ready->head;
 	if (live)
 		rf_sample_queue(e);
 	rf_engine_unlock(e);
@@ -540,12 +540,12 @@ static uint64_t rf_run_before_sleep(void *ctx)
 		rf_engine_unlock(e);
 		return RF_LOOP_STOP;
 	}
-	e->sched.wait_budget = false;
+	e->sched->wait_budget = false;
 	rf_sched_rereads(e);
 	while (!e->stop && rf_sched_one(e)) {
 	}
-	if (e->host_wait_ns && e->coll.wait_budget && !e->coll.running) {
-		rf_coll_kick(&e->coll); /* retry the batch the host total refused */
+	if (e->host_wait_ns && e->coll->wait_budget && !e->coll->running) {
+		rf_coll_kick(e->coll); /* retry the batch the host total refused */
 		rf_engine_wake_workers(e, 1);
 	}
 	rf_engine_unlock(e);
@@ -618,17 +618,15 @@ void *rf_sched_main(void *arg)
 	rf_engine_unlock(e);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
-	if (rc < 0)
-		snprintf(e->open.msg, sizeof(e->open.msg), "%s", err.msg);
-	else
+	bool loop_failed = rc < 0;
+	if (!loop_failed)
 		rc = rf_open_phase(e);
 	rf_engine_lock(e);
-	e->open.code = rc;
-	rf_open_phase_set(e, rc < 0 ? RF_PHASE_FAILED : RF_PHASE_INDEXED);
+	rf_open_phase_end(e, rc, loop_failed ? err.msg : NULL);
 	pthread_cond_broadcast(&e->open_cv);
-	while (e->open.phase == RF_PHASE_INDEXED && !e->stop)
+	while (e->open->phase == RF_PHASE_INDEXED && !e->stop)
 		rf_cond_wait(e, &e->open_cv);
-	bool go = e->open.phase == RF_PHASE_RUNNING && !e->stop;
+	bool go = e->open->phase == RF_PHASE_RUNNING && !e->stop;
 	rf_engine_unlock(e);
 	if (go)
 		rf_run_phase(e);
@@ -642,15 +640,15 @@ void *rf_sched_main(void *arg)
 
 int rf_sched_plan_new(rf_engine *e, const rf_plan_params *pp, rf_error *err) RF_ALONE
 {
-	return rf_engine_plan_new(e, pp, &e->sched.plan, err);
+	return rf_engine_plan_new(e, pp, &e->sched->plan, err);
 }
 
 void rf_sched_start(rf_engine *e, uint64_t epoch, size_t first, uint64_t next_first, uint64_t at,
                     bool done) RF_ALONE
 {
-	e->sched.epoch = epoch;
-	e->sched.unit = first;
-	e->sched.next_first = next_first;
-	e->sched.need_global = rf_plan_need(e->sched.plan, at + 1);
-	e->sched.done = done;
+	e->sched->epoch = epoch;
+	e->sched->unit = first;
+	e->sched->next_first = next_first;
+	e->sched->need_global = rf_plan_need(e->sched->plan, at + 1);
+	e->sched->done = done;
 }

@@ -30,7 +30,7 @@ static void rf_latency_stats(double *v, size_t n, rf_stats *s)
 static void rf_stats_data_cache(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	const rf_fetch_counters *c = &e->st.cache;
+	const rf_fetch_counters *c = &e->st->cache;
 	s->data_cache_hits = c->cache_hits;
 	s->data_cache_misses = c->cache_misses;
 	s->data_cache_hit_bytes = c->cache_hit_bytes;
@@ -111,18 +111,19 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
 	s->epoch = e->pos.epoch;
 	const struct rf_epoch_count *c =
-	    s->epoch == e->st.ep_first.epoch ? &e->st.ep_first : &e->st.ep_next;
+	    s->epoch == e->st->ep_first.epoch ? &e->st->ep_first : &e->st->ep_next;
 	s->epoch_records = c->records;
 	s->epoch_batches = c->batches;
 	s->epoch_records_dropped = c->tail.dropped_records;
 	s->epoch_records_padded = c->tail.padded_records;
 	s->epoch_records_drop_last = c->tail.drop_last_records;
-	s->epoch_batches_later = e->st.ep_next.batches;
-	s->records_skipped = e->st.skipped_records;
-	s->blocks_skipped = e->coll.skips;
-	s->skips_listed = (uint32_t)RF_MIN(e->coll.skips, RF_SKIP_LOG);
+	s->epoch_batches_later = e->st->ep_next.batches;
+	s->records_skipped = e->st->skipped_records;
+	s->blocks_skipped = e->coll->skips;
+	s->skips_listed = (uint32_t)RF_MIN(e->coll->skips, RF_SKIP_LOG);
 	for (uint32_t i = 0; i < s->skips_listed; i++)
-		s->skips[i] = e->coll.skip_log[(e->coll.skips - s->skips_listed + i) % RF_SKIP_LOG];
+		s->skips[i] =
+		    e->coll->skip_log[(e->coll->skips - s->skips_listed + i) % RF_SKIP_LOG];
 }
 
 /* Which loop backend runs (mu held: e->loop is published under it). */
@@ -148,80 +149,81 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	rf_budget_snapshot b;
 	rf_budget_snapshot_get(&e->budget, &b);
 	rf_engine_lock(e);
-	double elapsed = (double)(rf_now_ns() - e->st.t_open_ns) / 1e9;
+	double elapsed = (double)(rf_now_ns() - e->st->t_open_ns) / 1e9;
 	s->elapsed_s = elapsed;
-	s->batches = e->st.batches;
-	s->records = e->st.records;
-	s->payload_bytes = e->st.payload;
-	s->decoded_bytes = e->st.decoded_bytes;
-	s->fetched_bytes = e->st.fetched_bytes;
-	s->blocks_decoded = e->st.blocks;
+	s->batches = e->st->batches;
+	s->records = e->st->records;
+	s->payload_bytes = e->st->payload;
+	s->decoded_bytes = e->st->decoded_bytes;
+	s->fetched_bytes = e->st->fetched_bytes;
+	s->blocks_decoded = e->st->blocks;
 	uint64_t now = rf_now_ns();
-	uint64_t wait = e->st.wait_ns + (e->st.waiting_since_ns ? now - e->st.waiting_since_ns : 0);
-	uint64_t busy = e->st.busy_ns + (e->st.last_return_ns ? now - e->st.last_return_ns : 0);
+	uint64_t wait =
+	    e->st->wait_ns + (e->st->waiting_since_ns ? now - e->st->waiting_since_ns : 0);
+	uint64_t busy = e->st->busy_ns + (e->st->last_return_ns ? now - e->st->last_return_ns : 0);
 	s->consumer_wait_s = (double)wait / 1e9;
 	s->consumer_busy_s = (double)busy / 1e9;
 	/* r: batches over the consumer's own time (a consumer doing no work at
 	 * all is capped, as in tune.c, at 1e6 batches/s) */
 	s->consumer_rate_bps =
-	    e->st.batches
-	        ? (double)e->st.batches / RF_MAX(s->consumer_busy_s, (double)e->st.batches / 1e6)
+	    e->st->batches
+	        ? (double)e->st->batches / RF_MAX(s->consumer_busy_s, (double)e->st->batches / 1e6)
 	        : 0;
-	double full = e->st.q_samples ? (double)e->st.q_full / (double)e->st.q_samples : 0;
-	double held = e->st.q_samples ? (double)e->st.q_held_back / (double)e->st.q_samples : 0;
+	double full = e->st->q_samples ? (double)e->st->q_full / (double)e->st->q_samples : 0;
+	double held = e->st->q_samples ? (double)e->st->q_held_back / (double)e->st->q_samples : 0;
 	double producing = elapsed * (1.0 - held);
-	s->producer_rate_bps = producing > 0 ? (double)e->st.produced / producing : 0;
-	s->ready_batches = (uint32_t)(e->ready.tail - e->ready.head);
+	s->producer_rate_bps = producing > 0 ? (double)e->st->produced / producing : 0;
+	s->ready_batches = (uint32_t)(e->ready->tail - e->ready->head);
 	double ready;
 	rf_control_inventory(e, &ready, &s->decoded_batches, &s->inflight_batches);
 	s->inventory_batches = ready + s->decoded_batches + s->inflight_batches;
 	s->coverage_s = s->consumer_rate_bps > 0 ? s->inventory_batches / s->consumer_rate_bps : 0;
 	s->depth_batches = e->depth;
 	s->decode_busy_fraction =
-	    RF_MIN(1.0, (double)e->st.decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
+	    RF_MIN(1.0, (double)e->st->decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
 	rf_control_stats(e, s);
-	s->queue_samples = e->st.q_samples;
-	if (e->st.q_samples) {
-		s->queue_empty_fraction = (double)e->st.q_empty / (double)e->st.q_samples;
+	s->queue_samples = e->st->q_samples;
+	if (e->st->q_samples) {
+		s->queue_empty_fraction = (double)e->st->q_empty / (double)e->st->q_samples;
 		s->queue_full_fraction = full;
 		s->queue_partial_fraction = 1.0 - s->queue_empty_fraction - full;
 	}
-	s->queue_swings = e->st.q_swings;
+	s->queue_swings = e->st->q_swings;
 	s->budget_bytes = b.limit_bytes;
 	rf_stats_epoch(e, s);
 	memcpy(s->mem_bytes, b.cur_bytes, sizeof(s->mem_bytes));
 	memcpy(s->mem_peak_bytes, b.peak_bytes, sizeof(s->mem_peak_bytes));
 	s->mem_peak_total_bytes = b.peak_total_bytes;
-	size_t nlat = (size_t)RF_MIN(e->st.lat_count, (uint64_t)RF_LATENCY_SAMPLES);
-	memcpy(lat, e->st.lat_ms, nlat * sizeof(*lat));
+	size_t nlat = (size_t)RF_MIN(e->st->lat_count, (uint64_t)RF_LATENCY_SAMPLES);
+	memcpy(lat, e->st->lat_ms, nlat * sizeof(*lat));
 	rf_stats_wake(e, s);
-	s->fetch_errors = e->st.fetch_errors;
-	s->fetch_retries = e->st.fetch_retries;
-	s->fetch_hedges = e->st.fetch_hedges;
-	s->fetch_hedges_won = e->st.fetch_hedges_won;
-	s->open_fetched_bytes = e->st.open_fetched_bytes;
-	s->index_cache_hits = e->open.cache_hits; /* written by the open phase, done by now */
-	s->index_cache_misses = e->open.cache_misses;
-	s->index_cache_puts = e->open.cache_puts;
-	s->index_cache_stale_drops = e->st.index_cache_stale_drops;
-	s->open_shards = e->open.done; /* the open phase's: done by now */
-	s->open_s = (double)e->open.took_ns / 1e9;
-	s->open_concurrency = e->open.slots_max;
-	s->open_inflight_max = e->open.inflight_max;
-	s->open_connections = e->open.connections;
-	s->open_progress_lines = e->open.said;
-	s->stream_skipped_bytes = e->st.stream_skipped_bytes;
-	s->stream_more_reads = e->st.stream_more_reads;
+	s->fetch_errors = e->st->fetch_errors;
+	s->fetch_retries = e->st->fetch_retries;
+	s->fetch_hedges = e->st->fetch_hedges;
+	s->fetch_hedges_won = e->st->fetch_hedges_won;
+	s->open_fetched_bytes = e->st->open_fetched_bytes;
+	s->index_cache_hits = e->open->cache_hits; /* written by the open phase, done by now */
+	s->index_cache_misses = e->open->cache_misses;
+	s->index_cache_puts = e->open->cache_puts;
+	s->index_cache_stale_drops = e->st->index_cache_stale_drops;
+	s->open_shards = e->open->done; /* the open phase's: done by now */
+	s->open_s = (double)e->open->took_ns / 1e9;
+	s->open_concurrency = e->open->slots_max;
+	s->open_inflight_max = e->open->inflight_max;
+	s->open_connections = e->open->connections;
+	s->open_progress_lines = e->open->said;
+	s->stream_skipped_bytes = e->st->stream_skipped_bytes;
+	s->stream_more_reads = e->st->stream_more_reads;
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
 	snprintf(s->host_budget_source, sizeof(s->host_budget_source), "%s", e->host_source);
 	snprintf(s->index_cache_off, sizeof(s->index_cache_off), "%s", e->index_cache_off);
 	rf_stats_data_cache(e, s);
-	s->direct_bytes = e->st.direct_bytes;
-	s->direct_refused_files = e->st.direct_refused;
-	s->fixed_reads = e->st.fixed_reads;
-	s->fixed_bytes = e->st.fixed_bytes;
-	s->direct_register_refused = e->st.register_refused;
-	s->rereads = e->st.rereads;
+	s->direct_bytes = e->st->direct_bytes;
+	s->direct_refused_files = e->st->direct_refused;
+	s->fixed_reads = e->st->fixed_reads;
+	s->fixed_bytes = e->st->fixed_bytes;
+	s->direct_register_refused = e->st->register_refused;
+	s->rereads = e->st->rereads;
 	s->threads = e->threads;
 	rf_stats_loop(e, s);
 	rf_control_explain(e, s); /* last: in the figures above */

@@ -72,72 +72,79 @@ void rf_unit_set(rf_engine *e, rf_unit_slot *u, enum rf_unit_state to) RF_REQUIR
 
 void rf_ring_size_set(rf_engine *e, uint64_t units) RF_ALONE
 {
-	e->ring.units = units;
+	e->ring->units = units;
 }
 
 int rf_ring_alloc(rf_engine *e) RF_ALONE
 {
-	e->ring.slots = calloc(e->ring.units, sizeof(*e->ring.slots));
-	e->ring.jobs = calloc(e->ring.units, sizeof(*e->ring.jobs));
-	e->ring.rereads = calloc(e->ring.units, sizeof(*e->ring.rereads));
-	return e->ring.slots && e->ring.jobs && e->ring.rereads ? 0 : -ENOMEM;
+	e->ring->slots = calloc(e->ring->units, sizeof(*e->ring->slots));
+	e->ring->jobs = calloc(e->ring->units, sizeof(*e->ring->jobs));
+	e->ring->rereads = calloc(e->ring->units, sizeof(*e->ring->rereads));
+	return e->ring->slots && e->ring->jobs && e->ring->rereads ? 0 : -ENOMEM;
 }
 
 void rf_ring_free(rf_engine *e) RF_ALONE
 {
-	free(e->ring.slots);
-	free(e->ring.jobs);
-	free(e->ring.rereads);
-	e->ring.slots = NULL;
-	e->ring.jobs = e->ring.rereads = NULL;
+	free(e->ring->slots);
+	free(e->ring->jobs);
+	free(e->ring->rereads);
+	e->ring->slots = NULL;
+	e->ring->jobs = e->ring->rereads = NULL;
 }
 
 void rf_ring_job_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->ring.jobs[e->ring.jobs_tail++ & (e->ring.units - 1)] = seq;
+	e->ring->jobs[e->ring->jobs_tail++ & (e->ring->units - 1)] = seq;
 }
 
 bool rf_ring_job_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->ring.jobs_head == e->ring.jobs_tail)
+	if (e->ring->jobs_head == e->ring->jobs_tail)
 		return false;
-	*seq = e->ring.jobs[e->ring.jobs_head++ & (e->ring.units - 1)];
+	*seq = e->ring->jobs[e->ring->jobs_head++ & (e->ring->units - 1)];
 	return true;
 }
 
 void rf_ring_reread_push(rf_engine *e, uint64_t seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->ring.rereads[e->ring.rereads_tail++ & (e->ring.units - 1)] = seq;
+	e->ring->rereads[e->ring->rereads_tail++ & (e->ring->units - 1)] = seq;
 }
 
 bool rf_ring_reread_pop(rf_engine *e, uint64_t *seq) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->ring.rereads_head == e->ring.rereads_tail)
+	if (e->ring->rereads_head == e->ring->rereads_tail)
 		return false;
-	*seq = e->ring.rereads[e->ring.rereads_head++ & (e->ring.units - 1)];
+	*seq = e->ring->rereads[e->ring->rereads_head++ & (e->ring->units - 1)];
 	return true;
+}
+
+void rf_ring_reread_unpop(rf_engine *e) RF_REQUIRES(rf_engine_mu)
+{
+	RF_MU_HELD(e);
+	assert(e->ring->rereads_head != 0);
+	e->ring->rereads_head--;
 }
 
 void rf_ring_decode_begin(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->ring.decoding++;
+	e->ring->decoding++;
 }
 
 void rf_ring_decode_end(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->ring.decoding--;
+	e->ring->decoding--;
 }
 
 void rf_ring_tail_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->ring.tail_seq++;
+	e->ring->tail_seq++;
 }
 
 /* ---------------------------------------------- sequential sub-states */
@@ -306,17 +313,17 @@ bool rf_unit_release_early(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_
 uint32_t rf_ring_blocking_shard(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->ring.frontier_seq < e->sched.seq)
-		return rf_slot(e, e->ring.frontier_seq)->shard;
-	const rf_unit *u = rf_plan_unit(e->sched.plan, e->sched.unit);
+	if (e->ring->frontier_seq < e->sched->seq)
+		return rf_slot(e, e->ring->frontier_seq)->shard;
+	const rf_unit *u = rf_plan_unit(e->sched->plan, e->sched->unit);
 	return u ? u->shard : UINT32_MAX;
 }
 
 void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	for (; e->ring.frontier_seq < e->sched.seq; e->ring.frontier_seq++) {
-		uint8_t st = rf_slot(e, e->ring.frontier_seq)->state;
+	for (; e->ring->frontier_seq < e->sched->seq; e->ring->frontier_seq++) {
+		uint8_t st = rf_slot(e, e->ring->frontier_seq)->state;
 		if (st != RF_U_DECODED && st != RF_U_SKIPPED) /* skipped: resident as nothing */
 			break;
 	}
@@ -325,12 +332,12 @@ void rf_frontier_advance(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 void rf_engine_finish(rf_engine *e, int code, const char *msg) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->coll.final)
+	if (e->coll->final)
 		return;
 	char hint[RF_NODE_HINT_BYTES] = "";
 	if (code == -ENOMEM)
 		rf_node_oom_hint(hint, sizeof(hint));
-	rf_coll_final_set(&e->coll, code, msg, hint);
+	rf_coll_final_set(e->coll, code, msg, hint);
 	rf_engine_wake_consumer(e);
 	rf_engine_wake_loop(e);
 }
@@ -373,8 +380,8 @@ void rf_engine_depth_set(rf_engine *e, uint32_t depth) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
-	rf_coll_kick(&e->coll);
-	if (!e->coll.running)
+	rf_coll_kick(e->coll);
+	if (!e->coll->running)
 		rf_engine_wake_workers(e, 1);
 	rf_engine_wake_loop(e);
 }
@@ -392,7 +399,7 @@ static bool rf_seq_blocked(rf_engine *e, const rf_unit_slot *u) RF_REQUIRES(rf_e
 	RF_MU_HELD(e);
 	if (!e->indexes[u->shard]->sequential)
 		return false;
-	for (uint64_t s = u->seq; s-- > e->ring.tail_seq;) {
+	for (uint64_t s = u->seq; s-- > e->ring->tail_seq;) {
 		const rf_unit_slot *p = rf_slot(e, s);
 		if (p->shard != u->shard)
 			return false;
@@ -421,7 +428,7 @@ void rf_seq_wake(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	uint32_t n = 0;
-	for (uint64_t s = e->ring.tail_seq; s < e->sched.seq; s++) {
+	for (uint64_t s = e->ring->tail_seq; s < e->sched->seq; s++) {
 		rf_unit_slot *u = rf_slot(e, s);
 		if (u->sub != RF_SUB_SEQ_WAIT || u->state != RF_U_FETCHED || rf_seq_blocked(e, u))
 			continue;
@@ -437,6 +444,6 @@ void rf_seq_state_put(rf_engine *e, rf_unit_slot *u) RF_REQUIRES(rf_engine_mu)
 	RF_MU_HELD(e);
 	if (!u->seq_state)
 		return;
-	rf_seqs_put(&e->seqs, u->seq_state - 1u);
+	rf_seqs_put(e->seqs, u->seq_state - 1u);
 	u->seq_state = 0;
 }

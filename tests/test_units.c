@@ -64,8 +64,9 @@ static void test_moves(void **state)
 
 static rf_engine *engine_new(void)
 {
-	rf_engine *e = calloc(1, sizeof(*e));
-	assert_non_null(e);
+	rf_engine_house *h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	rf_engine *e = rf_engine_house_wire(h);
 	pthread_mutex_init(&e->mu, NULL);
 	return e;
 }

@@ -19,7 +19,7 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
 	rf_error local = {0};
 	rf_engine *e = rf_engine_new(cfg, err ? err : &local);
 	if (e)
-		e->api.pid = getpid();
+		e->cons->pid = getpid();
 	return (rf_loader *)e;
 }
 
@@ -29,11 +29,11 @@ RF_API rf_loader *rf_open(const rf_config *cfg, rf_error *err)
  * lock is taken; the message goes to the child's copy of the loader. */
 int rf_engine_process_check(rf_engine *e)
 {
-	if (e->api.pid == getpid())
+	if (e->cons->pid == getpid())
 		return 0;
-	snprintf(e->last_error, sizeof(e->last_error),
+	snprintf(e->cons->last_error, sizeof(e->cons->last_error),
 	         "this loader was opened in process %ld; a forked child must open its own",
-	         (long)e->api.pid);
+	         (long)e->cons->pid);
 	return -ECHILD;
 }
 
@@ -54,13 +54,13 @@ static void rf_consumer_moved(rf_engine *e, bool released) RF_REQUIRES(rf_engine
 {
 	RF_MU_HELD(e);
 	uint64_t ready = rf_ready_count(e->ready);
-	if (ready <= e->depth / 2 || (released && e->coll->wait_budget)) {
+	if (ready <= e->sched->depth / 2 || (released && e->coll->wait_budget)) {
 		rf_coll_kick(e->coll);
 		if (!e->coll->running)
 			rf_engine_wake_workers(e, 1);
 	}
-	if ((released && e->sched->wait_budget) || e->consumer_global >= e->wake_mark) {
-		e->wake_mark = e->consumer_global + RF_MAX(1, e->block_records_avg / 2);
+	if ((released && e->sched->wait_budget) || e->cons->global >= e->cons->wake_mark) {
+		e->cons->wake_mark = e->cons->global + RF_MAX(1, e->block_records_avg / 2);
 		rf_engine_wake_loop(e);
 	}
 }
@@ -85,7 +85,7 @@ static bool rf_held_stall(const rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	       !e->stop && (e->coll->wait_budget || e->sched->wait_budget) &&
 	       e->sched->reads_inflight == 0 && e->ring->jobs_head == e->ring->jobs_tail &&
 	       e->ring->decoding == 0 && !e->coll->running && e->fill->q_head == e->fill->q_tail &&
-	       e->host_wait_ns == 0;
+	       e->memwait->host_since == 0;
 }
 
 /* True once rf_held_stall has held for RF_HELD_STALL_MS (across rf_next
@@ -94,26 +94,26 @@ static bool rf_held_stalled(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
 	if (!rf_held_stall(e)) {
-		e->held_stall_ns = 0;
+		e->cons->held_stall_ns = 0;
 		return false;
 	}
 	uint64_t now = rf_now_ns();
-	if (e->held_stall_ns == 0)
-		e->held_stall_ns = now;
-	return now - e->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
+	if (e->cons->held_stall_ns == 0)
+		e->cons->held_stall_ns = now;
+	return now - e->cons->held_stall_ns >= RF_HELD_STALL_MS * 1000000ull;
 }
 
 static void rf_held_stall_message(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	uint64_t bytes = rf_ready_held_bytes(e);
 	char lim[32], held[32];
-	snprintf(e->last_error, sizeof(e->last_error),
+	snprintf(e->cons->last_error, sizeof(e->cons->last_error),
 	         "budget %s is held by the consumer: %u batch(es) of %llu bytes (%s) taken and "
 	         "not released, and the next batch needs %llu more bytes that only rf_release "
 	         "can free (release batches, or raise the budget)",
 	         rf_fmt_bytes(e->budget.limit_bytes, lim, sizeof(lim)), e->ready->held,
 	         (unsigned long long)bytes, rf_fmt_bytes(bytes, held, sizeof(held)),
-	         (unsigned long long)e->wait_budget_bytes);
+	         (unsigned long long)e->memwait->asked);
 }
 
 /* Waits (in slices, to notice a held stall) for a batch, the end, a held
@@ -154,12 +154,12 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 	*out = NULL;
 	RF_TRY(rf_engine_process_check(e));
 	rf_engine_lock(e);
-	if (e->api.closing) { /* rf_close has begun: the loader is going away */
-		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
+	if (e->cons->closing) { /* rf_close has begun: the loader is going away */
+		snprintf(e->cons->last_error, sizeof(e->cons->last_error), "the loader is closed");
 		rf_engine_unlock(e);
 		return -ECANCELED;
 	}
-	e->api.next_calls++;
+	e->cons->next_calls++;
 	uint64_t t0 = rf_now_ns();
 	if (e->st->last_return_ns) { /* the consumer's own time since the last batch */
 		e->st->busy_ns += t0 - e->st->last_return_ns;
@@ -178,33 +178,34 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 		rf_mixst_wait(e, blocking, t1 - t0);
 	e->st->waiting_since_ns = 0;
 	rf_ebatch *b;
-	if (e->api.closing) { /* a ready batch is not handed out: rf_close frees it */
+	if (e->cons->closing) { /* a ready batch is not handed out: rf_close frees it */
 		rc = -ECANCELED;
-		snprintf(e->last_error, sizeof(e->last_error), "the loader is closed");
+		snprintf(e->cons->last_error, sizeof(e->cons->last_error), "the loader is closed");
 	} else if (rc == 0 && (b = rf_ready_take(e))) {
 		rf_mixst_delivered(e, b);
 		e->st->batches++;
 		e->st->records += b->pub.records;
 		e->st->payload += b->pub.payload_bytes;
-		e->pos.epoch = b->pub.epoch;
-		e->pos.record = b->end_pos; /* skipped records too */
-		e->pos.batch = b->pub.index + 1;
-		e->pos.skipped = b->skip_records;
-		e->pos.skipped_blocks = b->skip_blocks;
+		e->cons->pos.epoch = b->pub.epoch;
+		e->cons->pos.record = b->end_pos; /* skipped records too */
+		e->cons->pos.batch = b->pub.index + 1;
+		e->cons->pos.skipped = b->skip_records;
+		e->cons->pos.skipped_blocks = b->skip_blocks;
 		e->st->skipped_records += b->skipped;
-		e->consumer_global = b->global_end;
+		e->cons->global = b->global_end;
 		e->st->last_return_ns = t1;
 		rf_consumer_moved(e, false);
 		*out = &b->pub;
 	} else if (rc == 0) {
 		rc = e->coll->final ? e->coll->final_code : -ECANCELED;
-		snprintf(e->last_error, sizeof(e->last_error), "%s",
+		snprintf(e->cons->last_error, sizeof(e->cons->last_error), "%s",
 		         rc == RF_END ? "" : e->coll->final_msg);
 	} else if (rc == RF_E_BUDGET) {
 		rf_held_stall_message(e); /* not the stream's end: releases let it go on */
-		e->held_stall_ns = 0;
+		e->cons->held_stall_ns = 0;
 	} else {
-		snprintf(e->last_error, sizeof(e->last_error), "no batch within %d ms", timeout_ms);
+		snprintf(e->cons->last_error, sizeof(e->cons->last_error), "no batch within %d ms",
+		         timeout_ms);
 		if (getenv("RF_DEBUG"))
 			fprintf(
 			    stderr,
@@ -221,7 +222,7 @@ RF_API int rf_next(rf_loader *l, rf_batch **out, int timeout_ms)
 			    e->sched->reads_inflight,
 			    (unsigned long long)(e->ring->jobs_tail - e->ring->jobs_head));
 	}
-	if (--e->api.next_calls == 0 && e->api.closing)
+	if (--e->cons->next_calls == 0 && e->cons->closing)
 		pthread_cond_broadcast(&e->ready_cv); /* rf_close waits for this */
 	rf_engine_unlock(e);
 	return rc;
@@ -269,7 +270,7 @@ RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 		return -EINVAL;
 	RF_TRY(rf_engine_process_check(e));
 	rf_engine_lock(e);
-	rf_position p = e->pos;
+	rf_position p = e->cons->pos;
 	rf_engine_unlock(e);
 	p.has_seq = e->seq_set && p.epoch == e->seq_epoch; /* seq: set at open, read-only */
 	size_t need = rf_state_bytes(&p);
@@ -288,7 +289,7 @@ RF_API int rf_state_save(rf_loader *l, void *buf, size_t *len)
 RF_API const char *rf_last_error(rf_loader *l)
 {
 	rf_engine *e = rf_engine_of(l);
-	return e ? e->last_error : "not a loader";
+	return e ? e->cons->last_error : "not a loader";
 }
 
 RF_API void rf_close(rf_loader *l)
@@ -303,12 +304,12 @@ RF_API int rf_close_checked(rf_loader *l, rf_error *err)
 	if (!e)
 		return l ? rf_fail(err, -EINVAL, "rf_close: not a loader") : 0;
 	if (rf_engine_process_check(e) < 0) /* the threads to join are the parent's */
-		return rf_fail(err, -ECHILD, "rf_close: %s", e->last_error);
+		return rf_fail(err, -ECHILD, "rf_close: %s", e->cons->last_error);
 	rf_engine_lock(e);
-	e->api.closing = true; /* later rf_next calls are refused */
-	e->stop = true;        /* and those in progress return (-ECANCELED) */
+	e->cons->closing = true; /* later rf_next calls are refused */
+	e->stop = true;          /* and those in progress return (-ECANCELED) */
 	pthread_cond_broadcast(&e->ready_cv);
-	while (e->api.next_calls > 0)
+	while (e->cons->next_calls > 0)
 		rf_cond_wait(e, &e->ready_cv);
 	rf_engine_unlock(e);
 	rf_engine_stop_threads(e); /* the trace's last line is written and closed */

@@ -175,7 +175,7 @@ static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_engine_finish(e, RF_END, NULL);
 		return 0;
 	}
-	rf_epoch_info *ep = rf_epoch_slot(e, next);
+	const rf_epoch_info *ep = rf_epoch_slot(e, next);
 	if (!ep->valid || ep->epoch != next)
 		return 0; /* the scheduler has not reached it yet; it kicks us */
 	rf_error err = {0};
@@ -187,7 +187,7 @@ static int rf_coll_next_epoch(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_engine_finish(e, rc, err.msg);
 		return 0;
 	}
-	rf_epoch_slot(e, e->coll->epoch)->valid = false;
+	rf_sched_epoch_retire(e->sched, e->coll->epoch);
 	e->coll->epoch = next;
 	e->coll->pos = 0;
 	e->coll->batch = 0;
@@ -299,7 +299,7 @@ static void rf_ref_record(void *ctx, uint64_t pos, const uint8_t **data, uint32_
 static int rf_coll_no_budget(rf_engine *e, uint64_t reserve) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->wait_budget_bytes = reserve;
+	rf_memwait_asked(e->memwait, reserve);
 	if (e->ready->head == e->ready->tail && e->ready->held == 0 &&
 	    !rf_engine_host_wait(e, reserve, "the next batch")) {
 		char m[RF_ERROR_MSG_BYTES];
@@ -325,19 +325,18 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	RF_MU_HELD(e);
 	uint64_t reserve = e->default_alloc ? rf_pool_class_bytes(bytes) : bytes;
 	if (rf_budget_reserve(&e->budget, RF_MEM_BATCH, reserve, 0) < 0) {
-		e->budget_blocked = true;
+		rf_memwait_blocked(e->memwait, true);
 		return rf_coll_no_budget(e, reserve);
 	}
-	e->budget_blocked = false;
+	rf_memwait_granted(e->memwait);
 	e->st->batch_reserved += reserve;
-	e->host_wait_ns = 0;
 	uint64_t pos = e->coll->pos;
 	rf_ebatch *b = NULL; /* recycled: no allocation in the steady state */
 	int rc = rf_ebatch_get(e, (uint32_t)n, &b);
 	if (rc == -ENOBUFS) {
 		rf_budget_release(&e->budget, RF_MEM_BATCH, reserve);
 		e->st->batch_reserved -= reserve;
-		e->budget_blocked = true;
+		rf_memwait_blocked(e->memwait, true);
 		return rf_coll_no_budget(e, reserve);
 	}
 	rf_rec_ref *refs = b ? b->refs : NULL;
@@ -429,7 +428,7 @@ void rf_fill_one(rf_engine *e, rf_ebatch *b) RF_REQUIRES(rf_engine_mu)
 static int rf_collate_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	if (e->stop || e->coll->final || e->ready->tail - e->ready->head >= e->depth)
+	if (e->stop || e->coll->final || e->ready->tail - e->ready->head >= e->sched->depth)
 		return 0;
 	if (e->coll->pos >= e->coll->records)
 		return rf_coll_next_epoch(e);

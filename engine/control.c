@@ -99,10 +99,12 @@ int rf_control_new(rf_engine *e, rf_error *err)
 	char msg[200];
 	if (rf_tune_init(&c->t, &p, msg, sizeof(msg)) < 0)
 		return rf_fail(err, -EINVAL, "%s", msg);
-	e->depth = rf_tune_depth(&c->t);
 	c->t.last.reason = c->auto_depth ? RF_TUNE_HOLD : RF_TUNE_FIXED;
-	c->depth_peak = e->depth;
-	e->inflight_cap = p.connections_max;
+	c->depth_peak = rf_tune_depth(&c->t);
+	rf_engine_lock(e);
+	rf_sched_depth_set(e->sched, c->depth_peak);
+	rf_sched_inflight_cap_set(e->sched, p.connections_max);
+	rf_engine_unlock(e);
 	const char *path = rf_cfg_str(e->cfg, RF_CFG_trace);
 	if (path) {
 		c->trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -312,18 +314,18 @@ static const rf_tune_decision *rf_control_step(rf_engine *e, uint64_t now) RF_RE
 	c->depth_max = rf_depth_max(e);
 	rf_tune_set_depth_max(&c->t, c->auto_depth ? c->depth_max : RF_MAX(c->depth_max, c->fixed));
 	c->t.p.requests_per_batch = rf_requests_per_batch(e);
-	uint32_t before = e->depth;
+	uint32_t before = e->sched->depth;
 	const rf_tune_decision *d = rf_tune_step(&c->t, &in);
 	if (c->auto_depth && d->depth != before)
 		rf_engine_depth_set(e, d->depth);
-	e->inflight_cap = d->r_bps > 0 ? d->inflight : c->t.p.connections_max;
-	if (e->depth != before) {
-		int dir = e->depth > before ? 1 : -1;
+	rf_sched_inflight_cap_set(e->sched, d->r_bps > 0 ? d->inflight : c->t.p.connections_max);
+	if (e->sched->depth != before) {
+		int dir = e->sched->depth > before ? 1 : -1;
 		c->depth_changes++;
 		if (c->last_dir && dir != c->last_dir)
 			c->dir_changes++;
 		c->last_dir = dir;
-		c->depth_peak = RF_MAX(c->depth_peak, e->depth);
+		c->depth_peak = RF_MAX(c->depth_peak, e->sched->depth);
 	}
 	rf_control_event(c, d, before);
 	return d;
@@ -398,7 +400,7 @@ static int rf_trace_format(rf_engine *e, const rf_tune_decision *d, const rf_tun
 	    "\"coverage_s\":%s,\"depth_max\":%u,\"depth_target\":%u,\"reason\":\"%s\","
 	    "\"inflight_target\":%u,\"reads_in_flight\":%u,\"pause_s\":%.6f,"
 	    "\"cover_target_s\":%.4f,\"diagnosis\":\"%s\"%s}\n",
-	    (double)(c->t_last_ns - e->st->t_open_ns) / 1e9, e->depth, ready, dec, fl,
+	    (double)(c->t_last_ns - e->st->t_open_ns) / 1e9, e->sched->depth, ready, dec, fl,
 	    (unsigned long long)b.cur_bytes[RF_MEM_FETCH],
 	    (unsigned long long)b.cur_bytes[RF_MEM_DECODED],
 	    (unsigned long long)b.cur_bytes[RF_MEM_BATCH],
@@ -523,7 +525,7 @@ void rf_control_stats(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 	s->depth_max_batches = c->depth_max;
 	s->depth_target_batches = d->depth_target;
 	s->depth_peak_batches = c->depth_peak;
-	s->inflight_target = e->inflight_cap;
+	s->inflight_target = e->sched->inflight_cap;
 	s->depth_changes = c->depth_changes;
 	s->depth_direction_changes = c->dir_changes;
 	s->intervals = c->t.intervals;

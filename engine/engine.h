@@ -8,9 +8,12 @@
  *                 (P_coll, the collation cursor)
  *   consumer      rf_next / rf_release / rf_state_save
  * The stages' state lives in their own headers, each written only by its
- * owner (tests/cli_house.sh): scheduler.h (sched.c), ring.h (units.c),
- * decode.h (decode.c), collator.h (collator.c), ready.h (ready.c); this
- * file keeps the open-time constants, the lock and the embedded stages.
+ * owner (tests/cli_house.sh): open.h (open.c), scheduler.h (sched.c),
+ * ring.h (units.c), decode.h (decode.c), collator.h (collator.c), ready.h
+ * (ready.c), consumer.h (api.c), memwait.h (units.c), recycle.h
+ * (recycle.c); stats.h holds the counters every stage adds to. rf_engine
+ * keeps the open-time constants, the services, the lock and pointers to the
+ * stages, whose state sits beside it in one rf_engine_house.
  * Everything shared is guarded by `mu` (RF_GUARDED_BY(rf_engine_mu):
  * clang checks, base/tsa.h, which also writes the five locks' order);
  * decoding, collating and reading run without it. Unit slots in the ring are written by one party
@@ -23,6 +26,7 @@
 #include "collate.h"
 #include "collator.h"
 #include "config.h"
+#include "consumer.h"
 #include "decode.h"
 #include "defaults.h"
 #include "dio.h"
@@ -30,6 +34,7 @@
 #include "format.h"
 #include "list.h"
 #include "loop.h"
+#include "memwait.h"
 #include "open.h"
 #include "plan.h"
 #include "pool.h"
@@ -49,7 +54,6 @@
 #include <time.h>
 
 #define RF_UNITS_RING       8192        /* the unit ring's fewest slots (power of 2) */
-#define RF_EPOCH_SLOTS      4           /* epochs known at once (collator's + scheduler's) */
 #define RF_SAMPLE_PERIOD_NS 2000000ull  /* queue occupancy sampling */
 #define RF_HELD_STALL_MS    2000        /* rf_next reports a consumer holding the budget */
 #define RF_LOADER_MAGIC     0x52464c44u /* "RFLD" */
@@ -120,17 +124,6 @@ typedef struct rf_unit_slot {
 	int err_code;
 	char *err_msg;
 } rf_unit_slot;
-
-typedef struct rf_epoch_info {
-	bool valid;
-	uint64_t epoch;
-	uint64_t records;      /* E: records of this rank in the epoch */
-	uint64_t global_start; /* position of its record 0 in the run (lookahead) */
-	uint64_t span;         /* run positions it takes: max(records, plan records) */
-	uint64_t base_seq;     /* seq of unit first_unit */
-	size_t first_unit;     /* first unit fetched (after a resume) */
-	size_t units;
-} rf_epoch_info;
 
 typedef struct rf_shard {
 	struct rf_engine *engine;
@@ -210,6 +203,8 @@ typedef struct rf_ebatch {
 /* The fields RF_GUARDED_BY(rf_engine_mu) (base/tsa.h: any engine's mu)
  * are read and written with mu held; clang checks (-DRF_TSA=ON). */
 typedef struct rf_engine {
+	/* ---- open-time constants: set by rf_open before the workers start,
+	 * read-only after (no lock) */
 	uint32_t magic;
 	rf_config *cfg;
 	rf_collate_params cp;
@@ -221,36 +216,48 @@ typedef struct rf_engine {
 	char threads_source[RF_DEFAULTS_SOURCE_BYTES]; /* where threads came from (defaults.c) */
 	char host_source[RF_DEFAULTS_SOURCE_BYTES];    /* the host budget's: "" when none */
 	char index_cache_off[256];                     /* "" or why the index cache is off */
-	bool index_cache_off_said;                     /* on stderr once (open phase) */
-	uint32_t depth;        /* current read-ahead depth (controller's or fixed) */
-	uint32_t inflight_cap; /* reads in flight beyond the needed ones (Little's law) */
-	uint32_t reads_max;    /* reads in flight at most, needed ones too: half the loop's
-	                          op table (the rest: polls, timers, re-reads, short reads) */
+	uint32_t reads_max; /* reads in flight at most, needed ones too: half the loop's
+	                       op table (the rest: polls, timers, re-reads, short reads) */
 	uint64_t request_bytes;
 	uint64_t batch_worst_bytes;
 	uint64_t block_records_avg; /* records per block over the dataset (>= 1) */
 	uint64_t fixed_bytes;       /* metadata + scratch reserved at open */
+	uint64_t stage_bytes;       /* blocks read and decoded ahead at depth_max */
+	uint32_t read_align;        /* direct_io on/auto: read buffers agree with their file
+	                             * offset modulo this (O_DIRECT reads land in place) */
+	uint32_t rereads_max;       /* per unit / shard index: the `retries` option */
+	/* skip policy bounds (this epoch's counts and the log: the collator's) */
+	uint32_t skip_blocks_max;
+	uint64_t skip_records_max;
+	uint64_t resume_epoch, resume_pos; /* skips met before resume_pos were counted */
+	rf_segment *seq;                   /* the resumed epoch's sequence (seq_set) */
+	uint32_t nseq;
+	bool seq_set;
+	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
 	rf_allocator alloc;
 	bool default_alloc;
-
-	/* shards */
+	/* the shards and a mixture's sources */
 	rf_shard *shards;
 	uint32_t nshards;
 	const rf_shard_index **indexes;
-	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */
-	uint32_t nsources;      /* a mixture's sources (0: one dataset) */
-	uint32_t *src_first;    /* nsources + 1: each source's first shard */
-	uint32_t *mix_windows;  /* nsources: windows kept by a resume (NULL: from weights) */
+	uint32_t nsources;     /* a mixture's sources (0: one dataset) */
+	uint32_t *src_first;   /* nsources + 1: each source's first shard */
+	uint32_t *mix_windows; /* nsources: windows kept by a resume (NULL: from weights) */
 	/* nsources, or NULL: a source's own format options (its mixture
 	 * file's KEY=VALUE over the loader's), NULL for one without */
 	rf_fmt_optset **src_fmt_opts;
-	rf_seqs *seqs RF_PT_GUARDED_BY(rf_engine_mu); /* decode.h */
 
+	/* ---- services, each with its own lock or thread */
 	rf_budget budget;
 	rf_pool *pool;
 	struct rf_hostbudget *host; /* host_budget > 0: shared with the host's loaders */
+	rf_loop *loop;              /* the loop thread's */
+	rf_fetch *fetch;            /* the loop thread's */
+	rf_dio *dio;            /* direct_io: read buffers registered with the ring (loop thread) */
+	struct rf_control *ctl; /* the depth controller (control.c) */
+	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */
 
-	/* threads */
+	/* ---- the lock, its conditions and the threads */
 	pthread_mutex_t mu;         /* taken only through rf_engine_lock and friends */
 	_Atomic uintptr_t mu_owner; /* debug builds: rf_thread_self() of the holder, 0 */
 	pthread_cond_t work_cv;     /* workers: decode jobs, collation */
@@ -262,15 +269,6 @@ typedef struct rf_engine {
 	uint32_t workers_started;
 	bool stop;
 	bool workers_done; /* rf_close joined the workers: the loop thread may tear down */
-	/* The public calls' guard (api.c): the process that opened the loader (a
-	 * forked child's calls are refused, set once by rf_open), and, under mu,
-	 * rf_next calls in progress and whether rf_close has begun (it refuses new
-	 * rf_next calls and waits on ready_cv for these to return) */
-	struct rf_api_guard {
-		pid_t pid;
-		uint32_t next_calls;
-		bool closing;
-	} api;
 	atomic_bool wake_pending;
 	/* wake-ups (mu): a condition variable is signalled only when someone
 	 * waits on it, one worker per piece of new work (units.c), and counted */
@@ -300,57 +298,19 @@ typedef struct rf_engine {
 		const char *max_taken_at, *max_given_at;
 	} hold RF_GUARDED_BY(rf_engine_mu);
 
-	/* loop thread */
-	rf_loop *loop;
-	rf_fetch *fetch;
-	rf_dio *dio;         /* direct_io: read buffers registered with the ring (loop thread) */
-	rf_open_state *open; /* open.h: the open phase (open.c) */
-	uint32_t read_align; /* direct_io on/auto: read buffers agree with their file offset
-	                      * modulo this (O_DIRECT reads land in place) */
-
-	rf_sched *sched RF_PT_GUARDED_BY(rf_engine_mu); /* scheduler.h */
-	rf_coll *coll RF_PT_GUARDED_BY(rf_engine_mu);   /* collator.h */
-	rf_epoch_info epochs[RF_EPOCH_SLOTS] RF_GUARDED_BY(rf_engine_mu);
-
-	rf_ring *ring RF_PT_GUARDED_BY(rf_engine_mu); /* ring.h */
-	uint32_t rereads_max; /* per unit / shard index: the `retries` option */
-
-	/* waits for memory (mu) */
-	/* what the last refused batch or needed read asked for */
-	uint64_t wait_budget_bytes RF_GUARDED_BY(rf_engine_mu);
-	/* since when only rf_release can free memory (0: not) */
-	uint64_t held_stall_ns RF_GUARDED_BY(rf_engine_mu);
-	/* since when the host total refused needed work (0: not) */
-	uint64_t host_wait_ns RF_GUARDED_BY(rf_engine_mu);
-	/* consumer position that next wakes the scheduler */
-	uint64_t wake_mark RF_GUARDED_BY(rf_engine_mu);
-
-	rf_fill *fill RF_PT_GUARDED_BY(rf_engine_mu); /* collator.h */
-
-	rf_ready *ready RF_PT_GUARDED_BY(rf_engine_mu); /* ready.h */
-
-	/* skip policy bounds (set at open; this epoch's counts and the log: coll) */
-	uint32_t skip_blocks_max;
-	uint64_t skip_records_max;
-	uint64_t resume_epoch, resume_pos; /* skips met before resume_pos were counted */
-
-	rf_stats_state *st RF_PT_GUARDED_BY(rf_engine_mu);  /* stats.h */
-	rf_recycle *recycle RF_PT_GUARDED_BY(rf_engine_mu); /* recycle.h */
-
-	/* consumer position */
-	rf_position pos RF_GUARDED_BY(rf_engine_mu); /* pos.segs: seq */
-	rf_segment *seq; /* the resumed epoch's sequence (seq_set), set at open */
-	uint32_t nseq;
-	bool seq_set;
-	uint64_t seq_epoch; /* the epoch seq belongs to (UINT64_MAX: none) */
-	uint64_t consumer_global RF_GUARDED_BY(rf_engine_mu);
-	char last_error[RF_ERROR_MSG_BYTES];
-
-	/* the controller (control.c); mu */
-	/* blocks read and decoded ahead (depth_max) */
-	uint64_t stage_bytes RF_GUARDED_BY(rf_engine_mu);
-	bool budget_blocked RF_GUARDED_BY(rf_engine_mu); /* the last reservation attempt failed */
-	struct rf_control *ctl;
+	/* ---- the stages: each points into the rf_engine_house beside it and is
+	 * written only by its owner (tests/cli_house.sh) */
+	rf_open_state *open;                                /* open.h (open.c) */
+	rf_sched *sched RF_PT_GUARDED_BY(rf_engine_mu);     /* scheduler.h (sched.c) */
+	rf_ring *ring RF_PT_GUARDED_BY(rf_engine_mu);       /* ring.h (units.c) */
+	rf_seqs *seqs RF_PT_GUARDED_BY(rf_engine_mu);       /* decode.h (decode.c) */
+	rf_coll *coll RF_PT_GUARDED_BY(rf_engine_mu);       /* collator.h (collator.c) */
+	rf_fill *fill RF_PT_GUARDED_BY(rf_engine_mu);       /* collator.h (collator.c) */
+	rf_ready *ready RF_PT_GUARDED_BY(rf_engine_mu);     /* ready.h (ready.c) */
+	rf_consumer *cons;                                  /* consumer.h (api.c) */
+	rf_memwait *memwait RF_PT_GUARDED_BY(rf_engine_mu); /* memwait.h (units.c) */
+	rf_recycle *recycle RF_PT_GUARDED_BY(rf_engine_mu); /* recycle.h (recycle.c) */
+	rf_stats_state *st RF_PT_GUARDED_BY(rf_engine_mu);  /* stats.h: every stage counts */
 } rf_engine;
 
 /* The engine and its stages' state, in one allocation: rf_engine holds
@@ -366,6 +326,8 @@ typedef struct rf_engine_house {
 	rf_open_state open;
 	rf_stats_state st;
 	rf_recycle recycle;
+	rf_consumer cons;
+	rf_memwait memwait;
 } rf_engine_house;
 
 /* Points the engine at its stages (rf_engine_new, once). */
@@ -381,6 +343,8 @@ static inline rf_engine *rf_engine_house_wire(rf_engine_house *h)
 	e->open = &h->open;
 	e->st = &h->st;
 	e->recycle = &h->recycle;
+	e->cons = &h->cons;
+	e->memwait = &h->memwait;
 	return e;
 }
 
@@ -395,7 +359,7 @@ rf_engine *rf_engine_new(const rf_config *cfg, rf_error *err);
 void rf_engine_stop_threads(rf_engine *e);
 void rf_engine_free(rf_engine *e);
 /* api.c: 0 in the process that opened the loader; in another (a forked
- * child) -ECHILD, with the message in e->last_error. Takes no lock. */
+ * child) -ECHILD, with the message in e->cons->last_error. Takes no lock. */
 int rf_engine_process_check(rf_engine *e);
 
 /* memory.c: the open-time memory model. Reserves open-phase metadata
@@ -637,9 +601,10 @@ static inline rf_unit_slot *rf_slot(rf_engine *e, uint64_t seq) RF_NO_TSA
 {
 	return &e->ring->slots[seq & (e->ring->units - 1)];
 }
-static inline rf_epoch_info *rf_epoch_slot(rf_engine *e, uint64_t epoch) RF_REQUIRES(rf_engine_mu)
+static inline const rf_epoch_info *rf_epoch_slot(const rf_engine *e, uint64_t epoch)
+    RF_REQUIRES(rf_engine_mu)
 {
-	return &e->epochs[epoch % RF_EPOCH_SLOTS];
+	return &e->sched->epochs[epoch % RF_EPOCH_SLOTS];
 }
 
 /* control.c (loop thread): the controller's interval timer, measurements,

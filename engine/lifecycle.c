@@ -413,11 +413,10 @@ static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 	e->seq_epoch = UINT64_MAX;
 	if (saved)
 		RF_TRY(rf_open_resume(e, saved, &pos, err));
-	e->pos = pos;
+	pos.segs = e->seq;
+	pos.nsegs = e->nseq;
 	e->resume_epoch = pos.epoch;
 	e->resume_pos = pos.record;
-	e->pos.segs = e->seq;
-	e->pos.nsegs = e->nseq;
 	uint64_t epoch = pos.epoch;
 	RF_TRY(rf_plan_epoch(e->sched->plan, epoch, err));
 	RF_TRY(rf_plan_epoch(e->coll->plan, epoch, err));
@@ -435,21 +434,21 @@ static int rf_open_plan_from(rf_engine *e, rf_position *saved, rf_error *err)
 	rf_open_counts(e, epoch, records, pos.record, pos.batch);
 	uint64_t at = pos.record;
 	size_t first = rf_plan_first_unit_needed(e->sched->plan, at);
-	rf_epoch_info *ep = rf_epoch_slot(e, epoch);
-	*ep = (rf_epoch_info){.valid = true,
-	                      .epoch = epoch,
-	                      .records = records,
-	                      .first_unit = first,
-	                      .units = rf_plan_unit_count(e->sched->plan)};
-	ep->span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched->plan));
+	rf_epoch_info ep = {.valid = true,
+	                    .epoch = epoch,
+	                    .records = records,
+	                    .first_unit = first,
+	                    .units = rf_plan_unit_count(e->sched->plan),
+	                    .span = RF_MAX(records, rf_plan_epoch_plan_records(e->sched->plan))};
+	rf_sched_epoch_set(e->sched, &ep);
 	bool ended = epoch >= e->epoch_end; /* the saved run had already ended */
 	rf_sched_start(e, epoch, first,
-	               first < ep->units ? rf_plan_unit(e->sched->plan, first)->first_plan_record
-	                                 : ep->span,
+	               first < ep.units ? rf_plan_unit(e->sched->plan, first)->first_plan_record
+	                                : ep.span,
 	               at, ended);
 	rf_coll_start(e, epoch, at, pos.batch, first, records, pos.skipped_blocks, pos.skipped,
 	              ended);
-	e->consumer_global = at;
+	rf_consumer_start(e->cons, &pos, at);
 	return 0;
 }
 
@@ -514,7 +513,9 @@ static int rf_engine_setup(rf_engine *e, const rf_config *cfg, rf_error *err)
 	rf_node_limits_read("", &node);
 	RF_TRY(rf_default_threads(c, &node, &e->threads, e->threads_source,
 	                          sizeof(e->threads_source), err));
-	e->depth = (uint32_t)rf_cfg(c, RF_CFG_depth);
+	rf_engine_lock(e); /* no thread yet: for the analysis */
+	rf_sched_depth_set(e->sched, (uint32_t)rf_cfg(c, RF_CFG_depth));
+	rf_engine_unlock(e);
 	e->skip_blocks_max = (uint32_t)rf_cfg(c, RF_CFG_skip_blocks);
 	e->skip_records_max = rf_cfg(c, RF_CFG_skip_records);
 	e->request_bytes = rf_cfg(c, RF_CFG_request_size);

@@ -158,8 +158,8 @@ int rf_mixst_json(rf_engine *e, char *buf, size_t cap)
 		const struct rf_mixst_src *s = &m->src[k];
 		uint64_t rec = __atomic_load_n(&s->records, __ATOMIC_RELAXED);
 		uint64_t per_pass, ord, wn, wd;
-		rf_plan_mix_source_info(e->sched->plan, k, e->pos.epoch, counts, &per_pass, &ord,
-		                        &wn, &wd);
+		rf_plan_mix_source_info(e->sched->plan, k, e->cons->pos.epoch, counts, &per_pass,
+		                        &ord, &wn, &wd);
 		char url[512], q[1100];
 		rf_url_redact(e->cfg->urls[e->cfg->src_url[k]], url, sizeof(url));
 		n += snprintf(

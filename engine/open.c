@@ -377,9 +377,9 @@ static bool rf_open_cache_get(rf_shard *s)
 {
 	rf_engine *e = s->engine;
 	rf_open_slot *o = s->open;
-	if (!e->open->icache && e->index_cache_off[0] && !e->index_cache_off_said &&
+	if (!e->open->icache && e->index_cache_off[0] && !e->open->cache_off_said &&
 	    s->fmt->sidecar_write && s->fmt->cache_tag) { /* the first shard it would serve */
-		e->index_cache_off_said = true;
+		e->open->cache_off_said = true;
 		fprintf(stderr, "ringfeed: %s (tar layouts are scanned again at each open)\n",
 		        e->index_cache_off);
 	}

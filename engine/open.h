@@ -53,6 +53,7 @@ typedef struct rf_engine_open {
 	uint64_t t0_ns, said_ns; /* its start; its last progress line (0: none) */
 	uint64_t took_ns;        /* its length, once it ended (stats) */
 	uint32_t said;           /* progress lines written */
+	bool cache_off_said;     /* why the index cache is off: on stderr once */
 } rf_open_state;
 
 /* The open phase's metadata reservations (RF_MEM_METADATA) are counted in

@@ -164,8 +164,8 @@ static bool rf_sched_epoch_ready(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		rf_engine_finish(e, rc, err.msg);
 		return false;
 	}
-	rf_epoch_info *prev = rf_epoch_slot(e, e->sched->epoch);
-	rf_epoch_info *ep = rf_epoch_slot(e, next);
+	const rf_epoch_info *prev = rf_epoch_slot(e, e->sched->epoch);
+	rf_epoch_info *ep = &e->sched->epochs[next % RF_EPOCH_SLOTS];
 	*ep = (rf_epoch_info){.valid = true,
 	                      .epoch = next,
 	                      .records = rf_plan_epoch_records(e->sched->plan),
@@ -194,7 +194,7 @@ static uint64_t rf_lookahead_global(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		per_batch = RF_MAX(1, e->coll->total_records / e->coll->batches);
 	else if (e->cp.batch_bytes > 0)
 		per_batch = RF_MIN(per_batch, 64);
-	return e->consumer_global + (uint64_t)(e->depth + 1) * per_batch + e->window;
+	return e->cons->global + (uint64_t)(e->sched->depth + 1) * per_batch + e->window;
 }
 
 static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd) RF_REQUIRES(rf_engine_mu)
@@ -217,7 +217,7 @@ static void rf_slot_init(rf_engine *e, const rf_unit *pu, rf_read *rd) RF_REQUIR
 	rf_unit_set(e, u, rd ? RF_U_READING : RF_U_DECODED);
 	e->sched->seq++;
 	e->sched->unit++;
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	const rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
 	e->sched->next_first = e->sched->unit < ep->units
 	                           ? rf_plan_unit(e->sched->plan, e->sched->unit)->first_plan_record
 	                           : ep->span;
@@ -234,7 +234,7 @@ static uint32_t rf_run_length(rf_engine *e, uint64_t limit_global, bool needed, 
                               uint64_t *comp_bytes, uint64_t *dec_bytes) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	const rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
 	const rf_unit *first = rf_plan_unit(e->sched->plan, e->sched->unit);
 	const rf_shard *sh = &e->shards[first->shard];
 	const rf_shard_index *ix = sh->index;
@@ -298,7 +298,7 @@ static void rf_sched_no_budget(rf_engine *e, const rf_unit *pu, bool needed, uin
 	RF_MU_HELD(e);
 	e->sched->wait_budget = true;
 	if (needed)
-		e->wait_budget_bytes = bytes;
+		rf_memwait_asked(e->memwait, bytes);
 	if (!needed || !rf_budget_deadlocked(e) ||
 	    rf_engine_host_wait(e, bytes, "a block the next batch needs"))
 		return;
@@ -439,7 +439,7 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		return false;
 	if (e->sched->seq - e->ring->tail_seq >= e->ring->units)
 		return false;
-	rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
+	const rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
 	const rf_unit *pu = rf_plan_unit(e->sched->plan, e->sched->unit);
 	uint64_t g = ep->global_start + pu->first_plan_record;
 	bool needed = g < e->sched->need_global;
@@ -448,7 +448,7 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 	 * needs parallel work even when a batch is a fraction of a block. */
 	if (e->sched->seq - e->ring->frontier_seq < 2ull * e->threads)
 		limit += 2ull * e->threads * e->block_records_avg;
-	if (!needed && (g >= limit || e->sched->reads_inflight >= e->inflight_cap))
+	if (!needed && (g >= limit || e->sched->reads_inflight >= e->sched->inflight_cap))
 		return false;
 	if (pu->records == 0 || pu->unused) { /* nothing of it to emit: no fetch */
 		rf_slot_init(e, pu, NULL);
@@ -472,7 +472,7 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		n = rf_run_length(e, limit, needed, n / 2, &comp, &dec);
 		rd = rf_sched_reserve(e, comp, buf_min, dec, needed ? 0 : e->batch_worst_bytes);
 	}
-	e->budget_blocked = !rd;
+	rf_memwait_blocked(e->memwait, !rd);
 	if (!rd) {
 		if (!e->coll->final)
 			rf_sched_no_budget(
@@ -480,7 +480,7 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 			    rf_pool_class_bytes(RF_MAX(comp, buf_min) + e->read_align) + dec);
 		return false;
 	}
-	e->host_wait_ns = 0;
+	rf_memwait_granted(e->memwait);
 	rf_sched_issue(e, rd, pu, n);
 	return true;
 }
@@ -490,8 +490,8 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
  * collator once the queue falls to half). */
 static bool rf_queue_full(const rf_engine *e, uint64_t n) RF_REQUIRES(rf_engine_mu)
 {
-	return n > 0 && (n + 1 >= RF_MAX(e->depth, 2u) ||
-	                 (n > e->depth / 2 && !e->coll->running && !e->coll->kick));
+	return n > 0 && (n + 1 >= RF_MAX(e->sched->depth, 2u) ||
+	                 (n > e->sched->depth / 2 && !e->coll->running && !e->coll->kick));
 }
 
 static void rf_sample_queue(rf_engine *e) RF_REQUIRES(rf_engine_mu)
@@ -511,7 +511,7 @@ static void rf_sample_queue(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 			e->st->q_swings++;
 		e->st->q_last_extreme = 1;
 	}
-	if (full || e->budget_blocked)
+	if (full || e->memwait->blocked)
 		e->st->q_held_back++;
 }
 
@@ -544,7 +544,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 	rf_sched_rereads(e);
 	while (!e->stop && rf_sched_one(e)) {
 	}
-	if (e->host_wait_ns && e->coll->wait_budget && !e->coll->running) {
+	if (e->memwait->host_since && e->coll->wait_budget && !e->coll->running) {
 		rf_coll_kick(e->coll); /* retry the batch the host total refused */
 		rf_engine_wake_workers(e, 1);
 	}

@@ -16,6 +16,19 @@
 typedef struct rf_engine rf_engine;
 struct rf_read;
 
+#define RF_EPOCH_SLOTS 4 /* epochs known at once (collator's + scheduler's) */
+
+typedef struct rf_epoch_info {
+	bool valid;
+	uint64_t epoch;
+	uint64_t records;      /* E: records of this rank in the epoch */
+	uint64_t global_start; /* position of its record 0 in the run (lookahead) */
+	uint64_t span;         /* run positions it takes: max(records, plan records) */
+	uint64_t base_seq;     /* seq of unit first_unit */
+	size_t first_unit;     /* first unit fetched (after a resume) */
+	size_t units;
+} rf_epoch_info;
+
 /* the scheduler's cursor (loop thread; published under mu) */
 typedef struct rf_engine_sched {
 	rf_plan *plan;
@@ -30,6 +43,9 @@ typedef struct rf_engine_sched {
 	                           it: started again before anything else (loop thread) */
 	uint64_t need_global;   /* units starting before this global position are needed now */
 	bool wait_budget;       /* a read did not fit: a release must wake the loop */
+	uint32_t depth;         /* read-ahead depth in batches (the controller's or fixed) */
+	uint32_t inflight_cap;  /* reads in flight beyond the needed ones (Little's law) */
+	rf_epoch_info epochs[RF_EPOCH_SLOTS]; /* by epoch % RF_EPOCH_SLOTS */
 } rf_sched;
 
 /* The loop thread's body. */
@@ -49,6 +65,26 @@ static inline bool rf_sched_need(rf_sched *s, uint64_t g) RF_REQUIRES(rf_engine_
 		return false;
 	s->need_global = g;
 	return true;
+}
+/* The read-ahead depth (rf_open, the controller, rf_set_depth) and the
+ * reads in flight beyond the needed ones (the controller). */
+static inline void rf_sched_depth_set(rf_sched *s, uint32_t depth) RF_REQUIRES(rf_engine_mu)
+{
+	s->depth = depth;
+}
+static inline void rf_sched_inflight_cap_set(rf_sched *s, uint32_t cap) RF_REQUIRES(rf_engine_mu)
+{
+	s->inflight_cap = cap;
+}
+/* rf_open: the first epoch; the collator: an epoch it has finished. */
+static inline void rf_sched_epoch_set(rf_sched *s, const rf_epoch_info *ep)
+    RF_REQUIRES(rf_engine_mu)
+{
+	s->epochs[ep->epoch % RF_EPOCH_SLOTS] = *ep;
+}
+static inline void rf_sched_epoch_retire(rf_sched *s, uint64_t epoch) RF_REQUIRES(rf_engine_mu)
+{
+	s->epochs[epoch % RF_EPOCH_SLOTS].valid = false;
 }
 /* A decode worker handed a unit back for another read (rereads queue). */
 static inline void rf_sched_reread_started(rf_sched *s) RF_REQUIRES(rf_engine_mu)

@@ -109,7 +109,7 @@ static void rf_stats_epoch(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 	RF_MU_HELD(e);
 	s->rank = (uint32_t)rf_cfg(e->cfg, RF_CFG_rank);
 	s->world = (uint32_t)rf_cfg(e->cfg, RF_CFG_world);
-	s->epoch = e->pos.epoch;
+	s->epoch = e->cons->pos.epoch;
 	const struct rf_epoch_count *c =
 	    s->epoch == e->st->ep_first.epoch ? &e->st->ep_first : &e->st->ep_next;
 	s->epoch_records = c->records;
@@ -178,7 +178,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	rf_control_inventory(e, &ready, &s->decoded_batches, &s->inflight_batches);
 	s->inventory_batches = ready + s->decoded_batches + s->inflight_batches;
 	s->coverage_s = s->consumer_rate_bps > 0 ? s->inventory_batches / s->consumer_rate_bps : 0;
-	s->depth_batches = e->depth;
+	s->depth_batches = e->sched->depth;
 	s->decode_busy_fraction =
 	    RF_MIN(1.0, (double)e->st->decode_ns / 1e9 / RF_MAX(1e-9, elapsed * e->threads));
 	rf_control_stats(e, s);

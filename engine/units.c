@@ -358,9 +358,7 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what) RF_REQU
 		return true;
 	}
 	uint64_t now = rf_now_ns();
-	if (e->host_wait_ns == 0)
-		e->host_wait_ns = now;
-	if (now - e->host_wait_ns < RF_HOSTBUDGET_FLOOR_MS * 1000000ull)
+	if (now - rf_memwait_host_since(e->memwait, now) < RF_HOSTBUDGET_FLOOR_MS * 1000000ull)
 		return true;
 	char m[RF_ERROR_MSG_BYTES];
 	rf_hostbudget_info h = {0};
@@ -379,7 +377,7 @@ bool rf_engine_host_wait(rf_engine *e, uint64_t bytes, const char *what) RF_REQU
 void rf_engine_depth_set(rf_engine *e, uint32_t depth) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
-	e->depth = RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX));
+	rf_sched_depth_set(e->sched, RF_MAX(1u, RF_MIN(depth, (uint32_t)RF_READY_MAX)));
 	rf_coll_kick(e->coll);
 	if (!e->coll->running)
 		rf_engine_wake_workers(e, 1);

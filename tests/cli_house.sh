@@ -38,6 +38,8 @@ STAGES = [
     ("ready queue", "ready", "engine/ready.c",    "engine/ready.h"),
     ("open phase",  "open",  "engine/open.c",     "engine/open.h"),
     ("recycling",   "recycle", "engine/recycle.c", "engine/recycle.h"),
+    ("consumer",    "cons",  "engine/api.c",      "engine/consumer.h"),
+    ("memory-wait", "memwait", "engine/units.c",  "engine/memwait.h"),
 ]
 # rf_engine_house_wire (engine.h; rf_engine_new calls it once) points
 # rf_engine at each stage's state.
@@ -162,7 +164,7 @@ engine_files = [f for f in files if f.startswith("engine/") and
                     for l in open(os.path.join(src, f), encoding="utf-8", errors="replace"))]
 for stage, member, owner, header in STAGES:
     res = stage_write_res(member)
-    mover_arg = re.compile(r"\brf_" + member + r"_\w+\(\s*\w+->" + member + r"\s*[,)]")
+    mover_arg = re.compile(r"\brf_" + member + r"\w*_\w+\(\s*\w+->" + member + r"\s*[,)]")
     wiring = re.compile(r"^\s*\w+->" + member + r"\s*=\s*&\s*\w+->" + member + r"\s*;")
     wire_spans = [(a, b) for name, a, b in functions(text[WIRING[0]]) if name == WIRING[1]]
     n_owner = n_out = touched = 0

@@ -511,7 +511,7 @@ static void test_depth_change_mid_stream(void **state)
 		read_loader(l, &r, r.batches + 11, NULL, NULL);
 		rf_engine_lock(e);
 		rf_engine_depth_set(e, depths[i]);
-		assert_int_equal(e->depth, depths[i]);
+		assert_int_equal(e->sched->depth, depths[i]);
 		rf_engine_unlock(e);
 	}
 	read_loader(l, &r, ALL, NULL, NULL);

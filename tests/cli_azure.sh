@@ -118,20 +118,8 @@ open_bytes=$(grep -o '"open_fetched_bytes": *[0-9]*' "$tmp/idx.json" | grep -o '
 if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null && [ -e "$build/libringfeed.so" ] &&
 	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
-		/usr/bin/python3 - "$tmp/ds" "$url" >"$tmp/py.out" 2>"$tmp/err" <<'PYEOF'
-import hashlib, sys
-from ringfeed.torch import RingfeedDataset
-for url in sys.argv[1:]:
-    h, n = hashlib.sha256(), 0
-    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
-    for item in ds:
-        h.update(item["payload"].numpy().tobytes())
-        h.update(item["offsets"].numpy().tobytes())
-        n += len(item["offsets"]) - 1
-    ds.close()
-    print(f"records={n} sha256={h.hexdigest()}")
-PYEOF
-	local_py=$(sed -n 1p "$tmp/py.out") az_py=$(sed -n 2p "$tmp/py.out")
+		/usr/bin/python3 "$src/tests/store_records.py" "$tmp/ds" "$url" >"$tmp/py.out" 2>"$tmp/err"
+	local_py=$(sed -n 's/^dataset //;1p' "$tmp/py.out") az_py=$(sed -n 's/^dataset //;2p' "$tmp/py.out")
 	[ -n "$local_py" ] && [ "$az_py" = "$local_py" ] && [ "${local_py%% *}" = "${want%% *}" ] &&
 		ok "Python RingfeedDataset over az:// (account key): the local records (${local_py%% *})" ||
 		bad "Python: '$az_py' vs '$local_py' (want ${want%% *}): $(tail -n 3 "$tmp/err")"

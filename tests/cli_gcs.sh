@@ -221,20 +221,8 @@ if "$py" -c 'import numpy, torch' 2>/dev/null && [ -e "$build/libringfeed.so" ] 
 	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 	before=$(stat_of data)
 	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
-		GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$py" - "$tmp/ds" "$url" >"$tmp/run-py.out" 2>"$tmp/run-py.err" <<'PYEOF'
-import hashlib, sys
-from ringfeed.torch import RingfeedDataset
-for url in sys.argv[1:]:
-    h, n = hashlib.sha256(), 0
-    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
-    for item in ds:
-        h.update(item["payload"].numpy().tobytes())
-        h.update(item["offsets"].numpy().tobytes())
-        n += len(item["offsets"]) - 1
-    ds.close()
-    print(f"records={n} sha256={h.hexdigest()}")
-PYEOF
-	local_py=$(sed -n 1p "$tmp/run-py.out") gs_py=$(sed -n 2p "$tmp/run-py.out")
+		GOOGLE_APPLICATION_CREDENTIALS=$tmp/sa.json "$py" "$src/tests/store_records.py" "$tmp/ds" "$url" >"$tmp/run-py.out" 2>"$tmp/run-py.err"
+	local_py=$(sed -n 's/^dataset //;1p' "$tmp/run-py.out") gs_py=$(sed -n 's/^dataset //;2p' "$tmp/run-py.out")
 	[ -n "$local_py" ] && [ "$gs_py" = "$local_py" ] && [ "${local_py%% *}" = "${want%% *}" ] &&
 		[ "$(stat_of data)" -gt "$before" ] &&
 		ok "Python RingfeedDataset over gs:// (OAuth): the local records (${local_py%% *}, $(($(stat_of data) - before)) data requests)" ||

@@ -236,35 +236,8 @@ if [ -e "$build/libringfeed.so" ] &&
 	! grep -q '^RF_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
 	cdn0=$(grep -c "^GET /blobs/" "$tmp/hub/cdn.log")
 	RINGFEED_LIBRARY=$build/libringfeed.so PYTHONPATH=$src/python PYTHONDONTWRITEBYTECODE=1 \
-		HF_TOKEN=$token "$py" - "$tmp/ds2" "hf://datasets/org/set@$sha2/$folder/" >"$tmp/py.out" 2>"$tmp/err" <<'PYEOF'
-import hashlib, sys
-try:
-    import numpy
-except ImportError as e:
-    print(f"left out: {e}", file=sys.stderr); sys.exit(0)
-import ringfeed
-for url in sys.argv[1:]:
-    h, n = hashlib.sha256(), 0
-    with ringfeed.Loader(url, batch=64, shuffle=False, budget="64MiB") as L:
-        for b in L:
-            h.update(b.payload_array().tobytes()); h.update(b.offsets_array().tobytes())
-            n += len(b.offsets_array()) - 1; b.release()
-    print(f"loader records={n} sha256={h.hexdigest()}")
-try:
-    import torch
-except ImportError as e:
-    print(f"left out: {e}", file=sys.stderr); sys.exit(0)
-from ringfeed.torch import RingfeedDataset
-for url in sys.argv[1:]:
-    h, n = hashlib.sha256(), 0
-    ds = RingfeedDataset(url, rank=0, world=1, shuffle=False, batch=64, cache="off")
-    for item in ds:
-        h.update(item["payload"].numpy().tobytes())
-        h.update(item["offsets"].numpy().tobytes())
-        n += len(item["offsets"]) - 1
-    ds.close()
-    print(f"dataset records={n} sha256={h.hexdigest()}")
-PYEOF
+		HF_TOKEN=$token "$py" "$src/tests/store_records.py" --loader "$tmp/ds2" \
+		"hf://datasets/org/set@$sha2/$folder/" >"$tmp/py.out" 2>"$tmp/err"
 	cdnn=$(($(grep -c "^GET /blobs/" "$tmp/hub/cdn.log") - cdn0))
 	lines=$(wc -l <"$tmp/py.out")
 	local_l=$(sed -n 1p "$tmp/py.out") hf_l=$(sed -n 2p "$tmp/py.out")

@@ -15,6 +15,7 @@
  * - the encoding round-trips and every damaged byte is refused. */
 #include "mix.h"
 #include "mix_rebase.h"
+#include "mixds.h"
 #include "plan.h"
 #include "state.h"
 #include "testutil.h"
@@ -26,65 +27,13 @@
 #define K       3
 #define ORD_MAX 200000u /* ordinals tracked per source */
 
-static uint64_t rng_next(uint64_t *s)
+/* K sources of shards[i] shards, 1..3 blocks of 1..9 records */
+static mixds make_ds(const uint32_t *shards, uint64_t seed)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return mixds_make(K, shards, 3, 1, 9, seed);
 }
 
-typedef struct ds {
-	uint32_t nshards;
-	rf_shard_index **ix;
-	uint32_t first[K + 1];
-	uint64_t shard_first[64];
-	uint32_t shard_src[64];
-	uint64_t n[K];
-} ds;
-
-static ds make_ds(const uint32_t *shards, uint64_t seed)
-{
-	ds d = {0};
-	for (uint32_t i = 0; i < K; i++)
-		d.nshards += shards[i];
-	assert_true(d.nshards <= 64);
-	d.ix = calloc(d.nshards, sizeof(*d.ix));
-	assert_non_null(d.ix);
-	uint32_t s = 0;
-	for (uint32_t i = 0; i < K; i++) {
-		d.first[i] = s;
-		for (uint32_t j = 0; j < shards[i]; j++, s++) {
-			rf_shard_index *ix = calloc(1, sizeof(*ix));
-			assert_non_null(ix);
-			ix->blocks = 1 + (uint32_t)(rng_next(&seed) % 3);
-			ix->block = calloc(ix->blocks, sizeof(*ix->block));
-			assert_non_null(ix->block);
-			for (uint32_t b = 0; b < ix->blocks; b++) {
-				ix->block[b].records = 1 + (uint32_t)(rng_next(&seed) % 9);
-				ix->block[b].first_record = ix->records;
-				ix->records += ix->block[b].records;
-			}
-			d.ix[s] = ix;
-			d.shard_src[s] = i;
-			d.shard_first[s] = d.n[i];
-			d.n[i] += ix->records;
-		}
-	}
-	d.first[K] = s;
-	return d;
-}
-
-static void free_ds(ds *d)
-{
-	for (uint32_t s = 0; s < d->nshards; s++) {
-		free(d->ix[s]->block);
-		free(d->ix[s]);
-	}
-	free(d->ix);
-}
-
-static rf_plan *new_plan(const ds *d, const uint64_t *w, uint32_t world, uint32_t rank,
+static rf_plan *new_plan(const mixds *d, const uint64_t *w, uint32_t world, uint32_t rank,
                          uint32_t window, const uint32_t *wins)
 {
 	rf_plan_params pp = {
@@ -104,8 +53,8 @@ typedef struct smp {
 } smp;
 
 /* One rank's stream of `epoch` (with sequence seq when given). */
-static smp *stream(rf_plan *plan, const ds *d, uint64_t epoch, const rf_segment *seq, uint32_t nseq,
-                   uint64_t *n_out)
+static smp *stream(rf_plan *plan, const mixds *d, uint64_t epoch, const rf_segment *seq,
+                   uint32_t nseq, uint64_t *n_out)
 {
 	rf_error err = {0};
 	if (seq && rf_plan_set_sequence(plan, epoch, seq, nseq, 0, &err) != 0)
@@ -136,7 +85,7 @@ static smp *stream(rf_plan *plan, const ds *d, uint64_t epoch, const rf_segment 
 
 /* The uninterrupted world-1 stream's ordinal -> record map, per source, for
  * `epochs` epochs of weights w (M samples an epoch). */
-static uint64_t *ord_map(const ds *d, const uint64_t *w, uint32_t window, uint32_t epochs,
+static uint64_t *ord_map(const mixds *d, const uint64_t *w, uint32_t window, uint32_t epochs,
                          uint64_t *have)
 {
 	uint64_t *map = malloc((size_t)K * ORD_MAX * sizeof(uint64_t));
@@ -232,9 +181,9 @@ static uint64_t mark_delivered(const world_state *st, uint8_t **del)
 
 /* After the change rb (weights w2, world W2): the world-1 stream of the
  * rebased epoch and the next, checked; the delivered marks extended. */
-static void check_after(const ds *d, const uint64_t *w2, const rf_mix_rebase *rb, uint64_t samples,
-                        uint32_t world2, uint32_t window, uint8_t **del, const uint64_t *map,
-                        const uint64_t *have)
+static void check_after(const mixds *d, const uint64_t *w2, const rf_mix_rebase *rb,
+                        uint64_t samples, uint32_t world2, uint32_t window, uint8_t **del,
+                        const uint64_t *map, const uint64_t *have)
 {
 	rf_error err = {0};
 	rf_mix *m = NULL;
@@ -370,7 +319,7 @@ static void round_trip(const rf_mix_rebase *rb, uint64_t samples)
 static void run_case(const uint32_t *shards, uint64_t seed, const uint64_t *w1, const uint64_t *w2,
                      const uint64_t *w3, uint32_t W, uint32_t W2, uint32_t W3, uint32_t window)
 {
-	ds d = make_ds(shards, seed);
+	mixds d = make_ds(shards, seed);
 	rf_error err = {0};
 	rf_plan *probe = new_plan(&d, w1, 1, 0, window, NULL);
 	uint64_t samples = rf_plan_total_records(probe);
@@ -422,7 +371,7 @@ static void run_case(const uint32_t *shards, uint64_t seed, const uint64_t *w1, 
 	for (uint32_t k = 0; k < K; k++)
 		free(del[k]);
 	free(map);
-	free_ds(&d);
+	mixds_free(&d);
 }
 
 static void test_reweight(void **state)
@@ -446,7 +395,7 @@ static void test_reweight_at_epoch_end(void **state)
 {
 	(void)state;
 	const uint32_t shards[K] = {2, 4, 3};
-	ds d = make_ds(shards, 9);
+	mixds d = make_ds(shards, 9);
 	const uint64_t w1[K] = {1, 2, 3}, w2[K] = {3, 2, 1};
 	rf_plan *probe = new_plan(&d, w1, 1, 0, 1, NULL);
 	uint64_t samples = rf_plan_total_records(probe);
@@ -469,7 +418,7 @@ static void test_reweight_at_epoch_end(void **state)
 		free(del[k]);
 	free(map);
 	rf_mix_rebase_free(rb);
-	free_ds(&d);
+	mixds_free(&d);
 }
 
 int main(void)

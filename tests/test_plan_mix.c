@@ -8,6 +8,7 @@
  * it, resident at it, and released only after it). Sources are built in
  * memory (only record counts matter to a plan). */
 #include "mix.h"
+#include "mixds.h"
 #include "plan.h"
 #include "testutil.h"
 
@@ -19,75 +20,10 @@ typedef struct msrc {
 	uint64_t records;
 } msrc;
 
-typedef struct mixds {
-	uint32_t k, nshards;
-	rf_shard_index **ix;
-	uint32_t *first;       /* k + 1 */
-	uint64_t *shard_first; /* record number of each shard's record 0 inside its source */
-	uint64_t *src_records; /* k */
-	uint32_t *shard_src;   /* nshards */
-} mixds;
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* k sources, source i with shards[i] shards of random blocks (1..maxrec records, some empty). */
+/* k sources of shards[i] shards, 1..4 blocks of 0..maxrec records */
 static mixds make_mix(uint32_t k, const uint32_t *shards, uint32_t maxrec, uint64_t seed)
 {
-	mixds d = {.k = k};
-	for (uint32_t i = 0; i < k; i++)
-		d.nshards += shards[i];
-	d.ix = calloc(d.nshards, sizeof(*d.ix));
-	d.first = calloc(k + 1, sizeof(uint32_t));
-	d.shard_first = calloc(d.nshards, sizeof(uint64_t));
-	d.src_records = calloc(k, sizeof(uint64_t));
-	d.shard_src = calloc(d.nshards, sizeof(uint32_t));
-	assert_true(d.ix && d.first && d.shard_first && d.src_records && d.shard_src);
-	uint32_t s = 0;
-	for (uint32_t i = 0; i < k; i++) {
-		d.first[i] = s;
-		for (uint32_t j = 0; j < shards[i]; j++, s++) {
-			rf_shard_index *ix = calloc(1, sizeof(*ix));
-			assert_non_null(ix);
-			ix->blocks = 1 + (uint32_t)(rng_next(&seed) % 4);
-			ix->block = calloc(ix->blocks, sizeof(*ix->block));
-			assert_non_null(ix->block);
-			for (uint32_t b = 0; b < ix->blocks; b++) {
-				uint32_t r = (uint32_t)(rng_next(&seed) % (maxrec + 1));
-				if (i == 0 && j == 0 && b == 0 && r == 0)
-					r = 1; /* every source holds a record */
-				if (j == 0 && b == 0 && r == 0)
-					r = 1;
-				ix->block[b].records = r;
-				ix->block[b].first_record = ix->records;
-				ix->records += r;
-			}
-			d.ix[s] = ix;
-			d.shard_src[s] = i;
-			d.shard_first[s] = d.src_records[i];
-			d.src_records[i] += ix->records;
-		}
-	}
-	d.first[k] = s;
-	return d;
-}
-
-static void free_mix(mixds *d)
-{
-	for (uint32_t s = 0; s < d->nshards; s++) {
-		free(d->ix[s]->block);
-		free(d->ix[s]);
-	}
-	free(d->ix);
-	free(d->first);
-	free(d->shard_first);
-	free(d->src_records);
-	free(d->shard_src);
+	return mixds_make(k, shards, 4, 0, maxrec, seed);
 }
 
 typedef struct rec {
@@ -240,7 +176,7 @@ static void test_two_sources(void **state)
 	pp.shuffle = false;
 	check_definition(&d, w, &pp, 2);
 	check_ranks(&d, w, pp, 3, 0);
-	free_mix(&d);
+	mixds_free(&d);
 }
 
 static void test_extreme_weights(void **state)
@@ -253,7 +189,7 @@ static void test_extreme_weights(void **state)
 	check_definition(&d, w, &pp, 2);
 	for (uint32_t world = 1; world <= 4; world++)
 		check_ranks(&d, w, pp, world, 0);
-	free_mix(&d);
+	mixds_free(&d);
 }
 
 static void test_ten_sources(void **state)
@@ -267,8 +203,8 @@ static void test_ten_sources(void **state)
 		/* the first set has 6-digit weights (a long period, built once a
 		 * plan: checked on one epoch and one world), the others coarse ones */
 		for (int i = 0; i < 10; i++)
-			w[i] = t == 0 ? 1000 + rng_next(&seed) % 900000
-			              : 1000 * (1 + rng_next(&seed) % 900);
+			w[i] = t == 0 ? 1000 + mixds_rng(&seed) % 900000
+			              : 1000 * (1 + mixds_rng(&seed) % 900);
 		rf_plan_params pp = {.seed = (uint64_t)t,
 		                     .world = 1,
 		                     .shuffle = t != 1,
@@ -279,7 +215,7 @@ static void test_ten_sources(void **state)
 			check_ranks(&d, w, pp, world, 1);
 		}
 	}
-	free_mix(&d);
+	mixds_free(&d);
 }
 
 /* Up- and sub-sampling: a small source at weight 0.5 beside a large one
@@ -348,7 +284,7 @@ static void test_up_and_sub_sampling(void **state)
 	free(got);
 	free(e0);
 	free(e1);
-	free_mix(&d);
+	mixds_free(&d);
 }
 
 static void test_refusals(void **state)
@@ -369,7 +305,7 @@ static void test_refusals(void **state)
 	assert_true(rf_plan_new_mix(&pp, (const rf_shard_index *const *)d.ix, d.nshards, &mp, &p,
 	                            &err) < 0);
 	assert_non_null(strstr(err.msg, "source 2 has no shards"));
-	free_mix(&d);
+	mixds_free(&d);
 }
 
 int main(void)

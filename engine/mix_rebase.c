@@ -288,6 +288,40 @@ static void acc_merge(rebase_acc *a)
 	a->n = m;
 }
 
+/* The epoch's positions still to come (the epoch is len long): the union
+ * of rem less what any rank took (a padded slice wraps onto taken ones),
+ * into xs (nrem + ntaken + 1 entries; ts is scratch of as many); returns
+ * their count of segments and their positions in *length. */
+static uint32_t seg_to_come(const rf_segment *rem, uint32_t nrem, const rf_segment *taken,
+                            uint32_t ntaken, uint64_t len, rf_segment *ts, rf_segment *xs,
+                            uint64_t *length)
+{
+	if (nrem)
+		memcpy(ts, rem, (size_t)nrem * sizeof(*ts));
+	uint32_t nr = seg_union(ts, nrem, len);
+	if (ntaken)
+		memcpy(ts + nr, taken, (size_t)ntaken * sizeof(*ts));
+	uint32_t nt = seg_union(ts + nr, ntaken, len);
+	const rf_segment *tk = ts + nr;
+	uint32_t nx = 0;
+	for (uint32_t i = 0, j = 0; i < nr; i++) { /* at most nr + nt pieces */
+		uint64_t a = ts[i].start, b = a + ts[i].records;
+		while (j < nt && tk[j].start + tk[j].records <= a)
+			j++;
+		for (uint32_t t = j; t < nt && tk[t].start < b; t++) {
+			if (tk[t].start > a)
+				xs[nx++] = (rf_segment){a, tk[t].start - a};
+			a = RF_MAX(a, tk[t].start + tk[t].records);
+		}
+		if (a < b)
+			xs[nx++] = (rf_segment){a, b - a};
+	}
+	*length = 0;
+	for (uint32_t i = 0; i < nx; i++)
+		*length += xs[i].records;
+	return nx;
+}
+
 int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_t samples,
                           uint64_t epoch, const rf_segment *rem, uint32_t nrem,
                           const rf_segment *taken, uint32_t ntaken, const uint32_t *windows,
@@ -304,34 +338,9 @@ int rf_mix_rebase_compose(const rf_mix *old, const rf_mix_rebase *oldrb, uint64_
 	int rc = 0;
 	if (!acc || !ca || !cb || !xs || !ts)
 		rc = rf_fail(err, -ENOMEM, "mixture: out of memory for its weight change");
-	/* the epoch's positions still to come, as a union less what any rank
-	 * took (a padded slice wraps onto taken ones): their count is the rest
-	 * of the epoch */
+	/* the epoch's positions still to come: their count is the rest of it */
 	uint64_t length = 0;
-	uint32_t nx = 0;
-	if (rc == 0) {
-		if (nrem)
-			memcpy(ts, rem, (size_t)nrem * sizeof(*ts));
-		uint32_t nr = seg_union(ts, nrem, len);
-		if (ntaken)
-			memcpy(ts + nr, taken, (size_t)ntaken * sizeof(*ts));
-		uint32_t nt = seg_union(ts + nr, ntaken, len);
-		const rf_segment *tk = ts + nr;
-		for (uint32_t i = 0, j = 0; i < nr; i++) { /* at most nr + nt pieces */
-			uint64_t a = ts[i].start, b = a + ts[i].records;
-			while (j < nt && tk[j].start + tk[j].records <= a)
-				j++;
-			for (uint32_t t = j; t < nt && tk[t].start < b; t++) {
-				if (tk[t].start > a)
-					xs[nx++] = (rf_segment){a, tk[t].start - a};
-				a = RF_MAX(a, tk[t].start + tk[t].records);
-			}
-			if (a < b)
-				xs[nx++] = (rf_segment){a, b - a};
-		}
-		for (uint32_t i = 0; i < nx; i++)
-			length += xs[i].records;
-	}
+	uint32_t nx = rc == 0 ? seg_to_come(rem, nrem, taken, ntaken, len, ts, xs, &length) : 0;
 	for (uint32_t i = 0; rc == 0 && i < nx; i++) {
 		rf_mix_counts(old, g0 + xs[i].start, ca);
 		rf_mix_counts(old, g0 + xs[i].start + xs[i].records, cb);

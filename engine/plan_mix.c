@@ -207,6 +207,59 @@ static int pmix_samples(plan_mix *mx, uint64_t given, rf_error *err)
 	return 0;
 }
 
+/* The mixture's per-source arrays (k sources), counted in the plan's memory. */
+static int pmix_alloc(rf_plan *plan, plan_mix *mx, uint32_t k, bool stop_first, rf_error *err)
+{
+	mx->k = k;
+	mx->stop_first = stop_first;
+	mx->subs = calloc(k, sizeof(*mx->subs));
+	mx->first = calloc(k + 1, sizeof(*mx->first));
+	mx->n = calloc(k, sizeof(*mx->n));
+	mx->weight = calloc(k, sizeof(*mx->weight));
+	mx->w = calloc(k, sizeof(*mx->w));
+	mx->id = calloc(3 * (size_t)k, sizeof(*mx->id));
+	mx->at = calloc(k, sizeof(*mx->at));
+	mx->src_kp0 = calloc(k, sizeof(*mx->src_kp0));
+	mx->src_nkp = calloc(k, sizeof(*mx->src_nkp));
+	mx->ca = calloc(k, sizeof(*mx->ca));
+	mx->cb = calloc(k, sizeof(*mx->cb));
+	mx->cur_count = calloc(k, sizeof(*mx->cur_count));
+	mx->cur_local = calloc(k, sizeof(*mx->cur_local));
+	plan->cache = calloc(1, sizeof(*plan->cache));
+	int rc = 0;
+	if (!mx->subs || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at ||
+	    !mx->src_kp0 || !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count ||
+	    !mx->cur_local || !plan->cache)
+		rc = rf_fail(err, -ENOMEM, "plan: out of memory for %u sources", k);
+	plan->memory_bytes += (uint64_t)k * (sizeof(void *) + 4 * 8 + 6 * 4) + 4;
+	return rc;
+}
+
+/* Source i's own plan (one rank, its own window and seed) and its records. */
+static int pmix_sub_new(const rf_plan_params *p, const rf_shard_index *const *shards,
+                        const rf_plan_mix_params *mp, plan_mix *mx, uint32_t i, rf_error *err)
+{
+	rf_plan_params sp = *p;
+	sp.rank = 0;
+	sp.world = 1;
+	sp.pad = false;
+	sp.drop_last = 0;
+	sp.shuffle_window =
+	    mp->windows ? mp->windows[i] : rf_plan_mix_window(p, mp->weight, mp->sources, i);
+	sp.seed = rf_mix64(p->seed ^ rf_mix64(0x534f5552ull + i)); /* "SOUR" */
+	RF_TRY(rf_plan_new(&sp, shards + mp->first[i], mp->first[i + 1] - mp->first[i],
+	                   &mx->subs[i], err));
+	mx->n[i] = rf_plan_total_records(mx->subs[i]);
+	mx->sub_bytes += rf_plan_memory_bytes(mx->subs[i]);
+	mx->at[i] = UINT32_MAX;
+	if (mx->n[i] == 0 && mp->weight[i] > 0)
+		return rf_fail(err, -EINVAL,
+		               "mixture: source %u has no records but weight %llu.%06llu", i + 1,
+		               (unsigned long long)(mp->weight[i] / RF_MIX_WEIGHT_SCALE),
+		               (unsigned long long)(mp->weight[i] % RF_MIX_WEIGHT_SCALE));
+	return 0;
+}
+
 int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards, uint32_t nshards,
                     const rf_plan_mix_params *mp, rf_plan **out, rf_error *err)
 {
@@ -237,28 +290,7 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	plan->nshards = nshards;
 	plan->epoch = plan->seq_epoch = UINT64_MAX;
 	plan->memory_bytes = sizeof(*plan) + sizeof(*mx);
-	mx->k = k;
-	mx->stop_first = mp->stop_first;
-	mx->subs = calloc(k, sizeof(*mx->subs));
-	mx->first = calloc(k + 1, sizeof(*mx->first));
-	mx->n = calloc(k, sizeof(*mx->n));
-	mx->weight = calloc(k, sizeof(*mx->weight));
-	mx->w = calloc(k, sizeof(*mx->w));
-	mx->id = calloc(3 * (size_t)k, sizeof(*mx->id));
-	mx->at = calloc(k, sizeof(*mx->at));
-	mx->src_kp0 = calloc(k, sizeof(*mx->src_kp0));
-	mx->src_nkp = calloc(k, sizeof(*mx->src_nkp));
-	mx->ca = calloc(k, sizeof(*mx->ca));
-	mx->cb = calloc(k, sizeof(*mx->cb));
-	mx->cur_count = calloc(k, sizeof(*mx->cur_count));
-	mx->cur_local = calloc(k, sizeof(*mx->cur_local));
-	plan->cache = calloc(1, sizeof(*plan->cache));
-	int rc = 0;
-	if (!mx->subs || !mx->first || !mx->n || !mx->weight || !mx->w || !mx->id || !mx->at ||
-	    !mx->src_kp0 || !mx->src_nkp || !mx->ca || !mx->cb || !mx->cur_count ||
-	    !mx->cur_local || !plan->cache)
-		rc = rf_fail(err, -ENOMEM, "plan: out of memory for %u sources", k);
-	plan->memory_bytes += (uint64_t)k * (sizeof(void *) + 4 * 8 + 6 * 4) + 4;
+	int rc = pmix_alloc(plan, mx, k, mp->stop_first, err);
 	if (rc == 0) {
 		memcpy(mx->first, mp->first, (k + 1) * sizeof(*mx->first));
 		memcpy(mx->weight, mp->weight, k * sizeof(*mx->weight));
@@ -266,30 +298,8 @@ int rf_plan_new_mix(const rf_plan_params *p, const rf_shard_index *const *shards
 	}
 	if (rc == 0)
 		mx->T = rf_mix_weights(mx->m, 0, mx->w);
-	for (uint32_t i = 0; rc == 0 && i < k; i++) {
-		rf_plan_params sp = *p;
-		sp.rank = 0;
-		sp.world = 1;
-		sp.pad = false;
-		sp.drop_last = 0;
-		sp.shuffle_window =
-		    mp->windows ? mp->windows[i] : rf_plan_mix_window(p, mp->weight, k, i);
-		sp.seed = rf_mix64(p->seed ^ rf_mix64(0x534f5552ull + i)); /* "SOUR" */
-		rc = rf_plan_new(&sp, shards + mp->first[i], mp->first[i + 1] - mp->first[i],
-		                 &mx->subs[i], err);
-		if (rc == 0) {
-			mx->n[i] = rf_plan_total_records(mx->subs[i]);
-			mx->sub_bytes += rf_plan_memory_bytes(mx->subs[i]);
-			mx->at[i] = UINT32_MAX;
-			if (mx->n[i] == 0 && mp->weight[i] > 0)
-				rc = rf_fail(
-				    err, -EINVAL,
-				    "mixture: source %u has no records but weight %llu.%06llu",
-				    i + 1,
-				    (unsigned long long)(mp->weight[i] / RF_MIX_WEIGHT_SCALE),
-				    (unsigned long long)(mp->weight[i] % RF_MIX_WEIGHT_SCALE));
-		}
-	}
+	for (uint32_t i = 0; rc == 0 && i < k; i++)
+		rc = pmix_sub_new(p, shards, mp, mx, i, err);
 	if (rc == 0)
 		rc = pmix_samples(mx, mp->samples, err);
 	for (uint32_t i = 0; rc == 0 && i < k; i++) {

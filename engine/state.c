@@ -148,7 +148,10 @@ int rf_state_encode(const rf_position *p, void *buf, size_t cap)
 	return (int)n;
 }
 
-static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_error *err)
+/* The length, magic and version of a state: v2 (the older head) or the
+ * current one. */
+static int state_check_version(const uint8_t *b, size_t len, bool *v2_out, uint32_t *version_out,
+                               rf_error *err)
 {
 	if (!b || len < RF_STATE_V2_BYTES_MIN || len > RF_STATE_BYTES_MAX)
 		return rf_fail(err, -EINVAL,
@@ -171,6 +174,47 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		               "resume state: version %u under magic %.8s, this build reads "
 		               "version %u (and 2)",
 		               version, (const char *)b, RF_STATE_VERSION);
+	*v2_out = v2;
+	*version_out = version;
+	return 0;
+}
+
+/* The mixture part at b + at (sources' counts; a weight change at rb_at,
+ * rb_len bytes, when rebase), into q (checked against its head). */
+static int state_decode_mix(const uint8_t *b, size_t at, size_t rb_at, size_t rb_len,
+                            uint32_t sources, bool rebase, rf_position *q, rf_error *err)
+{
+	const uint8_t *m = b + at;
+	q->mix_sources = sources;
+	q->mix_stop_first = rf_load_le32(m + 4) != 0;
+	q->mix_samples = rf_load_le64(m + 8);
+	if (rf_load_le32(m + 4) > 1 || q->mix_samples != q->dataset_records)
+		return rf_fail(err, RF_E_CORRUPT,
+		               "resume state: a mixture of %llu samples an epoch in a state "
+		               "of %llu records",
+		               (unsigned long long)q->mix_samples,
+		               (unsigned long long)q->dataset_records);
+	if (!(q->mix_src = calloc(3 * (size_t)sources, sizeof(uint64_t))))
+		return rf_fail(err, -ENOMEM, "resume state: out of memory");
+	q->mix_owned = true;
+	for (size_t i = 0; i < 3 * (size_t)sources; i++)
+		q->mix_src[i] = rf_load_le64(m + 16 + 8 * i);
+	if (rebase) {
+		int rc = rf_mix_rebase_decode(b + rb_at, rb_len, sources, q->mix_samples, q->epoch,
+		                              &q->mix_rb, err);
+		if (rc < 0) {
+			rf_position_clear(q);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_error *err)
+{
+	bool v2 = false;
+	uint32_t version = 0;
+	RF_TRY(state_check_version(b, len, &v2, &version, err));
 	size_t head = v2 ? RF_STATE_V2_HEAD : RF_STATE_HEAD;
 	uint32_t nsegs = rf_load_le32(b + 52);
 	bool mix = !v2 && (rf_load_le32(b + 12) & FLAG_MIX);
@@ -227,33 +271,7 @@ static int state_decode_head(const uint8_t *b, size_t len, rf_position *q, rf_er
 		return rf_fail(err, RF_E_CORRUPT,
 		               "resume state: %llu batches consumed but only %llu records",
 		               (unsigned long long)q->batch, (unsigned long long)q->record);
-	if (mix) {
-		const uint8_t *m = b + at;
-		q->mix_sources = sources;
-		q->mix_stop_first = rf_load_le32(m + 4) != 0;
-		q->mix_samples = rf_load_le64(m + 8);
-		if (rf_load_le32(m + 4) > 1 || q->mix_samples != q->dataset_records)
-			return rf_fail(
-			    err, RF_E_CORRUPT,
-			    "resume state: a mixture of %llu samples an epoch in a state "
-			    "of %llu records",
-			    (unsigned long long)q->mix_samples,
-			    (unsigned long long)q->dataset_records);
-		if (!(q->mix_src = calloc(3 * (size_t)sources, sizeof(uint64_t))))
-			return rf_fail(err, -ENOMEM, "resume state: out of memory");
-		q->mix_owned = true;
-		for (size_t i = 0; i < 3 * (size_t)sources; i++)
-			q->mix_src[i] = rf_load_le64(m + 16 + 8 * i);
-		if (rebase) {
-			int rc = rf_mix_rebase_decode(b + rb_at, rb_len, sources, q->mix_samples,
-			                              q->epoch, &q->mix_rb, err);
-			if (rc < 0) {
-				rf_position_clear(q);
-				return rc;
-			}
-		}
-	}
-	return 0;
+	return mix ? state_decode_mix(b, at, rb_at, rb_len, sources, rebase, q, err) : 0;
 }
 
 int rf_state_decode(const void *buf, size_t len, rf_position *p, rf_error *err)

@@ -167,9 +167,10 @@ run IDENTITY_ENDPOINT="http://10.1.2.3:8081/msi/token" IDENTITY_HEADER="$ih" -- 
 	bad "identity endpoint elsewhere: $(tail -n 2 "$tmp/run$n.err")"
 
 # tokens of 2 s during a read of about 4 s (every read waits 250 ms
-# first, one connection): several tokens, no request failed or was refused
+# first, one connection, the open's too): several tokens, no request failed
+# or was refused
 before="$(stat_of tokens) $(grep -c 'StatusCode=401' "$tmp/azurite.debug")"
-run "${wi[@]}" -- --connections 1 --hedge 0 --inject latency=250ms --stats "$tmp/slow.json" az://data/slow/
+run "${wi[@]}" -- --connections 1 --open-connections 1 --hedge 0 --inject latency=250ms --stats "$tmp/slow.json" az://data/slow/
 after="$(stat_of tokens) $(grep -c 'StatusCode=401' "$tmp/azurite.debug")"
 tokens=$((${after%% *} - ${before%% *}))
 errors="$(num "$tmp/slow.json" fetch_errors) $(num "$tmp/slow.json" fetch_retries)"

@@ -194,7 +194,9 @@ static bool rf_cg_dir(const char *root, const rf_cg *cg, char *out, size_t cap)
 static bool rf_node_value(const char *dir, const char *name, char *buf, size_t cap)
 {
 	char path[RF_NODE_PATH_BYTES + 64];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return false; /* never a cut path: it would name another file */
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;

@@ -1236,7 +1236,7 @@ static int unit_records(const tfr_layout *L, const rf_block_info *b, uint32_t u,
 {
 	uint64_t off = 0, payload = 0, nf = 0;
 	for (uint32_t i = 0; i < b->records; i++) { /* pass 1: frames, CRCs, sizes */
-		uint64_t r = b->first_record + i, dl, fl;
+		uint64_t r = b->first_record + i, dl = 0, fl = 0;
 		int rc = rf_tfr_frame(p + off, len - off, at + off, r, true, &dl, &fl, name, err);
 		if (rc < 0)
 			return rc;

@@ -154,6 +154,15 @@ expect_out "exactly one input"
 expect_rc 2 "$CLI" pack --bogus
 expect_out "unknown option '--bogus'"
 expect_rc 2 "$CLI" pack --demo -o "$T/x" --demo-shards 0
+# an option of the other mode is refused, not ignored (--demo --block-size
+# 16KiB made the demo's 1 MiB blocks)
+expect_rc 2 "$CLI" pack --demo -o "$T/x" --demo-bytes 64KiB --block-size 16KiB
+expect_out "--block-size does not apply to --demo"
+expect_rc 2 "$CLI" pack --demo -o "$T/x" --clean
+expect_out "--clean does not apply to --demo"
+expect_rc 2 "$CLI" pack --from lines "$T/lines.txt" -o "$T/x" --demo-shards 3
+expect_out "--demo-shards applies only to --demo"
+[ ! -e "$T/x" ] || fail "a refused pack wrote $T/x"
 expect_rc 2 "$CLI" inspect
 expect_rc 2 "$CLI" inspect --bogus "$s0"
 expect_rc 2 "$CLI" verify

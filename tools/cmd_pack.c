@@ -41,7 +41,8 @@ static const char pack_usage[] =
     "  --shard-size SIZE   a new shard starts once a shard's blocks reach SIZE (default\n"
     "                      256MiB; a shard can exceed it by up to two blocks)\n"
     "  --level N           zstd level (default 3)\n"
-    "  --demo              generate the built-in demo dataset (token-like records)\n"
+    "  --demo              generate the built-in demo dataset (token-like records);\n"
+    "                      it takes --demo-bytes and --demo-shards, no other pack option\n"
     "  --clean             remove what an earlier pack wrote in DIR first\n"
     "  --json              print one JSON object (the figures below) instead of the line\n"
     "  -q, --quiet         no progress on stderr (progress shows the percent done and\n"
@@ -56,6 +57,10 @@ typedef struct pack_args {
 	unsigned demo_shards;
 	int json, quiet; /* output only: --json, -q */
 	size_t out_len;  /* of out without its trailing slashes */
+	/* the first option given that only packing records takes, and the
+	 * first that only --demo takes: the other mode refuses it, never
+	 * ignores it (--demo --block-size 16KiB made 1 MiB blocks) */
+	const char *pack_only, *demo_only;
 } pack_args;
 
 static int read_lines(rf_pack *p, FILE *f, const char *name, rf_error *err)
@@ -294,6 +299,20 @@ static int parse_level(const char *text, int *out)
 
 static int parse_opt(int c, const char *arg, pack_args *a)
 {
+	static const struct {
+		int c;
+		const char *name;
+		bool demo; /* only --demo takes it (else only packing records) */
+	} modal[] = {
+	    {'f', "--from", false},  {'b', "--block-size", false},  {'s', "--shard-size", false},
+	    {'l', "--level", false}, {'a', "--allow-short", false}, {'m', "--metadata", false},
+	    {'c', "--clean", false}, {'B', "--demo-bytes", true},   {'S', "--demo-shards", true},
+	};
+	for (size_t i = 0; i < sizeof(modal) / sizeof(modal[0]); i++) {
+		const char **first = modal[i].demo ? &a->demo_only : &a->pack_only;
+		if (c == modal[i].c && !*first)
+			*first = modal[i].name;
+	}
 	switch (c) {
 	case 'f':
 		a->from = arg;
@@ -384,6 +403,13 @@ static int parse_args(int argc, char **argv, pack_args *a)
 	}
 	if (!a->out)
 		return usage_error("%s", "-o DIR is required");
+	if (a->demo && a->pack_only)
+		return usage_error(
+		    "%s does not apply to --demo (the demo dataset is always made the "
+		    "same way; only --demo-bytes and --demo-shards size it)",
+		    a->pack_only);
+	if (!a->demo && a->demo_only)
+		return usage_error("%s applies only to --demo", a->demo_only);
 	if (a->demo)
 		return optind == argc ? 0 : usage_error("unexpected argument '%s'", argv[optind]);
 	if (!a->from)

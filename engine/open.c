@@ -296,7 +296,11 @@ static int rf_open_budget_fail(rf_shard *s, uint64_t need, uint64_t len, rf_erro
 /* Reserves the next range's buffer and the parse bound. Returns 0, 1 when
  * it must wait (other shards' buffers, freed as they parse, hold the room),
  * or the error: nothing transient is left to free. *len: the bytes to read
- * (the want's, or its min_len when the budget or the store prefers). */
+ * (the want's, or its min_len when the budget has no room for them). A
+ * remote shard takes the whole want too: a format asks a remote object for
+ * a generous first range (.rfs its last 8 KiB, Parquet its last 64 KiB)
+ * because a second request costs the store's latency again, while the
+ * extra bytes cost next to nothing. */
 static int rf_open_reserve(rf_shard *s, bool from_buf, uint64_t *len, rf_error *err)
 {
 	rf_engine *e = s->engine;
@@ -305,8 +309,6 @@ static int rf_open_reserve(rf_shard *s, bool from_buf, uint64_t *len, rf_error *
 	uint64_t bound = w->parse_bound;
 	if (from_buf) {
 		*len = 0;
-	} else if (w->min_len && !rf_shard_is_local(s)) {
-		*len = w->min_len; /* remote: the least, one exact range */
 	} else {
 		*len = w->len;
 		if (w->min_len &&
@@ -738,6 +740,7 @@ static void rf_open_cb(void *arg, int64_t res, const char *msg)
 		rf_open_stage_set(s, RF_OPEN_IDLE);
 		rf_engine_lock(s->engine);
 		s->engine->st->open_fetched_bytes += o->read_len;
+		s->engine->st->open_reads++;
 		rf_engine_unlock(s->engine);
 		o->fo.got = o->buf + (o->read_offset - o->buf_offset);
 		o->fo.got_offset = o->read_offset;

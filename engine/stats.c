@@ -212,6 +212,7 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->open_inflight_max = e->open->inflight_max;
 	s->open_connections = e->open->connections;
 	s->open_progress_lines = e->open->said;
+	s->open_reads = e->st->open_reads;
 	s->stream_skipped_bytes = e->st->stream_skipped_bytes;
 	s->stream_more_reads = e->st->stream_more_reads;
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
@@ -336,9 +337,10 @@ static int rf_stats_json_open(const rf_stats *s, char *buf, size_t cap)
 	return snprintf(buf, cap,
 	                ",\"open_shards\":%llu,\"open_s\":%.3f,\"open_concurrency\":%u,"
 	                "\"open_inflight_max\":%u,\"open_connections\":%u,"
-	                "\"open_progress_lines\":%u",
+	                "\"open_progress_lines\":%u,\"open_reads\":%llu",
 	                (unsigned long long)s->open_shards, s->open_s, s->open_concurrency,
-	                s->open_inflight_max, s->open_connections, s->open_progress_lines);
+	                s->open_inflight_max, s->open_connections, s->open_progress_lines,
+	                (unsigned long long)s->open_reads);
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

@@ -585,6 +585,8 @@ typedef struct rf_stats {
 	uint32_t open_inflight_max;   /* the most in flight at once */
 	uint32_t open_connections;    /* HTTP connections per host meanwhile (0: no remote) */
 	uint32_t open_progress_lines; /* "opening shards" lines said on stderr */
+	uint64_t open_reads;          /* its reads (open_fetched_bytes their bytes; a remote
+	                               * .rfs or Parquet shard: one each, most often) */
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

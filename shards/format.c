@@ -104,7 +104,7 @@ int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn rea
 		bool same = (w->object == NULL && buf_obj == NULL) ||
 		            (w->object && buf_obj && !strcmp(w->object, buf_obj));
 		if (!(buf && same && w->offset >= buf_off && end <= buf_off + buf_len)) {
-			uint64_t len = !o->local && w->min_len ? w->min_len : w->len;
+			uint64_t len = w->len;
 			uint8_t *b = malloc(len ? len : 1);
 			char *oc = w->object ? strdup(w->object) : NULL;
 			if (!b || (w->object && !oc)) {

@@ -112,9 +112,9 @@ typedef struct rf_fmt_want {
 	 * them (no second read). The engine may deliver a shorter range ending
 	 * at the same byte
 	 * (offset + len - got_len), never shorter than min_len: a format asks
-	 * for a generous first read (the last 4 KiB: footer and a small index
-	 * in one read) and copes with the least it needs when the budget or
-	 * the store prefers. 0 = exactly len. */
+	 * for a generous first read (the last 4 KiB of a local .rfs, 8 KiB of
+	 * a remote one: footer and index in one read) and copes with the least
+	 * it needs when the budget has no room for more. 0 = exactly len. */
 	uint64_t min_len;
 	/* The most the format allocates when it parses these bytes (the
 	 * engine reserves it with the buffer, before the read). */
@@ -428,8 +428,8 @@ typedef int (*rf_fmt_read_fn)(void *ctx, const char *object, uint64_t offset, ui
                               void *buf, uint64_t *size, rf_error *err);
 /* Drives fmt's open steps to DONE synchronously through read (o's inputs
  * set by the caller): a want inside the last bytes read is served from
- * them; a remote one (o->local false) with a min_len reads only that. No
- * budget: for tools, the verifier and tests. Returns RF_FMT_DONE (o->index,
+ * them; every other want is read whole (local or remote). No budget: for
+ * tools, the verifier and tests. Returns RF_FMT_DONE (o->index,
  * o->priv set) or a negative errno. */
 int rf_format_open_with(const rf_format *fmt, rf_fmt_open *o, rf_fmt_read_fn read, void *ctx,
                         rf_error *err);

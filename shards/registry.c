@@ -315,7 +315,7 @@ int rf_format_open_file_opt(const char *path, const rf_format *fmt, const void *
 	                 .opt = opt,
 	                 .in_place = fmt->in_place};
 	file_reader fr = {.fd = fd, .name = path, .side_fd = -1};
-	/* a local file: every want read whole (min_len is for remote stores) */
+	/* a local file: every want read whole (min_len is for an engine short of room) */
 	int rc = rf_format_open_with(fmt, &o, file_read, &fr, err);
 	if (rc == RF_FMT_DONE) {
 		*index = o.index;

@@ -1,13 +1,23 @@
 /* rfs_format.c - .rfs behind the format seam (format.h): the open asks
- * for the file's last 4 KiB (the footer and, for most shards, the index in
- * one read; the footer's 40 bytes when the engine prefers), then for the
- * index, parses it into the layout; decode is rf_block_decode. */
+ * for the file's last 4 KiB, or 8 KiB of a remote object (the footer and,
+ * for most shards, the index in one read; the footer's 40 bytes when the
+ * engine has no room), then for the index, parses it into the layout;
+ * decode is rf_block_decode. */
 #include "format.h"
 #include "rfs.h"
 
 #include <stdlib.h>
 
-#define RFS_TAIL_BYTES 4096u
+/* The first read: a local file's last 4 KiB (a second local read costs
+ * little); a remote object's last 8 KiB, which holds the footer and the
+ * index of a shard of up to ~330 blocks (pack's default, 256 MiB of 1 MiB
+ * blocks, has a 6 KiB index), since a second request costs the store's
+ * latency again. No larger: every open would read it, and the HTTP client
+ * does not resume a cut body, so on a lossy link a long read fails more
+ * often than a short one (a 48 KiB tail failed tests/cli_stress_http.sh's
+ * 10%-per-2-KiB resets past ten retries). */
+#define RFS_TAIL_BYTES        4096u
+#define RFS_TAIL_REMOTE_BYTES (8u << 10)
 
 enum { RFS_STEP_TAIL = 0, RFS_STEP_FOOTER, RFS_STEP_INDEX };
 
@@ -52,7 +62,8 @@ static int rfs_open_step(rf_fmt_open *o, rf_error *err)
 			return rf_footer_parse(none, sizeof(none), o->size, o->name, &st->footer,
 			                       err);
 		}
-		uint64_t n = o->size < RFS_TAIL_BYTES ? o->size : RFS_TAIL_BYTES;
+		uint64_t tail = o->local ? RFS_TAIL_BYTES : RFS_TAIL_REMOTE_BYTES;
+		uint64_t n = o->size < tail ? o->size : tail;
 		o->want =
 		    (rf_fmt_want){.offset = o->size - n, .len = n, .min_len = RF_FOOTER_BYTES};
 		o->step = RFS_STEP_FOOTER;

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # cli_open_remote.sh - remote shards open many at a time and a long open says
 # how far it got (issue 22 item 12). A private bad_http answers the first
-# request of each shard (its footer) under /slow-nth-1-MS/ after MS ms, and
+# request of each shard (its tail) under /slow-nth-1-MS/ after MS ms, and
 # counts the most requests it held in such a wait at once (/_inflight).
 # 300 .rfs shards listed in a manifest with presigned-looking URLs
-# (?X-Amz-Signature=...), 2 s per footer: the open lasts 4 s at least (300
+# (?X-Amz-Signature=...), 2 s per tail: the open lasts 4 s at least (300
 # waits, at most 256 connections at once), so it prints progress (past 2 s)
 # and its end, naming the slowest open in flight redacted (never the
 # signature). The opens overlap past the old bounds: 64 opens in flight and
 # 16 connections per host, so the server saw at most 16 at once; now the
 # stats say 512 opens allowed, more than 64 in flight, 256 connections per
-# host, and the server sees more than 64 at once. --open-connections bounds
+# host, and the server sees more than 64 at once. Each open is one request
+# (the object's last 8 KiB: footer and index; the engine asked remote
+# objects for the footer's 40 bytes alone, then the index: two store
+# latencies a shard). --open-connections bounds
 # what the server sees (24 waits of 1 s, 8 at once: 3 s at least, long
 # enough for a progress line that --open-progress 0 keeps silent); local
 # files keep 64 opens at once. Timing decides nothing.
@@ -60,7 +63,7 @@ PYEOF
 }
 manifests slow-nth-1-2000:300 slow-nth-1-1000:24
 
-# 300 shards, 2 s a footer
+# 300 shards, 2 s a tail
 rc=0
 timeout $guard_s "$cli" read --digest --batch 1 --stop-after 1 --stats "$tmp/a.json" \
 	"$tmp/m-slow-nth-1-2000.rfm" >"$tmp/a.out" 2>"$tmp/a.err" || rc=$?
@@ -86,6 +89,8 @@ fi
 same "stats: open_shards" 300 "$(rf_json "$tmp/a.json" open_shards)"
 same "stats: open_concurrency (remote)" 512 "$(rf_json "$tmp/a.json" open_concurrency)"
 same "stats: open_connections (the default)" 256 "$(rf_json "$tmp/a.json" open_connections)"
+same "stats: open_reads (one request a shard: footer and index in one range)" 300 \
+	"$(rf_json "$tmp/a.json" open_reads)"
 n=$(rf_json "$tmp/a.json" open_inflight_max)
 [ "$n" -gt 64 ] && ok "stats: $n opens in flight at once (more than 64)" ||
 	bad "stats: open_inflight_max $n (want more than 64)"

@@ -126,8 +126,8 @@ static void test_open_file_matches_reader(void **state)
 	free(dir);
 }
 
-/* Drives the rfs open by hand: the first ask is the last 4 KiB (at least
- * the footer), the index comes next with its parse bound, a bad index is
+/* Drives the rfs open by hand: the first ask is the last 4 KiB (8 KiB
+ * remote; at least the footer), the index comes next with its parse bound, a bad index is
  * an error the same step retries on good bytes, and DONE reports what the
  * layout holds (no more than the bound). */
 static void test_rfs_steps(void **state)
@@ -146,6 +146,13 @@ static void test_rfs_steps(void **state)
 	assert_int_equal(o.want.offset + o.want.len, (uint64_t)size);
 	assert_int_equal(o.want.len, 4096);
 	assert_int_equal(o.want.min_len, RF_FOOTER_BYTES);
+	/* a remote object's first ask is its last 8 KiB (or all of a smaller
+	 * one): footer and index in one request */
+	rf_fmt_open r = {.url = path, .name = "s.rfs", .size = (uint64_t)size};
+	assert_int_equal(rfs->open_step(&r, &err), RF_FMT_NEED);
+	assert_int_equal(r.want.len, RF_MIN((uint64_t)size, 8u << 10));
+	assert_int_equal(r.want.offset + r.want.len, (uint64_t)size);
+	assert_int_equal(r.want.min_len, RF_FOOTER_BYTES);
 	/* deliver only the footer: the least it said it can use */
 	o.got = file + size - RF_FOOTER_BYTES;
 	o.got_offset = (uint64_t)size - RF_FOOTER_BYTES;

@@ -36,6 +36,8 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	e->st->fetch_retries = fc.retries;
 	e->st->fetch_hedges = fc.hedges;
 	e->st->fetch_hedges_won = fc.hedges_won;
+	e->st->fetch_resumes = fc.resumes;
+	e->st->fetch_resumed_bytes = fc.resumed_bytes;
 	e->st->direct_bytes = fc.direct_bytes;
 	e->st->direct_refused = fc.direct_refused;
 	e->st->fixed_reads = fc.fixed_reads;

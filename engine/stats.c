@@ -201,6 +201,8 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	s->fetch_retries = e->st->fetch_retries;
 	s->fetch_hedges = e->st->fetch_hedges;
 	s->fetch_hedges_won = e->st->fetch_hedges_won;
+	s->fetch_resumes = e->st->fetch_resumes;
+	s->fetch_resumed_bytes = e->st->fetch_resumed_bytes;
 	s->open_fetched_bytes = e->st->open_fetched_bytes;
 	s->index_cache_hits = e->open->cache_hits; /* written by the open phase, done by now */
 	s->index_cache_misses = e->open->cache_misses;
@@ -337,10 +339,12 @@ static int rf_stats_json_open(const rf_stats *s, char *buf, size_t cap)
 	return snprintf(buf, cap,
 	                ",\"open_shards\":%llu,\"open_s\":%.3f,\"open_concurrency\":%u,"
 	                "\"open_inflight_max\":%u,\"open_connections\":%u,"
-	                "\"open_progress_lines\":%u,\"open_reads\":%llu",
+	                "\"open_progress_lines\":%u,\"open_reads\":%llu,\"fetch_resumes\":%llu,"
+	                "\"fetch_resumed_bytes\":%llu",
 	                (unsigned long long)s->open_shards, s->open_s, s->open_concurrency,
 	                s->open_inflight_max, s->open_connections, s->open_progress_lines,
-	                (unsigned long long)s->open_reads);
+	                (unsigned long long)s->open_reads, (unsigned long long)s->fetch_resumes,
+	                (unsigned long long)s->fetch_resumed_bytes);
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

@@ -25,8 +25,9 @@ typedef struct rf_engine_st {
 	uint64_t fetch_errors;
 	uint64_t fetch_retries; /* remote retries (fetch counters) */
 	uint64_t fetch_hedges, fetch_hedges_won;
-	uint64_t open_fetched_bytes; /* the open phase's reads */
-	uint64_t open_reads;         /* and their count */
+	uint64_t fetch_resumes, fetch_resumed_bytes; /* cut ranges resumed (fetch counters) */
+	uint64_t open_fetched_bytes;                 /* the open phase's reads */
+	uint64_t open_reads;                         /* and their count */
 	uint64_t direct_bytes, direct_refused, fixed_reads, fixed_bytes; /* direct_io */
 	uint64_t register_refused; /* read buffers the kernel would not register */
 	uint64_t rereads;          /* ranges read again after failing a checksum */

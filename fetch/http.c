@@ -132,10 +132,11 @@ static int configure(rf_http *h, rf_http_xfer *x)
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rf_xfer_on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
 	configure_limits(h, x);
-	if (x->req.kind == RF_HTTP_RANGE) {
+	uint64_t first, last;
+	if (rf_http_xfer_range(x, &first, &last)) {
 		char range[64];
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)x->req.offset,
-		         (unsigned long long)(x->req.offset + x->req.len - 1));
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)first,
+		         (unsigned long long)last);
 		curl_easy_setopt(e, CURLOPT_RANGE, range); /* copied by curl */
 	} else if (x->req.kind == RF_HTTP_HEAD) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -258,7 +259,49 @@ static void step_admit(rf_http_xfer *x)
 		return;
 	}
 	h->counters.retries += x->attempts > 0 && !x->req.uncounted;
+	h->counters.resumes += x->resumed > 0 && !x->req.uncounted;
 	x->attempts++;
+}
+
+/* A retryable attempt whose range body had begun: its bytes are kept and
+ * the next attempt asks only for the rest, when the response named its
+ * version (the rest must come from the same one: resume_version_ok; an
+ * attempt that found another version starts the range over). An attempt
+ * that kept at least RF_HTTP_RESUME_PROGRESS_BYTES uses up no retry (a long
+ * read on a link that cuts bodies still ends; the retries still bound the
+ * attempts that make no progress, and the range's length the others).
+ * Returns the bytes kept. */
+static uint64_t resume_update(rf_http_xfer *x)
+{
+	rf_http *h = x->h;
+	if (x->req.kind != RF_HTTP_RANGE)
+		return 0;
+	if (x->resume_stale) {
+		x->resumed = 0;
+		x->resume_version[0] = '\0';
+		x->resume_stale = false;
+		return 0;
+	}
+	if (x->got == 0 || x->status < 200 || x->status > 299 || x->resumed + x->got >= x->req.len)
+		return 0;
+	char v[sizeof(x->resume_version)];
+	rf_http_validator_make(x->etag, x->etag_bad, x->last_modified, v, sizeof(v));
+	if (!v[0])
+		return 0; /* no version: the rest could come from another one */
+	if (x->resumed == 0)
+		memcpy(x->resume_version, v, sizeof(v));
+	x->resumed += x->got;
+	if (!x->req.uncounted) {
+		h->counters.resumed_bytes += x->got;
+		h->counters.bytes += x->got;
+	}
+	if (x->got >= RF_HTTP_RESUME_PROGRESS_BYTES && x->error_retries > 0)
+		x->error_retries--;
+	if (h->trace)
+		fprintf(stderr, "http: %s: %llu bytes of the range kept, the rest from byte %llu\n",
+		        x->name, (unsigned long long)x->resumed,
+		        (unsigned long long)(x->req.offset + x->resumed));
+	return x->got;
 }
 
 static void step_finished(rf_http_xfer *x)
@@ -288,12 +331,16 @@ static void step_finished(rf_http_xfer *x)
 	}
 	if (verdict > 0) {
 		h->counters.bytes += x->req.uncounted ? 0 : x->got;
-		rf_xfer_finish(
-		    x, x->req.kind == RF_HTTP_HEAD ? (int64_t)x->content_length : (int64_t)x->got,
-		    NULL);
+		rf_xfer_finish(x,
+		               x->req.kind == RF_HTTP_HEAD    ? (int64_t)x->content_length
+		               : x->req.kind == RF_HTTP_RANGE ? (int64_t)(x->resumed + x->got)
+		                                              : (int64_t)x->got,
+		               NULL);
 		return;
 	}
 	x->host->trouble++;
+	if (verdict == 0)
+		resume_update(x);
 	int64_t ms = verdict == 0 ? rf_xfer_retry_delay_ms(x, why, sizeof(why)) : -1;
 	if (ms >= 0) {
 		int64_t id = rf_loop_timer(h->loop, (uint64_t)ms * 1000000ull, on_backoff_timer, x);

@@ -73,6 +73,8 @@ typedef struct rf_http_counters {
 	uint64_t bytes;           /* body bytes accepted */
 	uint64_t host_active_max; /* most transfers one host ever had in curl at once */
 	uint64_t connects;        /* new connections opened (the rest reused one) */
+	uint64_t resumes;         /* attempts that asked only for the rest of a cut range */
+	uint64_t resumed_bytes;   /* the bytes those kept instead of fetching them again */
 } rf_http_counters;
 
 int rf_http_new(rf_loop *loop, const rf_fetch_options *opt, rf_http **out, rf_error *err);

@@ -77,11 +77,12 @@ size_t rf_xfer_on_header(char *data, size_t size, size_t n, void *userp)
 	} else if (header_is(line, len, "content-range", &v) && x->req.kind == RF_HTTP_RANGE &&
 	           x->status == 206) {
 		uint64_t first, last, total;
+		uint64_t want_first = x->req.offset + x->resumed;
 		uint64_t want_last = x->req.offset + x->req.len - 1;
 		if (rf_http_parse_content_range(v, &first, &last, &total) < 0)
 			set_problem(x, false, "unreadable Content-Range '%.60s'",
 			            v + strspn(v, " \t"));
-		else if (first != x->req.offset || last != want_last ||
+		else if (first != want_first || last != want_last ||
 		         (x->req.object_size != UINT64_MAX && total != UINT64_MAX &&
 		          total != x->req.object_size))
 			set_problem(x, false, "Content-Range '%.60s' does not match the request",
@@ -107,19 +108,38 @@ static size_t keep_error_body(rf_http_xfer *x, const char *data, size_t n)
 	return n;
 }
 
+/* A resumed attempt's response carries the version the range's first part
+ * came with; another (or none) starts the range over (resume_stale). */
+static bool resume_version_ok(rf_http_xfer *x)
+{
+	if (x->resumed == 0)
+		return true;
+	char v[sizeof(x->resume_version)];
+	rf_http_validator_make(x->etag, x->etag_bad, x->last_modified, v, sizeof(v));
+	if (!strcmp(v, x->resume_version))
+		return true;
+	x->resume_stale = true;
+	set_problem(x, true,
+	            "the object's version changed after %llu bytes of the range had come: read "
+	            "again from its start",
+	            (unsigned long long)x->resumed);
+	return false;
+}
+
 /* Decides, at the first body byte of a range response, whether it is what was asked. */
 static bool range_body_ok(rf_http_xfer *x)
 {
+	uint64_t rest = x->req.len - x->resumed;
 	if (x->status == 206) {
 		if (!x->body_checked && !x->problem[0])
 			set_problem(x, false, "HTTP 206 without a Content-Range");
-		if (x->body_checked && x->have_content_length && x->content_length != x->req.len)
+		if (x->body_checked && x->have_content_length && x->content_length != rest)
 			set_problem(x, false, "Content-Length %llu for a range of %llu bytes",
 			            (unsigned long long)x->content_length,
-			            (unsigned long long)x->req.len);
-		return !x->problem[0];
+			            (unsigned long long)rest);
+		return !x->problem[0] && resume_version_ok(x);
 	}
-	if (x->status == 200 && x->req.offset == 0 && x->have_content_length &&
+	if (x->status == 200 && x->req.offset == 0 && x->resumed == 0 && x->have_content_length &&
 	    x->content_length == x->req.len)
 		return true; /* the whole object is exactly the range asked */
 	if (x->status == 200)
@@ -140,12 +160,12 @@ size_t rf_xfer_on_write(char *data, size_t size, size_t n, void *userp)
 	if (x->req.kind == RF_HTTP_RANGE) {
 		if (x->got == 0 && !range_body_ok(x))
 			return 0;
-		if (n > x->req.len - x->got) {
+		if (n > x->req.len - x->resumed - x->got) {
 			set_problem(x, false, "body longer than the %llu bytes asked",
-			            (unsigned long long)x->req.len);
+			            (unsigned long long)(x->req.len - x->resumed));
 			return 0; /* never write past the caller's buffer */
 		}
-		memcpy((char *)x->req.buf + x->got, data, n);
+		memcpy((char *)x->req.buf + x->resumed + x->got, data, n);
 		x->got += n;
 		return n;
 	}
@@ -222,9 +242,9 @@ int rf_xfer_judge(rf_http_xfer *x, char *why, size_t cap)
 	}
 	if (x->status < 200 || x->status > 299)
 		return judge_status(x, why, cap);
-	if (r->kind == RF_HTTP_RANGE && x->got != r->len) {
-		snprintf(why, cap, "short body: %llu of %llu bytes", (unsigned long long)x->got,
-		         (unsigned long long)r->len);
+	if (r->kind == RF_HTTP_RANGE && x->resumed + x->got != r->len) {
+		snprintf(why, cap, "short body: %llu of %llu bytes",
+		         (unsigned long long)(x->resumed + x->got), (unsigned long long)r->len);
 		return 0;
 	}
 	if (r->kind == RF_HTTP_HEAD && !x->have_content_length) {

@@ -54,6 +54,9 @@ typedef struct host {
 	uint64_t trouble; /* attempts that failed (retried or not): the hedging switch */
 } host;
 
+/* What an attempt must keep of a cut range to use up no retry (resume_update). */
+#define RF_HTTP_RESUME_PROGRESS_BYTES (64u << 10)
+
 struct rf_http_xfer {
 	rf_http *h;
 	rf_list_node link;     /* in h->queue (QUEUED) or h->done (DONE, until delivered) */
@@ -78,10 +81,19 @@ struct rf_http_xfer {
 	uint32_t error_retries;      /* retries after errors other than throttling */
 	uint32_t throttles;          /* retries after throttling */
 	uint64_t throttle_waited_ms; /* backoff spent riding out throttling */
+	/* A range's bytes kept from earlier attempts whose bodies were cut
+	 * (retryable failures after an accepted start): the next attempt asks
+	 * only for the rest, [offset + resumed, offset + len), and must carry
+	 * the same version (resume_version: the first accepted response's,
+	 * "etag:V" or "last-modified:V"; a range without one is never
+	 * resumed, a changed one starts the range over). */
+	uint64_t resumed;
+	char resume_version[RF_HTTP_VALIDATOR_BYTES_MAX + 16];
+	bool resume_stale; /* this attempt's version is another: start the range over */
 	/* the current attempt's response */
 	CURLcode curl_rc;
 	long status;
-	uint64_t got, content_length, header_bytes;
+	uint64_t got, content_length, header_bytes; /* got: this attempt's body bytes */
 	bool have_content_length, body_checked;
 	char retry_after[48];
 	char etag[RF_HTTP_VALIDATOR_BYTES_MAX + 1]; /* kept when usable (rf_http_validator_value) */

@@ -227,7 +227,7 @@ bool rf_http_xfer_range(const rf_http_xfer *x, uint64_t *first, uint64_t *last)
 {
 	if (x->req.kind != RF_HTTP_RANGE || x->req.len == 0)
 		return false;
-	*first = x->req.offset;
+	*first = x->req.offset + x->resumed; /* < len: a complete range is never asked again */
 	*last = x->req.offset + x->req.len - 1;
 	return true;
 }

@@ -88,6 +88,8 @@ static void remote_counters(void *state, rf_fetch_counters *out)
 	out->bytes += c.bytes;
 	out->host_active_max = RF_MAX(out->host_active_max, c.host_active_max);
 	out->connects += c.connects;
+	out->resumes += c.resumes;
+	out->resumed_bytes += c.resumed_bytes;
 	out->hedges += st->hedges;
 	out->hedges_won += st->hedges_won;
 }

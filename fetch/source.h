@@ -142,6 +142,8 @@ typedef struct rf_fetch_counters {
 	uint64_t bytes;            /* remote body bytes accepted */
 	uint64_t host_active_max;  /* most requests one host had in flight at once */
 	uint64_t connects;         /* connections opened (keep-alive reuses the rest) */
+	uint64_t resumes;          /* retries that asked only for the rest of a cut range */
+	uint64_t resumed_bytes;    /* the bytes they kept instead of fetching them again */
 	uint64_t hedges;           /* duplicate range requests issued for slow reads */
 	uint64_t hedges_won;       /* of which answered first (their bytes delivered) */
 	uint64_t direct_bytes;     /* local bytes read with O_DIRECT */

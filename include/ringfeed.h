@@ -587,6 +587,9 @@ typedef struct rf_stats {
 	uint32_t open_progress_lines; /* "opening shards" lines said on stderr */
 	uint64_t open_reads;          /* its reads (open_fetched_bytes their bytes; a remote
 	                               * .rfs or Parquet shard: one each, most often) */
+	/* remote ranges whose bodies were cut: retries that asked only for the
+	 * rest (same object version), and the bytes they kept */
+	uint64_t fetch_resumes, fetch_resumed_bytes;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -12,10 +12,8 @@
  * little); a remote object's last 8 KiB, which holds the footer and the
  * index of a shard of up to ~330 blocks (pack's default, 256 MiB of 1 MiB
  * blocks, has a 6 KiB index), since a second request costs the store's
- * latency again. No larger: every open would read it, and the HTTP client
- * does not resume a cut body, so on a lossy link a long read fails more
- * often than a short one (a 48 KiB tail failed tests/cli_stress_http.sh's
- * 10%-per-2-KiB resets past ten retries). */
+ * latency again. No larger: every open reads it, and bytes past the index
+ * are fetched for nothing. */
 #define RFS_TAIL_BYTES        4096u
 #define RFS_TAIL_REMOTE_BYTES (8u << 10)
 

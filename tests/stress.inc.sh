@@ -12,10 +12,11 @@
 #   transient, HTTP through rf-faultproxy to nginx: latency, jitter, stalls,
 #     bandwidth cap, resets, cut bodies, alone and together (plus the
 #     injector's corruption and short reads on the remote source)
-#   permanent: a corrupt block on disk (local and HTTP), a 404, retries
-#     exhausted (a block larger than what the proxy lets a connection carry):
-#     exit 1, a message naming shard/URL, block and cause; every record before
-#     the reported stream position delivered (exactly the reference prefix),
+#   HTTP, a block larger than what the proxy lets a connection carry: read
+#     in parts (cut ranges resumed), every record
+#   permanent: a corrupt block on disk (local and HTTP), a 404: exit 1, a
+#     message naming shard/URL, block and cause; every record before the
+#     reported stream position delivered (exactly the reference prefix),
 #     and the failed block's first record at that position's batch.
 # The ASan build runs a smaller dataset. Timing never decides pass/fail.
 declare -F rf_at_exit >/dev/null || . "$src/tests/servers.inc.sh" # rf_at_exit

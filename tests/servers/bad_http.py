@@ -11,6 +11,16 @@ the rest names a file under --root:
   /reset-mid-body/F  headers + half the body, then a TCP RST (SO_LINGER 0),
                      once per (path, Range), then correct
   /reset-always/F    the same, every time
+  /reset-once-versioned/F  every answer with an ETag and a Last-Modified;
+                     a GET whose last byte (path, end of its Range) is asked
+                     for the first time gets headers + half the body, then a
+                     TCP RST: a client that resumes asks for the rest (the
+                     same last byte) and gets it
+  /reset-always-versioned/F  the same, every time
+  /version-change-once/F  as reset-once-versioned, but the cut answer has
+                     ETag "v1" and every other answer ETag "v2" (the object
+                     changed between the cut and the rest: the rest must not
+                     be joined to the cut part)
   /flip-once-versioned/F  as flip-once, every answer with an ETag and a
                      Last-Modified (a cache keeps the object: the damaged
                      answer must not stay in it)
@@ -84,12 +94,15 @@ VALIDATOR_HEADERS = {  # the validator modes: correct answers with these headers
     "last-modified": {"Last-Modified": LAST_MODIFIED},
 }
 VERSIONED = {"ETag": '"flip-once-v1"', "Last-Modified": LAST_MODIFIED}
+RESUMABLE = {"ETag": '"resume-v1"', "Last-Modified": LAST_MODIFIED}
+CHANGED = {"ETag": '"resume-v2"', "Last-Modified": "Wed, 02 Dec 2026 12:00:00 GMT"}
 
 
 class Counters:
     def __init__(self):
         self.lock = threading.Lock()
         self.seen = {}  # (path, range) -> times asked
+        self.ends = set()  # (path, last byte asked): the resume modes
         self.per_path = {}
         self.first_at = {}  # path -> time of its first request (the -for-N modes)
         self.total = 0  # every counted request (the slow-every mode)
@@ -106,6 +119,14 @@ class Counters:
             st["requests"] += 1
             self.total += 1
             return self.seen[k] == 1, st["requests"], self.total
+
+    def first_end(self, path, end):
+        """True the first time a range ending at byte end of path is asked."""
+        with self.lock:
+            if (path, end) in self.ends:
+                return False
+            self.ends.add((path, end))
+            return True
 
     def first_time(self, path, rng):
         """Counts a request; True the first time (path, rng) is asked."""
@@ -137,6 +158,7 @@ class Counters:
     def reset(self):
         with self.lock:
             self.seen.clear()
+            self.ends.clear()
             self.per_path.clear()
             self.first_at.clear()
             self.total = 0
@@ -291,6 +313,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.correct(path, size, head, VALIDATOR_HEADERS[mode])
         if mode == "flip-once-versioned" and head:
             return self.correct(path, size, head, VERSIONED)
+        if mode in ("reset-once-versioned", "reset-always-versioned", "version-change-once"):
+            return self.resumable(raw, path, size, head, mode)
         if mode == "ok" or head and mode != "huge-length":
             return self.correct(path, size, head)
         body_modes = {
@@ -341,6 +365,20 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.server.stop.wait(self.server.stall_s)
         self.hang_up(reset=(how == "reset"))
+
+    def resumable(self, raw, path, size, head, mode):
+        """The resume modes: a versioned object whose answers are cut."""
+        changes = mode == "version-change-once"
+        r = None if head else self.wanted_range(size)
+        cut = r is not None and r[2] > r[1]
+        cut = cut and (mode == "reset-always-versioned" or self.server.counters.first_end(raw, r[2]))
+        if not cut:
+            return self.correct(path, size, head, CHANGED if changes else RESUMABLE)
+        self.server.counters.fault(raw)
+        status, start, end = r
+        self.send_head(status, start, end, size, extra=RESUMABLE)
+        self.send_body(path, start, (end - start + 1) // 2)
+        self.hang_up(reset=True)
 
     def flipped(self, raw, path, size, misbehave, extra=None):
         r = self.wanted_range(size)

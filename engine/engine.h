@@ -253,6 +253,9 @@ typedef struct rf_engine {
 	struct rf_hostbudget *host; /* host_budget > 0: shared with the host's loaders */
 	rf_loop *loop;              /* the loop thread's */
 	rf_fetch *fetch;            /* the loop thread's */
+	/* fetch, while it lives (published under mu): the stats read its data
+	 * cache's counters at once (rf_fetch_cache_counters_get) */
+	rf_fetch *fetch_shown RF_GUARDED_BY(rf_engine_mu);
 	rf_dio *dio;            /* direct_io: read buffers registered with the ring (loop thread) */
 	struct rf_control *ctl; /* the depth controller (control.c) */
 	struct rf_mixst *mixst; /* a mixture's figures (mixstats.c), NULL without one */

@@ -21,17 +21,14 @@ static void rf_latency_add(rf_engine *e, uint64_t ns) RF_REQUIRES(rf_engine_mu)
 	e->st->lat_count++;
 }
 
-static void rf_on_read(void *arg, int64_t res, const char *msg)
+/* Publishes the fetch layer's counters (loop-thread data) to the stats,
+ * at every read's end: a block's read and a unit's re-read alike (the last
+ * reads of a run are often re-reads; counting only the first kind left
+ * their retries and the data cache's re-reads out of the final stats). */
+static void rf_sched_counters(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 {
-	rf_read *rd = arg;
-	rf_engine *e = rd->e;
-	rf_engine_lock(e);
-	e->sched->reads_inflight--;
-	uint64_t took = rf_now_ns() - rd->t_issue_ns;
-	rf_latency_add(e, took);
-	rf_control_note_fetch(e, rd->shard, took);
-	rf_mixst_fetch(e, rd->shard, took);
-	rf_fetch_counters fc; /* loop-thread data, published under the lock */
+	RF_MU_HELD(e);
+	rf_fetch_counters fc;
 	rf_fetch_counters_get(e->fetch, &fc);
 	e->st->fetch_retries = fc.retries;
 	e->st->fetch_hedges = fc.hedges;
@@ -44,6 +41,19 @@ static void rf_on_read(void *arg, int64_t res, const char *msg)
 	e->st->fixed_bytes = fc.fixed_bytes;
 	e->st->register_refused = fc.register_refused;
 	e->st->cache = fc;
+}
+
+static void rf_on_read(void *arg, int64_t res, const char *msg)
+{
+	rf_read *rd = arg;
+	rf_engine *e = rd->e;
+	rf_engine_lock(e);
+	e->sched->reads_inflight--;
+	uint64_t took = rf_now_ns() - rd->t_issue_ns;
+	rf_latency_add(e, took);
+	rf_control_note_fetch(e, rd->shard, took);
+	rf_mixst_fetch(e, rd->shard, took);
+	rf_sched_counters(e);
 	if (res < 0) {
 		e->st->fetch_errors++;
 		for (uint32_t i = 0; i < rd->units; i++) {
@@ -80,6 +90,7 @@ static void rf_on_reread(void *arg, int64_t res, const char *msg)
 	rf_engine *e = rd->e;
 	rf_engine_lock(e);
 	e->sched->reads_inflight--;
+	rf_sched_counters(e);
 	if (res < 0) {
 		char m[RF_ERROR_MSG_BYTES];
 		if (u->sub == RF_SUB_MORE)
@@ -593,6 +604,11 @@ static void rf_sched_teardown(rf_engine *e)
 		e->shards[i].src = NULL;
 	}
 	rf_dio_stop(e);
+	rf_engine_lock(e);
+	if (e->fetch)
+		rf_sched_counters(e); /* the last figures, the cache's before it stops */
+	e->fetch_shown = NULL;
+	rf_engine_unlock(e);
 	rf_fetch_free(e->fetch);
 	e->fetch = NULL;
 	rf_engine_lock(e);
@@ -620,6 +636,9 @@ void *rf_sched_main(void *arg)
 	rf_engine_unlock(e);
 	if (rc == 0)
 		rc = rf_fetch_new(e->loop, &fo, &e->fetch, &err);
+	rf_engine_lock(e);
+	e->fetch_shown = e->fetch;
+	rf_engine_unlock(e);
 	bool loop_failed = rc < 0;
 	if (!loop_failed)
 		rc = rf_open_phase(e);

@@ -26,11 +26,18 @@ static void rf_latency_stats(double *v, size_t n, rf_stats *s)
 	s->fetch_latency_max_ms = v[n - 1];
 }
 
-/* The data cache's counters, as the last read saw them. mu held. */
+/* The data cache's counters. mu held. */
 static void rf_stats_data_cache(rf_engine *e, rf_stats *s) RF_REQUIRES(rf_engine_mu)
 {
 	RF_MU_HELD(e);
+	/* the cache's own counters now, not as of the last read's end: its
+	 * writer thread may have turned it off since */
+	rf_fetch_counters now;
 	const rf_fetch_counters *c = &e->st->cache;
+	if (e->fetch_shown) {
+		rf_fetch_cache_counters_get(e->fetch_shown, &now);
+		c = &now;
+	}
 	s->data_cache_hits = c->cache_hits;
 	s->data_cache_misses = c->cache_misses;
 	s->data_cache_hit_bytes = c->cache_hit_bytes;

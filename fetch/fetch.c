@@ -161,6 +161,13 @@ void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out)
 		rf_cache_layer->counters_add(f->cache, out);
 }
 
+void rf_fetch_cache_counters_get(const rf_fetch *f, rf_fetch_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (f->cache)
+		rf_cache_layer->counters_add(f->cache, out);
+}
+
 void rf_fetch_connections_set(rf_fetch *f, uint32_t per_host)
 {
 	f->opt.connections = RF_MAX(per_host, 1u);

@@ -176,6 +176,10 @@ typedef struct rf_fetch_counters {
 	char cache_off[160];               /* "" or why the cache (or its writing) is off */
 } rf_fetch_counters;
 void rf_fetch_counters_get(const rf_fetch *f, rf_fetch_counters *out);
+/* Only the data cache's counters (cache_*, the rest zero): from any thread
+ * (the cache's own lock), so a snapshot sees what its writer thread did
+ * after the last read's callback (a write that turned it off). */
+void rf_fetch_cache_counters_get(const rf_fetch *f, rf_fetch_counters *out);
 const rf_fetch_options *rf_fetch_opts(const rf_fetch *f);
 /* The per-host connection limit (options.connections) from now on, for the
  * kinds started and those started later: the engine's open phase raises it

@@ -295,8 +295,7 @@ static uint64_t resume_update(rf_http_xfer *x)
 		h->counters.resumed_bytes += x->got;
 		h->counters.bytes += x->got;
 	}
-	if (x->got >= RF_HTTP_RESUME_PROGRESS_BYTES && x->error_retries > 0)
-		x->error_retries--;
+	x->retry_free = x->got >= RF_HTTP_RESUME_PROGRESS_BYTES;
 	if (h->trace)
 		fprintf(stderr, "http: %s: %llu bytes of the range kept, the rest from byte %llu\n",
 		        x->name, (unsigned long long)x->resumed,

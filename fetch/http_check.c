@@ -296,13 +296,16 @@ int64_t rf_xfer_retry_delay_ms(rf_http_xfer *x, char *why, size_t cap)
 	uint32_t retries_max = x->req.retries > 0   ? (uint32_t)x->req.retries
 	                       : x->req.retries < 0 ? 0
 	                                            : h->opt.retries;
-	if (x->error_retries >= retries_max) {
+	/* bounded: each kept 64 KiB more of a finite range; none where no retry is allowed */
+	bool free = x->retry_free && retries_max > 0;
+	x->retry_free = false;
+	if (!free && x->error_retries >= retries_max) {
 		snprintf(why + n, cap - n, ", retries exhausted");
 		return -1;
 	}
 	int64_t ms = (int64_t)rf_http_backoff_ms(x->error_retries, h->backoff_base_ms,
 	                                         h->backoff_cap_ms, &h->rng);
-	x->error_retries++;
+	x->error_retries += !free;
 	return RF_MAX(ms, ra);
 }
 

@@ -90,6 +90,7 @@ struct rf_http_xfer {
 	uint64_t resumed;
 	char resume_version[RF_HTTP_VALIDATOR_BYTES_MAX + 16];
 	bool resume_stale; /* this attempt's version is another: start the range over */
+	bool retry_free;   /* this attempt kept enough to use up no retry (resume_update) */
 	/* the current attempt's response */
 	CURLcode curl_rc;
 	long status;

@@ -82,7 +82,8 @@
 	  "an open past 2 s says how far it got on stderr every 2 s and when it ends (0: silent; " \
 	  "the stats keep the figures)")                                                           \
 	X(retries, U32, "5", 0, 100,                                                               \
-	  "retries per request after errors other than throttling (throttle_wait bounds those)")   \
+	  "retries per request after errors other than throttling (throttle_wait bounds those); "  \
+	  "an attempt that kept 64 KiB of a cut range uses none (the rest is asked)")              \
 	X(throttle_wait, SECONDS, "20s", 1000000ull, 3600000000000ull,                             \
 	  "HTTP/S3: backoff a request may spend in total riding out throttling (429, 503 "         \
 	  "SlowDown) before it fails; retries counts the other errors")                            \

@@ -119,6 +119,9 @@ open_bytes=$(grep -o '"open_fetched_bytes": *[0-9]*' "$tmp/idx.json" | grep -o '
 # 128 KiB of Azurite's answers, so each shard's block range is cut; the
 # retry asks for the rest, signed (Shared Key covers x-ms-range) for the rest
 # it asks: Azurite verifies that signature and the read ends with the digest
+# (no attempt brings a whole block: without resuming it fails at any
+# --retries; those given are generous, as an attempt that meets a connection
+# far into its 128 KiB keeps little and uses one)
 if [ -x "$build/rf-faultproxy" ]; then
 	"$build/rf-faultproxy" --listen 127.0.0.1:0 --to "127.0.0.1:$port" --reset 1 --unit 256KiB \
 		>"$tmp/proxy.out" 2>"$tmp/proxy.err" &
@@ -130,7 +133,7 @@ if [ -x "$build/rf-faultproxy" ]; then
 	pport=$(sed -n 's/^listening 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/proxy.out")
 	got=$(AZURE_STORAGE_ACCOUNT=$acct AZURE_STORAGE_KEY=$key \
 		AZURE_STORAGE_BLOB_ENDPOINT=http://127.0.0.1:$pport/$acct \
-		read_az --cache off --retries 2 --stats "$tmp/cut.json" "$url")
+		read_az --cache off --retries 10 --stats "$tmp/cut.json" "$url")
 	kill "$ppid_" 2>/dev/null
 	wait "$ppid_" 2>/dev/null
 	n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fetch_resumes"])' "$tmp/cut.json" 2>/dev/null)

@@ -569,6 +569,38 @@ static void test_bad_retried(void **state)
 	assert_true(after.errors - before.errors == 2);
 }
 
+/* Cut range bodies resumed (bad_http's short-*-versioned: exactly half of
+ * each answer's body, then an orderly close, with an ETag): the retry asks
+ * for the rest only; an attempt that kept 64 KiB or more uses up no retry. */
+static void test_bad_resumed(void **state)
+{
+	(void)state;
+	done d;
+	long n = 0;
+	rf_fetch_counters before, after;
+	rf_fetch_counters_get(E.fetch, &before);
+	/* cut at its half once, then the rest: the bytes checked by bad_read */
+	assert_int_equal(bad_read("short-once-versioned", 1000, 300000, &d, &n), 300000);
+	assert_int_equal(n, 2);
+	rf_fetch_counters_get(E.fetch, &after);
+	assert_int_equal(after.resumes - before.resumes, 1);
+	assert_int_equal(after.resumed_bytes - before.resumed_bytes, 150000);
+	assert_int_equal(after.retries - before.retries, 1);
+	/* cut at the half of what is left, every time: the attempts keeping
+	 * 480000, 240000 and 120000 bytes use no retry, those keeping 60000,
+	 * 30000 and 15000 use the 3 (retries = 3), the 7th's cut ends it */
+	before = after;
+	int64_t res = bad_read("short-always-versioned", 0, 960000, &d, &n);
+	rf_fetch_counters_get(E.fetch, &after);
+	if (res != -EIO || !strstr(d.msg, "retries exhausted") || !strstr(d.msg, "7 attempts") ||
+	    n != 7)
+		fail_msg("short-always-versioned: res %lld, %ld requests, '%s'", (long long)res, n,
+		         d.msg);
+	assert_int_equal(after.resumes - before.resumes, 6);
+	assert_int_equal(after.resumed_bytes - before.resumed_bytes,
+	                 480000 + 240000 + 120000 + 60000 + 30000 + 15000 + 7500);
+}
+
 static void test_bad_stall(void **state)
 {
 	(void)state;
@@ -711,6 +743,7 @@ int main(void)
 	    cmocka_unit_test(test_sigv4),
 	    cmocka_unit_test(test_bad_no_retry),
 	    cmocka_unit_test(test_bad_retried),
+	    cmocka_unit_test(test_bad_resumed),
 	    cmocka_unit_test(test_bad_stall),
 	    cmocka_unit_test(test_validator_servers),
 	    cmocka_unit_test(test_validator_hostile),

@@ -17,6 +17,9 @@ the rest names a file under --root:
                      TCP RST: a client that resumes asks for the rest (the
                      same last byte) and gets it
   /reset-always-versioned/F  the same, every time
+  /short-once-versioned/F, /short-always-versioned/F  the same two, but
+                     the half body ends with an orderly close (FIN), so the
+                     client gets exactly half of what it asked
   /version-change-once/F  as reset-once-versioned, but the cut answer has
                      ETag "v1" and every other answer ETag "v2" (the object
                      changed between the cut and the rest: the rest must not
@@ -313,7 +316,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.correct(path, size, head, VALIDATOR_HEADERS[mode])
         if mode == "flip-once-versioned" and head:
             return self.correct(path, size, head, VERSIONED)
-        if mode in ("reset-once-versioned", "reset-always-versioned", "version-change-once"):
+        if mode in (
+            "reset-once-versioned",
+            "reset-always-versioned",
+            "short-once-versioned",
+            "short-always-versioned",
+            "version-change-once",
+        ):
             return self.resumable(raw, path, size, head, mode)
         if mode == "ok" or head and mode != "huge-length":
             return self.correct(path, size, head)
@@ -371,14 +380,15 @@ class Handler(BaseHTTPRequestHandler):
         changes = mode == "version-change-once"
         r = None if head else self.wanted_range(size)
         cut = r is not None and r[2] > r[1]
-        cut = cut and (mode == "reset-always-versioned" or self.server.counters.first_end(raw, r[2]))
+        always = mode.endswith("-always-versioned")
+        cut = cut and (always or self.server.counters.first_end(raw, r[2]))
         if not cut:
             return self.correct(path, size, head, CHANGED if changes else RESUMABLE)
         self.server.counters.fault(raw)
         status, start, end = r
         self.send_head(status, start, end, size, extra=RESUMABLE)
         self.send_body(path, start, (end - start + 1) // 2)
-        self.hang_up(reset=True)
+        self.hang_up(reset=not mode.startswith("short-"))
 
     def flipped(self, raw, path, size, misbehave, extra=None):
         r = self.wanted_range(size)

@@ -269,25 +269,24 @@ static void step_admit(rf_http_xfer *x)
  * attempt that found another version starts the range over). An attempt
  * that kept at least RF_HTTP_RESUME_PROGRESS_BYTES uses up no retry (a long
  * read on a link that cuts bodies still ends; the retries still bound the
- * attempts that make no progress, and the range's length the others).
- * Returns the bytes kept. */
-static uint64_t resume_update(rf_http_xfer *x)
+ * attempts that make no progress, and the range's length the others). */
+static void resume_update(rf_http_xfer *x)
 {
 	rf_http *h = x->h;
 	if (x->req.kind != RF_HTTP_RANGE)
-		return 0;
+		return;
 	if (x->resume_stale) {
 		x->resumed = 0;
 		x->resume_version[0] = '\0';
 		x->resume_stale = false;
-		return 0;
+		return;
 	}
 	if (x->got == 0 || x->status < 200 || x->status > 299 || x->resumed + x->got >= x->req.len)
-		return 0;
+		return;
 	char v[sizeof(x->resume_version)];
 	rf_http_validator_make(x->etag, x->etag_bad, x->last_modified, v, sizeof(v));
 	if (!v[0])
-		return 0; /* no version: the rest could come from another one */
+		return; /* no version: the rest could come from another one */
 	if (x->resumed == 0)
 		memcpy(x->resume_version, v, sizeof(v));
 	x->resumed += x->got;
@@ -300,7 +299,6 @@ static uint64_t resume_update(rf_http_xfer *x)
 		fprintf(stderr, "http: %s: %llu bytes of the range kept, the rest from byte %llu\n",
 		        x->name, (unsigned long long)x->resumed,
 		        (unsigned long long)(x->req.offset + x->resumed));
-	return x->got;
 }
 
 static void step_finished(rf_http_xfer *x)

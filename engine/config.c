@@ -114,9 +114,13 @@ static int rf_option_parse(const rf_option *o, const char *value, uint64_t *out,
 			return rf_fail(err, -EINVAL, "option %s: '%s' is not a boolean (use 0/1)",
 			               o->name, value);
 		return 0;
-	case RF_T_BYTES:
-		RF_TRY(rf_parse_bytes(value, out, err));
+	case RF_T_BYTES: {
+		rf_error why = {0}; /* its words, after the option's name */
+		rc = rf_parse_bytes(value, out, &why);
+		if (rc < 0)
+			return rf_fail(err, rc, "option %s: %s", o->name, why.msg);
 		break;
+	}
 	case RF_T_SECONDS:
 		if (rf_parse_seconds(value, out) < 0)
 			return rf_fail(err, -EINVAL,
@@ -186,8 +190,12 @@ static int rf_config_set_index(rf_config *cfg, size_t i, const char *value, rf_e
 	if (i == RF_CFG_cache_dir && value[0] && value[0] != '/')
 		return rf_fail(err, -EINVAL, "option cache_dir: '%.60s' is not an absolute path",
 		               value);
-	if (i == RF_CFG_host_budget_name)
-		RF_TRY(rf_hostbudget_name_check(value, err));
+	if (i == RF_CFG_host_budget_name) {
+		rf_error why = {0};
+		int rc = rf_hostbudget_name_check(value, &why);
+		if (rc < 0)
+			return rf_fail(err, rc, "option %s: %s", o->name, why.msg);
+	}
 	uint32_t mode;
 	if (i == RF_CFG_direct_io)
 		RF_TRY(rf_direct_io_parse(value, &mode, err));

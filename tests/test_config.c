@@ -50,6 +50,15 @@ static void test_values(void **state)
 	assert_int_equal(rf_config_set(c, "depth", "-1", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", "", &err), -EINVAL);
 	assert_int_equal(rf_config_set(c, "depth", " 8", &err), -EINVAL);
+	/* every refusal names its option: sizes and the host budget's name
+	 * too (they said only "bad size '8MiB9'", "host budget name ...") */
+	const char *bad_size[] = {"8MiB9", "", "-1", "99999999999TiB", "1.5"};
+	for (size_t i = 0; i < RF_ARRAY_LEN(bad_size); i++) {
+		assert_true(rf_config_set(c, "request_size", bad_size[i], &err) < 0);
+		assert_non_null(strstr(err.msg, "option request_size: "));
+	}
+	assert_true(rf_config_set(c, "host_budget_name", ".hidden", &err) < 0);
+	assert_non_null(strstr(err.msg, "option host_budget_name: "));
 	assert_int_equal(rf_cfg(c, RF_CFG_depth), 64);             /* unchanged by the failures */
 	assert_int_equal(rf_config_set(c, "depth", "0", &err), 0); /* back to automatic */
 	assert_int_equal(rf_config_set(c, "depth", "64", &err), 0);

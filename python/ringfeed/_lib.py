@@ -331,3 +331,13 @@ def config_keys():
         text = text.decode("utf-8", "replace")
         out[name.decode()] = text[: -len(" (default: )")] if text.endswith(" (default: )") else text
     return out
+
+
+def no_nul(what, text):
+    """text, refused when it holds a NUL: the engine takes C strings, which
+    would end there and drop the rest silently (Python's own open() refuses
+    such names too)."""
+    if "\0" in text:
+        # the text itself is not shown: it may be a secret (s3_secret_key=...)
+        raise ValueError(f"{what}: embedded null character at index {text.index(chr(0))}")
+    return text

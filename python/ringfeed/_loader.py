@@ -510,19 +510,23 @@ class Batch:
 
 
 def _config_value(key, value):
+    _lib.no_nul("ringfeed: option name", key)
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, (int, float, str)):
+    if isinstance(value, (int, float)):
         return str(value)
+    if isinstance(value, str):
+        return _lib.no_nul(f"ringfeed option {key}", value)
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return _lib.no_nul(f"ringfeed option {key}", os.fsdecode(os.fspath(value)))
     raise TypeError(f"ringfeed option {key}: cannot pass a {type(value).__name__}")
 
 
 def _urls(urls):
     if isinstance(urls, (str, bytes, os.PathLike)):
         urls = [urls]
-    out = [os.fsdecode(u) if not isinstance(u, str) else u for u in urls]
+    out = [_lib.no_nul("ringfeed: URL", os.fsdecode(u) if not isinstance(u, str) else u)
+           for u in urls]
     if not out:
         raise ValueError("ringfeed.Loader: no shard URL given")
     return out
@@ -543,7 +547,7 @@ def _weight_text(i, weight):
     naming the source."""
     what = f"sources[{i}]'s weight {weight!r}"
     if isinstance(weight, str):
-        return weight
+        return _lib.no_nul(f"ringfeed: sources[{i}]'s weight", weight)
     if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
         raise TypeError(f"{what}: a weight is a number or a str such as '0.25', "
                         f"not a {type(weight).__name__}")

@@ -15,6 +15,9 @@ def write_shard(path, records, block_bytes=0, level=0, metadata=None, threads=0)
     blocks in that many threads (the same bytes either way). Returns a dict of the
     summary (file_bytes, records, blocks, decoded_bytes, payload_bytes).
     On an error the partial file is removed and ringfeed.Error raised."""
+    _lib.no_nul("write_shard: path", os.fsdecode(os.fspath(path)))
+    if metadata is not None:
+        _lib.no_nul("write_shard: metadata", metadata)
     lib = _lib.lib()
     opt = _lib.rf_writer_options(int(block_bytes), int(level),
                                  metadata.encode() if metadata is not None else None,

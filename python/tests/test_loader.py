@@ -240,3 +240,36 @@ def test_library_found_beside_the_package_first(tmp_path):
     os.unlink(pkg / "libringfeed.so")  # next: the build tree above the package
     assert _library_path_in(tmp_path) == str(tmp_path / "build" / "libringfeed.so")
     assert _library_path_in(tmp_path, env_lib=ringfeed.library_path()) == ringfeed.library_path()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"budget": "1GiB\0x"},           # the engine saw "1GiB" and dropped the rest
+    {"index_cache": "/tmp\0/x"},
+    {"batch\0x": 4},                 # the engine saw the option "batch"
+])
+def test_a_nul_in_an_option_is_refused_not_cut(dataset, kwargs):
+    with pytest.raises(ValueError) as e:
+        loader(dataset, **kwargs)
+    assert "embedded null character" in str(e.value)
+
+
+def test_a_nul_in_a_url_or_weight_is_refused_not_cut(dataset):
+    with pytest.raises(ValueError) as e:
+        ringfeed.Loader(str(dataset.manifest) + "\0/elsewhere")
+    assert "URL" in str(e.value) and "embedded null character" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        ringfeed.Loader(sources=[(str(dataset.manifest), "0.5\x009")])
+    assert "weight" in str(e.value) and "embedded null character" in str(e.value)
+
+
+def test_a_nul_in_a_secret_is_refused_without_showing_it(dataset):
+    with pytest.raises(ValueError) as e:
+        loader(dataset, s3_secret_key="wJalrXUtnFEMI\0K7MDENG")
+    assert "embedded null character" in str(e.value) and "wJalr" not in str(e.value)
+
+
+def test_write_shard_refuses_a_nul_in_its_path(tmp_path):
+    with pytest.raises(ValueError) as e:
+        ringfeed.write_shard(str(tmp_path / "a.rfs") + "\0b", [b"x"])
+    assert "embedded null character" in str(e.value)
+    assert not (tmp_path / "a.rfs").exists()  # it wrote a.rfs before

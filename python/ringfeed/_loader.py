@@ -823,7 +823,12 @@ class Loader:
                 f"ringfeed state: version {sd.get('version')!r}, this binding reads "
                 f"{STATE_VERSION}"
             )
-        return bytes(sd["state"])
+        st = sd["state"]
+        if not isinstance(st, (bytes, bytearray, memoryview)):
+            # bytes(5) would be five zero bytes, bytes("abc") a TypeError
+            raise ValueError(f"ringfeed state: 'state' holds a {type(st).__name__}, "
+                             "expected the bytes state_dict() returned")
+        return bytes(st)
 
     def load_state_dict(self, sd: dict | bytes) -> None:
         """Repositions the stream at a saved state: closes the engine (see

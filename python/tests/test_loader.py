@@ -112,6 +112,10 @@ def test_state_from_other_config_or_version_is_refused(dataset):
             next(R)
     with pytest.raises(ValueError):
         loader(dataset, resume={"version": 99, "state": sd["state"]})
+    for bad in (5, "abc", None, [1]):  # not bytes: refused by what it is
+        with pytest.raises(ValueError) as e:
+            loader(dataset, resume={"version": sd["version"], "state": bad})
+        assert "'state' holds a" in str(e.value)
 
 
 def test_two_ranks_disjoint_and_complete(dataset):

@@ -332,7 +332,8 @@ int rf_config_add_url(rf_config *cfg, const char *url, rf_error *err);
  * (option "mixture" reads sources from a file instead). */
 int rf_config_add_source(rf_config *cfg, const char *weight, rf_error *err);
 int rf_config_set_allocator(rf_config *cfg, const rf_allocator *alloc);
-/* Resume from a state produced by rf_state_save (copied). A state saved by
+/* Resume from a state produced by rf_state_save (copied; state NULL: no
+ * resume, undoing an earlier call). A state saved by
  * any rank resumes every rank of the job, on the same or another world size
  * and batch size (another world re-splits what no rank had taken); one saved
  * under another dataset (another shape, other shard names, or other

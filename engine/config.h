@@ -165,7 +165,11 @@
 	X(cache_bytes, BYTES, "16GiB", 1ull << 20, 1ull << 50,                                     \
 	  "the data cache's bound, host-wide: least recently used objects not in use are "         \
 	  "evicted; a dataset larger than it caches a stable subset of ranges (by hash), "         \
-	  "capacity / dataset size of them; the disk keeps 5% free")
+	  "capacity / dataset size of them; the disk keeps 5% free")                               \
+	X(verify_jobs, U32, "0", 0, 64,                                                            \
+	  "ringfeed verify (rf_verify_shards): shards verified at once, each with its own "        \
+	  "connections; results still come in shard order (0: the CPUs this process may use, at "  \
+	  "least 8 when a shard is remote: its reads wait on the store)")
 
 typedef enum rf_config_key {
 #define RF_CONFIG_ENUM(name, type, def, lo, hi, help) RF_CFG_##name,

@@ -9,6 +9,7 @@
 #include "url.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -294,26 +295,281 @@ static int rf_verify_one(rf_vsrc *v, const rf_shard_ref *ref,
 	return rc;
 }
 
+/* ------------------------------------------- many shards at once
+ *
+ * rf_verify_shards runs `verify_jobs` workers, each with its own loop and
+ * fetch layer (its own connections), taking shards in order; a worker keeps
+ * what a shard reported and the caller's thread hands it on (report, then
+ * done) in shard order, so the output is the serial walk's whatever the
+ * timing. Bounds: a worker takes shard i only while i is fewer than
+ * RF_VERIFY_AHEAD x jobs past the oldest not handed on, and a shard keeps
+ * at most RF_VERIFY_HELD_BYTES of messages (the rest are counted, and said
+ * in one message). One job is the serial walk, reports streamed as found. */
+
+#define RF_VERIFY_AHEAD      4u
+#define RF_VERIFY_HELD_BYTES (4u << 20)
+
+typedef struct rf_vres {
+	bool done;
+	int rc;
+	rf_error e;
+	char **msg; /* reported messages, in order */
+	int *code;
+	uint32_t n, cap;
+	uint64_t held, dropped; /* bytes of msg; reports not kept */
+} rf_vres;
+
+typedef struct rf_vjob {
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a result is in, a slot is free, setup is done */
+	const rf_config *cfg;
+	const rf_shard_ref *refs;
+	size_t n, next, emitted, window;
+	uint32_t max_reports, jobs, ready;
+	rf_vres *res; /* window slots: shard i in slot i % window */
+	int setup_rc;
+	rf_error setup_err;
+	bool go, stop;
+} rf_vjob;
+
+typedef struct rf_vworker {
+	rf_vjob *j;
+	rf_vres *cur; /* the result being filled (its slot) */
+	pthread_t tid;
+	bool started;
+} rf_vworker;
+
+static void rf_vres_clear(rf_vres *r)
+{
+	for (uint32_t i = 0; i < r->n; i++)
+		free(r->msg[i]);
+	free(r->msg);
+	free(r->code);
+	*r = (rf_vres){0};
+}
+
+/* A worker's report callback: the message kept (within the bound). */
+static void rf_vworker_report(void *ctx, const rf_error *e)
+{
+	rf_vworker *w = ctx;
+	rf_vres *r = w->cur;
+	size_t len = strlen(e->msg) + 1;
+	if (r->held + len > RF_VERIFY_HELD_BYTES) {
+		r->dropped++;
+		return;
+	}
+	if (r->n == r->cap) {
+		uint32_t cap = r->cap ? r->cap * 2 : 8;
+		char **m = realloc(r->msg, cap * sizeof(*m));
+		if (m)
+			r->msg = m;
+		int *c = m ? realloc(r->code, cap * sizeof(*c)) : NULL;
+		if (c)
+			r->code = c;
+		if (!m || !c) {
+			r->dropped++;
+			return;
+		}
+		r->cap = cap;
+	}
+	char *copy = strdup(e->msg);
+	if (!copy) {
+		r->dropped++;
+		return;
+	}
+	r->msg[r->n] = copy;
+	r->code[r->n++] = e->code;
+	r->held += len;
+}
+
+static void *rf_vworker_main(void *arg)
+{
+	rf_vworker *w = arg;
+	rf_vjob *j = w->j;
+	rf_vsrc v = {0};
+	rf_error e = {0};
+	int rc = rf_verify_setup(&v, j->cfg, &e);
+	if (rc == 0)
+		rc = rf_verify_src_opts(&v, j->cfg, &e);
+	pthread_mutex_lock(&j->mu);
+	if (rc < 0 && j->setup_rc == 0) {
+		j->setup_rc = rc;
+		j->setup_err = e;
+	}
+	j->ready++;
+	pthread_cond_broadcast(&j->cv);
+	while (!j->go && !j->stop)
+		pthread_cond_wait(&j->cv, &j->mu);
+	while (rc == 0 && !j->stop) {
+		while (!j->stop && j->next < j->n && j->next >= j->emitted + j->window)
+			pthread_cond_wait(&j->cv, &j->mu); /* far enough ahead: wait */
+		if (j->stop || j->next >= j->n)
+			break;
+		size_t i = j->next++;
+		w->cur = &j->res[i % j->window];
+		pthread_mutex_unlock(&j->mu);
+		rf_vres *r = w->cur;
+		const rf_shard_ref *ref = &j->refs[i];
+		r->rc = ref->url
+		            ? rf_verify_one(&v, ref, rf_vworker_report, w, j->max_reports, &r->e)
+		            : rf_fail(&r->e, -EINVAL, "shard %zu: no url", i);
+		pthread_mutex_lock(&j->mu);
+		r->done = true;
+		pthread_cond_broadcast(&j->cv);
+	}
+	pthread_mutex_unlock(&j->mu);
+	rf_verify_teardown(&v);
+	return NULL;
+}
+
+/* Workers for n shards: verify_jobs, or the CPUs this process may use (at
+ * least 8 when a shard is remote), never more than the shards. */
+static uint32_t rf_verify_jobs(const rf_config *cfg, const rf_shard_ref *refs, size_t n)
+{
+	uint32_t jobs = (uint32_t)rf_cfg(cfg, RF_CFG_verify_jobs);
+	if (jobs == 0) {
+		rf_node_limits node;
+		rf_node_limits_read("", &node);
+		jobs = RF_MAX(1u, rf_node_cpus(&node));
+		for (size_t i = 0; i < n && jobs < 8; i++)
+			if (refs[i].url && strstr(refs[i].url, "://") &&
+			    strncmp(refs[i].url, "file://", 7) != 0)
+				jobs = 8;
+	}
+	jobs = RF_MIN(jobs, 64u);
+	return (uint32_t)RF_MAX(1, RF_MIN((size_t)jobs, n));
+}
+
+/* One job: the serial walk, reports streamed as found. */
+static int rf_verify_serial(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                            void (*report)(void *ctx, const rf_error *e),
+                            void (*done)(void *ctx, size_t i, int rc), void *ctx,
+                            uint32_t max_reports, rf_error *first)
+{
+	rf_error e = {0};
+	rf_vsrc v = {0};
+	int rc = rf_verify_setup(&v, cfg, first);
+	if (rc == 0)
+		rc = rf_verify_src_opts(&v, cfg, first);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int r = refs[i].url ? rf_verify_one(&v, &refs[i], report, ctx, max_reports, &e)
+		                    : rf_fail(&e, -EINVAL, "shard %zu: no url", i);
+		if (r < 0 && first->code == 0)
+			*first = e;
+		if (done)
+			done(ctx, i, r);
+	}
+	rf_verify_teardown(&v);
+	return rc;
+}
+
+/* Hands shard i's result on (the caller's thread, in order). */
+static void rf_verify_emit(rf_vres *r, size_t i, const rf_shard_ref *ref,
+                           void (*report)(void *ctx, const rf_error *e),
+                           void (*done)(void *ctx, size_t i, int rc), void *ctx, rf_error *first)
+{
+	for (uint32_t k = 0; report && k < r->n; k++) {
+		rf_error e = {.code = r->code[k]};
+		snprintf(e.msg, sizeof(e.msg), "%s", r->msg[k]);
+		report(ctx, &e);
+	}
+	if (report && r->dropped) {
+		rf_error e = {.code = r->rc < 0 ? r->rc : RF_E_CORRUPT};
+		snprintf(e.msg, sizeof(e.msg),
+		         "shard %s: %llu more problems not shown (more than %u bytes of messages "
+		         "while earlier shards were verified)",
+		         ref->name ? ref->name : "?", (unsigned long long)r->dropped,
+		         RF_VERIFY_HELD_BYTES);
+		report(ctx, &e);
+	}
+	if (r->rc < 0 && first->code == 0)
+		*first = r->e;
+	if (done)
+		done(ctx, i, r->rc);
+}
+
+static int rf_verify_parallel(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
+                              uint32_t jobs, void (*report)(void *ctx, const rf_error *e),
+                              void (*done)(void *ctx, size_t i, int rc), void *ctx,
+                              uint32_t max_reports, rf_error *first)
+{
+	rf_vjob j = {.cfg = cfg,
+	             .refs = refs,
+	             .n = n,
+	             .max_reports = max_reports,
+	             .jobs = jobs,
+	             .window = (size_t)jobs * RF_VERIFY_AHEAD};
+	rf_vworker *w = calloc(jobs, sizeof(*w));
+	j.res = calloc(j.window, sizeof(*j.res));
+	if (!w || !j.res) {
+		free(w);
+		free(j.res);
+		return rf_fail(first, -ENOMEM, "out of memory for %u verify jobs", jobs);
+	}
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_cond_init(&j.cv, NULL);
+	uint32_t started = 0;
+	for (uint32_t k = 0; k < jobs; k++) {
+		w[k].j = &j;
+		if (pthread_create(&w[k].tid, NULL, rf_vworker_main, &w[k]) != 0)
+			break;
+		w[k].started = true;
+		started++;
+	}
+	pthread_mutex_lock(&j.mu);
+	while (j.ready < started) /* every fetch layer set up, or one failed */
+		pthread_cond_wait(&j.cv, &j.mu);
+	int rc = j.setup_rc;
+	if (rc == 0 && started == 0)
+		rc = rf_fail(&j.setup_err, -EAGAIN, "could not start a verify thread");
+	if (rc < 0) {
+		*first = j.setup_err;
+		j.stop = true;
+	}
+	j.go = true;
+	pthread_cond_broadcast(&j.cv);
+	while (rc == 0 && j.emitted < n) {
+		rf_vres *r = &j.res[j.emitted % j.window];
+		if (!r->done) {
+			pthread_cond_wait(&j.cv, &j.mu);
+			continue;
+		}
+		pthread_mutex_unlock(&j.mu); /* the callbacks run unlocked; the slot is ours */
+		rf_verify_emit(r, j.emitted, &refs[j.emitted], report, done, ctx, first);
+		rf_vres_clear(r);
+		pthread_mutex_lock(&j.mu);
+		j.emitted++;
+		pthread_cond_broadcast(&j.cv);
+	}
+	pthread_mutex_unlock(&j.mu);
+	for (uint32_t k = 0; k < jobs; k++)
+		if (w[k].started)
+			pthread_join(w[k].tid, NULL);
+	for (size_t k = 0; k < j.window; k++)
+		rf_vres_clear(&j.res[k]);
+	free(j.res);
+	free(w);
+	pthread_cond_destroy(&j.cv);
+	pthread_mutex_destroy(&j.mu);
+	return rc;
+}
+
 RF_API int rf_verify_shards(const rf_config *cfg, const rf_shard_ref *refs, size_t n,
                             void (*report)(void *ctx, const rf_error *e),
                             void (*done)(void *ctx, size_t i, int rc), void *ctx,
                             uint32_t max_reports, rf_error *err)
 {
-	rf_error e = {0}, first = {0};
-	rf_vsrc v = {0};
-	int rc = !cfg || (n && !refs) ? rf_fail(&first, -EINVAL, "rf_verify_shards: bad arguments")
-	                              : rf_verify_setup(&v, cfg, &first);
-	if (rc == 0)
-		rc = rf_verify_src_opts(&v, cfg, &first);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		int r = refs[i].url ? rf_verify_one(&v, &refs[i], report, ctx, max_reports, &e)
-		                    : rf_fail(&e, -EINVAL, "shard %zu: no url", i);
-		if (r < 0 && first.code == 0)
-			first = e;
-		if (done)
-			done(ctx, i, r);
+	rf_error first = {0};
+	int rc = 0;
+	if (!cfg || (n && !refs))
+		rc = rf_fail(&first, -EINVAL, "rf_verify_shards: bad arguments");
+	else {
+		uint32_t jobs = rf_verify_jobs(cfg, refs, n);
+		rc = jobs <= 1
+		         ? rf_verify_serial(cfg, refs, n, report, done, ctx, max_reports, &first)
+		         : rf_verify_parallel(cfg, refs, n, jobs, report, done, ctx, max_reports,
+		                              &first);
 	}
-	rf_verify_teardown(&v);
 	if (err)
 		*err = first;
 	return rc < 0 ? rc : first.code;

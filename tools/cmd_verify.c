@@ -28,15 +28,18 @@ static const char verify_usage[] =
     "ranges; loader options such as --s3-endpoint or --ca-file apply to remote shards.\n"
     "Each problem is printed with the shard, block, byte offset and the check that\n"
     "failed (at most N per shard, default 100), then 'ok SHARD' or 'DAMAGED SHARD'\n"
-    "(--quiet: only damaged shards). A NAME that cannot be expanded (an unreachable\n"
-    "or empty manifest) is reported as DAMAGED NAME and counted as a failed name, not\n"
-    "as a shard. `--` ends the options.\n"
+    "(--quiet: only damaged shards, and no progress). A NAME that cannot be expanded\n"
+    "(an unreachable or empty manifest) is reported as DAMAGED NAME and counted as a\n"
+    "failed name, not as a shard. `--` ends the options.\n"
     "--json: one JSON object instead: {\"shards\", \"damaged\", \"names_failed\",\n"
     "\"not_verified\", \"results\": [{\"path\", \"ok\", \"problems\": [...]}]} (ok null: not\n"
     "verified; with --quiet, only the damaged shards' results).\n"
     "When reading cannot start here at all (the event loop or the fetch layer: e.g.\n"
     "--io-backend io_uring where a container blocks io_uring), the shards are not\n"
     "called damaged: '  setup error (not damage): WHY', then 'NOT VERIFIED SHARD'.\n"
+    "Shards are verified --verify-jobs N at once (default: the CPUs, at least 8 for a\n"
+    "remote dataset), each job with its own connections; the report keeps shard order.\n"
+    "A run past 2 s says how far it got on stderr every 2 s (not with --quiet).\n"
     "Exit status: 0 all sound, 1 a shard is damaged or unreadable or a NAME expands\n"
     "to no shard, 2 bad usage (no NAME given included), 3 nothing damaged but some\n"
     "shards not verified: a setup error of this environment, not of the data.\n";
@@ -47,6 +50,9 @@ typedef struct verify_state {
 	uint64_t shards, damaged, names_failed;
 	uint64_t unverified; /* shards a setup error left unread (not damage) */
 	bool mixture;        /* --mixture FILE: its sources are the NAME */
+	/* progress on stderr: shards listed so far, when the run began, when
+	 * it last said how far it got (0: never) */
+	uint64_t listed, t0_ns, said_ns;
 } verify_state;
 
 typedef struct verify_name_run {
@@ -69,12 +75,28 @@ static void say(const verify_state *v, const char *name, int rc)
 		       flag_shown(name, shown, sizeof(shown)));
 }
 
+/* How far the run got, on stderr: every 2 s once it has run 2 s, and at
+ * its end when it said anything before (never with --quiet). */
+static void progress(verify_state *v, bool last)
+{
+	uint64_t now = rf_tool_now_ns();
+	if (v->quiet || (last ? v->said_ns == 0
+	                      : now - v->t0_ns < 2000000000ull || now - v->said_ns < 2000000000ull))
+		return;
+	v->said_ns = now;
+	fprintf(stderr, "ringfeed verify: %llu of %llu shards, %llu damaged, %.0f s%s\n",
+	        (unsigned long long)v->shards, (unsigned long long)v->listed,
+	        (unsigned long long)v->damaged, (double)(now - v->t0_ns) / 1e9,
+	        last ? " (done)" : "");
+}
+
 static void verdict(verify_state *v, const char *name, int rc)
 {
 	v->shards++;
 	if (rc < 0)
 		v->damaged++;
 	say(v, name, rc);
+	progress(v, false);
 }
 
 /* A NAME that did not expand to shards: reported, not counted as a shard. */
@@ -104,6 +126,7 @@ static void verify_name(verify_state *v, rf_config *cfg, const char *name)
 		name_failed(v, name ? name : "the mixture's sources", err.msg);
 		return;
 	}
+	v->listed += n;
 	verify_name_run r = {.v = v, .refs = refs};
 	if (rf_verify_shards(cfg, refs, n, report, on_done, &r, v->max_reports, &err) < 0 &&
 	    r.done < n) /* the loop or fetch layer could not start: nothing was read */
@@ -170,6 +193,7 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 static int verify_all(int argc, char **argv, verify_state *vp, char **names, int n)
 {
 	verify_state v = *vp;
+	v.t0_ns = rf_tool_now_ns();
 	for (int i = 0; i < n; i++) {
 		rf_config *one = rf_config_new();
 		verify_state quiet = v;
@@ -181,6 +205,7 @@ static int verify_all(int argc, char **argv, verify_state *vp, char **names, int
 		}
 		rf_config_free(one);
 	}
+	progress(&v, true);
 	printf("verify: %llu shards, %llu damaged", (unsigned long long)v.shards,
 	       (unsigned long long)v.damaged);
 	if (v.names_failed)

@@ -277,3 +277,13 @@ def test_write_shard_refuses_a_nul_in_its_path(tmp_path):
         ringfeed.write_shard(str(tmp_path / "a.rfs") + "\0b", [b"x"])
     assert "embedded null character" in str(e.value)
     assert not (tmp_path / "a.rfs").exists()  # it wrote a.rfs before
+
+
+def test_docs_options_table_is_config_keys():
+    """docs/python.md's table of engine options says it is generated from
+    config_keys(): it must list every option, in order, with its help."""
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")).read()
+    start = doc.index("| option | what (default) |")
+    rows = [line for line in doc[start:].split("\n\n")[0].splitlines()[2:]]
+    want = ["| `%s` | %s |" % (n, h.replace("|", "\\|")) for n, h in ringfeed.config_keys().items()]
+    assert rows == want

@@ -325,8 +325,8 @@ typedef struct rf_vjob {
 	const rf_config *cfg;
 	const rf_shard_ref *refs;
 	size_t n, next, emitted, window;
-	uint32_t max_reports, jobs, ready;
-	rf_vres *res; /* window slots: shard i in slot i % window */
+	uint32_t max_reports, jobs, set_up; /* workers whose setup is done */
+	rf_vres *res;                       /* window slots: shard i in slot i % window */
 	int setup_rc;
 	rf_error setup_err;
 	bool go, stop;
@@ -396,7 +396,7 @@ static void *rf_vworker_main(void *arg)
 		j->setup_rc = rc;
 		j->setup_err = e;
 	}
-	j->ready++;
+	j->set_up++;
 	pthread_cond_broadcast(&j->cv);
 	while (!j->go && !j->stop)
 		pthread_cond_wait(&j->cv, &j->mu);
@@ -517,7 +517,7 @@ static int rf_verify_parallel(const rf_config *cfg, const rf_shard_ref *refs, si
 		started++;
 	}
 	pthread_mutex_lock(&j.mu);
-	while (j.ready < started) /* every fetch layer set up, or one failed */
+	while (j.set_up < started) /* every fetch layer set up, or one failed */
 		pthread_cond_wait(&j.cv, &j.mu);
 	int rc = j.setup_rc;
 	if (rc == 0 && started == 0)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_verify_jobs.sh - `ringfeed verify` checks several shards at once
-# (--verify-jobs, default: the CPUs, at least 8 for a remote dataset), each
+# (--jobs or --verify-jobs, default: the CPUs, at least 8 for a remote dataset), each
 # job with its own loop and connections, and still reports in shard order:
 # over a dataset with damaged, truncated and missing shards, the text, -q
 # and --json reports and the exit status of 8 jobs are byte for byte those
@@ -39,7 +39,7 @@ run() {
 alike() {
 	local what=$1
 	shift
-	run one --verify-jobs 1 "$@"
+	run one --jobs 1 "$@"
 	run eight --verify-jobs 8 "$@"
 	if cmp -s "$tmp/one.out" "$tmp/eight.out" && cmp -s "$tmp/one.rc" "$tmp/eight.rc"; then
 		ok "$what: 8 jobs report what 1 does (exit $(cat "$tmp/one.rc"))"
@@ -76,8 +76,10 @@ else
 fi
 alike "a sound dataset" "$tmp/ds/shard-0000{00..02}.rfs" "$tmp/ds/shard-0000{04..06}.rfs"
 same "a sound dataset exits 0" 0 "$(cat "$tmp/eight.rc")"
-run bad --verify-jobs 65 "$tmp/ds/manifest.rfm"
-same "--verify-jobs 65 is refused (2)" 2 "$(cat "$tmp/bad.rc")"
-grep -q "verify_jobs" "$tmp/bad.err" || bad "the refusal names verify_jobs: $(cat "$tmp/bad.err")"
+for flag in --verify-jobs --jobs; do
+	run bad $flag 65 "$tmp/ds/manifest.rfm"
+	same "$flag 65 is refused (2)" 2 "$(cat "$tmp/bad.rc")"
+	grep -q "verify_jobs" "$tmp/bad.err" || bad "the refusal names verify_jobs: $(cat "$tmp/bad.err")"
+done
 
 rf_checks_done cli_verify_jobs

@@ -9,6 +9,7 @@
 # count). `index --check` names a stale index; a read through a stale index
 # fails instead of giving wrong samples; a remote dataset (nginx, an S3
 # prefix) is indexed into -o DIR with the local index's bytes, and needs it.
+# Several jobs (--jobs) report what one does, in order.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -185,6 +186,17 @@ grep -q "STALE .*shard-000002" "$tmp/stale2.out" || bad "index --check misses th
 rm "$tmp/stale/shard-000001.idx"
 "$cli" index --check "$tmp/stale" >"$tmp/miss.out" 2>/dev/null && bad "index --check passed a missing index"
 grep -q "MISSING .*shard-000001" "$tmp/miss.out" || bad "index --check does not name the missing index: $(cat "$tmp/miss.out")"
+# several jobs (--jobs) report what one does, in the dataset's order: a stale
+# index, a missing one and sound ones (--check, text and --json)
+for form in "" --json; do
+	"$cli" index --check --jobs 1 $form "$tmp/stale" "$tmp/ds" >"$tmp/jobs1.out" 2>/dev/null || true
+	"$cli" index --check --jobs 8 $form "$tmp/stale" "$tmp/ds" >"$tmp/jobs8.out" 2>/dev/null || true
+	cmp -s "$tmp/jobs1.out" "$tmp/jobs8.out" && grep -q "MISSING" "$tmp/jobs8.out" &&
+		ok "index --check${form:+ $form}: 8 jobs report what 1 does" ||
+		bad "index --jobs 8${form:+ $form} differs: $(diff "$tmp/jobs1.out" "$tmp/jobs8.out" | head -5)"
+done
+"$cli" index --jobs 0 "$tmp/ds" >/dev/null 2>"$tmp/jobs0.err" && bad "index --jobs 0 accepted"
+grep -q "jobs needs 1..64" "$tmp/jobs0.err" || bad "--jobs 0: $(cat "$tmp/jobs0.err")"
 # -o DIR with two tars of one basename: the second is refused, never written
 # over the first's index
 mkdir -p "$tmp/twin/a" "$tmp/twin/b" "$tmp/twin/o"

@@ -16,13 +16,15 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char index_usage[] =
-    "usage: ringfeed index [--check] [-o DIR] [-q|--quiet] [--json] [LOADER FLAGS]\n"
+    "usage: ringfeed index [--check] [-o DIR] [-q|--quiet] [--json] [--jobs N] [LOADER FLAGS]\n"
     "                      DATASET...\n"
     "Writes a WebDataset index file for each .tar shard of each DATASET (a shard, a\n"
     "directory, a manifest, a URL, an S3 prefix: as `ringfeed read` takes them):\n"
@@ -39,6 +41,8 @@ static const char index_usage[] =
     "  --check    write nothing: check each local tar's existing index file\n"
     "             against the tar, and name the stale or missing ones\n"
     "  -q         print only problems\n"
+    "  --jobs N   shards indexed at once, 1..64 (default: the CPUs, at least 8 for a\n"
+    "             remote dataset); the report keeps the dataset's order\n"
     "  --json     one JSON object: {\"shards\", \"written\", \"ok\", \"stale\",\n"
     "             \"failed\", \"results\": [{\"shard\", \"index\", \"status\", \"error\"}]}\n"
     "Exit status: 0 every index written (or, with --check, every one sound), 1 a\n"
@@ -46,6 +50,7 @@ static const char index_usage[] =
 
 typedef struct index_run {
 	bool check, quiet, json;
+	uint32_t jobs; /* --jobs: shards at once (0: the CPUs, at least 8 when remote) */
 	const char *out_dir;
 	uint64_t shards, written, ok, stale, failed;
 	bool first_result;
@@ -178,50 +183,118 @@ static void result(index_run *r, const char *tar, const char *idx, const char *s
 		printf("%s %s%s%s\n", status, tar, idx ? " -> " : "", idx ? idx : "");
 }
 
-/* One .tar: a local path, or (ref set) a remote one, shown by its redacted
- * name. */
-static void one_shard(index_run *r, const rf_config *cfg, const rf_shard_ref *ref, const char *tar)
+/* One .tar (or .tfrecord) of a dataset: a local path, or (ref set) a
+ * remote one, shown by its redacted name. Its index is built (or checked)
+ * by a job; the results are printed in the dataset's order. */
+typedef struct index_task {
+	const rf_shard_ref *ref;
+	char *tar, *idx;     /* shown name or local path; the index file (owned) */
+	const char *refused; /* refused before any work (no idx, a name taken twice) */
+	int rc;
+	rf_error err;
+	bool done;
+} index_task;
+
+typedef struct index_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const index_run *r;
+	const rf_config *cfg;
+	index_task *t;
+	size_t n, next;
+} index_pool;
+
+static void task_build(const index_run *r, const rf_config *cfg, index_task *t)
 {
-	rf_error err = {0};
-	char *idx = index_path(r, ref ? ref->url : tar);
-	r->shards++;
-	if (!idx) {
-		r->failed++;
-		result(r, tar, NULL, "FAILED", "out of memory");
-		return;
-	}
-	int dup = r->out_dir && !r->check ? seen_add(r, idx) : 0;
-	if (dup != 0) {
-		r->failed++;
-		result(r, tar, idx, "FAILED",
-		       dup < 0 ? "out of memory"
-		               : "another tar of this run has the same name: its index file in -o "
-		                 "DIR would be written over (index the two apart)");
-		free(idx);
-		return;
-	}
-	fprintf(stderr, "ringfeed index: %s %s\n", r->check ? "checking" : "writing", idx);
-	bool tfr = !tar_path(ref ? ref->url : tar);
+	const rf_shard_ref *ref = t->ref;
+	fprintf(stderr, "ringfeed index: %s %s\n", r->check ? "checking" : "writing", t->idx);
+	bool tfr = !tar_path(ref ? ref->url : t->tar);
+	rf_error *err = &t->err;
 	int rc = tfr && ref        ? -EOPNOTSUPP
-	         : tfr && r->check ? rf_tfrecord_index_check(tar, idx, &err)
-	         : tfr             ? rf_tfrecord_index_build(tar, idx, &err)
-	         : ref             ? rf_tar_index_build_ref(cfg, ref, idx, &err)
-	         : r->check        ? rf_tar_index_check(tar, idx, &err)
-	                           : rf_tar_index_build(tar, idx, &err);
+	         : tfr && r->check ? rf_tfrecord_index_check(t->tar, t->idx, err)
+	         : tfr             ? rf_tfrecord_index_build(t->tar, t->idx, err)
+	         : ref             ? rf_tar_index_build_ref(cfg, ref, t->idx, err)
+	         : r->check        ? rf_tar_index_check(t->tar, t->idx, err)
+	                           : rf_tar_index_build(t->tar, t->idx, err);
 	if (rc == -EOPNOTSUPP && tfr && ref)
-		snprintf(err.msg, sizeof(err.msg),
+		snprintf(err->msg, sizeof(err->msg),
 		         "a remote TFRecord: index a local copy (its index file is the same)");
-	if (rc == 0) {
+	t->rc = rc;
+}
+
+/* A task's result, counted and printed (the caller's thread, in order). */
+static void task_result(index_run *r, index_task *t)
+{
+	r->shards++;
+	if (t->refused) {
+		r->failed++;
+		result(r, t->tar, t->idx, "FAILED", t->refused);
+	} else if (t->rc == 0) {
 		r->check ? r->ok++ : r->written++;
-		result(r, tar, idx, r->check ? "ok" : "wrote", NULL);
-	} else if (r->check && (rc == RF_E_CORRUPT || rc == -ENOENT)) {
+		result(r, t->tar, t->idx, r->check ? "ok" : "wrote", NULL);
+	} else if (r->check && (t->rc == RF_E_CORRUPT || t->rc == -ENOENT)) {
 		r->stale++;
-		result(r, tar, idx, rc == -ENOENT ? "MISSING" : "STALE", err.msg);
+		result(r, t->tar, t->idx, t->rc == -ENOENT ? "MISSING" : "STALE", t->err.msg);
 	} else {
 		r->failed++;
-		result(r, tar, idx, "FAILED", err.msg);
+		result(r, t->tar, t->idx, "FAILED", t->err.msg);
 	}
-	free(idx);
+}
+
+static void *pool_main(void *arg)
+{
+	index_pool *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (p->next < p->n) {
+		index_task *t = &p->t[p->next++];
+		pthread_mutex_unlock(&p->mu);
+		if (!t->refused)
+			task_build(p->r, p->cfg, t);
+		pthread_mutex_lock(&p->mu);
+		t->done = true;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Jobs for n tasks: --jobs, or the CPUs (at least 8 when one is remote:
+ * a remote scan waits on the store), never more than the tasks. */
+static uint32_t pool_jobs(const index_run *r, const index_task *t, size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t jobs = r->jobs ? r->jobs : (uint32_t)(cpus > 0 ? (cpus < 64 ? cpus : 64) : 1);
+	for (size_t i = 0; !r->jobs && i < n && jobs < 8; i++)
+		if (t[i].ref)
+			jobs = 8;
+	return n < jobs ? (uint32_t)(n ? n : 1) : jobs;
+}
+
+/* Every task built (jobs at once) and its result printed in order. */
+static void run_tasks(index_run *r, const rf_config *cfg, index_task *t, size_t n)
+{
+	index_pool p = {.r = r, .cfg = cfg, .t = t, .n = n};
+	uint32_t jobs = pool_jobs(r, t, n), started = 0;
+	pthread_t *tid = jobs > 1 ? calloc(jobs, sizeof(*tid)) : NULL;
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	for (uint32_t k = 0; tid && k < jobs; k++, started++)
+		if (pthread_create(&tid[k], NULL, pool_main, &p) != 0)
+			break;
+	if (started == 0) /* one job (or no thread): this thread does the work */
+		pool_main(&p);
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&p.mu);
+		while (!t[i].done)
+			pthread_cond_wait(&p.cv, &p.mu);
+		pthread_mutex_unlock(&p.mu);
+		task_result(r, &t[i]);
+	}
+	for (uint32_t k = 0; k < started; k++)
+		pthread_join(tid[k], NULL);
+	free(tid);
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
 }
 
 static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char **names);
@@ -260,19 +333,39 @@ static void one_dataset(index_run *r, int argc, char **argv, const char *name)
 		return;
 	}
 	size_t tars = 0;
-	for (size_t i = 0; i < n; i++) {
+	index_task *t = calloc(n ? n : 1, sizeof(*t));
+	for (size_t i = 0; t && i < n; i++) {
 		const char *u = refs[i].url;
 		if (!strncmp(u, "file://", 7))
 			u += 7;
 		if (!indexed_suffix(u))
 			continue;
-		tars++;
 		bool remote = is_remote(u);
-		one_shard(r, cfg, remote ? &refs[i] : NULL,
-		          remote ? flag_shown(refs[i].name ? refs[i].name : u, shown, sizeof(shown))
-		                 : u);
+		index_task *k = &t[tars++];
+		k->ref = remote ? &refs[i] : NULL;
+		k->tar = strdup(
+		    remote ? flag_shown(refs[i].name ? refs[i].name : u, shown, sizeof(shown)) : u);
+		k->idx = index_path(r, remote ? refs[i].url : u);
+		int dup = k->idx && r->out_dir && !r->check ? seen_add(r, k->idx) : 0;
+		if (!k->tar || !k->idx || dup < 0)
+			k->refused = "out of memory";
+		else if (dup > 0)
+			k->refused =
+			    "another tar of this run has the same name: its index file in -o "
+			    "DIR would be written over (index the two apart)";
 	}
-	if (tars == 0) {
+	if (t)
+		run_tasks(r, cfg, t, tars);
+	else {
+		r->failed++;
+		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED", "out of memory");
+	}
+	for (size_t i = 0; t && i < tars; i++) {
+		free(t[i].tar);
+		free(t[i].idx);
+	}
+	free(t);
+	if (t && tars == 0) {
 		r->failed++;
 		result(r, flag_shown(name, shown, sizeof(shown)), NULL, "FAILED",
 		       "no .tar or .tfrecord shards in this dataset");
@@ -302,7 +395,17 @@ static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char 
 			r->json = true;
 		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
 			r->quiet = true;
-		else if (!strcmp(a, "-o") && i + 1 < argc && argv[i + 1][0])
+		else if (!strcmp(a, "--jobs")) {
+			char *end = NULL;
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			unsigned long j = strtoul(v, &end, 10);
+			if (!*v || *end || v[0] == '-' || j < 1 || j > 64) {
+				fprintf(stderr, "ringfeed index: --jobs needs 1..64, not '%.40s'\n",
+				        v);
+				return -1;
+			}
+			r->jobs = (uint32_t)j;
+		} else if (!strcmp(a, "-o") && i + 1 < argc && argv[i + 1][0])
 			r->out_dir = argv[++i];
 		else if (!strcmp(a, "-o")) {
 			fprintf(stderr, "ringfeed index: -o needs a DIR\n%s", index_usage);

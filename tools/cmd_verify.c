@@ -20,7 +20,8 @@
 #include <string.h>
 
 static const char verify_usage[] =
-    "usage: ringfeed verify [--max-reports N] [-q|--quiet] [--json] [loader options] NAME...\n"
+    "usage: ringfeed verify [--max-reports N] [-q|--quiet] [--json] [--jobs N] [loader options]\n"
+    "                       NAME...\n"
     "Decodes every block of each shard and checks every checksum and structural rule.\n"
     "A NAME is anything `ringfeed read` takes: a shard, a directory (its manifest.rfm\n"
     "when it has one, else its *.rfs), a manifest (its shards, whose sizes and record\n"
@@ -37,8 +38,9 @@ static const char verify_usage[] =
     "When reading cannot start here at all (the event loop or the fetch layer: e.g.\n"
     "--io-backend io_uring where a container blocks io_uring), the shards are not\n"
     "called damaged: '  setup error (not damage): WHY', then 'NOT VERIFIED SHARD'.\n"
-    "Shards are verified --verify-jobs N at once (default: the CPUs, at least 8 for a\n"
-    "remote dataset), each job with its own connections; the report keeps shard order.\n"
+    "Shards are verified --jobs N at once (or --verify-jobs N; default: the CPUs, at\n"
+    "least 8 for a remote dataset), each job with its own connections; the report\n"
+    "keeps shard order.\n"
     "A run past 2 s says how far it got on stderr every 2 s (not with --quiet).\n"
     "Exit status: 0 all sound, 1 a shard is damaged or unreadable or a NAME expands\n"
     "to no shard, 2 bad usage (no NAME given included), 3 nothing damaged but some\n"
@@ -171,6 +173,15 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 			if (parse_count(i + 1 < argc ? argv[++i] : NULL, &v->max_reports) < 0) {
 				fprintf(stderr,
 				        "ringfeed verify: --max-reports needs 0..1000000\n");
+				return -1;
+			}
+		} else if (!strcmp(argv[i], "--jobs")) { /* as index takes it: verify_jobs */
+			rf_error err = {0};
+			const char *val = i + 1 < argc ? argv[++i] : "";
+			if ((cfg && rf_config_set(cfg, "verify_jobs", val, &err) < 0) ||
+			    (!cfg && !*val)) {
+				fprintf(stderr, "ringfeed verify: --jobs: %s\n",
+				        err.msg[0] ? err.msg : "needs a count");
 				return -1;
 			}
 		} else {

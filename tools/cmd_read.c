@@ -6,6 +6,7 @@
 #include "flags.h"
 #include "json.h"
 #include "loader_opts.h"
+#include "packer.h"
 #include "ringfeed.h"
 #include "tar_out.h"
 #include "util.h"
@@ -28,6 +29,7 @@ typedef struct rf_read_opts {
 	const char *stats;     /* file for rf_stats_json at the end */
 	bool json;             /* one JSON object on stdout at the end (with --output none) */
 	const char *tar_field; /* --output tar: a single-field record's member extension */
+	double progress_s;     /* a progress line on stderr every this many seconds (0: none) */
 } rf_read_opts;
 
 static void rf_read_usage(FILE *f)
@@ -57,6 +59,10 @@ static void rf_read_usage(FILE *f)
 	       "                           batches, digest (with --digest), status, error, and\n"
 	       "                           the loader's stats (needs --output none); also when\n"
 	       "                           the read cannot start (status 1, or 2 for bad usage)\n"
+	       "  --progress SECONDS       once the read has run this long, say how far it got\n"
+	       "                           on stderr every SECONDS, and at its end (default 10;\n"
+	       "                           0: never)\n"
+	       "  -q, --quiet              no progress lines (--progress 0)\n"
 	       "  --                       the options end (a name may then start with -)\n"
 	       "  --help                   this text\n\n");
 	rf_cli_loader_help(f);
@@ -253,6 +259,11 @@ static int rf_read_args(int argc, char **argv, rf_config *cfg, rf_read_opts *o)
 			o->resume = argv[++i];
 		} else if (!strcmp(a, "--stats") && has_val) {
 			o->stats = argv[++i];
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->progress_s = 0;
+		} else if (!strcmp(a, "--progress") && has_val) {
+			if (!flag_double("read", "--progress", argv[++i], 0, 86400, &o->progress_s))
+				return -1;
 		} else {
 			if (!strncmp(a, "--mixture", 9))
 				o->mixture = true;
@@ -304,11 +315,39 @@ static void rf_read_json(rf_loader *l, const rf_read_opts *o, const rf_read_sum 
 	printf(",\"loader\":%s}\n", rf_stats_json(l, stats, sizeof(stats)) > 0 ? stats : "null");
 }
 
+/* How far the read got, on stderr (--progress): records, bytes, the rate
+ * since the start, and how long it has waited for the batch it wants. */
+typedef struct rf_read_progress {
+	double t0, said, last_batch; /* seconds (rf_tool_now_ns) */
+	bool any;
+} rf_read_progress;
+
+static void rf_read_say(const rf_read_opts *o, rf_read_progress *p, const rf_read_sum *sum,
+                        uint64_t batches, bool last)
+{
+	double now = (double)rf_tool_now_ns() / 1e9, el = now - p->t0;
+	if (o->progress_s <= 0 ||
+	    (last ? !p->any : el < o->progress_s || now - p->said < o->progress_s))
+		return;
+	p->said = now;
+	p->any = true;
+	fprintf(stderr, "ringfeed read: %llu records, %llu batches, %.1f MB, %.1f MB/s, %.0f s",
+	        (unsigned long long)sum->records, (unsigned long long)batches,
+	        (double)sum->bytes / 1e6, el > 0 ? (double)sum->bytes / 1e6 / el : 0.0, el);
+	if (last)
+		fprintf(stderr, " (done)");
+	else if (now - p->last_batch >= 1.0)
+		fprintf(stderr, ", waiting %.0f s for the next batch", now - p->last_batch);
+	fprintf(stderr, "\n");
+}
+
 static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 {
 	rf_read_sum sum = {0, 0, RF_FNV_OFFSET};
 	uint64_t batches = 0;
 	int status = 0;
+	double t0 = (double)rf_tool_now_ns() / 1e9;
+	rf_read_progress prog = {.t0 = t0, .said = t0, .last_batch = t0};
 	for (;;) {
 		if (o->stop_after && batches >= o->stop_after) {
 			if (o->save_state && rf_cli_save_state(l, o->save_state, "read") < 0)
@@ -316,7 +355,12 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 			break;
 		}
 		rf_batch *b = NULL;
-		int rc = rf_next(l, &b, -1);
+		/* with progress, wake each second to say it even while waiting */
+		int rc = rf_next(l, &b, o->progress_s > 0 ? 1000 : -1);
+		if (rc == -ETIMEDOUT && o->progress_s > 0) {
+			rf_read_say(o, &prog, &sum, batches, false);
+			continue;
+		}
 		if (rc == RF_END)
 			break;
 		if (rc < 0) {
@@ -328,6 +372,8 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 		int w = rf_read_emit(o, b, &sum);
 		rf_release(l, b);
 		batches++;
+		prog.last_batch = (double)rf_tool_now_ns() / 1e9;
+		rf_read_say(o, &prog, &sum, batches, false);
 		if (w < 0) {
 			fprintf(stderr, "ringfeed read: writing the output failed\n");
 			status = 1;
@@ -336,6 +382,8 @@ static int rf_read_run(rf_loader *l, const rf_read_opts *o)
 	}
 	if (o->output == RF_OUT_TAR && status == 0 && rf_tar_out_end(stdout) < 0)
 		status = 1;
+	if (status == 0)
+		rf_read_say(o, &prog, &sum, batches, true);
 	if (o->json)
 		rf_read_json(l, o, &sum, batches, status);
 	else if (o->digest)
@@ -458,7 +506,7 @@ static rf_loader *rf_read_open_json(int argc, char **argv, rf_read_opts *o, int 
 
 int cmd_read(int argc, char **argv)
 {
-	rf_read_opts o = {.tar_field = "bin"};
+	rf_read_opts o = {.tar_field = "bin", .progress_s = 10};
 	int rc = 0;
 	rf_loader *l = rf_read_wants_json(argc, argv) ? rf_read_open_json(argc, argv, &o, &rc)
 	                                              : rf_read_open(argc, argv, &o, &rc);

@@ -151,7 +151,7 @@ static int parse_count(const char *text, uint32_t *out)
 	return 0;
 }
 
-/* Applies every option to v and cfg (NULL: check only). Returns the number
+/* Applies every option to v and cfg. Returns the number
  * of NAMEs, or -1 (printed) / -2 (--help printed). */
 static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, char **names)
 {
@@ -178,10 +178,8 @@ static int verify_args(int argc, char **argv, verify_state *v, rf_config *cfg, c
 		} else if (!strcmp(argv[i], "--jobs")) { /* as index takes it: verify_jobs */
 			rf_error err = {0};
 			const char *val = i + 1 < argc ? argv[++i] : "";
-			if ((cfg && rf_config_set(cfg, "verify_jobs", val, &err) < 0) ||
-			    (!cfg && !*val)) {
-				fprintf(stderr, "ringfeed verify: --jobs: %s\n",
-				        err.msg[0] ? err.msg : "needs a count");
+			if (rf_config_set(cfg, "verify_jobs", val, &err) < 0) {
+				fprintf(stderr, "ringfeed verify: --jobs: %s\n", err.msg);
 				return -1;
 			}
 		} else {

@@ -59,8 +59,8 @@ static void test_sts(void **state)
 	                         "<Expiration>2026-12-01T10:00:00Z</Expiration>"), /* a newline */
 	    STS_OK("AssumeRole", "<AccessKeyId>A</AccessKeyId><SecretAccessKey>s</SecretAccessKey>"
 	                         "<SessionToken>t</SessionToken><Expiration>soon</Expiration>"),
-	    "<AssumeRoleResponse><a><b><c><d><e><f><g><h>x</h></g></f></e></d></c></b></a>"
-	    "</AssumeRoleResponse>",
+	    ("<AssumeRoleResponse><a><b><c><d><e><f><g><h>x</h></g></f></e></d></c></b></a>"
+	     "</AssumeRoleResponse>"),
 	    "",
 	    "<AssumeRoleResponse>",
 	};

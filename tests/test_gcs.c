@@ -90,8 +90,8 @@ static void test_list_pages(void **state)
 	/* refused pages leave the list as it was and name the item */
 	const char *bad[] = {
 	    "[1]",
-	    "{\"items\": [{\"name\": \"d/x\", \"size\": \"1\"}, {\"name\": \"e/y\", \"size\": "
-	    "\"1\"}]}",
+	    ("{\"items\": [{\"name\": \"d/x\", \"size\": \"1\"}, {\"name\": \"e/y\", \"size\": "
+	     "\"1\"}]}"),
 	    "{\"items\": [{\"name\": \"d/x\", \"size\": 1}]}",
 	    "{\"items\": [{\"name\": \"d/x\", \"size\": \"-1\"}]}",
 	    "{\"items\": [{\"name\": \"d/\\n\", \"size\": \"1\"}]}",

@@ -62,8 +62,8 @@ static void test_format_round_trip(void **state)
 {
 	(void)state;
 	const char *specs[] = {
-	    "seed=7,latency=20ms,jitter=10ms,stall=2s/10s,error=0.01,reset=0.005,short=0.005,"
-	    "corrupt=0.001",
+	    ("seed=7,latency=20ms,jitter=10ms,stall=2s/10s,error=0.01,reset=0.005,short=0.005,"
+	     "corrupt=0.001"),
 	    "latency=1.5s,jitter=7ns",
 	    "seed=18446744073709551615,error=1",
 	    "stall=250us/1s,corrupt=0.000000000001",

@@ -5,7 +5,9 @@
 # runs every test in both builds against them; then the reading tests
 # (ctest label io) once more in the plain build under rf-seccomp-wrap, with
 # io_uring blocked as a default container's seccomp profile blocks it, so
-# they run on the epoll backend and must give the same digests (~2 min). Before the tests, the
+# they run on the epoll backend and must give the same digests (~2 min); and last the
+# threaded tests (ctest label tsan) in a ThreadSanitizer build (RF_TSAN=ON, clang; ~5 min
+# with its build). Before the tests, the
 # library's objects are compiled once more with clang and -Wthread-safety -Werror (RF_TSA=ON:
 # the lock's rules of base/tsa.h; no tests, no link; ~1 min), and the library and tools
 # in a Release build (-O3 warns where -O2 does not; ~2 min). The servers stop on exit,
@@ -41,4 +43,20 @@ echo "== tests (ASan + UBSan build)"
 (cd "$top/build-asan" && ctest --output-on-failure -j2) || status=1
 echo "== reading tests with io_uring blocked (plain build, epoll backend)"
 (cd "$top/build" && ./rf-seccomp-wrap ctest --output-on-failure -j2 -L io) || status=1
+echo "== threaded tests (ctest label tsan) in a ThreadSanitizer build (clang)"
+cmake -S "$top" -B "$top/build-tsan" -DCMAKE_C_COMPILER=clang -DRF_TSAN=ON -DRF_PYTHON=OFF \
+    -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$top/build-tsan" -j"$(nproc)" >/dev/null
+# Reports go to files, so one in a process whose exit status or stderr a test
+# does not look at (a child, a server-side helper) still fails the run.
+tsan_logs=$(mktemp -d "${TMPDIR:-/tmp}/rf-tsan.XXXXXX")
+(cd "$top/build-tsan" &&
+    TSAN_OPTIONS="suppressions=$top/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 log_path=$tsan_logs/report" \
+        ctest --output-on-failure -j2 -L tsan) || status=1
+if compgen -G "$tsan_logs/report*" >/dev/null; then
+	echo "ThreadSanitizer reports:"
+	cat "$tsan_logs"/report*
+	status=1
+fi
+rm -rf "$tsan_logs"
 exit $status

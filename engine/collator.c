@@ -382,7 +382,8 @@ static int rf_coll_emit(rf_engine *e, long n, uint64_t bytes) RF_REQUIRES(rf_eng
 	e->coll->global += (uint64_t)n;
 	b->global_end = e->coll->global;
 	e->coll->batch++;
-	e->coll->batches++;
+	if (e->coll->batches++ == 0)
+		e->coll->first_batch_ns = rf_now_ns();
 	e->coll->total_records += (uint64_t)n;
 	e->st->produced++;
 	rf_ready_push(e, b);

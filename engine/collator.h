@@ -35,6 +35,7 @@ typedef struct rf_engine_coll {
 	size_t first_unit;
 	size_t hint_unit;                /* last unit located (fast path) */
 	uint64_t total_records, batches; /* totals, for the batch estimate */
+	uint64_t first_batch_ns;         /* when the first batch was planned (0: none yet) */
 	bool final;                      /* END or error queued after the last batch */
 	int final_code;                  /* RF_END or a negative error */
 	char final_msg[RF_ERROR_MSG_BYTES];

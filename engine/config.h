@@ -75,9 +75,9 @@
 	X(io_threads, U32, "4", 1, 16, "epoll backend: threads doing the file reads (pread)")      \
 	X(connections, U32, "16", 1, 1024, "HTTP/S3 connections per host")                         \
 	X(open_connections, U32, "256", 1, 1024,                                                   \
-	  "HTTP/S3 connections per host while shards open (footers and indexes: small requests "   \
-	  "that mostly wait; the larger of this and connections; the reads after keep "            \
-	  "connections)")                                                                          \
+	  "HTTP/S3 connections per host while shards open and the first batch is read (footers, "  \
+	  "indexes and the first window: requests the consumer waits on; the larger of this and "  \
+	  "connections; the reads after the first batch keep connections)")                        \
 	X(open_progress, BOOL, "1", 0, 1,                                                          \
 	  "an open past 2 s says how far it got on stderr every 2 s and when it ends (0: silent; " \
 	  "the stats keep the figures)")                                                           \

@@ -938,6 +938,23 @@ static uint32_t rf_open_concurrency(rf_engine *e)
 	return RF_MIN(RF_OPEN_CONCURRENCY_REMOTE, ops);
 }
 
+void rf_open_start_end(rf_engine *e, bool first_batch)
+{
+	if (!e->open->start_held || !first_batch)
+		return;
+	e->open->start_held = false;
+	uint64_t end = e->open->t0_ns + e->open->took_ns, now = rf_now_ns();
+	rf_engine_lock(e); /* the stats read it */
+	e->open->start_held_ns = now > end ? now - end : 0;
+	rf_engine_unlock(e);
+	rf_fetch_connections_set(e->fetch, (uint32_t)rf_cfg(e->cfg, RF_CFG_connections));
+	if (rf_debug_on())
+		fprintf(stderr,
+		        "ringfeed: first batch: %llu connections per host again, after %.3f s\n",
+		        (unsigned long long)rf_cfg(e->cfg, RF_CFG_connections),
+		        (double)e->open->start_held_ns / 1e9);
+}
+
 /* Learns every layout (rf_open_concurrency at a time); stops at the first
  * error. Returns 0 or the error (message in e->open->msg). */
 int rf_open_phase(rf_engine *e)
@@ -958,8 +975,11 @@ int rf_open_phase(rf_engine *e)
 	int rc = rf_loop_drive(e->loop, rf_open_all_done, rf_open_before_sleep, e);
 	e->open->took_ns = rf_now_ns() - e->open->t0_ns;
 	rf_open_say(e, true);
-	if (e->open->connections > conns)
-		rf_fetch_connections_set(e->fetch, conns);
+	/* the first batch's reads keep them: its whole window is read while the
+	 * consumer waits, as the opens were (rf_open_start_end sets them back) */
+	e->open->start_held = e->open->connections > conns;
+	if (e->open->start_held && (rc < 0 || e->open->failed))
+		rf_open_start_end(e, true);
 	rf_icache_close(e->open->icache);
 	e->open->icache = NULL;
 	if (rc < 0) {

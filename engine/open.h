@@ -42,7 +42,11 @@ typedef struct rf_engine_open {
 	uint32_t slots_n, free;             /* slots; the first free one (UINT32_MAX: none) */
 	uint32_t slots_max;                 /* slots_n while it ran (stats) */
 	uint32_t connections;               /* HTTP connections per host meanwhile (0: unchanged) */
-	uint32_t waiting;                   /* shards waiting for budget for their index */
+	bool start_held;        /* `connections` still raised after the open: the first batch's
+	                           reads wait on the store too; the loop thread sets the
+	                           configured count back at the first batch (rf_open_start_end) */
+	uint64_t start_held_ns; /* how long after the open they stayed raised (stats) */
+	uint32_t waiting;       /* shards waiting for budget for their index */
 	uint32_t wait[RF_OPEN_CONCURRENCY_REMOTE]; /* their indexes, oldest first */
 	uint32_t failed;                           /* shards whose open failed so far */
 	uint32_t failed_idx;      /* the lowest index of one (valid when open_failed) */
@@ -55,6 +59,12 @@ typedef struct rf_engine_open {
 	uint32_t said;           /* progress lines written */
 	bool cache_off_said;     /* why the index cache is off: on stderr once */
 } rf_open_state;
+
+struct rf_engine;
+/* The loop thread, between ticks of the run phase: once the first batch is
+ * planned (or the engine stops), the per-host connections the open raised go
+ * back to `connections`. Takes no lock; `first_batch` read under mu. */
+void rf_open_start_end(struct rf_engine *e, bool first_batch);
 
 /* The open phase's metadata reservations (RF_MEM_METADATA) are counted in
  * meta_bytes: the memory and field code add what they reserve for it, and

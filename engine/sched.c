@@ -553,6 +553,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 		rf_engine_unlock(e);
 		return RF_LOOP_STOP;
 	}
+	bool started = e->coll->batches > 0 || e->coll->final || e->stop;
 	e->sched->wait_budget = false;
 	rf_sched_rereads(e);
 	while (!e->stop && rf_sched_one(e)) {
@@ -562,6 +563,7 @@ static uint64_t rf_run_before_sleep(void *ctx)
 		rf_engine_wake_workers(e, 1);
 	}
 	rf_engine_unlock(e);
+	rf_open_start_end(e, started);
 	return RF_LOOP_WAIT_NS;
 }
 

@@ -591,6 +591,10 @@ typedef struct rf_stats {
 	/* remote ranges whose bodies were cut: retries that asked only for the
 	 * rest (same object version), and the bytes they kept */
 	uint64_t fetch_resumes, fetch_resumed_bytes;
+	/* the start: seconds from the open's start to the first batch planned
+	 * (0: none yet), and how long after the open the reads kept its
+	 * connections per host (open_connections) to read the first batch */
+	double first_batch_s, start_connections_s;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

@@ -16,7 +16,10 @@
 # latencies a shard). --open-connections bounds
 # what the server sees (24 waits of 1 s, 8 at once: 3 s at least, long
 # enough for a progress line that --open-progress 0 keeps silent); local
-# files keep 64 opens at once. Timing decides nothing.
+# files keep 64 opens at once. The first batch's reads keep the open's
+# connections per host, then the reads go back to --connections (a private
+# count per path of how many requests the server held at once). Timing
+# decides nothing.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -115,8 +118,57 @@ grep -q "opening shards" "$tmp/b.err" && bad "--open-progress 0 printed: $(cat "
 	ok "--open-progress 0: no progress line (an open of $(rf_json "$tmp/b.json" open_s) s)"
 same "stats: no progress lines" 0 "$(rf_json "$tmp/b.json" open_progress_lines)"
 
+# The first batch's reads keep the open's connections per host: its window
+# is read while the consumer waits, as the opens were. Two shards of ~118
+# 1 KiB blocks, every request held 100 ms, --shuffle-window 1024: the first
+# window (about 60 blocks) lies in the first shard of the plan, and the
+# rest of the second shard is read after the first batch. With
+# --connections 4 --open-connections 64, the server sees more than 4 of the
+# first shard's requests at once (the old engine dropped to 4 at the open's
+# end: at most 4), and at most 4 of the second's (back to 4 after the first
+# batch). Which shard comes first is the plan's: one path each way.
+$PY -c "import sys; sys.stdout.write(''.join('line-%06d-%s\n' % (i, 'y' * 40) for i in range(4000)))" \
+	>"$tmp/two.txt"
+"$cli" pack --from lines "$tmp/two.txt" -o "$tmp/two" --block-size 1KiB --shard-size 20KiB >/dev/null
+two=$(awk -F'\t' '!/^#/ {print $1}' "$tmp/two/manifest.rfm")
+[ "$(echo "$two" | wc -l)" -eq 2 ] || { bad "pack made $(echo "$two" | wc -l) shards, want 2"; }
+{
+	echo "# ringfeed manifest v1"
+	i=0
+	for f in $two; do
+		ln "$tmp/two/$f" "$tmp/root/ds/two-$i.rfs"
+		printf '%s/slow-every-1-100/ds/two-%d.rfs\t%s\t%s\n' "$url" "$i" \
+			"$(stat -c %s "$tmp/two/$f")" "$(awk -F'\t' -v f="$f" '$1 == f {print $3}' "$tmp/two/manifest.rfm")"
+		i=$((i + 1))
+	done
+} >"$tmp/m-two.rfm"
+reset
+rc=0
+timeout $guard_s "$cli" read --digest --batch 1 --shuffle-window 1024 --connections 4 \
+	--open-connections 64 --open-progress 0 --stats "$tmp/d.json" "$tmp/m-two.rfm" \
+	>"$tmp/d.out" 2>"$tmp/d.err" || rc=$?
+same "two slow shards: exit 0" 0 "$rc"
+"$cli" read --digest --batch 1 --shuffle-window 1024 "$tmp/two/manifest.rfm" >"$tmp/d.local" 2>&1
+same "two slow shards: the digest of a local read" "$(cat "$tmp/d.local")" "$(cat "$tmp/d.out")"
+read -r hi lo < <($PY -c 'import json,sys,urllib.request
+st = json.load(urllib.request.urlopen(sys.argv[1] + "/_stats"))
+v = sorted(st[k].get("inflight_max", 0) for k in st if "/ds/two-" in k)
+print(v[-1], v[0])' "$url")
+[ "$hi" -gt 4 ] && ok "the first window's reads: $hi of its shard's at once (more than --connections 4)" ||
+	bad "the first window's reads: at most $hi of its shard's at once (want more than 4)"
+[ "$lo" -ge 1 ] && [ "$lo" -le 4 ] && ok "after the first batch: $lo of the other shard's at once (at most 4)" ||
+	bad "after the first batch: $lo of the other shard's at once (want 1..4)"
+n=$(rf_json "$tmp/d.json" start_connections_s)
+$PY -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)' "$n" &&
+	ok "stats: start_connections_s $n" || bad "stats: start_connections_s $n (want > 0)"
+n=$(rf_json "$tmp/d.json" first_batch_s)
+$PY -c 'import sys; o = float(sys.argv[2]); sys.exit(0 if float(sys.argv[1]) >= o > 0 else 1)' \
+	"$n" "$(rf_json "$tmp/d.json" open_s)" && ok "stats: first_batch_s $n (after the open)" ||
+	bad "stats: first_batch_s $n, open_s $(rf_json "$tmp/d.json" open_s)"
+
 # local files keep their bound
 "$cli" read --digest --batch 1 --stop-after 1 --stats "$tmp/c.json" "$tmp/few" >/dev/null 2>&1
 same "local shards: 64 opens at once" 64 "$(rf_json "$tmp/c.json" open_concurrency)"
 same "local shards: no connections raised" 0 "$(rf_json "$tmp/c.json" open_connections)"
+same "local shards: none kept for the first batch" 0.0 "$(rf_json "$tmp/c.json" start_connections_s)"
 rf_checks_done cli_open_remote

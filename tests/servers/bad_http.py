@@ -64,7 +64,9 @@ the rest names a file under --root:
 credential tests look for secrets there); --tls-cert/--tls-key serve HTTPS.
 
 GET /_stats returns JSON {path: {"requests": n, "faults": m}} (faults = the
-misbehaviours actually sent), so tests can assert retry counts; GET /_reset
+misbehaviours actually sent; a path of the slow modes also has "inflight_max",
+the most of its requests waiting out their delay at once), so tests can
+assert retry counts and how far a client's reads of one object overlap; GET /_reset
 clears the counters. Use a file name of your own per test: the "once"
 counters are shared by every client of the server. GET /_inflight returns
 {"inflight_max": n}: the most requests of the slow modes waiting out their
@@ -141,14 +143,20 @@ class Counters:
             now = time.monotonic()
             return now - self.first_at.setdefault(path, now)
 
-    def enter(self):
+    def enter(self, path):
         with self.lock:
             self.inflight += 1
             self.inflight_max = max(self.inflight_max, self.inflight)
+            st = self.per_path.setdefault(path, {"requests": 0, "faults": 0})
+            st["inflight"] = st.get("inflight", 0) + 1
+            st["inflight_max"] = max(st.get("inflight_max", 0), st["inflight"])
 
-    def leave(self):
+    def leave(self, path):
         with self.lock:
             self.inflight -= 1
+            st = self.per_path.get(path)
+            if st and st.get("inflight", 0) > 0:  # a reset may have cleared it
+                st["inflight"] -= 1
 
     def fault(self, path):
         with self.lock:
@@ -350,11 +358,11 @@ class Handler(BaseHTTPRequestHandler):
         hit = (n_path == k) if m.group(1) == "nth" else (k > 0 and n_all % k == 0)
         if hit and not head:
             self.server.counters.fault(raw)
-            self.server.counters.enter()
+            self.server.counters.enter(raw)
             try:
                 time.sleep(ms / 1000.0)
             finally:
-                self.server.counters.leave()
+                self.server.counters.leave(raw)
         return self.correct(path, size, head)
 
     def fault_status(self, raw, code, text, retry_after, head):

@@ -77,7 +77,8 @@
 	X(open_connections, U32, "256", 1, 1024,                                                   \
 	  "HTTP/S3 connections per host while shards open and the first batch is read (footers, "  \
 	  "indexes and the first window: requests the consumer waits on; the larger of this and "  \
-	  "connections; the reads after the first batch keep connections)")                        \
+	  "connections; the reads after the first batch keep connections, and so does the first "  \
+	  "batch when connections is given and this is not)")                                      \
 	X(open_progress, BOOL, "1", 0, 1,                                                          \
 	  "an open past 2 s says how far it got on stderr every 2 s and when it ends (0: silent; " \
 	  "the stats keep the figures)")                                                           \

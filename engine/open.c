@@ -976,8 +976,14 @@ int rf_open_phase(rf_engine *e)
 	e->open->took_ns = rf_now_ns() - e->open->t0_ns;
 	rf_open_say(e, true);
 	/* the first batch's reads keep them: its whole window is read while the
-	 * consumer waits, as the opens were (rf_open_start_end sets them back) */
-	e->open->start_held = e->open->connections > conns;
+	 * consumer waits, as the opens were (rf_open_start_end sets them back);
+	 * not when `connections` was given and open_connections was not: the
+	 * reads' limit was asked for */
+	e->open->start_held =
+	    e->open->connections > conns &&
+	    (!e->cfg->set[RF_CFG_connections] || e->cfg->set[RF_CFG_open_connections]);
+	if (!e->open->start_held && e->open->connections > conns)
+		rf_fetch_connections_set(e->fetch, conns);
 	if (e->open->start_held && (rc < 0 || e->open->failed))
 		rf_open_start_end(e, true);
 	rf_icache_close(e->open->icache);

@@ -18,8 +18,9 @@
 # enough for a progress line that --open-progress 0 keeps silent); local
 # files keep 64 opens at once. The first batch's reads keep the open's
 # connections per host, then the reads go back to --connections (a private
-# count per path of how many requests the server held at once). Timing
-# decides nothing.
+# count per path of how many requests the server held at once); a
+# --connections given without --open-connections bounds the first batch's
+# reads too. Timing decides nothing.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
@@ -148,7 +149,7 @@ timeout $guard_s "$cli" read --digest --batch 1 --shuffle-window 1024 --connecti
 	--open-connections 64 --open-progress 0 --stats "$tmp/d.json" "$tmp/m-two.rfm" \
 	>"$tmp/d.out" 2>"$tmp/d.err" || rc=$?
 same "two slow shards: exit 0" 0 "$rc"
-"$cli" read --digest --batch 1 --shuffle-window 1024 "$tmp/two/manifest.rfm" >"$tmp/d.local" 2>&1
+"$cli" read --digest --batch 1 --shuffle-window 1024 "$tmp/two/manifest.rfm" >"$tmp/d.local" 2>/dev/null
 same "two slow shards: the digest of a local read" "$(cat "$tmp/d.local")" "$(cat "$tmp/d.out")"
 read -r hi lo < <($PY -c 'import json,sys,urllib.request
 st = json.load(urllib.request.urlopen(sys.argv[1] + "/_stats"))
@@ -165,6 +166,18 @@ n=$(rf_json "$tmp/d.json" first_batch_s)
 $PY -c 'import sys; o = float(sys.argv[2]); sys.exit(0 if float(sys.argv[1]) >= o > 0 else 1)' \
 	"$n" "$(rf_json "$tmp/d.json" open_s)" && ok "stats: first_batch_s $n (after the open)" ||
 	bad "stats: first_batch_s $n, open_s $(rf_json "$tmp/d.json" open_s)"
+# --connections given alone is the reads' limit, the first batch's too
+reset
+timeout $guard_s "$cli" read --digest --batch 1 --shuffle-window 1024 --connections 4 \
+	--open-progress 0 --stats "$tmp/e.json" "$tmp/m-two.rfm" >"$tmp/e.out" 2>"$tmp/e.err"
+same "--connections 4 alone: the same digest" "$(cat "$tmp/d.local")" "$(cat "$tmp/e.out")"
+read -r hi lo < <($PY -c 'import json,sys,urllib.request
+st = json.load(urllib.request.urlopen(sys.argv[1] + "/_stats"))
+v = sorted(st[k].get("inflight_max", 0) for k in st if "/ds/two-" in k)
+print(v[-1], v[0])' "$url")
+[ "$hi" -ge 1 ] && [ "$hi" -le 4 ] && ok "--connections 4 alone: at most $hi of a shard's at once" ||
+	bad "--connections 4 alone: $hi of a shard's at once (want 1..4: the limit asked for)"
+same "--connections 4 alone: none kept for the first batch" 0.0 "$(rf_json "$tmp/e.json" start_connections_s)"
 
 # local files keep their bound
 "$cli" read --digest --batch 1 --stop-after 1 --stats "$tmp/c.json" "$tmp/few" >/dev/null 2>&1

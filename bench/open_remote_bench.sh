@@ -9,9 +9,12 @@
 #   first batch  wall seconds of `ringfeed read --batch 1 --stop-after 1`
 #                (the open, then the first block's read);
 #   open         the stats' open_s;
-#   requests     what the server answered per shard (its /_stats: the
-#                median over the shards).
-# Printed as old, new and new/old. Progress on stderr, the table on stdout.
+#   shards asked for, requests   what the server was asked (its /_stats).
+# Printed as old, new and new/old, and a third run of NEW on a manifest
+# with an index bundle beside it (tests/bundle_write.py: every shard's
+# footer and index in one object, so the open asks the store nothing more).
+# Every run reads its manifest from the store. Progress on
+# stderr, the table on stdout.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 old=${1:?usage: open_remote_bench.sh OLD_BUILD NEW_BUILD [SHARDS] [DELAY_MS] [ROUNDS]}
@@ -54,23 +57,33 @@ url=http://127.0.0.1:$(cat "$work/port")
 	for ((i = 0; i < shards; i++)); do printf '%s/slow-every-1-%s/ds/s-%d.rfs\t%s\t%s\n' \
 		"$url" "$delay" "$i" "$bytes" "$records"; done
 } >"$work/m.rfm"
-# requests per shard: the median over the shards' paths (the first batch's
-# block reads touch only the first few shards; every shard is opened)
-requests() { $PY -c 'import json,statistics,sys,urllib.request
+# the same manifest with an index bundle of the shards' tails beside it
+# (mb.rfx for mb.rfm): one request instead of one a shard
+cp "$work/m.rfm" "$work/mb.rfm"
+$PY "$top/tests/bundle_write.py" "$work/mb.rfm" "$work/mb.rfx" --file "$one"
+# every run reads its manifest from the store too, as a dataset packed and
+# uploaded whole is read (the bundle: one more request, the manifest's)
+cp "$work/m.rfm" "$work/mb.rfm" "$work/mb.rfx" "$work/root/ds/"
+# the shards the server was asked for, and its requests in all (every
+# shard opened: one each, plus the first batch's block reads; with the
+# bundle, only the shards the first batch reads)
+requests() { $PY -c 'import json,sys,urllib.request
 st = json.load(urllib.request.urlopen(sys.argv[1] + "/_stats"))
-print(statistics.median(v["requests"] for k, v in st.items() if "/ds/" in k))' "$url"; }
+v = [v["requests"] for k, v in st.items() if k.endswith(".rfs")]
+print(len(v), sum(v))' "$url"; }
 reset() { $PY -c 'import sys,urllib.request; urllib.request.urlopen(sys.argv[1] + "/_reset").read()' "$url"; }
 
 echo "open_remote_bench: $shards shards of $bytes bytes ($blocks blocks), every request after $delay ms, $rounds rounds" >&2
 for ((r = 1; r <= rounds; r++)); do
-	for side in old new; do
-		b=$old
-		[ $side = new ] && b=$new
+	for side in old new bundle; do
+		b=$old m=$url/slow-every-1-$delay/ds/m.rfm
+		[ $side = old ] || b=$new
+		[ $side = bundle ] && m=$url/slow-every-1-$delay/ds/mb.rfm
 		echo "round $r/$rounds: $side" >&2
 		reset
 		t0=$(date +%s.%N)
 		"$b/ringfeed" read --digest --batch 1 --stop-after 1 --open-progress 0 \
-			--stats "$work/$side-$r.json" "$work/m.rfm" >/dev/null 2>"$work/$side-$r.err" ||
+			--stats "$work/$side-$r.json" "$m" >/dev/null 2>"$work/$side-$r.err" ||
 			{ cat "$work/$side-$r.err" >&2; exit 1; }
 		t1=$(date +%s.%N)
 		echo "$t0 $t1 $(requests)" >"$work/$side-$r.t"
@@ -81,16 +94,19 @@ $PY - "$work" "$rounds" "$shards" <<'PYEOF'
 import json, statistics, sys
 work, rounds, shards = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def fig(side):
-    first, opened, req = [], [], []
+    first, opened, asked, req = [], [], [], []
     for r in range(1, rounds + 1):
-        t0, t1, n = open("%s/%s-%d.t" % (work, side, r)).read().split()
+        t0, t1, a, n = open("%s/%s-%d.t" % (work, side, r)).read().split()
         first.append(float(t1) - float(t0))
         opened.append(json.load(open("%s/%s-%d.json" % (work, side, r)))["open_s"])
+        asked.append(float(a))
         req.append(float(n))
-    return [statistics.median(first), statistics.median(opened), statistics.median(req)]
-o, n = fig("old"), fig("new")
-print("| figure (median of %d) | old | new | new/old |" % rounds)
-print("|---|---|---|---|")
-for name, a, b, unit in zip(["first batch", "open", "requests per shard"], o, n, ["s", "s", ""]):
-    print("| %s | %.2f%s | %.2f%s | %.2f |" % (name, a, unit, b, unit, b / a if a else float("nan")))
+    return [statistics.median(x) for x in (first, opened, asked, req)]
+o, n, x = fig("old"), fig("new"), fig("bundle")
+ratio = lambda a, b: "%.2f" % (b / a) if a else "-"
+print("| figure (median of %d) | old | new | new, index bundle | new/old | bundle/old |" % rounds)
+print("|---|---|---|---|---|---|")
+for name, a, b, c, unit in zip(["first batch", "open", "shards asked for", "requests"], o, n, x,
+                               ["s", "s", "", ""]):
+    print("| %s | %.2f%s | %.2f%s | %.2f%s | %s | %s |" % (name, a, unit, b, unit, c, unit, ratio(a, b), ratio(a, c)))
 PYEOF

@@ -139,6 +139,13 @@ typedef struct rf_shard {
 	char *validator;      /* the object's version as a listing gave it (S3 ETag), or NULL */
 	const char *manifest; /* path, owned by the first shard it lists (owns_manifest) */
 	bool owns_manifest;
+	/* its entry in the manifest's index bundle (shards/bundle.h): the last
+	 * tail_len bytes of the object of tail_file_bytes (owned; counted in
+	 * the shard list's metadata), which its open takes over and serves its
+	 * first ranges from (NULL: none, or taken) */
+	uint8_t *tail;
+	uint32_t tail_len;
+	uint64_t tail_file_bytes;
 	rf_source *src;
 	/* its format (shards/format.h), the layout the format made of it, the
 	 * format's per-shard state, and the RF_MEM_METADATA both hold */

@@ -5,6 +5,7 @@
  * entries, with sizes the file source checks), remote manifests (fetched, entries resolved against
  * their URL) and remote URLs (kept as they are, or listed when an s3:// name without a trailing '/'
  * is no object but a prefix). */
+#include "bundle.h"
 #include "engine.h"
 #include "format.h"
 #include "manifest.h"
@@ -164,6 +165,130 @@ static int rf_expand_dir_shards(rf_shard_list *l, const char *dir, rf_error *err
 	return rc;
 }
 
+/* ------------------------------------------------------ index bundles */
+
+/* A local bundle read whole, at most `room` bytes (never blocks on a FIFO). */
+static int rf_bundle_read_local(const char *path, uint64_t room, uint8_t **buf, size_t *len,
+                                rf_error *err)
+{
+	uint64_t size = 0;
+	int fd = rf_open_regular(path, "index bundle", &size, err);
+	if (fd < 0)
+		return fd;
+	int rc = 0;
+	if (size > room)
+		rc = rf_fail(err, -EFBIG,
+		             "index bundle %s: %llu bytes, more than the %llu it may take", path,
+		             (unsigned long long)size, (unsigned long long)room);
+	else if (!(*buf = malloc(size ? size : 1)))
+		rc = rf_fail(err, -ENOMEM, "index bundle %s: no memory", path);
+	else if ((rc = rf_pread_full(fd, *buf, size, 0, path, err)) < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	close(fd);
+	*len = (size_t)size;
+	return rc;
+}
+
+/* Bundle entry i against the manifest's entry i (both paths as the
+ * manifest's lines give them, resolved alike) and its size. */
+static int rf_bundle_entry_check(const rf_bundle_entry *be, const rf_manifest_entry *me,
+                                 const char *base, uint32_t i, const char *shown, rf_error *err)
+{
+	char *raw = strndup(be->path, be->path_len);
+	char *path = raw ? (base ? rf_manifest_join(base, raw) : strdup(raw)) : NULL;
+	int rc = 0;
+	if (!path)
+		rc = rf_fail(err, -ENOMEM, "index bundle %s: no memory", shown);
+	else if (strcmp(path, me->url) != 0 || be->file_bytes != me->bytes)
+		rc = rf_fail(
+		    err, RF_E_CORRUPT,
+		    "index bundle %s: entry %u (%llu bytes) is not the manifest's line %llu "
+		    "(%llu bytes): the bundle is not this manifest's",
+		    shown, i, (unsigned long long)be->file_bytes, (unsigned long long)me->line,
+		    (unsigned long long)me->bytes);
+	free(path);
+	free(raw);
+	return rc;
+}
+
+/* The index bundle beside manifest m (shards/bundle.h: NAME.rfx for
+ * NAME.rfm, rf_index_bundle_name of its path or URL, so from the same store
+ * with the same credentials), for its shards, the last m->count of l: read
+ * whole within half of what the budget leaves, parsed, checked entry by
+ * entry against the manifest, and each entry's tail copied to its shard
+ * (counted in the list's bytes; the bundle itself is freed here). A bundle
+ * is an aid, never the authority: none there (not found, or not ours to
+ * read) is the common case and says nothing; one that cannot be used is
+ * said on stderr, and its shards open one request each. base: the
+ * manifest's directory (NULL: a remote manifest). */
+static void rf_expand_bundle(rf_shard_list *l, const rf_manifest *m, const char *base,
+                             const char *manifest, bool remote, const rf_fetch_options *fo)
+{
+	if (m->count == 0 || m->count > l->n)
+		return;
+	uint32_t first = l->n - (uint32_t)m->count;
+	rf_error why = {0};
+	char *url = NULL, shown[RF_URL_BYTES_MAX];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	rf_bundle *b = NULL;
+	uint64_t room = RF_BUNDLE_FILE_MAX;
+	if (l->budget_bytes) /* the bundle and its tails' copies, for a moment */
+		room =
+		    RF_MIN(room, l->budget_bytes > l->bytes ? (l->budget_bytes - l->bytes) / 2 : 0);
+	if (!(url = rf_index_bundle_name(manifest)))
+		return; /* no memory for a name: no bundle, as when there is none */
+	rf_url_redact(url, shown, sizeof(shown));
+	int rc;
+	if (remote) {
+		rf_fetch_options o = *fo;
+		rc = rf_remote_get(&o, url, room, (char **)&buf, &len, &why);
+	} else {
+		rc = rf_bundle_read_local(url, room, &buf, &len, &why);
+	}
+	if (rc == -ENOENT || rc == -EACCES || rc == -EPERM) { /* none there */
+		free(url);
+		return;
+	}
+	if (rc == 0)
+		rc = rf_bundle_parse(buf, len, shown, &b, &why);
+	if (rc == 0 && b->count != m->count)
+		rc = rf_fail(&why, RF_E_CORRUPT,
+		             "index bundle %s: %u entries, the manifest lists %zu shards", shown,
+		             b->count, m->count);
+	for (uint32_t i = 0; rc == 0 && i < b->count; i++)
+		rc = rf_bundle_entry_check(&b->entry[i], &m->entry[i], base, i, shown, &why);
+	for (uint32_t i = 0; rc == 0 && i < b->count; i++) {
+		rf_shard *s = &l->v[first + i];
+		if (!(s->tail = malloc(b->entry[i].tail_len))) {
+			rc = rf_fail(&why, -ENOMEM, "index bundle %s: no memory for its entries",
+			             shown);
+			break;
+		}
+		memcpy(s->tail, b->entry[i].tail, b->entry[i].tail_len);
+		s->tail_len = b->entry[i].tail_len;
+		s->tail_file_bytes = b->entry[i].file_bytes;
+		l->bytes += s->tail_len;
+	}
+	if (rc < 0) /* none, not some */
+		for (uint32_t i = 0; i < (uint32_t)m->count; i++) {
+			rf_shard *s = &l->v[first + i];
+			l->bytes -= s->tail_len;
+			free(s->tail);
+			s->tail = NULL;
+			s->tail_len = 0;
+		}
+	if (rc < 0) {
+		fprintf(stderr, "ringfeed: %s (its shards open one request each)\n",
+		        why.msg[0] ? why.msg : "index bundle: out of memory");
+	}
+	rf_bundle_free(b);
+	free(buf);
+	free(url);
+}
+
 /* A manifest's entries keep what it says of each (checked at open) and
  * where it says it; the first entry owns the manifest's name. */
 static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
@@ -197,6 +322,14 @@ static int rf_expand_manifest(rf_shard_list *l, const char *path, rf_error *err)
 	}
 	if (!owned)
 		free(name);
+	if (rc == 0) {
+		char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash)
+			slash[slash == dir ? 1 : 0] = '\0';
+		if (dir)
+			rf_expand_bundle(l, m, slash ? dir : "", path, false, NULL);
+		free(dir);
+	}
 	rf_manifest_free(m);
 	return rc;
 }
@@ -476,6 +609,8 @@ static int rf_expand_remote_manifest(rf_shard_list *l, const rf_fetch_options *f
 			rc = rf_list_push(l, u, m->entry[i].bytes, err);
 		free(u);
 	}
+	if (rc == 0)
+		rf_expand_bundle(l, m, NULL, url, true, fo);
 	rf_manifest_free(m);
 	return rc;
 }
@@ -691,6 +826,7 @@ void rf_shards_free(rf_shard *shards, uint32_t count)
 		free(shards[i].validator);
 		if (shards[i].owns_manifest)
 			free((char *)shards[i].manifest);
+		free(shards[i].tail);
 		free(shards[i].err_msg);
 		if (shards[i].index)
 			shards[i].fmt->close(shards[i].index, shards[i].fmt_priv);

@@ -34,7 +34,7 @@ int rf_memory_reserve_meta(rf_engine *e, uint64_t bytes, const char *what, rf_er
 /* A shard's entry and its strings (the name shares the URL's when equal). */
 static uint64_t rf_shard_entry_bytes(const rf_shard *s)
 {
-	uint64_t n = sizeof(*s) + strlen(s->url) + 1;
+	uint64_t n = sizeof(*s) + strlen(s->url) + 1 + s->tail_len;
 	return s->name == s->url ? n : n + strlen(s->name) + 1;
 }
 

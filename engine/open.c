@@ -99,6 +99,8 @@ typedef struct rf_open_slot {
 	char *side_url;
 	bool side_cached; /* side_url's bytes are the index cache's entry, in buf */
 	bool no_cache;    /* the entry failed the format's checks: open without it */
+	bool from_bundle; /* buf holds the index bundle's copy of the shard's tail */
+	bool no_bundle;   /* those bytes failed the format's checks: open without them */
 	uint32_t steps;
 	uint64_t t0_ns;        /* when its open started (the progress line's slowest) */
 	const rf_shard *shard; /* whose open it is (NULL: free) */
@@ -431,6 +433,7 @@ static void rf_open_reset(rf_shard *s)
 	free(o->side_url);
 	o->side_url = NULL;
 	o->side_cached = false;
+	o->from_bundle = false;
 	o->steps = 0;
 	s->rereads = 0;
 }
@@ -472,6 +475,54 @@ static void rf_open_cache_put(rf_shard *s)
 	if (rc == 0 && len > 0 && rf_icache_put(e->open->icache, &k, buf, len) == 0)
 		e->open->cache_puts++;
 	free(buf);
+}
+
+/* The shard's tail from the index bundle (shards/bundle.h) becomes the
+ * slot's buffer, with its reservation (the shard list's metadata), when the
+ * object is the size it was written for: the format's first ranges are
+ * served from it with no request. */
+static void rf_open_bundle_get(rf_shard *s)
+{
+	rf_engine *e = s->engine;
+	rf_open_slot *o = s->open;
+	uint64_t size = rf_source_size(s->src);
+	if (!s->tail || o->no_bundle || size != s->tail_file_bytes || s->tail_len > size)
+		return;
+	rf_slot_buf_free(e, o);
+	o->buf = s->tail;
+	o->buf_res = o->buf_len = s->tail_len; /* already in e->open->meta_bytes */
+	e->open->transient_bytes += s->tail_len;
+	o->buf_side = false;
+	o->buf_offset = size - s->tail_len;
+	o->from_bundle = true;
+	s->tail = NULL;
+	s->tail_len = 0;
+}
+
+/* Tails no open took (an object of another size, an open that failed
+ * first): freed with their reservation once the open phase ends. */
+static void rf_open_tails_free(rf_engine *e)
+{
+	for (uint32_t i = 0; i < e->nshards; i++) {
+		rf_shard *s = &e->shards[i];
+		if (!s->tail)
+			continue;
+		uint64_t held = s->tail_len;
+		rf_meta_release(e, &held, held);
+		free(s->tail);
+		s->tail = NULL;
+		s->tail_len = 0;
+	}
+}
+
+/* The format refused what the bundle served (a bundle older than the
+ * shard): the open starts over from the store, holding nothing of it. */
+static void rf_open_bundle_drop(rf_shard *s)
+{
+	rf_open_reset(s);
+	s->open->no_bundle = true;
+	s->engine->open->bundle_drops++;
+	rf_open_begin(s);
 }
 
 /* A name the format took only as MAYBE, which its bytes say is not its own
@@ -525,6 +576,10 @@ static void rf_open_step_once(rf_shard *s)
 		rf_open_cache_drop(s);
 		return;
 	}
+	if (rc < 0 && o->from_bundle) { /* the bundle's copy, not the store's bytes */
+		rf_open_bundle_drop(s);
+		return;
+	}
 	if (rc < 0) {
 		if (!rf_open_reread(s, rc) && !rf_open_fallback(s, rc, &err))
 			rf_open_fail(s, rc, &err);
@@ -544,6 +599,8 @@ static void rf_open_step_once(rf_shard *s)
 		rf_open_finish(s, err.code, err.msg);
 		return;
 	}
+	if (o->from_bundle) /* every range it asked for came from the bundle */
+		e->open->bundle_opens++;
 	rf_open_cache_put(s);
 	rf_open_finish(s, 0, NULL);
 }
@@ -663,6 +720,7 @@ static void rf_open_want(rf_shard *s)
 		return;
 	}
 	if (!from_buf) {
+		o->from_bundle = false; /* what comes now is the store's */
 		rf_slot_buf_free(e, o); /* a wait holds nothing it can do without */
 		rc = rf_open_reserve(s, false, &len, &err);
 	} else {
@@ -714,6 +772,7 @@ static void rf_open_begin(rf_shard *s)
 	                      .local = rf_shard_is_local(s),
 	                      .opt = rf_fmt_optset_for(rf_shard_fmt_opts(s), s->fmt),
 	                      .in_place = s->fmt->in_place};
+	rf_open_bundle_get(s);
 	rf_open_step(s);
 }
 
@@ -770,6 +829,7 @@ static void rf_open_start(rf_engine *e, rf_shard *s)
 	e->open->free = o->next_free;
 	o->first_code = 0;
 	o->side_cached = o->no_cache = false;
+	o->from_bundle = o->no_bundle = false;
 	o->stepping = o->step_due = false;
 	o->t0_ns = rf_now_ns();
 	o->shard = s;
@@ -988,6 +1048,7 @@ int rf_open_phase(rf_engine *e)
 		rf_open_start_end(e, true);
 	rf_icache_close(e->open->icache);
 	e->open->icache = NULL;
+	rf_open_tails_free(e);
 	if (rc < 0) {
 		snprintf(e->open->msg, sizeof(e->open->msg), "event loop: %s", strerror(-rc));
 		return rc;

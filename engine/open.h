@@ -54,10 +54,11 @@ typedef struct rf_engine_open {
 	uint64_t meta_bytes;      /* RF_MEM_METADATA reserved by the open phase */
 	struct rf_icache *icache; /* the index cache during the open phase, or NULL */
 	uint64_t cache_hits, cache_misses, cache_puts; /* its answers (loop thread) */
-	uint64_t t0_ns, said_ns; /* its start; its last progress line (0: none) */
-	uint64_t took_ns;        /* its length, once it ended (stats) */
-	uint32_t said;           /* progress lines written */
-	bool cache_off_said;     /* why the index cache is off: on stderr once */
+	uint64_t bundle_opens, bundle_drops; /* opens the index bundle served whole; refused */
+	uint64_t t0_ns, said_ns;             /* its start; its last progress line (0: none) */
+	uint64_t took_ns;                    /* its length, once it ended (stats) */
+	uint32_t said;                       /* progress lines written */
+	bool cache_off_said;                 /* why the index cache is off: on stderr once */
 } rf_open_state;
 
 struct rf_engine;

@@ -225,6 +225,8 @@ static int rf_stats_fill(rf_loader *l, rf_stats *s)
 	if (e->coll->first_batch_ns > e->open->t0_ns && e->open->t0_ns)
 		s->first_batch_s = (double)(e->coll->first_batch_ns - e->open->t0_ns) / 1e9;
 	s->start_connections_s = (double)e->open->start_held_ns / 1e9;
+	s->index_bundle_opens = e->open->bundle_opens;
+	s->index_bundle_drops = e->open->bundle_drops;
 	s->stream_skipped_bytes = e->st->stream_skipped_bytes;
 	s->stream_more_reads = e->st->stream_more_reads;
 	snprintf(s->threads_source, sizeof(s->threads_source), "%s", e->threads_source);
@@ -351,12 +353,14 @@ static int rf_stats_json_open(const rf_stats *s, char *buf, size_t cap)
 	                "\"open_inflight_max\":%u,\"open_connections\":%u,"
 	                "\"open_progress_lines\":%u,\"open_reads\":%llu,\"fetch_resumes\":%llu,"
 	                "\"fetch_resumed_bytes\":%llu,\"first_batch_s\":%.3f,"
-	                "\"start_connections_s\":%.3f",
+	                "\"start_connections_s\":%.3f,\"index_bundle_opens\":%llu,"
+	                "\"index_bundle_drops\":%llu",
 	                (unsigned long long)s->open_shards, s->open_s, s->open_concurrency,
 	                s->open_inflight_max, s->open_connections, s->open_progress_lines,
 	                (unsigned long long)s->open_reads, (unsigned long long)s->fetch_resumes,
 	                (unsigned long long)s->fetch_resumed_bytes, s->first_batch_s,
-	                s->start_connections_s);
+	                s->start_connections_s, (unsigned long long)s->index_bundle_opens,
+	                (unsigned long long)s->index_bundle_drops);
 }
 
 /* The JSON object of the snapshot snap, taken from l. */

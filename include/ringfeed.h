@@ -291,6 +291,16 @@ int rf_manifest_read_file(const char *path, rf_manifest **out, rf_error *err);
 void rf_manifest_free(rf_manifest *m);
 /* Writes m to path (via a temporary file and rename), urls as given. */
 int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *err);
+/* Writes the index bundle of the local .rfs shards m lists (each entry's
+ * url joined to base) to path: every shard's footer and index (its last
+ * 8 KiB at least) in one file, so a loader opens them all from one read
+ * (docs/format.md "Index bundle"). Each shard's size must be the one m
+ * lists. A loader finds the bundle of manifest NAME.rfm at NAME.rfx
+ * (rf_index_bundle_name). */
+int rf_index_bundle_write(const char *path, const char *base, const rf_manifest *m, rf_error *err);
+/* The index bundle's name for a manifest's path or URL: its ".rfm" (before
+ * any query) replaced by ".rfx", or ".rfx" added. malloc'd; NULL: no memory. */
+char *rf_index_bundle_name(const char *manifest);
 
 /* A shard name fit to show: URLs lose their user:password@ and their query
  * (presigned URLs carry signatures and tokens there: "?..." is shown); plain
@@ -595,6 +605,9 @@ typedef struct rf_stats {
 	 * (0: none yet), and how long after the open the reads kept its
 	 * connections per host (open_connections) to read the first batch */
 	double first_batch_s, start_connections_s;
+	/* the manifest's index bundle: opens it served with no read of the
+	 * shard, and its copies the format refused (read from the store) */
+	uint64_t index_bundle_opens, index_bundle_drops;
 } rf_stats;
 
 /* Fills the first out_bytes bytes of *out (pass sizeof(rf_stats) as this

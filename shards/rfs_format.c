@@ -3,6 +3,7 @@
  * for most shards, the index in one read; the footer's 40 bytes when the
  * engine has no room), then for the index, parses it into the layout;
  * decode is rf_block_decode. */
+#include "bundle.h"
 #include "format.h"
 #include "rfs.h"
 
@@ -16,6 +17,8 @@
  * are fetched for nothing. */
 #define RFS_TAIL_BYTES        4096u
 #define RFS_TAIL_REMOTE_BYTES (8u << 10)
+_Static_assert(RFS_TAIL_BYTES <= RF_BUNDLE_TAIL_MIN && RFS_TAIL_REMOTE_BYTES <= RF_BUNDLE_TAIL_MIN,
+               "an index bundle's entry holds the first range an open asks for");
 
 enum { RFS_STEP_TAIL = 0, RFS_STEP_FOOTER, RFS_STEP_INDEX };
 

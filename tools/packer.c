@@ -68,7 +68,7 @@ int rf_pack_shard_name(char *buf, size_t cap, const char *dir, uint32_t no)
 /* A name pack writes: shard-NNNNNN.rfs (6 digits or more) or the manifest. */
 static int pack_made(const char *name)
 {
-	if (!strcmp(name, RF_PACK_MANIFEST))
+	if (!strcmp(name, RF_PACK_MANIFEST) || !strcmp(name, RF_PACK_BUNDLE))
 		return 1;
 	size_t n = strlen(name);
 	if (n < 16 || strncmp(name, "shard-", 6) != 0 || strcmp(name + n - 4, ".rfs") != 0)
@@ -249,6 +249,14 @@ int rf_pack_finish(rf_pack *p, rf_error *err)
 {
 	int rc = p->w ? shard_close(p, err) : 0;
 	char path[4096];
+	if (rc == 0 && p->m.count > 0) { /* the bundle first: never a manifest without it */
+		snprintf(path, sizeof(path), "%s/%s", p->dir, RF_PACK_BUNDLE);
+		rc = rf_index_bundle_write(path, p->dir, &p->m, err);
+		if (rc == -EFBIG) { /* a bundle is an aid: the shards open one by one */
+			fprintf(stderr, "pack: no index bundle: %s\n", err->msg);
+			rc = 0;
+		}
+	}
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "%s/%s", p->dir, RF_PACK_MANIFEST);
 		rc = rf_manifest_write(path, &p->m, err);

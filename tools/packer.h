@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #define RF_PACK_MANIFEST "manifest.rfm"
+#define RF_PACK_BUNDLE   "manifest.rfx" /* the manifest's index bundle (rf_index_bundle_name) */
 
 typedef struct rf_pack {
 	char *dir;

@@ -120,6 +120,26 @@ grep -q SECRETSIG "$tmp/r1.err" "$tmp/r1.json" && bad "a signature was shown: $(
 	ok "no signature in its message or the stats"
 cp "$tmp/good.rfx" "$ds/manifest.rfx"
 
+# `index --bundle` writes it for a manifest made another way: the same bytes
+# as pack's for the same shards; a shard of another size is an error naming it
+cp "$ds/manifest.rfm" "$ds/other.rfm"
+(cd "$tmp/root" && "$cli" index --bundle ds/other.rfm) >"$tmp/ib.out" # a relative name
+cmp -s "$ds/other.rfx" "$tmp/good.rfx" && ok "index --bundle: pack's bytes" || bad "index --bundle: differs from pack's"
+grep -q "^index: ds/other.rfm: $n shards, bundle ds/other.rfx$" "$tmp/ib.out" && ok "index --bundle: said" ||
+	bad "index --bundle: stdout: $(cat "$tmp/ib.out")"
+"$cli" read --digest --stats "$tmp/ib.json" "$ds/other.rfm" >/dev/null
+same "index --bundle: its bundle serves" "$n" "$(rf_json "$tmp/ib.json" index_bundle_opens)"
+awk -F'\t' -v OFS='\t' 'NR == 2 { $2 = $2 + 1 } { print }' "$ds/manifest.rfm" >"$ds/wrong.rfm"
+rc=0
+"$cli" index --bundle "$ds/wrong.rfm" >/dev/null 2>"$tmp/ib.err" || rc=$?
+same "index --bundle, a size the manifest does not say: exit 1" 1 "$rc"
+grep -q "shard-000000.rfs: file is [0-9]* bytes, the manifest says" "$tmp/ib.err" && ok "... naming the shard" ||
+	bad "index --bundle wrong size: stderr: $(cat "$tmp/ib.err")"
+[ ! -e "$ds/wrong.rfx" ] && ok "... and writing nothing" || bad "index --bundle wrote wrong.rfx"
+rc=0
+"$cli" index --bundle --json "$ds" >/dev/null 2>&1 || rc=$?
+same "index --bundle --json: bad usage" 2 "$rc"
+
 # pack --clean takes it away with the rest; a pack over it is refused
 "$cli" pack --from lines "$tmp/lines.txt" -o "$tmp/root/ds" --clean --block-size 4KiB >/dev/null
 same "pack --clean: one shard" 1 "$(grep -vc '^#' "$ds/manifest.rfm")"

@@ -21,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char index_usage[] =
     "usage: ringfeed index [--check] [-o DIR] [-q|--quiet] [--json] [--jobs N] [LOADER FLAGS]\n"
     "                      DATASET...\n"
+    "       ringfeed index --bundle [-q] MANIFEST...\n"
     "Writes a WebDataset index file for each .tar shard of each DATASET (a shard, a\n"
     "directory, a manifest, a URL, an S3 prefix: as `ringfeed read` takes them):\n"
     "PREFIX.idx beside PREFIX.tar, in DALI's wds2idx v1.2 format (DALI's webdataset\n"
@@ -45,11 +47,16 @@ static const char index_usage[] =
     "             remote dataset); the report keeps the dataset's order\n"
     "  --json     one JSON object: {\"shards\", \"written\", \"ok\", \"stale\",\n"
     "             \"failed\", \"results\": [{\"shard\", \"index\", \"status\", \"error\"}]}\n"
+    "  --bundle   write the index bundle of each MANIFEST of local .rfs shards (a\n"
+    "             directory: its manifest.rfm) beside it, NAME.rfx for NAME.rfm: every\n"
+    "             shard's footer and index in one file, which a loader reads instead\n"
+    "             of one request per shard (pack writes it; this writes it for a\n"
+    "             manifest made another way, or again after the shards changed)\n"
     "Exit status: 0 every index written (or, with --check, every one sound), 1 a\n"
     "shard failed or an index is stale or missing, 2 bad usage.\n";
 
 typedef struct index_run {
-	bool check, quiet, json;
+	bool check, quiet, json, bundle;
 	uint32_t jobs; /* --jobs: shards at once (0: the CPUs, at least 8 when remote) */
 	const char *out_dir;
 	uint64_t shards, written, ok, stale, failed;
@@ -391,6 +398,8 @@ static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char 
 			return -2;
 		} else if (!strcmp(a, "--check"))
 			r->check = true;
+		else if (!strcmp(a, "--bundle"))
+			r->bundle = true;
 		else if (!strcmp(a, "--json"))
 			r->json = true;
 		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
@@ -423,6 +432,81 @@ static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char 
 	return n;
 }
 
+/* A local manifest's text, whole (at most 512 MiB, as the parser takes). */
+static char *read_manifest_text(const char *path, size_t *len, rf_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err->msg, sizeof(err->msg), "manifest %.400s: cannot open: %s", path,
+		         strerror(errno));
+		return NULL;
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			char *q = cap < (512u << 20) ? realloc(buf, cap * 2) : NULL;
+			if (!q) {
+				free(buf);
+				buf = NULL;
+				snprintf(err->msg, sizeof(err->msg),
+				         "manifest %.400s: larger than 512 MiB, or no memory",
+				         path);
+				break;
+			}
+			buf = q;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (buf && ferror(f)) {
+		free(buf);
+		buf = NULL;
+		snprintf(err->msg, sizeof(err->msg), "manifest %.400s: read error", path);
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* --bundle: MANIFEST's index bundle beside it. 0, or 1 naming what failed. */
+static int bundle_one(const char *name, bool quiet)
+{
+	struct stat st;
+	char path[4096];
+	bool dir = stat(name, &st) == 0 && S_ISDIR(st.st_mode);
+	if ((size_t)snprintf(path, sizeof(path), dir ? "%s/manifest.rfm" : "%s", name) >=
+	    sizeof(path)) {
+		fprintf(stderr, "ringfeed index: %s: path too long\n", name);
+		return 1;
+	}
+	rf_manifest *m = NULL;
+	rf_error err = {0};
+	char *base = strdup(path), *slash = base ? strrchr(base, '/') : NULL;
+	char *out = rf_index_bundle_name(path);
+	if (slash)
+		slash[slash == base ? 1 : 0] = '\0';
+	/* the entries as the lines give them (the bundle keeps those), each
+	 * read joined to the manifest's directory */
+	size_t len = 0;
+	char *text = base && out ? read_manifest_text(path, &len, &err) : NULL;
+	int rc = text ? rf_manifest_parse(text, len, NULL, path, &m, &err) : -ENOMEM;
+	if (rc == 0)
+		rc = rf_index_bundle_write(out, slash ? base : "", m, &err);
+	free(text);
+	if (rc < 0)
+		fprintf(stderr, "ringfeed index: %s\n", err.msg[0] ? err.msg : "out of memory");
+	else if (!quiet)
+		printf("index: %s: %zu shards, bundle %s\n", path, m->count, out);
+	rf_manifest_free(m);
+	free(base);
+	free(out);
+	return rc < 0 ? 1 : 0;
+}
+
 int cmd_index(int argc, char **argv)
 {
 	index_run r = {.first_result = true};
@@ -432,9 +516,20 @@ int cmd_index(int argc, char **argv)
 	rf_config_free(check);
 	if (n == 0)
 		fprintf(stderr, "ringfeed index: missing DATASET\n%s", index_usage);
+	if (n > 0 && r.bundle && (r.check || r.json || r.out_dir || r.jobs)) {
+		fprintf(stderr, "ringfeed index: --bundle takes -q only\n%s", index_usage);
+		n = -1;
+	}
 	if (n <= 0) {
 		free(names);
 		return n == -2 ? 0 : 2;
+	}
+	if (r.bundle) {
+		int bad = 0;
+		for (int i = 0; i < n; i++)
+			bad |= bundle_one(names[i], r.quiet);
+		free(names);
+		return bad;
 	}
 	if (r.json)
 		printf("{\"results\":[");

@@ -301,6 +301,12 @@ int rf_index_bundle_write(const char *path, const char *base, const rf_manifest 
 /* The index bundle's name for a manifest's path or URL: its ".rfm" (before
  * any query) replaced by ".rfx", or ".rfx" added. malloc'd; NULL: no memory. */
 char *rf_index_bundle_name(const char *manifest);
+/* rf_index_bundle_write for the local manifest file `manifest` (its entries
+ * joined to its directory, kept as its lines give them), beside it
+ * (rf_index_bundle_name): *shards its entries, *written the bundle's path
+ * (malloc'd). */
+int rf_index_bundle_write_beside(const char *manifest, size_t *shards, char **written,
+                                 rf_error *err);
 
 /* A shard name fit to show: URLs lose their user:password@ and their query
  * (presigned URLs carry signatures and tokens there: "?..." is shown); plain

@@ -318,3 +318,27 @@ RF_API char *rf_index_bundle_name(const char *manifest)
 		snprintf(out, n, "%.*s.rfx%s", (int)stem, manifest, manifest + end);
 	return out;
 }
+
+RF_API int rf_index_bundle_write_beside(const char *manifest, size_t *shards, char **written,
+                                        rf_error *err)
+{
+	*written = NULL;
+	char *base = strdup(manifest), *slash = base ? strrchr(base, '/') : NULL;
+	char *out = rf_index_bundle_name(manifest);
+	rf_manifest *m = NULL;
+	if (slash)
+		slash[slash == base ? 1 : 0] = '\0';
+	int rc = base && out ? rf_manifest_read_file_raw(manifest, &m, err)
+	                     : rf_fail(err, -ENOMEM, "index bundle: no memory");
+	if (rc == 0)
+		rc = rf_index_bundle_write(out, slash ? base : "", m, err);
+	if (rc == 0) {
+		*shards = m->count;
+		*written = out;
+		out = NULL;
+	}
+	rf_manifest_free(m);
+	free(base);
+	free(out);
+	return rc;
+}

@@ -274,6 +274,17 @@ RF_API int rf_manifest_read_file(const char *path, rf_manifest **out, rf_error *
 	return rc;
 }
 
+int rf_manifest_read_file_raw(const char *path, rf_manifest **out, rf_error *err)
+{
+	*out = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	RF_TRY(slurp(path, &buf, &len, err));
+	int rc = rf_manifest_parse(buf, len, NULL, path, out, err);
+	free(buf);
+	return rc;
+}
+
 RF_API int rf_manifest_write(const char *path, const rf_manifest *m, rf_error *err)
 {
 	char tmp[4096];

@@ -7,6 +7,10 @@
 #include "ringfeed.h"
 #include <stdbool.h>
 
+/* A local manifest file parsed with its entries as its lines give them
+ * (no base joined): what the index bundle keeps. */
+int rf_manifest_read_file_raw(const char *path, rf_manifest **out, rf_error *err);
+
 /* Joins base (a directory or URL prefix) and a relative path: malloc'd. */
 char *rf_manifest_join(const char *base, const char *path);
 

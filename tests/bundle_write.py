@@ -17,29 +17,11 @@ import os
 import struct
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cache_data_check import crc32c  # noqa: E402  (the suite's CRC-32C)
+
 MAGIC = b"RFINDEX1"
 TAIL_MIN = 8192
-
-
-def _table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
-        t.append(c)
-    return t
-
-
-TABLE = _table()
-
-
-def crc32c(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    t = TABLE
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def tail_of(path):

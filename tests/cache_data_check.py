@@ -89,4 +89,5 @@ def main():
     raise SystemExit("unknown command " + cmd)
 
 
-sys.exit(main())
+if __name__ == "__main__":  # tests/bundle_write.py imports crc32c
+    sys.exit(main())

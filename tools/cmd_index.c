@@ -432,46 +432,6 @@ static int index_args(int argc, char **argv, index_run *r, rf_config *cfg, char 
 	return n;
 }
 
-/* A local manifest's text, whole (at most 512 MiB, as the parser takes). */
-static char *read_manifest_text(const char *path, size_t *len, rf_error *err)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err->msg, sizeof(err->msg), "manifest %.400s: cannot open: %s", path,
-		         strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (n == cap) {
-			char *q = cap < (512u << 20) ? realloc(buf, cap * 2) : NULL;
-			if (!q) {
-				free(buf);
-				buf = NULL;
-				snprintf(err->msg, sizeof(err->msg),
-				         "manifest %.400s: larger than 512 MiB, or no memory",
-				         path);
-				break;
-			}
-			buf = q;
-			cap *= 2;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (buf && ferror(f)) {
-		free(buf);
-		buf = NULL;
-		snprintf(err->msg, sizeof(err->msg), "manifest %.400s: read error", path);
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 /* --bundle: MANIFEST's index bundle beside it. 0, or 1 naming what failed. */
 static int bundle_one(const char *name, bool quiet)
 {
@@ -483,28 +443,17 @@ static int bundle_one(const char *name, bool quiet)
 		fprintf(stderr, "ringfeed index: %s: path too long\n", name);
 		return 1;
 	}
-	rf_manifest *m = NULL;
 	rf_error err = {0};
-	char *base = strdup(path), *slash = base ? strrchr(base, '/') : NULL;
-	char *out = rf_index_bundle_name(path);
-	if (slash)
-		slash[slash == base ? 1 : 0] = '\0';
-	/* the entries as the lines give them (the bundle keeps those), each
-	 * read joined to the manifest's directory */
-	size_t len = 0;
-	char *text = base && out ? read_manifest_text(path, &len, &err) : NULL;
-	int rc = text ? rf_manifest_parse(text, len, NULL, path, &m, &err) : -ENOMEM;
-	if (rc == 0)
-		rc = rf_index_bundle_write(out, slash ? base : "", m, &err);
-	free(text);
-	if (rc < 0)
-		fprintf(stderr, "ringfeed index: %s\n", err.msg[0] ? err.msg : "out of memory");
-	else if (!quiet)
-		printf("index: %s: %zu shards, bundle %s\n", path, m->count, out);
-	rf_manifest_free(m);
-	free(base);
+	size_t shards = 0;
+	char *out = NULL;
+	if (rf_index_bundle_write_beside(path, &shards, &out, &err) < 0) {
+		fprintf(stderr, "ringfeed index: %s\n", err.msg);
+		return 1;
+	}
+	if (!quiet)
+		printf("index: %s: %zu shards, bundle %s\n", path, shards, out);
 	free(out);
-	return rc < 0 ? 1 : 0;
+	return 0;
 }
 
 int cmd_index(int argc, char **argv)

@@ -9,12 +9,15 @@
 # manifest lists, a path not the manifest's), or a tail the format refuses
 # gives the same records and digest, with the reason on stderr (never a
 # secret of the manifest's URL) or index_bundle_drops counted; none there is
-# the common case and says nothing. `pack --clean` removes it
-# with the rest. Timing decides nothing.
+# the common case and says nothing. The same over S3 (the test servers'
+# s3rver), as a packed dataset uploaded whole is read. `index --bundle`
+# writes pack's bytes for a manifest made another way. `pack --clean`
+# removes it with the rest. Timing decides nothing.
 set -euo pipefail
 src=${RF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$src/tests/servers.inc.sh"
 . "$src/tests/check.inc.sh"
+rf_need_env RF_S3_ENDPOINT RF_S3_BUCKET RF_S3_ACCESS_KEY RF_S3_SECRET_KEY RF_S3_REGION
 cli=${RF_CLI:?RF_CLI must name the ringfeed binary}
 PY=/usr/bin/python3
 guard_s=120
@@ -107,6 +110,22 @@ same "none: exit 0, the same digest" "0 $(cat "$tmp/l0.out")" "$rc $(cat "$tmp/m
 same "none: nothing said (the common case)" "" "$(grep 'index bundle' "$tmp/m.err" || true)"
 same "none: no open from it" 0 "$(rf_json "$tmp/m.json" index_bundle_opens)"
 cp "$tmp/good.rfx" "$ds/manifest.rfx"
+
+# S3 (s3rver), as a packed dataset uploaded whole is read: the bundle beside
+# the manifest serves every open; a manifest without one reads as before
+for f in $(ls "$ds"); do rf_s3_put "$ds/$f" "ibundle/$f"; done
+s3=(--s3-endpoint "$RF_S3_ENDPOINT" --s3-access-key "$RF_S3_ACCESS_KEY"
+	--s3-secret-key "$RF_S3_SECRET_KEY" --s3-region "$RF_S3_REGION")
+"$cli" read --digest "${s3[@]}" --stats "$tmp/s1.json" "s3://$RF_S3_BUCKET/ibundle/manifest.rfm" \
+	>"$tmp/s1.out" 2>"$tmp/s1.err"
+same "S3: the local digest" "$(cat "$tmp/l0.out")" "$(cat "$tmp/s1.out")"
+same "S3: every open served by the bundle" "$n" "$(rf_json "$tmp/s1.json" index_bundle_opens)"
+same "S3: no request to open a shard" 0 "$(rf_json "$tmp/s1.json" open_reads)"
+"$cli" read --digest "${s3[@]}" --stats "$tmp/s0.json" "s3://$RF_S3_BUCKET/ibundle/plain.rfm" \
+	>"$tmp/s0.out" 2>"$tmp/s0.err"
+same "S3 without a bundle: the local digest, nothing said" "$(cat "$tmp/l0.out")" \
+	"$(cat "$tmp/s0.out")$(grep 'index bundle' "$tmp/s0.err" || true)"
+same "S3 without a bundle: no open from one" 0 "$(rf_json "$tmp/s0.json" index_bundle_opens)"
 
 # a remote manifest's bundle is asked for with its URL's query (a presigned
 # manifest's signature): a damaged one is said without it

@@ -589,6 +589,15 @@ static void rf_open_step_once(rf_shard *s)
 		rf_open_want(s);
 		return;
 	}
+	if (o->from_bundle && s->listed && o->fo.index->records != s->listed_records) {
+		/* the bundle's copy disagrees with the manifest: an older bundle
+		 * beside newer shards; the store's bytes decide */
+		s->fmt->close(o->fo.index, o->fo.priv);
+		o->fo.index = NULL;
+		o->fo.priv = NULL;
+		rf_open_bundle_drop(s);
+		return;
+	}
 	s->index = o->fo.index;
 	s->fmt_priv = o->fo.priv;
 	s->in_place = o->fo.in_place;

@@ -32,13 +32,37 @@ def tail_of(path):
     return len(data), data[start:]
 
 
+def one_record_less(tail):
+    """The tail with its index saying one record less in its first block
+    (the later blocks' first_record and the total follow), its CRCs made
+    right: a sound index, as a bundle older than its shard holds."""
+    t = bytearray(tail)
+    foot = len(t) - 40
+    index_bytes = struct.unpack_from("<Q", t, foot + 24)[0]
+    ix = len(t) - 40 - index_bytes  # the index ends where the footer starts
+    blocks, total = struct.unpack_from("<IQ", t, ix)
+    meta = struct.unpack_from("<I", t, ix + 24)[0]
+    first = ix + 28 + meta
+    recs = struct.unpack_from("<I", t, first + 16)[0]
+    if recs < 2:
+        sys.exit("bundle_write: --damage records needs a first block of 2 records or more")
+    struct.pack_into("<I", t, first + 16, recs - 1)
+    for b in range(1, blocks):
+        at = first + 24 * b + 20
+        struct.pack_into("<I", t, at, struct.unpack_from("<I", t, at)[0] - 1)
+    struct.pack_into("<Q", t, ix + 4, total - 1)
+    struct.pack_into("<I", t, foot + 32, crc32c(bytes(t[ix:ix + index_bytes])))
+    struct.pack_into("<I", t, foot + 36, crc32c(bytes(t[foot:foot + 36])))
+    return bytes(t)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("manifest")
     ap.add_argument("out")
     ap.add_argument("--file")
     ap.add_argument("--dir")
-    ap.add_argument("--damage", choices=["crc", "count", "tail", "path"])
+    ap.add_argument("--damage", choices=["crc", "count", "tail", "path", "records"])
     a = ap.parse_args()
     entries = []
     with open(a.manifest) as f:
@@ -57,6 +81,9 @@ def main():
     if a.damage == "tail":  # the tail one byte early: no footer at its end
         p, n, t = entries[0]
         entries[0] = [p, n, b"\0" + t[:-1]]
+    if a.damage == "records":  # a sound index of one record less: an older bundle
+        p, n, t = entries[0]
+        entries[0] = [p, n, one_record_less(t)]
     if a.damage == "path":
         entries[0][0] = entries[0][0] + b".moved"
     body = MAGIC + struct.pack("<II", 1, len(entries))

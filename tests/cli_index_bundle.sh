@@ -6,8 +6,9 @@
 # the store nothing, shards the first batch does not reach get no request
 # at all, where without the bundle each was asked once). The bundle is an
 # aid, never the authority: a damaged one (checksum, an entry more than the
-# manifest lists, a path not the manifest's), or a tail the format refuses
-# gives the same records and digest, with the reason on stderr (never a
+# manifest lists, a path not the manifest's), a tail the format refuses, or
+# a sound index that disagrees with the manifest (a bundle older than its
+# shards) gives the same records and digest, with the reason on stderr (never a
 # secret of the manifest's URL) or index_bundle_drops counted; none there is
 # the common case and says nothing. The same over S3 (the test servers'
 # s3rver), as a packed dataset uploaded whole is read. `index --bundle`
@@ -85,7 +86,7 @@ same "remote, whole (no delay): the local digest" "$(cat "$tmp/l0.out")" "$(cat 
 
 # a bundle that cannot be used is none: same digest, the reason on stderr
 cp "$ds/manifest.rfx" "$tmp/good.rfx"
-for damage in crc count path tail; do
+for damage in crc count path tail records; do
 	$PY "$src/tests/bundle_write.py" "$ds/plain.rfm" "$ds/manifest.rfx" --dir "$ds" --damage $damage
 	rc=0
 	"$cli" read --digest --stats "$tmp/d-$damage.json" "$ds" >"$tmp/d-$damage.out" 2>"$tmp/d-$damage.err" || rc=$?
@@ -103,6 +104,10 @@ grep -q "entry 0 (.* bytes) is not the manifest's line 2" "$tmp/d-path.err" &&
 	ok "a path not the manifest's: said, naming the entry and the line" || bad "path: stderr: $(cat "$tmp/d-path.err")"
 same "a tail the format refuses: dropped, read from the shard" 1 "$(rf_json "$tmp/d-tail.json" index_bundle_drops)"
 same "a tail the format refuses: the others served" $((n - 1)) "$(rf_json "$tmp/d-tail.json" index_bundle_opens)"
+same "an older bundle's sound index (a record less than the manifest): dropped" 1 \
+	"$(rf_json "$tmp/d-records.json" index_bundle_drops)"
+same "an older bundle's sound index: the others served" $((n - 1)) \
+	"$(rf_json "$tmp/d-records.json" index_bundle_opens)"
 rm "$ds/manifest.rfx"
 rc=0
 "$cli" read --digest --stats "$tmp/m.json" "$ds" >"$tmp/m.out" 2>"$tmp/m.err" || rc=$?

@@ -515,8 +515,9 @@ static void rf_open_tails_free(rf_engine *e)
 	}
 }
 
-/* The format refused what the bundle served (a bundle older than the
- * shard): the open starts over from the store, holding nothing of it. */
+/* The format refused what the bundle served, or its index disagrees with
+ * the manifest (a bundle older than the shard): the open starts over from
+ * the store, holding nothing of it. */
 static void rf_open_bundle_drop(rf_shard *s)
 {
 	rf_open_reset(s);

@@ -169,4 +169,8 @@ same "index --bundle --json: bad usage" 2 "$rc"
 same "pack --clean: one shard" 1 "$(grep -vc '^#' "$ds/manifest.rfm")"
 "$cli" read --digest --stats "$tmp/c.json" "$ds" >/dev/null
 same "pack --clean: its bundle serves" 1 "$(rf_json "$tmp/c.json" index_bundle_opens)"
+# pack --demo writes one too
+"$cli" pack --demo -o "$tmp/demo" --demo-bytes 4MiB --demo-shards 3 >/dev/null
+"$cli" read --digest --stats "$tmp/demo.json" "$tmp/demo" >/dev/null
+same "pack --demo: its bundle serves every open" 3 "$(rf_json "$tmp/demo.json" index_bundle_opens)"
 rf_checks_done cli_index_bundle

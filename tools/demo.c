@@ -190,6 +190,9 @@ static int write_manifest(const demo_job *j, rf_error *err)
 			rc = rf_tool_fail(err, -ENOMEM, "demo: no memory");
 	}
 	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", j->dir, RF_PACK_BUNDLE); /* as pack writes it */
+	if (rc == 0)
+		rc = rf_index_bundle_write(path, j->dir, &m, err);
 	snprintf(path, sizeof(path), "%s/%s", j->dir, RF_PACK_MANIFEST);
 	if (rc == 0)
 		rc = rf_manifest_write(path, &m, err);

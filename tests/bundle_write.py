@@ -10,7 +10,9 @@ bench/open_remote_bench.sh use it; --damage writes what a loader must not
 trust: crc (one tail byte changed, the checksum left), count (one entry
 more than the manifest lists, checksum right), tail (one entry's tail from
 the wrong offset, checksum right: the format refuses it), path (entry 0's
-path changed, checksum right). Python 3 standard library only."""
+path changed, checksum right), records (entry 0's index sound but one
+record short of the manifest: a bundle older than its shard). Python 3
+standard library only."""
 
 import argparse
 import os

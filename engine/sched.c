@@ -450,6 +450,10 @@ static bool rf_sched_one(rf_engine *e) RF_REQUIRES(rf_engine_mu)
 		return false;
 	if (!rf_sched_epoch_ready(e))
 		return false;
+	/* the first batch is planned: no read past it at the open's connections
+	 * (the next tick sets them back first) */
+	if (e->open->start_held && e->coll->batches > 0)
+		return false;
 	if (e->sched->seq - e->ring->tail_seq >= e->ring->units)
 		return false;
 	const rf_epoch_info *ep = rf_epoch_slot(e, e->sched->epoch);
@@ -548,12 +552,17 @@ static uint64_t rf_run_before_sleep(void *ctx)
 	rf_engine *e = ctx;
 	atomic_store(&e->wake_pending, false);
 	rf_dio_tick(e);
+	if (e->open->start_held) { /* before any read of this tick (loop thread's) */
+		rf_engine_lock(e);
+		bool started = e->coll->batches > 0 || e->coll->final || e->stop;
+		rf_engine_unlock(e);
+		rf_open_start_end(e, started);
+	}
 	rf_engine_lock(e);
 	if (e->stop && e->workers_done) {
 		rf_engine_unlock(e);
 		return RF_LOOP_STOP;
 	}
-	bool started = e->coll->batches > 0 || e->coll->final || e->stop;
 	e->sched->wait_budget = false;
 	rf_sched_rereads(e);
 	while (!e->stop && rf_sched_one(e)) {
@@ -562,9 +571,11 @@ static uint64_t rf_run_before_sleep(void *ctx)
 		rf_coll_kick(e->coll); /* retry the batch the host total refused */
 		rf_engine_wake_workers(e, 1);
 	}
+	/* the first batch came while this tick read: the open's connections go
+	 * at once, before the next read (rf_sched_one stopped for it) */
+	bool drop = e->open->start_held && e->coll->batches > 0;
 	rf_engine_unlock(e);
-	rf_open_start_end(e, started);
-	return RF_LOOP_WAIT_NS;
+	return drop ? 0 : RF_LOOP_WAIT_NS;
 }
 
 static void rf_run_phase(rf_engine *e)
